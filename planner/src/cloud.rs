@@ -1,0 +1,82 @@
+//! The cloud as the engine sees it: REST resources as JSON, addressed by their cloud id.
+//!
+//! Architecture invariant: discovery, pre-flight and verify nodes only ever hold a `&dyn CloudRead`.
+//! Only the executor's write path for managed resources holds a `&dyn CloudWrite`.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Why a cloud call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CloudError {
+    #[error("{target}: throttled (HTTP 429){}", retry_hint(*.retry_after))]
+    Throttled { target: String, retry_after: Option<Duration> },
+    #[error("{target}: server error (HTTP {status}): {message}")]
+    Server { target: String, status: u16, message: String },
+    #[error("{target}: timed out")]
+    Timeout { target: String },
+    /// A definitive refusal (4xx other than 429): retrying will not help.
+    #[error("{target}: {code} (HTTP {status}): {message}")]
+    Rejected { target: String, status: u16, code: String, message: String },
+}
+
+fn retry_hint(d: Option<Duration>) -> String {
+    match d {
+        Some(d) => format!(", retry after {} ms", d.as_millis()),
+        None => String::new(),
+    }
+}
+
+impl CloudError {
+    /// Whether the call may succeed when tried again (429, 5xx, timeouts).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, CloudError::Throttled { .. } | CloudError::Server { .. } | CloudError::Timeout { .. })
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            CloudError::Throttled { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// Reading the cloud. Every implementation records each call in its audit log.
+#[async_trait]
+pub trait CloudRead: Send + Sync {
+    /// GET one resource by id; `Ok(None)` on 404.
+    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError>;
+    /// List the direct children of `parent` of the given REST type
+    /// (Azure: `parent` = resource group or VNet id, `rtype` = e.g. `Microsoft.Network/natGateways`).
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError>;
+}
+
+/// Writing the cloud: PUT replaces the whole resource; DELETE removes it (and its children).
+#[async_trait]
+pub trait CloudWrite: CloudRead {
+    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError>;
+    /// Deleting a resource that does not exist succeeds (ARM answers 204).
+    async fn delete(&self, id: &str) -> Result<(), CloudError>;
+}
+
+/// Whether a call reads or writes.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Read,
+    Write,
+}
+
+/// One cloud call, as the audit log and `apply --output json` report it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub op: Op,
+    /// HTTP method: GET, PUT, DELETE.
+    pub method: String,
+    /// The resource id (for a list: the parent id followed by `/<type>`).
+    pub target: String,
+    /// HTTP status the cloud answered.
+    pub status: u16,
+}

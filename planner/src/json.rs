@@ -1,0 +1,106 @@
+//! Small JSON helpers: RFC 7386 merge patch, JSON pointers, and attribute changes.
+
+use serde_json::{Map, Value};
+use trellis_plans::Change;
+
+/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, anything
+/// else replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch_map) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let target_map = target.as_object_mut().expect("made an object above");
+    for (key, value) in patch_map {
+        if value.is_null() {
+            target_map.remove(key);
+        } else {
+            merge_patch(target_map.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// The leaves of a merge patch as (JSON pointer, value) pairs. Arrays and scalars are leaves;
+/// `null` leaves mean "must be absent".
+pub fn patch_leaves(patch: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    collect_leaves(patch, String::new(), &mut out);
+    out
+}
+
+fn collect_leaves(v: &Value, prefix: String, out: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, child) in map {
+                let escaped = k.replace('~', "~0").replace('/', "~1");
+                collect_leaves(child, format!("{prefix}/{escaped}"), out);
+            }
+        }
+        _ => out.push((prefix, v.clone())),
+    }
+}
+
+/// Compares an ARM id or name case-insensitively where the cloud does (ids); other values exactly.
+pub fn same_value(path: &str, a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) if path.ends_with("/id") => x.eq_ignore_ascii_case(y),
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_value(path, x, y))
+        }
+        (Value::Object(xm), Value::Object(ym)) => {
+            xm.len() == ym.len()
+                && xm.iter().all(|(k, xv)| ym.get(k).is_some_and(|yv| same_value(&format!("{path}/{k}"), xv, yv)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The attribute changes a merge patch makes to `current` (`None`: the resource does not exist).
+pub fn changes(current: Option<&Value>, patch: &Value) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (path, after) in patch_leaves(patch) {
+        let before = current.and_then(|c| c.pointer(&path)).cloned();
+        let after = if after.is_null() { None } else { Some(after) };
+        let equal = match (&before, &after) {
+            (None, None) => true,
+            (Some(b), Some(a)) => same_value(&path, b, a),
+            _ => false,
+        };
+        if !equal {
+            out.push(Change { path, before, after });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_keeps_unmanaged_attributes_and_removes_nulls() {
+        let mut live = json!({"properties": {"routes": [{"name": "node-1"}], "natGateway": {"id": "x"}}});
+        merge_patch(&mut live, &json!({"location": "westeurope", "properties": {"natGateway": null}}));
+        assert_eq!(live, json!({"properties": {"routes": [{"name": "node-1"}]}, "location": "westeurope"}));
+    }
+
+    #[test]
+    fn changes_report_only_differing_leaves_and_ignore_id_case() {
+        let live = json!({"properties": {"addressPrefix": "10.0.0.0/16", "routeTable": {"id": "/A/B"}}});
+        let patch = json!({"properties": {"addressPrefix": "10.1.0.0/16", "routeTable": {"id": "/a/b"}}});
+        let c = changes(Some(&live), &patch);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].path, "/properties/addressPrefix");
+        assert_eq!(c[0].before, Some(json!("10.0.0.0/16")));
+    }
+
+    #[test]
+    fn null_leaf_on_absent_attribute_is_no_change() {
+        assert!(changes(Some(&json!({})), &json!({"properties": {"natGateway": null}})).is_empty());
+        assert_eq!(changes(None, &json!({"a": 1})).len(), 1);
+    }
+}

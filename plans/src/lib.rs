@@ -1,0 +1,419 @@
+//! The plan document: what `trellis plan` shows, what reviewers diff and what `trellis apply` executes.
+//!
+//! This crate knows nothing about clouds. It holds the serialisable document ([`Plan`]), its stable
+//! JSON form, the human renderers ([`render`]) and the semantic diff of two plans ([`diff`]).
+//!
+//! Architecture invariant: the JSON of a plan is a pure function of its inputs. Nothing in here reads a
+//! clock, a random number generator or the environment (the text renderer's colour switch is passed in).
+
+pub mod diff;
+pub mod render;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Bumped whenever a reader of an older document could misread a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What happens to one node when the plan is applied.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// The resource does not exist and will be created.
+    Create,
+    /// The resource exists; some managed attributes differ and are written in place.
+    Update,
+    /// A ForceNew attribute differs: the resource is deleted and created again.
+    Replace,
+    /// The resource is managed by trellis but no longer desired.
+    Delete,
+    /// Read and check invariants; apply fails if one is broken. Never writes.
+    Verify,
+    /// Discovery that feeds values (e.g. a managed identity's client id). Never writes.
+    Read,
+    /// Desired and observed agree.
+    Noop,
+    /// Gated out by the configuration (the reason says which rule).
+    Skip,
+}
+
+impl Action {
+    pub const ALL: [Action; 8] = [
+        Action::Create,
+        Action::Update,
+        Action::Replace,
+        Action::Delete,
+        Action::Verify,
+        Action::Read,
+        Action::Noop,
+        Action::Skip,
+    ];
+
+    /// Whether applying this action writes to the cloud.
+    pub fn is_write(self) -> bool {
+        matches!(self, Action::Create | Action::Update | Action::Replace | Action::Delete)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Replace => "replace",
+            Action::Delete => "delete",
+            Action::Verify => "verify",
+            Action::Read => "read",
+            Action::Noop => "noop",
+            Action::Skip => "skip",
+        }
+    }
+}
+
+/// Who owns a resource, and so what trellis may do to it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Ownership {
+    /// trellis creates, updates and deletes it.
+    Managed,
+    /// Bring-your-own: trellis only reads and verifies it. It is never written.
+    User,
+    /// Written by other controllers at run time (CCM routes and LB rules, bastion rules).
+    Runtime,
+}
+
+impl Ownership {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ownership::Managed => "managed",
+            Ownership::User => "user",
+            Ownership::Runtime => "runtime",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Azure,
+    Gcp,
+    Domains,
+}
+
+/// The mode a shoot is reconciled in. Derived from the configuration, never an input.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Gardener creates the network resources (today's behaviour).
+    Managed,
+    /// The user brought the worker subnet (Azure `networks.subnet`, GCP `networks.subnetWorkers`).
+    UserManagedEgress,
+}
+
+/// Resource kinds across all providers, as the contract names them.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    // Azure
+    ResourceGroup,
+    VirtualNetwork,
+    Subnet,
+    RouteTable,
+    NetworkSecurityGroup,
+    NatGateway,
+    PublicIpAddress,
+    ManagedIdentity,
+    LoadBalancer,
+    SecurityRule,
+    Route,
+    // GCP
+    ServiceAccount,
+    Network,
+    Subnetwork,
+    Router,
+    CloudNat,
+    Address,
+    Firewall,
+    // Domains
+    DnsRecord,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::ResourceGroup => "resource_group",
+            Kind::VirtualNetwork => "virtual_network",
+            Kind::Subnet => "subnet",
+            Kind::RouteTable => "route_table",
+            Kind::NetworkSecurityGroup => "network_security_group",
+            Kind::NatGateway => "nat_gateway",
+            Kind::PublicIpAddress => "public_ip_address",
+            Kind::ManagedIdentity => "managed_identity",
+            Kind::LoadBalancer => "load_balancer",
+            Kind::SecurityRule => "security_rule",
+            Kind::Route => "route",
+            Kind::ServiceAccount => "service_account",
+            Kind::Network => "network",
+            Kind::Subnetwork => "subnetwork",
+            Kind::Router => "router",
+            Kind::CloudNat => "cloud_nat",
+            Kind::Address => "address",
+            Kind::Firewall => "firewall",
+            Kind::DnsRecord => "dns_record",
+        }
+    }
+}
+
+/// The state the plan was made against. `apply` refuses the plan when either moved.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Prior {
+    /// The state workspace's lineage (a UUID made when the workspace was created); `None` for a new shoot.
+    pub lineage: Option<String>,
+    /// The workspace's serial at plan time (0 for a new shoot).
+    pub serial: u64,
+}
+
+/// One changed attribute: `path` is a JSON pointer into the resource's REST JSON.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Change {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+}
+
+/// One invariant a `verify` node checks against the live resource.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Check {
+    /// JSON pointer into the resource's REST JSON.
+    pub path: String,
+    /// The value the attribute must have. `null` means: must be absent.
+    pub expect: Value,
+    /// What is wrong when the check fails, in words a user can act on.
+    pub message: String,
+}
+
+/// One resource of the plan.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Node {
+    /// Stable, unique, human-readable id, e.g. `azure.route_table.shoot--foo--bar.worker_route_table`.
+    pub address: String,
+    pub kind: Kind,
+    pub name: String,
+    /// Azure: the resource group; GCP: project/region; domains: the seed or shoot.
+    pub scope: String,
+    /// The cloud id (ARM id, GCE selfLink) when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub action: Action,
+    pub ownership: Ownership,
+    /// Why, in words a reviewer understands, with the rule behind it.
+    pub reason: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Before/after of each changed attribute (create: after only; delete: before only).
+    #[serde(default)]
+    pub changes: Vec<Change>,
+    /// For create/update/replace: the JSON merge patch (RFC 7386) applied to the live resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Value>,
+    /// For verify: the invariants re-checked at apply time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+}
+
+/// The cloud-provider config the CCM receives (Azure `azure.json`, GCP `cloudprovider.conf`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct CloudProviderConfig {
+    pub format: ConfigFormat,
+    /// Key → value, in the order upstream renders them.
+    pub values: serde_json::Map<String, Value>,
+    /// The rendered file, byte for byte.
+    pub content: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigFormat {
+    #[default]
+    Yaml,
+    Ini,
+}
+
+/// What the reconcile produces besides cloud resources.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Artifacts {
+    /// The provider's InfrastructureStatus, with upstream JSON field names.
+    pub infrastructure_status: Value,
+    /// `shoot.status.provider.egressCIDRs`; `null` when Gardener cannot know them (user-managed egress).
+    /// Addresses of public IPs that do not exist yet read `(known after apply)`.
+    pub egress_cidrs: Option<Vec<String>>,
+    pub cloud_provider_config: CloudProviderConfig,
+    /// CCM command-line flags that depend on the configuration.
+    pub ccm_flags: BTreeMap<String, bool>,
+    /// Whether the `allow-{tcp,udp}-egress` Services are deployed.
+    pub allow_egress: bool,
+}
+
+/// Counts per action.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Summary {
+    pub create: usize,
+    pub update: usize,
+    pub replace: usize,
+    pub delete: usize,
+    pub verify: usize,
+    pub read: usize,
+    pub noop: usize,
+    pub skip: usize,
+}
+
+impl Summary {
+    pub fn of(nodes: &[Node]) -> Summary {
+        let mut s = Summary::default();
+        for n in nodes {
+            *s.slot(n.action) += 1;
+        }
+        s
+    }
+
+    fn slot(&mut self, a: Action) -> &mut usize {
+        match a {
+            Action::Create => &mut self.create,
+            Action::Update => &mut self.update,
+            Action::Replace => &mut self.replace,
+            Action::Delete => &mut self.delete,
+            Action::Verify => &mut self.verify,
+            Action::Read => &mut self.read,
+            Action::Noop => &mut self.noop,
+            Action::Skip => &mut self.skip,
+        }
+    }
+
+    pub fn count(&self, a: Action) -> usize {
+        let mut copy = self.clone();
+        *copy.slot(a)
+    }
+
+    /// Whether applying would write anything.
+    pub fn has_changes(&self) -> bool {
+        self.create + self.update + self.replace + self.delete > 0
+    }
+}
+
+/// The plan of one shoot.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub format_version: u32,
+    /// Technical id, `shoot--<project>--<name>`.
+    pub shoot: String,
+    pub provider: Provider,
+    pub mode: Mode,
+    pub prior: Prior,
+    /// sha256 over everything discovery observed; apply re-observes and refuses on a mismatch.
+    pub digest: String,
+    /// Sorted by address.
+    pub nodes: Vec<Node>,
+    pub artifacts: Artifacts,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    pub summary: Summary,
+}
+
+impl Plan {
+    pub fn has_changes(&self) -> bool {
+        self.summary.has_changes()
+    }
+
+    pub fn node(&self, address: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.address == address)
+    }
+}
+
+/// A plan file: one shoot, or a fleet of them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PlanSet {
+    pub format_version: u32,
+    pub plans: Vec<Plan>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    #[error("{path}: not a trellis plan file: {source}")]
+    Parse { path: String, source: serde_json::Error },
+    #[error("{path}: plan format_version {found} is not supported by this trellis (supports {FORMAT_VERSION}); re-run `trellis plan` with this version")]
+    Version { path: String, found: u32 },
+    #[error("{path}: node {address}: {problem}; the plan file was edited or corrupted — re-run `trellis plan`")]
+    Invalid { path: String, address: String, problem: String },
+}
+
+impl PlanSet {
+    pub fn new(mut plans: Vec<Plan>) -> PlanSet {
+        plans.sort_by(|a, b| a.shoot.cmp(&b.shoot));
+        PlanSet { format_version: FORMAT_VERSION, plans }
+    }
+
+    /// Stable JSON: a single plan is written as the plan object itself, a fleet as `{format_version, plans}`.
+    pub fn to_json(&self) -> String {
+        let mut s = if self.plans.len() == 1 {
+            serde_json::to_string_pretty(&self.plans[0])
+        } else {
+            serde_json::to_string_pretty(self)
+        }
+        .expect("plan documents always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// Reads a plan file written by [`PlanSet::to_json`] and checks that it is well formed:
+    /// known version, and no node that would write to a resource trellis does not own.
+    pub fn from_json(path: &str, text: &str) -> Result<PlanSet, PlanFileError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
+        let found = value.get("format_version").and_then(Value::as_u64).unwrap_or(0) as u32;
+        if found != FORMAT_VERSION {
+            return Err(PlanFileError::Version { path: path.to_string(), found });
+        }
+        let set = if value.get("plans").is_some() {
+            serde_json::from_value::<PlanSet>(value)
+        } else {
+            serde_json::from_value::<Plan>(value).map(|p| PlanSet { format_version: FORMAT_VERSION, plans: vec![p] })
+        }
+        .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
+        for plan in &set.plans {
+            for node in &plan.nodes {
+                if let Some(problem) = node_problem(node) {
+                    return Err(PlanFileError::Invalid {
+                        path: path.to_string(),
+                        address: node.address.clone(),
+                        problem,
+                    });
+                }
+            }
+        }
+        Ok(set)
+    }
+}
+
+/// The ownership/action combinations a plan may never contain.
+pub fn node_problem(node: &Node) -> Option<String> {
+    match (node.ownership, node.action) {
+        (Ownership::User, a) if a.is_write() => {
+            Some(format!("user-owned resource with write action `{}`", a.as_str()))
+        }
+        (Ownership::Runtime, a) if a.is_write() && a != Action::Delete => {
+            Some(format!("runtime-owned resource with action `{}`", a.as_str()))
+        }
+        (_, Action::Create | Action::Update | Action::Replace) if node.patch.is_none() => {
+            Some(format!("action `{}` without a patch", node.action.as_str()))
+        }
+        (_, a) if a.is_write() && node.id.is_none() => Some(format!("action `{}` without a cloud id", a.as_str())),
+        _ => None,
+    }
+}
+
+/// sha256 hex of a byte string; used for plan digests.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
