@@ -3,9 +3,9 @@
 //! - [`manifest`]: Gardener `Shoot` manifests (core.gardener.cloud/v1beta1) parsed into typed objects.
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
-//! - [`sim`]: the simulated cloud (ARM resources in their REST JSON shape).
+
 
 pub mod azure;
 pub mod field;
 pub mod manifest;
-pub mod sim;
+
