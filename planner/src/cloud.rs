@@ -80,3 +80,73 @@ pub struct Call {
     /// HTTP status the cloud answered.
     pub status: u16,
 }
+
+/// Wraps a cloud and records every call it makes: the report's `calls[]`.
+pub struct Audited {
+    inner: std::sync::Arc<dyn CloudWrite>,
+    log: std::sync::Mutex<Vec<Call>>,
+}
+
+impl Audited {
+    pub fn new(inner: std::sync::Arc<dyn CloudWrite>) -> Audited {
+        Audited { inner, log: std::sync::Mutex::new(Vec::new()) }
+    }
+
+    /// The calls made so far, in the order they completed.
+    pub fn calls(&self) -> Vec<Call> {
+        self.log.lock().expect("audit log lock").clone()
+    }
+
+    fn record<T>(&self, op: Op, method: &str, target: String, res: &Result<T, CloudError>, ok_status: u16) {
+        let status = match res {
+            Ok(_) => ok_status,
+            Err(e) => e.status(),
+        };
+        self.log.lock().expect("audit log lock").push(Call { op, method: method.to_string(), target, status });
+    }
+}
+
+impl CloudError {
+    /// The HTTP status this error stands for (408 for a client-side timeout).
+    pub fn status(&self) -> u16 {
+        match self {
+            CloudError::Throttled { .. } => 429,
+            CloudError::Server { status, .. } | CloudError::Rejected { status, .. } => *status,
+            CloudError::Timeout { .. } => 408,
+        }
+    }
+}
+
+#[async_trait]
+impl CloudRead for Audited {
+    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        let res = self.inner.get(id).await;
+        let status = match &res {
+            Ok(None) => 404,
+            _ => 200,
+        };
+        self.record(Op::Read, "GET", id.to_string(), &res, status);
+        res
+    }
+
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        let res = self.inner.list(parent, rtype).await;
+        self.record(Op::Read, "LIST", format!("{parent}/{rtype}"), &res, 200);
+        res
+    }
+}
+
+#[async_trait]
+impl CloudWrite for Audited {
+    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        let res = self.inner.put(id, body).await;
+        self.record(Op::Write, "PUT", id.to_string(), &res, 200);
+        res
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), CloudError> {
+        let res = self.inner.delete(id).await;
+        self.record(Op::Write, "DELETE", id.to_string(), &res, 200);
+        res
+    }
+}

@@ -1,1 +1,251 @@
-//! TODO
+//! Desired × observed → plan nodes.
+//!
+//! The diff is generic: a managed resource's patch is compared leaf by leaf with the live resource
+//! ([`crate::json::changes`]); a difference in a ForceNew attribute replaces the resource. User-owned
+//! resources become `verify`/`read`/`skip` nodes (their [`Desired`] variants carry no patch).
+
+use crate::discover::Observed;
+use crate::json;
+use crate::model::{Desired, ReadOwnership};
+use trellis_plans::{Action, Change, Node, Ownership};
+
+/// Turns what the provider wants into plan nodes, sorted by address. Dependencies on addresses that
+/// are not part of the plan are dropped.
+pub fn plan_nodes(desired: Vec<Desired>, observed: &Observed) -> Vec<Node> {
+    let mut nodes: Vec<Node> = desired.into_iter().filter_map(|d| node_for(d, observed)).collect();
+    nodes.sort_by(|a, b| a.address.cmp(&b.address));
+    let addresses: std::collections::BTreeSet<String> = nodes.iter().map(|n| n.address.clone()).collect();
+    for n in &mut nodes {
+        n.depends_on.retain(|d| addresses.contains(d) && *d != n.address);
+        n.depends_on.sort();
+        n.depends_on.dedup();
+    }
+    nodes
+}
+
+fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
+    let node = match desired {
+        Desired::Managed(m) => {
+            let current = observed.get(&m.res.id);
+            let changes = json::changes(current, &m.patch);
+            let forced: Vec<&Change> =
+                changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
+            let (action, reason) = match current {
+                None => (Action::Create, format!("{}; does not exist yet", m.why)),
+                Some(_) if !forced.is_empty() => {
+                    let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
+                    (
+                        Action::Replace,
+                        format!("{}; {} cannot change in place (ForceNew): delete, then create", m.why, paths.join(", ")),
+                    )
+                }
+                Some(_) if !changes.is_empty() => {
+                    (Action::Update, format!("{}; {} attribute(s) differ from the live resource", m.why, changes.len()))
+                }
+                Some(_) => (Action::Noop, format!("{}; matches the live resource", m.why)),
+            };
+            Node {
+                address: m.res.address,
+                kind: m.res.kind,
+                name: m.res.name,
+                scope: m.res.scope,
+                id: Some(m.res.id),
+                action,
+                ownership: Ownership::Managed,
+                reason,
+                depends_on: m.depends_on,
+                changes,
+                patch: Some(m.patch),
+                checks: Vec::new(),
+            }
+        }
+        Desired::Verify(v) => Node {
+            address: v.res.address,
+            kind: v.res.kind,
+            name: v.res.name,
+            scope: v.res.scope,
+            id: Some(v.res.id),
+            action: Action::Verify,
+            ownership: Ownership::User,
+            reason: v.why,
+            depends_on: v.depends_on,
+            changes: Vec::new(),
+            patch: None,
+            checks: v.checks,
+        },
+        Desired::Read(r) => Node {
+            address: r.res.address,
+            kind: r.res.kind,
+            name: r.res.name,
+            scope: r.res.scope,
+            id: Some(r.res.id),
+            action: Action::Read,
+            ownership: match r.ownership {
+                ReadOwnership::User => Ownership::User,
+                ReadOwnership::Runtime => Ownership::Runtime,
+            },
+            reason: r.why,
+            depends_on: r.depends_on,
+            changes: Vec::new(),
+            patch: None,
+            checks: Vec::new(),
+        },
+        Desired::Skip(s) => Node {
+            address: s.address,
+            kind: s.kind,
+            name: s.name,
+            scope: s.scope,
+            id: s.id,
+            action: Action::Skip,
+            ownership: s.ownership,
+            reason: s.why,
+            depends_on: Vec::new(),
+            changes: Vec::new(),
+            patch: None,
+            checks: Vec::new(),
+        },
+        Desired::DeleteManaged { res, depends_on, why } => delete_node(res, depends_on, why, Ownership::Managed, observed)?,
+        Desired::DeleteRuntime { res, depends_on, rule } => delete_node(res, depends_on, rule, Ownership::Runtime, observed)?,
+    };
+    Some(node)
+}
+
+/// A delete node, or nothing when the resource is already gone.
+fn delete_node(
+    res: crate::model::Resource,
+    depends_on: Vec<String>,
+    why: String,
+    ownership: Ownership,
+    observed: &Observed,
+) -> Option<Node> {
+    observed.get(&res.id)?;
+    Some(Node {
+        changes: vec![Change { path: "/id".to_string(), before: Some(serde_json::Value::String(res.id.clone())), after: None }],
+        address: res.address,
+        kind: res.kind,
+        name: res.name,
+        scope: res.scope,
+        id: Some(res.id),
+        action: Action::Delete,
+        ownership,
+        reason: why,
+        depends_on,
+        patch: None,
+        checks: Vec::new(),
+    })
+}
+
+/// Evaluates a verify node's checks against a live resource; returns the messages of the failed ones.
+pub fn failed_checks(node: &Node, live: &serde_json::Value) -> Vec<String> {
+    node.checks
+        .iter()
+        .filter(|c| {
+            let actual = live.pointer(&c.path);
+            match (&c.expect, actual) {
+                (serde_json::Value::Null, None) => false,
+                (serde_json::Value::Null, Some(v)) => !v.is_null(),
+                (expect, Some(v)) => !json::same_value(&c.path, expect, v),
+                (_, None) => true,
+            }
+        })
+        .map(|c| c.message.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ManagedSpec, Resource, SkipSpec, VerifySpec};
+    use serde_json::json;
+    use trellis_plans::{Check, Kind};
+
+    fn res(name: &str) -> Resource {
+        Resource {
+            address: format!("azure.nat_gateway.rg.{name}"),
+            kind: Kind::NatGateway,
+            name: name.into(),
+            scope: "rg".into(),
+            id: format!("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/natGateways/{name}"),
+        }
+    }
+
+    fn managed(name: &str, patch: serde_json::Value) -> Desired {
+        Desired::Managed(ManagedSpec {
+            res: res(name),
+            patch,
+            force_new: vec!["/sku/name"],
+            depends_on: vec!["azure.resource_group.rg".into(), "azure.not.in.plan".into()],
+            why: "managed".into(),
+        })
+    }
+
+    #[test]
+    fn actions_follow_the_live_resource() {
+        let mut observed = Observed::default();
+        observed.insert(&res("same").id, Some(json!({"sku": {"name": "Standard"}})));
+        observed.insert(&res("differs").id, Some(json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 4}})));
+        observed.insert(&res("forced").id, Some(json!({"sku": {"name": "Standard"}})));
+        let desired = vec![
+            managed("new", json!({"sku": {"name": "Standard"}})),
+            managed("same", json!({"sku": {"name": "Standard"}})),
+            managed("differs", json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 10}})),
+            managed("forced", json!({"sku": {"name": "StandardV2"}})),
+        ];
+        let nodes = plan_nodes(desired, &observed);
+        let actions: Vec<(&str, Action)> = nodes.iter().map(|n| (n.name.as_str(), n.action)).collect();
+        assert_eq!(
+            actions,
+            vec![("differs", Action::Update), ("forced", Action::Replace), ("new", Action::Create), ("same", Action::Noop)]
+        );
+        assert!(nodes.iter().all(|n| n.depends_on.is_empty()), "dependencies outside the plan are dropped");
+    }
+
+    #[test]
+    fn user_resources_never_carry_a_patch() {
+        let desired = vec![
+            Desired::Verify(VerifySpec { res: res("byo"), checks: vec![], depends_on: vec![], why: "byo".into() }),
+            Desired::Skip(SkipSpec {
+                address: "azure.route_table.rg.worker_route_table".into(),
+                kind: Kind::RouteTable,
+                name: "worker_route_table".into(),
+                scope: "rg".into(),
+                id: None,
+                ownership: Ownership::Managed,
+                why: "gated".into(),
+            }),
+        ];
+        for n in plan_nodes(desired, &Observed::default()) {
+            assert!(n.patch.is_none());
+            assert!(!n.action.is_write());
+        }
+    }
+
+    #[test]
+    fn delete_of_a_resource_already_gone_is_dropped() {
+        let desired = vec![Desired::DeleteManaged { res: res("gone"), depends_on: vec![], why: "orphan".into() }];
+        assert!(plan_nodes(desired, &Observed::default()).is_empty());
+    }
+
+    #[test]
+    fn failed_checks_name_what_is_wrong() {
+        let node = Node {
+            address: "a".into(),
+            kind: Kind::Subnet,
+            name: "s".into(),
+            scope: "rg".into(),
+            id: Some("x".into()),
+            action: Action::Verify,
+            ownership: Ownership::User,
+            reason: String::new(),
+            depends_on: vec![],
+            changes: vec![],
+            patch: None,
+            checks: vec![
+                Check { path: "/properties/addressPrefix".into(), expect: json!("10.0.0.0/16"), message: "cidr moved".into() },
+                Check { path: "/properties/networkSecurityGroup/id".into(), expect: json!("/A"), message: "nsg".into() },
+            ],
+        };
+        let live = json!({"properties": {"addressPrefix": "10.1.0.0/16", "networkSecurityGroup": {"id": "/a"}}});
+        assert_eq!(failed_checks(&node, &live), vec!["cidr moved".to_string()]);
+    }
+}
