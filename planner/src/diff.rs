@@ -28,15 +28,18 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
         Desired::Managed(m) => {
             let current = observed.get(&m.res.id);
             let changes = json::changes(current, &m.patch);
-            let forced: Vec<&Change> =
-                changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
+            let forced: Vec<&Change> = changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
             let (action, reason) = match current {
                 None => (Action::Create, format!("{}; does not exist yet", m.why)),
                 Some(_) if !forced.is_empty() => {
                     let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
                     (
                         Action::Replace,
-                        format!("{}; {} cannot change in place (ForceNew): delete, then create", m.why, paths.join(", ")),
+                        format!(
+                            "{}; {} cannot change in place (ForceNew): delete, then create",
+                            m.why,
+                            paths.join(", ")
+                        ),
                     )
                 }
                 Some(_) if !changes.is_empty() => {
@@ -104,8 +107,12 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
             patch: None,
             checks: Vec::new(),
         },
-        Desired::DeleteManaged { res, depends_on, why } => delete_node(res, depends_on, why, Ownership::Managed, observed)?,
-        Desired::DeleteRuntime { res, depends_on, rule } => delete_node(res, depends_on, rule, Ownership::Runtime, observed)?,
+        Desired::DeleteManaged { res, depends_on, why } => {
+            delete_node(res, depends_on, why, Ownership::Managed, observed)?
+        }
+        Desired::DeleteRuntime { res, depends_on, rule } => {
+            delete_node(res, depends_on, rule, Ownership::Runtime, observed)?
+        }
     };
     Some(node)
 }
@@ -120,7 +127,11 @@ fn delete_node(
 ) -> Option<Node> {
     observed.get(&res.id)?;
     Some(Node {
-        changes: vec![Change { path: "/id".to_string(), before: Some(serde_json::Value::String(res.id.clone())), after: None }],
+        changes: vec![Change {
+            path: "/id".to_string(),
+            before: Some(serde_json::Value::String(res.id.clone())),
+            after: None,
+        }],
         address: res.address,
         kind: res.kind,
         name: res.name,
@@ -183,7 +194,10 @@ mod tests {
     fn actions_follow_the_live_resource() {
         let mut observed = Observed::default();
         observed.insert(&res("same").id, Some(json!({"sku": {"name": "Standard"}})));
-        observed.insert(&res("differs").id, Some(json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 4}})));
+        observed.insert(
+            &res("differs").id,
+            Some(json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 4}})),
+        );
         observed.insert(&res("forced").id, Some(json!({"sku": {"name": "Standard"}})));
         let desired = vec![
             managed("new", json!({"sku": {"name": "Standard"}})),
@@ -195,7 +209,12 @@ mod tests {
         let actions: Vec<(&str, Action)> = nodes.iter().map(|n| (n.name.as_str(), n.action)).collect();
         assert_eq!(
             actions,
-            vec![("differs", Action::Update), ("forced", Action::Replace), ("new", Action::Create), ("same", Action::Noop)]
+            vec![
+                ("differs", Action::Update),
+                ("forced", Action::Replace),
+                ("new", Action::Create),
+                ("same", Action::Noop)
+            ]
         );
         assert!(nodes.iter().all(|n| n.depends_on.is_empty()), "dependencies outside the plan are dropped");
     }
@@ -241,8 +260,16 @@ mod tests {
             changes: vec![],
             patch: None,
             checks: vec![
-                Check { path: "/properties/addressPrefix".into(), expect: json!("10.0.0.0/16"), message: "cidr moved".into() },
-                Check { path: "/properties/networkSecurityGroup/id".into(), expect: json!("/A"), message: "nsg".into() },
+                Check {
+                    path: "/properties/addressPrefix".into(),
+                    expect: json!("10.0.0.0/16"),
+                    message: "cidr moved".into(),
+                },
+                Check {
+                    path: "/properties/networkSecurityGroup/id".into(),
+                    expect: json!("/A"),
+                    message: "nsg".into(),
+                },
             ],
         };
         let live = json!({"properties": {"addressPrefix": "10.1.0.0/16", "networkSecurityGroup": {"id": "/a"}}});

@@ -76,10 +76,7 @@ impl Observed {
     /// The resources a list request returned (empty if it was not run).
     pub fn list(&self, parent: &str, rtype: &str) -> Vec<&Value> {
         let req = ListReq { parent: parent.to_string(), rtype: rtype.to_string() };
-        self.lists
-            .get(&req)
-            .map(|ids| ids.iter().filter_map(|id| self.get(id)).collect())
-            .unwrap_or_default()
+        self.lists.get(&req).map(|ids| ids.iter().filter_map(|id| self.get(id)).collect()).unwrap_or_default()
     }
 
     /// sha256 over everything observed, in id order. Equal snapshots give equal digests.

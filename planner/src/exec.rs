@@ -40,9 +40,13 @@ pub enum Outcome {
     Done,
     /// Nothing to do (noop, skip).
     Unchanged,
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
     /// Not run because something it depends on failed (or the apply was aborted).
-    Skipped { because: String },
+    Skipped {
+        because: String,
+    },
 }
 
 impl Outcome {
@@ -151,7 +155,9 @@ fn skip_dependents(
         let result = NodeResult {
             address: nodes[d].address.clone(),
             action: nodes[d].action,
-            outcome: Outcome::Skipped { because: format!("depends on {}, which did not complete", nodes[failed].address) },
+            outcome: Outcome::Skipped {
+                because: format!("depends on {}, which did not complete", nodes[failed].address),
+            },
             live: None,
         };
         // A skipped node changed nothing; the observer only records it.
@@ -241,10 +247,7 @@ fn check_unchanged_since_plan(node: &Node, current: Option<&Value>) -> Result<()
             .map(|c| c.path.as_str())
             .collect();
         if !moved.is_empty() {
-            return Err(format!(
-                "{id} changed since the plan was made ({}); re-run `trellis plan`",
-                moved.join(", ")
-            ));
+            return Err(format!("{id} changed since the plan was made ({}); re-run `trellis plan`", moved.join(", ")));
         }
     }
     Ok(())

@@ -82,9 +82,17 @@ pub enum Desired {
     Read(ReadSpec),
     Skip(SkipSpec),
     /// A managed resource that is no longer desired (or must go before a replacement).
-    DeleteManaged { res: Resource, depends_on: Vec<String>, why: String },
+    DeleteManaged {
+        res: Resource,
+        depends_on: Vec<String>,
+        why: String,
+    },
     /// A runtime-owned resource deleted because a spec rule says so (e.g. the GCP BYO delete safety net).
-    DeleteRuntime { res: Resource, depends_on: Vec<String>, rule: String },
+    DeleteRuntime {
+        res: Resource,
+        depends_on: Vec<String>,
+        rule: String,
+    },
 }
 
 impl Desired {

@@ -1,1 +1,642 @@
-pub fn _placeholder() {}
+//! The semantic diff of two plan files (`trellis diff OLD NEW`).
+//!
+//! Two plans are compared as documents, not as text: shoots by technical id, nodes by address, artifacts
+//! field by field, with a unified line diff for the text artifacts (the cloud-provider config and the
+//! InfrastructureStatus as pretty JSON). The observation `digest` and the `prior` state move on every
+//! run, so they are not differences: they are reported on a separate `state` line and never make a diff
+//! non-empty.
+
+use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, fence_for, md_cell, prior_text};
+use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, Summary};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// What changed between two plan files.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PlanDiff {
+    /// Shoots only in the new plan file, by technical id.
+    pub added: Vec<ShootRef>,
+    /// Shoots only in the old plan file.
+    pub removed: Vec<ShootRef>,
+    /// Shoots in both that differ, semantically or only in state. Sorted by shoot.
+    pub changed: Vec<ShootDiff>,
+}
+
+/// An attribute that differs: its value in the old and in the new plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delta<T> {
+    pub old: T,
+    pub new: T,
+}
+
+/// A unified line diff of a text artifact.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextDiff {
+    /// The file name in the `--- old/NAME` / `+++ new/NAME` headers, e.g. `azure.json`.
+    pub name: String,
+    pub unified: String,
+}
+
+/// A shoot that is in only one of the two plan files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShootRef {
+    pub shoot: String,
+    pub provider: Provider,
+    pub mode: Mode,
+    pub summary: Summary,
+}
+
+/// The differences of one shoot's plan.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ShootDiff {
+    pub shoot: String,
+    pub provider: Option<Delta<Provider>>,
+    pub mode: Option<Delta<Mode>>,
+    /// Nodes only in the new plan.
+    pub nodes_added: Vec<NodeRef>,
+    /// Nodes only in the old plan.
+    pub nodes_removed: Vec<NodeRef>,
+    pub nodes_changed: Vec<NodeDiff>,
+    pub artifacts: ArtifactsDiff,
+    pub warnings_added: Vec<String>,
+    pub warnings_removed: Vec<String>,
+    /// Digest and prior: always move, never count as a difference.
+    pub state: Option<StateDiff>,
+}
+
+/// A node that is in only one of the two plans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeRef {
+    pub address: String,
+    pub action: Action,
+    pub ownership: Ownership,
+}
+
+/// The differences of one node (same address in both plans). `None` / empty means unchanged.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct NodeDiff {
+    pub address: String,
+    pub action: Option<Delta<Action>>,
+    pub ownership: Option<Delta<Ownership>>,
+    pub reason: Option<Delta<String>>,
+    pub id: Option<Delta<Option<String>>>,
+    /// Per attribute path, the change as the old and the new plan have it (`None`: not changed there).
+    pub changes: Vec<ChangeDiff>,
+    pub depends_on_added: Vec<String>,
+    pub depends_on_removed: Vec<String>,
+    pub checks_added: Vec<Check>,
+    pub checks_removed: Vec<Check>,
+    /// The merge patch, when it differs.
+    pub patch: Option<Delta<Option<Value>>>,
+}
+
+/// One attribute path whose planned change differs between the two plans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangeDiff {
+    pub path: String,
+    pub old: Option<Change>,
+    pub new: Option<Change>,
+}
+
+/// Artifact differences. Text artifacts carry a unified diff.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ArtifactsDiff {
+    /// Unified diff of the InfrastructureStatus as pretty JSON.
+    pub infrastructure_status: Option<TextDiff>,
+    /// Unified diff of `cloud_provider_config.content`, named as reviewers know the file (`azure.json`).
+    pub cloud_provider_config: Option<TextDiff>,
+    pub egress_cidrs: Option<Delta<Option<Vec<String>>>>,
+    pub allow_egress: Option<Delta<bool>>,
+    /// Per flag that differs: old and new value (`None`: not set).
+    pub ccm_flags: Vec<(String, Option<bool>, Option<bool>)>,
+}
+
+/// The state a plan was made against, when it moved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateDiff {
+    pub digest: Option<Delta<String>>,
+    /// `prior` rendered as `lineage …, serial N` / `new workspace`.
+    pub prior: Option<Delta<String>>,
+}
+
+impl PlanDiff {
+    /// No semantic difference (state-only moves do not count).
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.iter().all(ShootDiff::is_empty)
+    }
+}
+
+impl ShootDiff {
+    /// No semantic difference; the `state` line may still have moved.
+    pub fn is_empty(&self) -> bool {
+        self.provider.is_none()
+            && self.mode.is_none()
+            && self.nodes_added.is_empty()
+            && self.nodes_removed.is_empty()
+            && self.nodes_changed.is_empty()
+            && self.artifacts.is_empty()
+            && self.warnings_added.is_empty()
+            && self.warnings_removed.is_empty()
+    }
+}
+
+impl ShootDiff {
+    /// Whether the only differences are the unified text diffs (rendered as blocks, not list items).
+    fn is_empty_but_text_artifacts(&self) -> bool {
+        let mut rest = self.clone();
+        rest.artifacts.infrastructure_status = None;
+        rest.artifacts.cloud_provider_config = None;
+        rest.is_empty()
+    }
+}
+
+impl ArtifactsDiff {
+    pub fn is_empty(&self) -> bool {
+        self.infrastructure_status.is_none()
+            && self.cloud_provider_config.is_none()
+            && self.egress_cidrs.is_none()
+            && self.allow_egress.is_none()
+            && self.ccm_flags.is_empty()
+    }
+}
+
+/// Compares two plan files.
+pub fn diff(old: &PlanSet, new: &PlanSet) -> PlanDiff {
+    let old_by: BTreeMap<&str, &Plan> = old.plans.iter().map(|p| (p.shoot.as_str(), p)).collect();
+    let new_by: BTreeMap<&str, &Plan> = new.plans.iter().map(|p| (p.shoot.as_str(), p)).collect();
+    let mut d = PlanDiff::default();
+    for (shoot, o) in &old_by {
+        match new_by.get(shoot) {
+            None => d.removed.push(shoot_ref(o)),
+            Some(n) => {
+                let sd = diff_plan(o, n);
+                if !sd.is_empty() || sd.state.is_some() {
+                    d.changed.push(sd);
+                }
+            }
+        }
+    }
+    for (shoot, n) in &new_by {
+        if !old_by.contains_key(shoot) {
+            d.added.push(shoot_ref(n));
+        }
+    }
+    d
+}
+
+fn shoot_ref(p: &Plan) -> ShootRef {
+    ShootRef { shoot: p.shoot.clone(), provider: p.provider, mode: p.mode, summary: p.summary.clone() }
+}
+
+fn moved<T: PartialEq + Clone>(old: &T, new: &T) -> Option<Delta<T>> {
+    (old != new).then(|| Delta { old: old.clone(), new: new.clone() })
+}
+
+fn diff_plan(o: &Plan, n: &Plan) -> ShootDiff {
+    let mut d = ShootDiff {
+        shoot: o.shoot.clone(),
+        provider: moved(&o.provider, &n.provider),
+        mode: moved(&o.mode, &n.mode),
+        ..ShootDiff::default()
+    };
+
+    let old_nodes: BTreeMap<&str, &crate::Node> = o.nodes.iter().map(|x| (x.address.as_str(), x)).collect();
+    let new_nodes: BTreeMap<&str, &crate::Node> = n.nodes.iter().map(|x| (x.address.as_str(), x)).collect();
+    for (addr, on) in &old_nodes {
+        match new_nodes.get(addr) {
+            None => d.nodes_removed.push(node_ref(on)),
+            Some(nn) => {
+                let nd = diff_node(on, nn);
+                if !nd.is_empty() {
+                    d.nodes_changed.push(nd);
+                }
+            }
+        }
+    }
+    for (addr, nn) in &new_nodes {
+        if !old_nodes.contains_key(addr) {
+            d.nodes_added.push(node_ref(nn));
+        }
+    }
+
+    d.artifacts = diff_artifacts(o, n);
+    (d.warnings_added, d.warnings_removed) = added_removed(&o.warnings, &n.warnings);
+
+    let digest = moved(&o.digest, &n.digest);
+    let prior = moved(&prior_text(o), &prior_text(n));
+    if digest.is_some() || prior.is_some() {
+        d.state = Some(StateDiff { digest, prior });
+    }
+    d
+}
+
+fn node_ref(n: &crate::Node) -> NodeRef {
+    NodeRef { address: n.address.clone(), action: n.action, ownership: n.ownership }
+}
+
+impl NodeDiff {
+    pub fn is_empty(&self) -> bool {
+        self.action.is_none()
+            && self.ownership.is_none()
+            && self.reason.is_none()
+            && self.id.is_none()
+            && self.changes.is_empty()
+            && self.depends_on_added.is_empty()
+            && self.depends_on_removed.is_empty()
+            && self.checks_added.is_empty()
+            && self.checks_removed.is_empty()
+            && self.patch.is_none()
+    }
+}
+
+fn diff_node(o: &crate::Node, n: &crate::Node) -> NodeDiff {
+    let mut d = NodeDiff {
+        address: o.address.clone(),
+        action: moved(&o.action, &n.action),
+        ownership: moved(&o.ownership, &n.ownership),
+        reason: moved(&o.reason, &n.reason),
+        id: moved(&o.id, &n.id),
+        patch: moved(&o.patch, &n.patch),
+        ..NodeDiff::default()
+    };
+    let old_changes: BTreeMap<&str, &Change> = o.changes.iter().map(|c| (c.path.as_str(), c)).collect();
+    let new_changes: BTreeMap<&str, &Change> = n.changes.iter().map(|c| (c.path.as_str(), c)).collect();
+    let paths: BTreeSet<&str> = old_changes.keys().chain(new_changes.keys()).copied().collect();
+    for path in paths {
+        let (oc, nc) = (old_changes.get(path), new_changes.get(path));
+        if oc != nc {
+            d.changes.push(ChangeDiff {
+                path: path.to_string(),
+                old: oc.map(|c| (*c).clone()),
+                new: nc.map(|c| (*c).clone()),
+            });
+        }
+    }
+    (d.depends_on_added, d.depends_on_removed) = added_removed(&o.depends_on, &n.depends_on);
+    d.checks_removed = o.checks.iter().filter(|c| !n.checks.contains(c)).cloned().collect();
+    d.checks_added = n.checks.iter().filter(|c| !o.checks.contains(c)).cloned().collect();
+    d
+}
+
+/// `(in new but not old, in old but not new)`, each in its list's order.
+fn added_removed(old: &[String], new: &[String]) -> (Vec<String>, Vec<String>) {
+    let added = new.iter().filter(|x| !old.contains(x)).cloned().collect();
+    let removed = old.iter().filter(|x| !new.contains(x)).cloned().collect();
+    (added, removed)
+}
+
+fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
+    let (oa, na) = (&o.artifacts, &n.artifacts);
+    let mut d = ArtifactsDiff {
+        egress_cidrs: moved(&oa.egress_cidrs, &na.egress_cidrs),
+        allow_egress: moved(&oa.allow_egress, &na.allow_egress),
+        ..ArtifactsDiff::default()
+    };
+    if oa.infrastructure_status != na.infrastructure_status {
+        let name = "status.json";
+        let text = unified(&pretty(&oa.infrastructure_status), &pretty(&na.infrastructure_status), name);
+        d.infrastructure_status = Some(TextDiff { name: name.to_string(), unified: text });
+    }
+    let (oc, nc) = (&oa.cloud_provider_config, &na.cloud_provider_config);
+    if oc.content != nc.content {
+        let name = config_file_name(n.provider, nc.format);
+        d.cloud_provider_config =
+            Some(TextDiff { name: name.to_string(), unified: unified(&oc.content, &nc.content, name) });
+    }
+    let flags: BTreeSet<&String> = oa.ccm_flags.keys().chain(na.ccm_flags.keys()).collect();
+    for flag in flags {
+        let (ov, nv) = (oa.ccm_flags.get(flag).copied(), na.ccm_flags.get(flag).copied());
+        if ov != nv {
+            d.ccm_flags.push((flag.clone(), ov, nv));
+        }
+    }
+    d
+}
+
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("JSON values always serialise");
+    s.push('\n');
+    s
+}
+
+/// A unified line diff with three lines of context and `--- old/NAME` / `+++ new/NAME` headers.
+pub fn unified(old: &str, new: &str, name: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("old/{name}"), &format!("new/{name}"))
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Text
+
+const RESET: &str = "\x1b[0m";
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+
+fn paint(color: bool, code: &str, s: &str) -> String {
+    if color {
+        format!("{code}{s}{RESET}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// The first line of a rendered diff.
+pub fn headline(d: &PlanDiff) -> String {
+    if d.is_empty() {
+        return "No semantic differences between the plans.".to_string();
+    }
+    let changed = d.changed.iter().filter(|s| !s.is_empty()).count();
+    format!(
+        "Plan diff: {changed} shoot{} changed, {} added, {} removed.",
+        if changed == 1 { "" } else { "s" },
+        d.added.len(),
+        d.removed.len()
+    )
+}
+
+/// The diff for a terminal: `+` only in NEW, `-` only in OLD, `~` changed.
+pub fn render_diff(d: &PlanDiff, color: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", paint(color, BOLD, &headline(d)));
+    for s in &d.removed {
+        let line = format!("- shoot {} (only in OLD): {}", s.shoot, counts_line(&s.summary));
+        let _ = writeln!(out, "\n{}", paint(color, RED, &line));
+    }
+    for s in &d.added {
+        let line = format!("+ shoot {} (only in NEW, {}): {}", s.shoot, s.mode.as_str(), counts_line(&s.summary));
+        let _ = writeln!(out, "\n{}", paint(color, GREEN, &line));
+    }
+    for s in &d.changed {
+        if s.is_empty() {
+            continue;
+        }
+        out.push('\n');
+        shoot_text(&mut out, s, color);
+    }
+    let state_only: Vec<&ShootDiff> = d.changed.iter().filter(|s| s.is_empty()).collect();
+    if !state_only.is_empty() {
+        out.push('\n');
+        for s in state_only {
+            let line = format!("  {}: state: {}", s.shoot, state_text(s.state.as_ref()));
+            let _ = writeln!(out, "{}", paint(color, DIM, &line));
+        }
+    }
+    out
+}
+
+fn state_text(s: Option<&StateDiff>) -> String {
+    let Some(s) = s else { return "unchanged".to_string() };
+    let mut parts = Vec::new();
+    if let Some(Delta { old: a, new: b }) = &s.digest {
+        parts.push(format!("digest {} -> {}", short(a), short(b)));
+    }
+    if let Some(Delta { old: a, new: b }) = &s.prior {
+        parts.push(format!("prior {a} -> {b}"));
+    }
+    format!("{} (not compared)", parts.join("; "))
+}
+
+fn short(d: &str) -> &str {
+    d.get(..12).unwrap_or(d)
+}
+
+fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
+    let _ = writeln!(out, "{}", paint(color, YELLOW, &format!("~ shoot {}", s.shoot)));
+    if let Some(Delta { old: a, new: b }) = s.provider {
+        let _ = writeln!(out, "    provider: {} -> {}", a.as_str(), b.as_str());
+    }
+    if let Some(Delta { old: a, new: b }) = s.mode {
+        let _ = writeln!(out, "    mode: {} -> {}", a.as_str(), b.as_str());
+    }
+    for n in &s.nodes_removed {
+        let line = format!("  - {} ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+        let _ = writeln!(out, "{}", paint(color, RED, &line));
+    }
+    for n in &s.nodes_added {
+        let line = format!("  + {} ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+        let _ = writeln!(out, "{}", paint(color, GREEN, &line));
+    }
+    for n in &s.nodes_changed {
+        let _ = writeln!(out, "{}", paint(color, YELLOW, &format!("  ~ {}", n.address)));
+        for (depth, line) in node_lines(n) {
+            let _ = writeln!(out, "      {}{line}", "  ".repeat(depth));
+        }
+    }
+    let a = &s.artifacts;
+    if !a.is_empty() {
+        out.push_str("    artifacts:\n");
+        for line in artifact_lines(a) {
+            let _ = writeln!(out, "      {line}");
+        }
+        for (label, text) in text_artifacts(a) {
+            let _ = writeln!(out, "      {label}:");
+            for line in text.lines() {
+                let code = if line.starts_with("+++") || line.starts_with("---") {
+                    BOLD
+                } else if line.starts_with('+') {
+                    GREEN
+                } else if line.starts_with('-') {
+                    RED
+                } else if line.starts_with("@@") {
+                    CYAN
+                } else {
+                    ""
+                };
+                let painted = if code.is_empty() { line.to_string() } else { paint(color, code, line) };
+                let _ = writeln!(out, "        {painted}");
+            }
+        }
+    }
+    if !s.warnings_added.is_empty() || !s.warnings_removed.is_empty() {
+        out.push_str("    warnings:\n");
+        for w in &s.warnings_removed {
+            let _ = writeln!(out, "{}", paint(color, RED, &format!("      - Warning: {w}")));
+        }
+        for w in &s.warnings_added {
+            let _ = writeln!(out, "{}", paint(color, GREEN, &format!("      + Warning: {w}")));
+        }
+    }
+    if s.state.is_some() {
+        let _ = writeln!(out, "{}", paint(color, DIM, &format!("    state: {}", state_text(s.state.as_ref()))));
+    }
+}
+
+/// The lines describing one node's differences, each with its nesting depth.
+fn node_lines(n: &NodeDiff) -> Vec<(usize, String)> {
+    let mut lines = Vec::new();
+    if let Some(Delta { old: a, new: b }) = n.action {
+        lines.push((0, format!("action: {} -> {}", a.as_str(), b.as_str())));
+    }
+    if let Some(Delta { old: a, new: b }) = n.ownership {
+        lines.push((0, format!("ownership: {} -> {}", a.as_str(), b.as_str())));
+    }
+    if let Some(Delta { old: a, new: b }) = &n.reason {
+        lines.push((0, "reason:".to_string()));
+        lines.push((1, format!("old plan: {a}")));
+        lines.push((1, format!("new plan: {b}")));
+    }
+    if let Some(Delta { old: a, new: b }) = &n.id {
+        lines.push((0, format!("id: {} -> {}", opt_str(a.as_deref()), opt_str(b.as_deref()))));
+    }
+    for dep in &n.depends_on_removed {
+        lines.push((0, format!("depends_on: - {dep}")));
+    }
+    for dep in &n.depends_on_added {
+        lines.push((0, format!("depends_on: + {dep}")));
+    }
+    for c in &n.changes {
+        lines.push((0, format!("change {}:", c.path)));
+        lines.push((1, format!("old plan: {}", planned_change(c.old.as_ref()))));
+        lines.push((1, format!("new plan: {}", planned_change(c.new.as_ref()))));
+    }
+    for c in &n.checks_removed {
+        lines.push((0, format!("check - {}", check_text(c))));
+    }
+    for c in &n.checks_added {
+        lines.push((0, format!("check + {}", check_text(c))));
+    }
+    // The patch follows from the changes; it is worth a line only when it moved on its own.
+    if let (Some(Delta { old: a, new: b }), true) = (&n.patch, n.changes.is_empty()) {
+        lines.push((0, format!("patch: {} -> {}", opt_value(a.as_ref()), opt_value(b.as_ref()))));
+    }
+    lines
+}
+
+fn planned_change(c: Option<&Change>) -> String {
+    match c {
+        None => "(no change)".to_string(),
+        Some(c) => format!("{} -> {}", opt_value(c.before.as_ref()), opt_value(c.after.as_ref())),
+    }
+}
+
+fn opt_value(v: Option<&Value>) -> String {
+    v.map(compact).unwrap_or_else(|| "(absent)".to_string())
+}
+
+fn opt_str(s: Option<&str>) -> &str {
+    s.unwrap_or("(none)")
+}
+
+fn opt_flag(v: Option<bool>) -> String {
+    v.map(|b| b.to_string()).unwrap_or_else(|| "(unset)".to_string())
+}
+
+/// The one-line artifact differences (no indentation).
+fn artifact_lines(a: &ArtifactsDiff) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(Delta { old: o, new: n }) = &a.egress_cidrs {
+        lines.push(format!("egress CIDRs: {} -> {}", egress_text(o), egress_text(n)));
+    }
+    if let Some(Delta { old: o, new: n }) = a.allow_egress {
+        lines.push(format!("allow-egress Services: {} -> {}", deployed(o), deployed(n)));
+    }
+    for (flag, o, n) in &a.ccm_flags {
+        lines.push(format!("CCM flag --{flag}: {} -> {}", opt_flag(*o), opt_flag(*n)));
+    }
+    lines
+}
+
+fn deployed(b: bool) -> &'static str {
+    if b {
+        "deployed"
+    } else {
+        "not deployed"
+    }
+}
+
+/// The unified diffs, labelled.
+fn text_artifacts(a: &ArtifactsDiff) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    if let Some(t) = &a.cloud_provider_config {
+        out.push((t.name.clone(), t.unified.as_str()));
+    }
+    if let Some(t) = &a.infrastructure_status {
+        out.push(("infrastructure status".to_string(), t.unified.as_str()));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Markdown
+
+/// The diff for a pull-request comment: headline, added/removed shoots, then per changed shoot a list of
+/// node differences and the text artifacts in ```diff blocks.
+pub fn diff_markdown(d: &PlanDiff) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "### {}", headline(d));
+    if !d.removed.is_empty() || !d.added.is_empty() {
+        out.push('\n');
+    }
+    for s in &d.removed {
+        let _ = writeln!(out, "- removed shoot `{}` (only in OLD): {}", s.shoot, counts_line(&s.summary));
+    }
+    for s in &d.added {
+        let _ = writeln!(
+            out,
+            "- added shoot `{}` (only in NEW, `{}`): {}",
+            s.shoot,
+            s.mode.as_str(),
+            counts_line(&s.summary)
+        );
+    }
+    for s in d.changed.iter().filter(|s| !s.is_empty()) {
+        let _ = writeln!(out, "\n#### `{}`", s.shoot);
+        if !s.is_empty_but_text_artifacts() {
+            out.push('\n');
+        }
+        if let Some(Delta { old: a, new: b }) = s.provider {
+            let _ = writeln!(out, "- provider: `{}` → `{}`", a.as_str(), b.as_str());
+        }
+        if let Some(Delta { old: a, new: b }) = s.mode {
+            let _ = writeln!(out, "- mode: `{}` → `{}`", a.as_str(), b.as_str());
+        }
+        for n in &s.nodes_removed {
+            let _ = writeln!(out, "- removed node `{}` ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+        }
+        for n in &s.nodes_added {
+            let _ = writeln!(out, "- added node `{}` ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+        }
+        for n in &s.nodes_changed {
+            let _ = writeln!(out, "- changed node `{}`", n.address);
+            for (depth, line) in node_lines(n) {
+                let _ = writeln!(out, "{}  - {}", "  ".repeat(depth), md_cell(&line));
+            }
+        }
+        for line in artifact_lines(&s.artifacts) {
+            let _ = writeln!(out, "- {}", md_cell(&line));
+        }
+        for w in &s.warnings_removed {
+            let _ = writeln!(out, "- warning removed: {}", md_cell(w));
+        }
+        for w in &s.warnings_added {
+            let _ = writeln!(out, "- warning added: {}", md_cell(w));
+        }
+        for (label, text) in text_artifacts(&s.artifacts) {
+            let fence = fence_for(text);
+            let _ = write!(out, "\n{label}:\n\n{fence}diff\n{text}");
+            if !text.ends_with('\n') {
+                out.push('\n');
+            }
+            let _ = writeln!(out, "{fence}");
+        }
+        if s.state.is_some() {
+            let _ = writeln!(out, "\n<sub>state: {}</sub>", md_cell(&state_text(s.state.as_ref())));
+        }
+    }
+    let state_only: Vec<&ShootDiff> = d.changed.iter().filter(|s| s.is_empty()).collect();
+    if !state_only.is_empty() {
+        out.push('\n');
+        for s in state_only {
+            let _ = writeln!(out, "<sub>`{}` state: {}</sub><br>", s.shoot, md_cell(&state_text(s.state.as_ref())));
+        }
+    }
+    out
+}

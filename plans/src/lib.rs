@@ -67,6 +67,22 @@ impl Action {
             Action::Skip => "skip",
         }
     }
+
+    /// The symbol the human renderers print before a node, Terraform-like where Terraform has one:
+    /// `+` create, `~` update, `-/+` replace, `-` delete, `<=` read; trellis adds `?` verify and `#` skip
+    /// (a comment: nothing happens). A no-op has no symbol.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Action::Create => "+",
+            Action::Update => "~",
+            Action::Replace => "-/+",
+            Action::Delete => "-",
+            Action::Verify => "?",
+            Action::Read => "<=",
+            Action::Noop => "",
+            Action::Skip => "#",
+        }
+    }
 }
 
 /// Who owns a resource, and so what trellis may do to it.
@@ -99,6 +115,16 @@ pub enum Provider {
     Domains,
 }
 
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Azure => "azure",
+            Provider::Gcp => "gcp",
+            Provider::Domains => "domains",
+        }
+    }
+}
+
 /// The mode a shoot is reconciled in. Derived from the configuration, never an input.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "kebab-case")]
@@ -107,6 +133,16 @@ pub enum Mode {
     Managed,
     /// The user brought the worker subnet (Azure `networks.subnet`, GCP `networks.subnetWorkers`).
     UserManagedEgress,
+}
+
+impl Mode {
+    /// The name as the plan JSON spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Managed => "managed",
+            Mode::UserManagedEgress => "user-managed-egress",
+        }
+    }
 }
 
 /// Resource kinds across all providers, as the contract names them.
@@ -299,6 +335,13 @@ impl Summary {
     pub fn has_changes(&self) -> bool {
         self.create + self.update + self.replace + self.delete > 0
     }
+
+    /// Adds another summary's counts to this one (fleet totals).
+    pub fn add(&mut self, other: &Summary) {
+        for a in Action::ALL {
+            *self.slot(a) += other.count(a);
+        }
+    }
 }
 
 /// The plan of one shoot.
@@ -318,6 +361,18 @@ pub struct Plan {
     #[serde(default)]
     pub warnings: Vec<String>,
     pub summary: Summary,
+    /// The manifest the plan was made from, so `trellis apply PLAN` needs nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+/// Where a plan came from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Source {
+    /// The manifest file, as given on the command line.
+    pub file: String,
+    /// The Shoot, as parsed (JSON).
+    pub shoot: Value,
 }
 
 impl Plan {
@@ -353,6 +408,15 @@ impl PlanSet {
         PlanSet { format_version: FORMAT_VERSION, plans }
     }
 
+    /// The counts of all plans together.
+    pub fn summary(&self) -> Summary {
+        let mut total = Summary::default();
+        for plan in &self.plans {
+            total.add(&plan.summary);
+        }
+        total
+    }
+
     /// Stable JSON: a single plan is written as the plan object itself, a fleet as `{format_version, plans}`.
     pub fn to_json(&self) -> String {
         let mut s = if self.plans.len() == 1 {
@@ -368,8 +432,8 @@ impl PlanSet {
     /// Reads a plan file written by [`PlanSet::to_json`] and checks that it is well formed:
     /// known version, and no node that would write to a resource trellis does not own.
     pub fn from_json(path: &str, text: &str) -> Result<PlanSet, PlanFileError> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
         let found = value.get("format_version").and_then(Value::as_u64).unwrap_or(0) as u32;
         if found != FORMAT_VERSION {
             return Err(PlanFileError::Version { path: path.to_string(), found });
@@ -398,9 +462,7 @@ impl PlanSet {
 /// The ownership/action combinations a plan may never contain.
 pub fn node_problem(node: &Node) -> Option<String> {
     match (node.ownership, node.action) {
-        (Ownership::User, a) if a.is_write() => {
-            Some(format!("user-owned resource with write action `{}`", a.as_str()))
-        }
+        (Ownership::User, a) if a.is_write() => Some(format!("user-owned resource with write action `{}`", a.as_str())),
         (Ownership::Runtime, a) if a.is_write() && a != Action::Delete => {
             Some(format!("runtime-owned resource with action `{}`", a.as_str()))
         }

@@ -1,1 +1,619 @@
-pub fn _placeholder() {}
+//! Human renderers of a plan: terminal text, markdown for pull-request comments, graphviz.
+//!
+//! All three are pure functions of the document: same plan, same bytes. Nothing here reads the
+//! environment; the caller decides whether the text has colour.
+//!
+//! Symbols (Terraform's where Terraform has one, see [`Action::symbol`]):
+//!
+//! | symbol | action | meaning |
+//! |---|---|---|
+//! | `+` | create | the resource is created |
+//! | `~` | update | managed attributes are written in place |
+//! | `-/+` | replace | deleted, then created again (a ForceNew attribute changed) |
+//! | `-` | delete | the resource is deleted |
+//! | `?` | verify | read and checked; apply fails if a check breaks; never written |
+//! | `<=` | read | read for its values; never written |
+//! | `#` | skip | gated out by the configuration; never touched |
+//!
+//! No-op nodes have no symbol; the text renderer folds them into one `N unchanged` line unless verbose.
+
+use crate::{Action, Artifacts, Change, Check, ConfigFormat, Node, Ownership, Plan, PlanSet, Provider, Summary};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// How [`text`] renders.
+#[derive(Clone, Debug)]
+pub struct TextOptions {
+    /// Emit ANSI colour codes. The CLI decides (TTY, `NO_COLOR`); the renderer never looks.
+    pub color: bool,
+    /// List no-op nodes one by one instead of folding them into `N unchanged`.
+    pub verbose: bool,
+}
+
+/// The order in which node groups are listed: what apply does first, and what a reviewer must see first.
+pub const DISPLAY_ORDER: [Action; 8] = [
+    Action::Delete,
+    Action::Replace,
+    Action::Create,
+    Action::Update,
+    Action::Verify,
+    Action::Read,
+    Action::Skip,
+    Action::Noop,
+];
+
+/// The terminal rendering of a plan file: one block per shoot, then (for a fleet) a total line.
+pub fn text(set: &PlanSet, opts: &TextOptions) -> String {
+    let style = Style { color: opts.color };
+    let mut out = String::new();
+    if set.plans.is_empty() {
+        out.push_str("No shoots in this plan.\n");
+        return out;
+    }
+    for (i, plan) in set.plans.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        plan_text(&mut out, plan, opts, style);
+    }
+    if set.plans.len() > 1 {
+        let total = set.summary();
+        let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
+        let line = format!(
+            "Fleet: {} shoots, {} with changes. Total: {}",
+            set.plans.len(),
+            with_changes,
+            counts_sentence(&total)
+        );
+        let _ = writeln!(out, "\n{}", style.paint(BOLD, &line));
+    }
+    out
+}
+
+/// The first line of a plan: the write counts, then verify/read/skip counts (non-zero only).
+///
+/// `Plan: 6 to create, 0 to update, 0 to replace, 0 to delete, 2 to verify, 3 skipped.` or
+/// `No changes. Infrastructure matches the configuration.` (followed by the verify/read/skip counts).
+pub fn counts_line(summary: &Summary) -> String {
+    if summary.has_changes() {
+        return format!("Plan: {}", counts_sentence(summary));
+    }
+    let mut line = String::from("No changes. Infrastructure matches the configuration.");
+    let rest = non_write_counts(summary);
+    if !rest.is_empty() {
+        let _ = write!(line, " {}.", rest.join(", "));
+    }
+    line
+}
+
+fn counts_sentence(s: &Summary) -> String {
+    let mut parts = vec![
+        format!("{} to create", s.create),
+        format!("{} to update", s.update),
+        format!("{} to replace", s.replace),
+        format!("{} to delete", s.delete),
+    ];
+    parts.extend(non_write_counts(s));
+    format!("{}.", parts.join(", "))
+}
+
+fn non_write_counts(s: &Summary) -> Vec<String> {
+    let mut parts = Vec::new();
+    if s.verify > 0 {
+        parts.push(format!("{} to verify", s.verify));
+    }
+    if s.read > 0 {
+        parts.push(format!("{} to read", s.read));
+    }
+    if s.skip > 0 {
+        parts.push(format!("{} skipped", s.skip));
+    }
+    parts
+}
+
+/// `lineage …, serial N` or `new workspace`.
+pub fn prior_text(plan: &Plan) -> String {
+    match &plan.prior.lineage {
+        Some(lineage) => format!("lineage {lineage}, serial {}", plan.prior.serial),
+        None => "new workspace".to_string(),
+    }
+}
+
+fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
+    let _ = writeln!(out, "{}", style.paint(BOLD, &counts_line(&plan.summary)));
+    let _ = writeln!(
+        out,
+        "Shoot: {}  provider: {}  mode: {}  prior: {}",
+        plan.shoot,
+        plan.provider.as_str(),
+        plan.mode.as_str(),
+        prior_text(plan)
+    );
+    let legend: Vec<String> = DISPLAY_ORDER
+        .iter()
+        .filter(|a| **a != Action::Noop && plan.nodes.iter().any(|n| n.action == **a))
+        .map(|a| format!("{} {}", style.paint(action_color(*a), a.symbol()), a.as_str()))
+        .collect();
+    if !legend.is_empty() {
+        let _ = writeln!(out, "Symbols: {}", legend.join(", "));
+    }
+
+    for action in DISPLAY_ORDER {
+        let nodes: Vec<&Node> = plan.nodes.iter().filter(|n| n.action == action).collect();
+        if nodes.is_empty() {
+            continue;
+        }
+        if action == Action::Noop && !opts.verbose {
+            let _ = writeln!(out, "\n    {} unchanged", nodes.len());
+            continue;
+        }
+        for node in nodes {
+            out.push('\n');
+            node_text(out, node, style);
+        }
+    }
+
+    out.push('\n');
+    artifacts_text(out, plan.provider, &plan.artifacts);
+
+    if !plan.warnings.is_empty() {
+        out.push('\n');
+        for w in &plan.warnings {
+            let _ = writeln!(out, "{} {}", style.paint(WARN, "Warning:"), w);
+        }
+    }
+}
+
+fn node_text(out: &mut String, node: &Node, style: Style) {
+    let mut head = format!("{:>3} {}", node.action.symbol(), node.address);
+    if node.ownership != Ownership::Managed {
+        let _ = write!(head, " ({})", node.ownership.as_str());
+    }
+    let _ = writeln!(out, "{}", style.paint(action_color(node.action), &head));
+    let _ = writeln!(out, "      # {}", one_line(&node.reason));
+    match node.action {
+        Action::Delete => {
+            if let Some(id) = &node.id {
+                let _ = writeln!(out, "      id: {id}");
+            }
+        }
+        Action::Create => {
+            for c in &node.changes {
+                let _ = writeln!(out, "      {}: {}", c.path, value_or_absent(c.after.as_ref()));
+            }
+        }
+        Action::Update | Action::Replace => {
+            for c in &node.changes {
+                let _ = writeln!(out, "      {}", change_text(c));
+            }
+        }
+        Action::Verify => {
+            for c in &node.checks {
+                let _ = writeln!(out, "      check {}", check_text(c));
+            }
+        }
+        Action::Read | Action::Noop | Action::Skip => {}
+    }
+}
+
+/// `path: before -> after`, values as compact JSON, a missing side as `(absent)`.
+pub fn change_text(c: &Change) -> String {
+    format!("{}: {} -> {}", c.path, value_or_absent(c.before.as_ref()), value_or_absent(c.after.as_ref()))
+}
+
+/// `path == value`, or `path is absent` for a `null` expectation.
+pub fn check_text(c: &Check) -> String {
+    match &c.expect {
+        Value::Null => format!("{} is absent", c.path),
+        v => format!("{} == {}", c.path, compact(v)),
+    }
+}
+
+fn value_or_absent(v: Option<&Value>) -> String {
+    v.map(compact).unwrap_or_else(|| "(absent)".to_string())
+}
+
+/// A JSON value on one line.
+pub fn compact(v: &Value) -> String {
+    serde_json::to_string(v).expect("JSON values always serialise")
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The file name reviewers know the cloud-provider config by.
+pub fn config_file_name(provider: Provider, format: ConfigFormat) -> &'static str {
+    match (provider, format) {
+        (Provider::Azure, _) => "azure.json",
+        (Provider::Gcp, _) => "cloudprovider.conf",
+        (Provider::Domains, ConfigFormat::Yaml) => "cloud-provider config (yaml)",
+        (Provider::Domains, ConfigFormat::Ini) => "cloud-provider config (ini)",
+    }
+}
+
+/// The InfrastructureStatus keys a reviewer scans, as `(label, JSON pointers tried in order)`.
+const STATUS_KEYS: [(&str, &[&str]); 5] = [
+    ("outboundAccessType", &["/networks/outboundAccessType", "/outboundAccessType"]),
+    ("vnet", &["/networks/vnet"]),
+    ("subnets", &["/networks/subnets", "/subnets"]),
+    ("routeTables", &["/routeTables"]),
+    ("securityGroups", &["/securityGroups"]),
+];
+
+/// The InfrastructureStatus as `key: value` lines (only keys that are present). When none of the known
+/// keys is present but the status is not null, one line with the whole status as compact JSON.
+pub fn status_lines(status: &Value) -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    for (label, pointers) in STATUS_KEYS {
+        if let Some(v) = pointers.iter().find_map(|p| status.pointer(p)) {
+            lines.push((label.to_string(), status_value(v)));
+        }
+    }
+    if lines.is_empty() && !status.is_null() {
+        lines.push(("status".to_string(), compact(status)));
+    }
+    lines
+}
+
+fn status_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "none".to_string(),
+        Value::Array(items) => items.iter().map(status_entry).collect::<Vec<_>>().join(", "),
+        other => status_entry(other),
+    }
+}
+
+/// `rg/name (purpose, zone z)` for an entry with a name; compact JSON otherwise.
+fn status_entry(v: &Value) -> String {
+    let Some(name) = v.get("name").and_then(Value::as_str) else {
+        return compact(v);
+    };
+    let mut s = match v.get("resourceGroup").and_then(Value::as_str) {
+        Some(rg) => format!("{rg}/{name}"),
+        None => name.to_string(),
+    };
+    let mut notes = Vec::new();
+    if let Some(p) = v.get("purpose").and_then(Value::as_str) {
+        notes.push(p.to_string());
+    }
+    if let Some(z) = v.get("zone").filter(|z| !z.is_null()) {
+        notes.push(format!("zone {}", z.as_str().map(str::to_string).unwrap_or_else(|| compact(z))));
+    }
+    if !notes.is_empty() {
+        let _ = write!(s, " ({})", notes.join(", "));
+    }
+    s
+}
+
+/// `a, b`, `none`, or the user-managed-egress explanation for `null`.
+pub fn egress_text(egress: &Option<Vec<String>>) -> String {
+    match egress {
+        None => "none (user-managed egress: Gardener cannot know them)".to_string(),
+        Some(cidrs) if cidrs.is_empty() => "none".to_string(),
+        Some(cidrs) => cidrs.join(", "),
+    }
+}
+
+fn allow_egress_text(deployed: bool) -> &'static str {
+    if deployed {
+        "deployed"
+    } else {
+        "not deployed"
+    }
+}
+
+fn flags_text(a: &Artifacts) -> String {
+    a.ccm_flags.iter().map(|(k, v)| format!("--{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
+    out.push_str("Artifacts:\n");
+    let status = status_lines(&a.infrastructure_status);
+    if !status.is_empty() {
+        out.push_str("  infrastructure status:\n");
+        for (k, v) in status {
+            let _ = writeln!(out, "    {k}: {v}");
+        }
+    }
+    let _ = writeln!(out, "  egress CIDRs: {}", egress_text(&a.egress_cidrs));
+    let _ = writeln!(out, "  allow-egress Services: {}", allow_egress_text(a.allow_egress));
+    if !a.ccm_flags.is_empty() {
+        let _ = writeln!(out, "  CCM flags: {}", flags_text(a));
+    }
+    let cfg = &a.cloud_provider_config;
+    if !cfg.content.is_empty() {
+        let _ = writeln!(out, "  {}:", config_file_name(provider, cfg.format));
+        for line in cfg.content.lines() {
+            if line.is_empty() {
+                out.push('\n');
+            } else {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Colour
+
+const RESET: &str = "\x1b[0m";
+const BOLD: &str = "\x1b[1m";
+const WARN: &str = "\x1b[1;33m";
+
+fn action_color(a: Action) -> &'static str {
+    match a {
+        Action::Create => "\x1b[32m",
+        Action::Update => "\x1b[33m",
+        Action::Replace | Action::Delete => "\x1b[31m",
+        Action::Verify | Action::Read => "\x1b[36m",
+        Action::Skip => "\x1b[2m",
+        Action::Noop => "",
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn paint(self, code: &str, s: &str) -> String {
+        if self.color && !code.is_empty() {
+            format!("{code}{s}{RESET}")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Markdown
+
+/// The markdown rendering for a pull-request comment: a counts table, a loud line when something is
+/// deleted or replaced, then one collapsed section per shoot with changes (one line per shoot without).
+pub fn markdown(set: &PlanSet) -> String {
+    let mut out = String::new();
+    let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
+    let _ = writeln!(
+        out,
+        "### trellis plan: {} of {} shoot{} with changes\n",
+        with_changes,
+        set.plans.len(),
+        if set.plans.len() == 1 { "" } else { "s" }
+    );
+    out.push_str("| shoot | create | update | replace | delete | verify | skip |\n");
+    out.push_str("|:--|--:|--:|--:|--:|--:|--:|\n");
+    for plan in &set.plans {
+        let _ = writeln!(out, "| `{}` | {} |", plan.shoot, table_counts(&plan.summary));
+    }
+    if set.plans.len() > 1 {
+        let _ = writeln!(out, "| **total** | {} |", table_counts(&set.summary()));
+    }
+
+    let destructive: Vec<String> = set
+        .plans
+        .iter()
+        .flat_map(|p| &p.nodes)
+        .filter(|n| matches!(n.action, Action::Delete | Action::Replace))
+        .map(|n| format!("`{}` ({})", n.address, n.action.as_str()))
+        .collect();
+    if !destructive.is_empty() {
+        out.push_str("\n> [!WARNING]\n");
+        let _ = writeln!(out, "> This plan deletes or replaces resources: {}.", destructive.join(", "));
+    }
+
+    for plan in &set.plans {
+        out.push('\n');
+        if plan.has_changes() {
+            plan_markdown(&mut out, plan);
+        } else {
+            let _ = writeln!(out, "`{}`: {}", plan.shoot, counts_line(&plan.summary));
+        }
+    }
+    out
+}
+
+fn table_counts(s: &Summary) -> String {
+    [s.create, s.update, s.replace, s.delete, s.verify, s.skip].map(|n| n.to_string()).join(" | ")
+}
+
+fn plan_markdown(out: &mut String, plan: &Plan) {
+    let _ = writeln!(out, "<details><summary><code>{}</code>: {}</summary>\n", plan.shoot, counts_line(&plan.summary));
+    let _ = writeln!(
+        out,
+        "Provider `{}`, mode `{}`, {}, observed digest `{}`.\n",
+        plan.provider.as_str(),
+        plan.mode.as_str(),
+        prior_text(plan),
+        short_digest(&plan.digest)
+    );
+
+    let listed: Vec<&Node> = DISPLAY_ORDER
+        .iter()
+        .filter(|a| **a != Action::Noop)
+        .flat_map(|a| plan.nodes.iter().filter(move |n| n.action == *a))
+        .collect();
+    if !listed.is_empty() {
+        out.push_str("| action | address | ownership | reason |\n|:--|:--|:--|:--|\n");
+        for n in &listed {
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} |",
+                n.action.as_str(),
+                n.address,
+                n.ownership.as_str(),
+                md_cell(&n.reason)
+            );
+        }
+    }
+    if plan.summary.noop > 0 {
+        let _ = writeln!(out, "\n{} unchanged.", plan.summary.noop);
+    }
+
+    let mut diff = String::new();
+    for n in listed.iter().filter(|n| n.action.is_write()) {
+        diff_block_node(&mut diff, n);
+    }
+    if !diff.is_empty() {
+        let _ = write!(out, "\n```diff\n{diff}```\n");
+    }
+
+    let verify: Vec<&&Node> = listed.iter().filter(|n| n.action == Action::Verify && !n.checks.is_empty()).collect();
+    if !verify.is_empty() {
+        out.push_str("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n");
+        for n in verify {
+            for c in &n.checks {
+                let _ = writeln!(out, "- `{}`: `{}` — {}", n.address, check_text(c), md_cell(&c.message));
+            }
+        }
+    }
+
+    artifacts_markdown(out, plan.provider, &plan.artifacts);
+
+    if !plan.warnings.is_empty() {
+        out.push_str("\n**Warnings**\n\n");
+        for w in &plan.warnings {
+            let _ = writeln!(out, "- {}", md_cell(w));
+        }
+    }
+    out.push_str("\n</details>\n");
+}
+
+/// A node in a ```diff block: GitHub colours `+` lines green, `-` red and `!` orange.
+fn diff_block_node(out: &mut String, n: &Node) {
+    match n.action {
+        Action::Create => {
+            let _ = writeln!(out, "+ {}", n.address);
+            for c in &n.changes {
+                let _ = writeln!(out, "+     {}: {}", c.path, value_or_absent(c.after.as_ref()));
+            }
+        }
+        Action::Delete => {
+            let _ = writeln!(out, "- {}", n.address);
+            if let Some(id) = &n.id {
+                let _ = writeln!(out, "-     id: {id}");
+            }
+        }
+        Action::Update | Action::Replace => {
+            let sym = if n.action == Action::Replace { "-/+" } else { "~" };
+            let _ = writeln!(out, "! {sym} {}", n.address);
+            for c in &n.changes {
+                if c.before.is_some() {
+                    let _ = writeln!(out, "-     {}: {}", c.path, value_or_absent(c.before.as_ref()));
+                }
+                if c.after.is_some() {
+                    let _ = writeln!(out, "+     {}: {}", c.path, value_or_absent(c.after.as_ref()));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
+    out.push_str("\n**Artifacts**\n\n");
+    for (k, v) in status_lines(&a.infrastructure_status) {
+        let _ = writeln!(out, "- {k}: `{v}`");
+    }
+    let _ = writeln!(out, "- egress CIDRs: {}", md_cell(&egress_text(&a.egress_cidrs)));
+    let _ = writeln!(out, "- allow-egress Services: {}", allow_egress_text(a.allow_egress));
+    if !a.ccm_flags.is_empty() {
+        let _ = writeln!(out, "- CCM flags: `{}`", flags_text(a));
+    }
+    let cfg = &a.cloud_provider_config;
+    if !cfg.content.is_empty() {
+        let lang = match cfg.format {
+            ConfigFormat::Yaml => "yaml",
+            ConfigFormat::Ini => "ini",
+        };
+        let fence = fence_for(&cfg.content);
+        let _ = write!(out, "\n{}:\n\n{fence}{lang}\n{}", config_file_name(provider, cfg.format), cfg.content);
+        if !cfg.content.ends_with('\n') {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{fence}");
+    }
+}
+
+/// A backtick fence longer than any run of backticks in the content.
+pub(crate) fn fence_for(content: &str) -> String {
+    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+fn short_digest(d: &str) -> &str {
+    d.get(..12).unwrap_or(d)
+}
+
+/// Text safe inside a markdown table cell or list item: one line, `|` escaped, and `<` escaped outside
+/// code spans so that GitHub does not swallow `<tn>` as an HTML tag.
+pub fn md_cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_code = false;
+    for c in one_line(s).chars() {
+        match c {
+            '`' => {
+                in_code = !in_code;
+                out.push(c);
+            }
+            '|' => out.push_str("\\|"),
+            '<' if !in_code => out.push_str("&lt;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Graphviz
+
+/// The plan's DAG in graphviz DOT. An edge `a -> b` means `b` depends on `a` (apply order).
+/// Nodes are coloured by action; skipped nodes are dashed.
+pub fn dot(plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "digraph {} {{", dot_id(&plan.shoot));
+    let _ = writeln!(
+        out,
+        "  label={};\n  labelloc=t;\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\"];",
+        dot_id(&format!("{} ({}, {})", plan.shoot, plan.provider.as_str(), plan.mode.as_str()))
+    );
+    for n in &plan.nodes {
+        let label = match n.action {
+            Action::Noop => n.address.clone(),
+            a => format!("{} {}", a.symbol(), n.address),
+        };
+        let style = if n.action == Action::Skip { ", style=\"rounded,filled,dashed\"" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {} [label={}, fillcolor=\"{}\"{}];",
+            dot_id(&n.address),
+            dot_id(&label),
+            dot_fill(n.action),
+            style
+        );
+    }
+    for n in &plan.nodes {
+        for dep in &n.depends_on {
+            let _ = writeln!(out, "  {} -> {};", dot_id(dep), dot_id(&n.address));
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn dot_fill(a: Action) -> &'static str {
+    match a {
+        Action::Create => "palegreen",
+        Action::Update => "khaki",
+        Action::Replace | Action::Delete => "lightcoral",
+        Action::Verify | Action::Read => "lightcyan",
+        Action::Skip => "gray90",
+        Action::Noop => "white",
+    }
+}
+
+fn dot_id(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}

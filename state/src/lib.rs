@@ -1,1 +1,359 @@
-//! stub
+//! trellis state: what trellis remembers about each shoot between runs, behind the [`StateStore`] trait,
+//! with an embedded sled backend ([`SledStore`]).
+//!
+//! # Workspaces, lineage and serial
+//!
+//! There is one [`Workspace`] per shoot, keyed by the shoot's technical id (`shoot--<project>--<name>`).
+//! It holds the configuration as last applied, the resources trellis knows about, the outputs of the
+//! last successful apply and a small key/value memory for provider facts. Two numbers identify a
+//! version of a workspace:
+//!
+//! * the **lineage**, a UUID v4 made once when the workspace is created ([`Workspace::new`]). A
+//!   workspace that was deleted and created again has a different lineage, so a plan made against the
+//!   old one can never be applied to the new one;
+//! * the **serial**, 0 for a workspace that was never committed and incremented by every commit.
+//!
+//! # Compare-and-swap
+//!
+//! [`StateStore::commit`] is a compare-and-swap on (lineage, serial): it succeeds only if the stored
+//! workspace has the lineage and the serial of the value being committed (a workspace that is not stored
+//! yet counts as serial 0 with any lineage). It then stores the workspace with `serial + 1`, appends a
+//! [`HistoryEntry`] and updates the caller's `serial`. If someone else committed in between, the caller
+//! gets [`StateError::Conflict`] and nothing is written: the caller must re-read the state and re-plan.
+//! This is what makes a stale plan file refusable (design invariant 3).
+//!
+//! # Locks
+//!
+//! There are two levels of locking.
+//!
+//! * **Process level.** sled 0.34.7 takes an exclusive `flock(2)` on `<dir>/db` when it opens a
+//!   database, so only one process can have a state dir open at a time (a second `flock` on the same
+//!   file fails even from the same process, because `flock` locks belong to the open file description).
+//!   A failed open only says "WouldBlock", so every successful [`SledStore::open`] also writes
+//!   `<dir>/holder.json` (a [`LockInfo`] for this process) and removes it when the store is dropped. A
+//!   second process that fails to open reads that file and reports who holds the dir
+//!   ([`StateError::DirInUse`]). The OS releases the `flock` when the holder dies, so this lock can
+//!   never go stale; `holder.json` of a crashed process is simply overwritten by the next open. (sled
+//!   releases the lock a moment *after* a `Db` is dropped, so an open that finds the lock held but no
+//!   `holder.json` retries for up to 3 seconds before reporting the dir as in use.)
+//! * **Workspace level.** [`StateStore::lock`] stores a [`LockInfo`] record for a shoot with a
+//!   compare-and-swap from "no lock". The record lives in the database, so it survives the process and
+//!   also protects a workspace across processes that open the dir one after the other, and across backends
+//!   shared by several machines. A lock held by a process that no longer exists would block the shoot
+//!   forever, so a lock whose holder ran on *this* host with a pid that is no longer alive (no
+//!   `/proc/<pid>`, or a zombie) is taken over and reported as [`Acquired::BrokeStale`]. A lock from
+//!   another host cannot be checked and is always respected; `trellis state unlock`
+//!   ([`StateStore::force_unlock`]) removes it.
+//!
+//! # Durability
+//!
+//! Design invariant 4 says that killing trellis at any moment loses nothing. sled 0.34.7 writes to its
+//! log in memory and flushes it every 500 ms in the background, so every commit, lock and unlock ends
+//! with [`SledStore::flush`] before returning. Its caveats, and what this crate does about them:
+//!
+//! * sled's `Db::flush` writes the log to the file but syncs it with `sync_file_range(2)`, which does
+//!   not persist file metadata (sled issue #1452, "Data is not written durably"); only sled's background
+//!   flusher and its `Drop` call `fsync`. That is enough against a killed process (the data is in the
+//!   kernel), not against a power loss. [`SledStore::flush`] therefore also calls `fsync` on `<dir>/db`
+//!   itself.
+//! * Values larger than about 128 KiB (a quarter of sled's 512 KiB segment) are written by sled to
+//!   separate files under `<dir>/blobs/` that sled never `fsync`s; a very large workspace is only as
+//!   durable as the kernel's page cache until the background flusher's next `fsync` of the log.
+//! * sled describes itself as beta and its on-disk format may change before 1.0; open reports of
+//!   corruption after unclean shutdowns exist (#1533, #1509). Keep a backup of the state dir.
+//!
+//! # Storage layout (sled backend)
+//!
+//! | tree         | key                                  | value                 |
+//! |--------------|--------------------------------------|-----------------------|
+//! | `workspaces` | shoot                                | [`Workspace`] as JSON |
+//! | `locks`      | shoot                                | [`LockInfo`] as JSON  |
+//! | `history`    | shoot, byte `0xFF`, serial (u64, BE) | [`HistoryEntry`] JSON |
+//!
+//! `0xFF` never occurs in UTF-8, so a shoot's history is exactly the keys that start with its name
+//! followed by `0xFF`, in serial order. Trees handed out by [`SledStore::tree`] are stored under
+//! `ext/<name>` so they can never collide with these.
+
+// `StateError::Locked`/`DirInUse` carry the holder's `LockInfo` by value (the CLI prints and matches it);
+// errors are rare and every call does I/O, so the size of the `Err` variant does not matter here.
+#![allow(clippy::result_large_err)]
+
+mod sled_store;
+
+pub use sled_store::SledStore;
+pub use trellis_plans::{Kind, Ownership};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Everything trellis remembers about one shoot (technical id `shoot--<project>--<name>`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Workspace {
+    /// The shoot's technical id; also the key the workspace is stored under.
+    pub shoot: String,
+    /// UUID v4 made when the workspace is created; never changes afterwards.
+    pub lineage: String,
+    /// 0 = never committed; incremented by every commit.
+    pub serial: u64,
+    /// The shoot configuration as last applied (provider-defined JSON).
+    pub last_applied: Option<serde_json::Value>,
+    /// Address -> resource trellis knows about.
+    pub resources: BTreeMap<String, StoredResource>,
+    /// Artifacts of the last successful apply.
+    pub outputs: Option<serde_json::Value>,
+    /// Provider facts that must survive runs (e.g. a migrated zone).
+    pub memory: BTreeMap<String, String>,
+}
+
+/// A resource trellis knows about: its kind, its cloud id and who owns it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StoredResource {
+    pub kind: Kind,
+    pub id: String,
+    pub ownership: Ownership,
+}
+
+impl Workspace {
+    /// A workspace that was never committed: a fresh lineage, serial 0, nothing known yet.
+    pub fn new(shoot: &str) -> Workspace {
+        Workspace {
+            shoot: shoot.to_string(),
+            lineage: uuid::Uuid::new_v4().to_string(),
+            serial: 0,
+            last_applied: None,
+            resources: BTreeMap::new(),
+            outputs: None,
+            memory: BTreeMap::new(),
+        }
+    }
+}
+
+/// Who holds a lock (a workspace lock, or a whole state dir), and since when.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LockInfo {
+    /// UUID v4 of this lock; [`StateStore::unlock`] needs it.
+    pub id: String,
+    /// What the holder is doing: `plan`, `apply`, `destroy`, ...
+    pub operation: String,
+    pub pid: u32,
+    pub host: String,
+    pub user: String,
+    /// RFC 3339 UTC with second precision, e.g. `2026-11-29T16:42:07Z`.
+    pub created: String,
+}
+
+impl LockInfo {
+    /// A new lock for this process: a fresh id, this pid, host and user, created now.
+    pub fn here(operation: &str) -> LockInfo {
+        LockInfo {
+            id: uuid::Uuid::new_v4().to_string(),
+            operation: operation.to_string(),
+            pid: std::process::id(),
+            host: this_host(),
+            user: std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "unknown".to_string()),
+            created: now_rfc3339(),
+        }
+    }
+}
+
+impl fmt::Display for LockInfo {
+    /// `apply by root@host (pid 4242) since 2026-11-29T16:42:07Z, lock id 1b2c…`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} by {}@{} (pid {}) since {}, lock id {}",
+            self.operation, self.user, self.host, self.pid, self.created, self.id
+        )
+    }
+}
+
+/// One commit of a workspace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct HistoryEntry {
+    /// The serial the commit produced.
+    pub serial: u64,
+    /// The operation that committed (`apply`, `destroy`, ...).
+    pub operation: String,
+    /// When, RFC 3339 UTC.
+    pub at: String,
+    /// How many resources the workspace held after the commit.
+    pub resources: usize,
+}
+
+/// One line of `trellis state list`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkspaceSummary {
+    pub shoot: String,
+    pub lineage: String,
+    pub serial: u64,
+    pub resources: usize,
+    pub locked_by: Option<LockInfo>,
+}
+
+/// Outcome of taking a workspace lock.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Acquired {
+    /// Nobody held the lock (or the caller already held it with the same lock id).
+    Fresh,
+    /// The previous holder ran on this host and its pid is no longer alive: the lock was taken over.
+    /// The caller should print a warning naming the dead holder.
+    BrokeStale(LockInfo),
+}
+
+/// Where trellis keeps its state.
+pub trait StateStore: Send + Sync {
+    /// All stored (committed) workspaces, sorted by shoot, with their lock holders.
+    fn list(&self) -> Result<Vec<WorkspaceSummary>, StateError>;
+    /// The stored workspace of a shoot, or `None` if it was never committed.
+    fn load(&self, shoot: &str) -> Result<Option<Workspace>, StateError>;
+    /// Compare-and-swap on the serial: succeeds only if the stored serial equals `ws.serial` (absent counts
+    /// as 0) and the stored lineage, if any, equals `ws.lineage`. Writes `ws` with serial + 1, updates
+    /// `ws.serial`, appends a [`HistoryEntry`], then flushes to disk before returning. Lineage mismatch or
+    /// a serial that moved -> [`StateError::Conflict`], and nothing is written.
+    fn commit(&self, ws: &mut Workspace, operation: &str) -> Result<(), StateError>;
+    /// The commits of a shoot, oldest first (empty if it was never committed).
+    fn history(&self, shoot: &str) -> Result<Vec<HistoryEntry>, StateError>;
+    /// Takes the workspace lock: "no lock" -> `info`. Held by a live holder, or by a holder on another
+    /// host -> [`StateError::Locked`]. Held by a dead pid on this host -> taken over,
+    /// [`Acquired::BrokeStale`]. Held with the same lock id -> [`Acquired::Fresh`] (idempotent).
+    fn lock(&self, shoot: &str, info: &LockInfo) -> Result<Acquired, StateError>;
+    /// Releases the workspace lock if its id is `lock_id`; a lock with another id is refused with
+    /// [`StateError::Locked`]. Releasing a lock that is not held is not an error.
+    fn unlock(&self, shoot: &str, lock_id: &str) -> Result<(), StateError>;
+    /// Removes whatever lock the workspace has and returns it.
+    fn force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, StateError>;
+    /// Who holds the workspace lock, if anyone.
+    fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, StateError>;
+}
+
+/// What went wrong with the state. Every message says what, where (dir or shoot) and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("cannot open state dir {}: {detail}", .dir.display())]
+    Open { dir: PathBuf, detail: String },
+    #[error("{}", dir_in_use_message(.dir, .holder.as_ref()))]
+    DirInUse { dir: PathBuf, holder: Option<LockInfo> },
+    #[error("workspace {shoot} is locked: {holder}. If that process is gone, run `trellis state unlock {shoot}`")]
+    Locked { shoot: String, holder: LockInfo },
+    #[error("state of workspace {shoot} changed since it was read: {detail}; re-run `trellis plan`")]
+    Conflict { shoot: String, detail: String },
+    /// `detail` says what is unreadable and what to do about it.
+    #[error("state of workspace {shoot} is corrupt: {detail}")]
+    Corrupt { shoot: String, detail: String },
+    #[error("state I/O error: {0}")]
+    Io(String),
+}
+
+fn dir_in_use_message(dir: &Path, holder: Option<&LockInfo>) -> String {
+    match holder {
+        Some(h) => {
+            format!("state dir {} is in use by another trellis process: {h}; wait for it to finish", dir.display())
+        }
+        None => format!(
+            "state dir {} is in use by another process (it did not record itself in {}); \
+             wait for it to finish, or find it with `fuser {}`",
+            dir.display(),
+            dir.join(HOLDER_FILE).display(),
+            dir.join("db").display()
+        ),
+    }
+}
+
+/// The file in a state dir that names the process holding it open.
+const HOLDER_FILE: &str = "holder.json";
+
+/// This machine's name: `/etc/hostname`, else `$HOSTNAME`, else `localhost`.
+fn this_host() -> String {
+    if let Ok(name) = std::fs::read_to_string("/etc/hostname") {
+        let name = name.trim();
+        if !name.is_empty() {
+            return name.to_string();
+        }
+    }
+    match std::env::var("HOSTNAME") {
+        Ok(name) if !name.trim().is_empty() => name.trim().to_string(),
+        _ => "localhost".to_string(),
+    }
+}
+
+/// Whether a process with this pid exists on this host. Without a usable `/proc` we cannot tell and
+/// answer `true`, so that a lock is never broken on a guess. A zombie (exited, not yet reaped) is dead.
+fn pid_alive(pid: u32) -> bool {
+    if !Path::new("/proc/self/stat").exists() {
+        return true;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S ...`: the state letter follows the last `)` (comm may itself contain `)`).
+        Ok(stat) => {
+            let state = stat.rfind(')').and_then(|i| stat[i + 1..].trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X'))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(_) => true,
+    }
+}
+
+/// Now as RFC 3339 UTC with second precision.
+fn now_rfc3339() -> String {
+    // A clock before 1970 is a broken machine; print the epoch rather than fail.
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    rfc3339_utc(secs)
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian calendar, UTC).
+fn rfc3339_utc(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 -> (year, month, day). Howard Hinnant's `civil_from_days`, for days >= 0.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468; // days since 0000-03-01
+    let era = z / 146_097; // 400-year eras
+    let doe = z % 146_097; // day of era, [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // year of era, [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year starting March 1st, [0, 365]
+    let mp = (5 * doy + 2) / 153; // month starting March, [0, 11]
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z"); // leap day of a 400-year leap
+        assert_eq!(rfc3339_utc(1_709_164_799), "2024-02-28T23:59:59Z");
+        assert_eq!(rfc3339_utc(1_709_251_200), "2024-03-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(4_102_444_800), "2100-01-01T00:00:00Z"); // 2100 is not a leap year
+        assert_eq!(rfc3339_utc(4_107_542_400), "2100-03-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_796_056_927), "2026-11-30T16:42:07Z");
+    }
+
+    #[test]
+    fn lock_info_here_describes_this_process() {
+        let info = LockInfo::here("apply");
+        assert_eq!(info.pid, std::process::id());
+        assert_eq!(info.operation, "apply");
+        assert!(!info.host.is_empty());
+        assert_eq!(info.created.len(), "2026-11-29T16:42:07Z".len());
+        let shown = info.to_string();
+        assert!(shown.starts_with(&format!("apply by {}@{} (pid {})", info.user, info.host, info.pid)));
+        assert!(shown.ends_with(&format!("lock id {}", info.id)));
+    }
+
+    #[test]
+    fn this_process_is_alive() {
+        assert!(pid_alive(std::process::id()));
+    }
+}

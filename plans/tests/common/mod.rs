@@ -1,0 +1,493 @@
+//! Plausible Azure plans built in code, for the renderer and diff tests.
+//!
+//! The values follow provider-azure's names (`worker_route_table`, `<tn>-workers`, `<tn>-nodes`) and the
+//! azure.json key order of the upstream chart, so the snapshots read like real plans.
+#![allow(dead_code)]
+
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use trellis_plans::*;
+
+pub const SUB: &str = "00000000-0000-0000-0000-0000000000a1";
+pub const TENANT: &str = "00000000-0000-0000-0000-0000000000b2";
+pub const REGION: &str = "westeurope";
+
+/// `/subscriptions/SUB/resourceGroups/RG` plus an optional provider path.
+pub fn arm(rg: &str, rest: &str) -> String {
+    let base = format!("/subscriptions/{SUB}/resourceGroups/{rg}");
+    if rest.is_empty() {
+        base
+    } else {
+        format!("{base}/providers/Microsoft.Network/{rest}")
+    }
+}
+
+/// A node with the common fields; `changes`, `patch`, `checks`, `depends_on` are filled in by the caller.
+pub fn node(address: &str, kind: Kind, scope: &str, name: &str, action: Action, ownership: Ownership) -> Node {
+    Node {
+        address: address.to_string(),
+        kind,
+        name: name.to_string(),
+        scope: scope.to_string(),
+        id: None,
+        action,
+        ownership,
+        reason: String::new(),
+        depends_on: Vec::new(),
+        changes: Vec::new(),
+        patch: None,
+        checks: Vec::new(),
+    }
+}
+
+/// A create node: `changes` are the after values, `patch` is the merge patch built from them.
+pub fn create(
+    address: &str,
+    kind: Kind,
+    scope: &str,
+    name: &str,
+    id: String,
+    after: &[(&str, Value)],
+    reason: &str,
+) -> Node {
+    let mut n = node(address, kind, scope, name, Action::Create, Ownership::Managed);
+    n.id = Some(id);
+    n.reason = reason.to_string();
+    n.changes =
+        after.iter().map(|(p, v)| Change { path: p.to_string(), before: None, after: Some(v.clone()) }).collect();
+    n.patch = Some(patch_of(after));
+    n
+}
+
+/// The RFC 7386 merge patch that sets the given JSON pointers.
+pub fn patch_of(after: &[(&str, Value)]) -> Value {
+    let mut root = json!({});
+    for (pointer, v) in after {
+        let mut cur = &mut root;
+        let parts: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
+            let obj = cur.as_object_mut().expect("patch paths never cross a non-object");
+            if i + 1 == parts.len() {
+                obj.insert(part.to_string(), v.clone());
+                break;
+            }
+            cur = obj.entry(part.to_string()).or_insert_with(|| json!({}));
+        }
+    }
+    root
+}
+
+pub fn check(path: &str, expect: Value, message: &str) -> Check {
+    Check { path: path.to_string(), expect, message: message.to_string() }
+}
+
+/// azure.json as the upstream template renders it (workload identity, so no client secret).
+pub fn azure_json(entries: &[(String, Value)]) -> CloudProviderConfig {
+    let mut values = Map::new();
+    let mut content = String::new();
+    for (k, v) in entries {
+        values.insert(k.to_string(), v.clone());
+        content.push_str(&format!("{k}: {v}\n"));
+    }
+    CloudProviderConfig { format: ConfigFormat::Yaml, values, content }
+}
+
+/// The azure.json keys of a shoot, in template order. `extra` is inserted after `vnetName`.
+pub fn azure_json_entries(
+    rg: &str,
+    rt: &str,
+    nsg: &str,
+    subnet: &str,
+    vnet: &str,
+    extra: &[(&str, Value)],
+    max_nodes: u64,
+) -> Vec<(String, Value)> {
+    let mut e: Vec<(&str, Value)> = vec![
+        ("aadClientId", json!("7d2c1f0e-aaaa-bbbb-cccc-0123456789ab")),
+        ("aadFederatedTokenFile", json!("/var/run/secrets/gardener.cloud/workload-identity/token")),
+        ("useFederatedWorkloadIdentityExtension", json!(true)),
+        ("tenantId", json!(TENANT)),
+        ("subscriptionId", json!(SUB)),
+        ("cloud", json!("AZUREPUBLICCLOUD")),
+        ("location", json!(REGION)),
+        ("resourceGroup", json!(rg)),
+        ("routeTableName", json!(rt)),
+        ("securityGroupName", json!(nsg)),
+        ("subnetName", json!(subnet)),
+        ("vnetName", json!(vnet)),
+    ];
+    e.extend(extra.iter().cloned());
+    e.extend([
+        ("loadBalancerSku", json!("standard")),
+        ("vmType", json!("vmss")),
+        ("cloudProviderBackoff", json!(true)),
+        ("cloudProviderBackoffRetries", json!(6)),
+        ("cloudProviderBackoffExponent", json!(1.5)),
+        ("cloudProviderBackoffDuration", json!(5)),
+        ("cloudProviderBackoffJitter", json!(1.0)),
+        ("cloudProviderRateLimit", json!(true)),
+        ("cloudProviderRateLimitQPS", json!(max_nodes.max(10))),
+        ("cloudProviderRateLimitBucket", json!(max_nodes.max(100))),
+        ("cloudProviderRateLimitQPSWrite", json!(max_nodes.max(10))),
+        ("cloudProviderRateLimitBucketWrite", json!(max_nodes.max(100))),
+    ]);
+    e.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+fn finish(
+    shoot: &str,
+    mode: Mode,
+    prior: Prior,
+    observed: &str,
+    mut nodes: Vec<Node>,
+    artifacts: Artifacts,
+    warnings: Vec<String>,
+) -> Plan {
+    nodes.sort_by(|a, b| a.address.cmp(&b.address));
+    Plan {
+        format_version: FORMAT_VERSION,
+        shoot: shoot.to_string(),
+        provider: Provider::Azure,
+        mode,
+        prior,
+        digest: sha256_hex(observed.as_bytes()),
+        summary: Summary::of(&nodes),
+        nodes,
+        artifacts,
+        warnings,
+        source: None,
+    }
+}
+
+pub fn ccm_flags(configure_cloud_routes: bool) -> BTreeMap<String, bool> {
+    BTreeMap::from([("configure-cloud-routes".to_string(), configure_cloud_routes)])
+}
+
+/// A new managed-mode shoot: resource group, VNet, `worker_route_table`, `<tn>-workers`, `<tn>-nodes`, all created.
+pub fn azure_managed_plan(tn: &str) -> Plan {
+    let rg = format!("azure.resource_group.{tn}");
+    let vnet = format!("azure.virtual_network.{tn}.{tn}");
+    let rt = format!("azure.route_table.{tn}.worker_route_table");
+    let nsg = format!("azure.network_security_group.{tn}.{tn}-workers");
+    let subnet = format!("azure.subnet.{tn}.{tn}-nodes");
+    let rt_id = arm(tn, "routeTables/worker_route_table");
+    let nsg_id = arm(tn, &format!("networkSecurityGroups/{tn}-workers"));
+
+    let mut nodes = vec![
+        create(
+            &rg,
+            Kind::ResourceGroup,
+            tn,
+            tn,
+            arm(tn, ""),
+            &[("/location", json!(REGION))],
+            "managed mode: upstream task `ensure resource group` (the shoot's cluster resource group)",
+        ),
+        create(
+            &vnet,
+            Kind::VirtualNetwork,
+            tn,
+            tn,
+            arm(tn, &format!("virtualNetworks/{tn}")),
+            &[("/location", json!(REGION)), ("/properties/addressSpace/addressPrefixes", json!(["10.250.0.0/16"]))],
+            "managed mode: upstream task `ensure vnet` (networks.vnet.cidr 10.250.0.0/16, no BYO VNet)",
+        ),
+        create(
+            &rt,
+            Kind::RouteTable,
+            tn,
+            "worker_route_table",
+            rt_id.clone(),
+            &[("/location", json!(REGION))],
+            "managed mode: upstream task `ensure route table`; created empty, the seed CCM writes per-node routes",
+        ),
+        create(
+            &nsg,
+            Kind::NetworkSecurityGroup,
+            tn,
+            &format!("{tn}-workers"),
+            nsg_id.clone(),
+            &[("/location", json!(REGION))],
+            "managed mode: upstream task `ensure security group`",
+        ),
+        create(
+            &subnet,
+            Kind::Subnet,
+            tn,
+            &format!("{tn}-nodes"),
+            arm(tn, &format!("virtualNetworks/{tn}/subnets/{tn}-nodes")),
+            &[
+                ("/properties/addressPrefix", json!("10.250.0.0/19")),
+                ("/properties/networkSecurityGroup/id", json!(nsg_id)),
+                ("/properties/routeTable/id", json!(rt_id)),
+                ("/properties/serviceEndpoints", json!([])),
+            ],
+            "managed mode: upstream task `ensure subnets` (networks.workers 10.250.0.0/19)",
+        ),
+    ];
+    for n in &mut nodes {
+        if n.address == subnet {
+            n.depends_on = vec![nsg.clone(), rt.clone(), vnet.clone()];
+        } else if n.address != rg {
+            n.depends_on = vec![rg.clone()];
+        }
+    }
+
+    let status = json!({
+        "apiVersion": "azure.provider.extensions.gardener.cloud/v1alpha1",
+        "kind": "InfrastructureStatus",
+        "networks": {
+            "vnet": {"name": tn},
+            "subnets": [{"name": format!("{tn}-nodes"), "purpose": "nodes"}],
+            "layout": "SingleSubnet",
+            "outboundAccessType": "LoadBalancer"
+        },
+        "resourceGroup": {"name": tn},
+        "routeTables": [{"purpose": "nodes", "name": "worker_route_table"}],
+        "securityGroups": [{"purpose": "nodes", "name": format!("{tn}-workers")}]
+    });
+    let cfg = azure_json(&azure_json_entries(
+        tn,
+        "worker_route_table",
+        &format!("{tn}-workers"),
+        &format!("{tn}-nodes"),
+        tn,
+        &[],
+        3,
+    ));
+    let artifacts = Artifacts {
+        infrastructure_status: status,
+        egress_cidrs: Some(vec![]),
+        cloud_provider_config: cfg,
+        ccm_flags: ccm_flags(true),
+        allow_egress: true,
+    };
+    finish(tn, Mode::Managed, Prior::default(), &format!("observed {tn} v1"), nodes, artifacts, vec![])
+}
+
+pub const LINEAGE: &str = "3f6c2a9e-5d1b-4c8e-9a7f-0b1e2d3c4f5a";
+
+/// An applied user-managed-egress shoot (BYO subnet in `hub-network/hub-vnet`): nothing to write, the
+/// user's subnet and NSG verified, VNet and route table read, Gardener's own network resources skipped.
+pub fn azure_user_managed_plan(tn: &str) -> Plan {
+    let hub = "hub-network";
+    let subnet_name = "shoot-beta-workers";
+    let rt_id = arm(hub, "routeTables/hub-egress-rt");
+    let nsg_id = arm(hub, "networkSecurityGroups/shoot-beta-nsg");
+
+    let mut rg =
+        node(&format!("azure.resource_group.{tn}"), Kind::ResourceGroup, tn, tn, Action::Noop, Ownership::Managed);
+    rg.id = Some(arm(tn, ""));
+    rg.reason = "managed in both modes: the cluster resource group matches the configuration".to_string();
+
+    let mut vnet = node(
+        &format!("azure.virtual_network.{hub}.hub-vnet"),
+        Kind::VirtualNetwork,
+        hub,
+        "hub-vnet",
+        Action::Read,
+        Ownership::User,
+    );
+    vnet.id = Some(arm(hub, "virtualNetworks/hub-vnet"));
+    vnet.reason =
+        "user-managed egress: the BYO VNet (networks.vnet.name/resourceGroup) is read, never written".to_string();
+
+    let mut subnet = node(
+        &format!("azure.subnet.{hub}.{subnet_name}"),
+        Kind::Subnet,
+        hub,
+        subnet_name,
+        Action::Verify,
+        Ownership::User,
+    );
+    subnet.id = Some(arm(hub, &format!("virtualNetworks/hub-vnet/subnets/{subnet_name}")));
+    subnet.reason =
+        "user-managed egress: BYO subnet (networks.subnet set); must exist and be dedicated to this shoot".to_string();
+    subnet.depends_on = vec![vnet.address.clone()];
+    subnet.checks = vec![
+        check("/properties/addressPrefix", json!("10.250.0.0/16"), "the BYO subnet's CIDR must equal networking.nodes"),
+        check(
+            "/properties/networkSecurityGroup/id",
+            json!(nsg_id),
+            "the BYO subnet must have an NSG attached (the CCM needs securityGroupName)",
+        ),
+        check("/properties/routeTable/id", json!(rt_id), "the BYO subnet must keep its route table (non-overlay CNI)"),
+    ];
+
+    let mut nsg = node(
+        &format!("azure.network_security_group.{hub}.shoot-beta-nsg"),
+        Kind::NetworkSecurityGroup,
+        hub,
+        "shoot-beta-nsg",
+        Action::Verify,
+        Ownership::User,
+    );
+    nsg.id = Some(nsg_id);
+    nsg.reason =
+        "user-managed egress: the NSG is discovered from the BYO subnet; the CCM and bastion write rules on it, trellis never does"
+            .to_string();
+    nsg.depends_on = vec![subnet.address.clone()];
+    nsg.checks = vec![check("/properties/provisioningState", json!("Succeeded"), "the NSG must be provisioned")];
+
+    let mut rt = node(
+        &format!("azure.route_table.{hub}.hub-egress-rt"),
+        Kind::RouteTable,
+        hub,
+        "hub-egress-rt",
+        Action::Read,
+        Ownership::User,
+    );
+    rt.id = Some(rt_id);
+    rt.reason = "user-managed egress: the route table is discovered from the BYO subnet; the seed CCM writes per-node routes into it"
+        .to_string();
+    rt.depends_on = vec![subnet.address.clone()];
+
+    let skip = |address: String, kind: Kind, name: String, why: &str| {
+        let mut n = node(&address, kind, tn, &name, Action::Skip, Ownership::Managed);
+        n.reason = why.to_string();
+        n
+    };
+    let skips = vec![
+        skip(
+            format!("azure.route_table.{tn}.worker_route_table"),
+            Kind::RouteTable,
+            "worker_route_table".to_string(),
+            "skipped: user-managed egress — the route table is discovered from the BYO subnet (Networks.Subnet set)",
+        ),
+        skip(
+            format!("azure.network_security_group.{tn}.{tn}-workers"),
+            Kind::NetworkSecurityGroup,
+            format!("{tn}-workers"),
+            "skipped: user-managed egress — the NSG is discovered from the BYO subnet (Networks.Subnet set)",
+        ),
+        skip(
+            format!("azure.subnet.{tn}.{tn}-nodes"),
+            Kind::Subnet,
+            format!("{tn}-nodes"),
+            "skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating <tn>-nodes",
+        ),
+    ];
+
+    let mut nodes = vec![rg, vnet, subnet, nsg, rt];
+    nodes.extend(skips);
+
+    let status = json!({
+        "apiVersion": "azure.provider.extensions.gardener.cloud/v1alpha1",
+        "kind": "InfrastructureStatus",
+        "networks": {
+            "vnet": {"name": "hub-vnet", "resourceGroup": hub},
+            "subnets": [{"name": subnet_name, "purpose": "nodes"}],
+            "layout": "SingleSubnet",
+            "outboundAccessType": "UserManaged"
+        },
+        "resourceGroup": {"name": tn},
+        "routeTables": [{"purpose": "nodes", "name": "hub-egress-rt", "resourceGroup": hub}],
+        "securityGroups": [{"purpose": "nodes", "name": "shoot-beta-nsg", "resourceGroup": hub}]
+    });
+    let cfg = azure_json(&azure_json_entries(
+        tn,
+        "hub-egress-rt",
+        "shoot-beta-nsg",
+        subnet_name,
+        "hub-vnet",
+        &[
+            ("vnetResourceGroup", json!(hub)),
+            ("routeTableResourceGroup", json!(hub)),
+            ("securityGroupResourceGroup", json!(hub)),
+            ("disableOutboundSNAT", json!(true)),
+        ],
+        3,
+    ));
+    let artifacts = Artifacts {
+        infrastructure_status: status,
+        egress_cidrs: None,
+        cloud_provider_config: cfg,
+        ccm_flags: ccm_flags(true),
+        allow_egress: false,
+    };
+    let warnings = vec![
+        "egress CIDRs are unknown in user-managed egress mode: consumers of shoot.status.provider.egressCIDRs must handle null"
+            .to_string(),
+        "the seed CCM writes per-node pod-CIDR routes into the user's route table hub-network/hub-egress-rt; automation that reverts them breaks pod networking".to_string(),
+    ];
+    finish(
+        tn,
+        Mode::UserManagedEgress,
+        Prior { lineage: Some(LINEAGE.to_string()), serial: 4 },
+        &format!("observed {tn} v1"),
+        nodes,
+        artifacts,
+        warnings,
+    )
+}
+
+/// An applied managed shoot after drift and a config change: every write action, a runtime-owned read,
+/// and no-ops.
+pub fn azure_drifted_plan(tn: &str) -> Plan {
+    let mut plan = azure_managed_plan(tn);
+    let nat_addr = format!("azure.nat_gateway.{tn}.{tn}-nat-gateway");
+    let nat_id = arm(tn, &format!("natGateways/{tn}-nat-gateway"));
+    for n in &mut plan.nodes {
+        n.changes.clear();
+        n.patch = None;
+        n.action = Action::Noop;
+        n.reason = "matches the configuration".to_string();
+        if n.kind == Kind::RouteTable {
+            n.action = Action::Replace;
+            n.reason = "ForceNew attribute /location differs (created in northeurope): delete, then create".to_string();
+            n.changes = vec![Change {
+                path: "/location".to_string(),
+                before: Some(json!("northeurope")),
+                after: Some(json!(REGION)),
+            }];
+            n.patch = Some(json!({"location": REGION}));
+        }
+        if n.kind == Kind::Subnet {
+            n.action = Action::Update;
+            n.reason =
+                "managed mode: networks.serviceEndpoints changed; the NAT gateway is no longer configured".to_string();
+            n.changes = vec![
+                Change { path: "/properties/natGateway/id".to_string(), before: Some(json!(nat_id)), after: None },
+                Change {
+                    path: "/properties/serviceEndpoints".to_string(),
+                    before: Some(json!([])),
+                    after: Some(json!([{"service": "Microsoft.Storage"}])),
+                },
+            ];
+            n.patch = Some(
+                json!({"properties": {"natGateway": null, "serviceEndpoints": [{"service": "Microsoft.Storage"}]}}),
+            );
+        }
+    }
+    let mut nat =
+        node(&nat_addr, Kind::NatGateway, tn, &format!("{tn}-nat-gateway"), Action::Delete, Ownership::Managed);
+    nat.id = Some(nat_id.clone());
+    nat.reason = "managed: no longer desired (networks.natGateway removed from the InfrastructureConfig)".to_string();
+    nat.depends_on = vec![format!("azure.subnet.{tn}.{tn}-nodes")];
+    nat.changes = vec![Change { path: "/location".to_string(), before: Some(json!(REGION)), after: None }];
+    let mut route = node(
+        &format!("azure.route.{tn}.worker_route_table.{tn}-worker-z1-5f7c8"),
+        Kind::Route,
+        tn,
+        &format!("{tn}-worker-z1-5f7c8"),
+        Action::Read,
+        Ownership::Runtime,
+    );
+    route.id = Some(arm(tn, &format!("routeTables/worker_route_table/routes/{tn}-worker-z1-5f7c8")));
+    route.reason = "runtime: per-node pod-CIDR route written by the seed CCM; reported, never written".to_string();
+    route.depends_on = vec![format!("azure.route_table.{tn}.worker_route_table")];
+    plan.nodes.push(nat);
+    plan.nodes.push(route);
+    plan.nodes.sort_by(|a, b| a.address.cmp(&b.address));
+    plan.summary = Summary::of(&plan.nodes);
+    plan.prior = Prior { lineage: Some(LINEAGE.to_string()), serial: 7 };
+    plan.digest = sha256_hex(format!("observed {tn} drifted").as_bytes());
+    plan.warnings = vec![format!(
+        "azure.route_table.{tn}.worker_route_table: the replacement drops 1 runtime-owned route until the seed CCM writes it again"
+    )];
+    plan
+}
+
+pub fn set(plans: Vec<Plan>) -> PlanSet {
+    PlanSet::new(plans)
+}

@@ -1,0 +1,170 @@
+//! The semantic plan diff.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use trellis_plans::diff::{diff, diff_markdown, render_diff, Delta, TextDiff};
+use trellis_plans::{Change, Plan, PlanSet, Prior, Summary};
+
+fn one(p: Plan) -> PlanSet {
+    set(vec![p])
+}
+
+/// The same shoot planned again after a later run: new observations and state, nothing else.
+fn replanned(mut p: Plan) -> Plan {
+    p.digest = trellis_plans::sha256_hex(b"observed again");
+    p.prior = Prior { lineage: Some(LINEAGE.to_string()), serial: p.prior.serial + 1 };
+    p
+}
+
+/// The managed shoot after its worker maximum grew to 20: the azure.json rate limits follow Σ maximum.
+fn grown(tn: &str) -> Plan {
+    let mut p = replanned(azure_managed_plan(tn));
+    let entries =
+        azure_json_entries(tn, "worker_route_table", &format!("{tn}-workers"), &format!("{tn}-nodes"), tn, &[], 20);
+    p.artifacts.cloud_provider_config = azure_json(&entries);
+    p
+}
+
+#[test]
+fn identical_plans_have_no_diff() {
+    for s in [
+        one(azure_managed_plan("shoot--dev--alpha")),
+        set(vec![azure_user_managed_plan("shoot--dev--beta"), azure_drifted_plan("shoot--dev--alpha")]),
+    ] {
+        let d = diff(&s, &s.clone());
+        assert!(d.is_empty(), "{d:?}");
+        assert!(d.changed.is_empty());
+        assert_eq!(render_diff(&d, false), "No semantic differences between the plans.\n");
+    }
+}
+
+#[test]
+fn digest_and_prior_are_only_a_state_line() {
+    let old = one(azure_managed_plan("shoot--dev--alpha"));
+    let new = one(replanned(azure_managed_plan("shoot--dev--alpha")));
+    let d = diff(&old, &new);
+    assert!(d.is_empty(), "{d:?}");
+    let text = render_diff(&d, false);
+    assert!(text.starts_with("No semantic differences between the plans.\n"), "{text}");
+    assert!(text.contains("shoot--dev--alpha: state: digest "), "{text}");
+    assert!(text.contains(&format!("prior new workspace -> lineage {LINEAGE}, serial 1 (not compared)")), "{text}");
+}
+
+#[test]
+fn azure_json_change_shows_a_unified_diff() {
+    let old = one(azure_managed_plan("shoot--dev--alpha"));
+    let new = one(grown("shoot--dev--alpha"));
+    let d = diff(&old, &new);
+    assert!(!d.is_empty());
+    let shoot = &d.changed[0];
+    assert!(shoot.nodes_changed.is_empty() && shoot.nodes_added.is_empty() && shoot.nodes_removed.is_empty());
+    let TextDiff { name, unified } = shoot.artifacts.cloud_provider_config.as_ref().expect("azure.json differs");
+    assert_eq!(name, "azure.json");
+    assert!(unified.contains("\n-cloudProviderRateLimitQPS: 10\n+cloudProviderRateLimitQPS: 20\n"), "{unified}");
+    assert!(unified.starts_with("--- old/azure.json\n+++ new/azure.json\n@@ "), "{unified}");
+    assert!(shoot.artifacts.infrastructure_status.is_none());
+
+    let text = render_diff(&d, false);
+    assert!(
+        text.contains("        -cloudProviderRateLimitQPS: 10\n        +cloudProviderRateLimitQPS: 20\n"),
+        "{text}"
+    );
+    insta::assert_snapshot!("diff_azure_json", text);
+    insta::assert_snapshot!("diff_azure_json_markdown", diff_markdown(&d));
+
+    let coloured = render_diff(&d, true);
+    assert!(coloured.contains("\x1b[32m+cloudProviderRateLimitQPS: 20\x1b[0m"), "{coloured}");
+    assert!(!text.contains('\x1b'));
+}
+
+#[test]
+fn node_and_artifact_changes() {
+    let tn = "shoot--dev--alpha";
+    let old = one(azure_managed_plan(tn));
+    let mut p = grown(tn);
+    // The nodes CIDR doubles; the route table is gone; a NAT gateway appears and the subnet waits for it.
+    let nat = create(
+        &format!("azure.nat_gateway.{tn}.{tn}-nat-gateway"),
+        trellis_plans::Kind::NatGateway,
+        tn,
+        &format!("{tn}-nat-gateway"),
+        arm(tn, &format!("natGateways/{tn}-nat-gateway")),
+        &[("/location", json!(REGION)), ("/sku/name", json!("Standard"))],
+        "managed mode: upstream task `ensure nat gateway` (networks.natGateway.enabled)",
+    );
+    let subnet = p.nodes.iter_mut().find(|n| n.kind == trellis_plans::Kind::Subnet).unwrap();
+    subnet.changes[0] =
+        Change { path: "/properties/addressPrefix".into(), before: None, after: Some(json!("10.250.0.0/18")) };
+    subnet.changes.push(Change { path: "/properties/natGateway/id".into(), before: None, after: Some(json!(nat.id)) });
+    subnet.reason = "managed mode: upstream task `ensure subnets` (networks.workers 10.250.0.0/18)".into();
+    subnet.depends_on.push(nat.address.clone());
+    p.nodes.push(nat);
+    p.nodes.retain(|n| n.kind != trellis_plans::Kind::RouteTable);
+    p.nodes.sort_by(|a, b| a.address.cmp(&b.address));
+    p.summary = Summary::of(&p.nodes);
+    p.artifacts.infrastructure_status["networks"]["outboundAccessType"] = json!("NATGateway");
+    p.artifacts.egress_cidrs = Some(vec!["(known after apply)".into()]);
+    p.artifacts.allow_egress = false;
+    p.warnings
+        .push("the NAT gateway's public IP is new: allow-lists that name the old egress address need updating".into());
+    let new = one(p);
+
+    let d = diff(&old, &new);
+    let shoot = &d.changed[0];
+    assert_eq!(shoot.nodes_added.len(), 1);
+    assert_eq!(shoot.nodes_removed.len(), 1);
+    assert_eq!(shoot.nodes_changed.len(), 1);
+    assert_eq!(shoot.artifacts.allow_egress, Some(Delta { old: true, new: false }));
+    insta::assert_snapshot!("diff_nodes_and_artifacts", render_diff(&d, false));
+    insta::assert_snapshot!("diff_nodes_and_artifacts_markdown", diff_markdown(&d));
+}
+
+#[test]
+fn fleet_diff_with_added_removed_and_mode_change() {
+    let old = set(vec![
+        azure_managed_plan("shoot--dev--alpha"),
+        azure_managed_plan("shoot--dev--beta"),
+        azure_managed_plan("shoot--dev--delta"),
+    ]);
+    let new = set(vec![
+        replanned(azure_managed_plan("shoot--dev--alpha")),
+        azure_user_managed_plan("shoot--dev--beta"),
+        azure_user_managed_plan("shoot--dev--gamma"),
+    ]);
+    let d = diff(&old, &new);
+    assert_eq!(d.added.iter().map(|s| s.shoot.as_str()).collect::<Vec<_>>(), ["shoot--dev--gamma"]);
+    assert_eq!(d.removed.iter().map(|s| s.shoot.as_str()).collect::<Vec<_>>(), ["shoot--dev--delta"]);
+    assert_eq!(d.changed.len(), 2, "alpha (state only) and beta");
+    assert!(d.changed[0].is_empty() && d.changed[0].state.is_some());
+    let text = render_diff(&d, false);
+    assert!(text.starts_with("Plan diff: 1 shoot changed, 1 added, 1 removed.\n"), "{text}");
+    assert!(text.contains("    mode: managed -> user-managed-egress\n"), "{text}");
+    insta::assert_snapshot!("diff_fleet", text);
+    insta::assert_snapshot!("diff_fleet_markdown", diff_markdown(&d));
+    // Deterministic.
+    assert_eq!(text, render_diff(&diff(&old, &new), false));
+    assert_eq!(diff_markdown(&d), diff_markdown(&diff(&old, &new)));
+}
+
+#[test]
+fn checks_and_ownership_changes() {
+    let old = one(azure_user_managed_plan("shoot--dev--beta"));
+    let mut p = azure_user_managed_plan("shoot--dev--beta");
+    let subnet = p.nodes.iter_mut().find(|n| n.address == "azure.subnet.hub-network.shoot-beta-workers").unwrap();
+    subnet.checks[0].expect = json!("10.250.0.0/18");
+    let rt = p.nodes.iter_mut().find(|n| n.address == "azure.route_table.hub-network.hub-egress-rt").unwrap();
+    rt.ownership = trellis_plans::Ownership::Runtime;
+    let d = diff(&old, &one(p));
+    let text = render_diff(&d, false);
+    let expected = "\
+  ~ azure.route_table.hub-network.hub-egress-rt
+      ownership: user -> runtime
+  ~ azure.subnet.hub-network.shoot-beta-workers
+      check - /properties/addressPrefix == \"10.250.0.0/16\"
+      check + /properties/addressPrefix == \"10.250.0.0/18\"
+";
+    assert!(text.contains(expected), "{text}");
+    assert!(!text.contains("state:"), "same digest and prior: no state line\n{text}");
+}

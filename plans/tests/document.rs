@@ -1,0 +1,80 @@
+//! The plan document: stable JSON round trip and the checks `from_json` makes.
+
+mod common;
+
+use common::*;
+use trellis_plans::{Action, Ownership, PlanFileError, PlanSet, Summary, FORMAT_VERSION};
+
+#[test]
+fn json_round_trip_single_plan() {
+    let s = set(vec![azure_managed_plan("shoot--dev--alpha")]);
+    let json = s.to_json();
+    // A single plan is written as the plan object itself.
+    assert!(json.starts_with("{\n  \"format_version\": 1,\n  \"shoot\": \"shoot--dev--alpha\""), "{json}");
+    let back = PlanSet::from_json("alpha.tfplan", &json).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.to_json(), json, "byte-identical after a round trip");
+}
+
+#[test]
+fn json_round_trip_fleet() {
+    let s = set(vec![
+        azure_user_managed_plan("shoot--dev--beta"),
+        azure_drifted_plan("shoot--dev--alpha"),
+        azure_managed_plan("shoot--dev--gamma"),
+    ]);
+    let json = s.to_json();
+    assert!(json.starts_with("{\n  \"format_version\": 1,\n  \"plans\": ["), "{json}");
+    let back = PlanSet::from_json("fleet.tfplan", &json).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.to_json(), json);
+    // Same inputs, same bytes.
+    let again = set(vec![
+        azure_managed_plan("shoot--dev--gamma"),
+        azure_drifted_plan("shoot--dev--alpha"),
+        azure_user_managed_plan("shoot--dev--beta"),
+    ]);
+    assert_eq!(again.to_json(), json);
+}
+
+#[test]
+fn from_json_refuses_a_write_to_a_user_owned_node() {
+    let mut plan = azure_user_managed_plan("shoot--dev--beta");
+    let subnet = plan.nodes.iter_mut().find(|n| n.ownership == Ownership::User && n.action == Action::Verify).unwrap();
+    subnet.action = Action::Update;
+    subnet.patch = Some(serde_json::json!({"properties": {"routeTable": null}}));
+    let address = subnet.address.clone();
+    let json = set(vec![plan]).to_json();
+    match PlanSet::from_json("edited.tfplan", &json) {
+        Err(e @ PlanFileError::Invalid { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(&address), "{msg}");
+            assert!(msg.contains("user-owned resource with write action `update`"), "{msg}");
+        }
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+#[test]
+fn from_json_refuses_another_format_version() {
+    let s = set(vec![azure_managed_plan("shoot--dev--alpha"), azure_user_managed_plan("shoot--dev--beta")]);
+    for json in [set(vec![azure_managed_plan("shoot--dev--alpha")]).to_json(), s.to_json()] {
+        let newer = json.replacen("\"format_version\": 1", &format!("\"format_version\": {}", FORMAT_VERSION + 1), 1);
+        match PlanSet::from_json("newer.tfplan", &newer) {
+            Err(e @ PlanFileError::Version { found: 2, .. }) => {
+                assert!(e.to_string().starts_with("newer.tfplan: plan format_version 2 is not supported"), "{e}");
+            }
+            other => panic!("expected Version, got {other:?}"),
+        }
+    }
+    assert!(matches!(PlanSet::from_json("x", "{}"), Err(PlanFileError::Version { found: 0, .. })));
+    assert!(matches!(PlanSet::from_json("x", "not json"), Err(PlanFileError::Parse { .. })));
+}
+
+#[test]
+fn fleet_summary_adds_up() {
+    let s = set(vec![azure_drifted_plan("shoot--dev--alpha"), azure_user_managed_plan("shoot--dev--beta")]);
+    let total = s.summary();
+    let expected = Summary { create: 0, update: 1, replace: 1, delete: 1, verify: 2, read: 3, noop: 4, skip: 3 };
+    assert_eq!(total, expected);
+}

@@ -1,0 +1,185 @@
+//! Snapshots and properties of the human renderers.
+
+mod common;
+
+use common::*;
+use trellis_plans::render::{self, TextOptions};
+use trellis_plans::{Action, PlanSet};
+
+const PLAIN: TextOptions = TextOptions { color: false, verbose: false };
+const COLOR: TextOptions = TextOptions { color: true, verbose: false };
+
+fn fleet() -> PlanSet {
+    set(vec![azure_user_managed_plan("shoot--dev--beta"), azure_managed_plan("shoot--dev--alpha")])
+}
+
+#[test]
+fn text_managed_plan() {
+    let s = set(vec![azure_managed_plan("shoot--dev--alpha")]);
+    insta::assert_snapshot!("text_managed", render::text(&s, &PLAIN));
+}
+
+#[test]
+fn text_user_managed_egress_plan() {
+    let s = set(vec![azure_user_managed_plan("shoot--dev--beta")]);
+    insta::assert_snapshot!("text_user_managed", render::text(&s, &PLAIN));
+}
+
+#[test]
+fn text_every_action() {
+    let s = set(vec![azure_drifted_plan("shoot--dev--alpha")]);
+    insta::assert_snapshot!("text_drifted", render::text(&s, &PLAIN));
+}
+
+#[test]
+fn text_fleet() {
+    insta::assert_snapshot!("text_fleet", render::text(&fleet(), &PLAIN));
+}
+
+#[test]
+fn markdown_fleet() {
+    insta::assert_snapshot!("markdown_fleet", render::markdown(&fleet()));
+}
+
+#[test]
+fn markdown_every_action() {
+    let s = set(vec![azure_drifted_plan("shoot--dev--alpha")]);
+    insta::assert_snapshot!("markdown_drifted", render::markdown(&s));
+}
+
+#[test]
+fn dot_graph() {
+    insta::assert_snapshot!("dot_drifted", render::dot(&azure_drifted_plan("shoot--dev--alpha")));
+}
+
+#[test]
+fn counts_line_comes_first() {
+    let managed = set(vec![azure_managed_plan("shoot--dev--alpha")]);
+    let first = render::text(&managed, &PLAIN).lines().next().unwrap().to_string();
+    assert_eq!(first, "Plan: 5 to create, 0 to update, 0 to replace, 0 to delete.");
+
+    let byo = set(vec![azure_user_managed_plan("shoot--dev--beta")]);
+    let first = render::text(&byo, &PLAIN).lines().next().unwrap().to_string();
+    assert_eq!(first, "No changes. Infrastructure matches the configuration. 2 to verify, 2 to read, 3 skipped.");
+
+    // In a fleet every shoot's block starts with its counts line; the fleet total comes last.
+    let text = render::text(&fleet(), &PLAIN);
+    assert!(
+        text.starts_with("Plan: 5 to create, 0 to update, 0 to replace, 0 to delete.\nShoot: shoot--dev--alpha "),
+        "{text}"
+    );
+    assert!(text.contains(
+        "\n\nNo changes. Infrastructure matches the configuration. 2 to verify, 2 to read, 3 skipped.\nShoot: shoot--dev--beta "
+    ));
+    assert!(text.trim_end().lines().last().unwrap().starts_with("Fleet: 2 shoots, 1 with changes. Total: 5 to create"));
+}
+
+#[test]
+fn colour_only_when_asked() {
+    for s in [fleet(), set(vec![azure_drifted_plan("shoot--dev--alpha")])] {
+        let plain = render::text(&s, &PLAIN);
+        assert!(!plain.contains('\x1b'), "escape code without colour:\n{plain}");
+        let coloured = render::text(&s, &COLOR);
+        assert!(coloured.contains("\x1b["), "no escape code with colour");
+        // Stripping the codes gives the plain rendering back.
+        assert_eq!(strip_ansi(&coloured), plain);
+    }
+    let drifted = render::text(&set(vec![azure_drifted_plan("shoot--dev--alpha")]), &COLOR);
+    assert!(drifted.contains("\x1b[31m-/+ azure.route_table."), "replace is red");
+    assert!(drifted.contains("\x1b[31m  - azure.nat_gateway."), "delete is red");
+    assert!(drifted.contains("\x1b[33m  ~ azure.subnet."), "update is yellow");
+    let byo = render::text(&set(vec![azure_user_managed_plan("shoot--dev--beta")]), &COLOR);
+    assert!(byo.contains("\x1b[36m  ? azure.subnet.hub-network.shoot-beta-workers (user)"), "verify is cyan");
+    assert!(byo.contains("\x1b[2m  # azure.route_table.shoot--dev--beta.worker_route_table"), "skip is dim");
+    let managed = render::text(&set(vec![azure_managed_plan("shoot--dev--alpha")]), &COLOR);
+    assert!(managed.contains("\x1b[32m  + azure.subnet."), "create is green");
+    // Markdown and dot never carry escape codes.
+    assert!(!render::markdown(&fleet()).contains('\x1b'));
+}
+
+#[test]
+fn verbose_lists_unchanged_nodes() {
+    let s = set(vec![azure_drifted_plan("shoot--dev--alpha")]);
+    let short = render::text(&s, &PLAIN);
+    assert!(short.contains("\n    3 unchanged\n"), "{short}");
+    assert!(!short.contains("azure.resource_group.shoot--dev--alpha\n"));
+    let long = render::text(&s, &TextOptions { color: false, verbose: true });
+    assert!(!long.contains("unchanged\n"), "{long}");
+    for n in s.plans[0].nodes.iter().filter(|n| n.action == Action::Noop) {
+        assert!(long.contains(&format!("\n    {}\n      # matches the configuration\n", n.address)), "{long}");
+    }
+}
+
+#[test]
+fn groups_follow_apply_order() {
+    let text = render::text(&set(vec![azure_drifted_plan("shoot--dev--alpha")]), &PLAIN);
+    let pos = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle} missing:\n{text}"));
+    assert!(pos("  - azure.nat_gateway.") < pos("-/+ azure.route_table."));
+    assert!(pos("-/+ azure.route_table.") < pos("  ~ azure.subnet."));
+    assert!(pos("  ~ azure.subnet.") < pos(" <= azure.route."));
+    assert!(pos(" <= azure.route.") < pos("3 unchanged"));
+}
+
+#[test]
+fn renderers_are_deterministic() {
+    let a = fleet();
+    let b = fleet();
+    assert_eq!(render::text(&a, &PLAIN), render::text(&b, &PLAIN));
+    assert_eq!(render::text(&a, &COLOR), render::text(&a, &COLOR));
+    assert_eq!(render::markdown(&a), render::markdown(&b));
+    for p in &a.plans {
+        assert_eq!(render::dot(p), render::dot(p));
+    }
+    // The renderers read the document, not the order the caller built the fleet in.
+    let reversed = set(vec![azure_managed_plan("shoot--dev--alpha"), azure_user_managed_plan("shoot--dev--beta")]);
+    assert_eq!(render::markdown(&a), render::markdown(&reversed));
+}
+
+#[test]
+fn markdown_escapes_table_cells() {
+    assert_eq!(render::md_cell("a | b <tn>-nodes `<tn>-workers`\nnext"), "a \\| b &lt;tn>-nodes `<tn>-workers` next");
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The first plan of a user-managed-egress shoot: the cluster resource group is created, the user's
+/// resources are verified and read.
+fn byo_first_plan() -> trellis_plans::Plan {
+    let mut p = azure_user_managed_plan("shoot--dev--beta");
+    let rg = p.nodes.iter_mut().find(|n| n.action == Action::Noop).unwrap();
+    *rg = create(
+        &rg.address,
+        rg.kind,
+        &rg.scope,
+        &rg.name,
+        rg.id.clone().unwrap(),
+        &[("/location", serde_json::json!(REGION))],
+        "managed in both modes: upstream task `ensure resource group`",
+    );
+    p.prior = trellis_plans::Prior::default();
+    p.summary = trellis_plans::Summary::of(&p.nodes);
+    p
+}
+
+#[test]
+fn markdown_lists_verify_checks() {
+    let md = render::markdown(&set(vec![byo_first_plan()]));
+    assert!(md.contains("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n"), "{md}");
+    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn>-nodes |"), "{md}");
+    insta::assert_snapshot!("markdown_user_managed_first_plan", md);
+}
