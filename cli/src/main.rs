@@ -1,1 +1,400 @@
-fn main() {}
+//! `trellis`: plan and apply Gardener shoot infrastructure.
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use trellis_cli::ops::{self, ApplyOptions, Session};
+use trellis_cli::progress::Display;
+use trellis_plans::{render, PlanSet};
+use trellis_state::StateStore;
+
+#[derive(Parser)]
+#[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure (Azure), Terraform-style")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Admission validation only: every error at once, no cloud access.
+    Validate(Inputs),
+    /// Show what apply would do. Reads the cloud, never writes it.
+    Plan(PlanArgs),
+    /// Execute a saved plan, or plan and apply with --auto-approve.
+    Apply(ApplyArgs),
+    /// Delete the shoots' infrastructure (upstream delete graph); user-owned resources are never touched.
+    Destroy(DestroyArgs),
+    /// Render a saved plan.
+    Show(ShowArgs),
+    /// Semantic diff of two saved plans, for reviews.
+    Diff(DiffArgs),
+    /// Inspect and repair the state.
+    #[command(subcommand)]
+    State(StateCommand),
+}
+
+#[derive(Args, Clone)]
+struct Inputs {
+    /// Shoot manifest file, or a directory (a fleet: every Shoot in it). Repeatable.
+    #[arg(short = 'f', long = "file", value_name = "FILE|DIR")]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    env: Env,
+}
+
+#[derive(Args, Clone)]
+struct Env {
+    /// State directory (sled); the simulated cloud lives there too.
+    #[arg(long, default_value = ".trellis", global = true)]
+    state: PathBuf,
+    /// Which cloud to talk to.
+    #[arg(long, value_enum, default_value_t = CloudKind::Sim, global = true)]
+    cloud: CloudKind,
+    /// World file: resources that exist outside trellis (re-synced into the simulated cloud on every run).
+    #[arg(long, value_name = "FILE", global = true)]
+    world: Option<PathBuf>,
+    /// Simulated cloud: latency per call in milliseconds.
+    #[arg(long, hide = true, default_value_t = 0, global = true)]
+    sim_latency_ms: u64,
+    /// Simulated cloud: extra latency per write (long-running operation) in milliseconds.
+    #[arg(long, hide = true, default_value_t = 0, global = true)]
+    sim_write_latency_ms: u64,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum CloudKind {
+    Sim,
+    Azure,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum Output {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// Write the plan to this file, for `trellis apply PLAN`.
+    #[arg(long, value_name = "PLAN")]
+    out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// Exit 2 when the plan has changes (0: no changes, 1: error).
+    #[arg(long)]
+    detailed_exitcode: bool,
+    /// Show unchanged nodes too.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct ApplyArgs {
+    /// A plan file written by `trellis plan --out`.
+    plan: Option<PathBuf>,
+    #[command(flatten)]
+    inputs: Inputs,
+    /// Apply without asking (needed with -f when not interactive).
+    #[arg(long)]
+    auto_approve: bool,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// Nodes applied at once.
+    #[arg(long, default_value_t = 10)]
+    parallelism: usize,
+}
+
+#[derive(Args)]
+struct DestroyArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    #[arg(long)]
+    auto_approve: bool,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    #[arg(long, default_value_t = 10)]
+    parallelism: usize,
+}
+
+#[derive(Args)]
+struct ShowArgs {
+    plan: PathBuf,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    old: PathBuf,
+    new: PathBuf,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+#[derive(Subcommand)]
+enum StateCommand {
+    /// Every workspace: shoot, lineage, serial, resources, lock.
+    List(Env),
+    /// One workspace as JSON.
+    Show {
+        shoot: String,
+        #[command(flatten)]
+        env: Env,
+    },
+    /// Remove a workspace lock left by a process that is gone.
+    Unlock {
+        shoot: String,
+        #[command(flatten)]
+        env: Env,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            for line in format!("{e:#}").lines() {
+                eprintln!("error: {line}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn color_for(stream_is_tty: bool) -> bool {
+    stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+async fn run(cli: Cli) -> Result<u8> {
+    match cli.command {
+        Command::Validate(inputs) => validate(inputs),
+        Command::Plan(args) => plan(args).await,
+        Command::Apply(args) => apply(args).await,
+        Command::Destroy(args) => destroy(args).await,
+        Command::Show(args) => show(args),
+        Command::Diff(args) => diff(args),
+        Command::State(cmd) => state(cmd),
+    }
+}
+
+fn open(env: &Env, operation: &str) -> Result<Session> {
+    if env.cloud == CloudKind::Azure {
+        bail!("--cloud azure: the Azure SDK client is not part of this build yet; use --cloud sim (the default) with a --world file exported from your subscription");
+    }
+    let (session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
+    session.sim.set_faults(trellis_sim::Faults {
+        latency: Duration::from_millis(env.sim_latency_ms),
+        write_latency: Duration::from_millis(env.sim_write_latency_ms),
+        ..Default::default()
+    });
+    Ok(session)
+}
+
+fn validate(inputs: Inputs) -> Result<u8> {
+    let shoots = ops::load_shoots(&inputs.files)?;
+    let mut failed = 0;
+    for s in &shoots {
+        let ws = trellis_state::Workspace::new(&s.id());
+        if let Err(trellis_providers::azure::AzureError::Invalid(errs)) =
+            trellis_providers::azure::validate(&s.shoot, &ws)
+        {
+            failed += 1;
+            eprintln!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
+            for e in errs {
+                eprintln!("{e}");
+            }
+        }
+    }
+    if failed > 0 {
+        return Ok(1);
+    }
+    println!("{} shoot(s) valid.", shoots.len());
+    Ok(0)
+}
+
+async fn plan(args: PlanArgs) -> Result<u8> {
+    let shoots = ops::load_shoots(&args.inputs.files)?;
+    let session = open(&args.inputs.env, "plan")?;
+    let plans = ops::plan_fleet(&session, shoots, false).await?;
+    let set = ops::plan_set(&plans);
+    if let Some(out) = &args.out {
+        write_plan(out, &set)?;
+        eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
+    }
+    print_plan(&set, args.output, args.verbose);
+    let changes = set.plans.iter().any(|p| p.has_changes());
+    Ok(if args.detailed_exitcode && changes { 2 } else { 0 })
+}
+
+fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
+    match output {
+        Output::Text => {
+            let color = color_for(std::io::stdout().is_terminal());
+            print!("{}", render::text(set, &render::TextOptions { color, verbose }));
+        }
+        Output::Json => print!("{}", set.to_json()),
+        Output::Markdown => print!("{}", render::markdown(set)),
+    }
+}
+
+fn write_plan(path: &Path, set: &PlanSet) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, set.to_json()).with_context(|| format!("cannot write plan file {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write plan file {}", path.display()))
+}
+
+fn read_plan(path: &Path) -> Result<PlanSet> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read plan file {}", path.display()))?;
+    Ok(PlanSet::from_json(&path.display().to_string(), &text)?)
+}
+
+fn confirm(auto_approve: bool, what: &str) -> Result<bool> {
+    if auto_approve {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("{what} needs --auto-approve when not run interactively (or save a plan with `trellis plan --out PLAN` and run `trellis apply PLAN`)");
+    }
+    eprint!("Do you want to perform these actions? Only 'yes' will be accepted: ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(answer.trim() == "yes")
+}
+
+async fn apply(args: ApplyArgs) -> Result<u8> {
+    let env = &args.inputs.env;
+    let session = open(env, "apply")?;
+    let plans = match &args.plan {
+        Some(path) => {
+            let saved = read_plan(path)?;
+            let shoots = ops::shoots_from_plan(&saved)?;
+            ops::check_saved_plan(&session, &saved, shoots, false).await?
+        }
+        None => {
+            let shoots = ops::load_shoots(&args.inputs.files)?;
+            let plans = ops::plan_fleet(&session, shoots, false).await?;
+            if args.output == Output::Text {
+                print_plan(&ops::plan_set(&plans), Output::Text, false);
+            }
+            if !confirm(args.auto_approve, "apply -f")? {
+                eprintln!("Apply cancelled.");
+                return Ok(1);
+            }
+            plans
+        }
+    };
+    execute(&session, plans, "apply", args.parallelism, args.output).await
+}
+
+async fn destroy(args: DestroyArgs) -> Result<u8> {
+    let session = open(&args.inputs.env, "destroy")?;
+    let shoots = ops::load_shoots(&args.inputs.files)?;
+    let plans = ops::plan_fleet(&session, shoots, true).await?;
+    if args.output == Output::Text {
+        print_plan(&ops::plan_set(&plans), Output::Text, false);
+    }
+    if !confirm(args.auto_approve, "destroy")? {
+        eprintln!("Destroy cancelled.");
+        return Ok(1);
+    }
+    execute(&session, plans, "destroy", args.parallelism, args.output).await
+}
+
+async fn execute(
+    session: &Session,
+    plans: Vec<ops::ShootPlan>,
+    operation: &str,
+    parallelism: usize,
+    output: Output,
+) -> Result<u8> {
+    let total: usize = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
+    let mut display = Display::new(total as u64, std::io::stderr().is_terminal(), output == Output::Json);
+    let opts = ApplyOptions { parallelism, operation: operation.to_string() };
+    let report = ops::apply(session, plans, &opts, &mut display).await?;
+    display.done();
+    if output == Output::Json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
+        for s in &report.shoots {
+            let failed: Vec<_> = s.nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
+            if failed.is_empty() {
+                println!("{}: {operation} complete.", s.shoot);
+            } else {
+                println!("{}: {operation} incomplete: {} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.", s.shoot, failed.len());
+            }
+        }
+        println!("{} cloud call(s), {writes} write(s).", report.calls.len());
+    }
+    Ok(if report.ok { 0 } else { 1 })
+}
+
+fn show(args: ShowArgs) -> Result<u8> {
+    let set = read_plan(&args.plan)?;
+    print_plan(&set, args.output, args.verbose);
+    Ok(0)
+}
+
+fn diff(args: DiffArgs) -> Result<u8> {
+    let old = read_plan(&args.old)?;
+    let new = read_plan(&args.new)?;
+    let d = trellis_plans::diff::diff(&old, &new);
+    match args.output {
+        Output::Markdown => print!("{}", trellis_plans::diff::diff_markdown(&d)),
+        Output::Json | Output::Text => {
+            print!("{}", trellis_plans::diff::render_diff(&d, color_for(std::io::stdout().is_terminal())))
+        }
+    }
+    Ok(0)
+}
+
+fn state(cmd: StateCommand) -> Result<u8> {
+    match cmd {
+        StateCommand::List(env) => {
+            let store = trellis_state::SledStore::open(&env.state, "state list")?;
+            let list = store.list()?;
+            if list.is_empty() {
+                println!("No workspaces in {}.", env.state.display());
+            }
+            for w in list {
+                let lock = w.locked_by.map(|l| format!("  locked: {l}")).unwrap_or_default();
+                println!("{}  serial {}  {} resource(s)  lineage {}{lock}", w.shoot, w.serial, w.resources, w.lineage);
+            }
+        }
+        StateCommand::Show { shoot, env } => {
+            let store = trellis_state::SledStore::open(&env.state, "state show")?;
+            let Some(ws) = store.load(&shoot)? else {
+                bail!("no workspace for {shoot} in {}; `trellis state list` shows the workspaces", env.state.display());
+            };
+            println!("{}", serde_json::to_string_pretty(&ws)?);
+        }
+        StateCommand::Unlock { shoot, env } => {
+            let store = trellis_state::SledStore::open(&env.state, "state unlock")?;
+            match store.force_unlock(&shoot)? {
+                Some(held) => println!("Removed the lock on {shoot} ({held})."),
+                None => println!("{shoot} was not locked."),
+            }
+        }
+    }
+    Ok(0)
+}

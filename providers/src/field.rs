@@ -31,7 +31,8 @@ pub struct FieldError {
     pub kind: ErrorType,
     /// Dotted path with indices, e.g. `networks.zones[1].cidr`.
     pub field: String,
-    /// The offending value, rendered as upstream does (Invalid, NotSupported, Duplicate), if any.
+    /// The offending value exactly as upstream renders it after `Invalid value: ` (strings quoted
+    /// as Go's `%q`, numbers and booleans bare, nil pointers as `null`, structs as Go's `%#v`), if any.
     pub value: Option<String>,
     pub detail: String,
 }
@@ -40,33 +41,41 @@ impl FieldError {
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> FieldError {
         FieldError { kind: ErrorType::Required, field: field.into(), value: None, detail: detail.into() }
     }
+    /// An invalid string value; it is rendered quoted, as Go's `%q`.
     pub fn invalid(field: impl Into<String>, value: impl Into<String>, detail: impl Into<String>) -> FieldError {
-        FieldError { kind: ErrorType::Invalid, field: field.into(), value: Some(value.into()), detail: detail.into() }
+        FieldError::invalid_value(field, Value::str(value), detail)
+    }
+    /// An invalid value of any kind (number, bool, null, struct).
+    pub fn invalid_value(field: impl Into<String>, value: Value, detail: impl Into<String>) -> FieldError {
+        FieldError { kind: ErrorType::Invalid, field: field.into(), value: Some(value.0), detail: detail.into() }
     }
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> FieldError {
         FieldError { kind: ErrorType::Forbidden, field: field.into(), value: None, detail: detail.into() }
     }
     /// `supported` lists the allowed values; the detail reads `supported values: "a", "b"`.
     pub fn not_supported(field: impl Into<String>, value: impl Into<String>, supported: &[&str]) -> FieldError {
-        let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
-        FieldError {
-            kind: ErrorType::NotSupported,
-            field: field.into(),
-            value: Some(value.into()),
-            detail: format!("supported values: {}", list.join(", ")),
-        }
+        FieldError::not_supported_value(field, Value::str(value), supported)
+    }
+    /// Like [`FieldError::not_supported`] for a value that is not a string (e.g. a zone number).
+    pub fn not_supported_value(field: impl Into<String>, value: Value, supported: &[&str]) -> FieldError {
+        let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+        let detail = if list.is_empty() { String::new() } else { format!("supported values: {}", list.join(", ")) };
+        FieldError { kind: ErrorType::NotSupported, field: field.into(), value: Some(value.0), detail }
     }
     pub fn duplicate(field: impl Into<String>, value: impl Into<String>) -> FieldError {
-        FieldError { kind: ErrorType::Duplicate, field: field.into(), value: Some(value.into()), detail: String::new() }
+        FieldError { kind: ErrorType::Duplicate, field: field.into(), value: Some(go_quote(&value.into())), detail: String::new() }
     }
 }
 
 impl fmt::Display for FieldError {
-    /// `field.path: Type: detail`, with the value as upstream prints it (`Invalid value: "x": detail`).
+    /// `field.path: Type: detail`, with the value as upstream prints it (`Invalid value: "x": detail`),
+    /// i.e. upstream's `field.Error.Error()`. Required and Forbidden never print a value.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.field, self.kind.as_str())?;
         if let Some(v) = &self.value {
-            write!(f, ": {v:?}")?;
+            if !matches!(self.kind, ErrorType::Required | ErrorType::Forbidden) {
+                write!(f, ": {v}")?;
+            }
         }
         if !self.detail.is_empty() {
             write!(f, ": {}", self.detail)?;
@@ -77,3 +86,161 @@ impl fmt::Display for FieldError {
 
 /// All errors of one validation run; empty means valid.
 pub type ErrorList = Vec<FieldError>;
+
+/// A bad value rendered the way upstream's `field.Error.ErrorBody()` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Value(pub String);
+
+impl Value {
+    /// A string, quoted as Go's `%q`.
+    pub fn str(s: impl Into<String>) -> Value {
+        Value(go_quote(&s.into()))
+    }
+    /// A number or boolean, printed bare (`%v`).
+    pub fn display(v: impl fmt::Display) -> Value {
+        Value(v.to_string())
+    }
+    /// A nil pointer.
+    pub fn null() -> Value {
+        Value("null".to_string())
+    }
+    /// An optional string (a Go `*string`): quoted, or `null`.
+    pub fn opt_str(s: Option<&str>) -> Value {
+        s.map_or_else(Value::null, Value::str)
+    }
+    /// Already rendered text (e.g. a struct as Go's `%#v`), used verbatim.
+    pub fn raw(s: impl Into<String>) -> Value {
+        Value(s.into())
+    }
+}
+
+/// Go's `strconv.Quote`: double quotes, `\"` and `\\`, the C escapes, `\xNN` for other ASCII
+/// controls, `\uNNNN` / `\UNNNNNNNN` for non-printable characters; printable Unicode stays as is.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if is_go_printable(c) => out.push(c),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// An approximation of Go's `strconv.IsPrint`: ASCII space is printable; controls, other white
+/// space and the common format characters (zero-width and bidi marks, BOM) are not.
+fn is_go_printable(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    if c.is_control() || c.is_whitespace() {
+        return false;
+    }
+    !matches!(c as u32, 0xad | 0x600..=0x605 | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0xfeff | 0xfff9..=0xfffb)
+}
+
+/// A field path, as upstream's `field.Path`: `networks.zones[1].cidr`.
+///
+/// [`Path::root`] is upstream's nil path (the unit tests' `providerPath`): its children render
+/// without a prefix, so errors read `networks.vnet.cidr`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Path(String);
+
+impl Path {
+    /// The empty (nil) path.
+    pub fn root() -> Path {
+        Path(String::new())
+    }
+    /// `field.NewPath(name)`; `name` may contain dots (`field.NewPath("networks.zones")`).
+    pub fn new(name: &str) -> Path {
+        Path(name.to_string())
+    }
+    /// `p.Child(name)`.
+    pub fn child(&self, name: &str) -> Path {
+        if self.0.is_empty() {
+            Path(name.to_string())
+        } else {
+            Path(format!("{}.{name}", self.0))
+        }
+    }
+    /// `p.Index(i)`.
+    pub fn index(&self, i: usize) -> Path {
+        Path(format!("{}[{i}]", self.0))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Path> for String {
+    fn from(p: Path) -> String {
+        p.0
+    }
+}
+
+impl From<&Path> for String {
+    fn from(p: &Path) -> String {
+        p.0.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_as_upstream_field_error() {
+        let e = FieldError::invalid("networks.vnet.cidr", "10.0.0.0/8", "specifying a cidr for an existing vnet is not possible");
+        assert_eq!(
+            e.to_string(),
+            r#"networks.vnet.cidr: Invalid value: "10.0.0.0/8": specifying a cidr for an existing vnet is not possible"#
+        );
+        let e = FieldError::invalid_value("zoned", Value::display(true), "field is immutable");
+        assert_eq!(e.to_string(), "zoned: Invalid value: true: field is immutable");
+        let e = FieldError::invalid_value("networks.vnet.cidr", Value::null(), "vnet cidr need to be specified");
+        assert_eq!(e.to_string(), "networks.vnet.cidr: Invalid value: null: vnet cidr need to be specified");
+        let e = FieldError::not_supported("networks.natGateway.sku", "Basic", &["Standard", "StandardV2"]);
+        assert_eq!(e.to_string(), r#"networks.natGateway.sku: Unsupported value: "Basic": supported values: "Standard", "StandardV2""#);
+        let e = FieldError::required("identity.name", "must not be empty");
+        assert_eq!(e.to_string(), "identity.name: Required value: must not be empty");
+        let e = FieldError::forbidden("networks.workers", "either workers or zones must be specified");
+        assert_eq!(e.to_string(), "networks.workers: Forbidden: either workers or zones must be specified");
+        assert_eq!(FieldError::duplicate("a[1]", "x").to_string(), r#"a[1]: Duplicate value: "x""#);
+    }
+
+    #[test]
+    fn quotes_as_go() {
+        assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(go_quote("tab\there\n"), r#""tab\there\n""#);
+        assert_eq!(go_quote("\u{0}\u{7f}"), r#""\x00\x7f""#);
+        assert_eq!(go_quote("grüße"), "\"grüße\"");
+        assert_eq!(go_quote("\u{a0}\u{200b}"), r#""\u00a0\u200b""#);
+    }
+
+    #[test]
+    fn paths_render_like_field_path() {
+        let root = Path::root();
+        assert_eq!(root.child("networks").child("zones").index(1).child("cidr").as_str(), "networks.zones[1].cidr");
+        let p = Path::new("spec.provider.infrastructureConfig");
+        assert_eq!(p.child("resourceGroup.name").to_string(), "spec.provider.infrastructureConfig.resourceGroup.name");
+    }
+}

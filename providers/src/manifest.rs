@@ -1,1 +1,677 @@
-//! stub
+//! Gardener `Shoot` manifests (`core.gardener.cloud/v1beta1`), parsed into typed objects.
+//!
+//! Every struct here is `deny_unknown_fields`, and every field defaults to its empty value, as
+//! upstream's Go types do: a missing field is for validation to report (with upstream's field
+//! error), an unknown field or a wrong type is a parse error with file, line and column.
+//! Parts trellis does not interpret are [`Opaque`]: any YAML is accepted there and kept.
+//!
+//! [`load`] reads files and directories (a directory is a fleet: its `*.yaml`/`*.yml` files,
+//! sorted, not recursive); a file may hold several documents separated by `---`. Each document is
+//! read twice over the original text, so that every location points into the file as written:
+//! a light pass for `apiVersion`, `kind` and `spec.provider.type`, then the typed pass for that
+//! provider.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
+use serde_saphyr::MessageFormatter;
+
+use crate::azure;
+
+/// `apiVersion` of a Shoot.
+pub const SHOOT_API_VERSION: &str = "core.gardener.cloud/v1beta1";
+/// `kind` of a Shoot.
+pub const SHOOT_KIND: &str = "Shoot";
+/// `spec.provider.type` values trellis plans for.
+pub const SUPPORTED_PROVIDER_TYPES: &[&str] = &["azure"];
+
+/// Any YAML, kept as parsed (the parts of a manifest trellis does not interpret).
+pub type Opaque = serde_json::Value;
+
+/// `core.gardener.cloud/v1beta1` `Shoot`; `C` is the provider's `InfrastructureConfig`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Shoot<C> {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ShootSpec<C>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Opaque>,
+}
+
+/// `metadata` (`metav1.ObjectMeta`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_link: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_grace_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_references: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_fields: Option<Opaque>,
+}
+
+/// `spec` (`ShootSpec`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ShootSpec<C> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_profile_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_profile: Option<Opaque>,
+    #[serde(default)]
+    pub region: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_binding_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_binding_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_selector: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<Opaque>,
+    #[serde(default)]
+    pub networking: Networking,
+    #[serde(default)]
+    pub provider: Provider<C>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<Dns>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hibernation: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addons: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_components: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_restrictions: Option<Opaque>,
+}
+
+/// `spec.networking`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Networking {
+    /// The CNI: `cilium`, `calico`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// The CNI's provider config; trellis reads `overlay.enabled` only
+    /// ([`Shoot::overlay_enabled`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_config: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services: Option<String>,
+    /// `IPv4`, `IPv6`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_families: Vec<String>,
+}
+
+/// `spec.provider`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Provider<C> {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    /// The provider's `InfrastructureConfig` (its `apiVersion`/`kind` are checked by [`load`]).
+    #[serde(default)]
+    pub infrastructure_config: C,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_config: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<Worker>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers_settings: Option<Opaque>,
+}
+
+/// `spec.provider.workers[]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Worker {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub minimum: i32,
+    #[serde(default)]
+    pub maximum: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
+    /// `AutoRollingUpdate` (default), `AutoInPlaceUpdate`, `ManualInPlaceUpdate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_strategy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cri: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_config: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_volumes: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_data_volume_name: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_components: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_controller_manager: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sysctls: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_autoscaler: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<Opaque>,
+}
+
+impl Worker {
+    /// Gardener's `IsUpdateStrategyInPlace`: `AutoInPlaceUpdate` or `ManualInPlaceUpdate`.
+    pub fn has_in_place_update_strategy(&self) -> bool {
+        matches!(self.update_strategy.as_deref(), Some("AutoInPlaceUpdate" | "ManualInPlaceUpdate"))
+    }
+}
+
+/// `spec.dns`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Dns {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub providers: Option<Opaque>,
+}
+
+impl<C> Shoot<C> {
+    /// The project: the namespace without its `garden-` prefix (namespace `garden` is project `garden`).
+    pub fn project(&self) -> &str {
+        let ns = self.metadata.namespace.as_str();
+        ns.strip_prefix("garden-").unwrap_or(ns)
+    }
+
+    /// `shoot--<project>--<name>`: the seed namespace and upstream's technical name.
+    pub fn technical_id(&self) -> String {
+        format!("shoot--{}--{}", self.project(), self.metadata.name)
+    }
+
+    /// `spec.networking.providerConfig.overlay.enabled` (false when absent or not a bool).
+    pub fn overlay_enabled(&self) -> bool {
+        self.spec
+            .networking
+            .provider_config
+            .as_ref()
+            .and_then(|c| c.pointer("/overlay/enabled"))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    }
+
+    /// `metadata.annotations[key]`.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata.annotations.get(key).map(String::as_str)
+    }
+
+    /// Σ `spec.provider.workers[].maximum` (upstream's `maxNodes`).
+    pub fn max_nodes(&self) -> i64 {
+        self.spec.provider.workers.iter().map(|w| i64::from(w.maximum)).sum()
+    }
+
+    /// Whether a worker pool uses an in-place update strategy.
+    pub fn has_worker_with_in_place_update(&self) -> bool {
+        self.spec.provider.workers.iter().any(Worker::has_in_place_update_strategy)
+    }
+}
+
+/// A Shoot of any supported provider.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShootAny {
+    Azure(Shoot<azure::api::InfrastructureConfig>),
+}
+
+impl ShootAny {
+    /// `spec.provider.type`.
+    pub fn provider_type(&self) -> &'static str {
+        match self {
+            ShootAny::Azure(_) => "azure",
+        }
+    }
+
+    /// `shoot--<project>--<name>`.
+    pub fn technical_id(&self) -> String {
+        match self {
+            ShootAny::Azure(s) => s.technical_id(),
+        }
+    }
+
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            ShootAny::Azure(s) => &s.metadata,
+        }
+    }
+
+    pub fn as_azure(&self) -> Option<&Shoot<azure::api::InfrastructureConfig>> {
+        match self {
+            ShootAny::Azure(s) => Some(s),
+        }
+    }
+}
+
+/// One Shoot document of one file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    pub file: PathBuf,
+    /// 0-based position of the document in its file (messages count from 1).
+    pub doc_index: usize,
+    /// `spec.provider.type`.
+    pub provider_type: String,
+    pub shoot: ShootAny,
+}
+
+/// Where a document is: `file` alone, or `file: document N` when the file holds several.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocRef {
+    pub file: PathBuf,
+    /// 0-based.
+    pub doc_index: usize,
+    /// Whether the file holds several documents (then messages name the document).
+    pub multi: bool,
+}
+
+impl fmt::Display for DocRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.multi {
+            write!(f, " (document {})", self.doc_index + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why manifests could not be loaded. Each renders as one line for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// Malformed YAML, an unknown field, a wrong type, a duplicate key.
+    #[error("{}:{line}:{column}: {}{message}", file.display(), doc_prefix(*doc))]
+    Parse {
+        file: PathBuf,
+        line: u64,
+        column: u64,
+        /// 0-based document, when the file holds several.
+        doc: Option<usize>,
+        message: String,
+    },
+    #[error(
+        "{}: document {}: expected apiVersion {SHOOT_API_VERSION}, kind {SHOOT_KIND}; found {} {}",
+        file.display(), doc + 1, or_none(api_version), or_none(kind)
+    )]
+    NotAShoot { file: PathBuf, doc: usize, api_version: String, kind: String },
+    #[error(
+        "{}: document {}: spec.provider.type: {}; trellis supports: {}",
+        file.display(), doc + 1,
+        if provider_type.is_empty() { "not set".to_string() } else { format!("unsupported provider type {provider_type:?}") },
+        SUPPORTED_PROVIDER_TYPES.join(", ")
+    )]
+    UnsupportedProvider { file: PathBuf, doc: usize, provider_type: String },
+    #[error(
+        "{}: document {}: spec.provider.infrastructureConfig: expected apiVersion {expected_api_version}, kind {expected_kind} for provider {provider_type}; found {}",
+        file.display(), doc + 1,
+        if api_version.is_empty() && kind.is_empty() { "none (the infrastructureConfig is missing or has neither apiVersion nor kind)".to_string() } else { format!("{} {}", or_none(api_version), or_none(kind)) }
+    )]
+    InfrastructureConfig {
+        file: PathBuf,
+        doc: usize,
+        provider_type: String,
+        expected_api_version: &'static str,
+        expected_kind: &'static str,
+        api_version: String,
+        kind: String,
+    },
+    #[error("{}: no *.yaml or *.yml files in this directory", dir.display())]
+    EmptyDir { dir: PathBuf },
+    #[error("no Shoot manifests found in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NoManifests { paths: Vec<PathBuf> },
+    #[error("duplicate shoot {technical_id}: defined in {first} and in {second}")]
+    DuplicateShoot { technical_id: String, first: DocRef, second: DocRef },
+}
+
+fn doc_prefix(doc: Option<usize>) -> String {
+    doc.map(|d| format!("document {}: ", d + 1)).unwrap_or_default()
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() {
+        "<none>"
+    } else {
+        s
+    }
+}
+
+/// Loads every Shoot of `paths` (files, or directories of `*.yaml`/`*.yml`, not recursive).
+///
+/// Documents come in path order, then file order (a directory's files sorted by name), then
+/// document order. Empty documents are skipped. Two documents with the same technical id are an
+/// error naming both.
+pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|source| ManifestError::Io { path: path.clone(), source })?;
+        if meta.is_dir() {
+            let mut in_dir = Vec::new();
+            let entries = std::fs::read_dir(path).map_err(|source| ManifestError::Io { path: path.clone(), source })?;
+            for entry in entries {
+                let entry = entry.map_err(|source| ManifestError::Io { path: path.clone(), source })?;
+                let p = entry.path();
+                let is_yaml = p.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
+                if is_yaml && p.is_file() {
+                    in_dir.push(p);
+                }
+            }
+            if in_dir.is_empty() {
+                return Err(ManifestError::EmptyDir { dir: path.clone() });
+            }
+            in_dir.sort();
+            files.extend(in_dir);
+        } else {
+            files.push(path.clone());
+        }
+    }
+
+    let mut loaded: Vec<(Loaded, bool)> = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).map_err(|source| ManifestError::Io { path: file.clone(), source })?;
+        let docs = parse_str(file, &text)?;
+        let multi = docs.len() > 1;
+        loaded.extend(docs.into_iter().map(|d| (d, multi)));
+    }
+    if loaded.is_empty() {
+        return Err(ManifestError::NoManifests { paths: paths.to_vec() });
+    }
+
+    let mut seen: BTreeMap<String, DocRef> = BTreeMap::new();
+    for (doc, multi) in &loaded {
+        let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
+        let id = doc.shoot.technical_id();
+        if let Some(first) = seen.get(&id) {
+            return Err(ManifestError::DuplicateShoot { technical_id: id, first: first.clone(), second: here });
+        }
+        seen.insert(id, here);
+    }
+    Ok(loaded.into_iter().map(|(d, _)| d).collect())
+}
+
+/// Parses the Shoots in `text` (the contents of `file`, which only names it in errors).
+/// Empty documents are skipped; no duplicate check across documents (see [`load`]).
+pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> {
+    let docs = split_documents(file, text)?;
+    let multi = docs.len() > 1;
+    let mut out = Vec::new();
+    for doc in &docs {
+        if doc.is_null {
+            continue;
+        }
+        let padded = pad_to_document(text, doc);
+        let doc_for_errors = multi.then_some(doc.index);
+        let parse_err = |e: serde_saphyr::Error| parse_error(file, text, doc_for_errors, e);
+
+        // Light pass: what is it, and for which provider?
+        let head: Head = serde_saphyr::from_str(&padded).map_err(parse_err)?;
+        let (api_version, kind) = (head.api_version.unwrap_or_default(), head.kind.unwrap_or_default());
+        if api_version != SHOOT_API_VERSION || kind != SHOOT_KIND {
+            return Err(ManifestError::NotAShoot { file: file.to_path_buf(), doc: doc.index, api_version, kind });
+        }
+        let provider = head.spec.and_then(|s| s.provider).unwrap_or_default();
+        let provider_type = provider.type_.unwrap_or_default();
+        let infra = provider.infrastructure_config.unwrap_or_default();
+        let check_infra = |expected_api_version: &'static str, expected_kind: &'static str| {
+            let (a, k) = (infra.api_version.clone().unwrap_or_default(), infra.kind.clone().unwrap_or_default());
+            if a == expected_api_version && k == expected_kind {
+                return Ok(());
+            }
+            Err(ManifestError::InfrastructureConfig {
+                file: file.to_path_buf(),
+                doc: doc.index,
+                provider_type: provider_type.clone(),
+                expected_api_version,
+                expected_kind,
+                api_version: a,
+                kind: k,
+            })
+        };
+
+        // Typed pass.
+        let shoot = match provider_type.as_str() {
+            "azure" => {
+                let shoot: Shoot<azure::api::InfrastructureConfig> = typed(&padded).map_err(parse_err)?;
+                check_infra(azure::api::API_VERSION, azure::api::INFRASTRUCTURE_CONFIG_KIND)?;
+                ShootAny::Azure(shoot)
+            }
+            _ => {
+                return Err(ManifestError::UnsupportedProvider {
+                    file: file.to_path_buf(),
+                    doc: doc.index,
+                    provider_type,
+                })
+            }
+        };
+        out.push(Loaded { file: file.to_path_buf(), doc_index: doc.index, provider_type, shoot });
+    }
+    Ok(out)
+}
+
+fn typed<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
+    serde_saphyr::from_str(text)
+}
+
+/// A deserialization error as `file:line:col: what`, in words for the user: serde-saphyr's
+/// message, except a wrong scalar names the value, and a duplicate key drops the developer hint.
+fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::Error) -> ManifestError {
+    let (line, column) = err.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+    let message = match err.without_snippet() {
+        serde_saphyr::Error::InvalidScalar { ty, .. } => match scalar_at(text, line, column) {
+            Some(v) if v.starts_with(['"', '\'']) => format!("invalid value {v}: expected {}", type_in_words(ty)),
+            Some(v) => format!("invalid value \"{v}\": expected {}", type_in_words(ty)),
+            None => format!("invalid value: expected {}", type_in_words(ty)),
+        },
+        serde_saphyr::Error::DuplicateMappingKey { key: Some(k), .. } => format!("duplicate key {k:?}"),
+        serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => "duplicate key".to_string(),
+        other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
+    };
+    ManifestError::Parse { file: file.to_path_buf(), line, column, doc, message }
+}
+
+fn type_in_words(ty: &str) -> String {
+    match ty {
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" => format!("an integer ({ty})"),
+        "f32" | "f64" => "a number".to_string(),
+        "bool" => "a boolean (true or false)".to_string(),
+        _ => ty.to_string(),
+    }
+}
+
+/// The scalar at `line:column` (1-based) as written, up to the end of the line or a comment.
+fn scalar_at(text: &str, line: u64, column: u64) -> Option<String> {
+    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let rest: String = l.chars().skip(usize::try_from(column).ok()?.checked_sub(1)?).collect();
+    let rest = rest.split(" #").next().unwrap_or("").trim_end();
+    (!rest.is_empty()).then(|| rest.to_string())
+}
+
+/// The light pass: only what decides how to read the rest.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default, rename = "apiVersion")]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    spec: Option<HeadSpec>,
+}
+
+#[derive(Deserialize)]
+struct HeadSpec {
+    #[serde(default)]
+    provider: Option<HeadProvider>,
+}
+
+#[derive(Default, Deserialize)]
+struct HeadProvider {
+    #[serde(default, rename = "type")]
+    type_: Option<String>,
+    #[serde(default, rename = "infrastructureConfig")]
+    infrastructure_config: Option<HeadTypeMeta>,
+}
+
+#[derive(Clone, Default, Deserialize)]
+struct HeadTypeMeta {
+    #[serde(default, rename = "apiVersion")]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// One YAML document of a file: its lines (1-based, inclusive) and whether its root is null.
+#[derive(Debug)]
+struct DocSpan {
+    index: usize,
+    first_line: usize,
+    last_line: usize,
+    is_null: bool,
+}
+
+/// Finds the documents of `text` with the YAML parser (so `---` inside block scalars and the like
+/// are handled as YAML does). Malformed YAML is reported with its location.
+fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestError> {
+    let mut starts: Vec<(usize, bool)> = Vec::new(); // (line, is_null)
+    let mut expect_root = false;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = match event {
+            Ok(ev) => ev,
+            Err(scan) => {
+                // Prefer serde-saphyr's wording for the same input; fall back to the scanner's.
+                if let Err(e) = serde_saphyr::from_multiple::<serde::de::IgnoredAny>(text) {
+                    return Err(parse_error(file, text, None, e));
+                }
+                return Err(ManifestError::Parse {
+                    file: file.to_path_buf(),
+                    line: scan.marker().line() as u64,
+                    column: scan.marker().col() as u64 + 1,
+                    doc: None,
+                    message: scan.info(),
+                });
+            }
+        };
+        match event {
+            Event::DocumentStart(..) => {
+                starts.push((span.start.line(), false));
+                expect_root = true;
+            }
+            Event::Scalar(ref value, style, _, ref tag) if expect_root => {
+                let null = tag.is_none()
+                    && style == ScalarStyle::Plain
+                    && matches!(value.as_ref(), "" | "~" | "null" | "Null" | "NULL");
+                if let Some(last) = starts.last_mut() {
+                    last.1 = null;
+                }
+                expect_root = false;
+            }
+            Event::DocumentEnd => {
+                if expect_root {
+                    if let Some(last) = starts.last_mut() {
+                        last.1 = true;
+                    }
+                }
+                expect_root = false;
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(..) => expect_root = false,
+            _ => {} // comments, anchors, ends of collections and of the stream
+        }
+    }
+    let n_lines = text.lines().count().max(1);
+    let mut docs = Vec::with_capacity(starts.len());
+    for (i, &(first_line, is_null)) in starts.iter().enumerate() {
+        let last_line = starts.get(i + 1).map(|&(next, _)| next.saturating_sub(1)).unwrap_or(n_lines);
+        docs.push(DocSpan { index: i, first_line, last_line: last_line.max(first_line), is_null });
+    }
+    Ok(docs)
+}
+
+/// `text` with every line outside `doc` blanked, so that line numbers stay those of the file.
+fn pad_to_document(text: &str, doc: &DocSpan) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if n >= doc.first_line && n <= doc.last_line {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}

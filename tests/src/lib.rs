@@ -1,1 +1,165 @@
-//! Shared helpers for scenario tests.
+//! Shared helpers for the scenario tests: one scenario directory per acceptance ID under
+//! `tests/scenarios/<ID>-<slug>/` with `shoot.yaml` (or several manifests) and an optional `world.yaml`.
+//!
+//! A [`Scenario`] owns a fresh state dir with the simulated cloud inside, and drives exactly what
+//! the CLI drives (`trellis_cli::ops`).
+
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+use trellis_cli::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
+use trellis_planner::cloud::{Call, Op};
+use trellis_planner::retry::RetryPolicy;
+use trellis_plans::{Action, Node, Ownership, Plan, PlanSet};
+use trellis_sim::ArmSim;
+
+pub fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+/// The directory of a scenario, found by its ID prefix (e.g. `A1`).
+pub fn scenario_dir(id: &str) -> PathBuf {
+    let prefix = format!("{id}-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("tests/scenarios exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
+        .collect();
+    assert_eq!(found.len(), 1, "exactly one scenario directory for {id}: {found:?}");
+    found.remove(0)
+}
+
+pub struct Scenario {
+    pub dir: PathBuf,
+    pub state: TempDir,
+    pub session: Session,
+}
+
+impl Scenario {
+    /// A fresh state dir; the scenario's `world.yaml`, if any, is synced into the simulated cloud.
+    pub fn new(id: &str) -> Scenario {
+        let dir = scenario_dir(id);
+        let world = dir.join("world.yaml");
+        Scenario::with_world(dir, world.exists().then_some(world))
+    }
+
+    pub fn with_world(dir: PathBuf, world: Option<PathBuf>) -> Scenario {
+        let state = tempfile::tempdir().expect("temp dir");
+        let (mut session, _) = Session::open(state.path(), "test", world.as_deref()).expect("open session");
+        session.retry = RetryPolicy::immediate(4);
+        Scenario { dir, state, session }
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn sim(&self) -> &ArmSim {
+        &self.session.sim
+    }
+
+    /// Re-syncs a world file into the simulated cloud (an out-of-band change).
+    pub fn sync_world(&self, file: &str) {
+        let path = self.file(file);
+        let text = std::fs::read_to_string(&path).expect("world file");
+        let world = trellis_sim::WorldFile::parse(&path.display().to_string(), &text).expect("world parses");
+        self.session.sim.sync_world(&world).expect("world syncs");
+    }
+
+    pub async fn plan_files(&self, files: &[&str]) -> Result<Vec<ShootPlan>> {
+        let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
+        let shoots = ops::load_shoots(&paths)?;
+        ops::plan_fleet(&self.session, shoots, false).await
+    }
+
+    /// Plans `shoot.yaml`.
+    pub async fn plan(&self) -> Result<Plan> {
+        self.plan_file("shoot.yaml").await
+    }
+
+    pub async fn plan_file(&self, file: &str) -> Result<Plan> {
+        let mut plans = self.plan_files(&[file]).await?;
+        Ok(plans.remove(0).planned.plan)
+    }
+
+    /// Plans and applies the given manifests.
+    pub async fn apply_files(&self, files: &[&str]) -> Result<ApplyReport> {
+        let plans = self.plan_files(files).await?;
+        self.apply_plans(plans, "apply").await
+    }
+
+    pub async fn apply(&self) -> Result<ApplyReport> {
+        self.apply_files(&["shoot.yaml"]).await
+    }
+
+    pub async fn apply_plans(&self, plans: Vec<ShootPlan>, operation: &str) -> Result<ApplyReport> {
+        let opts = ApplyOptions { parallelism: 10, operation: operation.to_string() };
+        ops::apply(&self.session, plans, &opts, &mut Quiet).await
+    }
+
+    pub async fn destroy_files(&self, files: &[&str]) -> Result<ApplyReport> {
+        let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
+        let shoots = ops::load_shoots(&paths)?;
+        let plans = ops::plan_fleet(&self.session, shoots, true).await?;
+        self.apply_plans(plans, "destroy").await
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        self.session.sim.get_now(id).is_some()
+    }
+}
+
+/// The node whose address ends with `suffix` (exactly one).
+pub fn node<'a>(plan: &'a Plan, suffix: &str) -> &'a Node {
+    let found: Vec<&Node> = plan.nodes.iter().filter(|n| n.address.ends_with(suffix)).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one node ending in {suffix}, got {:?}",
+        plan.nodes.iter().map(|n| &n.address).collect::<Vec<_>>()
+    );
+    found[0]
+}
+
+/// (address, action) of every node, for compact assertions.
+pub fn actions(plan: &Plan) -> Vec<(String, Action)> {
+    plan.nodes.iter().map(|n| (n.address.clone(), n.action)).collect()
+}
+
+/// Writes in `calls` whose target is (or is inside) one of `ids`.
+pub fn writes_to<'a>(calls: &'a [Call], ids: &[String]) -> Vec<&'a Call> {
+    calls
+        .iter()
+        .filter(|c| c.op == Op::Write)
+        .filter(|c| {
+            let t = c.target.to_ascii_lowercase();
+            ids.iter().any(|id| {
+                let id = id.to_ascii_lowercase();
+                t == id || t.starts_with(&format!("{id}/"))
+            })
+        })
+        .collect()
+}
+
+/// The ids of every user-owned node in the plans.
+pub fn user_owned(plans: &[&Plan]) -> Vec<String> {
+    plans
+        .iter()
+        .flat_map(|p| p.nodes.iter())
+        .filter(|n| n.ownership == Ownership::User)
+        .filter_map(|n| n.id.clone())
+        .collect()
+}
+
+/// Text rendering without colour, for snapshots.
+pub fn text(plan: &Plan) -> String {
+    trellis_plans::render::text(
+        &PlanSet::new(vec![plan.clone()]),
+        &trellis_plans::render::TextOptions { color: false, verbose: true },
+    )
+}
+
+/// The azure.json value of a key.
+pub fn azure_json<'a>(plan: &'a Plan, key: &str) -> Option<&'a serde_json::Value> {
+    plan.artifacts.cloud_provider_config.values.get(key)
+}

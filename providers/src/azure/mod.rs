@@ -3,10 +3,245 @@
 //! - [`api`]: InfrastructureConfig / InfrastructureStatus as upstream (serde, upstream JSON names).
 //! - [`validation`]: admission validation, create and update, with upstream's field paths and messages.
 //! - [`preflight`]: runtime rules against observed cloud state.
-//! - [`desired`]: the upstream task graph (and the spec's task-gating matrix) as desired resources.
+//! - [`desired`]: the upstream task graph as desired resources; [`byo`]: the spec's task-gating matrix.
 //! - [`render`]: InfrastructureStatus, azure.json, CCM flags, allow-egress, egress CIDRs.
 //! - [`names`]: resource names and ARM id templates.
+//!
+//! [`plan`] runs the pipeline for one shoot: validate → discover → pre-flight → desired → diff → artifacts.
 
 pub mod api;
+pub mod byo;
+pub mod desired;
 pub mod names;
+pub mod preflight;
+pub mod render;
 pub mod validation;
+
+use crate::field::ErrorList;
+use crate::manifest::Shoot;
+use api::InfrastructureConfig;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use trellis_plans::{Mode, Plan, Prior, Provider, Summary, FORMAT_VERSION};
+use trellis_planner::cloud::{CloudError, CloudRead};
+use trellis_planner::discover::Observed;
+use trellis_planner::retry::RetryPolicy;
+use trellis_state::Workspace;
+
+pub type AzureShoot = Shoot<InfrastructureConfig>;
+
+/// Workspace memory key: the zone that kept the single-subnet names after a single → multi-subnet
+/// migration (upstream's `migration.azure.provider.extensions.gardener.cloud/zone` annotation).
+pub const MEMORY_MIGRATED_ZONE: &str = "azure/migrated-zone";
+
+/// Everything the pure stages need to know about the shoot besides its InfrastructureConfig.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    /// Technical id and cluster resource group, `shoot--<project>--<name>`.
+    pub tn: String,
+    /// The subscription the shoot's credentials point at.
+    pub sub: String,
+    pub region: String,
+    pub migrated_zone: Option<i32>,
+    pub annotations: BTreeMap<String, String>,
+    pub nodes: Option<String>,
+    pub pods: Option<String>,
+    pub services: Option<String>,
+    /// `spec.networking.providerConfig.overlay.enabled`.
+    pub overlay: bool,
+    /// Σ workers[].maximum.
+    pub max_nodes: i64,
+}
+
+impl Ctx {
+    pub fn new(shoot: &AzureShoot, subscription: &str, memory: &BTreeMap<String, String>) -> Ctx {
+        Ctx {
+            tn: shoot.technical_id(),
+            sub: subscription.to_string(),
+            region: shoot.spec.region.clone(),
+            migrated_zone: memory.get(MEMORY_MIGRATED_ZONE).and_then(|z| z.parse().ok()),
+            annotations: shoot.metadata.annotations.clone(),
+            nodes: shoot.spec.networking.nodes.clone(),
+            pods: shoot.spec.networking.pods.clone(),
+            services: shoot.spec.networking.services.clone(),
+            overlay: shoot.overlay_enabled(),
+            max_nodes: shoot.max_nodes(),
+        }
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.get(key).map(String::as_str)
+    }
+}
+
+/// Why a shoot cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum AzureError {
+    #[error("{} validation error(s)", .0.len())]
+    Invalid(ErrorList),
+    #[error("{} pre-flight error(s)", .0.len())]
+    Preflight(Vec<preflight::PreflightError>),
+    #[error(transparent)]
+    Cloud(#[from] CloudError),
+    #[error("the last-applied configuration in state cannot be read: {0}; inspect it with `trellis state show`")]
+    State(String),
+}
+
+/// A planned shoot: the plan and what the apply needs to remember.
+pub struct Planned {
+    pub plan: Plan,
+    pub observed: Observed,
+    /// Stored as the workspace's last-applied config after a successful apply.
+    pub last_applied: Value,
+    /// Workspace memory after a successful apply.
+    pub memory: BTreeMap<String, String>,
+}
+
+/// The configuration as kept in state, for update validation and migrations.
+pub fn last_applied(shoot: &AzureShoot) -> Value {
+    json!({
+        "infrastructureConfig": shoot.spec.provider.infrastructure_config,
+        "networking": {
+            "nodes": shoot.spec.networking.nodes,
+            "pods": shoot.spec.networking.pods,
+            "services": shoot.spec.networking.services,
+        },
+    })
+}
+
+fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError> {
+    match ws.last_applied.as_ref().and_then(|v| v.get("infrastructureConfig")) {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| AzureError::State(e.to_string())),
+    }
+}
+
+/// Admission validation: create rules for a new shoot, create + update rules against the last-applied config.
+pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let mut errs = validation::validate_infrastructure_config(cfg, &shoot.spec.networking);
+    if let Some(old) = old_config(ws)? {
+        errs.extend(validation::validate_infrastructure_config_update(&old, cfg, &shoot.spec.networking));
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(AzureError::Invalid(errs))
+    }
+}
+
+/// The zone that keeps the single-subnet names: remembered, or found now by a single → multi-subnet
+/// migration (the zone whose CIDR equals the old workers CIDR), as upstream's migration webhook does.
+fn migrated_zone(cfg: &InfrastructureConfig, ws: &Workspace) -> Result<Option<i32>, AzureError> {
+    if let Some(z) = ws.memory.get(MEMORY_MIGRATED_ZONE).and_then(|z| z.parse().ok()) {
+        return Ok(Some(z));
+    }
+    let Some(old) = old_config(ws)? else { return Ok(None) };
+    if !old.networks.zones.is_empty() || cfg.networks.zones.is_empty() {
+        return Ok(None);
+    }
+    Ok(old.networks.workers.as_ref().and_then(|w| cfg.networks.zones.iter().find(|z| &z.cidr == w)).map(|z| z.name))
+}
+
+/// Plans one Azure shoot against the cloud. Reads only.
+pub async fn plan(
+    shoot: &AzureShoot,
+    ws: &Workspace,
+    cloud: &dyn CloudRead,
+    retry: &RetryPolicy,
+    subscription: &str,
+) -> Result<Planned, AzureError> {
+    validate(shoot, ws)?;
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let mut memory = ws.memory.clone();
+    let mut warnings = Vec::new();
+    if let Some(z) = migrated_zone(cfg, ws)? {
+        if !memory.contains_key(MEMORY_MIGRATED_ZONE) {
+            warnings.push(format!(
+                "single → multi-subnet migration: zone {z} takes over the existing subnet {tn}-nodes (and NAT gateway {tn}-nat-gateway), as upstream's migration webhook does with annotation {}={z}",
+                api::NETWORK_LAYOUT_ZONE_MIGRATION_ANNOTATION,
+                tn = shoot.technical_id()
+            ));
+        }
+        memory.insert(MEMORY_MIGRATED_ZONE.to_string(), z.to_string());
+    }
+    let ctx = Ctx::new(shoot, subscription, &memory);
+
+    let mut observed = Observed::default();
+    observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
+    let (ids, lists) = desired::discovery_round2(cfg, &ctx, &observed);
+    observed.fetch(cloud, retry, &ids, &lists).await?;
+
+    let errs = preflight::check(cfg, &ctx, &observed);
+    if !errs.is_empty() {
+        return Err(AzureError::Preflight(errs));
+    }
+    let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
+    let artifacts = render::artifacts(cfg, &ctx, &observed);
+    let mode = if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed };
+    let plan = Plan {
+        format_version: FORMAT_VERSION,
+        shoot: ctx.tn.clone(),
+        provider: Provider::Azure,
+        mode,
+        prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
+        digest: observed.digest(),
+        summary: Summary::of(&nodes),
+        nodes,
+        artifacts,
+        warnings,
+        source: None,
+    };
+    Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory })
+}
+
+/// Re-renders the artifacts against the cloud as it is after an apply (public IP addresses are known now).
+pub async fn artifacts_after_apply(
+    shoot: &AzureShoot,
+    memory: &BTreeMap<String, String>,
+    cloud: &dyn CloudRead,
+    retry: &RetryPolicy,
+    subscription: &str,
+) -> Result<trellis_plans::Artifacts, AzureError> {
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let ctx = Ctx::new(shoot, subscription, memory);
+    let mut observed = Observed::default();
+    observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
+    let (ids, _) = desired::discovery_round2(cfg, &ctx, &observed);
+    observed.fetch(cloud, retry, &ids, &[]).await?;
+    Ok(render::artifacts(cfg, &ctx, &observed))
+}
+
+/// Plans the deletion of one Azure shoot (upstream delete graph). Reads only.
+pub async fn plan_destroy(
+    shoot: &AzureShoot,
+    ws: &Workspace,
+    cloud: &dyn CloudRead,
+    retry: &RetryPolicy,
+    subscription: &str,
+) -> Result<Planned, AzureError> {
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let ctx = Ctx::new(shoot, subscription, &ws.memory);
+    let mut observed = Observed::default();
+    observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
+    let (ids, lists) = desired::destroy_discovery(cfg, &ctx, &observed);
+    observed.fetch(cloud, retry, &ids, &lists).await?;
+    let nodes = trellis_planner::diff::plan_nodes(desired::destroy(cfg, &ctx, &observed), &observed);
+    let mode = if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed };
+    let mut artifacts = trellis_plans::Artifacts::default();
+    artifacts.infrastructure_status = Value::Null;
+    let plan = Plan {
+        format_version: FORMAT_VERSION,
+        shoot: ctx.tn.clone(),
+        provider: Provider::Azure,
+        mode,
+        prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
+        digest: observed.digest(),
+        summary: Summary::of(&nodes),
+        nodes,
+        artifacts,
+        warnings: Vec::new(),
+        source: None,
+    };
+    Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory: ws.memory.clone() })
+}

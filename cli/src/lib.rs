@@ -1,0 +1,7 @@
+//! The wiring behind the `trellis` binary: sessions (state + cloud), plan, apply, destroy.
+//!
+//! The binary (`main.rs`) parses flags and prints; everything it runs lives here so the scenario tests
+//! drive exactly what users run.
+
+pub mod ops;
+pub mod progress;

@@ -1,0 +1,460 @@
+//! Plan, apply and destroy over a fleet of shoots.
+//!
+//! Flow (one direction): manifests → per shoot: workspace from state → provider plan (validate,
+//! discover, pre-flight, desired, diff, artifacts) → [`FleetPlan`] → apply: lock, executor, state
+//! committed after every node, artifacts re-rendered from the cloud as it is afterwards.
+
+use anyhow::{bail, Context as _, Result};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use trellis_planner::cloud::{Audited, Call, CloudWrite};
+use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
+use trellis_planner::retry::RetryPolicy;
+use trellis_plans::{Action, Node, Ownership, Plan, PlanSet};
+use trellis_providers::azure::{self, AzureError, AzureShoot};
+use trellis_providers::manifest::{self, ShootAny};
+use trellis_sim::{ArmSim, WorldFile};
+use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
+
+/// The sled tree the simulated Azure cloud lives in, next to the state.
+pub const SIM_TREE: &str = "sim/azure";
+
+/// State and cloud for one command.
+pub struct Session {
+    pub store: Arc<SledStore>,
+    pub sim: ArmSim,
+    pub retry: RetryPolicy,
+}
+
+impl Session {
+    /// Opens the state dir (creating it) and the simulated cloud inside it; syncs `--world` if given.
+    pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
+        let world = match world {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read world file {}", path.display()))?;
+                Some(WorldFile::parse(&path.display().to_string(), &text)?)
+            }
+            None => None,
+        };
+        let store = SledStore::open(state_dir, operation)?;
+        let tree = store.tree(SIM_TREE)?;
+        let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
+        let sim = ArmSim::open(tree, subscription)?;
+        let mut note = None;
+        if let Some(world) = &world {
+            let report = sim.sync_world(world)?;
+            note = Some(format!(
+                "world: {} added, {} updated, {} removed",
+                report.added.len(),
+                report.updated.len(),
+                report.removed.len()
+            ));
+        }
+        Ok((Session { store: Arc::new(store), sim, retry: RetryPolicy::default() }, note))
+    }
+
+    pub fn subscription(&self) -> String {
+        self.sim.subscription()
+    }
+}
+
+/// One shoot from the manifests.
+pub struct ShootInput {
+    pub file: PathBuf,
+    pub shoot: AzureShoot,
+}
+
+impl ShootInput {
+    pub fn id(&self) -> String {
+        self.shoot.technical_id()
+    }
+}
+
+/// Loads every Shoot from the given files and directories.
+pub fn load_shoots(paths: &[PathBuf]) -> Result<Vec<ShootInput>> {
+    if paths.is_empty() {
+        bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
+    }
+    let loaded = manifest::load(paths)?;
+    Ok(loaded
+        .into_iter()
+        .map(|l| match l.shoot {
+            ShootAny::Azure(shoot) => ShootInput { file: l.file, shoot },
+        })
+        .collect())
+}
+
+/// A planned shoot, ready to show or apply.
+pub struct ShootPlan {
+    pub input_file: PathBuf,
+    pub shoot: AzureShoot,
+    pub workspace: Workspace,
+    pub planned: azure::Planned,
+}
+
+/// Why some shoots of a fleet could not be planned: each shoot's errors, one per line.
+#[derive(Debug)]
+pub struct FleetError {
+    pub failures: Vec<(String, PathBuf, AzureError)>,
+}
+
+impl std::fmt::Display for FleetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (shoot, file, err)) in self.failures.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{shoot} ({}): {err}", file.display())?;
+            match err {
+                AzureError::Invalid(errs) => {
+                    for e in errs {
+                        write!(f, "\n{e}")?;
+                    }
+                }
+                AzureError::Preflight(errs) => {
+                    for e in errs {
+                        write!(f, "\n{e}")?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// Plans every shoot (concurrently); reads only.
+pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
+    let sub = session.subscription();
+    let cloud: Arc<dyn CloudWrite> = Arc::new(session.sim.clone());
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, input) in shoots.into_iter().enumerate() {
+        let ws = session.store.load(&input.id())?.unwrap_or_else(|| Workspace::new(&input.id()));
+        let cloud = Arc::clone(&cloud);
+        let retry = session.retry.clone();
+        let sub = sub.clone();
+        tasks.spawn(async move {
+            let res = if destroy {
+                azure::plan_destroy(&input.shoot, &ws, cloud.as_ref(), &retry, &sub).await
+            } else {
+                azure::plan(&input.shoot, &ws, cloud.as_ref(), &retry, &sub).await
+            };
+            (i, input, ws, res)
+        });
+    }
+    let mut done = Vec::new();
+    let mut failures = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (i, input, workspace, res) = joined.context("a planning task panicked")?;
+        match res {
+            Ok(mut planned) => {
+                planned.plan.source = Some(trellis_plans::Source {
+                    file: input.file.display().to_string(),
+                    shoot: serde_json::to_value(&input.shoot)?,
+                });
+                done.push((i, ShootPlan { input_file: input.file, shoot: input.shoot, workspace, planned }))
+            }
+            Err(e) => failures.push((i, input.id(), input.file, e)),
+        }
+    }
+    if !failures.is_empty() {
+        failures.sort_by_key(|f| f.0);
+        return Err(FleetError { failures: failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect() }.into());
+    }
+    done.sort_by(|a, b| a.1.planned.plan.shoot.cmp(&b.1.planned.plan.shoot));
+    let plans: Vec<ShootPlan> = done.into_iter().map(|(_, p)| p).collect();
+    check_fleet(&plans)?;
+    Ok(plans)
+}
+
+/// Fleet-wide rules: one technical id per shoot.
+fn check_fleet(plans: &[ShootPlan]) -> Result<()> {
+    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
+    for p in plans {
+        if let Some(other) = seen.insert(&p.planned.plan.shoot, &p.input_file) {
+            bail!(
+                "shoot {} is defined twice: {} and {}; each shoot must appear once",
+                p.planned.plan.shoot,
+                other.display(),
+                p.input_file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn plan_set(plans: &[ShootPlan]) -> PlanSet {
+    PlanSet::new(plans.iter().map(|p| p.planned.plan.clone()).collect())
+}
+
+/// What `apply --output json` prints.
+#[derive(Serialize, Debug)]
+pub struct ApplyReport {
+    pub operation: String,
+    pub shoots: Vec<ShootReport>,
+    /// Every cloud call made, in order.
+    pub calls: Vec<Call>,
+    pub ok: bool,
+}
+
+#[derive(Serialize, Debug)]
+pub struct ShootReport {
+    pub shoot: String,
+    pub ok: bool,
+    pub nodes: Vec<NodeResult>,
+    pub calls: Vec<Call>,
+    /// Artifacts rendered from the cloud as it is after the apply (null for destroy or on failure).
+    pub artifacts: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Called for every node as it starts and ends, for progress display.
+pub trait Progress: Send {
+    fn start(&mut self, _shoot: &str, _node: &Node) {}
+    fn finish(&mut self, _shoot: &str, _node: &Node, _result: &NodeResult) {}
+    fn message(&mut self, _line: &str) {}
+}
+
+/// No progress output.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// Persists state after every node, then tells the progress display.
+struct Persist<'a> {
+    store: &'a dyn StateStore,
+    ws: &'a mut Workspace,
+    operation: &'a str,
+    progress: &'a mut dyn Progress,
+}
+
+impl Observer for Persist<'_> {
+    fn started(&mut self, node: &Node) {
+        self.progress.start(&self.ws.shoot, node);
+    }
+
+    fn finished(&mut self, node: &Node, result: &NodeResult) -> Result<(), String> {
+        self.progress.finish(&self.ws.shoot, node, result);
+        if !result.outcome.is_ok() {
+            return Ok(());
+        }
+        let id = node.id.clone().unwrap_or_default();
+        let changed = match node.action {
+            Action::Create | Action::Update | Action::Replace | Action::Verify | Action::Read | Action::Noop => {
+                let kept = StoredResource { kind: node.kind, id, ownership: node.ownership };
+                self.ws.resources.insert(node.address.clone(), kept.clone()) != Some(kept)
+            }
+            Action::Delete => self.ws.resources.remove(&node.address).is_some(),
+            Action::Skip => false,
+        };
+        if changed {
+            self.store.commit(self.ws, self.operation).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// Options for apply and destroy.
+#[derive(Clone, Debug)]
+pub struct ApplyOptions {
+    pub parallelism: usize,
+    pub operation: String,
+}
+
+/// Applies planned shoots one after another, each with bounded parallelism inside.
+pub async fn apply(
+    session: &Session,
+    plans: Vec<ShootPlan>,
+    opts: &ApplyOptions,
+    progress: &mut dyn Progress,
+) -> Result<ApplyReport> {
+    let mut report = ApplyReport { operation: opts.operation.clone(), shoots: Vec::new(), calls: Vec::new(), ok: true };
+    for p in plans {
+        let shoot_report = apply_one(session, p, opts, progress).await?;
+        report.ok &= shoot_report.ok;
+        report.calls.extend(shoot_report.calls.iter().cloned());
+        report.shoots.push(shoot_report);
+    }
+    Ok(report)
+}
+
+async fn apply_one(
+    session: &Session,
+    p: ShootPlan,
+    opts: &ApplyOptions,
+    progress: &mut dyn Progress,
+) -> Result<ShootReport> {
+    let shoot = p.planned.plan.shoot.clone();
+    let store: &dyn StateStore = session.store.as_ref();
+    let lock = LockInfo::here(&opts.operation);
+    let mut warnings = Vec::new();
+    if let Acquired::BrokeStale(dead) = store.lock(&shoot, &lock)? {
+        let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
+        progress.message(&line);
+        warnings.push(line);
+    }
+    let result = apply_locked(session, p, opts, progress, warnings).await;
+    store.unlock(&shoot, &lock.id)?;
+    result
+}
+
+async fn apply_locked(
+    session: &Session,
+    p: ShootPlan,
+    opts: &ApplyOptions,
+    progress: &mut dyn Progress,
+    mut warnings: Vec<String>,
+) -> Result<ShootReport> {
+    let plan = &p.planned.plan;
+    let store: &dyn StateStore = session.store.as_ref();
+    let mut ws = store.load(&plan.shoot)?.unwrap_or_else(|| Workspace::new(&plan.shoot));
+    check_prior(plan, &ws)?;
+    let audited = Arc::new(Audited::new(Arc::new(session.sim.clone())));
+    let cloud: Arc<dyn CloudWrite> = audited.clone();
+    let exec_opts = ExecOptions { parallelism: opts.parallelism, retry: session.retry.clone() };
+    let results = {
+        let mut persist = Persist { store, ws: &mut ws, operation: &opts.operation, progress };
+        exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?
+    };
+    let mut ok = results.iter().all(|r| r.outcome.is_ok());
+    let destroy = opts.operation == "destroy";
+    let mut artifacts = None;
+    if ok && destroy {
+        ws.resources.clear();
+        ws.outputs = None;
+        ws.last_applied = None;
+        ws.memory.clear();
+        store.commit(&mut ws, &opts.operation)?;
+    } else if ok {
+        // The resources are in place; the artifacts are re-rendered from the cloud as it is now
+        // (public IP addresses are known only after apply). If that read fails, the state keeps the
+        // resources but not the new config, so the next apply re-reads and records it.
+        let sub = session.subscription();
+        match azure::artifacts_after_apply(&p.shoot, &p.planned.memory, audited.as_ref(), &session.retry, &sub).await {
+            Ok(after) => {
+                let value = serde_json::to_value(&after)?;
+                ws.outputs = Some(value.clone());
+                ws.last_applied = Some(p.planned.last_applied.clone());
+                ws.memory = p.planned.memory.clone();
+                store.commit(&mut ws, &opts.operation)?;
+                artifacts = Some(value);
+            }
+            Err(e) => {
+                ok = false;
+                warnings.push(format!(
+                    "{}: every resource was applied, but reading the artifacts back failed: {e}; run `trellis apply` again to record them",
+                    plan.shoot
+                ));
+            }
+        }
+    }
+    Ok(ShootReport { shoot: plan.shoot.clone(), ok, nodes: results, calls: audited.calls(), artifacts, warnings })
+}
+
+/// Refuses a plan made against another state than the one stored now.
+fn check_prior(plan: &Plan, ws: &Workspace) -> Result<()> {
+    let now_lineage = (ws.serial > 0).then(|| ws.lineage.clone());
+    if plan.prior.lineage.is_some() && plan.prior.lineage != now_lineage {
+        bail!(
+            "{}: the plan was made against state lineage {}, but the state now has lineage {}; the workspace was recreated — re-run `trellis plan`",
+            plan.shoot,
+            plan.prior.lineage.as_deref().unwrap_or("(none)"),
+            now_lineage.as_deref().unwrap_or("(none)")
+        );
+    }
+    if plan.prior.serial != ws.serial {
+        bail!(
+            "{}: stale plan: it was made at state serial {}, but the state is at serial {} now (something was applied since); re-run `trellis plan`",
+            plan.shoot,
+            plan.prior.serial,
+            ws.serial
+        );
+    }
+    Ok(())
+}
+
+/// For `apply PLAN`: re-plans each shoot from the config saved in the plan and refuses when the state
+/// or anything observed moved since. Returns the saved plans to execute (not the fresh ones).
+pub async fn check_saved_plan(
+    session: &Session,
+    saved: &PlanSet,
+    shoots: Vec<ShootInput>,
+    destroy: bool,
+) -> Result<Vec<ShootPlan>> {
+    let fresh = plan_fleet(session, shoots, destroy).await?;
+    let mut out = Vec::new();
+    for old in &saved.plans {
+        let Some(mut p) = fresh.iter().position(|f| f.planned.plan.shoot == old.shoot).map(|i| fresh_take(&fresh, i))
+        else {
+            bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
+        };
+        check_prior(old, &p.workspace)?;
+        if p.planned.plan.digest != old.digest {
+            let now = &p.planned.plan;
+            let moved: Vec<&str> = now
+                .nodes
+                .iter()
+                .filter(|n| {
+                    old.node(&n.address).map(|o| o.action != n.action || o.changes != n.changes).unwrap_or(true)
+                })
+                .map(|n| n.address.as_str())
+                .collect();
+            bail!(
+                "{}: stale plan: the cloud changed since the plan was made{}; re-run `trellis plan`",
+                old.shoot,
+                if moved.is_empty() { String::new() } else { format!(" (affects {})", moved.join(", ")) }
+            );
+        }
+        p.planned.plan = old.clone();
+        out.push(p);
+    }
+    Ok(out)
+}
+
+fn fresh_take(fresh: &[ShootPlan], i: usize) -> ShootPlan {
+    let f = &fresh[i];
+    ShootPlan {
+        input_file: f.input_file.clone(),
+        shoot: f.shoot.clone(),
+        workspace: f.workspace.clone(),
+        planned: azure::Planned {
+            plan: f.planned.plan.clone(),
+            observed: f.planned.observed.clone(),
+            last_applied: f.planned.last_applied.clone(),
+            memory: f.planned.memory.clone(),
+        },
+    }
+}
+
+/// Counts of user-owned nodes that received a write — always zero; used by tests and the report.
+pub fn user_owned_ids(plans: &[ShootPlan]) -> Vec<String> {
+    plans
+        .iter()
+        .flat_map(|p| p.planned.plan.nodes.iter())
+        .filter(|n| n.ownership == Ownership::User)
+        .filter_map(|n| n.id.clone())
+        .collect()
+}
+
+/// The shoots a saved plan was made from (each plan carries its manifest).
+pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
+    saved
+        .plans
+        .iter()
+        .map(|p| {
+            let Some(source) = &p.source else {
+                bail!("{}: the plan file carries no source manifest; re-run `trellis plan --out`", p.shoot);
+            };
+            let shoot: AzureShoot = serde_json::from_value(source.shoot.clone()).with_context(|| {
+                format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot)
+            })?;
+            Ok(ShootInput { file: PathBuf::from(&source.file), shoot })
+        })
+        .collect()
+}

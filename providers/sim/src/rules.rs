@@ -1,0 +1,667 @@
+//! The ARM rules: what GET, PUT, DELETE and list do to the store, and the errors ARM answers.
+//!
+//! Two tables drive the kind-specific behaviour:
+//! - [`COLLECTIONS`]: children that ARM also shows as an array in their parent (a VNet's `subnets`,
+//!   a route table's `routes`, an NSG's `securityRules`). They are stored as resources of their own
+//!   and the array is computed on GET. A PUT of the parent replaces its routes and rules (as in ARM);
+//!   a PUT of a VNet leaves its subnets alone (subnets are written as resources of their own).
+//! - [`LINKS`]: references from one resource to another (a subnet's `routeTable`,
+//!   `networkSecurityGroup`, `natGateway`; a NAT gateway's `publicIpAddresses`). A PUT must point at
+//!   resources that exist; a DELETE of a referenced resource is refused; the referenced resource shows
+//!   the back-reference (`subnets`, `natGateway`) on GET, computed, never stored.
+
+use crate::arm::{ArmId, Kind};
+use crate::store::{descendants, Entry, Origin, Store};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// An ARM error answer: HTTP status, ARM error code, message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ArmError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl ArmError {
+    pub fn new(status: u16, code: &str, message: impl Into<String>) -> ArmError {
+        ArmError { status, code: code.to_string(), message: message.into() }
+    }
+}
+
+fn bad_format(message: impl Into<String>) -> ArmError {
+    ArmError::new(400, "InvalidRequestFormat", message)
+}
+
+/// Children that ARM also shows as an array property of their parent.
+pub(crate) struct Collection {
+    pub parent: Kind,
+    pub property: &'static str,
+    /// The id segment of the children (`…/subnets/{name}`).
+    pub segment: &'static str,
+    pub child: Kind,
+    /// Whether a PUT of the parent replaces the children with the array in its body.
+    pub replaced_by_parent_put: bool,
+}
+
+pub(crate) const COLLECTIONS: &[Collection] = &[
+    Collection {
+        parent: Kind::VirtualNetwork,
+        property: "subnets",
+        segment: "subnets",
+        child: Kind::Subnet,
+        replaced_by_parent_put: false,
+    },
+    Collection {
+        parent: Kind::RouteTable,
+        property: "routes",
+        segment: "routes",
+        child: Kind::Route,
+        replaced_by_parent_put: true,
+    },
+    Collection {
+        parent: Kind::NetworkSecurityGroup,
+        property: "securityRules",
+        segment: "securityRules",
+        child: Kind::SecurityRule,
+        replaced_by_parent_put: true,
+    },
+];
+
+fn collection_of(parent: Kind) -> Option<&'static Collection> {
+    COLLECTIONS.iter().find(|c| c.parent == parent)
+}
+
+/// A reference property: `properties.<property>` of a `from` resource holds `{id}` (or `[{id}]` when
+/// `many`) of a `to` resource.
+pub(crate) struct LinkSpec {
+    pub from: Kind,
+    pub property: &'static str,
+    pub many: bool,
+    pub to: Kind,
+    /// The REST type of `to`, for messages.
+    pub to_type: &'static str,
+    /// The computed back-reference on `to`: `properties.<back_property>`.
+    pub back_property: &'static str,
+    pub back_many: bool,
+    /// The ARM error code when `to` is deleted while referenced.
+    pub in_use_code: &'static str,
+}
+
+pub(crate) const LINKS: &[LinkSpec] = &[
+    LinkSpec {
+        from: Kind::Subnet,
+        property: "routeTable",
+        many: false,
+        to: Kind::RouteTable,
+        to_type: "Microsoft.Network/routeTables",
+        back_property: "subnets",
+        back_many: true,
+        in_use_code: "InUseRouteTableCannotBeDeleted",
+    },
+    LinkSpec {
+        from: Kind::Subnet,
+        property: "networkSecurityGroup",
+        many: false,
+        to: Kind::NetworkSecurityGroup,
+        to_type: "Microsoft.Network/networkSecurityGroups",
+        back_property: "subnets",
+        back_many: true,
+        in_use_code: "InUseNetworkSecurityGroupCannotBeDeleted",
+    },
+    LinkSpec {
+        from: Kind::Subnet,
+        property: "natGateway",
+        many: false,
+        to: Kind::NatGateway,
+        to_type: "Microsoft.Network/natGateways",
+        back_property: "subnets",
+        back_many: true,
+        in_use_code: "InUseNatGatewayCannotBeDeleted",
+    },
+    LinkSpec {
+        from: Kind::NatGateway,
+        property: "publicIpAddresses",
+        many: true,
+        to: Kind::PublicIpAddress,
+        to_type: "Microsoft.Network/publicIPAddresses",
+        back_property: "natGateway",
+        back_many: false,
+        in_use_code: "PublicIPAddressCannotBeDeleted",
+    },
+];
+
+/// One reference a resource holds.
+pub(crate) struct Link {
+    pub spec: &'static LinkSpec,
+    /// The referenced id as written.
+    pub target: String,
+}
+
+impl Link {
+    /// Where the reference sits, for messages: `properties.routeTable.id`.
+    pub fn path(&self) -> String {
+        if self.spec.many {
+            format!("properties.{}[].id", self.spec.property)
+        } else {
+            format!("properties.{}.id", self.spec.property)
+        }
+    }
+}
+
+/// The references in a resource of kind `kind`. A reference of the wrong JSON shape (an array where
+/// ARM has one `{id}`, say) is an `InvalidRequestFormat` error.
+pub(crate) fn links(kind: Kind, value: &Value) -> Result<Vec<Link>, ArmError> {
+    let mut out = Vec::new();
+    let props = value.get("properties");
+    for spec in LINKS.iter().filter(|s| s.from == kind) {
+        let Some(v) = props.and_then(|p| p.get(spec.property)) else { continue };
+        let one = |item: &Value, path: String| -> Result<Link, ArmError> {
+            match item.get("id").and_then(Value::as_str) {
+                Some(id) if item.is_object() => Ok(Link { spec, target: id.to_string() }),
+                _ => Err(bad_format(format!("{path} must be an object {{\"id\": \"<{} id>\"}}", spec.to_type))),
+            }
+        };
+        match (spec.many, v) {
+            (_, Value::Null) => {}
+            (false, Value::Array(_)) => {
+                return Err(bad_format(format!(
+                    "properties.{} must be one object {{\"id\": …}}, not an array: a subnet has at most one {}",
+                    spec.property, spec.to_type
+                )))
+            }
+            (false, item) => out.push(one(item, format!("properties.{}", spec.property))?),
+            (true, Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    out.push(one(item, format!("properties.{}[{i}]", spec.property))?);
+                }
+            }
+            (true, _) => {
+                return Err(bad_format(format!(
+                    "properties.{} must be an array of {{\"id\": …}} objects",
+                    spec.property
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `value` (of kind `spec.from`) refers to the resource with lowercased id `key` through
+/// `spec` (the hot path of [`render`]: no allocation).
+fn refers_to(value: &Value, spec: &LinkSpec, key: &str) -> bool {
+    let hits = |item: &Value| item.get("id").and_then(Value::as_str).is_some_and(|id| id.eq_ignore_ascii_case(key));
+    match value.get("properties").and_then(|p| p.get(spec.property)) {
+        Some(Value::Array(items)) if spec.many => items.iter().any(hits),
+        Some(item) if !spec.many => hits(item),
+        _ => false,
+    }
+}
+
+/// Why a reference does not resolve.
+pub(crate) enum LinkProblem {
+    Malformed(String),
+    WrongType(String),
+    Missing,
+}
+
+/// Whether `link` points at an existing resource of the right type in `map`.
+pub(crate) fn check_link(map: &BTreeMap<String, Entry>, link: &Link) -> Result<(), LinkProblem> {
+    let target = ArmId::parse(&link.target).map_err(LinkProblem::Malformed)?;
+    if target.kind() != link.spec.to {
+        return Err(LinkProblem::WrongType(target.rtype()));
+    }
+    match map.get(&target.key()) {
+        Some(_) => Ok(()),
+        None => Err(LinkProblem::Missing),
+    }
+}
+
+fn check_links(map: &BTreeMap<String, Entry>, id: &ArmId, kind: Kind, value: &Value) -> Result<(), ArmError> {
+    for link in links(kind, value)? {
+        match check_link(map, &link) {
+            Ok(()) => {}
+            Err(LinkProblem::Malformed(detail)) => {
+                return Err(ArmError::new(
+                    400,
+                    "LinkedInvalidPropertyId",
+                    format!("Property id '{}' at path '{}' is invalid: {detail}", link.target, link.path()),
+                ))
+            }
+            Err(LinkProblem::WrongType(found)) => {
+                return Err(ArmError::new(
+                    400,
+                    "LinkedInvalidPropertyId",
+                    format!(
+                        "Property id '{}' at path '{}' is a {found}; expected the id of a {}",
+                        link.target,
+                        link.path(),
+                        link.spec.to_type
+                    ),
+                ))
+            }
+            Err(LinkProblem::Missing) => {
+                return Err(ArmError::new(
+                    400,
+                    "InvalidResourceReference",
+                    format!(
+                        "Resource {} referenced by resource {id} was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.",
+                        link.target
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn parse_id(id: &str) -> Result<ArmId, ArmError> {
+    ArmId::parse(id).map_err(|e| ArmError::new(400, "InvalidResourceId", e))
+}
+
+/// A PUT body in the form the store keeps, plus the children split out of its collection array.
+pub(crate) struct Normalized {
+    /// Read-only and computed fields dropped; `id`, `name`, `type`, `properties.provisioningState`
+    /// filled. No `etag` yet: see [`with_etag`].
+    pub value: Value,
+    /// The raw bodies of the collection array (`subnets`, `routes`, `securityRules`) with their
+    /// ids; `None` when the body has no such array.
+    pub children: Option<Vec<(ArmId, Value)>>,
+}
+
+/// Brings a PUT body (or a world-file resource) into stored form.
+pub(crate) fn normalize(id: &ArmId, body: Value) -> Result<Normalized, ArmError> {
+    let Value::Object(mut body) = body else {
+        return Err(ArmError::new(400, "InvalidRequestContent", format!("the body for {id} must be a JSON object")));
+    };
+    let kind = id.kind();
+    let mut props = match body.remove("properties") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p,
+        Some(_) => return Err(bad_format(format!("properties of {id} must be an object"))),
+    };
+    props.remove("provisioningState");
+    for spec in LINKS.iter().filter(|s| s.to == kind) {
+        props.remove(spec.back_property);
+    }
+    for spec in LINKS.iter().filter(|s| s.from == kind) {
+        if props.get(spec.property).is_some_and(Value::is_null) {
+            props.remove(spec.property);
+        }
+    }
+    let children = match collection_of(kind) {
+        None => None,
+        Some(c) => match props.remove(c.property) {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => Some(split_children(id, c, items)?),
+            Some(_) => return Err(bad_format(format!("properties.{} of {id} must be an array", c.property))),
+        },
+    };
+    if kind == Kind::PublicIpAddress && !props.get("ipAddress").is_some_and(Value::is_string) {
+        props.insert("ipAddress".into(), Value::String(derived_ip(id)));
+    }
+
+    let mut out = Map::new();
+    out.insert("id".into(), Value::String(id.as_str().to_string()));
+    out.insert("name".into(), Value::String(id.name().to_string()));
+    out.insert("type".into(), Value::String(id.rtype()));
+    for (k, v) in body {
+        if !matches!(k.as_str(), "id" | "name" | "type" | "etag") {
+            out.insert(k, v);
+        }
+    }
+    let mut properties = Map::new();
+    properties.insert("provisioningState".into(), Value::String("Succeeded".into()));
+    properties.extend(props);
+    out.insert("properties".into(), Value::Object(properties));
+    let value = Value::Object(out);
+    links(kind, &value)?;
+    Ok(Normalized { value, children })
+}
+
+fn split_children(parent: &ArmId, c: &Collection, items: Vec<Value>) -> Result<Vec<(ArmId, Value)>, ArmError> {
+    let mut out: Vec<(ArmId, Value)> = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let name = item.get("name").and_then(Value::as_str).map(str::to_string).or_else(|| {
+            item.get("id").and_then(Value::as_str).and_then(|s| ArmId::parse(s).ok()).map(|id| id.name().to_string())
+        });
+        let Some(name) = name.filter(|n| !n.is_empty() && !n.contains('/')) else {
+            return Err(bad_format(format!("properties.{}[{i}] of {parent} needs a name", c.property)));
+        };
+        let child = parent.child(c.segment, &name);
+        if out.iter().any(|(o, _)| o.key() == child.key()) {
+            return Err(bad_format(format!("properties.{} of {parent} has two entries named '{name}'", c.property)));
+        }
+        out.push((child, item));
+    }
+    Ok(out)
+}
+
+/// A public IP address derived from the id: `20.a.b.c`, the same for the same id.
+fn derived_ip(id: &ArmId) -> String {
+    let h = Sha256::digest(id.key().as_bytes());
+    format!("20.{}.{}.{}", h[0], h[1], h[2])
+}
+
+fn etag(tick: u64) -> String {
+    format!("W/\"{tick}\"")
+}
+
+/// `value` with `etag` right after `type` (resource groups have no etag in ARM).
+pub(crate) fn with_etag(kind: Kind, value: Value, tick: u64) -> Value {
+    let Value::Object(map) = value else { return value };
+    let mut out = Map::new();
+    for (k, v) in map {
+        if k == "etag" {
+            continue;
+        }
+        let after_type = k == "type";
+        out.insert(k, v);
+        if after_type && kind != Kind::ResourceGroup {
+            out.insert("etag".into(), Value::String(etag(tick)));
+        }
+    }
+    Value::Object(out)
+}
+
+/// `value` without its etag, for comparing contents.
+pub(crate) fn without_etag(value: &Value) -> Value {
+    let mut v = value.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("etag");
+    }
+    v
+}
+
+fn location(value: &Value) -> Option<String> {
+    value.get("location").and_then(Value::as_str).map(|l| l.replace(' ', "").to_ascii_lowercase())
+}
+
+/// ARM checks the resource group first, then the parent of a nested resource.
+fn check_parent(store: &Store, id: &ArmId) -> Result<(), ArmError> {
+    match id.kind() {
+        Kind::Subscription => Err(ArmError::new(
+            400,
+            "InvalidResourceType",
+            format!("{id} is a subscription; the simulated cloud only writes resource groups and resources"),
+        )),
+        Kind::ResourceGroup => Ok(()),
+        _ => {
+            let rg = id.resource_group_id().expect("a resource lies in a resource group");
+            if store.get(&rg.key()).is_none() {
+                return Err(rg_not_found(&rg));
+            }
+            if id.is_child() {
+                let parent = id.parent().expect("a nested resource has a parent");
+                if store.get(&parent.key()).is_none() {
+                    return Err(ArmError::new(
+                        404,
+                        "ParentResourceNotFound",
+                        format!(
+                            "Can not perform requested operation on nested resource. Parent resource '{parent}' not found (writing {id})."
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn rg_not_found(rg: &ArmId) -> ArmError {
+    ArmError::new(404, "ResourceGroupNotFound", format!("Resource group '{}' could not be found.", rg.name()))
+}
+
+/// GET: the resource as ARM returns it, `None` when it does not exist.
+pub(crate) fn get(store: &Store, id: &str) -> Result<Option<Value>, ArmError> {
+    let id = parse_id(id)?;
+    Ok(store.get(&id.key()).map(|e| render(store.map(), e)))
+}
+
+/// PUT: creates or replaces the resource; answers the resource as a GET would, with 201 (created)
+/// or 200 (replaced).
+pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u16), ArmError> {
+    let asked = parse_id(id)?;
+    check_parent(store, &asked)?;
+    let existing = store.get(&asked.key()).cloned();
+    // Keep the casing the resource was created with; a nested resource takes its parent's.
+    let id = match (&existing, asked.is_child()) {
+        (Some(e), _) => e.id.clone(),
+        (None, true) => {
+            let parent = store.get(&asked.parent().expect("nested").key()).expect("checked above");
+            parent.id.child(asked.type_segment(), asked.name())
+        }
+        (None, false) => asked,
+    };
+    let kind = id.kind();
+    let Normalized { value, children } = normalize(&id, body)?;
+    if kind.requires_location() {
+        let Some(new) = location(&value) else {
+            return Err(ArmError::new(400, "LocationRequired", format!("The location property is required for {id}.")));
+        };
+        if let Some(old) = existing.as_ref().and_then(|e| location(&e.value)).filter(|old| *old != new) {
+            return Err(if kind == Kind::ResourceGroup {
+                ArmError::new(
+                    409,
+                    "InvalidResourceGroupLocation",
+                    format!("Invalid resource group location '{new}'. The Resource group already exists in location '{old}'."),
+                )
+            } else {
+                ArmError::new(
+                    409,
+                    "InvalidResourceLocation",
+                    format!("The resource '{id}' already exists in location '{old}'. A resource with the same name cannot be created in location '{new}'. Delete it first or choose another name."),
+                )
+            });
+        }
+    }
+    check_links(store.map(), &id, kind, &value)?;
+    let replaced = collection_of(kind).filter(|c| c.replaced_by_parent_put);
+    let mut new_children = Vec::new();
+    if replaced.is_some() {
+        for (child, body) in children.unwrap_or_default() {
+            let n = normalize(&child, body)?;
+            check_links(store.map(), &child, child.kind(), &n.value)?;
+            new_children.push((child, n.value));
+        }
+    }
+
+    // Every check passed: write.
+    let key = id.key();
+    let tick = store.tick();
+    let (origin, seq) = existing.as_ref().map(|e| (e.origin, e.seq)).unwrap_or((Origin::Api, tick));
+    store.insert(Entry::new(id.clone(), with_etag(kind, value, tick), origin, seq));
+    if let Some(c) = replaced {
+        let old: Vec<(String, Origin)> =
+            store.descendants(&key).filter(|e| e.kind == c.child).map(|e| (e.id.key(), e.origin)).collect();
+        let new_keys: BTreeSet<String> = new_children.iter().map(|(child, _)| child.key()).collect();
+        for (k, _) in old.iter().filter(|(k, _)| !new_keys.contains(k)) {
+            remove_with_descendants(store, k);
+        }
+        for (child, value) in new_children {
+            let origin = old.iter().find(|(k, _)| *k == child.key()).map(|(_, o)| *o).unwrap_or(Origin::Api);
+            let t = store.tick();
+            let child_kind = child.kind();
+            store.insert(Entry::new(child, with_etag(child_kind, value, t), origin, t));
+        }
+    }
+    if id.is_child() {
+        touch_parent(store, &id, tick);
+    }
+    let status = if existing.is_some() { 200 } else { 201 };
+    let entry = store.get(&key).expect("inserted above");
+    Ok((render(store.map(), entry), status))
+}
+
+/// DELETE: removes the resource and everything nested in it; 200, or 204 when it did not exist.
+/// Refused while a resource that stays refers to one that would go.
+pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
+    let id = parse_id(id)?;
+    if id.kind() == Kind::Subscription {
+        return Err(ArmError::new(
+            400,
+            "InvalidResourceType",
+            format!("{id} is a subscription; it cannot be deleted here"),
+        ));
+    }
+    let key = id.key();
+    let Some(entry) = store.get(&key) else { return Ok(204) };
+    let stored_id = entry.id.clone();
+    let doomed: BTreeSet<String> =
+        std::iter::once(key.clone()).chain(store.descendants(&key).map(|e| e.id.key())).collect();
+    if let Some(e) = in_use(store.map(), &stored_id, &doomed) {
+        return Err(e);
+    }
+    for k in &doomed {
+        store.remove(k);
+    }
+    if stored_id.is_child() {
+        let tick = store.tick();
+        touch_parent(store, &stored_id, tick);
+    }
+    Ok(200)
+}
+
+/// The refusal when a resource outside `doomed` refers to one inside it.
+fn in_use(map: &BTreeMap<String, Entry>, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<ArmError> {
+    // target key → (target id, spec, referrers)
+    let mut blocked: BTreeMap<String, (String, &'static LinkSpec, Vec<String>)> = BTreeMap::new();
+    for (k, e) in map {
+        if doomed.contains(k) {
+            continue;
+        }
+        for link in links(e.kind, &e.value).unwrap_or_default() {
+            let Ok(target) = ArmId::parse(&link.target) else { continue };
+            let tk = target.key();
+            if let Some(stored) = doomed.contains(&tk).then(|| map.get(&tk)).flatten() {
+                let slot = blocked.entry(tk).or_insert_with(|| (stored.id.to_string(), link.spec, Vec::new()));
+                slot.2.push(e.id.to_string());
+            }
+        }
+    }
+    let (_, (target, spec, referrers)) = blocked.into_iter().next()?;
+    let mut message = format!(
+        "{} {target} is in use by {} and cannot be deleted. Remove the association (properties.{}) first and try again.",
+        spec.to_type,
+        referrers.join(", "),
+        spec.property
+    );
+    if !target.eq_ignore_ascii_case(deleting.as_str()) {
+        message = format!("Cannot delete {deleting}: {message}");
+    }
+    Some(ArmError::new(400, spec.in_use_code, message))
+}
+
+fn remove_with_descendants(store: &mut Store, key: &str) {
+    let doomed: Vec<String> =
+        std::iter::once(key.to_string()).chain(store.descendants(key).map(|e| e.id.key())).collect();
+    for k in doomed {
+        store.remove(&k);
+    }
+}
+
+/// A write to a nested resource changes its parent's etag, as in ARM.
+fn touch_parent(store: &mut Store, child: &ArmId, tick: u64) {
+    let Some(parent) = child.parent().and_then(|p| store.get(&p.key()).cloned()) else { return };
+    let value = with_etag(parent.kind, parent.value, tick);
+    store.insert(Entry { value, ..parent });
+}
+
+/// LIST: the direct children of `parent` of REST type `rtype`, sorted by id.
+/// `parent` is a subscription (type `Microsoft.Resources/resourceGroups`), a resource group (a
+/// top-level type such as `Microsoft.Network/natGateways`) or a resource (a child type such as
+/// `Microsoft.Network/virtualNetworks/subnets`).
+pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value>, ArmError> {
+    let parent = parse_id(parent)?;
+    let invalid_type =
+        |why: &str| ArmError::new(400, "InvalidResourceType", format!("cannot list '{rtype}' under {parent}: {why}"));
+    let depth = rtype.split('/').count();
+    match parent.kind() {
+        Kind::Subscription => {
+            if !rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
+                return Err(invalid_type("under a subscription only Microsoft.Resources/resourceGroups can be listed"));
+            }
+            let prefix = format!("{}/resourcegroups/", parent.key());
+            Ok(store
+                .entries()
+                .filter(|e| e.kind == Kind::ResourceGroup && e.id.key().starts_with(&prefix))
+                .map(|e| render(store.map(), e))
+                .collect())
+        }
+        Kind::ResourceGroup => {
+            if store.get(&parent.key()).is_none() {
+                return Err(rg_not_found(&parent));
+            }
+            if depth != 2 {
+                return Err(invalid_type(
+                    "a resource group holds top-level types such as Microsoft.Network/natGateways",
+                ));
+            }
+            Ok(children_of(store, &parent, rtype))
+        }
+        _ => {
+            let rg = parent.resource_group_id().expect("a resource lies in a resource group");
+            if store.get(&rg.key()).is_none() {
+                return Err(rg_not_found(&rg));
+            }
+            let own = parent.rtype();
+            let is_child_type = rtype.len() > own.len()
+                && rtype[..own.len()].eq_ignore_ascii_case(&own)
+                && rtype.as_bytes()[own.len()] == b'/'
+                && depth == own.split('/').count() + 1;
+            if !is_child_type {
+                return Err(invalid_type(&format!("the children of a {own} have types {own}/<child>")));
+            }
+            if store.get(&parent.key()).is_none() {
+                return Err(ArmError::new(
+                    404,
+                    "ResourceNotFound",
+                    format!(
+                        "The Resource '{own}/{}' under resource group '{}' was not found.",
+                        parent.name(),
+                        rg.name()
+                    ),
+                ));
+            }
+            Ok(children_of(store, &parent, rtype))
+        }
+    }
+}
+
+fn children_of(store: &Store, parent: &ArmId, rtype: &str) -> Vec<Value> {
+    let key = parent.key();
+    store
+        .descendants(&key)
+        .filter(|e| e.id.rtype().eq_ignore_ascii_case(rtype) && e.id.parent().is_some_and(|p| p.key() == key))
+        .map(|e| render(store.map(), e))
+        .collect()
+}
+
+/// The resource as GET returns it: the stored value plus the collection array (children in creation
+/// order) and the back-references (sorted by id).
+pub(crate) fn render(map: &BTreeMap<String, Entry>, entry: &Entry) -> Value {
+    let mut value = entry.value.clone();
+    let Some(props) = value.get_mut("properties").and_then(Value::as_object_mut) else { return value };
+    let key = entry.id.key();
+    if let Some(c) = collection_of(entry.kind) {
+        let mut kids: Vec<&Entry> = descendants(map, &key)
+            .filter(|e| e.kind == c.child && e.id.parent().is_some_and(|p| p.key() == key))
+            .collect();
+        kids.sort_by_key(|e| e.seq);
+        props.insert(c.property.into(), Value::Array(kids.into_iter().map(|e| render(map, e)).collect()));
+    }
+    for spec in LINKS.iter().filter(|s| s.to == entry.kind) {
+        let referrers: Vec<Value> = map
+            .values()
+            .filter(|e| e.kind == spec.from && refers_to(&e.value, spec, &key))
+            .map(|e| json!({ "id": e.id.as_str() }))
+            .collect();
+        if referrers.is_empty() {
+            continue;
+        }
+        let back = if spec.back_many { Value::Array(referrers) } else { referrers[0].clone() };
+        props.insert(spec.back_property.into(), back);
+    }
+    value
+}

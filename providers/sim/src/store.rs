@@ -1,0 +1,195 @@
+//! The resource store: lowercased id → resource, and its persistence in a `sled::Tree`.
+//!
+//! Layout of the tree (all values JSON):
+//! - `<lowercased ARM id>` → `{"value": <resource as stored>, "origin": "world"|"api", "seq": n}`;
+//! - `#subscription` → the subscription id the simulated cloud belongs to;
+//! - `#clock` → the counter behind etags and creation order.
+//!
+//! Every change is noted as dirty; [`Store::commit`] writes the dirty keys in one batch and flushes.
+
+use crate::arm::{ArmId, Kind};
+use crate::SimError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The subscription a simulated cloud belongs to when nobody said otherwise.
+pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+
+const SUBSCRIPTION_KEY: &str = "#subscription";
+const CLOCK_KEY: &str = "#clock";
+
+/// Who brought a resource into the simulated cloud.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Declared by a world file: it existed before trellis ran.
+    World,
+    /// Created through the API (`apply`, or a runtime writer such as the CCM).
+    Api,
+}
+
+/// One stored resource.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub id: ArmId,
+    /// `id.kind()`, computed once.
+    pub kind: Kind,
+    /// The resource as stored: what a GET returns minus the computed back-references and child arrays.
+    pub value: Value,
+    pub origin: Origin,
+    /// Creation order; child arrays (a VNet's subnets, an NSG's rules) are returned in this order.
+    pub seq: u64,
+}
+
+impl Entry {
+    pub fn new(id: ArmId, value: Value, origin: Origin, seq: u64) -> Entry {
+        Entry { kind: id.kind(), id, value, origin, seq }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Persisted {
+    value: Value,
+    origin: Origin,
+    seq: u64,
+}
+
+pub(crate) struct Store {
+    entries: BTreeMap<String, Entry>,
+    subscription: String,
+    clock: u64,
+    tree: Option<sled::Tree>,
+    dirty: BTreeSet<String>,
+    meta_dirty: bool,
+}
+
+impl Store {
+    pub fn in_memory(subscription: &str) -> Store {
+        Store {
+            entries: BTreeMap::new(),
+            subscription: subscription.to_string(),
+            clock: 0,
+            tree: None,
+            dirty: BTreeSet::new(),
+            meta_dirty: false,
+        }
+    }
+
+    /// Loads the store from `tree`. Keys that are neither ids nor metadata (an audit log kept in the
+    /// same tree, say) are ignored.
+    pub fn open(tree: sled::Tree, subscription: Option<String>) -> Result<Store, SimError> {
+        let mut store = Store::in_memory(DEFAULT_SUBSCRIPTION);
+        for item in tree.iter() {
+            let (k, v) = item?;
+            let key = String::from_utf8_lossy(&k).into_owned();
+            let corrupt = |detail: String| SimError::Corrupt { key: key.clone(), detail };
+            if key == SUBSCRIPTION_KEY {
+                store.subscription = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
+            } else if key == CLOCK_KEY {
+                store.clock = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
+            } else if key.starts_with('/') {
+                let p: Persisted = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
+                let id_text = p.value.get("id").and_then(Value::as_str).unwrap_or(&key);
+                let id = ArmId::parse(id_text).map_err(corrupt)?;
+                if id.key() != key {
+                    return Err(corrupt(format!("the stored resource has id {id}")));
+                }
+                store.entries.insert(key, Entry::new(id, p.value, p.origin, p.seq));
+            }
+        }
+        store.tree = Some(tree);
+        if let Some(sub) = subscription {
+            store.set_subscription(&sub);
+        }
+        store.commit()?;
+        Ok(store)
+    }
+
+    pub fn subscription(&self) -> &str {
+        &self.subscription
+    }
+
+    pub fn set_subscription(&mut self, subscription: &str) {
+        if self.subscription != subscription {
+            self.subscription = subscription.to_string();
+            self.meta_dirty = true;
+        }
+    }
+
+    /// The next tick of the clock (etags and creation order).
+    pub fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.meta_dirty = true;
+        self.clock
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values()
+    }
+
+    pub fn map(&self) -> &BTreeMap<String, Entry> {
+        &self.entries
+    }
+
+    /// The entries strictly below `key` (children, grandchildren, …), in key order.
+    pub fn descendants<'a>(&'a self, key: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        descendants(&self.entries, key)
+    }
+
+    pub fn insert(&mut self, entry: Entry) {
+        let key = entry.id.key();
+        self.dirty.insert(key.clone());
+        self.entries.insert(key, entry);
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Entry> {
+        let removed = self.entries.remove(key);
+        if removed.is_some() {
+            self.dirty.insert(key.to_string());
+        }
+        removed
+    }
+
+    /// Writes every change since the last commit to the tree in one batch and flushes it.
+    /// Without a tree (in-memory store) this only forgets the changes.
+    pub fn commit(&mut self) -> Result<(), SimError> {
+        let Some(tree) = &self.tree else {
+            self.dirty.clear();
+            self.meta_dirty = false;
+            return Ok(());
+        };
+        if self.dirty.is_empty() && !self.meta_dirty {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        for key in &self.dirty {
+            match self.entries.get(key) {
+                Some(e) => {
+                    let p = Persisted { value: e.value.clone(), origin: e.origin, seq: e.seq };
+                    batch.insert(key.as_bytes(), serde_json::to_vec(&p).expect("JSON values always serialise"));
+                }
+                None => batch.remove(key.as_bytes()),
+            }
+        }
+        if self.meta_dirty {
+            batch.insert(SUBSCRIPTION_KEY, serde_json::to_vec(&self.subscription).expect("a string serialises"));
+            batch.insert(CLOCK_KEY, serde_json::to_vec(&self.clock).expect("a number serialises"));
+        }
+        tree.apply_batch(batch)?;
+        tree.flush()?;
+        self.dirty.clear();
+        self.meta_dirty = false;
+        Ok(())
+    }
+}
+
+/// The entries of `map` strictly below `key`, in key order.
+pub(crate) fn descendants<'a>(map: &'a BTreeMap<String, Entry>, key: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+    let prefix = format!("{key}/");
+    map.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix)).map(|(_, e)| e)
+}

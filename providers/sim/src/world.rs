@@ -1,0 +1,326 @@
+//! The world file: what exists in the cloud before trellis runs, and re-syncing the simulator to it.
+//!
+//! ```yaml
+//! azure:
+//!   subscriptionId: 6d3a9c1e-…          # the subscription the shoot's credentials point at
+//!   resources:                          # ARM JSON as a GET returns it
+//!     - id: /subscriptions/…/resourceGroups/hub-network
+//!       location: westeurope
+//!     - id: /subscriptions/…/resourceGroups/hub-network/providers/Microsoft.Network/virtualNetworks/hub-vnet/subnets/workers
+//!       properties: {addressPrefix: 10.250.0.0/16, routeTable: {id: …}}
+//! gcp: …                                # kept as is, for the GCP simulator
+//! dns: …                                # kept as is, for domains
+//! ```
+//!
+//! Resources may nest their children as ARM shows them (a VNet's `subnets`, an NSG's
+//! `securityRules`, a route table's `routes`); each nested child is declared as if it were listed on
+//! its own. A child listed on its own wins over the same child nested in its parent.
+//! Back-references (`subnets` on a route table, say) and read-only fields (`etag`,
+//! `provisioningState`) are ignored.
+
+use crate::arm::{ArmId, Kind};
+use crate::rules::{self, check_link, links, normalize, without_etag, LinkProblem};
+use crate::store::{descendants, Entry, Origin, Store};
+use crate::SimError;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A parsed world file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorldFile {
+    /// Where it was read from, for messages.
+    pub path: String,
+    pub azure: Option<AzureWorld>,
+    /// The GCP section, not interpreted yet.
+    pub gcp: Option<Value>,
+    /// The DNS section, not interpreted yet.
+    pub dns: Option<Value>,
+}
+
+/// The `azure:` section.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AzureWorld {
+    pub subscription_id: Option<String>,
+    pub resources: Vec<WorldResource>,
+}
+
+/// One declared resource and where it starts in the file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldResource {
+    pub value: Value,
+    pub line: u64,
+    pub column: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorld {
+    azure: Option<RawAzure>,
+    gcp: Option<Value>,
+    dns: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawAzure {
+    subscription_id: Option<String>,
+    #[serde(default)]
+    resources: Vec<Spanned<Value>>,
+}
+
+/// What a sync changed, as ids.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub added: Vec<String>,
+    pub updated: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl SyncReport {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.updated.is_empty() && self.removed.is_empty()
+    }
+}
+
+impl WorldFile {
+    /// Parses a world file. Syntax errors, unknown keys and wrong types report `path:line:column`;
+    /// resources without a valid ARM id or with a malformed body are reported all at once.
+    pub fn parse(path: &str, text: &str) -> Result<WorldFile, SimError> {
+        if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+            return Ok(WorldFile { path: path.to_string(), ..WorldFile::default() });
+        }
+        let raw: RawWorld = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            let message = e.without_snippet().to_string();
+            // The location goes in front, as `path:line:column:`; drop the library's own mention of it.
+            let message = match message.strip_suffix(&format!(" at line {line}, column {column}")) {
+                Some(m) => m.to_string(),
+                None => message,
+            };
+            SimError::WorldParse { path: path.to_string(), line, column, message }
+        })?;
+        let world = WorldFile {
+            path: path.to_string(),
+            azure: raw.azure.map(|a| AzureWorld {
+                subscription_id: a.subscription_id,
+                resources: a
+                    .resources
+                    .into_iter()
+                    .map(|s| WorldResource { value: s.value, line: s.referenced.line(), column: s.referenced.column() })
+                    .collect(),
+            }),
+            gcp: raw.gcp,
+            dns: raw.dns,
+        };
+        world.declared()?;
+        Ok(world)
+    }
+
+    /// The Azure resources the file declares, normalized, nested children split out, in file order.
+    fn declared(&self) -> Result<Vec<Declared>, SimError> {
+        let mut problems = Vec::new();
+        let mut out: Vec<Declared> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let resources = self.azure.as_ref().map(|a| a.resources.as_slice()).unwrap_or_default();
+        if let Some(sub) = self.azure.as_ref().and_then(|a| a.subscription_id.as_deref()) {
+            if sub.trim().is_empty() || sub.contains('/') {
+                problems.push(format!(
+                    "world file {}: azure.subscriptionId '{sub}' is not a subscription id; give the bare id (a UUID)",
+                    self.path
+                ));
+            }
+        }
+        for r in resources {
+            let at = format!("line {}, column {}", r.line, r.column);
+            let Some(text) = r.value.get("id").and_then(Value::as_str) else {
+                problems.push(format!(
+                    "world file {}: the resource at {at} has no `id`; give its ARM id (/subscriptions/<id>/resourceGroups/<group>/…)",
+                    self.path
+                ));
+                continue;
+            };
+            let id = match ArmId::parse(text) {
+                Ok(id) if id.kind() != Kind::Subscription => id,
+                Ok(_) => {
+                    problems.push(format!(
+                        "world file {}: {text} ({at}) is a subscription, not a resource; set azure.subscriptionId instead",
+                        self.path
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    problems.push(format!("world file {}: resource at {at}: {e}", self.path));
+                    continue;
+                }
+            };
+            let mut found = Vec::new();
+            if let Err(e) = split(&id, r.value.clone(), &mut found) {
+                problems.push(format!("world file {}: resource {id} ({at}): {}", self.path, e.message));
+                continue;
+            }
+            for (i, (id, value)) in found.into_iter().enumerate() {
+                let nested = i > 0;
+                let d = Declared { id, value, line: r.line, column: r.column, nested };
+                match index.get(&d.id.key()).copied() {
+                    None => {
+                        index.insert(d.id.key(), out.len());
+                        out.push(d);
+                    }
+                    Some(j) if out[j].nested && !nested => out[j] = d,
+                    Some(_) if nested => {}
+                    Some(j) => problems.push(format!(
+                        "world file {}: resource {} is declared twice (line {} and line {}); keep one",
+                        self.path, d.id, out[j].line, d.line
+                    )),
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(out)
+        } else {
+            Err(SimError::WorldInvalid { path: self.path.clone(), problems })
+        }
+    }
+}
+
+/// A declared resource in stored form (no etag yet).
+struct Declared {
+    id: ArmId,
+    value: Value,
+    line: u64,
+    column: u64,
+    /// Found nested in its parent rather than listed on its own.
+    nested: bool,
+}
+
+/// Normalizes `body` and, recursively, the children nested in it; the resource comes first.
+fn split(id: &ArmId, body: Value, out: &mut Vec<(ArmId, Value)>) -> Result<(), rules::ArmError> {
+    let n = normalize(id, body)?;
+    out.push((id.clone(), n.value));
+    for (child, body) in n.children.unwrap_or_default() {
+        split(&child, body, out)?;
+    }
+    Ok(())
+}
+
+/// Makes the store hold exactly what `world` declares (origin World): adds and updates the declared
+/// resources, removes World resources no longer declared (with what is nested in them), leaves API
+/// resources alone. Nothing changes when the result would break containment or a reference.
+pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, SimError> {
+    let declared = world.declared()?;
+    let declared_keys: BTreeSet<String> = declared.iter().map(|d| d.id.key()).collect();
+
+    // The world after the sync, without etags and creation order yet.
+    let mut next: BTreeMap<String, Entry> = store.map().clone();
+    for (key, e) in store.map() {
+        if e.origin == Origin::World && !declared_keys.contains(key) {
+            let below: Vec<String> = descendants(&next, key).map(|e| e.id.key()).collect();
+            next.remove(key);
+            for k in below {
+                next.remove(&k);
+            }
+        }
+    }
+    let mut upserts: Vec<usize> = Vec::new();
+    for (i, d) in declared.iter().enumerate() {
+        let unchanged = next
+            .get(&d.id.key())
+            .is_some_and(|e| e.origin == Origin::World && e.id == d.id && without_etag(&e.value) == d.value);
+        if !unchanged {
+            upserts.push(i);
+            next.insert(d.id.key(), Entry::new(d.id.clone(), d.value.clone(), Origin::World, 0));
+        }
+    }
+
+    let problems = check_world(&next, &declared, &world.path);
+    if !problems.is_empty() {
+        return Err(SimError::WorldInvalid { path: world.path.clone(), problems });
+    }
+
+    let mut report = SyncReport::default();
+    let gone: Vec<String> = store.map().keys().filter(|k| !next.contains_key(*k)).cloned().collect();
+    for key in gone {
+        if let Some(e) = store.remove(&key) {
+            report.removed.push(e.id.to_string());
+        }
+    }
+    for i in upserts {
+        let d = &declared[i];
+        let tick = store.tick();
+        let (seq, list) = match store.get(&d.id.key()) {
+            Some(old) => (old.seq, &mut report.updated),
+            None => (tick, &mut report.added),
+        };
+        list.push(d.id.to_string());
+        store.insert(Entry::new(
+            d.id.clone(),
+            rules::with_etag(d.id.kind(), d.value.clone(), tick),
+            Origin::World,
+            seq,
+        ));
+    }
+    if let Some(sub) = world.azure.as_ref().and_then(|a| a.subscription_id.as_deref()) {
+        store.set_subscription(sub);
+    }
+    store.commit()?;
+    for ids in [&mut report.added, &mut report.updated, &mut report.removed] {
+        ids.sort_by_key(|id| id.to_ascii_lowercase());
+    }
+    Ok(report)
+}
+
+/// Containment and references of the world after a sync; one message per problem.
+fn check_world(next: &BTreeMap<String, Entry>, declared: &[Declared], path: &str) -> Vec<String> {
+    let by_key: HashMap<String, &Declared> = declared.iter().map(|d| (d.id.key(), d)).collect();
+    let mut problems = Vec::new();
+    for (key, e) in next {
+        let decl = by_key.get(key);
+        if let Some(d) = decl {
+            let parent = match e.kind {
+                Kind::ResourceGroup => None,
+                _ if e.id.is_child() => e.id.parent(),
+                _ => e.id.resource_group_id(),
+            };
+            if let Some(parent) = parent.filter(|p| !next.contains_key(&p.key())) {
+                problems.push(format!(
+                    "world file {path}: resource {} (line {}, column {}) references missing parent {parent}; add the parent to the file",
+                    e.id, d.line, d.column
+                ));
+                continue;
+            }
+        }
+        for link in links(e.kind, &e.value).unwrap_or_default() {
+            let problem = match check_link(next, &link) {
+                Ok(()) => continue,
+                Err(LinkProblem::Malformed(detail)) => format!("has an invalid {}: {detail}", link.path()),
+                Err(LinkProblem::WrongType(found)) => format!(
+                    "has a {found} in {}; it must be the id of a {}",
+                    link.path(),
+                    link.spec.to_type
+                ),
+                Err(LinkProblem::Missing) => match decl {
+                    Some(_) => format!(
+                        "references missing {} {} ({}); add it to the file",
+                        link.spec.to_type,
+                        link.target,
+                        link.path()
+                    ),
+                    None => format!(
+                        "references {} ({}), which the file no longer declares; declare it again, or remove the reference first",
+                        link.target,
+                        link.path()
+                    ),
+                },
+            };
+            problems.push(match decl {
+                Some(d) => {
+                    format!("world file {path}: resource {} (line {}, column {}) {problem}", e.id, d.line, d.column)
+                }
+                None => format!("world file {path}: {} (created through the API) {problem}", e.id),
+            });
+        }
+    }
+    problems
+}

@@ -1,0 +1,386 @@
+//! The ARM rules the simulator enforces, one test per rule.
+
+use serde_json::{json, Value};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Op};
+use trellis_sim::ArmSim;
+
+const SUB: &str = "/subscriptions/sub-1";
+const RG: &str = "/subscriptions/sub-1/resourceGroups/rg";
+const NET: &str = "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network";
+
+fn id(rest: &str) -> String {
+    format!("{NET}/{rest}")
+}
+
+fn rejected(e: CloudError) -> (u16, String, String) {
+    match e {
+        CloudError::Rejected { status, code, message, .. } => (status, code, message),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+/// A resource group with a VNet, route table, NSG and NAT gateway (+ public IP).
+async fn base() -> ArmSim {
+    let sim = ArmSim::in_memory("sub-1");
+    sim.put(RG, json!({"location": "westeurope"})).await.unwrap();
+    sim.put(
+        &id("virtualNetworks/vnet"),
+        json!({"location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+    )
+    .await
+    .unwrap();
+    sim.put(&id("routeTables/rt"), json!({"location": "westeurope"})).await.unwrap();
+    sim.put(&id("networkSecurityGroups/nsg"), json!({"location": "westeurope"})).await.unwrap();
+    sim.put(&id("publicIPAddresses/pip"), json!({"location": "westeurope", "sku": {"name": "Standard"}}))
+        .await
+        .unwrap();
+    sim.put(
+        &id("natGateways/nat"),
+        json!({"location": "westeurope", "properties": {"publicIpAddresses": [{"id": id("publicIPAddresses/pip")}]}}),
+    )
+    .await
+    .unwrap();
+    sim
+}
+
+fn subnet_body(extra: Value) -> Value {
+    let mut props = json!({"addressPrefix": "10.0.1.0/24"});
+    props.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    json!({ "properties": props })
+}
+
+#[tokio::test]
+async fn get_and_delete_of_missing_resources() {
+    let sim = base().await;
+    assert_eq!(sim.get(&id("routeTables/nope")).await.unwrap(), None);
+    sim.delete(&id("routeTables/nope")).await.unwrap();
+    sim.delete(&id("virtualNetworks/missing/subnets/s")).await.unwrap();
+    let statuses: Vec<(String, u16)> = sim.calls().iter().rev().take(3).map(|c| (c.method.clone(), c.status)).collect();
+    assert_eq!(statuses, vec![("DELETE".into(), 204), ("DELETE".into(), 204), ("GET".into(), 404)]);
+}
+
+#[tokio::test]
+async fn put_fills_read_only_fields_and_reports_created_then_replaced() {
+    let sim = base().await;
+    let vnet = sim.get(&id("virtualNetworks/vnet")).await.unwrap().unwrap();
+    assert_eq!(vnet["id"], json!(id("virtualNetworks/vnet")));
+    assert_eq!(vnet["name"], json!("vnet"));
+    assert_eq!(vnet["type"], json!("Microsoft.Network/virtualNetworks"));
+    assert_eq!(vnet["location"], json!("westeurope"));
+    assert!(vnet["etag"].as_str().unwrap().starts_with("W/\""));
+    assert_eq!(vnet["properties"]["provisioningState"], json!("Succeeded"));
+    assert_eq!(vnet["properties"]["subnets"], json!([]));
+
+    let rg = sim.get(RG).await.unwrap().unwrap();
+    assert_eq!(rg["type"], json!("Microsoft.Resources/resourceGroups"));
+    assert_eq!(rg["properties"]["provisioningState"], json!("Succeeded"));
+
+    let pip = sim.get(&id("publicIPAddresses/pip")).await.unwrap().unwrap();
+    let ip = pip["properties"]["ipAddress"].as_str().unwrap();
+    assert!(ip.starts_with("20."), "{ip}");
+    assert_eq!(pip["properties"]["natGateway"], json!({"id": id("natGateways/nat")}));
+    // The same id gets the same address in another simulator.
+    assert_eq!(base().await.get_now(&id("publicIPAddresses/pip")).unwrap()["properties"]["ipAddress"], json!(ip));
+
+    let statuses: Vec<u16> = sim.calls().iter().filter(|c| c.method == "PUT").map(|c| c.status).collect();
+    assert_eq!(statuses, vec![201; 6]);
+    sim.put(&id("routeTables/rt"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(sim.calls().last().unwrap().status, 200);
+}
+
+#[tokio::test]
+async fn put_replaces_the_whole_resource() {
+    let sim = base().await;
+    let rt = id("routeTables/rt");
+    let first = sim
+        .put(
+            &rt,
+            json!({"location": "westeurope", "tags": {"a": "1"}, "properties": {"disableBgpRoutePropagation": true}}),
+        )
+        .await
+        .unwrap();
+    let second = sim.put(&rt, json!({"location": "westeurope", "tags": {"b": "2"}})).await.unwrap();
+    assert_eq!(second["tags"], json!({"b": "2"}));
+    assert!(second["properties"].get("disableBgpRoutePropagation").is_none());
+    assert_ne!(first["etag"], second["etag"]);
+    assert_eq!(sim.get_now(&rt).unwrap(), second);
+}
+
+#[tokio::test]
+async fn ids_are_case_insensitive_and_keep_their_creation_casing() {
+    let sim = base().await;
+    let lower = id("virtualNetworks/vnet/subnets/Workers").to_lowercase();
+    sim.put(&lower, subnet_body(json!({}))).await.unwrap();
+    // The nested resource takes its parent's casing; the name keeps the casing it was given.
+    let got = sim.get(&id("virtualNetworks/VNET/subnets/WORKERS")).await.unwrap().unwrap();
+    assert_eq!(got["id"], json!(id("virtualNetworks/vnet/subnets/workers")));
+    assert_eq!(got["type"], json!("Microsoft.Network/virtualNetworks/subnets"));
+
+    let upper = format!("{SUB}/resourcegroups/RG/providers/microsoft.network/routetables/Other");
+    sim.put(&upper, json!({"location": "westeurope"})).await.unwrap();
+    let got = sim.get(&id("routeTables/other")).await.unwrap().unwrap();
+    assert_eq!(got["id"], json!(upper));
+    assert_eq!(got["type"], json!("Microsoft.Network/routeTables"));
+    sim.put(&id("routeTables/OTHER"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(sim.get_now(&id("routeTables/other")).unwrap()["id"], json!(upper));
+}
+
+#[tokio::test]
+async fn containment_needs_the_resource_group_and_the_parent() {
+    let sim = base().await;
+    let e = sim
+        .put(&format!("{SUB}/resourceGroups/nope/providers/Microsoft.Network/routeTables/rt"), json!({"location": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected(e).1, "ResourceGroupNotFound");
+    let e = sim.put(&id("virtualNetworks/missing/subnets/s"), subnet_body(json!({}))).await.unwrap_err();
+    let (status, code, message) = rejected(e);
+    assert_eq!((status, code.as_str()), (404, "ParentResourceNotFound"));
+    assert!(message.contains("virtualNetworks/missing"), "{message}");
+    let e = sim
+        .put(&id("networkSecurityGroups/missing/securityRules/r"), json!({"properties": {"priority": 100}}))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected(e).1, "ParentResourceNotFound");
+    assert_eq!(sim.calls().last().unwrap().status, 404);
+}
+
+#[tokio::test]
+async fn tracked_resources_need_a_location_that_does_not_move() {
+    let sim = base().await;
+    let e = sim.put(&id("routeTables/noloc"), json!({})).await.unwrap_err();
+    assert_eq!(rejected(e).1, "LocationRequired");
+    let e = sim.put(RG, json!({"location": "northeurope"})).await.unwrap_err();
+    assert_eq!(rejected(e).0, 409);
+    sim.put(RG, json!({"location": "West Europe"})).await.unwrap();
+}
+
+#[tokio::test]
+async fn subnet_links_must_exist_and_be_single_objects() {
+    let sim = base().await;
+    let subnet = id("virtualNetworks/vnet/subnets/s");
+    let e = sim.put(&subnet, subnet_body(json!({"routeTable": {"id": id("routeTables/missing")}}))).await.unwrap_err();
+    let (status, code, message) = rejected(e);
+    assert_eq!((status, code.as_str()), (400, "InvalidResourceReference"));
+    assert!(message.contains(&id("routeTables/missing")), "{message}");
+
+    let e = sim
+        .put(&subnet, subnet_body(json!({"networkSecurityGroup": {"id": id("networkSecurityGroups/missing")}})))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected(e).1, "InvalidResourceReference");
+    let e = sim.put(&subnet, subnet_body(json!({"natGateway": {"id": id("natGateways/missing")}}))).await.unwrap_err();
+    assert_eq!(rejected(e).1, "InvalidResourceReference");
+
+    let two = json!([{"id": id("routeTables/rt")}, {"id": id("routeTables/rt")}]);
+    let e = sim.put(&subnet, subnet_body(json!({"routeTable": two}))).await.unwrap_err();
+    assert_eq!(rejected(e).1, "InvalidRequestFormat");
+
+    let e = sim
+        .put(&subnet, subnet_body(json!({"routeTable": {"id": id("networkSecurityGroups/nsg")}})))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected(e).1, "LinkedInvalidPropertyId");
+    assert_eq!(sim.get(&subnet).await.unwrap(), None, "refused PUTs write nothing");
+}
+
+#[tokio::test]
+async fn back_references_are_computed_on_get() {
+    let sim = base().await;
+    let (rt, nsg, nat) = (id("routeTables/rt"), id("networkSecurityGroups/nsg"), id("natGateways/nat"));
+    for name in ["b", "a"] {
+        let body = subnet_body(
+            json!({"routeTable": {"id": rt}, "networkSecurityGroup": {"id": nsg}, "natGateway": {"id": nat}}),
+        );
+        sim.put(&id(&format!("virtualNetworks/vnet/subnets/{name}")), body).await.unwrap();
+    }
+    let refs = json!([{"id": id("virtualNetworks/vnet/subnets/a")}, {"id": id("virtualNetworks/vnet/subnets/b")}]);
+    for target in [&rt, &nsg, &nat] {
+        assert_eq!(sim.get(target).await.unwrap().unwrap()["properties"]["subnets"], refs, "{target}");
+    }
+    let vnet = sim.get(&id("virtualNetworks/vnet")).await.unwrap().unwrap();
+    let names: Vec<&str> =
+        vnet["properties"]["subnets"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["b", "a"], "subnets in creation order");
+    assert_eq!(vnet["properties"]["subnets"][0]["properties"]["routeTable"], json!({"id": rt}));
+
+    // Back-references are not stored: a GET body PUT back does not change them, and detaching shows.
+    let rt_body = sim.get(&rt).await.unwrap().unwrap();
+    sim.put(&rt, rt_body).await.unwrap();
+    sim.put(&id("virtualNetworks/vnet/subnets/a"), subnet_body(json!({}))).await.unwrap();
+    assert_eq!(
+        sim.get(&rt).await.unwrap().unwrap()["properties"]["subnets"],
+        json!([{"id": id("virtualNetworks/vnet/subnets/b")}])
+    );
+    // A VNet PUT does not touch its subnets.
+    sim.put(&id("virtualNetworks/vnet"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(
+        sim.get(&id("virtualNetworks/vnet")).await.unwrap().unwrap()["properties"]["subnets"].as_array().unwrap().len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn rules_and_routes_are_addressable_children() {
+    let sim = base().await;
+    let nsg = id("networkSecurityGroups/nsg");
+    let rule = |name: &str, prio: u32| json!({"name": name, "properties": {"priority": prio, "access": "Allow", "direction": "Inbound"}});
+    sim.put(
+        &nsg,
+        json!({"location": "westeurope", "properties": {"securityRules": [rule("ssh", 100), rule("web", 200)]}}),
+    )
+    .await
+    .unwrap();
+
+    let ssh = sim.get(&format!("{nsg}/securityRules/ssh")).await.unwrap().unwrap();
+    assert_eq!(ssh["type"], json!("Microsoft.Network/networkSecurityGroups/securityRules"));
+    assert_eq!(ssh["id"], json!(format!("{nsg}/securityRules/ssh")));
+    assert_eq!(ssh["properties"]["priority"], json!(100));
+
+    // A runtime writer adds and removes single rules; the parent's array follows.
+    sim.put(&format!("{nsg}/securityRules/bastion"), json!({"properties": {"priority": 300}})).await.unwrap();
+    sim.delete(&format!("{nsg}/securityRules/ssh")).await.unwrap();
+    let got = sim.get(&nsg).await.unwrap().unwrap();
+    let names: Vec<&str> =
+        got["properties"]["securityRules"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["web", "bastion"]);
+    let listed = sim.list(&nsg, "Microsoft.Network/networkSecurityGroups/securityRules").await.unwrap();
+    assert_eq!(listed.len(), 2);
+
+    // A PUT of the NSG replaces its rules.
+    sim.put(&nsg, json!({"location": "westeurope", "properties": {"securityRules": [rule("only", 100)]}}))
+        .await
+        .unwrap();
+    assert_eq!(sim.get(&format!("{nsg}/securityRules/web")).await.unwrap(), None);
+
+    let rt = id("routeTables/rt");
+    let route = json!({"properties": {"addressPrefix": "10.1.0.0/24", "nextHopType": "VirtualAppliance", "nextHopIpAddress": "10.0.0.4"}});
+    sim.put(&format!("{rt}/routes/node-1"), route).await.unwrap();
+    let got = sim.get(&rt).await.unwrap().unwrap();
+    assert_eq!(got["properties"]["routes"][0]["name"], json!("node-1"));
+    assert_eq!(got["properties"]["routes"][0]["properties"]["nextHopIpAddress"], json!("10.0.0.4"));
+    // Deleting the route table deletes its routes.
+    sim.delete(&rt).await.unwrap();
+    assert_eq!(sim.get(&format!("{rt}/routes/node-1")).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn referenced_resources_cannot_be_deleted() {
+    let sim = base().await;
+    let subnet = id("virtualNetworks/vnet/subnets/s");
+    let body = subnet_body(
+        json!({"routeTable": {"id": id("routeTables/rt")}, "networkSecurityGroup": {"id": id("networkSecurityGroups/nsg")}}),
+    );
+    sim.put(&subnet, body).await.unwrap();
+
+    let e = sim.delete(&id("routeTables/rt")).await.unwrap_err();
+    let (status, code, message) = rejected(e);
+    assert_eq!((status, code.as_str()), (400, "InUseRouteTableCannotBeDeleted"));
+    assert!(message.contains(&subnet), "{message}");
+    let e = sim.delete(&id("networkSecurityGroups/nsg")).await.unwrap_err();
+    assert_eq!(rejected(e).1, "InUseNetworkSecurityGroupCannotBeDeleted");
+    let e = sim.delete(&id("publicIPAddresses/pip")).await.unwrap_err();
+    assert_eq!(rejected(e).1, "PublicIPAddressCannotBeDeleted");
+
+    // Deleting the subnet first frees them.
+    sim.delete(&subnet).await.unwrap();
+    sim.delete(&id("routeTables/rt")).await.unwrap();
+    sim.delete(&id("networkSecurityGroups/nsg")).await.unwrap();
+}
+
+#[tokio::test]
+async fn deleting_a_resource_group_deletes_everything_in_it_unless_referenced_from_outside() {
+    let sim = base().await;
+    sim.put(&id("virtualNetworks/vnet/subnets/s"), subnet_body(json!({"routeTable": {"id": id("routeTables/rt")}})))
+        .await
+        .unwrap();
+    // A subnet in another resource group uses this group's NSG.
+    let other = format!("{SUB}/resourceGroups/other");
+    sim.put(&other, json!({"location": "westeurope"})).await.unwrap();
+    let other_vnet = format!("{other}/providers/Microsoft.Network/virtualNetworks/v2");
+    sim.put(&other_vnet, json!({"location": "westeurope"})).await.unwrap();
+    let foreign = format!("{other_vnet}/subnets/s2");
+    sim.put(&foreign, subnet_body(json!({"networkSecurityGroup": {"id": id("networkSecurityGroups/nsg")}})))
+        .await
+        .unwrap();
+
+    let e = sim.delete(RG).await.unwrap_err();
+    let (_, code, message) = rejected(e);
+    assert_eq!(code, "InUseNetworkSecurityGroupCannotBeDeleted");
+    assert!(message.contains(&foreign), "{message}");
+    assert!(sim.get_now(&id("virtualNetworks/vnet/subnets/s")).is_some(), "a refused delete deletes nothing");
+
+    sim.delete(&foreign).await.unwrap();
+    sim.delete(RG).await.unwrap();
+    for rest in ["virtualNetworks/vnet", "virtualNetworks/vnet/subnets/s", "routeTables/rt", "natGateways/nat"] {
+        assert_eq!(sim.get(&id(rest)).await.unwrap(), None, "{rest}");
+    }
+    assert!(sim.get_now(&other_vnet).is_some());
+}
+
+#[tokio::test]
+async fn deleting_a_vnet_deletes_its_subnets() {
+    let sim = base().await;
+    sim.put(&id("virtualNetworks/vnet/subnets/s"), subnet_body(json!({}))).await.unwrap();
+    sim.delete(&id("virtualNetworks/vnet")).await.unwrap();
+    assert_eq!(sim.get(&id("virtualNetworks/vnet/subnets/s")).await.unwrap(), None);
+    sim.delete(&id("virtualNetworks/vnet/subnets/s")).await.unwrap();
+    assert_eq!(sim.calls().last().unwrap().status, 204);
+}
+
+#[tokio::test]
+async fn list_returns_direct_children_sorted_by_id() {
+    let sim = base().await;
+    sim.put(&id("natGateways/a-nat"), json!({"location": "westeurope"})).await.unwrap();
+    let nats = sim.list(RG, "Microsoft.Network/natGateways").await.unwrap();
+    let ids: Vec<&str> = nats.iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec![id("natGateways/a-nat"), id("natGateways/nat")]);
+
+    for name in ["z", "m"] {
+        sim.put(&id(&format!("virtualNetworks/vnet/subnets/{name}")), subnet_body(json!({}))).await.unwrap();
+    }
+    let subnets = sim.list(&id("virtualNetworks/vnet"), "Microsoft.Network/virtualNetworks/subnets").await.unwrap();
+    let names: Vec<&str> = subnets.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["m", "z"]);
+    assert!(sim.list(RG, "Microsoft.Network/virtualNetworks/subnets").await.is_err(), "not a top-level type");
+
+    let groups = sim.list(SUB, "Microsoft.Resources/resourceGroups").await.unwrap();
+    assert_eq!(groups.len(), 1);
+
+    let e = sim.list(&format!("{SUB}/resourceGroups/nope"), "Microsoft.Network/natGateways").await.unwrap_err();
+    assert_eq!(rejected(e).0, 404);
+    let last = sim.calls().last().unwrap().clone();
+    assert_eq!((last.method.as_str(), last.op, last.status), ("LIST", Op::Read, 404));
+    assert_eq!(last.target, format!("{SUB}/resourceGroups/nope/Microsoft.Network/natGateways"));
+}
+
+#[tokio::test]
+async fn audit_log_records_every_call_and_marks_slice_it() {
+    let sim = ArmSim::in_memory("sub-1");
+    let _ = sim.put(&id("routeTables/rt"), json!({"location": "x"})).await;
+    let mark = sim.mark();
+    sim.put(RG, json!({"location": "westeurope"})).await.unwrap();
+    sim.get(RG).await.unwrap();
+    let all = sim.calls();
+    assert_eq!(all.len(), 3);
+    assert_eq!((all[0].method.as_str(), all[0].op, all[0].status), ("PUT", Op::Write, 404));
+    let since: Vec<(String, u16)> = sim.calls_since(mark).into_iter().map(|c| (c.method, c.status)).collect();
+    assert_eq!(since, vec![("PUT".to_string(), 201), ("GET".to_string(), 200)]);
+    assert!(sim.calls_since(99).is_empty());
+    // Clones share the cloud and the log.
+    let twin = sim.clone();
+    twin.get(RG).await.unwrap();
+    assert_eq!(sim.mark(), 4);
+}
+
+#[tokio::test]
+async fn snapshot_lists_every_resource_sorted_by_id() {
+    let sim = base().await;
+    sim.put(&id("virtualNetworks/vnet/subnets/s"), subnet_body(json!({}))).await.unwrap();
+    let ids: Vec<String> = sim.snapshot().iter().map(|v| v["id"].as_str().unwrap().to_lowercase()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+    assert_eq!(ids.len(), 7);
+    assert!(sim.calls().iter().all(|c| c.method == "PUT"), "snapshot and get_now are not audited");
+}

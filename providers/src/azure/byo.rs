@@ -1,0 +1,212 @@
+//! User-managed egress (bring-your-own subnet): the spec's task-gating matrix as desired resources.
+//!
+//! | task                 | here                                                                    |
+//! |----------------------|-------------------------------------------------------------------------|
+//! | EnsureResourceGroup  | managed, unchanged                                                      |
+//! | EnsureVirtualNetwork | user VNet: verify                                                       |
+//! | EnsureManagedIdentity| unchanged (read)                                                        |
+//! | EnsureRouteTable     | skip; the subnet's route table (if any) is verified                     |
+//! | EnsureSecurityGroup  | skip; the subnet's NSG is verified                                      |
+//! | EnsurePublicIps/Nats | skip (no NAT in this mode)                                              |
+//! | EnsureSubnets        | EnsureUserSubnet: verify existence and associations, never written      |
+
+use super::api::InfrastructureConfig;
+use super::desired::{check, skipped, vnet};
+use super::names::{self, rtype};
+use super::Ctx;
+use serde_json::{json, Value};
+use trellis_plans::{Kind, Ownership};
+use trellis_planner::discover::Observed;
+use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, VerifySpec};
+
+const GATED: &str = "skipped: user-managed egress (networks.subnet is set)";
+
+/// What the BYO subnet points at, discovered from its associations.
+#[derive(Clone, Debug, Default)]
+pub struct Discovered {
+    pub subnet_cidr: Option<String>,
+    pub route_table: Option<names::ArmId>,
+    pub route_table_id: Option<String>,
+    pub nsg: Option<names::ArmId>,
+    pub nsg_id: Option<String>,
+}
+
+/// Reads the BYO subnet's associations from the observed cloud.
+pub fn discovered(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Discovered {
+    let Some(subnet) = &cfg.networks.subnet else { return Discovered::default() };
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let Some(live) = observed.get(&names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name)) else {
+        return Discovered::default();
+    };
+    let link = |p: &str| live.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let route_table_id = link("/properties/routeTable/id");
+    let nsg_id = link("/properties/networkSecurityGroup/id");
+    Discovered {
+        subnet_cidr: subnet_cidr(live),
+        route_table: route_table_id.as_deref().and_then(names::parse_id),
+        route_table_id,
+        nsg: nsg_id.as_deref().and_then(names::parse_id),
+        nsg_id,
+    }
+}
+
+/// A subnet's primary prefix (`addressPrefix`, or the first of `addressPrefixes`).
+pub fn subnet_cidr(subnet: &Value) -> Option<String> {
+    subnet
+        .pointer("/properties/addressPrefix")
+        .or_else(|| subnet.pointer("/properties/addressPrefixes/0"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+    let tn = ctx.tn.as_str();
+    let subnet = cfg.networks.subnet.as_ref().expect("only called in user-managed-egress mode");
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let found = discovered(cfg, ctx, observed);
+    let rg = Resource {
+        address: names::address(Kind::ResourceGroup, tn, tn),
+        kind: Kind::ResourceGroup,
+        name: tn.to_string(),
+        scope: tn.to_string(),
+        id: names::resource_group_id(&ctx.sub, tn),
+    };
+    let mut out = vec![Desired::Managed(ManagedSpec {
+        res: rg,
+        patch: json!({"location": ctx.region}),
+        force_new: vec![],
+        depends_on: vec![],
+        why: "the cluster resource group, managed in both modes (upstream task `ensure resource group`)".to_string(),
+    })];
+
+    let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
+    let vnet_address = names::address(Kind::VirtualNetwork, &vnet_rg, &vnet_name);
+    out.push(Desired::Verify(VerifySpec {
+        res: Resource {
+            address: vnet_address.clone(),
+            kind: Kind::VirtualNetwork,
+            name: vnet_name.clone(),
+            scope: vnet_rg.clone(),
+            id: vnet_id,
+        },
+        checks: vec![],
+        depends_on: vec![],
+        why: "bring-your-own VNet (networks.vnet): read only; it must exist".to_string(),
+    }));
+
+    if let Some(identity) = &cfg.identity {
+        out.push(Desired::Read(ReadSpec {
+            res: Resource {
+                address: names::address(Kind::ManagedIdentity, &identity.resource_group, &identity.name),
+                kind: Kind::ManagedIdentity,
+                name: identity.name.clone(),
+                scope: identity.resource_group.clone(),
+                id: names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name),
+            },
+            ownership: ReadOwnership::User,
+            depends_on: vec![],
+            why: "user-assigned identity (identity): read for the status's id and clientID".to_string(),
+        }));
+    }
+
+    // The tasks the spec gates out, shown so a reviewer sees what is not created and why.
+    out.push(skipped(
+        Kind::RouteTable,
+        tn,
+        names::ROUTE_TABLE_NAME,
+        None,
+        Ownership::Managed,
+        &format!("{GATED} — no route table is created; the route table is discovered from the BYO subnet"),
+    ));
+    out.push(skipped(
+        Kind::NetworkSecurityGroup,
+        tn,
+        &names::nsg_name(tn),
+        None,
+        Ownership::Managed,
+        &format!("{GATED} — no NSG is created; the NSG is discovered from the BYO subnet"),
+    ));
+    out.push(skipped(
+        Kind::NatGateway,
+        tn,
+        &names::nat_name(tn, None, false),
+        None,
+        Ownership::Managed,
+        &format!("{GATED} — Gardener creates no NAT gateway or public IPs; egress is yours (a NAT you attach to the subnet stays untouched)"),
+    ));
+
+    let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
+    let mut checks = vec![];
+    let subnet_ref = format!("subnet {} in VNet {vnet_rg}/{vnet_name}", subnet.name);
+    if let Some(cidr) = &found.subnet_cidr {
+        checks.push(check(
+            "/properties/addressPrefix",
+            json!(cidr),
+            format!("{subnet_ref}: address prefix changed since the plan (was {cidr}); re-run `trellis plan` so pre-flight re-checks it against networking.nodes"),
+        ));
+    }
+    checks.push(check(
+        "/properties/networkSecurityGroup/id",
+        found.nsg_id.clone().map(Value::String).unwrap_or(Value::Null),
+        format!(
+            "{subnet_ref}: network security group association changed (expected {}); the CCM needs the NSG named in azure.json — re-attach it or re-run `trellis plan`",
+            found.nsg_id.as_deref().unwrap_or("none")
+        ),
+    ));
+    checks.push(check(
+        "/properties/routeTable/id",
+        found.route_table_id.clone().map(Value::String).unwrap_or(Value::Null),
+        format!(
+            "{subnet_ref}: route table association changed (expected {}); re-attach it or re-run `trellis plan`",
+            found.route_table_id.as_deref().unwrap_or("none")
+        ),
+    ));
+    let subnet_address = names::address(Kind::Subnet, &vnet_rg, &format!("{vnet_name}/{}", subnet.name));
+    out.push(Desired::Verify(VerifySpec {
+        res: Resource {
+            address: subnet_address,
+            kind: Kind::Subnet,
+            name: format!("{vnet_name}/{}", subnet.name),
+            scope: vnet_rg.clone(),
+            id: subnet_id,
+        },
+        checks,
+        depends_on: vec![vnet_address],
+        why: "bring-your-own subnet (networks.subnet): discovered read-only, never written (EnsureUserSubnet); its NSG and route table associations and CIDR must stay as planned".to_string(),
+    }));
+
+    if let (Some(id), Some(parsed)) = (&found.nsg_id, &found.nsg) {
+        out.push(Desired::Verify(VerifySpec {
+            res: Resource {
+                address: names::address(Kind::NetworkSecurityGroup, &parsed.resource_group, &parsed.name),
+                kind: Kind::NetworkSecurityGroup,
+                name: parsed.name.clone(),
+                scope: parsed.resource_group.clone(),
+                id: id.clone(),
+            },
+            checks: vec![],
+            depends_on: vec![],
+            why: "your NSG, discovered from the subnet: never written by trellis; the CCM and bastion controller add their rules at run time".to_string(),
+        }));
+    }
+    if let (Some(id), Some(parsed)) = (&found.route_table_id, &found.route_table) {
+        let writer = if ctx.overlay {
+            "overlay CNI: the CCM's route controller is off, nothing writes routes"
+        } else {
+            "the CCM writes per-node pod-CIDR routes at run time"
+        };
+        out.push(Desired::Verify(VerifySpec {
+            res: Resource {
+                address: names::address(Kind::RouteTable, &parsed.resource_group, &parsed.name),
+                kind: Kind::RouteTable,
+                name: parsed.name.clone(),
+                scope: parsed.resource_group.clone(),
+                id: id.clone(),
+            },
+            checks: vec![],
+            depends_on: vec![],
+            why: format!("your route table, discovered from the subnet: never written by trellis; {writer}"),
+        }));
+    }
+    out
+}

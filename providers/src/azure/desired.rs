@@ -1,0 +1,549 @@
+//! Desired state for an Azure shoot: the upstream task graph (reference §2.2) and, in
+//! user-managed-egress mode, the spec's task-gating matrix — as typed desired resources.
+//!
+//! Pure: a function of the configuration, the observed cloud and what the workspace remembers.
+//! Managed resources carry a JSON merge patch of exactly the attributes upstream manages, so
+//! attributes written by others (CCM routes, NSG rules, subnet delegations) are left alone.
+
+use super::api::{InfrastructureConfig, OutboundAccessType};
+use super::names::{self, rtype};
+use super::Ctx;
+use serde_json::{json, Value};
+use trellis_plans::{Check, Kind, Ownership};
+use trellis_planner::discover::{ListReq, Observed};
+use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, SkipSpec, VerifySpec};
+
+/// Tags upstream puts on managed public IPs.
+const TAG_MANAGED_BY: &str = "managed-by-gardener";
+const TAG_SHOOT_NAME: &str = "gardener-shoot-name";
+
+/// One NAT gateway the configuration asks for (single-subnet layout or one zone).
+#[derive(Clone, Debug)]
+pub struct NatPlan {
+    pub name: String,
+    pub zone: Option<i32>,
+    pub sku: String,
+    pub idle_timeout: Option<i32>,
+    /// Managed public IP name, when the user gave no IPs.
+    pub managed_ip: Option<String>,
+    /// User public IPs: (resource group, name).
+    pub user_ips: Vec<(String, String)>,
+}
+
+impl NatPlan {
+    pub fn id(&self, ctx: &Ctx) -> String {
+        names::resource_id(&ctx.sub, &ctx.tn, rtype::NAT_GATEWAY, &self.name)
+    }
+
+    /// The ids of the public IPs this NAT uses.
+    pub fn ip_ids(&self, ctx: &Ctx) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .managed_ip
+            .iter()
+            .map(|n| names::resource_id(&ctx.sub, &ctx.tn, rtype::PUBLIC_IP, n))
+            .collect();
+        ids.extend(self.user_ips.iter().map(|(rg, n)| names::resource_id(&ctx.sub, rg, rtype::PUBLIC_IP, n)));
+        ids
+    }
+}
+
+/// One worker subnet the configuration asks for.
+#[derive(Clone, Debug)]
+pub struct SubnetPlan {
+    pub name: String,
+    pub zone: Option<i32>,
+    pub migrated: bool,
+    pub cidr: String,
+    pub service_endpoints: Vec<String>,
+    pub nat: Option<NatPlan>,
+}
+
+/// The managed-mode layout: subnets and their NATs, in configuration order.
+pub fn layout(cfg: &InfrastructureConfig, ctx: &Ctx) -> Vec<SubnetPlan> {
+    let tn = &ctx.tn;
+    let net = &cfg.networks;
+    if net.zones.is_empty() {
+        let nat = net.nat_gateway.as_ref().filter(|n| n.enabled).map(|n| {
+            let name = names::nat_name(tn, None, false);
+            NatPlan {
+                managed_ip: n.ip_addresses.is_empty().then(|| names::public_ip_name(&name)),
+                user_ips: n.ip_addresses.iter().map(|ip| (ip.resource_group.clone(), ip.name.clone())).collect(),
+                zone: n.zone,
+                sku: n.sku.clone().unwrap_or_else(|| "Standard".to_string()),
+                idle_timeout: n.idle_connection_timeout_minutes,
+                name,
+            }
+        });
+        return vec![SubnetPlan {
+            name: names::subnet_name(tn, None, false),
+            zone: None,
+            migrated: false,
+            cidr: net.workers.clone().unwrap_or_default(),
+            service_endpoints: net.service_endpoints.clone(),
+            nat,
+        }];
+    }
+    net.zones
+        .iter()
+        .map(|z| {
+            let migrated = ctx.migrated_zone == Some(z.name);
+            let nat = z.nat_gateway.as_ref().filter(|n| n.enabled).map(|n| {
+                let name = names::nat_name(tn, Some(z.name), migrated);
+                NatPlan {
+                    managed_ip: n.ip_addresses.is_empty().then(|| names::public_ip_name(&name)),
+                    user_ips: n.ip_addresses.iter().map(|ip| (ip.resource_group.clone(), ip.name.clone())).collect(),
+                    zone: Some(z.name),
+                    sku: n.sku.clone().unwrap_or_else(|| "Standard".to_string()),
+                    idle_timeout: n.idle_connection_timeout_minutes,
+                    name,
+                }
+            });
+            SubnetPlan {
+                name: names::subnet_name(tn, Some(z.name), migrated),
+                zone: Some(z.name),
+                migrated,
+                cidr: z.cidr.clone(),
+                service_endpoints: z.service_endpoints.clone(),
+                nat,
+            }
+        })
+        .collect()
+}
+
+/// The VNet the shoot uses: (resource group, name, whether trellis manages it).
+pub fn vnet(cfg: &InfrastructureConfig, ctx: &Ctx) -> (String, String, bool) {
+    match (&cfg.networks.vnet.resource_group, &cfg.networks.vnet.name) {
+        (Some(rg), Some(name)) => (rg.clone(), name.clone(), false),
+        _ => (ctx.tn.clone(), ctx.tn.clone(), true),
+    }
+}
+
+/// What discovery must look at, in two rounds: first the containers, then what lives in them.
+pub fn discovery_round1(cfg: &InfrastructureConfig, ctx: &Ctx) -> Vec<String> {
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let mut ids = vec![
+        names::resource_group_id(&ctx.sub, &ctx.tn),
+        names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name),
+    ];
+    if let Some(identity) = &cfg.identity {
+        ids.push(names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name));
+    }
+    if let Some(subnet) = &cfg.networks.subnet {
+        ids.push(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name));
+    }
+    ids
+}
+
+/// Round two: every resource the plan may touch, plus the lists upstream scans for leftovers.
+pub fn discovery_round2(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> (Vec<String>, Vec<ListReq>) {
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
+    let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
+    let mut ids = Vec::new();
+    let mut lists = Vec::new();
+    if let Some(subnet) = &cfg.networks.subnet {
+        // User-managed egress: the route table and NSG come from the subnet's associations.
+        let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
+        if let Some(s) = observed.get(&subnet_id) {
+            for link in ["/properties/routeTable/id", "/properties/networkSecurityGroup/id"] {
+                if let Some(id) = s.pointer(link).and_then(Value::as_str) {
+                    ids.push(id.to_string());
+                }
+            }
+        }
+        ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME));
+        ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn)));
+        return (ids, lists);
+    }
+    ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME));
+    ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn)));
+    for s in layout(cfg, ctx) {
+        ids.push(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &s.name));
+        if let Some(nat) = &s.nat {
+            ids.push(nat.id(ctx));
+            ids.extend(nat.ip_ids(ctx));
+        }
+    }
+    if observed.get(&rg_id).is_some() {
+        lists.push(ListReq { parent: rg_id.clone(), rtype: rtype::NAT_GATEWAY.to_string() });
+        lists.push(ListReq { parent: rg_id, rtype: rtype::PUBLIC_IP.to_string() });
+    }
+    if observed.get(&vnet_id).is_some() {
+        lists.push(ListReq { parent: vnet_id, rtype: rtype::SUBNET.to_string() });
+    }
+    (ids, lists)
+}
+
+fn res(kind: Kind, scope: &str, name: &str, id: String) -> Resource {
+    Resource { address: names::address(kind, scope, name), kind, name: name.to_string(), scope: scope.to_string(), id }
+}
+
+fn rg_res(ctx: &Ctx) -> Resource {
+    res(Kind::ResourceGroup, &ctx.tn, &ctx.tn, names::resource_group_id(&ctx.sub, &ctx.tn))
+}
+
+fn subnet_res(ctx: &Ctx, vnet_rg: &str, vnet_name: &str, name: &str) -> Resource {
+    res(
+        Kind::Subnet,
+        vnet_rg,
+        &format!("{vnet_name}/{name}"),
+        names::subnet_id(&ctx.sub, vnet_rg, vnet_name, name),
+    )
+}
+
+/// The cluster resource group, managed in both modes.
+fn resource_group(ctx: &Ctx) -> Desired {
+    Desired::Managed(ManagedSpec {
+        res: rg_res(ctx),
+        patch: json!({"location": ctx.region}),
+        force_new: vec![],
+        depends_on: vec![],
+        why: "the cluster resource group (upstream task `ensure resource group`)".to_string(),
+    })
+}
+
+/// Everything the plan says about an Azure shoot.
+pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+    if cfg.networks.subnet.is_some() {
+        return super::byo::desired(cfg, ctx, observed);
+    }
+    managed(cfg, ctx, observed)
+}
+
+fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+    let tn = ctx.tn.as_str();
+    let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
+    let rg = rg_res(ctx);
+    let mut out = vec![resource_group(ctx)];
+
+    let vnet_res = res(
+        Kind::VirtualNetwork,
+        &vnet_rg,
+        &vnet_name,
+        names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name),
+    );
+    if vnet_managed {
+        let cidr = cfg.networks.vnet.cidr.clone().or_else(|| cfg.networks.workers.clone()).unwrap_or_default();
+        let ddos = cfg.networks.vnet.ddos_protection_plan_id.clone();
+        out.push(Desired::Managed(ManagedSpec {
+            res: vnet_res.clone(),
+            patch: json!({
+                "location": ctx.region,
+                "properties": {
+                    "addressSpace": {"addressPrefixes": [cidr]},
+                    "enableDdosProtection": ddos.is_some(),
+                    "ddosProtectionPlan": ddos.map(|id| json!({"id": id})),
+                }
+            }),
+            force_new: vec![],
+            depends_on: vec![rg.address.clone()],
+            why: "the shoot's VNet (upstream task `ensure vnet`)".to_string(),
+        }));
+    } else {
+        out.push(Desired::Verify(VerifySpec {
+            res: vnet_res.clone(),
+            checks: vec![],
+            depends_on: vec![],
+            why: "bring-your-own VNet (networks.vnet.name/resourceGroup): read only; it must exist (upstream task `ensure vnet` only reads it)".to_string(),
+        }));
+    }
+
+    if let Some(identity) = &cfg.identity {
+        out.push(Desired::Read(ReadSpec {
+            res: res(
+                Kind::ManagedIdentity,
+                &identity.resource_group,
+                &identity.name,
+                names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name),
+            ),
+            ownership: ReadOwnership::User,
+            depends_on: vec![],
+            why: "user-assigned identity (identity): read for the status's id and clientID (upstream task `ensure managed identity`)".to_string(),
+        }));
+    }
+
+    let rt = res(
+        Kind::RouteTable,
+        tn,
+        names::ROUTE_TABLE_NAME,
+        names::resource_id(&ctx.sub, tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME),
+    );
+    out.push(Desired::Managed(ManagedSpec {
+        res: rt.clone(),
+        patch: json!({"location": ctx.region}),
+        force_new: vec![],
+        depends_on: vec![rg.address.clone()],
+        why: "the worker route table, created empty; the CCM writes per-node routes into it (upstream task `ensure route table`)".to_string(),
+    }));
+    let nsg_name = names::nsg_name(tn);
+    let nsg = res(Kind::NetworkSecurityGroup, tn, &nsg_name, names::resource_id(&ctx.sub, tn, rtype::NSG, &nsg_name));
+    out.push(Desired::Managed(ManagedSpec {
+        res: nsg.clone(),
+        patch: json!({"location": ctx.region}),
+        force_new: vec![],
+        depends_on: vec![rg.address.clone()],
+        why: "the worker NSG, created empty; the CCM and bastion controller write rules into it (upstream task `ensure security group`)".to_string(),
+    }));
+
+    let subnets = layout(cfg, ctx);
+    let mut subnet_addresses = Vec::new();
+    let mut nat_addresses = Vec::new();
+    let mut wanted_nats = Vec::new();
+    let mut wanted_ips = Vec::new();
+    let mut pinned_ips = Vec::new();
+    for s in &subnets {
+        let mut subnet_deps = vec![vnet_res.address.clone(), rt.address.clone(), nsg.address.clone()];
+        let nat_id = s.nat.as_ref().map(|nat| {
+            let (nat_address, ip_deps) = nat_gateway(ctx, nat, &rg, &mut out);
+            subnet_deps.push(nat_address.clone());
+            nat_addresses.push(nat_address);
+            nat_addresses.extend(ip_deps);
+            wanted_nats.push(nat.name.clone());
+            wanted_ips.extend(nat.managed_ip.clone());
+            pinned_ips.extend(nat.user_ips.iter().filter(|(rg, _)| rg == tn).map(|(_, n)| n.clone()));
+            nat.id(ctx)
+        });
+        let sres = subnet_res(ctx, &vnet_rg, &vnet_name, &s.name);
+        let live_nat = observed.get(&sres.id).and_then(|v| v.pointer("/properties/natGateway/id")).and_then(Value::as_str);
+        // Without a NAT of ours, an existing association is removed only if that NAT is in the cluster
+        // resource group: a NAT the user attached stays attached (upstream `ensureSubnets`).
+        let nat_value = match (&nat_id, live_nat) {
+            (Some(id), _) => Some(json!({"id": id})),
+            (None, Some(live)) if names::parse_id(live).is_some_and(|p| p.resource_group.eq_ignore_ascii_case(tn)) => {
+                Some(Value::Null)
+            }
+            (None, _) => None,
+        };
+        let mut props = json!({
+            "addressPrefix": s.cidr,
+            "serviceEndpoints": if s.service_endpoints.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(s.service_endpoints.iter().map(|e| json!({"service": e})).collect())
+            },
+            "routeTable": {"id": rt.id},
+            "networkSecurityGroup": {"id": nsg.id},
+            "defaultOutboundAccess": ctx.annotation(super::api::DISABLE_DEFAULT_OUTBOUND_ACCESS_ANNOTATION) != Some("true"),
+        });
+        if let Some(v) = nat_value {
+            props["natGateway"] = v;
+        }
+        let zone_note = match (s.zone, s.migrated) {
+            (Some(z), true) => format!(" for zone {z} (migrated from the single-subnet layout: keeps its name)"),
+            (Some(z), false) => format!(" for zone {z}"),
+            (None, _) => String::new(),
+        };
+        subnet_addresses.push(sres.address.clone());
+        out.push(Desired::Managed(ManagedSpec {
+            res: sres,
+            patch: json!({"properties": props}),
+            force_new: vec![],
+            depends_on: subnet_deps,
+            why: format!("worker subnet{zone_note} (upstream task `ensure subnets`)"),
+        }));
+    }
+
+    // Leftovers upstream deletes: NATs and public IPs named after the shoot in its resource group, and
+    // subnets named `<tn>-nodes*` in the VNet, that the configuration no longer asks for.
+    let rg_id = names::resource_group_id(&ctx.sub, tn);
+    for nat in observed.list(&rg_id, rtype::NAT_GATEWAY) {
+        let Some(name) = nat.get("name").and_then(Value::as_str) else { continue };
+        if name.starts_with(tn) && !wanted_nats.iter().any(|w| w == name) {
+            out.push(Desired::DeleteManaged {
+                res: res(Kind::NatGateway, tn, name, names::resource_id(&ctx.sub, tn, rtype::NAT_GATEWAY, name)),
+                depends_on: subnet_addresses.clone(),
+                why: "NAT gateway of this shoot that the configuration no longer asks for (upstream task `ensure nats`)".to_string(),
+            });
+        }
+    }
+    for ip in observed.list(&rg_id, rtype::PUBLIC_IP) {
+        let Some(name) = ip.get("name").and_then(Value::as_str) else { continue };
+        let tagged = ip.pointer(&format!("/tags/{TAG_MANAGED_BY}")).is_some()
+            && ip.pointer(&format!("/tags/{TAG_SHOOT_NAME}")).is_some();
+        if name.starts_with(tn) && tagged && !wanted_ips.iter().any(|w| w == name) && !pinned_ips.iter().any(|p| p == name) {
+            let mut deps = subnet_addresses.clone();
+            deps.extend(nat_addresses.iter().cloned());
+            out.push(Desired::DeleteManaged {
+                res: res(Kind::PublicIpAddress, tn, name, names::resource_id(&ctx.sub, tn, rtype::PUBLIC_IP, name)),
+                depends_on: deps,
+                why: "public IP of this shoot that the configuration no longer asks for (upstream task `ensure public IPs`)".to_string(),
+            });
+        }
+    }
+    let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
+    let prefix = names::subnet_name(tn, None, false);
+    for s in observed.list(&vnet_id, rtype::SUBNET) {
+        let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
+        if name.starts_with(&prefix) && !subnets.iter().any(|w| w.name == name) {
+            out.push(Desired::DeleteManaged {
+                res: subnet_res(ctx, &vnet_rg, &vnet_name, name),
+                depends_on: vec![],
+                why: "worker subnet of this shoot that the configuration no longer asks for (upstream task `ensure subnets`)".to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// The NAT gateway and its public IPs; returns the NAT's address and the addresses of its IP nodes.
+fn nat_gateway(ctx: &Ctx, nat: &NatPlan, rg: &Resource, out: &mut Vec<Desired>) -> (String, Vec<String>) {
+    let tn = ctx.tn.as_str();
+    let zones = nat.zone.map(|z| json!([z.to_string()])).unwrap_or(Value::Null);
+    let mut ip_addresses = Vec::new();
+    if let Some(ip_name) = &nat.managed_ip {
+        let ip = res(Kind::PublicIpAddress, tn, ip_name, names::resource_id(&ctx.sub, tn, rtype::PUBLIC_IP, ip_name));
+        ip_addresses.push(ip.address.clone());
+        out.push(Desired::Managed(ManagedSpec {
+            res: ip,
+            patch: json!({
+                "location": ctx.region,
+                "sku": {"name": nat.sku, "tier": "Regional"},
+                "zones": zones,
+                "tags": {TAG_MANAGED_BY: "true", TAG_SHOOT_NAME: tn},
+                "properties": {"publicIPAllocationMethod": "Static", "publicIPAddressVersion": "IPv4"},
+            }),
+            force_new: vec!["/location", "/zones", "/properties/publicIPAllocationMethod", "/sku/name"],
+            depends_on: vec![rg.address.clone()],
+            why: format!("public IP of NAT gateway {} (upstream task `ensure public IPs`)", nat.name),
+        }));
+    }
+    for (ip_rg, ip_name) in &nat.user_ips {
+        let ip = res(Kind::PublicIpAddress, ip_rg, ip_name, names::resource_id(&ctx.sub, ip_rg, rtype::PUBLIC_IP, ip_name));
+        ip_addresses.push(ip.address.clone());
+        out.push(Desired::Read(ReadSpec {
+            res: ip,
+            ownership: ReadOwnership::User,
+            depends_on: vec![],
+            why: format!("your public IP for NAT gateway {} (natGateway.ipAddresses): read only", nat.name),
+        }));
+    }
+    let nat_res = res(Kind::NatGateway, tn, &nat.name, nat.id(ctx));
+    let address = nat_res.address.clone();
+    let ips: Vec<Value> = nat.ip_ids(ctx).into_iter().map(|id| json!({"id": id})).collect();
+    let mut deps = vec![rg.address.clone()];
+    deps.extend(ip_addresses.iter().cloned());
+    out.push(Desired::Managed(ManagedSpec {
+        res: nat_res,
+        patch: json!({
+            "location": ctx.region,
+            "sku": {"name": nat.sku},
+            "zones": zones,
+            "properties": {
+                "idleTimeoutInMinutes": nat.idle_timeout,
+                "publicIpAddresses": ips,
+            },
+        }),
+        force_new: vec!["/location", "/zones", "/sku/name"],
+        depends_on: deps,
+        why: "NAT gateway (networks.natGateway.enabled; upstream task `ensure nats`)".to_string(),
+    }));
+    (address, ip_addresses)
+}
+
+/// A skip node for a task the configuration gates out.
+pub fn skipped(kind: Kind, scope: &str, name: &str, id: Option<String>, ownership: Ownership, why: &str) -> Desired {
+    Desired::Skip(SkipSpec {
+        address: names::address(kind, scope, name),
+        kind,
+        name: name.to_string(),
+        scope: scope.to_string(),
+        id,
+        ownership,
+        why: why.to_string(),
+    })
+}
+
+/// A verify check that an attribute equals a value.
+pub fn check(path: &str, expect: Value, message: String) -> Check {
+    Check { path: path.to_string(), expect, message }
+}
+
+/// The outbound access type upstream derives: NATGateway unless some subnet has no NAT.
+pub fn outbound_access_type(cfg: &InfrastructureConfig, ctx: &Ctx) -> OutboundAccessType {
+    if cfg.networks.subnet.is_some() {
+        return OutboundAccessType::UserManaged;
+    }
+    if layout(cfg, ctx).iter().all(|s| s.nat.is_some()) {
+        OutboundAccessType::NatGateway
+    } else {
+        OutboundAccessType::LoadBalancer
+    }
+}
+
+/// What `destroy` must look at: the cluster resource group, its load balancers, the VNet's subnets.
+pub fn destroy_discovery(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> (Vec<String>, Vec<ListReq>) {
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
+    let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
+    let mut lists = Vec::new();
+    if observed.get(&rg_id).is_some() {
+        lists.push(ListReq { parent: rg_id, rtype: rtype::LOAD_BALANCER.to_string() });
+    }
+    if observed.get(&vnet_id).is_some() {
+        lists.push(ListReq { parent: vnet_id, rtype: rtype::SUBNET.to_string() });
+    }
+    (vec![], lists)
+}
+
+/// The upstream delete graph (reference §2.4): load balancers and Gardener-named subnets in a user VNet,
+/// then the cluster resource group (which takes everything inside it). User-owned resources are listed
+/// as skipped so the reviewer sees they stay.
+pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+    let tn = ctx.tn.as_str();
+    let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
+    let rg_id = names::resource_group_id(&ctx.sub, tn);
+    let byo_subnet = cfg.networks.subnet.as_ref().map(|s| s.name.as_str());
+    let mut out = Vec::new();
+    let mut lb_addresses = Vec::new();
+    let mut subnet_addresses = Vec::new();
+    if !vnet_managed {
+        for lb in observed.list(&rg_id, rtype::LOAD_BALANCER) {
+            let Some(name) = lb.get("name").and_then(Value::as_str) else { continue };
+            let r = res(Kind::LoadBalancer, tn, name, names::resource_id(&ctx.sub, tn, rtype::LOAD_BALANCER, name));
+            lb_addresses.push(r.address.clone());
+            out.push(Desired::DeleteRuntime {
+                res: r,
+                depends_on: vec![],
+                rule: "load balancer the CCM created in the cluster resource group; upstream's delete graph removes every load balancer there first when the VNet is not Gardener's (task `delete load balancers`)".to_string(),
+            });
+        }
+        let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
+        for s in observed.list(&vnet_id, rtype::SUBNET) {
+            let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
+            if Some(name) == byo_subnet {
+                out.push(skipped(
+                    Kind::Subnet,
+                    &vnet_rg,
+                    &format!("{vnet_name}/{name}"),
+                    Some(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, name)),
+                    Ownership::User,
+                    "never deleted: your subnet (networks.subnet), with its NSG and route table, stays untouched",
+                ));
+            } else if name.starts_with(tn) {
+                let r = subnet_res(ctx, &vnet_rg, &vnet_name, name);
+                subnet_addresses.push(r.address.clone());
+                out.push(Desired::DeleteManaged {
+                    res: r,
+                    depends_on: lb_addresses.clone(),
+                    why: "subnet of this shoot in your VNet (upstream task `delete subnets in foreign resource group`)".to_string(),
+                });
+            }
+        }
+        out.push(skipped(
+            Kind::VirtualNetwork,
+            &vnet_rg,
+            &vnet_name,
+            Some(vnet_id),
+            Ownership::User,
+            "never deleted: your VNet (networks.vnet)",
+        ));
+    }
+    let mut deps = lb_addresses;
+    deps.extend(subnet_addresses);
+    out.push(Desired::DeleteManaged {
+        res: rg_res(ctx),
+        depends_on: deps,
+        why: "the cluster resource group and everything in it: VMs, NICs, disks, public IPs, load balancers, and in managed mode the VNet, route table, NSG and NAT gateways (upstream task `delete resource group`)".to_string(),
+    });
+    out
+}

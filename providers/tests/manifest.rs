@@ -1,0 +1,233 @@
+//! Loading Gardener Shoot manifests: the typed parse, `file:line:col` errors, multi-document files,
+//! fleets (directories) and duplicate shoots.
+
+use std::path::{Path, PathBuf};
+
+use trellis_providers::azure::api::{InfrastructureConfig, API_VERSION, INFRASTRUCTURE_CONFIG_KIND};
+use trellis_providers::manifest::{self, Loaded, Shoot, ShootAny};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn azure(loaded: &Loaded) -> &Shoot<InfrastructureConfig> {
+    match &loaded.shoot {
+        ShootAny::Azure(s) => s,
+    }
+}
+
+/// Writes `files` (name, contents) into a temp dir, loads `load` (names in it; "" = the dir) and
+/// returns the error with the temp dir shown as `<dir>`.
+#[track_caller]
+fn load_err_files(files: &[(&str, &str)], load: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let paths: Vec<PathBuf> =
+        load.iter().map(|n| if n.is_empty() { dir.path().to_path_buf() } else { dir.path().join(n) }).collect();
+    let err = manifest::load(&paths).expect_err("load must fail");
+    err.to_string().replace(&dir.path().display().to_string(), "<dir>")
+}
+
+/// `yaml` as the file `shoot.yaml`: the error it gives.
+#[track_caller]
+fn check_err(yaml: &str, expected: &str) {
+    assert_eq!(load_err_files(&[("shoot.yaml", yaml)], &["shoot.yaml"]), expected);
+}
+
+const HEAD: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: a\n  namespace: garden-p\n";
+
+fn azure_shoot(infra_body: &str) -> String {
+    format!(
+        "{HEAD}spec:\n  provider:\n    type: azure\n    infrastructureConfig:\n      apiVersion: {API_VERSION}\n      kind: {INFRASTRUCTURE_CONFIG_KIND}\n{infra_body}"
+    )
+}
+
+#[test]
+fn managed_shoot_parses_typed_with_opaque_parts_kept() {
+    let loaded = manifest::load(&[data("azure-managed.yaml")]).unwrap();
+    assert_eq!(loaded.len(), 1);
+    assert_eq!((loaded[0].doc_index, loaded[0].provider_type.as_str()), (0, "azure"));
+    let shoot = azure(&loaded[0]);
+    assert_eq!(shoot.technical_id(), "shoot--dev--payments");
+    assert_eq!(shoot.spec.region, "westeurope");
+    assert!(shoot.overlay_enabled());
+    assert_eq!(shoot.max_nodes(), 8);
+    assert_eq!(shoot.annotation("azure.provider.extensions.gardener.cloud/skip-allow-egress"), Some("false"));
+    assert_eq!(shoot.spec.networking.nodes.as_deref(), Some("10.250.0.0/16"));
+    assert_eq!(shoot.spec.networking.ip_families, vec!["IPv4"]);
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    assert_eq!(cfg.networks.workers.as_deref(), Some("10.250.0.0/19"));
+    assert_eq!(cfg.networks.nat_gateway.as_ref().unwrap().zone, Some(1));
+    assert!(cfg.zoned);
+    assert_eq!(shoot.spec.provider.workers[0].zones, vec!["1"]);
+    assert_eq!(shoot.spec.provider.workers[0].machine.as_ref().unwrap()["type"], "Standard_D4s_v5");
+    assert_eq!(shoot.spec.kubernetes.as_ref().unwrap()["version"], "1.33.2");
+    assert_eq!(shoot.status.as_ref().unwrap()["lastOperation"]["progress"], 100);
+    assert!(!shoot.has_worker_with_in_place_update());
+}
+
+#[test]
+fn byo_shoot_parses_subnet_reference() {
+    let loaded = manifest::load(&[data("azure-byo.yaml")]).unwrap();
+    let shoot = azure(&loaded[0]);
+    assert_eq!(shoot.technical_id(), "shoot--fin--ledger");
+    assert!(!shoot.overlay_enabled());
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    assert_eq!(cfg.networks.subnet.as_ref().unwrap().name, "ledger-workers");
+    assert!(cfg.is_using_user_managed_egress());
+}
+
+#[test]
+fn missing_fields_parse_to_empty_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    std::fs::write(&file, azure_shoot("")).unwrap();
+    let loaded = manifest::load(&[file]).unwrap();
+    let shoot = azure(&loaded[0]);
+    assert_eq!(shoot.spec.provider.infrastructure_config.networks, Default::default());
+    assert_eq!(shoot.spec.region, "");
+    assert!(shoot.spec.provider.workers.is_empty());
+}
+
+#[test]
+fn namespace_garden_is_project_garden() {
+    let loaded = manifest::load(&[data("fleet/20-ledger.yml")]).unwrap();
+    assert_eq!(loaded[0].shoot.technical_id(), "shoot--garden--ledger");
+}
+
+#[test]
+fn directory_is_a_fleet_of_yaml_files_in_name_order() {
+    let loaded = manifest::load(&[data("fleet")]).unwrap();
+    let ids: Vec<String> = loaded.iter().map(|l| l.shoot.technical_id()).collect();
+    assert_eq!(ids, vec!["shoot--dev--payments", "shoot--garden--ledger"]);
+    assert!(loaded[1].file.ends_with("fleet/20-ledger.yml"));
+}
+
+#[test]
+fn multi_document_file_yields_every_shoot_and_skips_empty_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.yaml");
+    let text = format!(
+        "---\n{}---\n# only a comment\n---\n{}\n---\n",
+        azure_shoot("      networks:\n        workers: 10.0.0.0/16\n"),
+        azure_shoot("      zoned: true\n").replace("name: a", "name: b"),
+    );
+    std::fs::write(&file, text).unwrap();
+    let loaded = manifest::load(&[file]).unwrap();
+    let docs: Vec<(usize, String)> = loaded.iter().map(|l| (l.doc_index, l.shoot.technical_id())).collect();
+    assert_eq!(docs, vec![(0, "shoot--p--a".to_string()), (2, "shoot--p--b".to_string())]);
+}
+
+#[test]
+fn malformed_yaml_gives_file_line_column() {
+    check_err(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: a\n   namespace: b\n",
+        "<dir>/shoot.yaml:5:13: mapping values are not allowed in this context",
+    );
+    check_err("a: [1, 2\n", "<dir>/shoot.yaml:1:4: unclosed bracket '['");
+}
+
+#[test]
+fn unknown_field_in_infrastructure_config_gives_file_line_column() {
+    check_err(
+        &azure_shoot("      networks:\n        vnett: {}\n"),
+        "<dir>/shoot.yaml:13:9: unknown field `vnett`, expected one of vnet, workers, natGateway, serviceEndpoints, zones, subnet",
+    );
+}
+
+#[test]
+fn unknown_field_in_shoot_gives_file_line_column() {
+    check_err(
+        &format!("{HEAD}spec:\n  provider:\n    type: azure\n  regoin: westeurope\n"),
+        "<dir>/shoot.yaml:9:3: unknown field `regoin`, expected one of cloudProfileName, cloudProfile, region, secretBindingName, credentialsBindingName, seedName, seedSelector, purpose, kubernetes, networking, provider, dns, maintenance, hibernation, addons, extensions, resources, tolerations, exposureClassName, controlPlane, systemComponents, schedulerName, monitoring, accessRestrictions",
+    );
+}
+
+#[test]
+fn wrong_type_gives_file_line_column_and_the_value() {
+    check_err(
+        &format!("{HEAD}spec:\n  provider:\n    type: azure\n    workers:\n    - name: w\n      maximum: lots\n"),
+        "<dir>/shoot.yaml:11:16: invalid value \"lots\": expected an integer (i32)",
+    );
+    check_err(
+        &azure_shoot("      networks:\n        zones:\n        - name: one\n          cidr: 10.0.0.0/24\n"),
+        "<dir>/shoot.yaml:14:17: invalid value \"one\": expected an integer (i32)",
+    );
+}
+
+#[test]
+fn duplicate_key_is_an_error() {
+    check_err(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: a\n  name: b\n",
+        "<dir>/shoot.yaml:5:3: duplicate key \"name\"",
+    );
+}
+
+#[test]
+fn errors_in_a_multi_document_file_name_the_document() {
+    let text = format!("{}---\n{}", azure_shoot(""), azure_shoot("      zonde: true\n"));
+    check_err(&text, "<dir>/shoot.yaml:24:7: document 2: unknown field `zonde`, expected one of apiVersion, kind, resourceGroup, networks, identity, zoned");
+}
+
+#[test]
+fn wrong_kind_is_rejected() {
+    check_err(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Seed\nmetadata:\n  name: a\n",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot; found core.gardener.cloud/v1beta1 Seed",
+    );
+    check_err(
+        "apiVersion: v1\nkind: ConfigMap\n---\n",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot; found v1 ConfigMap",
+    );
+    check_err(
+        "metadata:\n  name: a\n",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot; found <none> <none>",
+    );
+}
+
+#[test]
+fn unsupported_provider_is_rejected() {
+    check_err(
+        &format!("{HEAD}spec:\n  provider:\n    type: aws\n"),
+        "<dir>/shoot.yaml: document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure",
+    );
+    check_err(&format!("{HEAD}spec: {{}}\n"), "<dir>/shoot.yaml: document 1: spec.provider.type: not set; trellis supports: azure");
+}
+
+#[test]
+fn infrastructure_config_of_the_wrong_kind_is_rejected() {
+    check_err(
+        &azure_shoot("").replace("kind: InfrastructureConfig", "kind: ControlPlaneConfig"),
+        "<dir>/shoot.yaml: document 1: spec.provider.infrastructureConfig: expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found azure.provider.extensions.gardener.cloud/v1alpha1 ControlPlaneConfig",
+    );
+    check_err(
+        &azure_shoot("").replace("azure.provider.extensions.gardener.cloud/v1alpha1", "aws.provider.extensions.gardener.cloud/v1alpha1"),
+        "<dir>/shoot.yaml: document 1: spec.provider.infrastructureConfig: expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found aws.provider.extensions.gardener.cloud/v1alpha1 InfrastructureConfig",
+    );
+    check_err(
+        &format!("{HEAD}spec:\n  provider:\n    type: azure\n"),
+        "<dir>/shoot.yaml: document 1: spec.provider.infrastructureConfig: expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found none (the infrastructureConfig is missing or has neither apiVersion nor kind)",
+    );
+}
+
+#[test]
+fn two_documents_with_the_same_technical_id_are_rejected_naming_both() {
+    let err = manifest::load(&[data("duplicate")]).unwrap_err().to_string();
+    let dir = data("duplicate").display().to_string();
+    assert_eq!(
+        err,
+        format!("duplicate shoot shoot--dev--payments: defined in {dir}/a.yaml and in {dir}/b.yaml (document 2)")
+    );
+    // The same file given twice is the same shoot twice.
+    let err = manifest::load(&[data("azure-byo.yaml"), data("azure-byo.yaml")]).unwrap_err().to_string();
+    assert!(err.starts_with("duplicate shoot shoot--fin--ledger: defined in "), "{err}");
+}
+
+#[test]
+fn empty_directory_and_empty_files_are_errors() {
+    assert_eq!(load_err_files(&[("notes.txt", "hi")], &[""]), "<dir>: no *.yaml or *.yml files in this directory");
+    assert_eq!(load_err_files(&[("empty.yaml", "---\n# nothing\n")], &[""]), "no Shoot manifests found in <dir>");
+    assert!(load_err_files(&[], &["missing.yaml"]).starts_with("<dir>/missing.yaml: "));
+}
