@@ -63,7 +63,12 @@ impl FieldError {
         FieldError { kind: ErrorType::NotSupported, field: field.into(), value: Some(value.0), detail }
     }
     pub fn duplicate(field: impl Into<String>, value: impl Into<String>) -> FieldError {
-        FieldError { kind: ErrorType::Duplicate, field: field.into(), value: Some(go_quote(&value.into())), detail: String::new() }
+        FieldError {
+            kind: ErrorType::Duplicate,
+            field: field.into(),
+            value: Some(go_quote(&value.into())),
+            detail: String::new(),
+        }
     }
 }
 
@@ -209,7 +214,11 @@ mod tests {
 
     #[test]
     fn renders_as_upstream_field_error() {
-        let e = FieldError::invalid("networks.vnet.cidr", "10.0.0.0/8", "specifying a cidr for an existing vnet is not possible");
+        let e = FieldError::invalid(
+            "networks.vnet.cidr",
+            "10.0.0.0/8",
+            "specifying a cidr for an existing vnet is not possible",
+        );
         assert_eq!(
             e.to_string(),
             r#"networks.vnet.cidr: Invalid value: "10.0.0.0/8": specifying a cidr for an existing vnet is not possible"#
@@ -219,7 +228,10 @@ mod tests {
         let e = FieldError::invalid_value("networks.vnet.cidr", Value::null(), "vnet cidr need to be specified");
         assert_eq!(e.to_string(), "networks.vnet.cidr: Invalid value: null: vnet cidr need to be specified");
         let e = FieldError::not_supported("networks.natGateway.sku", "Basic", &["Standard", "StandardV2"]);
-        assert_eq!(e.to_string(), r#"networks.natGateway.sku: Unsupported value: "Basic": supported values: "Standard", "StandardV2""#);
+        assert_eq!(
+            e.to_string(),
+            r#"networks.natGateway.sku: Unsupported value: "Basic": supported values: "Standard", "StandardV2""#
+        );
         let e = FieldError::required("identity.name", "must not be empty");
         assert_eq!(e.to_string(), "identity.name: Required value: must not be empty");
         let e = FieldError::forbidden("networks.workers", "either workers or zones must be specified");

@@ -4,8 +4,6 @@
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
 
-
 pub mod azure;
 pub mod field;
 pub mod manifest;
-

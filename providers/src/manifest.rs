@@ -381,25 +381,25 @@ pub enum ManifestError {
     )]
     UnsupportedProvider { file: PathBuf, doc: usize, provider_type: String },
     #[error(
-        "{}: document {}: spec.provider.infrastructureConfig: expected apiVersion {expected_api_version}, kind {expected_kind} for provider {provider_type}; found {}",
-        file.display(), doc + 1,
+        "{}: document {}: spec.provider.infrastructureConfig: expected apiVersion {}, kind {} for provider {provider_type}; found {}",
+        file.display(), doc + 1, infrastructure_config_type(provider_type).0, infrastructure_config_type(provider_type).1,
         if api_version.is_empty() && kind.is_empty() { "none (the infrastructureConfig is missing or has neither apiVersion nor kind)".to_string() } else { format!("{} {}", or_none(api_version), or_none(kind)) }
     )]
-    InfrastructureConfig {
-        file: PathBuf,
-        doc: usize,
-        provider_type: String,
-        expected_api_version: &'static str,
-        expected_kind: &'static str,
-        api_version: String,
-        kind: String,
-    },
+    InfrastructureConfig { file: PathBuf, doc: usize, provider_type: &'static str, api_version: String, kind: String },
     #[error("{}: no *.yaml or *.yml files in this directory", dir.display())]
     EmptyDir { dir: PathBuf },
     #[error("no Shoot manifests found in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
     NoManifests { paths: Vec<PathBuf> },
     #[error("duplicate shoot {technical_id}: defined in {first} and in {second}")]
     DuplicateShoot { technical_id: String, first: DocRef, second: DocRef },
+}
+
+/// The `apiVersion` and `kind` of a provider's `InfrastructureConfig`.
+pub fn infrastructure_config_type(provider_type: &str) -> (&'static str, &'static str) {
+    match provider_type {
+        "azure" => (azure::api::API_VERSION, azure::api::INFRASTRUCTURE_CONFIG_KIND),
+        _ => ("", ""),
+    }
 }
 
 fn doc_prefix(doc: Option<usize>) -> String {
@@ -490,17 +490,15 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
         let provider = head.spec.and_then(|s| s.provider).unwrap_or_default();
         let provider_type = provider.type_.unwrap_or_default();
         let infra = provider.infrastructure_config.unwrap_or_default();
-        let check_infra = |expected_api_version: &'static str, expected_kind: &'static str| {
+        let check_infra = |provider_type: &'static str| {
             let (a, k) = (infra.api_version.clone().unwrap_or_default(), infra.kind.clone().unwrap_or_default());
-            if a == expected_api_version && k == expected_kind {
+            if (a.as_str(), k.as_str()) == infrastructure_config_type(provider_type) {
                 return Ok(());
             }
             Err(ManifestError::InfrastructureConfig {
                 file: file.to_path_buf(),
                 doc: doc.index,
-                provider_type: provider_type.clone(),
-                expected_api_version,
-                expected_kind,
+                provider_type,
                 api_version: a,
                 kind: k,
             })
@@ -510,7 +508,7 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
         let shoot = match provider_type.as_str() {
             "azure" => {
                 let shoot: Shoot<azure::api::InfrastructureConfig> = typed(&padded).map_err(parse_err)?;
-                check_infra(azure::api::API_VERSION, azure::api::INFRASTRUCTURE_CONFIG_KIND)?;
+                check_infra("azure")?;
                 ShootAny::Azure(shoot)
             }
             _ => {

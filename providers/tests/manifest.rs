@@ -36,7 +36,8 @@ fn check_err(yaml: &str, expected: &str) {
     assert_eq!(load_err_files(&[("shoot.yaml", yaml)], &["shoot.yaml"]), expected);
 }
 
-const HEAD: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: a\n  namespace: garden-p\n";
+const HEAD: &str =
+    "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: a\n  namespace: garden-p\n";
 
 fn azure_shoot(infra_body: &str) -> String {
     format!(
@@ -193,7 +194,10 @@ fn unsupported_provider_is_rejected() {
         &format!("{HEAD}spec:\n  provider:\n    type: aws\n"),
         "<dir>/shoot.yaml: document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure",
     );
-    check_err(&format!("{HEAD}spec: {{}}\n"), "<dir>/shoot.yaml: document 1: spec.provider.type: not set; trellis supports: azure");
+    check_err(
+        &format!("{HEAD}spec: {{}}\n"),
+        "<dir>/shoot.yaml: document 1: spec.provider.type: not set; trellis supports: azure",
+    );
 }
 
 #[test]

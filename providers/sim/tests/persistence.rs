@@ -6,12 +6,24 @@ use trellis_sim::{ArmSim, Origin, WorldFile, DEFAULT_SUBSCRIPTION};
 
 const RG: &str = "/subscriptions/s/resourceGroups/rg";
 
+/// Opens the database. sled's background threads keep the file lock for a moment after a `Db` is
+/// dropped, so a reopen in the same process waits for it (a separate `trellis` run never has to).
+fn open_db(path: &std::path::Path) -> sled::Db {
+    for _ in 0..100 {
+        match sled::open(path) {
+            Ok(db) => return db,
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    sled::open(path).unwrap()
+}
+
 #[tokio::test]
 async fn writes_and_world_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let subnet = format!("{RG}/providers/Microsoft.Network/virtualNetworks/v/subnets/a");
     let (before, etag) = {
-        let db = sled::open(dir.path()).unwrap();
+        let db = open_db(dir.path());
         let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
         assert_eq!(sim.subscription(), DEFAULT_SUBSCRIPTION);
         let world = WorldFile::parse(
@@ -28,7 +40,7 @@ async fn writes_and_world_survive_reopen() {
         sim.persist_audit(&db.open_tree("audit").unwrap()).unwrap();
         (sim.snapshot(), created["etag"].clone())
     };
-    let db = sled::open(dir.path()).unwrap();
+    let db = open_db(dir.path());
     let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
     assert_eq!(sim.subscription(), "s");
     assert_eq!(sim.snapshot(), before);

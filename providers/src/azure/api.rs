@@ -419,9 +419,7 @@ pub fn find_subnet_by_purpose_and_zone<'a>(
     purpose: Purpose,
     zone: Option<&str>,
 ) -> Option<&'a Subnet> {
-    subnets
-        .iter()
-        .find(|s| s.purpose == purpose && zone.is_none_or(|z| s.zone.as_deref() == Some(z)))
+    subnets.iter().find(|s| s.purpose == purpose && zone.is_none_or(|z| s.zone.as_deref() == Some(z)))
 }
 
 #[cfg(test)]
@@ -446,7 +444,11 @@ mod tests {
                 outbound_access_type: OutboundAccessType::NatGateway,
             },
             resource_group: ResourceGroup { name: "shoot--p--s".into() },
-            route_tables: vec![RouteTable { purpose: Purpose::Nodes, name: "worker_route_table".into(), resource_group: None }],
+            route_tables: vec![RouteTable {
+                purpose: Purpose::Nodes,
+                name: "worker_route_table".into(),
+                resource_group: None,
+            }],
             security_groups: vec![SecurityGroup {
                 purpose: Purpose::Nodes,
                 name: "user-nsg".into(),

@@ -15,9 +15,9 @@ use super::desired::{check, skipped, vnet};
 use super::names::{self, rtype};
 use super::Ctx;
 use serde_json::{json, Value};
-use trellis_plans::{Kind, Ownership};
 use trellis_planner::discover::Observed;
 use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, VerifySpec};
+use trellis_plans::{Kind, Ownership};
 
 const GATED: &str = "skipped: user-managed egress (networks.subnet is set)";
 

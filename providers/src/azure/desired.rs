@@ -9,9 +9,9 @@ use super::api::{InfrastructureConfig, OutboundAccessType};
 use super::names::{self, rtype};
 use super::Ctx;
 use serde_json::{json, Value};
-use trellis_plans::{Check, Kind, Ownership};
 use trellis_planner::discover::{ListReq, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, SkipSpec, VerifySpec};
+use trellis_plans::{Check, Kind, Ownership};
 
 /// Tags upstream puts on managed public IPs.
 const TAG_MANAGED_BY: &str = "managed-by-gardener";
@@ -37,11 +37,8 @@ impl NatPlan {
 
     /// The ids of the public IPs this NAT uses.
     pub fn ip_ids(&self, ctx: &Ctx) -> Vec<String> {
-        let mut ids: Vec<String> = self
-            .managed_ip
-            .iter()
-            .map(|n| names::resource_id(&ctx.sub, &ctx.tn, rtype::PUBLIC_IP, n))
-            .collect();
+        let mut ids: Vec<String> =
+            self.managed_ip.iter().map(|n| names::resource_id(&ctx.sub, &ctx.tn, rtype::PUBLIC_IP, n)).collect();
         ids.extend(self.user_ips.iter().map(|(rg, n)| names::resource_id(&ctx.sub, rg, rtype::PUBLIC_IP, n)));
         ids
     }
@@ -183,12 +180,7 @@ fn rg_res(ctx: &Ctx) -> Resource {
 }
 
 fn subnet_res(ctx: &Ctx, vnet_rg: &str, vnet_name: &str, name: &str) -> Resource {
-    res(
-        Kind::Subnet,
-        vnet_rg,
-        &format!("{vnet_name}/{name}"),
-        names::subnet_id(&ctx.sub, vnet_rg, vnet_name, name),
-    )
+    res(Kind::Subnet, vnet_rg, &format!("{vnet_name}/{name}"), names::subnet_id(&ctx.sub, vnet_rg, vnet_name, name))
 }
 
 /// The cluster resource group, managed in both modes.
@@ -304,7 +296,8 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             nat.id(ctx)
         });
         let sres = subnet_res(ctx, &vnet_rg, &vnet_name, &s.name);
-        let live_nat = observed.get(&sres.id).and_then(|v| v.pointer("/properties/natGateway/id")).and_then(Value::as_str);
+        let live_nat =
+            observed.get(&sres.id).and_then(|v| v.pointer("/properties/natGateway/id")).and_then(Value::as_str);
         // Without a NAT of ours, an existing association is removed only if that NAT is in the cluster
         // resource group: a NAT the user attached stays attached (upstream `ensureSubnets`).
         let nat_value = match (&nat_id, live_nat) {
@@ -352,7 +345,9 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             out.push(Desired::DeleteManaged {
                 res: res(Kind::NatGateway, tn, name, names::resource_id(&ctx.sub, tn, rtype::NAT_GATEWAY, name)),
                 depends_on: subnet_addresses.clone(),
-                why: "NAT gateway of this shoot that the configuration no longer asks for (upstream task `ensure nats`)".to_string(),
+                why:
+                    "NAT gateway of this shoot that the configuration no longer asks for (upstream task `ensure nats`)"
+                        .to_string(),
             });
         }
     }
@@ -360,7 +355,11 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
         let Some(name) = ip.get("name").and_then(Value::as_str) else { continue };
         let tagged = ip.pointer(&format!("/tags/{TAG_MANAGED_BY}")).is_some()
             && ip.pointer(&format!("/tags/{TAG_SHOOT_NAME}")).is_some();
-        if name.starts_with(tn) && tagged && !wanted_ips.iter().any(|w| w == name) && !pinned_ips.iter().any(|p| p == name) {
+        if name.starts_with(tn)
+            && tagged
+            && !wanted_ips.iter().any(|w| w == name)
+            && !pinned_ips.iter().any(|p| p == name)
+        {
             let mut deps = subnet_addresses.clone();
             deps.extend(nat_addresses.iter().cloned());
             out.push(Desired::DeleteManaged {
@@ -408,7 +407,8 @@ fn nat_gateway(ctx: &Ctx, nat: &NatPlan, rg: &Resource, out: &mut Vec<Desired>) 
         }));
     }
     for (ip_rg, ip_name) in &nat.user_ips {
-        let ip = res(Kind::PublicIpAddress, ip_rg, ip_name, names::resource_id(&ctx.sub, ip_rg, rtype::PUBLIC_IP, ip_name));
+        let ip =
+            res(Kind::PublicIpAddress, ip_rg, ip_name, names::resource_id(&ctx.sub, ip_rg, rtype::PUBLIC_IP, ip_name));
         ip_addresses.push(ip.address.clone());
         out.push(Desired::Read(ReadSpec {
             res: ip,
@@ -525,7 +525,8 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
                 out.push(Desired::DeleteManaged {
                     res: r,
                     depends_on: lb_addresses.clone(),
-                    why: "subnet of this shoot in your VNet (upstream task `delete subnets in foreign resource group`)".to_string(),
+                    why: "subnet of this shoot in your VNet (upstream task `delete subnets in foreign resource group`)"
+                        .to_string(),
                 });
             }
         }

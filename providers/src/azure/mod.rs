@@ -22,10 +22,10 @@ use crate::manifest::Shoot;
 use api::InfrastructureConfig;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use trellis_plans::{Mode, Plan, Prior, Provider, Summary, FORMAT_VERSION};
 use trellis_planner::cloud::{CloudError, CloudRead};
 use trellis_planner::discover::Observed;
 use trellis_planner::retry::RetryPolicy;
+use trellis_plans::{Mode, Plan, Prior, Provider, Summary, FORMAT_VERSION};
 use trellis_state::Workspace;
 
 pub type AzureShoot = Shoot<InfrastructureConfig>;

@@ -64,7 +64,10 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
             errs.push(err(
                 "upstream",
                 Some("identity"),
-                format!("user-assigned identity {} not found in resource group {}; create it or fix identity", identity.name, identity.resource_group),
+                format!(
+                    "user-assigned identity {} not found in resource group {}; create it or fix identity",
+                    identity.name, identity.resource_group
+                ),
             ));
         }
     }

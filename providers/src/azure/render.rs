@@ -11,8 +11,8 @@ use super::names::{self, rtype};
 use super::Ctx;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use trellis_plans::{Artifacts, CloudProviderConfig, ConfigFormat};
 use trellis_planner::discover::Observed;
+use trellis_plans::{Artifacts, CloudProviderConfig, ConfigFormat};
 
 /// Shown where a value only exists after apply (a public IP's address).
 pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
@@ -41,7 +41,8 @@ pub fn configure_cloud_routes(cfg: &InfrastructureConfig, ctx: &Ctx) -> bool {
 
 /// Upstream `deployAllowEgressChart`: the skip annotation wins; otherwise only in LoadBalancer mode.
 pub fn allow_egress(ctx: &Ctx, outbound: OutboundAccessType) -> bool {
-    ctx.annotation(api::SHOOT_SKIP_ALLOW_EGRESS_DEPLOYMENT) != Some("true") && outbound == OutboundAccessType::LoadBalancer
+    ctx.annotation(api::SHOOT_SKIP_ALLOW_EGRESS_DEPLOYMENT) != Some("true")
+        && outbound == OutboundAccessType::LoadBalancer
 }
 
 /// NAT public IPs as /32; `None` in user-managed-egress mode (Gardener cannot know the user's egress).
@@ -114,8 +115,11 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
             .collect();
         return st;
     }
-    st.networks.layout =
-        if cfg.networks.zones.is_empty() { api::NetworkLayout::SingleSubnet } else { api::NetworkLayout::MultipleSubnet };
+    st.networks.layout = if cfg.networks.zones.is_empty() {
+        api::NetworkLayout::SingleSubnet
+    } else {
+        api::NetworkLayout::MultipleSubnet
+    };
     st.networks.subnets = layout(cfg, ctx)
         .into_iter()
         .map(|s| api::Subnet {
@@ -126,8 +130,11 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
             migrated: s.migrated,
         })
         .collect();
-    st.route_tables =
-        vec![api::RouteTable { purpose: api::Purpose::Nodes, name: names::ROUTE_TABLE_NAME.to_string(), resource_group: None }];
+    st.route_tables = vec![api::RouteTable {
+        purpose: api::Purpose::Nodes,
+        name: names::ROUTE_TABLE_NAME.to_string(),
+        resource_group: None,
+    }];
     st.security_groups =
         vec![api::SecurityGroup { purpose: api::Purpose::Nodes, name: names::nsg_name(&ctx.tn), resource_group: None }];
     st
@@ -136,7 +143,8 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
 /// azure.json (Secret `cloud-provider-config`, key `cloudprovider.conf`), keys in upstream's order.
 pub fn azure_json(cfg: &InfrastructureConfig, ctx: &Ctx, status: &InfrastructureStatus) -> CloudProviderConfig {
     let nodes = |purpose_name: Option<&str>| purpose_name.unwrap_or_default().to_string();
-    let subnet_name = status.networks.subnets.iter().find(|s| s.purpose == api::Purpose::Nodes).map(|s| s.name.as_str());
+    let subnet_name =
+        status.networks.subnets.iter().find(|s| s.purpose == api::Purpose::Nodes).map(|s| s.name.as_str());
     let rt = status.route_tables.iter().find(|r| r.purpose == api::Purpose::Nodes);
     let nsg = status.security_groups.iter().find(|r| r.purpose == api::Purpose::Nodes);
     let max_nodes = ctx.max_nodes;

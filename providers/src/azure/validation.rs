@@ -23,8 +23,8 @@ pub mod gorepr;
 use std::collections::BTreeSet;
 
 use crate::azure::api::{
-    is_using_single_subnet_layout, InfrastructureConfig, NatGatewayConfig, NetworkConfig, ResourceGroup, VNet,
-    Zone, ZonedNatGatewayConfig, NAT_GATEWAY_SKUS, NAT_GATEWAY_SKU_STANDARD, NAT_GATEWAY_SKU_STANDARD_V2,
+    is_using_single_subnet_layout, InfrastructureConfig, NatGatewayConfig, NetworkConfig, ResourceGroup, VNet, Zone,
+    ZonedNatGatewayConfig, NAT_GATEWAY_SKUS, NAT_GATEWAY_SKU_STANDARD, NAT_GATEWAY_SKU_STANDARD_V2,
 };
 use crate::field::{ErrorList, FieldError, Path, Value};
 use crate::manifest::{Networking, Shoot};
@@ -78,10 +78,7 @@ impl<'a, C> From<&'a Shoot<C>> for ShootContext<'a> {
 }
 
 /// `ValidateInfrastructureConfig` with upstream's unit-test paths (`networks.vnet.cidr`).
-pub fn validate_infrastructure_config<'a>(
-    cfg: &InfrastructureConfig,
-    shoot: impl Into<ShootContext<'a>>,
-) -> ErrorList {
+pub fn validate_infrastructure_config<'a>(cfg: &InfrastructureConfig, shoot: impl Into<ShootContext<'a>>) -> ErrorList {
     validate_infrastructure_config_at(cfg, shoot, &Path::root())
 }
 
@@ -402,7 +399,9 @@ fn validate_nat_gateway_config(nat: Option<&NatGatewayConfig>, path: &Path) -> E
                     errs.push(FieldError::invalid_value(
                         ip_path.child("zone"),
                         ip.zone.map_or_else(Value::null, Value::display),
-                        format!("Public IP can't be used as it is not in the same zone as the NatGateway (zone {zone})"),
+                        format!(
+                            "Public IP can't be used as it is not in the same zone as the NatGateway (zone {zone})"
+                        ),
                     ));
                 }
             }
@@ -458,7 +457,10 @@ fn validate_zoned_nat_gateway_config(nat: Option<&ZonedNatGatewayConfig>, path: 
             errs.push(FieldError::not_supported(path.child("sku"), sku, &NAT_GATEWAY_SKUS));
         }
         if sku != NAT_GATEWAY_SKU_STANDARD {
-            errs.push(FieldError::forbidden(path.child("sku"), "Only Standard SKU can be configured for multi-subnet layout"));
+            errs.push(FieldError::forbidden(
+                path.child("sku"),
+                "Only Standard SKU can be configured for multi-subnet layout",
+            ));
         }
     }
     errs
@@ -510,7 +512,9 @@ fn validate_user_managed_egress_network_config(config: &NetworkConfig, networks_
     if !config.zones.is_empty() {
         errs.push(FieldError::forbidden(
             networks_path.child("zones"),
-            format!("zones must not be set {MODE}: only the single-subnet layout is supported with a user-managed subnet"),
+            format!(
+                "zones must not be set {MODE}: only the single-subnet layout is supported with a user-managed subnet"
+            ),
         ));
     }
     if config.nat_gateway.is_some() {

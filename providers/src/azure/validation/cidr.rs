@@ -187,7 +187,10 @@ mod tests {
         assert_eq!(pods.validate_not_overlap(&[&c("100.0.0.0/8", "z")]).len(), 1);
         assert!(pods.validate_not_overlap(&[&c("10.0.0.0/8", "z")]).is_empty());
         let errs = validate_cidr_not_overlap(&[c("10.0.0.0/24", "a"), c("10.0.0.0/25", "b")]);
-        assert_eq!(errs[0].to_string(), r#"b: Invalid value: "10.0.0.0/25": must not overlap with "a" ("10.0.0.0/24")"#);
+        assert_eq!(
+            errs[0].to_string(),
+            r#"b: Invalid value: "10.0.0.0/25": must not overlap with "a" ("10.0.0.0/24")"#
+        );
     }
 
     #[test]

@@ -314,7 +314,10 @@ mod tests {
         assert_eq!(validate_vnet_name("a", &p()).len(), 2); // regex (needs 2 chars) + min length
         assert_eq!(validate_vnet_name("", &p())[0].detail, "must not be fewer than 2 characters, got 0");
         // Go's \w is ASCII-only.
-        assert_eq!(validate_vnet_name("vnät", &p())[0].detail, r"does not match expected regex ^[A-Za-z0-9][\w.-]*[\w]$");
+        assert_eq!(
+            validate_vnet_name("vnät", &p())[0].detail,
+            r"does not match expected regex ^[A-Za-z0-9][\w.-]*[\w]$"
+        );
         assert!(validate_generic_name("my-identity", &p()).is_empty());
         assert_eq!(validate_generic_name("ab", &p())[0].detail, "must not be fewer than 3 characters, got 2");
         assert_eq!(validate_public_ip_name("", &p())[0].to_string(), "x: Required value: must not be empty");
@@ -333,16 +336,31 @@ mod tests {
         .unwrap();
         assert_eq!(id.subscription_id, "00000000-0000-0000-0000-000000000001");
         assert_eq!(id.resource_group_name, "ddos-rg");
-        assert_eq!((id.namespace.as_str(), id.types.as_slice(), id.name.as_str()), ("Microsoft.Network", &["ddosProtectionPlans".to_string()][..], "plan"));
-        let subnet = parse_resource_id("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/w").unwrap();
+        assert_eq!(
+            (id.namespace.as_str(), id.types.as_slice(), id.name.as_str()),
+            ("Microsoft.Network", &["ddosProtectionPlans".to_string()][..], "plan")
+        );
+        let subnet = parse_resource_id(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/w",
+        )
+        .unwrap();
         assert_eq!(subnet.types, vec!["virtualNetworks", "subnets"]);
         assert_eq!(subnet.name, "w");
         assert_eq!(parse_resource_id("").unwrap_err(), "invalid resource ID: id cannot be empty");
-        assert_eq!(parse_resource_id("plan").unwrap_err(), "invalid resource ID: resource id 'plan' must start with '/'");
+        assert_eq!(
+            parse_resource_id("plan").unwrap_err(),
+            "invalid resource ID: resource id 'plan' must start with '/'"
+        );
         assert_eq!(parse_resource_id("/subscriptions").unwrap_err(), "invalid resource ID: /subscriptions");
         assert_eq!(parse_resource_id("/foo/bar").unwrap_err(), "invalid resource ID: /foo/bar");
-        assert_eq!(parse_resource_id("/subscriptions/s/resourceGroups").unwrap_err(), "invalid resource ID: /subscriptions/s/resourceGroups");
-        assert_eq!(parse_resource_id("/subscriptions/s/resourceGroups/rg/x").unwrap_err(), "invalid resource ID: /subscriptions/s/resourceGroups/rg/x");
+        assert_eq!(
+            parse_resource_id("/subscriptions/s/resourceGroups").unwrap_err(),
+            "invalid resource ID: /subscriptions/s/resourceGroups"
+        );
+        assert_eq!(
+            parse_resource_id("/subscriptions/s/resourceGroups/rg/x").unwrap_err(),
+            "invalid resource ID: /subscriptions/s/resourceGroups/rg/x"
+        );
         assert!(parse_resource_id("/subscriptions/s/resourceGroups/rg").is_ok());
     }
 
@@ -355,6 +373,9 @@ mod tests {
         assert_eq!(parse_uuid("sub").unwrap_err(), "invalid UUID length: 3");
         assert_eq!(parse_uuid("00000000x0000-0000-0000-000000000001").unwrap_err(), "invalid UUID format");
         assert_eq!(parse_uuid("zz000000-0000-0000-0000-000000000001").unwrap_err(), "invalid UUID format");
-        assert_eq!(parse_uuid("urn:uuix:00000000-0000-0000-0000-000000000001").unwrap_err(), r#"invalid urn prefix: "urn:uuix:""#);
+        assert_eq!(
+            parse_uuid("urn:uuix:00000000-0000-0000-0000-000000000001").unwrap_err(),
+            r#"invalid urn prefix: "urn:uuix:""#
+        );
     }
 }
