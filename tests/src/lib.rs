@@ -151,10 +151,14 @@ pub fn user_owned(plans: &[&Plan]) -> Vec<String> {
         .collect()
 }
 
-/// Text rendering without colour, for snapshots.
+/// Text rendering without colour, for snapshots; the workspace lineage (a random UUID) reads `<lineage>`.
 pub fn text(plan: &Plan) -> String {
+    let mut plan = plan.clone();
+    if plan.prior.lineage.is_some() {
+        plan.prior.lineage = Some("<lineage>".to_string());
+    }
     trellis_plans::render::text(
-        &PlanSet::new(vec![plan.clone()]),
+        &PlanSet::new(vec![plan]),
         &trellis_plans::render::TextOptions { color: false, verbose: true },
     )
 }
