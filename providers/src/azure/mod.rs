@@ -119,9 +119,9 @@ fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError
 /// Admission validation: create rules for a new shoot, create + update rules against the last-applied config.
 pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let mut errs = validation::validate_infrastructure_config(cfg, &shoot.spec.networking);
+    let mut errs = validation::validate_infrastructure_config(cfg, shoot);
     if let Some(old) = old_config(ws)? {
-        errs.extend(validation::validate_infrastructure_config_update(&old, cfg, &shoot.spec.networking));
+        errs.extend(validation::validate_infrastructure_config_update(&old, cfg, shoot));
     }
     if errs.is_empty() {
         Ok(())
@@ -228,8 +228,7 @@ pub async fn plan_destroy(
     observed.fetch(cloud, retry, &ids, &lists).await?;
     let nodes = trellis_planner::diff::plan_nodes(desired::destroy(cfg, &ctx, &observed), &observed);
     let mode = if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed };
-    let mut artifacts = trellis_plans::Artifacts::default();
-    artifacts.infrastructure_status = Value::Null;
+    let artifacts = trellis_plans::Artifacts { infrastructure_status: Value::Null, ..Default::default() };
     let plan = Plan {
         format_version: FORMAT_VERSION,
         shoot: ctx.tn.clone(),
