@@ -57,6 +57,9 @@ struct Env {
     /// World file: resources that exist outside trellis (re-synced into the simulated cloud on every run).
     #[arg(long, value_name = "FILE", global = true)]
     world: Option<PathBuf>,
+    /// Accept out-of-band changes to your BYO subnet, NSG or route table since the last apply.
+    #[arg(long, global = true)]
+    accept_drift: bool,
     /// Simulated cloud: latency per call in milliseconds.
     #[arg(long, hide = true, default_value_t = 0, global = true)]
     sim_latency_ms: u64,
@@ -198,7 +201,8 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
     if env.cloud == CloudKind::Azure {
         bail!("--cloud azure: the Azure SDK client is not part of this build yet; use --cloud sim (the default) with a --world file exported from your subscription");
     }
-    let (session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
+    let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
+    session.accept_drift = env.accept_drift;
     if let Some(note) = note {
         eprintln!("{note}");
     }
@@ -212,9 +216,24 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
 
 fn validate(inputs: Inputs) -> Result<u8> {
     let shoots = ops::load_shoots(&inputs.files)?;
+    // Update rules need the last-applied config: use the state when there is one and it is free.
+    let store = match inputs.env.state.is_dir() {
+        true => match trellis_state::SledStore::open(&inputs.env.state, "validate") {
+            Ok(store) => Some(store),
+            Err(e) => {
+                eprintln!("note: update rules skipped, the state cannot be read: {e}");
+                None
+            }
+        },
+        false => None,
+    };
     let mut failed = 0;
     for s in &shoots {
-        let ws = trellis_state::Workspace::new(&s.id());
+        let ws = match &store {
+            Some(store) => store.load(&s.id())?,
+            None => None,
+        }
+        .unwrap_or_else(|| trellis_state::Workspace::new(&s.id()));
         if let Err(trellis_providers::azure::AzureError::Invalid(errs)) =
             trellis_providers::azure::validate(&s.shoot, &ws)
         {

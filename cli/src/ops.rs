@@ -27,6 +27,8 @@ pub struct Session {
     pub store: Arc<SledStore>,
     pub sim: ArmSim,
     pub retry: RetryPolicy,
+    /// Take out-of-band changes to the user's BYO resources on purpose (`--accept-drift`).
+    pub accept_drift: bool,
 }
 
 impl Session {
@@ -54,7 +56,7 @@ impl Session {
                 report.removed.len()
             ));
         }
-        Ok((Session { store: Arc::new(store), sim, retry: RetryPolicy::default() }, note))
+        Ok((Session { store: Arc::new(store), sim, retry: RetryPolicy::default(), accept_drift: false }, note))
     }
 
     pub fn subscription(&self) -> String {
@@ -139,11 +141,12 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
         let cloud = Arc::clone(&cloud);
         let retry = session.retry.clone();
         let sub = sub.clone();
+        let accept_drift = session.accept_drift;
         tasks.spawn(async move {
             let res = if destroy {
                 azure::plan_destroy(&input.shoot, &ws, cloud.as_ref(), &retry, &sub).await
             } else {
-                azure::plan(&input.shoot, &ws, cloud.as_ref(), &retry, &sub).await
+                azure::plan(&input.shoot, &ws, cloud.as_ref(), &retry, &sub, accept_drift).await
             };
             (i, input, ws, res)
         });
@@ -169,12 +172,14 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
     }
     done.sort_by(|a, b| a.1.planned.plan.shoot.cmp(&b.1.planned.plan.shoot));
     let plans: Vec<ShootPlan> = done.into_iter().map(|(_, p)| p).collect();
-    check_fleet(&plans)?;
+    check_fleet(session, &plans)?;
     Ok(plans)
 }
 
-/// Fleet-wide rules: one technical id per shoot.
-fn check_fleet(plans: &[ShootPlan]) -> Result<()> {
+/// Fleet-wide rules: one technical id per shoot, and a BYO subnet belongs to one shoot only (spec:
+/// "The BYO subnet must not be shared across shoots") — checked across the fleet and against the
+/// shoots already applied in this state.
+fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for p in plans {
         if let Some(other) = seen.insert(&p.planned.plan.shoot, &p.input_file) {
@@ -185,6 +190,37 @@ fn check_fleet(plans: &[ShootPlan]) -> Result<()> {
                 p.input_file.display()
             );
         }
+    }
+    let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in plans {
+        if let Some(subnet) = azure::byo_subnet_of_plan(&p.planned.plan) {
+            users.entry(subnet).or_default().push(format!("{} ({})", p.planned.plan.shoot, p.input_file.display()));
+        }
+    }
+    if !users.is_empty() {
+        let sub = session.subscription();
+        for summary in session.store.list()? {
+            if seen.contains_key(summary.shoot.as_str()) {
+                continue;
+            }
+            let Some(ws) = session.store.load(&summary.shoot)? else { continue };
+            if let Some(subnet) = azure::byo_subnet_of_workspace(&ws, &sub) {
+                if let Some(list) = users.get_mut(&subnet) {
+                    list.push(format!("{} (applied, in state)", summary.shoot));
+                }
+            }
+        }
+    }
+    let shared: Vec<String> = users
+        .iter()
+        .filter(|(_, shoots)| shoots.len() > 1)
+        .map(|(subnet, shoots)| format!("subnet {subnet} is referenced by {}", shoots.join(" and ")))
+        .collect();
+    if !shared.is_empty() {
+        bail!(
+            "{}; a BYO subnet (with its route table and NSG) must be dedicated to one shoot, because the shoots' CCMs would delete each other's routes and NSG rules — give each shoot its own subnet",
+            shared.join("; ")
+        );
     }
     Ok(())
 }

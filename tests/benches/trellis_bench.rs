@@ -120,7 +120,11 @@ fn machine_facts(cfg: &Config) {
     let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown".to_string());
     let load = std::fs::read_to_string("/proc/loadavg")
         .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -434,15 +438,9 @@ fn print_fleet(runs: &[FleetRun]) {
         rss.map(|m| format!("{m:.0} MiB")).unwrap_or_else(|| "unavailable".into()),
         rss.map(|m| verdict(m < 1024.0)).unwrap_or("n/a")
     );
-    println!(
-        "   anchor: Terraform core alone plans ~7,765 instances in 15.11 s and doubling the count ~quadruples it"
-    );
+    println!("   anchor: Terraform core alone plans ~7,765 instances in 15.11 s and doubling the count ~quadruples it");
     println!("           (CiscoDevNet/terraform-provider-iosxe#621, terraform_data, no network); trellis here:");
-    println!(
-        "           {} plan nodes in {} (load + plan)",
-        count(last.nodes),
-        secs(total)
-    );
+    println!("           {} plan nodes in {} (load + plan)", count(last.nodes), secs(total));
     if runs.len() > 1 {
         let first = &runs[0];
         let growth = total.as_secs_f64() / (first.load + first.plan).as_secs_f64().max(1e-9);
@@ -551,7 +549,9 @@ fn apply_bench(runtime: &Runtime, cfg: &Config, n: usize) -> Result<ApplyRun> {
         report
             .shoots
             .iter()
-            .flat_map(|s| s.nodes.iter().filter(|r| !r.outcome.is_ok()).map(|r| format!("{}: {:?}", r.address, r.outcome)))
+            .flat_map(|s| {
+                s.nodes.iter().filter(|r| !r.outcome.is_ok()).map(|r| format!("{}: {:?}", r.address, r.outcome))
+            })
             .chain(report.shoots.iter().flat_map(|s| s.warnings.iter().cloned()))
             .take(3)
             .collect::<Vec<_>>()
@@ -566,10 +566,8 @@ fn print_apply(cfg: &Config, single: &ApplyRun, fleet: &ApplyRun) {
         "   {:<28} {:>6} {:>6} {:>9} {:>10} {:>9} {:>11} {:>6}  {}",
         "case", "shoots", "nodes", "plan", "crit.path", "wall", "wall/crit", "calls", "by method"
     );
-    for (label, r) in [
-        ("one A4 shoot".to_string(), single),
-        (format!("{} A4 shoots, ops::apply", fleet.shoots), fleet),
-    ] {
+    for (label, r) in [("one A4 shoot".to_string(), single), (format!("{} A4 shoots, ops::apply", fleet.shoots), fleet)]
+    {
         let methods: Vec<String> = r.calls.iter().map(|(m, n)| format!("{m} {n}")).collect();
         let total: usize = r.calls.values().sum();
         println!(

@@ -16,6 +16,7 @@ pub mod names;
 pub mod preflight;
 pub mod render;
 pub mod validation;
+pub mod warnings;
 
 use crate::field::ErrorList;
 use crate::manifest::Shoot;
@@ -150,6 +151,7 @@ pub async fn plan(
     cloud: &dyn CloudRead,
     retry: &RetryPolicy,
     subscription: &str,
+    accept_drift: bool,
 ) -> Result<Planned, AzureError> {
     validate(shoot, ws)?;
     let cfg = &shoot.spec.provider.infrastructure_config;
@@ -172,12 +174,19 @@ pub async fn plan(
     let (ids, lists) = desired::discovery_round2(cfg, &ctx, &observed);
     observed.fetch(cloud, retry, &ids, &lists).await?;
 
-    let errs = preflight::check(cfg, &ctx, &observed);
+    let mut errs = preflight::check(cfg, &ctx, &observed);
+    if !accept_drift {
+        errs.extend(preflight::drift(cfg, &ctx, &observed, &ws.memory));
+    }
     if !errs.is_empty() {
         return Err(AzureError::Preflight(errs));
     }
+    for (key, value) in preflight::byo_memory(cfg, &ctx, &observed) {
+        memory.insert(key.to_string(), value);
+    }
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
     let artifacts = render::artifacts(cfg, &ctx, &observed);
+    warnings.extend(warnings::warnings(cfg, &ctx, &observed));
     let mode = if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed };
     let plan = Plan {
         format_version: FORMAT_VERSION,
@@ -243,4 +252,22 @@ pub async fn plan_destroy(
         source: None,
     };
     Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory: ws.memory.clone() })
+}
+
+/// The BYO subnet a planned shoot uses (its user-owned subnet node), lowercased.
+pub fn byo_subnet_of_plan(plan: &Plan) -> Option<String> {
+    plan.nodes
+        .iter()
+        .find(|n| n.kind == trellis_plans::Kind::Subnet && n.ownership == trellis_plans::Ownership::User)
+        .and_then(|n| n.id.as_deref())
+        .map(str::to_ascii_lowercase)
+}
+
+/// The BYO subnet a workspace's last-applied configuration uses, lowercased.
+pub fn byo_subnet_of_workspace(ws: &Workspace, subscription: &str) -> Option<String> {
+    let cfg: InfrastructureConfig =
+        serde_json::from_value(ws.last_applied.as_ref()?.get("infrastructureConfig")?.clone()).ok()?;
+    let subnet = cfg.networks.subnet?;
+    let (rg, vnet) = (cfg.networks.vnet.resource_group?, cfg.networks.vnet.name?);
+    Some(names::subnet_id(subscription, &rg, &vnet, &subnet.name).to_ascii_lowercase())
 }

@@ -71,6 +71,9 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
             ));
         }
     }
+    if !vnet_managed && vnet_rg.eq_ignore_ascii_case(&ctx.tn) {
+        errs.push(in_cluster_rg(ctx, "networks.vnet.resourceGroup", &format!("VNet {vnet_name}")));
+    }
     if cfg.networks.subnet.is_some() {
         byo(cfg, ctx, observed, &mut errs);
     } else {
@@ -104,6 +107,11 @@ fn byo(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed, errs: &mut Ve
         return;
     }
     let found = discovered(cfg, ctx, observed);
+    for (what, parsed) in [("route table", &found.route_table), ("network security group", &found.nsg)] {
+        if let Some(p) = parsed.as_ref().filter(|p| p.resource_group.eq_ignore_ascii_case(&ctx.tn)) {
+            errs.push(in_cluster_rg(ctx, "networks.subnet", &format!("the subnet's {what} {}", p.name)));
+        }
+    }
     if found.route_table_id.is_none() && !ctx.overlay {
         errs.push(err(
             "C9",
@@ -142,6 +150,18 @@ fn byo(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed, errs: &mut Ve
     }
 }
 
+/// A user-owned resource inside the cluster resource group would be deleted with it on destroy.
+fn in_cluster_rg(ctx: &Ctx, field: &'static str, what: &str) -> PreflightError {
+    err(
+        "ownership",
+        Some(field),
+        format!(
+            "{what} is in resource group {}, the shoot's cluster resource group, which trellis owns and deletes on destroy (with everything in it); move your resource to another resource group",
+            ctx.tn
+        ),
+    )
+}
+
 /// C10 (subnet ⊆ nodes) and C11 (no overlap with pods/services).
 fn cidr_rules(ctx: &Ctx, where_: &str, cidr: IpNet, errs: &mut Vec<PreflightError>) {
     let parse = |s: &Option<String>| s.as_deref().and_then(|s| s.parse::<IpNet>().ok());
@@ -169,4 +189,70 @@ fn cidr_rules(ctx: &Ctx, where_: &str, cidr: IpNet, errs: &mut Vec<PreflightErro
             }
         }
     }
+}
+
+/// Workspace memory keys: what the BYO subnet looked like at the last successful apply.
+pub const MEMORY_BYO_CIDR: &str = "azure/byo/subnet-cidr";
+pub const MEMORY_BYO_NSG: &str = "azure/byo/nsg-id";
+pub const MEMORY_BYO_ROUTE_TABLE: &str = "azure/byo/route-table-id";
+
+/// The BYO facts to remember after an apply (empty in managed mode).
+pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<(&'static str, String)> {
+    if cfg.networks.subnet.is_none() {
+        return Vec::new();
+    }
+    let found = discovered(cfg, ctx, observed);
+    [
+        (MEMORY_BYO_CIDR, found.subnet_cidr),
+        (MEMORY_BYO_NSG, found.nsg_id),
+        (MEMORY_BYO_ROUTE_TABLE, found.route_table_id.or_else(|| Some(String::new()))),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect()
+}
+
+/// Drift of the user's resources since the last apply: the subnet's CIDR, NSG or route table changed
+/// out of band. The shoot's nodes, azure.json and the CCM all depend on them, so the plan stops and says
+/// what moved; `--accept-drift` takes the new values on purpose.
+pub fn drift(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+    remembered: &std::collections::BTreeMap<String, String>,
+) -> Vec<PreflightError> {
+    let Some(subnet) = &cfg.networks.subnet else { return Vec::new() };
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let where_ = format!("subnet {} in VNet {vnet_name} (resource group {vnet_rg})", subnet.name);
+    let now: std::collections::BTreeMap<&str, String> = byo_memory(cfg, ctx, observed).into_iter().collect();
+    let mut errs = Vec::new();
+    for (key, what, consequence) in [
+        (MEMORY_BYO_CIDR, "address prefix", "the nodes' addresses and the CIDR checks depend on it"),
+        (
+            MEMORY_BYO_NSG,
+            "network security group",
+            "azure.json names it as securityGroupName; the CCM and bastion rules live on it",
+        ),
+        (
+            MEMORY_BYO_ROUTE_TABLE,
+            "route table",
+            "azure.json names it as routeTableName; the CCM writes per-node routes into it",
+        ),
+    ] {
+        let Some(before) = remembered.get(key) else { continue };
+        let after = now.get(key).cloned().unwrap_or_default();
+        if !before.eq_ignore_ascii_case(&after) {
+            let show = |v: &str| if v.is_empty() { "none".to_string() } else { v.to_string() };
+            errs.push(err(
+                "drift",
+                Some("networks.subnet"),
+                format!(
+                    "{where_}: the {what} changed since the last apply, from {} to {} (an out-of-band change); {consequence}. Restore it, or re-run with --accept-drift if the change is intended",
+                    show(before),
+                    show(&after)
+                ),
+            ));
+        }
+    }
+    errs
 }

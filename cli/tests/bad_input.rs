@@ -1,0 +1,201 @@
+//! Bad input: each mistake is exit 1, a clear message on stderr, and nothing written.
+
+mod common;
+
+use common::*;
+
+/// `plan` and `apply -f … --auto-approve` of `file` both fail with exit 1 and leave no workspace.
+/// Returns the plan's run.
+#[track_caller]
+fn refused(sb: &Sandbox, file: &str) -> Run {
+    let plan = sb.run(&["plan", "-f", file]).code(1);
+    assert_eq!(plan.stdout, "", "no plan is printed for bad input");
+    let apply = sb.run(&["apply", "-f", file, "--auto-approve"]).code(1);
+    assert!(!apply.stdout.contains("apply complete"), "{apply:?}");
+    assert_eq!(apply.stderr, plan.stderr, "apply reports the same error as plan");
+    sb.assert_no_workspaces();
+    plan
+}
+
+/// Asserts stderr is exactly one `error: …` line and returns it.
+#[track_caller]
+fn one_error_line(run: &Run) -> &str {
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 1, "one line on stderr:\n{}", run.stderr);
+    assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+    lines[0]
+}
+
+#[test]
+fn malformed_yaml_names_file_line_and_column() {
+    let sb = Sandbox::new();
+    let file = data("malformed.yaml");
+    let (line, col) = position_of(&file, "[westeurope");
+    let run = refused(&sb, &file);
+    let msg = one_error_line(&run);
+    assert!(msg.contains(&format!("{file}:{line}:{col}: ")), "file:line:col of the unclosed bracket: {msg}");
+    assert!(msg.contains("unclosed bracket"), "{msg}");
+    sb.run(&["validate", "-f", &file]).code(1).stderr_has(&format!("{file}:{line}:{col}: "));
+}
+
+#[test]
+fn unknown_infrastructure_config_field_names_file_line_and_column() {
+    let sb = Sandbox::new();
+    let file = data("unknown-field.yaml");
+    let (line, col) = position_of(&file, "bogusField");
+    let run = refused(&sb, &file);
+    let msg = one_error_line(&run);
+    assert!(msg.contains(&format!("{file}:{line}:{col}: unknown field `bogusField`")), "{msg}");
+}
+
+#[test]
+fn wrong_kind_or_api_version_is_refused() {
+    let sb = Sandbox::new();
+    for (fixture, found) in [
+        ("wrong-kind.yaml", "found core.gardener.cloud/v1beta1 Seed"),
+        ("wrong-api-version.yaml", "found core.gardener.cloud/v1alpha1 Shoot"),
+    ] {
+        let file = data(fixture);
+        let run = refused(&sb, &file);
+        let msg = one_error_line(&run);
+        assert!(msg.contains(&file), "names the file: {msg}");
+        assert!(msg.contains("expected apiVersion core.gardener.cloud/v1beta1, kind Shoot"), "{msg}");
+        assert!(msg.contains(found), "{msg}");
+    }
+    let file = data("wrong-infra-api-version.yaml");
+    let run = refused(&sb, &file);
+    let msg = one_error_line(&run);
+    assert!(msg.contains("spec.provider.infrastructureConfig"), "{msg}");
+    assert!(msg.contains("found azure.provider.extensions.gardener.cloud/v1beta9 InfrastructureConfig"), "{msg}");
+}
+
+#[test]
+fn invalid_workers_cidr_is_the_upstream_field_error() {
+    let sb = Sandbox::new();
+    let file = data("bad-workers-cidr.yaml");
+    let run = refused(&sb, &file);
+    let lines = run.stderr_lines();
+    assert!(
+        lines.contains(
+            &"error: networks.workers: Invalid value: \"10.250.0.0/33\": invalid CIDR address: 10.250.0.0/33"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("shoot--dev--alpha") && l.contains("1 validation error(s)")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(lines.len(), 2, "a header and the one error:\n{}", run.stderr);
+
+    let validated = sb.run(&["validate", "-f", &file]).code(1);
+    assert!(
+        validated
+            .stderr_lines()
+            .contains(&"networks.workers: Invalid value: \"10.250.0.0/33\": invalid CIDR address: 10.250.0.0/33"),
+        "{}",
+        validated.stderr
+    );
+}
+
+#[test]
+fn validate_prints_every_error_one_per_line() {
+    let sb = Sandbox::new();
+    let file = data("many-mistakes.yaml");
+    let run = sb.run(&["validate", "-f", &file]).code(1);
+    assert_eq!(run.stdout, "");
+    let expected = [
+        "networks.vnet.cidr: Invalid value: \"10.250.0.0/33\": invalid CIDR address: 10.250.0.0/33",
+        "networks.workers: Invalid value: \"10.300.0.0/19\": invalid CIDR address: 10.300.0.0/19",
+        "networks.natGateway.idleConnectionTimeoutMinutes: Invalid value: 500: idleConnectionTimeoutMinutes values must range between 4 and 120",
+        "networks.natGateway.sku: Unsupported value: \"Premium\": supported values: \"Standard\", \"StandardV2\"",
+        "identity.resourceGroup: Required value: must not be empty",
+        "identity.name: Invalid value: \"\": must not be fewer than 3 characters, got 0",
+    ];
+    let lines = run.stderr_lines();
+    assert_eq!(lines[0], format!("shoot--dev--many ({file}): {} validation error(s):", expected.len()));
+    assert_eq!(&lines[1..], &expected, "every error, one per line, in field order");
+    // Each is `field.path: Type: detail`.
+    let types = ["Required value", "Invalid value", "Forbidden", "Unsupported value", "Duplicate value"];
+    for line in &lines[1..] {
+        let mut parts = line.splitn(3, ": ");
+        let (path, ty, detail) = (parts.next().unwrap(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        assert!(!path.is_empty() && path.chars().all(|c| c.is_ascii_alphanumeric() || ".[]".contains(c)), "{line}");
+        assert!(types.contains(&ty), "{line}");
+        assert!(!detail.is_empty(), "{line}");
+    }
+
+    // validate needs no cloud and no state: it does not even create the state dir.
+    assert!(!std::path::Path::new(sb.state()).exists());
+    // plan reports the same errors and writes nothing.
+    let plan = sb.run(&["plan", "-f", &file]).code(1);
+    for e in expected {
+        assert!(plan.stderr_lines().contains(&format!("error: {e}").as_str()), "plan lacks {e:?}:\n{}", plan.stderr);
+    }
+    sb.assert_no_workspaces();
+
+    // A valid shoot validates.
+    sb.run(&["validate", "-f", &a1()]).code(0).stdout_has("1 shoot(s) valid.");
+}
+
+#[test]
+fn world_file_with_a_missing_parent_names_both_ids() {
+    let sb = Sandbox::new();
+    let world = data("world-missing-parent.yaml");
+    let shoot = scenario("A3-byo-vnet-nat-user-ips/shoot.yaml");
+    let sub = "/subscriptions/7f3c2a10-4b5e-4d8f-9a61-0c2e8b7d5f31";
+    let vnet =
+        format!("{sub}/resourceGroups/platform-network/providers/Microsoft.Network/virtualNetworks/platform-vnet");
+    let rg = format!("{sub}/resourceGroups/platform-network");
+    for args in [
+        vec!["plan", "-f", &shoot, "--world", &world],
+        vec!["apply", "-f", &shoot, "--world", &world, "--auto-approve"],
+    ] {
+        let run = sb.run(&args).code(1);
+        let msg = one_error_line(&run);
+        assert!(msg.contains(&world), "names the world file: {msg}");
+        assert!(msg.contains(&format!("resource {vnet} ")), "names the child: {msg}");
+        assert!(msg.contains(&format!("references missing parent {rg};")), "names the parent: {msg}");
+    }
+    sb.assert_no_workspaces();
+}
+
+#[test]
+fn state_dir_that_is_a_regular_file_is_named() {
+    let sb = Sandbox::new();
+    let not_a_dir = sb.file("not-a-dir");
+    std::fs::write(&not_a_dir, "keep me\n").unwrap();
+    for args in [
+        vec!["plan", "-f", &a1(), "--state", &not_a_dir],
+        vec!["apply", "-f", &a1(), "--auto-approve", "--state", &not_a_dir],
+        vec!["state", "list", "--state", &not_a_dir],
+    ] {
+        let run = sb.run_raw(&args).code(1);
+        let msg = one_error_line(&run);
+        assert!(msg.contains(&format!("state dir {not_a_dir}")), "names the path: {msg}");
+        assert!(msg.contains("not a directory"), "{msg}");
+    }
+    assert_eq!(std::fs::read_to_string(&not_a_dir).unwrap(), "keep me\n", "the file is left alone");
+}
+
+#[test]
+fn missing_manifest_path_is_named() {
+    let sb = Sandbox::new();
+    let missing = sb.file("no-such-shoot.yaml");
+    let missing_dir = sb.file("no-such-fleet");
+    for path in [&missing, &missing_dir] {
+        for args in
+            [vec!["validate", "-f", path], vec!["plan", "-f", path], vec!["apply", "-f", path, "--auto-approve"]]
+        {
+            let run = sb.run(&args).code(1);
+            let msg = one_error_line(&run);
+            assert!(msg.contains(path.as_str()), "names the path: {msg}");
+            assert!(msg.contains("No such file or directory"), "{msg}");
+        }
+    }
+    // No -f at all.
+    let run = sb.run(&["plan"]).code(1);
+    assert!(one_error_line(&run).contains("no manifests given; pass -f FILE"), "{}", run.stderr);
+    sb.assert_no_workspaces();
+}

@@ -1,0 +1,223 @@
+//! Plan warnings: what upstream leaves to documentation, trellis checks.
+//!
+//! - The route table approaching Azure's 400-route limit: with cloud routes on, the CCM writes one route
+//!   per node, so the workers' maximum node count plus the routes already there must fit.
+//! - A rule on the user's NSG that blocks a flow Kubernetes needs (spec: "User responsibilities").
+
+use super::api::InfrastructureConfig;
+use super::byo::discovered;
+use super::names::{self, rtype};
+use super::render::configure_cloud_routes;
+use super::Ctx;
+use ipnet::IpNet;
+use serde_json::Value;
+use trellis_planner::discover::Observed;
+
+/// Azure's default limit of routes per route table.
+pub const ROUTE_LIMIT: i64 = 400;
+
+pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<String> {
+    let mut out = Vec::new();
+    let found = discovered(cfg, ctx, observed);
+    let rt_id = match &cfg.networks.subnet {
+        Some(_) => found.route_table_id.clone(),
+        None => Some(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME)),
+    };
+    if configure_cloud_routes(cfg, ctx) {
+        if let Some(rt_id) = rt_id {
+            out.extend(route_limit(ctx, &rt_id, observed.get(&rt_id)));
+        }
+    }
+    if let (Some(_), Some(nsg_id)) = (&cfg.networks.subnet, &found.nsg_id) {
+        if let Some(nsg) = observed.get(nsg_id) {
+            let subnet = found.subnet_cidr.as_deref().and_then(|c| c.parse::<IpNet>().ok());
+            out.extend(blocked_flows(nsg_id, nsg, subnet));
+        }
+    }
+    out
+}
+
+fn route_limit(ctx: &Ctx, rt_id: &str, rt: Option<&Value>) -> Option<String> {
+    let pods = ctx.pods.as_deref().and_then(|p| p.parse::<IpNet>().ok());
+    let routes =
+        rt.and_then(|rt| rt.pointer("/properties/routes")).and_then(Value::as_array).cloned().unwrap_or_default();
+    // Per-node routes the CCM already wrote point at pod CIDRs; everything else is the user's.
+    let others = routes
+        .iter()
+        .filter(|r| {
+            let prefix =
+                r.pointer("/properties/addressPrefix").and_then(Value::as_str).and_then(|p| p.parse::<IpNet>().ok());
+            !matches!((pods, prefix), (Some(pods), Some(p)) if pods.contains(&p))
+        })
+        .count() as i64;
+    let needed = others + ctx.max_nodes;
+    let name =
+        names::parse_id(rt_id).map(|p| format!("{}/{}", p.resource_group, p.name)).unwrap_or_else(|| rt_id.to_string());
+    if needed > ROUTE_LIMIT {
+        Some(format!(
+            "route table {name}: {others} existing route(s) plus one per node for up to {} nodes is {needed}, over Azure's limit of {ROUTE_LIMIT} routes per route table; lower the workers' maximum, use an overlay CNI, or ask Azure support to raise the limit (up to 1000)",
+            ctx.max_nodes
+        ))
+    } else if needed * 10 > ROUTE_LIMIT * 8 {
+        Some(format!(
+            "route table {name}: {others} existing route(s) plus one per node for up to {} nodes is {needed} of Azure's limit of {ROUTE_LIMIT} routes per route table",
+            ctx.max_nodes
+        ))
+    } else {
+        None
+    }
+}
+
+/// A flow Kubernetes needs through the subnet's NSG.
+struct Flow {
+    inbound: bool,
+    /// Service tag or `*` for the other end.
+    peer: &'static str,
+    port: u16,
+    why: &'static str,
+}
+
+const FLOWS: [Flow; 4] = [
+    Flow { inbound: true, peer: "VirtualNetwork", port: 10250, why: "node-to-node and API server-to-kubelet traffic" },
+    Flow { inbound: true, peer: "AzureLoadBalancer", port: 30000, why: "load balancer health probes to NodePorts (30000-32767)" },
+    Flow { inbound: false, peer: "VirtualNetwork", port: 10250, why: "node-to-node traffic" },
+    Flow {
+        inbound: false,
+        peer: "Internet",
+        port: 443,
+        why: "the API server, Azure Resource Manager and image registries (unless you reach them through private endpoints)",
+    },
+];
+
+fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: Option<IpNet>) -> Vec<String> {
+    let mut rules: Vec<&Value> = nsg
+        .pointer("/properties/securityRules")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().collect())
+        .unwrap_or_default();
+    rules.sort_by_key(|r| r.pointer("/properties/priority").and_then(Value::as_i64).unwrap_or(i64::MAX));
+    let name = names::parse_id(nsg_id)
+        .map(|p| format!("{}/{}", p.resource_group, p.name))
+        .unwrap_or_else(|| nsg_id.to_string());
+    let mut out = Vec::new();
+    for flow in &FLOWS {
+        let Some(first) = rules.iter().find(|r| matches_flow(r, flow, subnet)) else { continue };
+        let p = |k: &str| first.pointer(&format!("/properties/{k}")).cloned().unwrap_or(Value::Null);
+        if p("access").as_str().is_some_and(|a| a.eq_ignore_ascii_case("deny")) {
+            out.push(format!(
+                "NSG {name}: rule {} (priority {}, Deny) blocks {} TCP {} {} {}, which Kubernetes needs for {}; add an Allow rule with a lower priority number",
+                first.get("name").and_then(Value::as_str).unwrap_or("?"),
+                p("priority"),
+                if flow.inbound { "inbound" } else { "outbound" },
+                flow.port,
+                if flow.inbound { "from" } else { "to" },
+                flow.peer,
+                flow.why
+            ));
+        }
+    }
+    out
+}
+
+fn matches_flow(rule: &Value, flow: &Flow, subnet: Option<IpNet>) -> bool {
+    let p = |k: &str| rule.pointer(&format!("/properties/{k}"));
+    let direction = p("direction").and_then(Value::as_str).unwrap_or("");
+    if !direction.eq_ignore_ascii_case(if flow.inbound { "Inbound" } else { "Outbound" }) {
+        return false;
+    }
+    let protocol = p("protocol").and_then(Value::as_str).unwrap_or("*");
+    if protocol != "*" && !protocol.eq_ignore_ascii_case("tcp") {
+        return false;
+    }
+    let ports = strings(p("destinationPortRange"), p("destinationPortRanges"));
+    if !ports.iter().any(|r| port_in(r, flow.port)) {
+        return false;
+    }
+    let (peer_key, peers_key) = if flow.inbound {
+        ("sourceAddressPrefix", "sourceAddressPrefixes")
+    } else {
+        ("destinationAddressPrefix", "destinationAddressPrefixes")
+    };
+    strings(p(peer_key), p(peers_key)).iter().any(|prefix| prefix_covers(prefix, flow.peer, subnet))
+}
+
+fn strings(one: Option<&Value>, many: Option<&Value>) -> Vec<String> {
+    let mut out: Vec<String> = one.and_then(Value::as_str).map(|s| vec![s.to_string()]).unwrap_or_default();
+    if let Some(list) = many.and_then(Value::as_array) {
+        out.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+    out
+}
+
+fn port_in(range: &str, port: u16) -> bool {
+    match range.split_once('-') {
+        _ if range == "*" => true,
+        Some((a, b)) => {
+            matches!((a.trim().parse::<u16>(), b.trim().parse::<u16>()), (Ok(a), Ok(b)) if a <= port && port <= b)
+        }
+        None => range.trim().parse::<u16>() == Ok(port),
+    }
+}
+
+fn prefix_covers(prefix: &str, tag: &str, subnet: Option<IpNet>) -> bool {
+    if prefix == "*" || prefix.eq_ignore_ascii_case(tag) {
+        return true;
+    }
+    let Ok(net) = prefix.parse::<IpNet>() else { return false };
+    match tag {
+        "VirtualNetwork" => subnet.is_some_and(|s| net.contains(&s)),
+        "Internet" => net.prefix_len() == 0,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nsg(rules: Value) -> Value {
+        json!({"properties": {"securityRules": rules}})
+    }
+
+    #[test]
+    fn a_deny_all_inbound_rule_is_reported_once_per_blocked_flow() {
+        let n = nsg(json!([
+            {"name": "deny-all-in", "properties": {"priority": 100, "access": "Deny", "direction": "Inbound", "protocol": "*",
+              "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
+        ]));
+        let w = blocked_flows(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n",
+            &n,
+            None,
+        );
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with(
+            "NSG rg/n: rule deny-all-in (priority 100, Deny) blocks inbound TCP 10250 from VirtualNetwork"
+        ));
+    }
+
+    #[test]
+    fn an_earlier_allow_wins_and_unrelated_denies_are_quiet() {
+        let n = nsg(json!([
+            {"name": "allow-vnet", "properties": {"priority": 100, "access": "Allow", "direction": "Inbound", "protocol": "Tcp",
+              "sourceAddressPrefix": "VirtualNetwork", "destinationAddressPrefix": "*", "destinationPortRange": "*"}},
+            {"name": "deny-vnet", "properties": {"priority": 200, "access": "Deny", "direction": "Inbound", "protocol": "*",
+              "sourceAddressPrefix": "VirtualNetwork", "destinationAddressPrefix": "*", "destinationPortRange": "*"}},
+            {"name": "deny-rdp", "properties": {"priority": 150, "access": "Deny", "direction": "Inbound", "protocol": "Tcp",
+              "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "destinationPortRange": "3389"}},
+            {"name": "deny-udp-out", "properties": {"priority": 150, "access": "Deny", "direction": "Outbound", "protocol": "Udp",
+              "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
+        ]));
+        assert!(blocked_flows("x", &n, None).is_empty());
+    }
+
+    #[test]
+    fn port_ranges_and_prefixes() {
+        assert!(port_in("30000-32767", 30000) && port_in("*", 1) && port_in("443", 443) && !port_in("80", 443));
+        let subnet: IpNet = "10.250.0.0/19".parse().unwrap();
+        assert!(prefix_covers("10.250.0.0/16", "VirtualNetwork", Some(subnet)));
+        assert!(!prefix_covers("10.251.0.0/16", "VirtualNetwork", Some(subnet)));
+        assert!(prefix_covers("0.0.0.0/0", "Internet", None));
+    }
+}
