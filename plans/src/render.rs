@@ -309,6 +309,10 @@ fn flags_text(a: &Artifacts) -> String {
 }
 
 fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
+    if a.infrastructure_status.is_null() {
+        // A destroy plan produces no artifacts.
+        return;
+    }
     out.push_str("Artifacts:\n");
     let status = status_lines(&a.infrastructure_status);
     if !status.is_empty() {
@@ -513,6 +517,9 @@ fn diff_block_node(out: &mut String, n: &Node) {
 }
 
 fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
+    if a.infrastructure_status.is_null() {
+        return;
+    }
     out.push_str("\n**Artifacts**\n\n");
     for (k, v) in status_lines(&a.infrastructure_status) {
         let _ = writeln!(out, "- {k}: `{v}`");

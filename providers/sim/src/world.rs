@@ -155,6 +155,13 @@ impl WorldFile {
                     continue;
                 }
             };
+            if let Some(key) = flattened_property(&r.value) {
+                problems.push(format!(
+                    "world file {}: resource {id} ({at}) has `{key}` at the top level: this looks like `az … show -o json` output, which flattens `properties`; export the ARM shape with `az rest --method get --url '{id}?api-version=2024-03-01'` (or examples/export-world.sh)",
+                    self.path
+                ));
+                continue;
+            }
             let mut found = Vec::new();
             if let Err(e) = split(&id, r.value.clone(), &mut found) {
                 problems.push(format!("world file {}: resource {id} ({at}): {}", self.path, e.message));
@@ -323,4 +330,21 @@ fn check_world(next: &BTreeMap<String, Entry>, declared: &[Declared], path: &str
         }
     }
     problems
+}
+
+/// A property that belongs under `properties` but sits at the top level (flattened `az` CLI output).
+fn flattened_property(value: &Value) -> Option<&'static str> {
+    const PROPERTY_KEYS: [&str; 10] = [
+        "addressPrefix",
+        "addressPrefixes",
+        "addressSpace",
+        "routeTable",
+        "networkSecurityGroup",
+        "natGateway",
+        "routes",
+        "securityRules",
+        "publicIpAddresses",
+        "provisioningState",
+    ];
+    PROPERTY_KEYS.into_iter().find(|k| value.get(k).is_some())
 }
