@@ -262,6 +262,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     }
     print_plan(&set, args.output, args.verbose);
     let changes = set.plans.iter().any(|p| p.has_changes());
+    session.close()?;
     Ok(if args.detailed_exitcode && changes { 2 } else { 0 })
 }
 
@@ -322,7 +323,9 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
             plans
         }
     };
-    execute(&session, plans, "apply", args.parallelism, args.output).await
+    let code = execute(&session, plans, "apply", args.parallelism, args.output).await?;
+    session.close()?;
+    Ok(code)
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
@@ -336,7 +339,9 @@ async fn destroy(args: DestroyArgs) -> Result<u8> {
         eprintln!("Destroy cancelled.");
         return Ok(1);
     }
-    execute(&session, plans, "destroy", args.parallelism, args.output).await
+    let code = execute(&session, plans, "destroy", args.parallelism, args.output).await?;
+    session.close()?;
+    Ok(code)
 }
 
 async fn execute(

@@ -21,10 +21,17 @@ use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, W
 
 /// The sled tree the simulated Azure cloud lives in, next to the state.
 pub const SIM_TREE: &str = "sim/azure";
+/// The sled tree the simulated cloud's audit log is kept in.
+pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
 
 /// State and cloud for one command.
 pub struct Session {
     pub store: Arc<SledStore>,
+    /// The cloud every stage talks to: the simulated cloud by default, or a real one.
+    pub cloud: Arc<dyn CloudWrite>,
+    /// The subscription the shoots' credentials point at.
+    pub subscription: String,
+    /// The simulated cloud kept in the state dir (also when `cloud` is a real one: world files sync into it).
     pub sim: ArmSim,
     pub retry: RetryPolicy,
     /// Take out-of-band changes to the user's BYO resources on purpose (`--accept-drift`).
@@ -56,11 +63,26 @@ impl Session {
                 report.removed.len()
             ));
         }
-        Ok((Session { store: Arc::new(store), sim, retry: RetryPolicy::default(), accept_drift: false }, note))
+        let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
+        let subscription = sim.subscription();
+        Ok((Session { store: Arc::new(store), cloud, subscription, sim, retry: RetryPolicy::default(), accept_drift: false }, note))
+    }
+
+    /// Talks to another cloud (e.g. the real Azure client) instead of the simulated one.
+    pub fn use_cloud(&mut self, cloud: Arc<dyn CloudWrite>, subscription: String) {
+        self.cloud = cloud;
+        self.subscription = subscription;
     }
 
     pub fn subscription(&self) -> String {
-        self.sim.subscription()
+        self.subscription.clone()
+    }
+
+    /// Keeps the simulated cloud's audit log of this command next to the state.
+    pub fn close(&self) -> Result<()> {
+        let tree = self.store.tree(SIM_AUDIT_TREE)?;
+        self.sim.persist_audit(&tree)?;
+        Ok(())
     }
 }
 
@@ -134,7 +156,7 @@ impl std::error::Error for FleetError {}
 /// Plans every shoot (concurrently); reads only.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
     let sub = session.subscription();
-    let cloud: Arc<dyn CloudWrite> = Arc::new(session.sim.clone());
+    let cloud = Arc::clone(&session.cloud);
     let mut tasks = tokio::task::JoinSet::new();
     for (i, input) in shoots.into_iter().enumerate() {
         let ws = session.store.load(&input.id())?.unwrap_or_else(|| Workspace::new(&input.id()));
@@ -351,7 +373,7 @@ async fn apply_locked(
     let store: &dyn StateStore = session.store.as_ref();
     let mut ws = store.load(&plan.shoot)?.unwrap_or_else(|| Workspace::new(&plan.shoot));
     check_prior(plan, &ws)?;
-    let audited = Arc::new(Audited::new(Arc::new(session.sim.clone())));
+    let audited = Arc::new(Audited::new(Arc::clone(&session.cloud)));
     let cloud: Arc<dyn CloudWrite> = audited.clone();
     let exec_opts = ExecOptions { parallelism: opts.parallelism, retry: session.retry.clone() };
     let results = {
