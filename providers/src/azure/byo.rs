@@ -11,12 +11,12 @@
 //! | EnsureSubnets        | EnsureUserSubnet: verify existence and associations, never written      |
 
 use super::api::InfrastructureConfig;
-use super::desired::{check, skipped, vnet};
+use super::desired::{check, identity, res, resource_group, skipped, vnet};
 use super::names::{self, rtype};
 use super::Ctx;
 use serde_json::{json, Value};
 use trellis_planner::discover::Observed;
-use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, VerifySpec};
+use trellis_planner::model::{Desired, VerifySpec};
 use trellis_plans::{Kind, Ownership};
 
 const GATED: &str = "skipped: user-managed egress (networks.subnet is set)";
@@ -64,50 +64,17 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
     let subnet = cfg.networks.subnet.as_ref().expect("only called in user-managed-egress mode");
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let found = discovered(cfg, ctx, observed);
-    let rg = Resource {
-        address: names::address(Kind::ResourceGroup, tn, tn),
-        kind: Kind::ResourceGroup,
-        name: tn.to_string(),
-        scope: tn.to_string(),
-        id: names::resource_group_id(&ctx.sub, tn),
-    };
-    let mut out = vec![Desired::Managed(ManagedSpec {
-        res: rg,
-        patch: json!({"location": ctx.region}),
-        force_new: vec![],
-        depends_on: vec![],
-        why: "the cluster resource group, managed in both modes (upstream task `ensure resource group`)".to_string(),
-    })];
+    let mut out = vec![resource_group(ctx)];
 
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
     let vnet_address = names::address(Kind::VirtualNetwork, &vnet_rg, &vnet_name);
     out.push(Desired::Verify(VerifySpec {
-        res: Resource {
-            address: vnet_address.clone(),
-            kind: Kind::VirtualNetwork,
-            name: vnet_name.clone(),
-            scope: vnet_rg.clone(),
-            id: vnet_id,
-        },
+        res: res(Kind::VirtualNetwork, &vnet_rg, &vnet_name, vnet_id),
         checks: vec![],
         depends_on: vec![],
         why: "bring-your-own VNet (networks.vnet): read only; it must exist".to_string(),
     }));
-
-    if let Some(identity) = &cfg.identity {
-        out.push(Desired::Read(ReadSpec {
-            res: Resource {
-                address: names::address(Kind::ManagedIdentity, &identity.resource_group, &identity.name),
-                kind: Kind::ManagedIdentity,
-                name: identity.name.clone(),
-                scope: identity.resource_group.clone(),
-                id: names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name),
-            },
-            ownership: ReadOwnership::User,
-            depends_on: vec![],
-            why: "user-assigned identity (identity): read for the status's id and clientID".to_string(),
-        }));
-    }
+    out.extend(identity(cfg, ctx));
 
     // The tasks the spec gates out, shown so a reviewer sees what is not created and why.
     out.push(skipped(
@@ -161,15 +128,8 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
             found.route_table_id.as_deref().unwrap_or("none")
         ),
     ));
-    let subnet_address = names::address(Kind::Subnet, &vnet_rg, &format!("{vnet_name}/{}", subnet.name));
     out.push(Desired::Verify(VerifySpec {
-        res: Resource {
-            address: subnet_address,
-            kind: Kind::Subnet,
-            name: format!("{vnet_name}/{}", subnet.name),
-            scope: vnet_rg.clone(),
-            id: subnet_id,
-        },
+        res: res(Kind::Subnet, &vnet_rg, &format!("{vnet_name}/{}", subnet.name), subnet_id),
         checks,
         depends_on: vec![vnet_address],
         why: "bring-your-own subnet (networks.subnet): discovered read-only, never written (EnsureUserSubnet); its NSG and route table associations and CIDR must stay as planned".to_string(),
@@ -177,13 +137,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
 
     if let (Some(id), Some(parsed)) = (&found.nsg_id, &found.nsg) {
         out.push(Desired::Verify(VerifySpec {
-            res: Resource {
-                address: names::address(Kind::NetworkSecurityGroup, &parsed.resource_group, &parsed.name),
-                kind: Kind::NetworkSecurityGroup,
-                name: parsed.name.clone(),
-                scope: parsed.resource_group.clone(),
-                id: id.clone(),
-            },
+            res: res(Kind::NetworkSecurityGroup, &parsed.resource_group, &parsed.name, id.clone()),
             checks: vec![],
             depends_on: vec![],
             why: "your NSG, discovered from the subnet: never written by trellis; the CCM and bastion controller add their rules at run time".to_string(),
@@ -196,13 +150,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
             "the CCM writes per-node pod-CIDR routes at run time"
         };
         out.push(Desired::Verify(VerifySpec {
-            res: Resource {
-                address: names::address(Kind::RouteTable, &parsed.resource_group, &parsed.name),
-                kind: Kind::RouteTable,
-                name: parsed.name.clone(),
-                scope: parsed.resource_group.clone(),
-                id: id.clone(),
-            },
+            res: res(Kind::RouteTable, &parsed.resource_group, &parsed.name, id.clone()),
             checks: vec![],
             depends_on: vec![],
             why: format!("your route table, discovered from the subnet: never written by trellis; {writer}"),

@@ -171,11 +171,13 @@ pub fn discovery_round2(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observ
     (ids, lists)
 }
 
-fn res(kind: Kind, scope: &str, name: &str, id: String) -> Resource {
+/// A resource with its plan address.
+pub(super) fn res(kind: Kind, scope: &str, name: &str, id: String) -> Resource {
     Resource { address: names::address(kind, scope, name), kind, name: name.to_string(), scope: scope.to_string(), id }
 }
 
-fn rg_res(ctx: &Ctx) -> Resource {
+/// The cluster resource group.
+pub(super) fn rg_res(ctx: &Ctx) -> Resource {
     res(Kind::ResourceGroup, &ctx.tn, &ctx.tn, names::resource_group_id(&ctx.sub, &ctx.tn))
 }
 
@@ -184,14 +186,31 @@ fn subnet_res(ctx: &Ctx, vnet_rg: &str, vnet_name: &str, name: &str) -> Resource
 }
 
 /// The cluster resource group, managed in both modes.
-fn resource_group(ctx: &Ctx) -> Desired {
+pub(super) fn resource_group(ctx: &Ctx) -> Desired {
     Desired::Managed(ManagedSpec {
         res: rg_res(ctx),
         patch: json!({"location": ctx.region}),
         force_new: vec![],
         depends_on: vec![],
-        why: "the cluster resource group (upstream task `ensure resource group`)".to_string(),
+        why: "the cluster resource group, managed in both modes (upstream task `ensure resource group`)".to_string(),
     })
+}
+
+/// The user-assigned identity, read for the status (upstream task `ensure managed identity`).
+pub(super) fn identity(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<Desired> {
+    let identity = cfg.identity.as_ref()?;
+    Some(Desired::Read(ReadSpec {
+        res: res(
+            Kind::ManagedIdentity,
+            &identity.resource_group,
+            &identity.name,
+            names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name),
+        ),
+        ownership: ReadOwnership::User,
+        depends_on: vec![],
+        why: "user-assigned identity (identity): read for the status's id and clientID (upstream task `ensure managed identity`)"
+            .to_string(),
+    }))
 }
 
 /// Everything the plan says about an Azure shoot.
@@ -240,19 +259,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
         }));
     }
 
-    if let Some(identity) = &cfg.identity {
-        out.push(Desired::Read(ReadSpec {
-            res: res(
-                Kind::ManagedIdentity,
-                &identity.resource_group,
-                &identity.name,
-                names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name),
-            ),
-            ownership: ReadOwnership::User,
-            depends_on: vec![],
-            why: "user-assigned identity (identity): read for the status's id and clientID (upstream task `ensure managed identity`)".to_string(),
-        }));
-    }
+    out.extend(identity(cfg, ctx));
 
     let rt = res(
         Kind::RouteTable,

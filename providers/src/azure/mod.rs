@@ -187,12 +187,25 @@ pub async fn plan(
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
     let artifacts = render::artifacts(cfg, &ctx, &observed);
     warnings.extend(warnings::warnings(cfg, &ctx, &observed));
-    let mode = if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed };
-    let plan = Plan {
+    let plan = plan_document(cfg, &ctx, ws, &observed, nodes, artifacts, warnings);
+    Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory })
+}
+
+/// The plan document of one shoot; `source` is filled in by the caller, which knows the file.
+fn plan_document(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    ws: &Workspace,
+    observed: &Observed,
+    nodes: Vec<trellis_plans::Node>,
+    artifacts: trellis_plans::Artifacts,
+    warnings: Vec<String>,
+) -> Plan {
+    Plan {
         format_version: FORMAT_VERSION,
         shoot: ctx.tn.clone(),
         provider: Provider::Azure,
-        mode,
+        mode: if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed },
         prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
         digest: observed.digest(),
         summary: Summary::of(&nodes),
@@ -200,8 +213,7 @@ pub async fn plan(
         artifacts,
         warnings,
         source: None,
-    };
-    Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory })
+    }
 }
 
 /// Re-renders the artifacts against the cloud as it is after an apply (public IP addresses are known now).
@@ -236,21 +248,9 @@ pub async fn plan_destroy(
     let (ids, lists) = desired::destroy_discovery(cfg, &ctx, &observed);
     observed.fetch(cloud, retry, &ids, &lists).await?;
     let nodes = trellis_planner::diff::plan_nodes(desired::destroy(cfg, &ctx, &observed), &observed);
-    let mode = if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed };
+    // A destroy produces no artifacts.
     let artifacts = trellis_plans::Artifacts { infrastructure_status: Value::Null, ..Default::default() };
-    let plan = Plan {
-        format_version: FORMAT_VERSION,
-        shoot: ctx.tn.clone(),
-        provider: Provider::Azure,
-        mode,
-        prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
-        digest: observed.digest(),
-        summary: Summary::of(&nodes),
-        nodes,
-        artifacts,
-        warnings: Vec::new(),
-        source: None,
-    };
+    let plan = plan_document(cfg, &ctx, ws, &observed, nodes, artifacts, Vec::new());
     Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory: ws.memory.clone() })
 }
 
