@@ -65,7 +65,17 @@ impl Session {
         }
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
         let subscription = sim.subscription();
-        Ok((Session { store: Arc::new(store), cloud, subscription, sim, retry: RetryPolicy::default(), accept_drift: false }, note))
+        Ok((
+            Session {
+                store: Arc::new(store),
+                cloud,
+                subscription,
+                sim,
+                retry: RetryPolicy::default(),
+                accept_drift: false,
+            },
+            note,
+        ))
     }
 
     /// Talks to another cloud (e.g. the real Azure client) instead of the simulated one.
@@ -298,7 +308,15 @@ impl Observer for Persist<'_> {
     }
 
     fn finished(&mut self, node: &Node, result: &NodeResult) -> Result<(), String> {
+        // State first: once a line says "created", the state has it.
+        let committed = self.record(node, result);
         self.progress.finish(&self.ws.shoot, node, result);
+        committed
+    }
+}
+
+impl Persist<'_> {
+    fn record(&mut self, node: &Node, result: &NodeResult) -> Result<(), String> {
         if !result.outcome.is_ok() {
             return Ok(());
         }
@@ -383,7 +401,9 @@ async fn apply_locked(
     let mut ok = results.iter().all(|r| r.outcome.is_ok());
     let destroy = opts.operation == "destroy";
     let mut artifacts = None;
-    if ok && destroy {
+    if ok && destroy && ws.serial == 0 {
+        // Nothing was ever applied for this shoot: no workspace to empty.
+    } else if ok && destroy {
         ws.resources.clear();
         ws.outputs = None;
         ws.last_applied = None;
@@ -466,7 +486,11 @@ pub async fn check_saved_plan(
             bail!(
                 "{}: stale plan: the cloud changed since the plan was made{}; re-run `trellis plan`",
                 old.shoot,
-                if moved.is_empty() { String::new() } else { format!(" (affects {})", moved.join(", ")) }
+                if moved.is_empty() {
+                    " (resources were re-written, although their planned attributes match)".to_string()
+                } else {
+                    format!(" (affects {})", moved.join(", "))
+                }
             );
         }
         p.planned.plan = old.clone();

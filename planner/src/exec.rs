@@ -210,7 +210,10 @@ async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Resul
             Ok((Outcome::Done, Some(live)))
         }
         Action::Delete => {
-            retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
+            // Re-read first: a resource already gone (deleted by a previous, interrupted run) is done.
+            if retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?.is_some() {
+                retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
+            }
             Ok((Outcome::Done, None))
         }
     }

@@ -356,8 +356,8 @@ impl fmt::Display for DocRef {
 /// Why manifests could not be loaded. Each renders as one line for the user.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: {cause}", path.display())]
+    Io { path: PathBuf, cause: std::io::Error },
     /// Malformed YAML, an unknown field, a wrong type, a duplicate key.
     #[error("{}:{line}:{column}: {}{message}", file.display(), doc_prefix(*doc))]
     Parse {
@@ -422,12 +422,12 @@ fn or_none(s: &str) -> &str {
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
-        let meta = std::fs::metadata(path).map_err(|source| ManifestError::Io { path: path.clone(), source })?;
+        let meta = std::fs::metadata(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
         if meta.is_dir() {
             let mut in_dir = Vec::new();
-            let entries = std::fs::read_dir(path).map_err(|source| ManifestError::Io { path: path.clone(), source })?;
+            let entries = std::fs::read_dir(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
             for entry in entries {
-                let entry = entry.map_err(|source| ManifestError::Io { path: path.clone(), source })?;
+                let entry = entry.map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
                 let p = entry.path();
                 let is_yaml = p.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
                 if is_yaml && p.is_file() {
@@ -446,7 +446,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
 
     let mut loaded: Vec<(Loaded, bool)> = Vec::new();
     for file in &files {
-        let text = std::fs::read_to_string(file).map_err(|source| ManifestError::Io { path: file.clone(), source })?;
+        let text = std::fs::read_to_string(file).map_err(|cause| ManifestError::Io { path: file.clone(), cause })?;
         let docs = parse_str(file, &text)?;
         let multi = docs.len() > 1;
         loaded.extend(docs.into_iter().map(|d| (d, multi)));

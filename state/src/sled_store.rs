@@ -144,6 +144,17 @@ impl StateStore for SledStore {
                 locked_by,
             });
         }
+        // A shoot locked by an apply that never committed (killed early) has a lock but no workspace.
+        for item in self.locks.iter() {
+            let (key, _) = item.map_err(|e| self.io_error("listing locks in", e))?;
+            let shoot = String::from_utf8_lossy(&key).into_owned();
+            if out.iter().any(|w| w.shoot == shoot) {
+                continue;
+            }
+            let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
+            out.push(WorkspaceSummary { shoot, lineage: String::new(), serial: 0, resources: 0, locked_by });
+        }
+        out.sort_by(|a, b| a.shoot.cmp(&b.shoot));
         Ok(out)
     }
 

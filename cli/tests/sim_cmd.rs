@@ -1,0 +1,135 @@
+//! `trellis sim …` end to end: apply B1, then run the simulated CCM and bastion controller against the
+//! simulated cloud in the state directory.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SHOOT: &str = "shoot--platform--byo-b1";
+const HUB: &str = "/subscriptions/6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17/resourceGroups/hub-network";
+
+fn scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/B1-byo-nsg-rt-in-vnet-rg")
+}
+
+fn nsg_id() -> String {
+    format!("{HUB}/providers/Microsoft.Network/networkSecurityGroups/shoot-a-nsg")
+}
+
+/// A fresh directory for one test's state.
+fn state_dir(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sim_cmd-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("state")
+}
+
+fn trellis(state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(args)
+        .arg("--state")
+        .arg(state)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run trellis")
+}
+
+fn ok(state: &Path, args: &[&str]) -> String {
+    let out = trellis(state, args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "trellis {args:?} failed:\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn apply_b1(state: &Path) {
+    let dir = scenario();
+    let (shoot, world) = (dir.join("shoot.yaml"), dir.join("world.yaml"));
+    ok(state, &["apply", "-f", shoot.to_str().unwrap(), "--world", world.to_str().unwrap(), "--auto-approve"]);
+}
+
+fn rule_names(state: &Path) -> Vec<String> {
+    let nsg: Value = serde_json::from_str(&ok(state, &["sim", "show", &nsg_id()])).unwrap();
+    nsg.pointer("/properties/securityRules")
+        .and_then(Value::as_array)
+        .map(|rules| rules.iter().filter_map(|r| r["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn ccm_service_create_adds_a_k8s_azure_lb_rule_and_delete_removes_it() {
+    let state = state_dir("service");
+    apply_b1(&state);
+    assert!(rule_names(&state).is_empty(), "B1's NSG starts without rules");
+
+    let out =
+        ok(&state, &["sim", "ccm", "service", "create", "--shoot", SHOOT, "--namespace", "default", "--name", "web"]);
+    assert!(out.contains(&format!("PUT {} (200)", nsg_id())), "{out}");
+    assert!(
+        out.contains("/resourceGroups/shoot--platform--byo-b1/providers/Microsoft.Network/loadBalancers/kubernetes"),
+        "{out}"
+    );
+    let rules = rule_names(&state);
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(rules[0].starts_with("k8s-azure-lb_") && rules[0].ends_with("-TCP-443-Internet"), "{rules:?}");
+
+    // Idempotent: nothing is written the second time.
+    let again = ok(&state, &["sim", "ccm", "service", "create", "--shoot", SHOOT, "--name", "web"]);
+    assert!(!again.contains("PUT ") && again.contains("No cloud writes"), "{again}");
+
+    let orphans: Value = serde_json::from_str(&ok(&state, &["sim", "orphans", "--shoot", SHOOT, "--json"])).unwrap();
+    assert_eq!(orphans.as_array().unwrap().len(), 1, "{orphans}");
+
+    let out =
+        ok(&state, &["sim", "ccm", "service", "delete", "--shoot", SHOOT, "--namespace", "default", "--name", "web"]);
+    assert!(out.contains(&format!("PUT {} (200)", nsg_id())), "{out}");
+    assert!(rule_names(&state).is_empty());
+    let orphans: Value = serde_json::from_str(&ok(&state, &["sim", "orphans", "--shoot", SHOOT, "--json"])).unwrap();
+    assert_eq!(orphans, Value::Array(vec![]));
+}
+
+#[test]
+fn annotated_service_never_writes_the_nsg_and_bastion_rules_come_and_go() {
+    let state = state_dir("annotated");
+    apply_b1(&state);
+    let out = ok(
+        &state,
+        &[
+            "sim",
+            "ccm",
+            "service",
+            "create",
+            "--shoot",
+            SHOOT,
+            "--name",
+            "internal",
+            "--annotation",
+            "service.beta.kubernetes.io/azure-disable-load-balancer-nsg-rule=true",
+        ],
+    );
+    assert!(!out.contains("networkSecurityGroups"), "no NSG write: {out}");
+    assert!(rule_names(&state).is_empty());
+
+    ok(
+        &state,
+        &["sim", "bastion", "create", "--shoot", SHOOT, "--name", "cli-abc", "--operator-cidr", "203.0.113.7/32"],
+    );
+    assert_eq!(
+        rule_names(&state),
+        ["cli-abc-allow-ssh-ipv4", "cli-abc-allow-ssh-ipv6", "cli-abc-egress-worker", "cli-abc-deny-all"]
+    );
+    ok(&state, &["sim", "bastion", "delete", "--shoot", SHOOT, "--name", "cli-abc"]);
+    assert!(rule_names(&state).is_empty());
+}
+
+#[test]
+fn sim_needs_an_applied_shoot() {
+    let state = state_dir("unapplied");
+    let out = trellis(&state, &["sim", "ccm", "service", "create", "--shoot", SHOOT, "--name", "web"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("trellis apply"), "{stderr}");
+}
