@@ -11,6 +11,8 @@ use trellis_cli::progress::Display;
 use trellis_plans::{render, PlanSet};
 use trellis_state::StateStore;
 
+mod sim_cmd;
+
 #[derive(Parser)]
 #[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure (Azure), Terraform-style")]
 struct Cli {
@@ -35,6 +37,8 @@ enum Command {
     /// Inspect and repair the state.
     #[command(subcommand)]
     State(StateCommand),
+    /// Run the simulated runtime writers (CCM, bastion controller) against the simulated cloud.
+    Sim(sim_cmd::SimArgs),
 }
 
 #[derive(Args, Clone)]
@@ -139,8 +143,14 @@ struct ShowArgs {
 struct DiffArgs {
     old: PathBuf,
     new: PathBuf,
-    #[arg(long, value_enum, default_value_t = Output::Text)]
-    output: Output,
+    #[arg(long, value_enum, default_value_t = DiffOutput::Text)]
+    output: DiffOutput,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum DiffOutput {
+    Text,
+    Markdown,
 }
 
 #[derive(Subcommand)]
@@ -162,7 +172,15 @@ enum StateCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Usage errors exit 1 (clap's default 2 would read as "changes" under --detailed-exitcode).
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -173,13 +191,31 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            for line in format!("{e:#}").lines() {
-                eprintln!("error: {line}");
+            // The first line says what failed; field errors follow one per line, as they are.
+            let text = format!("{e:#}");
+            let mut lines = text.lines();
+            if let Some(first) = lines.next() {
+                eprintln!("error: {first}");
+            }
+            for line in lines {
+                eprintln!("{line}");
             }
             ExitCode::from(1)
         }
     }
 }
+
+/// A command that failed before writing anything removes the state dir it created, so a typo or an
+/// invalid manifest leaves no empty `.trellis` behind.
+fn leave_no_trace(state: &Path, result: Result<u8>) -> Result<u8> {
+    if result.is_err() && CREATED_STATE_DIR.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = std::fs::remove_dir_all(state);
+    }
+    result
+}
+
+/// Whether this process created the state dir (it did not exist when the command started).
+static CREATED_STATE_DIR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn color_for(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -188,18 +224,31 @@ fn color_for(stream_is_tty: bool) -> bool {
 async fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Validate(inputs) => validate(inputs),
-        Command::Plan(args) => plan(args).await,
-        Command::Apply(args) => apply(args).await,
-        Command::Destroy(args) => destroy(args).await,
+        Command::Plan(args) => {
+            let state = args.inputs.env.state.clone();
+            leave_no_trace(&state, plan(args).await)
+        }
+        Command::Apply(args) => {
+            let state = args.inputs.env.state.clone();
+            leave_no_trace(&state, apply(args).await)
+        }
+        Command::Destroy(args) => {
+            let state = args.inputs.env.state.clone();
+            leave_no_trace(&state, destroy(args).await)
+        }
         Command::Show(args) => show(args),
         Command::Diff(args) => diff(args),
         Command::State(cmd) => state(cmd),
+        Command::Sim(args) => sim_cmd::run(args).await,
     }
 }
 
 fn open(env: &Env, operation: &str) -> Result<Session> {
     if env.cloud == CloudKind::Azure {
         bail!("--cloud azure: the Azure SDK client is not part of this build yet; use --cloud sim (the default) with a --world file exported from your subscription");
+    }
+    if !env.state.exists() {
+        CREATED_STATE_DIR.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
@@ -279,7 +328,7 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
 
 fn write_plan(path: &Path, set: &PlanSet) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, set.to_json()).with_context(|| format!("cannot write plan file {}", tmp.display()))?;
+    std::fs::write(&tmp, set.to_json()).with_context(|| format!("cannot write plan file {}", path.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write plan file {}", path.display()))
 }
 
@@ -293,6 +342,9 @@ fn confirm(auto_approve: bool, what: &str) -> Result<bool> {
         return Ok(true);
     }
     if !std::io::stdin().is_terminal() {
+        if what == "destroy" {
+            bail!("destroy needs --auto-approve when not run interactively");
+        }
         bail!("{what} needs --auto-approve when not run interactively (or save a plan with `trellis plan --out PLAN` and run `trellis apply PLAN`)");
     }
     eprint!("Do you want to perform these actions? Only 'yes' will be accepted: ");
@@ -304,6 +356,9 @@ fn confirm(auto_approve: bool, what: &str) -> Result<bool> {
 async fn apply(args: ApplyArgs) -> Result<u8> {
     let env = &args.inputs.env;
     let session = open(env, "apply")?;
+    if args.plan.is_some() && !args.inputs.files.is_empty() {
+        bail!("pass either a plan file or -f manifests, not both: a saved plan carries its own manifests");
+    }
     let plans = match &args.plan {
         Some(path) => {
             let saved = read_plan(path)?;
@@ -384,18 +439,30 @@ fn diff(args: DiffArgs) -> Result<u8> {
     let new = read_plan(&args.new)?;
     let d = trellis_plans::diff::diff(&old, &new);
     match args.output {
-        Output::Markdown => print!("{}", trellis_plans::diff::diff_markdown(&d)),
-        Output::Json | Output::Text => {
+        DiffOutput::Markdown => print!("{}", trellis_plans::diff::diff_markdown(&d)),
+        DiffOutput::Text => {
             print!("{}", trellis_plans::diff::render_diff(&d, color_for(std::io::stdout().is_terminal())))
         }
     }
     Ok(0)
 }
 
+/// Opens an existing state dir for the `state` commands (which never create one).
+fn open_existing(env: &Env, operation: &str) -> Result<trellis_state::SledStore> {
+    if !env.state.exists() {
+        bail!(
+            "there is no state at {} (nothing was applied with --state {}); pass the state dir with --state",
+            env.state.display(),
+            env.state.display()
+        );
+    }
+    Ok(trellis_state::SledStore::open(&env.state, operation)?)
+}
+
 fn state(cmd: StateCommand) -> Result<u8> {
     match cmd {
         StateCommand::List(env) => {
-            let store = trellis_state::SledStore::open(&env.state, "state list")?;
+            let store = open_existing(&env, "state list")?;
             let list = store.list()?;
             if list.is_empty() {
                 println!("No workspaces in {}.", env.state.display());
@@ -406,17 +473,21 @@ fn state(cmd: StateCommand) -> Result<u8> {
             }
         }
         StateCommand::Show { shoot, env } => {
-            let store = trellis_state::SledStore::open(&env.state, "state show")?;
+            let store = open_existing(&env, "state show")?;
             let Some(ws) = store.load(&shoot)? else {
                 bail!("no workspace for {shoot} in {}; `trellis state list` shows the workspaces", env.state.display());
             };
             println!("{}", serde_json::to_string_pretty(&ws)?);
         }
         StateCommand::Unlock { shoot, env } => {
-            let store = trellis_state::SledStore::open(&env.state, "state unlock")?;
+            let store = open_existing(&env, "state unlock")?;
             match store.force_unlock(&shoot)? {
                 Some(held) => println!("Removed the lock on {shoot} ({held})."),
-                None => println!("{shoot} was not locked."),
+                None if store.load(&shoot)?.is_some() => println!("{shoot} was not locked."),
+                None => bail!(
+                    "no workspace and no lock for {shoot} in {}; `trellis state list` shows the workspaces",
+                    env.state.display()
+                ),
             }
         }
     }

@@ -16,12 +16,26 @@ fn nsg_id() -> String {
     format!("{HUB}/providers/Microsoft.Network/networkSecurityGroups/shoot-a-nsg")
 }
 
-/// A fresh directory for one test's state.
-fn state_dir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sim_cmd-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("state")
+/// A fresh directory for one test's state, removed when the test is done.
+struct StateDir(PathBuf);
+
+impl StateDir {
+    fn new(test: &str) -> StateDir {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sim_cmd-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        StateDir(dir)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.0.join("state")
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn trellis(state: &Path, args: &[&str]) -> Output {
@@ -61,7 +75,8 @@ fn rule_names(state: &Path) -> Vec<String> {
 
 #[test]
 fn ccm_service_create_adds_a_k8s_azure_lb_rule_and_delete_removes_it() {
-    let state = state_dir("service");
+    let dir = StateDir::new("service");
+    let state = dir.state();
     apply_b1(&state);
     assert!(rule_names(&state).is_empty(), "B1's NSG starts without rules");
 
@@ -93,7 +108,8 @@ fn ccm_service_create_adds_a_k8s_azure_lb_rule_and_delete_removes_it() {
 
 #[test]
 fn annotated_service_never_writes_the_nsg_and_bastion_rules_come_and_go() {
-    let state = state_dir("annotated");
+    let dir = StateDir::new("annotated");
+    let state = dir.state();
     apply_b1(&state);
     let out = ok(
         &state,
@@ -127,7 +143,8 @@ fn annotated_service_never_writes_the_nsg_and_bastion_rules_come_and_go() {
 
 #[test]
 fn sim_needs_an_applied_shoot() {
-    let state = state_dir("unapplied");
+    let dir = StateDir::new("unapplied");
+    let state = dir.state();
     let out = trellis(&state, &["sim", "ccm", "service", "create", "--shoot", SHOOT, "--name", "web"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);

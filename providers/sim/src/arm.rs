@@ -51,6 +51,9 @@ const KNOWN_TYPES: &[(&str, Kind)] = &[
     ("Microsoft.Network/natGateways", Kind::NatGateway),
     ("Microsoft.Network/publicIPAddresses", Kind::PublicIpAddress),
     ("Microsoft.Network/loadBalancers", Kind::Other),
+    ("Microsoft.Network/networkInterfaces", Kind::Other),
+    ("Microsoft.Compute/virtualMachines", Kind::Other),
+    ("Microsoft.Compute/disks", Kind::Other),
     ("Microsoft.ManagedIdentity/userAssignedIdentities", Kind::Other),
 ];
 

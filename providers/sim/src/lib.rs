@@ -45,6 +45,11 @@
 //! (key: the lowercased id; value: `{value, origin, seq}`). [`ArmSim::in_memory`]
 //! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree.
 //!
+//! # Runtime writers
+//! [`runtime`] simulates the controllers that write into the cloud after apply — the CCM (Service
+//! type=LoadBalancer, per-node routes) and the bastion controller — through [`CloudWrite`], so their
+//! calls are audited like any other; [`runtime::orphans`] reports what they left behind.
+//!
 //! # World file
 //! [`WorldFile`] declares what existed before trellis ran; [`ArmSim::sync_world`] re-syncs exactly
 //! those resources (origin World) and leaves resources created through the API alone. World writes
@@ -53,6 +58,7 @@
 pub mod arm;
 pub mod faults;
 mod rules;
+pub mod runtime;
 mod store;
 pub mod world;
 

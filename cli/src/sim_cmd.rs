@@ -1,0 +1,316 @@
+//! `trellis sim …`: run the simulated runtime writers (the CCM and the bastion controller) against
+//! the simulated cloud in the state directory, configured from what `trellis apply` rendered for a
+//! shoot (`Workspace.outputs`: the azure.json values and `--configure-cloud-routes`).
+//!
+//! Every cloud write is printed on a line of its own (`PUT|DELETE <id> (<status>)`), so the commands
+//! double as a way to see what the real controllers would do to the user's NSG and route table.
+
+use super::{open, Env};
+use anyhow::{bail, Context as _, Result};
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use trellis_cli::ops::Session;
+use trellis_planner::cloud::{CloudWrite, Op};
+use trellis_plans::Artifacts;
+use trellis_sim::runtime::{self, Bastion, Ccm, CloudConfig};
+use trellis_sim::ArmSim;
+use trellis_state::StateStore;
+
+#[derive(Args)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    command: SimCommand,
+    #[command(flatten)]
+    env: Env,
+}
+
+#[derive(Subcommand)]
+enum SimCommand {
+    /// The cloud-controller-manager: Service type=LoadBalancer (SLB, public IP, NSG rules) and per-node routes.
+    #[command(subcommand)]
+    Ccm(CcmCommand),
+    /// The bastion controller: 4 NSG rules plus VM, NIC, disk and public IP in the cluster resource group.
+    #[command(subcommand)]
+    Bastion(BastionCommand),
+    /// Print a resource's JSON as the simulated cloud returns it (a GET, not audited).
+    Show {
+        /// The ARM id.
+        id: String,
+    },
+    /// Rules and routes the runtime writers left on the shoot's NSG and route table (what the user must prune).
+    ///
+    /// The NSG and route table come from the shoot's applied azure.json; after `trellis destroy` (which
+    /// clears it) name them with --nsg and --route-table.
+    Orphans {
+        #[arg(long, value_name = "ID", required_unless_present = "nsg")]
+        shoot: Option<String>,
+        /// The NSG's ARM id (instead of --shoot).
+        #[arg(long, value_name = "ARM_ID", conflicts_with = "shoot")]
+        nsg: Option<String>,
+        /// The route table's ARM id (with --nsg).
+        #[arg(long, value_name = "ARM_ID", requires = "nsg")]
+        route_table: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum CcmCommand {
+    /// A Service type=LoadBalancer.
+    #[command(subcommand)]
+    Service(ServiceCommand),
+    /// A node (the route controller writes its pod-CIDR route when --configure-cloud-routes is true).
+    #[command(subcommand)]
+    Node(NodeCommand),
+}
+
+#[derive(Subcommand)]
+enum ServiceCommand {
+    /// Create or update the Service (upstream EnsureLoadBalancer).
+    Create(ServiceCreate),
+    /// Delete the Service (upstream EnsureLoadBalancerDeleted).
+    Delete(ServiceRef),
+}
+
+#[derive(Args)]
+struct ServiceRef {
+    /// The shoot's technical id, `shoot--<project>--<name>`.
+    #[arg(long, value_name = "ID")]
+    shoot: String,
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    #[arg(long)]
+    name: String,
+}
+
+#[derive(Args)]
+struct ServiceCreate {
+    #[command(flatten)]
+    service: ServiceRef,
+    #[arg(long, default_value_t = 443)]
+    port: u16,
+    /// TCP or UDP.
+    #[arg(long, default_value = "TCP")]
+    protocol: String,
+    /// A Service annotation, e.g. service.beta.kubernetes.io/azure-disable-load-balancer-nsg-rule=true. Repeatable.
+    #[arg(long = "annotation", value_name = "KEY=VALUE")]
+    annotations: Vec<String>,
+    /// spec.loadBalancerSourceRanges entry. Repeatable; none means the Internet service tag.
+    #[arg(long = "source-range", value_name = "CIDR")]
+    source_ranges: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum NodeCommand {
+    /// A node joined: route `<node>` → its pod CIDR (upstream CreateRoute).
+    Add {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        /// The node name (also the route name).
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_name = "CIDR")]
+        pod_cidr: String,
+    },
+    /// A node left: its route goes (upstream DeleteRoute).
+    Remove {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum BastionCommand {
+    /// Create or update a bastion.
+    Create {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        /// The bastion instance name; the prefix of its rules and resources.
+        #[arg(long)]
+        name: String,
+        /// Who may SSH in. Repeatable; IPv4 and IPv6 go to separate rules.
+        #[arg(long = "operator-cidr", value_name = "CIDR", required = true)]
+        operator_cidrs: Vec<String>,
+        /// Where the bastion may SSH to; default: the worker subnet's address prefix.
+        #[arg(long, value_name = "CIDR")]
+        worker_cidr: Option<String>,
+    },
+    /// Delete a bastion: its 4 rules and its VM, NIC, disk and public IP.
+    Delete {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+pub async fn run(args: SimArgs) -> Result<u8> {
+    let env = &args.env;
+    if !env.state.exists() {
+        bail!(
+            "state directory {} does not exist; run `trellis apply -f <shoot.yaml> --state {}` first",
+            env.state.display(),
+            env.state.display()
+        );
+    }
+    let session = open(env, "sim")?;
+    let sim = &session.sim;
+    let state = env.state.as_path();
+    match args.command {
+        SimCommand::Show { id } => {
+            let Some(value) = sim.get_now(&id) else {
+                bail!("{id}: not found in the simulated cloud in {}", state.display());
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            return Ok(0);
+        }
+        SimCommand::Orphans { shoot, nsg, route_table, json } => {
+            let (nsg, rt) = match (shoot, nsg) {
+                (_, Some(nsg)) => (nsg, route_table),
+                (Some(shoot), None) => {
+                    let (values, _) = match applied(&session, &shoot, state) {
+                        Ok(found) => found,
+                        Err(e) => bail!("{e:#}; or, after `trellis destroy` (which clears them), {NAME_THEM}"),
+                    };
+                    let cfg = CloudConfig::from_values(&values)?;
+                    (cfg.nsg_id(), cfg.route_table_id())
+                }
+                (None, None) => bail!("give --shoot, or --nsg (and --route-table)"),
+            };
+            let report = runtime::orphans(sim, &nsg, rt.as_deref());
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else if report.is_empty() {
+                println!("No orphans on {nsg}{}.", rt.map(|r| format!(" or {r}")).unwrap_or_default());
+            } else {
+                for o in &report {
+                    println!("{}  {}\n    {}", o.kind, o.id, o.reason);
+                }
+                println!("{} orphan(s).", report.len());
+            }
+            return Ok(0);
+        }
+        _ => {}
+    }
+
+    let mark = sim.mark();
+    let result = write(&session, args.command, state).await;
+    // What was written is printed (and kept in the audit log) also when a later call failed.
+    let writes: Vec<_> = sim.calls_since(mark).into_iter().filter(|c| c.op == Op::Write).collect();
+    for c in &writes {
+        println!("{} {} ({})", c.method, c.target, c.status);
+    }
+    session.close()?;
+    let summary = result?;
+    if writes.is_empty() {
+        println!("No cloud writes: everything was already in place.");
+    }
+    println!("{summary}");
+    Ok(0)
+}
+
+/// Runs a controller command; returns its summary line.
+async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<String> {
+    let sim = &session.sim;
+    let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
+    Ok(match command {
+        SimCommand::Ccm(CcmCommand::Service(ServiceCommand::Create(c))) => {
+            let (values, routes) = applied(session, &c.service.shoot, state)?;
+            let annotations = parse_annotations(&c.annotations)?;
+            let ccm = Ccm::new(cloud, &values, routes)?;
+            let (ns, name) = (&c.service.namespace, &c.service.name);
+            let st =
+                ccm.ensure_load_balancer_service(ns, name, c.port, &c.protocol, &annotations, c.source_ranges).await?;
+            let rules = if st.security_rules.is_empty() { "none".to_string() } else { st.security_rules.join(", ") };
+            format!("service {ns}/{name}: ingress IP {}; NSG rules: {rules}", st.ingress_ip)
+        }
+        SimCommand::Ccm(CcmCommand::Service(ServiceCommand::Delete(s))) => {
+            let (values, routes) = applied(session, &s.shoot, state)?;
+            Ccm::new(cloud, &values, routes)?.ensure_load_balancer_deleted(&s.namespace, &s.name).await?;
+            format!("service {}/{}: deleted", s.namespace, s.name)
+        }
+        SimCommand::Ccm(CcmCommand::Node(NodeCommand::Add { shoot, name, pod_cidr })) => {
+            let (values, routes) = applied(session, &shoot, state)?;
+            match Ccm::new(cloud, &values, routes)?.add_node(&name, &pod_cidr).await? {
+                Some(id) => format!("node {name}: route {id}"),
+                None => {
+                    format!("node {name}: --configure-cloud-routes=false for {shoot}: the route table is not touched")
+                }
+            }
+        }
+        SimCommand::Ccm(CcmCommand::Node(NodeCommand::Remove { shoot, name })) => {
+            let (values, routes) = applied(session, &shoot, state)?;
+            match Ccm::new(cloud, &values, routes)?.remove_node(&name).await? {
+                Some(id) => format!("node {name}: route {id} removed"),
+                None => {
+                    format!("node {name}: --configure-cloud-routes=false for {shoot}: the route table is not touched")
+                }
+            }
+        }
+        SimCommand::Bastion(BastionCommand::Create { shoot, name, operator_cidrs, worker_cidr }) => {
+            let (values, _) = applied(session, &shoot, state)?;
+            let bastion = Bastion::new(cloud, &values)?;
+            let worker_cidr = match worker_cidr {
+                Some(c) => c,
+                None => subnet_prefix(sim, &bastion.config.subnet_id())?,
+            };
+            let st = bastion.create(&name, operator_cidrs, &worker_cidr).await?;
+            format!(
+                "bastion {name}: public IP {}, private IP {}; NSG rules: {}",
+                st.public_ip,
+                st.private_ip,
+                st.security_rules.join(", ")
+            )
+        }
+        SimCommand::Bastion(BastionCommand::Delete { shoot, name }) => {
+            let (values, _) = applied(session, &shoot, state)?;
+            Bastion::new(cloud, &values)?.delete(&name).await?;
+            format!("bastion {name}: deleted")
+        }
+        SimCommand::Show { .. } | SimCommand::Orphans { .. } => unreachable!("handled above"),
+    })
+}
+
+const NAME_THEM: &str = "name the NSG and route table with --nsg ARM_ID [--route-table ARM_ID]";
+
+/// The azure.json values and `--configure-cloud-routes` that `trellis apply` recorded for `shoot`.
+fn applied(session: &Session, shoot: &str, state: &Path) -> Result<(Map<String, Value>, bool)> {
+    let hint = format!("run `trellis apply -f <shoot.yaml> --state {}` first", state.display());
+    let Some(ws) = session.store.load(shoot)? else {
+        bail!("no workspace for {shoot} in {} (`trellis state list` shows them); {hint}", state.display());
+    };
+    let Some(outputs) = ws.outputs else {
+        bail!("{shoot} has no applied artifacts in {}; {hint}", state.display());
+    };
+    let artifacts: Artifacts = serde_json::from_value(outputs)
+        .with_context(|| format!("{shoot}: the applied artifacts in the state cannot be read; {hint}"))?;
+    let routes = artifacts.ccm_flags.get("configure-cloud-routes").copied().unwrap_or(true);
+    Ok((artifacts.cloud_provider_config.values, routes))
+}
+
+fn parse_annotations(raw: &[String]) -> Result<BTreeMap<String, String>> {
+    raw.iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => bail!("--annotation '{a}': expected KEY=VALUE"),
+        })
+        .collect()
+}
+
+fn subnet_prefix(sim: &ArmSim, subnet_id: &str) -> Result<String> {
+    let subnet = sim
+        .get_now(subnet_id)
+        .with_context(|| format!("the worker subnet {subnet_id} is not in the simulated cloud; pass --worker-cidr"))?;
+    subnet
+        .pointer("/properties/addressPrefix")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .with_context(|| format!("{subnet_id} has no properties.addressPrefix; pass --worker-cidr"))
+}
