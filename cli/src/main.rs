@@ -70,6 +70,13 @@ struct Env {
     /// Simulated cloud: extra latency per write (long-running operation) in milliseconds.
     #[arg(long, hide = true, default_value_t = 0, global = true)]
     sim_write_latency_ms: u64,
+    /// With --cloud azure: the subscription the shoots live in. Credentials come from
+    /// AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (a service principal).
+    #[arg(long, value_name = "ID", env = "AZURE_SUBSCRIPTION_ID", global = true)]
+    subscription: Option<String>,
+    /// With --cloud azure: the ARM endpoint.
+    #[arg(long, hide = true, value_name = "URL", env = "TRELLIS_AZURE_ENDPOINT", default_value = trellis_azure_client::DEFAULT_ENDPOINT, global = true)]
+    azure_endpoint: String,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -172,6 +179,13 @@ enum StateCommand {
 }
 
 fn main() -> ExitCode {
+    // `trellis plan | head` ends quietly, as other command-line tools do, instead of panicking on a
+    // closed pipe (Rust ignores SIGPIPE by default).
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // Usage errors exit 1 (clap's default 2 would read as "changes" under --detailed-exitcode).
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -244,9 +258,10 @@ async fn run(cli: Cli) -> Result<u8> {
 }
 
 fn open(env: &Env, operation: &str) -> Result<Session> {
-    if env.cloud == CloudKind::Azure {
-        bail!("--cloud azure: the Azure SDK client is not part of this build yet; use --cloud sim (the default) with a --world file exported from your subscription");
-    }
+    let azure = match env.cloud {
+        CloudKind::Azure => Some(azure_cloud(env)?),
+        CloudKind::Sim => None,
+    };
     if !env.state.exists() {
         CREATED_STATE_DIR.store(true, std::sync::atomic::Ordering::SeqCst);
     }
@@ -260,7 +275,29 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
         write_latency: Duration::from_millis(env.sim_write_latency_ms),
         ..Default::default()
     });
+    if let Some((cloud, subscription)) = azure {
+        session.use_cloud(cloud, subscription);
+    }
     Ok(session)
+}
+
+/// `--cloud azure`: the ARM REST client, authenticated as the service principal from the environment.
+fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
+    use trellis_azure_client::{ArmClient, ClientSecretCredential};
+    if env.world.is_some() {
+        bail!("--world cannot be used with --cloud azure: world files describe the simulated cloud; with --cloud azure trellis reads the subscription itself");
+    }
+    let subscription = env.subscription.as_deref().map(str::trim).unwrap_or_default();
+    if subscription.is_empty() {
+        bail!("--cloud azure needs a subscription: pass --subscription ID or set AZURE_SUBSCRIPTION_ID");
+    }
+    if subscription.contains(['/', '?', '#']) || subscription.contains(char::is_whitespace) {
+        bail!("--subscription '{subscription}' is not a subscription id (expected a GUID such as 00000000-0000-0000-0000-000000000000)");
+    }
+    let endpoint = trellis_azure_client::parse_url("--azure-endpoint", &env.azure_endpoint)?;
+    let credential = ClientSecretCredential::from_env().context("--cloud azure signs in as a service principal")?;
+    let client = ArmClient::new(endpoint, std::sync::Arc::new(credential))?;
+    Ok((std::sync::Arc::new(client), subscription.to_string()))
 }
 
 fn validate(inputs: Inputs) -> Result<u8> {
@@ -417,6 +454,19 @@ async fn execute(
         let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
         for s in &report.shoots {
             let failed: Vec<_> = s.nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
+            for w in &s.warnings {
+                println!("Warning: {w}");
+            }
+            if !s.orphans.is_empty() {
+                println!(
+                    "{}: {} artifact(s) of the CCM and bastion controller remain on your NSG / route table; trellis does not delete them. To prune:",
+                    s.shoot,
+                    s.orphans.len()
+                );
+                for o in &s.orphans {
+                    println!("  {}  # {}", o.prune, o.writer);
+                }
+            }
             if failed.is_empty() {
                 println!("{}: {operation} complete.", s.shoot);
             } else {

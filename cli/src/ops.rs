@@ -281,6 +281,10 @@ pub struct ShootReport {
     pub artifacts: Option<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// After a destroy in user-managed-egress mode: what the CCM and bastion controller left on the
+    /// user's NSG and route table (never deleted by trellis), with the command to prune each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub orphans: Vec<azure::orphans::Orphan>,
 }
 
 /// Called for every node as it starts and ends, for progress display.
@@ -401,6 +405,14 @@ async fn apply_locked(
     let mut ok = results.iter().all(|r| r.outcome.is_ok());
     let destroy = opts.operation == "destroy";
     let mut artifacts = None;
+    let mut orphans = Vec::new();
+    if ok && destroy {
+        let sub = session.subscription();
+        match azure::orphans::scan(&p.shoot, audited.as_ref(), &session.retry, &sub).await {
+            Ok(found) => orphans = found,
+            Err(e) => warnings.push(format!("{}: the orphan report could not be made: {e}", plan.shoot)),
+        }
+    }
     if ok && destroy && ws.serial == 0 {
         // Nothing was ever applied for this shoot: no workspace to empty.
     } else if ok && destroy {
@@ -432,7 +444,15 @@ async fn apply_locked(
             }
         }
     }
-    Ok(ShootReport { shoot: plan.shoot.clone(), ok, nodes: results, calls: audited.calls(), artifacts, warnings })
+    Ok(ShootReport {
+        shoot: plan.shoot.clone(),
+        ok,
+        nodes: results,
+        calls: audited.calls(),
+        artifacts,
+        warnings,
+        orphans,
+    })
 }
 
 /// Refuses a plan made against another state than the one stored now.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use trellis_cli::ops::Session;
 use trellis_planner::cloud::{CloudWrite, Op};
 use trellis_plans::Artifacts;
-use trellis_sim::runtime::{self, Bastion, Ccm, CloudConfig};
+use trellis_sim::runtime::{Bastion, Ccm};
 use trellis_sim::ArmSim;
 use trellis_state::StateStore;
 
@@ -39,23 +39,6 @@ enum SimCommand {
     Show {
         /// The ARM id.
         id: String,
-    },
-    /// Rules and routes the runtime writers left on the shoot's NSG and route table (what the user must prune).
-    ///
-    /// The NSG and route table come from the shoot's applied azure.json; after `trellis destroy` (which
-    /// clears it) name them with --nsg and --route-table.
-    Orphans {
-        #[arg(long, value_name = "ID", required_unless_present = "nsg")]
-        shoot: Option<String>,
-        /// The NSG's ARM id (instead of --shoot).
-        #[arg(long, value_name = "ARM_ID", conflicts_with = "shoot")]
-        nsg: Option<String>,
-        /// The route table's ARM id (with --nsg).
-        #[arg(long, value_name = "ARM_ID", requires = "nsg")]
-        route_table: Option<String>,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
     },
 }
 
@@ -163,41 +146,12 @@ pub async fn run(args: SimArgs) -> Result<u8> {
     let session = open(env, "sim")?;
     let sim = &session.sim;
     let state = env.state.as_path();
-    match args.command {
-        SimCommand::Show { id } => {
-            let Some(value) = sim.get_now(&id) else {
-                bail!("{id}: not found in the simulated cloud in {}", state.display());
-            };
-            println!("{}", serde_json::to_string_pretty(&value)?);
-            return Ok(0);
-        }
-        SimCommand::Orphans { shoot, nsg, route_table, json } => {
-            let (nsg, rt) = match (shoot, nsg) {
-                (_, Some(nsg)) => (nsg, route_table),
-                (Some(shoot), None) => {
-                    let (values, _) = match applied(&session, &shoot, state) {
-                        Ok(found) => found,
-                        Err(e) => bail!("{e:#}; or, after `trellis destroy` (which clears them), {NAME_THEM}"),
-                    };
-                    let cfg = CloudConfig::from_values(&values)?;
-                    (cfg.nsg_id(), cfg.route_table_id())
-                }
-                (None, None) => bail!("give --shoot, or --nsg (and --route-table)"),
-            };
-            let report = runtime::orphans(sim, &nsg, rt.as_deref());
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else if report.is_empty() {
-                println!("No orphans on {nsg}{}.", rt.map(|r| format!(" or {r}")).unwrap_or_default());
-            } else {
-                for o in &report {
-                    println!("{}  {}\n    {}", o.kind, o.id, o.reason);
-                }
-                println!("{} orphan(s).", report.len());
-            }
-            return Ok(0);
-        }
-        _ => {}
+    if let SimCommand::Show { id } = &args.command {
+        let Some(value) = sim.get_now(id) else {
+            bail!("{id}: not found in the simulated cloud in {}", state.display());
+        };
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(0);
     }
 
     let mark = sim.mark();
@@ -274,11 +228,9 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
             Bastion::new(cloud, &values)?.delete(&name).await?;
             format!("bastion {name}: deleted")
         }
-        SimCommand::Show { .. } | SimCommand::Orphans { .. } => unreachable!("handled above"),
+        SimCommand::Show { .. } => unreachable!("handled above"),
     })
 }
-
-const NAME_THEM: &str = "name the NSG and route table with --nsg ARM_ID [--route-table ARM_ID]";
 
 /// The azure.json values and `--configure-cloud-routes` that `trellis apply` recorded for `shoot`.
 fn applied(session: &Session, shoot: &str, state: &Path) -> Result<(Map<String, Value>, bool)> {

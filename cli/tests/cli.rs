@@ -332,15 +332,38 @@ fn state_list_show_and_unlock() {
 }
 
 #[test]
-fn cloud_azure_is_a_clear_error() {
+fn cloud_azure_without_its_settings_is_a_clear_error() {
+    // The ARM client itself is tested against the served simulator in providers/azure-client.
     let sb = Sandbox::new();
-    for args in [
-        vec!["plan", "-f", &a1(), "--cloud", "azure"],
-        vec!["apply", "-f", &a1(), "--auto-approve", "--cloud", "azure"],
+    let vars = ["AZURE_SUBSCRIPTION_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"];
+    let run = |args: &[&str]| {
+        let mut cmd = sb.command(args);
+        for v in vars {
+            cmd.env_remove(v);
+        }
+        finish(&mut cmd)
+    };
+    let sub = "00000000-0000-0000-0000-000000000001";
+    let world = sb.file("world.yaml");
+    std::fs::write(&world, "azure:\n  resources: []\n").unwrap();
+    for (args, says) in [
+        (vec!["plan", "-f", &a1(), "--cloud", "azure"], "--cloud azure needs a subscription"),
+        (
+            vec!["apply", "-f", &a1(), "--auto-approve", "--cloud", "azure"],
+            "--subscription ID or set AZURE_SUBSCRIPTION_ID",
+        ),
+        (
+            vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", sub],
+            "AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET are not set",
+        ),
+        (
+            vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", sub, "--world", &world],
+            "world files describe the simulated cloud",
+        ),
     ] {
-        let r = sb.run(&args).code(1).stderr_has("--cloud azure").stderr_has("not part of this build");
+        let r = run(&args).code(1).stderr_has(says);
         assert_eq!(r.stderr_lines().len(), 1, "one line: {}", r.stderr);
         assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
     }
-    assert!(!std::path::Path::new(sb.state()).exists(), "no state dir is created for an unsupported cloud");
+    assert!(!std::path::Path::new(sb.state()).exists(), "no state dir is created when the cloud cannot be set up");
 }

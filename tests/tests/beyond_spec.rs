@@ -31,7 +31,7 @@ async fn every_plan_reverifies_the_byo_subnet_against_the_last_apply() {
     let mut s = Scenario::new("B1");
     assert!(s.apply().await.unwrap().ok);
     s.sync_world("world-nsg-swapped.yaml");
-    let msg = format!("{:#}", s.plan().await.err().expect("drift refused"));
+    let msg = format!("{:#}", s.plan().await.expect_err("drift refused"));
     assert_has(&msg, "the network security group changed since the last apply, from /subscriptions/6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17/resourceGroups/hub-network/providers/Microsoft.Network/networkSecurityGroups/shoot-a-nsg to /subscriptions/6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17/resourceGroups/hub-network/providers/Microsoft.Network/networkSecurityGroups/shoot-a-nsg-2");
     assert_has(&msg, "--accept-drift");
     // Accepting the drift plans the new NSG into azure.json; applying records it.
@@ -48,7 +48,7 @@ async fn a_changed_byo_subnet_cidr_is_drift() {
     let s = Scenario::new("B1");
     assert!(s.apply().await.unwrap().ok);
     s.sync_world("world-cidr-changed.yaml");
-    let msg = format!("{:#}", s.plan().await.err().expect("drift refused"));
+    let msg = format!("{:#}", s.plan().await.expect_err("drift refused"));
     assert_has(&msg, "the address prefix changed since the last apply, from 10.250.0.0/19 to 10.250.0.0/20");
 }
 
@@ -89,7 +89,7 @@ async fn an_nsg_rule_blocking_a_required_flow_is_warned_about() {
 #[tokio::test]
 async fn user_resources_in_the_cluster_resource_group_are_refused() {
     let s = Scenario::new("X4");
-    let msg = format!("{:#}", s.plan().await.err().expect("refused"));
+    let msg = format!("{:#}", s.plan().await.expect_err("refused"));
     assert_has(&msg, "VNet hub-vnet is in resource group shoot--platform--byo-x4, the shoot's cluster resource group, which trellis owns and deletes on destroy");
     assert_has(&msg, "the subnet's network security group shoot-a-nsg is in resource group shoot--platform--byo-x4");
 }

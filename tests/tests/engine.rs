@@ -148,7 +148,7 @@ async fn a_locked_workspace_is_refused_with_the_holder() {
     let s = Scenario::new("A1");
     let holder = LockInfo { pid: 1, operation: "apply".into(), ..LockInfo::here("apply") };
     s.session.store.lock("shoot--dev--alpha", &holder).unwrap();
-    let err = s.apply().await.err().expect("locked");
+    let err = s.apply().await.expect_err("locked");
     let msg = format!("{err:#}");
     assert!(
         msg.contains("shoot--dev--alpha") && msg.contains("pid 1") && msg.contains("trellis state unlock"),

@@ -104,7 +104,7 @@ async fn a3_byo_vnet_nat_uses_user_public_ips() {
     let report = s.apply().await.unwrap();
     assert!(report.ok);
     // The user's VNet and public IP received no write; only Gardener's subnet inside the VNet did.
-    let user = vec![vnet.id.clone().unwrap(), ip.id.clone().unwrap()];
+    let user = [vnet.id.clone().unwrap(), ip.id.clone().unwrap()];
     let writes: Vec<_> = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).collect();
     assert!(writes.iter().all(|c| !user.iter().any(|u| c.target.eq_ignore_ascii_case(u))), "{writes:?}");
     assert!(writes

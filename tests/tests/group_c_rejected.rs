@@ -74,7 +74,7 @@ async fn c9_subnet_without_route_table_needs_overlay() {
     assert_eq!(plan.artifacts.infrastructure_status["routeTables"], serde_json::json!([]));
     assert_eq!(plan.artifacts.cloud_provider_config.values["routeTableName"], serde_json::json!(""));
     assert!(!plan.artifacts.cloud_provider_config.values.contains_key("routeTableResourceGroup"));
-    assert_eq!(plan.artifacts.ccm_flags["configure-cloud-routes"], false);
+    assert!(!plan.artifacts.ccm_flags["configure-cloud-routes"]);
 }
 
 #[tokio::test]

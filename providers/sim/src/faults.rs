@@ -16,6 +16,8 @@ pub enum Fault {
     Throttle { retry_after: Duration },
     /// HTTP 500; the request is not applied.
     ServerError,
+    /// HTTP 403 `AuthorizationFailed`: the caller lost the permission (e.g. revoked mid-life); not applied.
+    Forbidden,
     /// The caller sees a timeout; the request is not applied (audit status 408).
     Timeout,
     /// The request is applied (a write takes effect) but the caller sees a timeout; the audit log

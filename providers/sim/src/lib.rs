@@ -48,7 +48,7 @@
 //! # Runtime writers
 //! [`runtime`] simulates the controllers that write into the cloud after apply — the CCM (Service
 //! type=LoadBalancer, per-node routes) and the bastion controller — through [`CloudWrite`], so their
-//! calls are audited like any other; [`runtime::orphans`] reports what they left behind.
+//! calls are audited like any other.
 //!
 //! # World file
 //! [`WorldFile`] declares what existed before trellis ran; [`ArmSim::sync_world`] re-syncs exactly
@@ -248,6 +248,15 @@ impl ArmSim {
                     message: "InternalServerError: injected fault".into(),
                 }),
                 500,
+            ),
+            Some(Fault::Forbidden) => (
+                Err(CloudError::Rejected {
+                    target: target.clone(),
+                    status: 403,
+                    code: "AuthorizationFailed".into(),
+                    message: "the client does not have authorization to perform this action (injected fault)".into(),
+                }),
+                403,
             ),
             Some(Fault::Timeout) => (Err(CloudError::Timeout { target: target.clone() }), 408),
             None | Some(Fault::TimeoutAfterApply) => {

@@ -48,15 +48,10 @@
 //! The next hop is the node's IP, derived from the node name inside the worker subnet's prefix (one
 //! GET of the subnet). With `configure-cloud-routes=false` node add/remove make no call at all.
 //!
-//! # Orphans
-//! [`orphans`] lists what the runtime writers leave behind when their teardown did not run (spec F3,
-//! F4): `k8s-azure-lb_*` rules (the prefix is reserved by the CCM: reported whoever declared them),
-//! bastion-named rules that the user did not declare in the world file, and every route the user did
-//! not declare (routes are named after nodes, so their name cannot tell; the simulator's
-//! [`Origin`] can).
+//! What they leave behind after a failed teardown is reported by trellis' orphan report
+//! (`trellis_providers::azure::orphans`), which reads it through the normal cloud interface.
 
 use crate::arm::ArmId;
-use crate::{ArmSim, Origin};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -723,73 +718,10 @@ fn ssh_in(sources: &[String], private_ip: &str) -> Value {
     })
 }
 
-/// Something a runtime writer left behind.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Orphan {
-    pub id: String,
-    /// `security_rule` or `route`.
-    pub kind: &'static str,
-    pub reason: String,
-}
-
-/// The orphan report: rules on the NSG and routes on the route table that runtime writers wrote and
-/// nobody removed (see the module docs for what counts). A pure read: no audit entry, no fault.
-pub fn orphans(sim: &ArmSim, nsg_id: &str, route_table_id: Option<&str>) -> Vec<Orphan> {
-    let mut out = Vec::new();
-    let declared = |id: &str| sim.origin(id) == Some(Origin::World);
-    if let Some(nsg) = sim.get_now(nsg_id) {
-        for rule in security_rules(&nsg) {
-            let (name, id) = (name_of(&rule), rule.get("id").and_then(Value::as_str).unwrap_or_default());
-            if let Some(hash) = ccm_rule_hash(name) {
-                out.push(Orphan {
-                    id: id.to_string(),
-                    kind: "security_rule",
-                    reason: format!(
-                        "Service type=LoadBalancer rule of the CCM (k8s-azure-lb_*, service hash {hash}); \
-                         remove it once no Service of this cluster needs it"
-                    ),
-                });
-            } else if let Some(bastion) = bastion_of_rule(name).filter(|_| !declared(id)) {
-                out.push(Orphan {
-                    id: id.to_string(),
-                    kind: "security_rule",
-                    reason: format!(
-                        "bastion rule of bastion '{bastion}' \
-                         (<bastion>-allow-ssh-ipv4|-allow-ssh-ipv6|-egress-worker|-deny-all), not declared by the user"
-                    ),
-                });
-            }
-        }
-    }
-    if let Some(rt) = route_table_id.and_then(|id| sim.get_now(id)) {
-        let routes = rt.pointer("/properties/routes").and_then(Value::as_array).cloned().unwrap_or_default();
-        for route in routes {
-            let id = route.get("id").and_then(Value::as_str).unwrap_or_default();
-            if !declared(id) {
-                let prefix = route.pointer("/properties/addressPrefix").and_then(Value::as_str).unwrap_or("?");
-                out.push(Orphan {
-                    id: id.to_string(),
-                    kind: "route",
-                    reason: format!(
-                        "per-node route of the CCM route controller (named after node '{}', {prefix}), not declared by the user",
-                        name_of(&route)
-                    ),
-                });
-            }
-        }
-    }
-    out
-}
-
 /// The Service hash in a CCM rule name (`k8s-azure-lb_<h>-…`).
 fn ccm_rule_hash(name: &str) -> Option<&str> {
     let rest = name.strip_prefix(CCM_RULE_PREFIX)?;
     Some(rest.split_once('-').map_or(rest, |(h, _)| h))
-}
-
-/// The bastion name in a bastion rule name (`<bastion>-deny-all` → `<bastion>`).
-fn bastion_of_rule(name: &str) -> Option<&str> {
-    BASTION_RULE_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)).filter(|b| !b.is_empty())
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), RuntimeError> {
@@ -963,7 +895,7 @@ pub fn rule_id(nsg_id: &str, rule: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::WorldFile;
+    use crate::{ArmSim, Origin, WorldFile};
     use trellis_planner::cloud::Op;
 
     const SUB: &str = "6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17";
@@ -1326,41 +1258,6 @@ azure:
         let mark = sim.mark();
         bastion.delete("cli-abc").await.unwrap();
         assert!(writes_to(&sim, mark, "").is_empty());
-    }
-
-    #[tokio::test]
-    async fn orphan_report_lists_runtime_rules_and_routes_but_not_the_users() {
-        let sim = sim();
-        let ccm = ccm(&sim, true);
-        let bastion = Bastion::new(Arc::new(sim.clone()), &values(true)).unwrap();
-        assert!(orphans(&sim, &nsg_id(), Some(&rt_id())).is_empty());
-
-        ccm.ensure_load_balancer_service("default", "web", 443, "TCP", &no_annotations(), vec![]).await.unwrap();
-        ccm.add_node("node-1", "100.96.1.0/24").await.unwrap();
-        bastion.create("cli-abc", vec!["203.0.113.7/32".into()], "10.250.0.0/19").await.unwrap();
-        let mark = sim.mark();
-        let report = orphans(&sim, &nsg_id(), Some(&rt_id()));
-        assert_eq!(sim.mark(), mark, "pure read: nothing in the audit log");
-        let ids: Vec<(&str, String)> =
-            report.iter().map(|o| (o.kind, o.id.rsplit('/').next().unwrap().to_string())).collect();
-        let h = service_hash("default", "web");
-        assert_eq!(
-            ids,
-            vec![
-                ("security_rule", format!("k8s-azure-lb_{h}-TCP-443-Internet")),
-                ("security_rule", "cli-abc-allow-ssh-ipv4".to_string()),
-                ("security_rule", "cli-abc-allow-ssh-ipv6".to_string()),
-                ("security_rule", "cli-abc-egress-worker".to_string()),
-                ("security_rule", "cli-abc-deny-all".to_string()),
-                ("route", "node-1".to_string()),
-            ]
-        );
-
-        // Graceful teardown (F2): nothing left.
-        ccm.ensure_load_balancer_deleted("default", "web").await.unwrap();
-        ccm.remove_node("node-1").await.unwrap();
-        bastion.delete("cli-abc").await.unwrap();
-        assert!(orphans(&sim, &nsg_id(), Some(&rt_id())).is_empty());
     }
 
     #[test]

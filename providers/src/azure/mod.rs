@@ -13,6 +13,7 @@ pub mod api;
 pub mod byo;
 pub mod desired;
 pub mod names;
+pub mod orphans;
 pub mod preflight;
 pub mod render;
 pub mod validation;

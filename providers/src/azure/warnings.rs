@@ -133,12 +133,15 @@ fn matches_flow(rule: &Value, flow: &Flow, subnet: Option<IpNet>) -> bool {
     if !ports.iter().any(|r| port_in(r, flow.port)) {
         return false;
     }
-    let (peer_key, peers_key) = if flow.inbound {
-        ("sourceAddressPrefix", "sourceAddressPrefixes")
-    } else {
-        ("destinationAddressPrefix", "destinationAddressPrefixes")
+    // The rule must cover both ends: the peer, and the nodes on our side (a rule scoped to one
+    // machine, like the bastion's deny-all from the bastion's own address, does not block the nodes).
+    let (peer, ours) = if flow.inbound { ("source", "destination") } else { ("destination", "source") };
+    let covers = |side: &str, tag: &str| {
+        strings(p(&format!("{side}AddressPrefix")), p(&format!("{side}AddressPrefixes")))
+            .iter()
+            .any(|prefix| prefix_covers(prefix, tag, subnet))
     };
-    strings(p(peer_key), p(peers_key)).iter().any(|prefix| prefix_covers(prefix, flow.peer, subnet))
+    covers(peer, flow.peer) && covers(ours, "VirtualNetwork")
 }
 
 fn strings(one: Option<&Value>, many: Option<&Value>) -> Vec<String> {
@@ -210,6 +213,15 @@ mod tests {
               "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
         ]));
         assert!(blocked_flows("x", &n, None).is_empty());
+    }
+
+    #[test]
+    fn a_deny_scoped_to_one_machine_does_not_block_the_nodes() {
+        let n = nsg(json!([
+            {"name": "bastion-deny-all", "properties": {"priority": 1000, "access": "Deny", "direction": "Outbound", "protocol": "*",
+              "sourceAddressPrefix": "10.250.0.9/32", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
+        ]));
+        assert!(blocked_flows("x", &n, Some("10.250.0.0/19".parse().unwrap())).is_empty());
     }
 
     #[test]

@@ -1,0 +1,770 @@
+//! The real Azure client: a hand-written ARM REST client implementing the engine's
+//! [`CloudRead`] and [`CloudWrite`].
+//!
+//! The engine addresses resources by ARM id with generic JSON bodies, so a typed per-resource SDK is
+//! a poor fit; and the generated `azure_mgmt_network` 0.21 is frozen and unofficial (see
+//! `reference/rust-dependencies.md` §1). [`ArmClient`] speaks ARM REST directly over reqwest (rustls
+//! with ring; no native TLS, no HTTP/2).
+//!
+//! # Calls
+//! - `get(id)`: `GET {id}?api-version=…` — 200 → the body; 404 → `Ok(None)` (except
+//!   `SubscriptionNotFound`, which is a wrong subscription, not a missing resource: `Rejected`).
+//! - `list(parent, rtype)`: the direct children of that type — `{rg}/providers/{rtype}` under a
+//!   resource group, `{resource}/{childType}` under a resource (`{vnet}/subnets`),
+//!   `/subscriptions/{s}/resourcegroups` under a subscription — following `nextLink`.
+//! - `put(id, body)`: 200/201; when the answer carries `Azure-AsyncOperation` (or, on 201/202,
+//!   `Location`) the operation is polled until it ends, and the resource is read back with a GET.
+//!   Without one the response body is the resource (a GET when it is empty).
+//! - `delete(id)`: 200/204 done, 202 polled as above; 404 → `Ok`.
+//!
+//! # Long-running operations
+//! Waits between polls come from `retry-after-ms`, `x-ms-retry-after-ms`, then `Retry-After`
+//! (seconds or an HTTP date), 30 s when none is given (ARM's default), each capped at
+//! [`ArmClient::with_lro_poll_cap`] (default 10 s). An operation that is still running after
+//! [`ArmClient::with_lro_timeout`] (default 30 min) is a `Timeout`. A poll that fails transiently
+//! (429, 5xx, timeout) is retried up to 3 times in a row. `Failed` or `Canceled` becomes
+//! `Rejected { status: 409, code, message }` with the operation's own error code and message (the
+//! generated SDK drops them); a failure coded `InternalServerError`, `ServiceUnavailable` or
+//! `RetryableError` is `Server { status: 500 }` instead, so the engine retries it. Polls carry the
+//! bearer token only to the configured endpoint's origin; an operation URL elsewhere is refused.
+//!
+//! # Errors
+//! 429 → `Throttled { retry_after }`; 408 and client-side timeouts → `Timeout`; 5xx →
+//! `Server { message: "Code: message" }`; other 4xx → `Rejected { status, code, message }` from the
+//! body `{"error": {"code", "message"}}` (or a top-level `{"code", "message"}`), else the
+//! `x-ms-error-code` header. Transport failures (connection refused or reset) are `Server` with
+//! status 503, an unreadable answer `Server` with status 502: both transient, so the engine's retry
+//! policy applies.
+//!
+//! # api-version
+//! Per resource type: `Microsoft.Network/*` [`NETWORK_API_VERSION`], resource groups
+//! [`RESOURCES_API_VERSION`], `Microsoft.ManagedIdentity/*` [`MANAGED_IDENTITY_API_VERSION`],
+//! anything else [`DEFAULT_API_VERSION`]; [`ArmClient::with_api_version`] overrides any of them.
+//!
+//! # Crypto provider
+//! reqwest 0.12's `rustls-tls` feature uses ring when no process-wide rustls provider is installed,
+//! so nothing needs installing; a binary that also links a crate enabling aws-lc-rs still gets ring.
+
+mod auth;
+
+pub use auth::{
+    ClientSecretCredential, StaticToken, TokenSource, ARM_SCOPE, DEFAULT_AUTHORITY, ENV_AUTHORITY_HOST, ENV_CLIENT_ID,
+    ENV_CLIENT_SECRET, ENV_TENANT_ID,
+};
+pub use reqwest::Url;
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, ACCEPT, LOCATION, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
+
+/// The ARM endpoint of the public cloud.
+pub const DEFAULT_ENDPOINT: &str = "https://management.azure.com";
+/// `Microsoft.Network/*` (the version the reference's REST shapes were checked against).
+pub const NETWORK_API_VERSION: &str = "2024-03-01";
+/// Resource groups (`Microsoft.Resources/resourceGroups`).
+pub const RESOURCES_API_VERSION: &str = "2021-04-01";
+/// `Microsoft.ManagedIdentity/*`.
+pub const MANAGED_IDENTITY_API_VERSION: &str = "2023-01-31";
+/// Any other type: the generic Microsoft.Resources version; override it per type when a resource
+/// provider does not offer it.
+pub const DEFAULT_API_VERSION: &str = "2021-04-01";
+
+/// ARM's wait between polls when the answer names none.
+const DEFAULT_POLL_WAIT: Duration = Duration::from_secs(30);
+/// Transient poll failures in a row before a long-running operation is given up.
+const POLL_RETRIES: u32 = 3;
+/// A guard against a `nextLink` that never ends.
+const MAX_PAGES: usize = 10_000;
+
+/// Setting up a client or credential failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: set {} to the service principal's {}", missing_list(names), if names.len() == 1 { "it" } else { "them" }, describe(names))]
+    MissingEnv { names: Vec<String> },
+    #[error("{name}: '{value}' is not a usable URL: {reason}")]
+    InvalidUrl { name: String, value: String, reason: String },
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(String),
+}
+
+fn missing_list(names: &[String]) -> String {
+    match names {
+        [one] => format!("environment variable {one} is not set"),
+        _ => format!("environment variables {} are not set", names.join(", ")),
+    }
+}
+
+fn describe(names: &[String]) -> String {
+    let what: Vec<&str> = names
+        .iter()
+        .map(|n| match n.as_str() {
+            ENV_TENANT_ID => "tenant id",
+            ENV_CLIENT_ID => "client (application) id",
+            ENV_CLIENT_SECRET => "client secret",
+            _ => "value",
+        })
+        .collect();
+    what.join(", ")
+}
+
+/// Parses an http(s) URL given as `name` (a flag or an environment variable).
+pub fn parse_url(name: &str, value: &str) -> Result<Url, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidUrl { name: name.to_string(), value: value.to_string(), reason };
+    let url = Url::parse(value.trim()).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(invalid("expected http(s)://host[:port]".to_string()));
+    }
+    Ok(url)
+}
+
+pub(crate) fn http_client() -> Result<reqwest::Client, ConfigError> {
+    reqwest::Client::builder()
+        .user_agent(concat!("trellis/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| ConfigError::Http(error_chain(&e)))
+}
+
+/// The ARM REST client. Cheap to share behind an `Arc`; reqwest pools connections.
+pub struct ArmClient {
+    endpoint: Url,
+    credential: Arc<dyn TokenSource>,
+    http: reqwest::Client,
+    lro_poll_cap: Duration,
+    lro_timeout: Duration,
+    request_timeout: Duration,
+    /// (type or namespace, api-version), consulted before the built-in table.
+    api_versions: Vec<(String, String)>,
+}
+
+impl ArmClient {
+    /// A client for `endpoint` (e.g. [`DEFAULT_ENDPOINT`]) authenticating with `credential`.
+    pub fn new(endpoint: Url, credential: Arc<dyn TokenSource>) -> Result<ArmClient, ConfigError> {
+        Ok(ArmClient {
+            endpoint,
+            credential,
+            http: http_client()?,
+            lro_poll_cap: Duration::from_secs(10),
+            lro_timeout: Duration::from_secs(30 * 60),
+            request_timeout: Duration::from_secs(60),
+            api_versions: Vec::new(),
+        })
+    }
+
+    /// The longest wait between two polls of a long-running operation.
+    pub fn with_lro_poll_cap(mut self, cap: Duration) -> ArmClient {
+        self.lro_poll_cap = cap;
+        self
+    }
+
+    /// How long a long-running operation may take before the call is a `Timeout`.
+    pub fn with_lro_timeout(mut self, timeout: Duration) -> ArmClient {
+        self.lro_timeout = timeout;
+        self
+    }
+
+    /// The timeout of each HTTP request (default 60 s).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> ArmClient {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Uses `version` for a resource type (`Microsoft.Network/natGateways`) or a whole namespace
+    /// (`Microsoft.Network`), compared case-insensitively; later calls take precedence.
+    pub fn with_api_version(mut self, rtype_or_namespace: &str, version: &str) -> ArmClient {
+        self.api_versions.insert(0, (rtype_or_namespace.to_string(), version.to_string()));
+        self
+    }
+
+    pub fn endpoint(&self) -> &Url {
+        &self.endpoint
+    }
+
+    /// The api-version used for a REST type such as `Microsoft.Network/virtualNetworks/subnets`.
+    pub fn api_version(&self, rtype: &str) -> &str {
+        let covers = |prefix: &str| {
+            rtype.len() >= prefix.len()
+                && rtype[..prefix.len()].eq_ignore_ascii_case(prefix)
+                && (rtype.len() == prefix.len() || rtype.as_bytes()[prefix.len()] == b'/')
+        };
+        if let Some((_, v)) = self.api_versions.iter().find(|(p, _)| covers(p)) {
+            return v;
+        }
+        if covers("Microsoft.Network") {
+            NETWORK_API_VERSION
+        } else if covers("Microsoft.ManagedIdentity") {
+            MANAGED_IDENTITY_API_VERSION
+        } else if covers("Microsoft.Resources") {
+            RESOURCES_API_VERSION
+        } else {
+            DEFAULT_API_VERSION
+        }
+    }
+
+    /// `endpoint + path + ?api-version=…` (a base path of the endpoint is kept).
+    fn url(&self, path: &str, api_version: &str) -> Url {
+        let mut url = self.endpoint.clone();
+        let base = url.path().trim_end_matches('/').to_string();
+        url.set_path(&format!("{base}{path}"));
+        url.set_query(None);
+        url.set_fragment(None);
+        url.query_pairs_mut().append_pair("api-version", api_version);
+        url
+    }
+
+    fn resource_url(&self, id: &str) -> Result<Url, CloudError> {
+        let id = normalize(id);
+        let rtype = rtype_of(id).ok_or_else(|| invalid_id(id))?;
+        Ok(self.url(id, self.api_version(&rtype)))
+    }
+
+    fn list_url(&self, parent: &str, rtype: &str) -> Result<Url, CloudError> {
+        let parent = normalize(parent);
+        let segs: Vec<&str> = parent.split('/').skip(1).collect();
+        let target = format!("{parent}/{rtype}");
+        let bad = |why: &str| CloudError::Rejected {
+            target: target.clone(),
+            status: 400,
+            code: "InvalidResourceType".to_string(),
+            message: format!("cannot list '{rtype}' under '{parent}': {why}"),
+        };
+        let path = match segs.len() {
+            2 if segs[0].eq_ignore_ascii_case("subscriptions") => {
+                if !rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
+                    return Err(bad("a subscription lists Microsoft.Resources/resourceGroups only"));
+                }
+                format!("{parent}/resourcegroups")
+            }
+            4 if rtype_of(parent).is_some() => {
+                if rtype.split('/').count() != 2 {
+                    return Err(bad("a resource group holds top-level types such as Microsoft.Network/natGateways"));
+                }
+                format!("{parent}/providers/{rtype}")
+            }
+            n if n >= 8 && rtype_of(parent).is_some() => {
+                let own = rtype_of(parent).unwrap_or_default();
+                let child = rtype.rsplit('/').next().unwrap_or(rtype);
+                if !rtype.eq_ignore_ascii_case(&format!("{own}/{child}")) {
+                    return Err(bad(&format!("the children of a {own} have types {own}/<child>")));
+                }
+                format!("{parent}/{child}")
+            }
+            _ => return Err(invalid_id(parent)),
+        };
+        Ok(self.url(&path, self.api_version(rtype)))
+    }
+
+    fn same_origin(&self, url: &Url) -> bool {
+        url.scheme() == self.endpoint.scheme()
+            && url.host_str() == self.endpoint.host_str()
+            && url.port_or_known_default() == self.endpoint.port_or_known_default()
+    }
+
+    /// One request with the bearer token; only transport failures are errors here.
+    async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+        target: &str,
+    ) -> Result<reqwest::Response, CloudError> {
+        if !self.same_origin(&url) {
+            return Err(CloudError::Rejected {
+                target: target.to_string(),
+                status: 400,
+                code: "UntrustedUrl".to_string(),
+                message: format!(
+                    "ARM answered with a URL on another host ({url}); the client sends its token to {} only",
+                    self.endpoint
+                ),
+            });
+        }
+        let token = self.credential.token().await?;
+        let mut req = self
+            .http
+            .request(method, url)
+            .bearer_auth(token)
+            .header(ACCEPT, "application/json")
+            .timeout(self.request_timeout);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        req.send().await.map_err(|e| transport_error(target, &e))
+    }
+
+    /// How long to wait before the next poll.
+    fn poll_wait(&self, headers: &HeaderMap) -> Duration {
+        retry_after(headers).unwrap_or(DEFAULT_POLL_WAIT).min(self.lro_poll_cap)
+    }
+
+    /// Polls a long-running operation until it ends.
+    async fn wait(&self, poll: Poll, first: &HeaderMap, target: &str) -> Result<(), CloudError> {
+        let deadline = Instant::now() + self.lro_timeout;
+        let mut wait = self.poll_wait(first);
+        let mut failures = 0;
+        loop {
+            if Instant::now() + wait > deadline {
+                return Err(CloudError::Timeout { target: target.to_string() });
+            }
+            tokio::time::sleep(wait).await;
+            let url = match &poll {
+                Poll::AsyncOperation(u) | Poll::Location(u) => u.clone(),
+            };
+            let answer = match self.send(Method::GET, url, None, target).await {
+                Ok(resp) => read(resp, target).await,
+                Err(e) => Err(e),
+            };
+            let failed = match answer {
+                Ok((status, headers, body)) if status.is_success() => Ok((status, headers, body)),
+                Ok((status, headers, body)) => Err(response_error(target, status, &headers, &body)),
+                Err(e) => Err(e),
+            };
+            let (status, headers, body) = match failed {
+                Ok(answer) => answer,
+                Err(e) if e.is_transient() && failures < POLL_RETRIES => {
+                    failures += 1;
+                    wait = e.retry_after().unwrap_or(Duration::from_secs(1)).min(self.lro_poll_cap);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            failures = 0;
+            match &poll {
+                Poll::AsyncOperation(_) => {
+                    let doc: Value = serde_json::from_slice(&body).map_err(|e| bad_answer(target, status, &e))?;
+                    let state = doc["status"].as_str().unwrap_or("").to_ascii_lowercase();
+                    match state.as_str() {
+                        "succeeded" => return Ok(()),
+                        "failed" | "canceled" | "cancelled" => return Err(operation_failed(target, &state, &doc)),
+                        _ => wait = self.poll_wait(&headers),
+                    }
+                }
+                Poll::Location(_) if status == StatusCode::ACCEPTED => wait = self.poll_wait(&headers),
+                Poll::Location(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Where a long-running operation is polled.
+enum Poll {
+    /// `Azure-AsyncOperation`: an operation document `{"status": …}`.
+    AsyncOperation(Url),
+    /// `Location`: 202 while running, then the final answer.
+    Location(Url),
+}
+
+impl Poll {
+    fn of(status: StatusCode, headers: &HeaderMap, endpoint: &Url) -> Option<Poll> {
+        let url = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .and_then(|v| endpoint.join(v).ok())
+        };
+        if let Some(u) = url("azure-asyncoperation") {
+            return Some(Poll::AsyncOperation(u));
+        }
+        if matches!(status, StatusCode::CREATED | StatusCode::ACCEPTED) {
+            return url(LOCATION.as_str()).map(Poll::Location);
+        }
+        None
+    }
+}
+
+/// Status, headers and body of an answer.
+async fn read(resp: reqwest::Response, target: &str) -> Result<(StatusCode, HeaderMap, Vec<u8>), CloudError> {
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let body = resp.bytes().await.map_err(|e| transport_error(target, &e))?;
+    Ok((status, headers, body.to_vec()))
+}
+
+fn parse_json(target: &str, status: StatusCode, body: &[u8]) -> Result<Value, CloudError> {
+    serde_json::from_slice(body).map_err(|e| bad_answer(target, status, &e))
+}
+
+fn bad_answer(target: &str, status: StatusCode, e: &serde_json::Error) -> CloudError {
+    CloudError::Server {
+        target: target.to_string(),
+        status: 502,
+        message: format!("ARM answered HTTP {} with a body that is not the expected JSON: {e}", status.as_u16()),
+    }
+}
+
+#[async_trait]
+impl CloudRead for ArmClient {
+    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        let url = self.resource_url(id)?;
+        let resp = self.send(Method::GET, url, None, id).await?;
+        let (status, headers, body) = read(resp, id).await?;
+        match status {
+            StatusCode::OK => parse_json(id, status, &body).map(Some),
+            StatusCode::NOT_FOUND => {
+                // A wrong subscription is a configuration error, not a missing resource.
+                let e = response_error(id, status, &headers, &body);
+                match &e {
+                    CloudError::Rejected { code, .. } if code == "SubscriptionNotFound" => Err(e),
+                    _ => Ok(None),
+                }
+            }
+            _ => Err(response_error(id, status, &headers, &body)),
+        }
+    }
+
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        let target = format!("{}/{rtype}", normalize(parent));
+        let mut url = self.list_url(parent, rtype)?;
+        let mut out = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let resp = self.send(Method::GET, url.clone(), None, &target).await?;
+            let (status, headers, body) = read(resp, &target).await?;
+            if status != StatusCode::OK {
+                return Err(response_error(&target, status, &headers, &body));
+            }
+            let mut page = parse_json(&target, status, &body)?;
+            match page.get_mut("value").map(Value::take) {
+                Some(Value::Array(items)) => out.extend(items),
+                Some(Value::Null) | None => {}
+                Some(_) => {
+                    return Err(CloudError::Server {
+                        target,
+                        status: 502,
+                        message: "ARM answered a list whose `value` is not an array".to_string(),
+                    })
+                }
+            }
+            match page["nextLink"].as_str().filter(|s| !s.is_empty()) {
+                Some(next) => {
+                    url = self.endpoint.join(next).map_err(|e| CloudError::Server {
+                        target: target.clone(),
+                        status: 502,
+                        message: format!("ARM answered an unusable nextLink '{next}': {e}"),
+                    })?
+                }
+                None => return Ok(out),
+            }
+        }
+        Err(CloudError::Server {
+            target,
+            status: 502,
+            message: format!("the list did not end after {MAX_PAGES} pages (nextLink loop?)"),
+        })
+    }
+}
+
+#[async_trait]
+impl CloudWrite for ArmClient {
+    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        let url = self.resource_url(id)?;
+        let resp = self.send(Method::PUT, url, Some(&body), id).await?;
+        let (status, headers, answer) = read(resp, id).await?;
+        if !matches!(status, StatusCode::OK | StatusCode::CREATED | StatusCode::ACCEPTED) {
+            return Err(response_error(id, status, &headers, &answer));
+        }
+        if let Some(poll) = Poll::of(status, &headers, &self.endpoint) {
+            self.wait(poll, &headers, id).await?;
+        } else if status != StatusCode::ACCEPTED && !answer.iter().all(u8::is_ascii_whitespace) {
+            return parse_json(id, status, &answer);
+        }
+        self.get(id).await?.ok_or_else(|| CloudError::Server {
+            target: id.to_string(),
+            status: 404,
+            message: "ResourceNotFound: the PUT succeeded but the resource cannot be read back yet".to_string(),
+        })
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), CloudError> {
+        let url = self.resource_url(id)?;
+        let resp = self.send(Method::DELETE, url, None, id).await?;
+        let (status, headers, body) = read(resp, id).await?;
+        match status {
+            StatusCode::NOT_FOUND => Ok(()),
+            StatusCode::OK | StatusCode::ACCEPTED | StatusCode::NO_CONTENT => {
+                match Poll::of(status, &headers, &self.endpoint) {
+                    Some(poll) => self.wait(poll, &headers, id).await,
+                    None => Ok(()),
+                }
+            }
+            _ => Err(response_error(id, status, &headers, &body)),
+        }
+    }
+}
+
+/// The id without surrounding spaces and a trailing `/`.
+fn normalize(id: &str) -> &str {
+    let id = id.trim();
+    id.strip_suffix('/').unwrap_or(id)
+}
+
+/// The REST type of an ARM id (`Microsoft.Resources/resourceGroups` for a resource group,
+/// `Microsoft.Network/virtualNetworks/subnets` for a subnet), `None` when it is not one.
+fn rtype_of(id: &str) -> Option<String> {
+    let rest = id.strip_prefix('/')?;
+    let segs: Vec<&str> = rest.split('/').collect();
+    if segs.iter().any(|s| s.is_empty()) || !segs[0].eq_ignore_ascii_case("subscriptions") {
+        return None;
+    }
+    match segs.len() {
+        4 if segs[2].eq_ignore_ascii_case("resourceGroups") => Some("Microsoft.Resources/resourceGroups".to_string()),
+        n if n >= 8
+            && n % 2 == 0
+            && segs[2].eq_ignore_ascii_case("resourceGroups")
+            && segs[4].eq_ignore_ascii_case("providers") =>
+        {
+            let mut t = segs[5].to_string();
+            for i in (6..n).step_by(2) {
+                t.push('/');
+                t.push_str(segs[i]);
+            }
+            Some(t)
+        }
+        _ => None,
+    }
+}
+
+fn invalid_id(id: &str) -> CloudError {
+    CloudError::Rejected {
+        target: id.to_string(),
+        status: 400,
+        code: "InvalidResourceId".to_string(),
+        message: format!(
+            "'{id}' is not an ARM resource id; expected /subscriptions/{{s}}/resourceGroups/{{rg}}[/providers/{{Namespace}}/{{type}}/{{name}}…]"
+        ),
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms`, `x-ms-retry-after-ms`, then `Retry-After`
+/// (delay-seconds or an HTTP date).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    for name in ["retry-after-ms", "x-ms-retry-after-ms"] {
+        if let Some(ms) = text(name).and_then(|v| v.parse::<u64>().ok()) {
+            return Some(Duration::from_millis(ms));
+        }
+    }
+    let value = text(RETRY_AFTER.as_str())?;
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// A non-success ARM answer as a [`CloudError`].
+fn response_error(target: &str, status: StatusCode, headers: &HeaderMap, body: &[u8]) -> CloudError {
+    let doc: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    // ARM: {"error": {"code", "message"}}; a few resource providers answer the object at the top.
+    let err = if doc["error"].is_object() { &doc["error"] } else { &doc };
+    let code = err["code"]
+        .as_str()
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .or_else(|| headers.get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_string))
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("HttpError").replace(' ', ""));
+    let message =
+        err["message"].as_str().map(str::to_string).unwrap_or_else(|| snippet(&String::from_utf8_lossy(body)));
+    status_error(target, status.as_u16(), headers, code, message)
+}
+
+/// Classifies an HTTP failure: 429 throttled, 408 timeout, 5xx server, other 4xx rejected.
+pub(crate) fn status_error(
+    target: &str,
+    status: u16,
+    headers: &HeaderMap,
+    code: String,
+    message: String,
+) -> CloudError {
+    let target = target.to_string();
+    match status {
+        429 => CloudError::Throttled { target, retry_after: retry_after(headers) },
+        408 => CloudError::Timeout { target },
+        500..=599 => CloudError::Server { target, status, message: format!("{code}: {message}") },
+        _ => CloudError::Rejected { target, status, code, message },
+    }
+}
+
+/// A long-running operation that ended `Failed` or `Canceled`, with the operation's own error.
+fn operation_failed(target: &str, state: &str, doc: &Value) -> CloudError {
+    let err = &doc["error"];
+    let code = err["code"]
+        .as_str()
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| if state == "failed" { "OperationFailed" } else { "OperationCanceled" }.to_string());
+    let mut message = err["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("the long-running operation ended with status {}", doc["status"]));
+    if let Some(details) = err["details"].as_array() {
+        for d in details {
+            if let (Some(c), Some(m)) = (d["code"].as_str(), d["message"].as_str()) {
+                message.push_str(&format!("; {c}: {m}"));
+            }
+        }
+    }
+    let target = target.to_string();
+    if matches!(code.as_str(), "InternalServerError" | "ServiceUnavailable" | "RetryableError") {
+        CloudError::Server { target, status: 500, message: format!("{code}: {message}") }
+    } else {
+        CloudError::Rejected { target, status: 409, code, message }
+    }
+}
+
+/// A failure below HTTP: a timeout, or no answer at all.
+pub(crate) fn transport_error(target: &str, e: &reqwest::Error) -> CloudError {
+    if e.is_timeout() {
+        return CloudError::Timeout { target: target.to_string() };
+    }
+    CloudError::Server { target: target.to_string(), status: 503, message: format!("no answer: {}", error_chain(e)) }
+}
+
+/// An error with its sources, `outer: inner: innermost`.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// The start of a body, for messages.
+pub(crate) fn snippet(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        return "(empty body)".to_string();
+    }
+    let mut end = text.len().min(300);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        format!("{}…", &text[..end])
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> ArmClient {
+        ArmClient::new(Url::parse(DEFAULT_ENDPOINT).unwrap(), Arc::new(StaticToken("t".into()))).unwrap()
+    }
+
+    const RG: &str = "/subscriptions/s/resourceGroups/rg";
+
+    #[test]
+    fn api_versions_follow_the_resource_type() {
+        let c = client();
+        let url = |id: &str| c.resource_url(id).unwrap().to_string();
+        assert_eq!(url(RG), "https://management.azure.com/subscriptions/s/resourceGroups/rg?api-version=2021-04-01");
+        assert!(url(&format!("{RG}/providers/Microsoft.Network/virtualNetworks/v/subnets/w"))
+            .ends_with("?api-version=2024-03-01"));
+        assert!(url(&format!("{RG}/providers/microsoft.managedidentity/userAssignedIdentities/i"))
+            .ends_with("?api-version=2023-01-31"));
+        assert!(url(&format!("{RG}/providers/Microsoft.Compute/disks/d")).ends_with("?api-version=2021-04-01"));
+        let c = c.with_api_version("Microsoft.Network/natGateways", "2023-09-01");
+        assert_eq!(c.api_version("Microsoft.Network/natGateways"), "2023-09-01");
+        assert_eq!(c.api_version("Microsoft.Network/natGatewaysX"), NETWORK_API_VERSION);
+        assert_eq!(c.api_version("Microsoft.Network/virtualNetworks"), NETWORK_API_VERSION);
+    }
+
+    #[test]
+    fn list_urls_per_parent_kind() {
+        let c = client();
+        let url = |p: &str, t: &str| c.list_url(p, t).map(|u| u.path().to_string());
+        assert_eq!(
+            url("/subscriptions/s", "Microsoft.Resources/resourceGroups").unwrap(),
+            "/subscriptions/s/resourcegroups"
+        );
+        assert_eq!(
+            url(RG, "Microsoft.Network/natGateways").unwrap(),
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/natGateways"
+        );
+        let vnet = format!("{RG}/providers/Microsoft.Network/virtualNetworks/v");
+        assert_eq!(url(&vnet, "Microsoft.Network/virtualNetworks/subnets").unwrap(), format!("{vnet}/subnets"));
+        assert!(url(&vnet, "Microsoft.Network/routeTables/routes").is_err());
+        assert!(url(RG, "Microsoft.Network/virtualNetworks/subnets").is_err());
+        assert!(url("/nope", "x/y").is_err());
+    }
+
+    #[test]
+    fn an_endpoint_base_path_is_kept() {
+        let c =
+            ArmClient::new(Url::parse("http://proxy:8080/arm/").unwrap(), Arc::new(StaticToken("t".into()))).unwrap();
+        assert_eq!(
+            c.resource_url(RG).unwrap().as_str(),
+            "http://proxy:8080/arm/subscriptions/s/resourceGroups/rg?api-version=2021-04-01"
+        );
+    }
+
+    #[test]
+    fn retry_after_prefers_milliseconds_then_seconds_then_dates() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert(RETRY_AFTER, "7".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert("x-ms-retry-after-ms", "1500".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
+        h.insert("retry-after-ms", "20".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(20)));
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn errors_are_classified_by_status_and_carry_the_arm_code() {
+        let h = HeaderMap::new();
+        let body = br#"{"error":{"code":"InUseSubnetCannotBeDeleted","message":"Subnet web is in use"}}"#;
+        assert_eq!(
+            response_error("x", StatusCode::BAD_REQUEST, &h, body),
+            CloudError::Rejected {
+                target: "x".into(),
+                status: 400,
+                code: "InUseSubnetCannotBeDeleted".into(),
+                message: "Subnet web is in use".into()
+            }
+        );
+        let mut h = HeaderMap::new();
+        h.insert("x-ms-error-code", "Conflict".parse().unwrap());
+        assert!(matches!(response_error("x", StatusCode::CONFLICT, &h, b"oops"),
+            CloudError::Rejected { code, message, .. } if code == "Conflict" && message == "oops"));
+        assert!(matches!(response_error("x", StatusCode::BAD_GATEWAY, &HeaderMap::new(), b""),
+            CloudError::Server { status: 502, message, .. } if message == "BadGateway: (empty body)"));
+        assert_eq!(
+            response_error("x", StatusCode::REQUEST_TIMEOUT, &HeaderMap::new(), b""),
+            CloudError::Timeout { target: "x".into() }
+        );
+    }
+
+    #[test]
+    fn failed_operations_keep_their_error() {
+        let doc: Value = serde_json::json!({"status": "Failed", "error": {"code": "AnotherOperationInProgress",
+            "message": "Another operation on this or dependent resource is in progress.",
+            "details": [{"code": "Inner", "message": "subnet busy"}]}});
+        assert!(
+            matches!(operation_failed("x", "failed", &doc), CloudError::Rejected { status: 409, code, message, .. }
+            if code == "AnotherOperationInProgress" && message.ends_with("; Inner: subnet busy"))
+        );
+        let doc = serde_json::json!({"status": "Canceled"});
+        assert!(
+            matches!(operation_failed("x", "canceled", &doc), CloudError::Rejected { code, .. } if code == "OperationCanceled")
+        );
+        let doc = serde_json::json!({"status": "Failed", "error": {"code": "InternalServerError", "message": "boom"}});
+        assert!(operation_failed("x", "failed", &doc).is_transient());
+    }
+}

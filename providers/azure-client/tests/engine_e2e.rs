@@ -1,0 +1,90 @@
+//! End to end: the trellis engine (what the CLI drives) plans and applies a shoot through the ARM
+//! client against the simulated cloud served over HTTP, then plans again and finds nothing to do.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use trellis_azure_client::{ArmClient, ClientSecretCredential, Url};
+use trellis_cli::ops::{self, ApplyOptions, Quiet, Session};
+use trellis_planner::cloud::Op;
+use trellis_planner::retry::RetryPolicy;
+use trellis_plans::Action;
+use trellis_sim::ArmSim;
+use trellis_sim_http::{ServerOptions, SimServer};
+
+const SUB: &str = "11111111-2222-3333-4444-555555555555";
+
+fn a2() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios/A2-managed-nat/shoot.yaml")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
+    let cloud = ArmSim::in_memory(SUB);
+    let opts = ServerOptions {
+        page_size: Some(2),
+        required_token: Some("e2e-token".into()),
+        issued_token: "e2e-token".into(),
+        ..ServerOptions::default()
+    };
+    let server = SimServer::with_options(cloud.clone(), opts).spawn_local().await.expect("server starts");
+    let url = Url::parse(&server.url()).unwrap();
+    let cred = ClientSecretCredential::new("tenant", "client", "secret").unwrap().with_authority(url.clone());
+    let client = ArmClient::new(url, Arc::new(cred))
+        .unwrap()
+        .with_lro_poll_cap(Duration::from_millis(20))
+        .with_lro_timeout(Duration::from_secs(30));
+
+    let state = tempfile::tempdir().unwrap();
+    let (mut session, _) = Session::open(state.path(), "test", None).expect("session");
+    session.retry = RetryPolicy::immediate(4);
+    session.use_cloud(Arc::new(client), SUB.to_string());
+
+    let plans = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), false).await.expect("plan");
+    let plan = &plans[0].planned.plan;
+    assert!(plan.has_changes(), "a fresh shoot has resources to create");
+    assert!(cloud.calls().iter().all(|c| c.op == Op::Read), "plan never writes");
+
+    let opts = ApplyOptions { parallelism: 4, operation: "apply".into() };
+    let report = ops::apply(&session, plans, &opts, &mut Quiet).await.expect("apply");
+    let failed: Vec<_> = report.shoots[0].nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
+    assert!(report.ok, "apply failed: {failed:?} {:?}", report.shoots[0].warnings);
+
+    // The served simulator saw every write, and nothing went to the session's local simulator.
+    let puts: Vec<String> =
+        cloud.calls().into_iter().filter(|c| c.op == Op::Write && c.method == "PUT").map(|c| c.target).collect();
+    for kind in ["resourceGroups/", "virtualNetworks/", "/subnets/", "natGateways/", "publicIPAddresses/"] {
+        assert!(puts.iter().any(|t| t.contains(kind)), "no PUT of a {kind} in {puts:?}");
+    }
+    assert!(session.sim.calls().is_empty(), "the local simulator was not used");
+    let nat = cloud
+        .snapshot()
+        .into_iter()
+        .find(|r| r["type"] == "Microsoft.Network/natGateways")
+        .expect("the NAT gateway exists in the served cloud");
+    assert_eq!(nat["properties"]["publicIpAddresses"].as_array().map(Vec::len), Some(1));
+
+    // Plan again: nothing to do.
+    let mark = cloud.mark();
+    let again = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), false).await.expect("re-plan");
+    let plan = &again[0].planned.plan;
+    let pending: Vec<_> =
+        plan.nodes.iter().filter(|n| n.action != Action::Noop).map(|n| (&n.address, n.action)).collect();
+    assert!(!plan.has_changes(), "the second plan has changes: {pending:?}");
+    assert!(cloud.calls_since(mark).iter().all(|c| c.op == Op::Read));
+    // Discovery went over HTTP, and the token was fetched once for the whole run.
+    assert!(server
+        .server
+        .requests()
+        .iter()
+        .any(|r| r.path.contains("/providers/Microsoft.Network/") && r.status == 200));
+    assert_eq!(server.server.tokens_issued(), 1);
+
+    // Destroy: DELETEs through the client; the shoot's resources are gone.
+    let plans = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), true).await.expect("destroy plan");
+    let opts = ApplyOptions { parallelism: 4, operation: "destroy".into() };
+    let report = ops::apply(&session, plans, &opts, &mut Quiet).await.expect("destroy");
+    assert!(report.ok, "destroy failed: {:?}", report.shoots[0].nodes);
+    assert!(cloud.calls().iter().any(|c| c.method == "DELETE" && c.op == Op::Write));
+    assert!(cloud.snapshot().is_empty(), "left behind: {:?}", cloud.snapshot());
+}
