@@ -17,6 +17,9 @@ pub enum CloudError {
     Server { target: String, status: u16, message: String },
     #[error("{target}: timed out")]
     Timeout { target: String },
+    /// No HTTP answer at all (connection refused or reset, DNS): the cloud could not be reached.
+    #[error("{target}: cannot reach the cloud: {message}")]
+    Unreachable { target: String, message: String },
     /// A definitive refusal (4xx other than 429): retrying will not help.
     #[error("{target}: {code} (HTTP {status}): {message}")]
     Rejected { target: String, status: u16, code: String, message: String },
@@ -32,7 +35,13 @@ fn retry_hint(d: Option<Duration>) -> String {
 impl CloudError {
     /// Whether the call may succeed when tried again (429, 5xx, timeouts).
     pub fn is_transient(&self) -> bool {
-        matches!(self, CloudError::Throttled { .. } | CloudError::Server { .. } | CloudError::Timeout { .. })
+        matches!(
+            self,
+            CloudError::Throttled { .. }
+                | CloudError::Server { .. }
+                | CloudError::Timeout { .. }
+                | CloudError::Unreachable { .. }
+        )
     }
 
     pub fn retry_after(&self) -> Option<Duration> {
@@ -107,9 +116,10 @@ impl Audited {
 }
 
 impl CloudError {
-    /// The HTTP status this error stands for (408 for a client-side timeout).
+    /// The HTTP status this error stands for (408 for a client-side timeout, 0 for no answer at all).
     pub fn status(&self) -> u16 {
         match self {
+            CloudError::Unreachable { .. } => 0,
             CloudError::Throttled { .. } => 429,
             CloudError::Server { status, .. } | CloudError::Rejected { status, .. } => *status,
             CloudError::Timeout { .. } => 408,

@@ -32,9 +32,8 @@
 //! 429 → `Throttled { retry_after }`; 408 and client-side timeouts → `Timeout`; 5xx →
 //! `Server { message: "Code: message" }`; other 4xx → `Rejected { status, code, message }` from the
 //! body `{"error": {"code", "message"}}` (or a top-level `{"code", "message"}`), else the
-//! `x-ms-error-code` header. Transport failures (connection refused or reset) are `Server` with
-//! status 503, an unreadable answer `Server` with status 502: both transient, so the engine's retry
-//! policy applies.
+//! `x-ms-error-code` header. Transport failures (connection refused or reset) are `Unreachable`, an
+//! unreadable answer `Server` with status 502: both transient, so the engine's retry policy applies.
 //!
 //! # api-version
 //! Per resource type: `Microsoft.Network/*` [`NETWORK_API_VERSION`], resource groups
@@ -621,7 +620,7 @@ pub(crate) fn transport_error(target: &str, e: &reqwest::Error) -> CloudError {
     if e.is_timeout() {
         return CloudError::Timeout { target: target.to_string() };
     }
-    CloudError::Server { target: target.to_string(), status: 503, message: format!("no answer: {}", error_chain(e)) }
+    CloudError::Unreachable { target: target.to_string(), message: error_chain(e) }
 }
 
 /// An error with its sources, `outer: inner: innermost`.

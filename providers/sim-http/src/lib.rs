@@ -620,6 +620,8 @@ async fn cloud_error(srv: &SimServer, e: CloudError) -> Response {
             )
         }
         CloudError::Rejected { status, code, message, .. } => arm_error(status_code(status), &code, message),
+        // The in-process simulator always answers; should it not, say so as a gateway would.
+        CloudError::Unreachable { message, .. } => arm_error(StatusCode::BAD_GATEWAY, "BadGateway", message),
     }
 }
 
