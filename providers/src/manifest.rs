@@ -472,14 +472,17 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
 pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> {
     let docs = split_documents(file, text)?;
     let multi = docs.len() > 1;
+    // Byte offset of every line start, so each document is sliced out in constant time.
+    let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
     let mut out = Vec::new();
     for doc in &docs {
         if doc.is_null {
             continue;
         }
-        let padded = pad_to_document(text, doc);
+        let padded = document_text(text, &line_starts, doc);
         let doc_for_errors = multi.then_some(doc.index);
-        let parse_err = |e: serde_saphyr::Error| parse_error(file, text, doc_for_errors, e);
+        let offset = (doc.first_line - 1) as u64;
+        let parse_err = |e: serde_saphyr::Error| parse_error(file, text, doc_for_errors, e, offset);
 
         // Light pass: what is it, and for which provider?
         let head: Head = serde_saphyr::from_str(&padded).map_err(parse_err)?;
@@ -530,8 +533,9 @@ fn typed<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
 
 /// A deserialization error as `file:line:col: what`, in words for the user: serde-saphyr's
 /// message, except a wrong scalar names the value, and a duplicate key drops the developer hint.
-fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::Error) -> ManifestError {
-    let (line, column) = err.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::Error, offset: u64) -> ManifestError {
+    // `offset`: the error is in a document parsed alone that starts `offset` lines into the file.
+    let (line, column) = err.location().map(|l| (l.line() + offset, l.column())).unwrap_or((0, 0));
     let message = match err.without_snippet() {
         serde_saphyr::Error::InvalidScalar { ty, .. } => match scalar_at(text, line, column) {
             Some(v) if v.starts_with(['"', '\'']) => format!("invalid value {v}: expected {}", type_in_words(ty)),
@@ -615,7 +619,7 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
             Err(scan) => {
                 // Prefer serde-saphyr's wording for the same input; fall back to the scanner's.
                 if let Err(e) = serde_saphyr::from_multiple::<serde::de::IgnoredAny>(text) {
-                    return Err(parse_error(file, text, None, e));
+                    return Err(parse_error(file, text, None, e, 0));
                 }
                 return Err(ManifestError::Parse {
                     file: file.to_path_buf(),
@@ -661,15 +665,10 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
     Ok(docs)
 }
 
-/// `text` with every line outside `doc` blanked, so that line numbers stay those of the file.
-fn pad_to_document(text: &str, doc: &DocSpan) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if n >= doc.first_line && n <= doc.last_line {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
+/// The lines of `doc` alone. Errors add the document's first line back (see [`parse_error`]), so
+/// every document is parsed once over its own text: loading a file of many documents stays linear.
+fn document_text<'t>(text: &'t str, line_starts: &[usize], doc: &DocSpan) -> &'t str {
+    let start = line_starts.get(doc.first_line - 1).copied().unwrap_or(text.len());
+    let end = line_starts.get(doc.last_line).copied().unwrap_or(text.len());
+    &text[start..end.max(start)]
 }
