@@ -347,16 +347,28 @@ pub struct ApplyOptions {
     pub operation: String,
 }
 
-/// Applies planned shoots one after another, each with bounded parallelism inside.
+/// Applies planned shoots concurrently; at most `parallelism` nodes are in flight across the whole
+/// fleet (one shared limit), so a fleet apply takes about as long as its busiest shoots, not their sum.
+/// Reports come back in plan order.
 pub async fn apply(
     session: &Session,
     plans: Vec<ShootPlan>,
     opts: &ApplyOptions,
     progress: &mut dyn Progress,
 ) -> Result<ApplyReport> {
+    use futures::StreamExt as _;
+    let limit = Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1)));
+    let shared = std::sync::Mutex::new(progress);
+    let runs = plans.into_iter().map(|p| {
+        let limit = Arc::clone(&limit);
+        let shared = &shared;
+        async move { apply_one(session, p, opts, &mut SharedProgress(shared), limit).await }
+    });
+    let results: Vec<Result<ShootReport>> =
+        futures::stream::iter(runs).buffered(opts.parallelism.max(1)).collect().await;
     let mut report = ApplyReport { operation: opts.operation.clone(), shoots: Vec::new(), calls: Vec::new(), ok: true };
-    for p in plans {
-        let shoot_report = apply_one(session, p, opts, progress).await?;
+    for shoot_report in results {
+        let shoot_report = shoot_report?;
         report.ok &= shoot_report.ok;
         report.calls.extend(shoot_report.calls.iter().cloned());
         report.shoots.push(shoot_report);
@@ -364,11 +376,27 @@ pub async fn apply(
     Ok(report)
 }
 
+/// One progress display shared by the shoots of a fleet applied at the same time.
+struct SharedProgress<'s, 'p>(&'s std::sync::Mutex<&'p mut dyn Progress>);
+
+impl Progress for SharedProgress<'_, '_> {
+    fn start(&mut self, shoot: &str, node: &Node) {
+        self.0.lock().expect("progress lock").start(shoot, node);
+    }
+    fn finish(&mut self, shoot: &str, node: &Node, result: &NodeResult) {
+        self.0.lock().expect("progress lock").finish(shoot, node, result);
+    }
+    fn message(&mut self, line: &str) {
+        self.0.lock().expect("progress lock").message(line);
+    }
+}
+
 async fn apply_one(
     session: &Session,
     p: ShootPlan,
     opts: &ApplyOptions,
     progress: &mut dyn Progress,
+    limit: Arc<tokio::sync::Semaphore>,
 ) -> Result<ShootReport> {
     let shoot = p.planned.plan.shoot.clone();
     let store: &dyn StateStore = session.store.as_ref();
@@ -379,7 +407,7 @@ async fn apply_one(
         progress.message(&line);
         warnings.push(line);
     }
-    let result = apply_locked(session, p, opts, progress, warnings).await;
+    let result = apply_locked(session, p, opts, progress, warnings, limit).await;
     store.unlock(&shoot, &lock.id)?;
     result
 }
@@ -390,6 +418,7 @@ async fn apply_locked(
     opts: &ApplyOptions,
     progress: &mut dyn Progress,
     mut warnings: Vec<String>,
+    limit: Arc<tokio::sync::Semaphore>,
 ) -> Result<ShootReport> {
     let plan = &p.planned.plan;
     let store: &dyn StateStore = session.store.as_ref();
@@ -397,7 +426,8 @@ async fn apply_locked(
     check_prior(plan, &ws)?;
     let audited = Arc::new(Audited::new(Arc::clone(&session.cloud)));
     let cloud: Arc<dyn CloudWrite> = audited.clone();
-    let exec_opts = ExecOptions { parallelism: opts.parallelism, retry: session.retry.clone() };
+    let exec_opts =
+        ExecOptions { parallelism: opts.parallelism, retry: session.retry.clone(), shared_limit: Some(limit) };
     let results = {
         let mut persist = Persist { store, ws: &mut ws, operation: &opts.operation, progress };
         exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?

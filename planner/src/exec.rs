@@ -21,14 +21,17 @@ use trellis_plans::{node_problem, Action, Node};
 
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
-    /// Nodes in flight at once (Terraform's `-parallelism`, default 10).
+    /// Nodes of this plan in flight at once (Terraform's `-parallelism`, default 10).
     pub parallelism: usize,
     pub retry: RetryPolicy,
+    /// A limit shared with other plans applied at the same time (a fleet): each node holds a permit
+    /// while it runs, so the fleet as a whole never has more than that many nodes in flight.
+    pub shared_limit: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { parallelism: 10, retry: RetryPolicy::default() }
+        ExecOptions { parallelism: 10, retry: RetryPolicy::default(), shared_limit: None }
     }
 }
 
@@ -95,7 +98,14 @@ pub async fn execute(
             let node = nodes[i].clone();
             let cloud = Arc::clone(&cloud);
             let retry = opts.retry.clone();
-            running.spawn(async move { (i, run_node(&node, cloud.as_ref(), &retry).await) });
+            let limit = opts.shared_limit.clone();
+            running.spawn(async move {
+                let _permit = match limit {
+                    Some(limit) => Some(limit.acquire_owned().await.expect("the fleet limit is never closed")),
+                    None => None,
+                };
+                (i, run_node(&node, cloud.as_ref(), &retry).await)
+            });
         }
         let Some(joined) = running.join_next().await else { break };
         let (i, result) = match joined {

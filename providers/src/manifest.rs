@@ -485,7 +485,7 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
         let parse_err = |e: serde_saphyr::Error| parse_error(file, text, doc_for_errors, e, offset);
 
         // Light pass: what is it, and for which provider?
-        let head: Head = serde_saphyr::from_str(&padded).map_err(parse_err)?;
+        let head: Head = serde_saphyr::from_str(padded).map_err(parse_err)?;
         let (api_version, kind) = (head.api_version.unwrap_or_default(), head.kind.unwrap_or_default());
         if api_version != SHOOT_API_VERSION || kind != SHOOT_KIND {
             return Err(ManifestError::NotAShoot { file: file.to_path_buf(), doc: doc.index, api_version, kind });
@@ -510,7 +510,7 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
         // Typed pass.
         let shoot = match provider_type.as_str() {
             "azure" => {
-                let shoot: Shoot<azure::api::InfrastructureConfig> = typed(&padded).map_err(parse_err)?;
+                let shoot: Shoot<azure::api::InfrastructureConfig> = typed(padded).map_err(parse_err)?;
                 check_infra("azure")?;
                 ShootAny::Azure(shoot)
             }
