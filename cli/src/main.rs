@@ -341,7 +341,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     let shoots = ops::load_shoots(&args.inputs.files)?;
     let session = open(&args.inputs.env, "plan")?;
     let plans = ops::plan_fleet(&session, shoots, false).await?;
-    let set = ops::plan_set(&plans);
+    let set = ops::into_plan_set(plans);
     if let Some(out) = &args.out {
         write_plan(out, &set)?;
         eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
@@ -358,14 +358,23 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
             let color = color_for(std::io::stdout().is_terminal());
             print!("{}", render::text(set, &render::TextOptions { color, verbose }));
         }
-        Output::Json => print!("{}", set.to_json()),
+        Output::Json => {
+            let stdout = std::io::stdout();
+            let _ = set.write_json(std::io::BufWriter::new(stdout.lock()));
+        }
         Output::Markdown => print!("{}", render::markdown(set)),
     }
 }
 
 fn write_plan(path: &Path, set: &PlanSet) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, set.to_json()).with_context(|| format!("cannot write plan file {}", path.display()))?;
+    let write = || -> std::io::Result<()> {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        set.write_json(&mut file)?;
+        std::io::Write::flush(&mut file)?;
+        file.get_ref().sync_all()
+    };
+    write().with_context(|| format!("cannot write plan file {}", path.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write plan file {}", path.display()))
 }
 

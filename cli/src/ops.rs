@@ -257,6 +257,11 @@ fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
     Ok(())
 }
 
+/// The plan documents of planned shoots, by value: for the fleet's plan file without copying it.
+pub fn into_plan_set(plans: Vec<ShootPlan>) -> PlanSet {
+    PlanSet::new(plans.into_iter().map(|p| p.planned.plan).collect())
+}
+
 pub fn plan_set(plans: &[ShootPlan]) -> PlanSet {
     PlanSet::new(plans.iter().map(|p| p.planned.plan.clone()).collect())
 }
