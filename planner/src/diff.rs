@@ -33,10 +33,18 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
                 None => (Action::Create, format!("{}; does not exist yet", m.why)),
                 Some(_) if !forced.is_empty() => {
                     let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
+                    let detach = match m.referrers.as_slice() {
+                        [] => String::new(),
+                        refs => {
+                            let names: Vec<&str> =
+                                refs.iter().map(|r| r.id.rsplit('/').next().unwrap_or(&r.id)).collect();
+                            format!("; {} detached first and re-attached after", names.join(", "))
+                        }
+                    };
                     (
                         Action::Replace,
                         format!(
-                            "{}; {} cannot change in place (ForceNew): delete, then create",
+                            "{}; {} cannot change in place (ForceNew): delete, then create{detach}",
                             m.why,
                             paths.join(", ")
                         ),
@@ -47,6 +55,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
                 }
                 Some(_) => (Action::Noop, format!("{}; matches the live resource", m.why)),
             };
+            let detach = if action == Action::Replace { m.referrers } else { Vec::new() };
             Node {
                 address: m.res.address,
                 kind: m.res.kind,
@@ -60,6 +69,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
                 changes,
                 patch: Some(m.patch),
                 checks: Vec::new(),
+                detach,
             }
         }
         Desired::Verify(v) => Node {
@@ -75,6 +85,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
             changes: Vec::new(),
             patch: None,
             checks: v.checks,
+            detach: Vec::new(),
         },
         Desired::Read(r) => Node {
             address: r.res.address,
@@ -92,6 +103,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
             changes: Vec::new(),
             patch: None,
             checks: Vec::new(),
+            detach: Vec::new(),
         },
         Desired::Skip(s) => Node {
             address: s.address,
@@ -106,6 +118,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
             changes: Vec::new(),
             patch: None,
             checks: Vec::new(),
+            detach: Vec::new(),
         },
         Desired::DeleteManaged { res, depends_on, why } => {
             delete_node(res, depends_on, why, Ownership::Managed, observed)?
@@ -143,6 +156,7 @@ fn delete_node(
         depends_on,
         patch: None,
         checks: Vec::new(),
+        detach: Vec::new(),
     })
 }
 
@@ -187,6 +201,7 @@ mod tests {
             force_new: vec!["/sku/name"],
             depends_on: vec!["azure.resource_group.rg".into(), "azure.not.in.plan".into()],
             why: "managed".into(),
+            referrers: vec![],
         })
     }
 
@@ -271,6 +286,7 @@ mod tests {
                     message: "nsg".into(),
                 },
             ],
+            detach: vec![],
         };
         let live = json!({"properties": {"addressPrefix": "10.1.0.0/16", "networkSecurityGroup": {"id": "/a"}}});
         assert_eq!(failed_checks(&node, &live), vec!["cidr moved".to_string()]);

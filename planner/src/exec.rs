@@ -213,10 +213,30 @@ async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Resul
         Action::Replace => {
             let current = retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?;
             check_unchanged_since_plan(node, current.as_ref())?;
+            // Azure refuses to delete a resource that is still referenced: detach the references the
+            // plan names (held by managed resources of the same plan), replace, then re-attach them.
+            let mut detached = Vec::new();
+            for d in &node.detach {
+                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await.map_err(|e| e.to_string())? else {
+                    continue;
+                };
+                let removed = detach_reference(&mut holder, &d.path, id);
+                if removed != Reference::Absent {
+                    retry.run(|| cloud.put(&d.id, holder.clone())).await.map_err(|e| e.to_string())?;
+                    detached.push((d, removed));
+                }
+            }
             retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
             let mut body = Value::Object(Default::default());
             json::merge_patch(&mut body, node.patch.as_ref().expect("checked by node_problem"));
             let live = retry.run(|| cloud.put(id, body.clone())).await.map_err(|e| e.to_string())?;
+            for (d, removed) in detached {
+                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await.map_err(|e| e.to_string())? else {
+                    continue;
+                };
+                restore_reference(&mut holder, &d.path, id, removed);
+                retry.run(|| cloud.put(&d.id, holder.clone())).await.map_err(|e| e.to_string())?;
+            }
             Ok((Outcome::Done, Some(live)))
         }
         Action::Delete => {
@@ -226,6 +246,53 @@ async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Resul
             }
             Ok((Outcome::Done, None))
         }
+    }
+}
+
+/// What a detached reference looked like, to put it back the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reference {
+    Absent,
+    /// `{"id": …}` at the path.
+    Object,
+    /// An element `{"id": …}` of the array at the path.
+    Element,
+}
+
+/// Removes the reference to `target` at `path` in `holder`.
+fn detach_reference(holder: &mut Value, path: &str, target: &str) -> Reference {
+    let is_target = |v: &Value| v.get("id").and_then(Value::as_str).is_some_and(|id| id.eq_ignore_ascii_case(target));
+    let (parent, key) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some(Value::Object(parent)) = holder.pointer_mut(parent) else { return Reference::Absent };
+    match parent.get_mut(key) {
+        Some(Value::Array(items)) if items.iter().any(is_target) => {
+            items.retain(|v| !is_target(v));
+            Reference::Element
+        }
+        Some(v) if is_target(v) => {
+            parent.remove(key);
+            Reference::Object
+        }
+        _ => Reference::Absent,
+    }
+}
+
+/// Puts back a reference removed by [`detach_reference`].
+fn restore_reference(holder: &mut Value, path: &str, target: &str, removed: Reference) {
+    let reference = serde_json::json!({ "id": target });
+    let (parent, key) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some(Value::Object(parent)) = holder.pointer_mut(parent) else { return };
+    match removed {
+        Reference::Absent => {}
+        Reference::Object => {
+            parent.insert(key.to_string(), reference);
+        }
+        Reference::Element => match parent.get_mut(key) {
+            Some(Value::Array(items)) => items.push(reference),
+            _ => {
+                parent.insert(key.to_string(), Value::Array(vec![reference]));
+            }
+        },
     }
 }
 

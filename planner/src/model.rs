@@ -34,6 +34,8 @@ pub struct ManagedSpec {
     pub depends_on: Vec<String>,
     /// The rule behind the resource, e.g. "managed mode: upstream task `ensure route table`".
     pub why: String,
+    /// Other managed resources that reference this one; a replace detaches and re-attaches them.
+    pub referrers: Vec<trellis_plans::Detach>,
 }
 
 /// A user-owned resource that must exist and satisfy invariants. Read only.

@@ -256,6 +256,19 @@ pub struct Node {
     /// For verify: the invariants re-checked at apply time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// For replace: references to this resource from other managed resources of the plan, removed
+    /// before the delete and restored after the create (Azure refuses to delete a referenced resource).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detach: Vec<Detach>,
+}
+
+/// A reference to a replaced resource, held by another managed resource of the same plan.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Detach {
+    /// The cloud id of the resource holding the reference.
+    pub id: String,
+    /// JSON pointer of the reference: an object `{"id": …}`, or an array of such objects.
+    pub path: String,
 }
 
 /// The cloud-provider config the CCM receives (Azure `azure.json`, GCP `cloudprovider.conf`).
@@ -452,7 +465,8 @@ impl PlanSet {
         .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
         for plan in &set.plans {
             for node in &plan.nodes {
-                if let Some(problem) = node_problem(node) {
+                let problem = node_problem(node).or_else(|| detach_problem(plan, node));
+                if let Some(problem) = problem {
                     return Err(PlanFileError::Invalid {
                         path: path.to_string(),
                         address: node.address.clone(),
@@ -478,6 +492,17 @@ pub fn node_problem(node: &Node) -> Option<String> {
         (_, a) if a.is_write() && node.id.is_none() => Some(format!("action `{}` without a cloud id", a.as_str())),
         _ => None,
     }
+}
+
+/// A replace may only detach references held by managed resources of the same plan.
+pub fn detach_problem(plan: &Plan, node: &Node) -> Option<String> {
+    node.detach.iter().find_map(|d| {
+        let managed = plan.nodes.iter().any(|n| {
+            n.ownership == Ownership::Managed && n.id.as_deref().is_some_and(|id| id.eq_ignore_ascii_case(&d.id))
+        });
+        (!managed)
+            .then(|| format!("detaches a reference held by {}, which is not a managed resource of this plan", d.id))
+    })
 }
 
 /// sha256 hex of a byte string; used for plan digests.

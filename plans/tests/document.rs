@@ -78,3 +78,16 @@ fn fleet_summary_adds_up() {
     let expected = Summary { create: 0, update: 1, replace: 1, delete: 1, verify: 2, read: 3, noop: 4, skip: 3 };
     assert_eq!(total, expected);
 }
+
+#[test]
+fn from_json_refuses_a_replace_that_detaches_a_reference_held_by_a_user_resource() {
+    let mut plan = azure_user_managed_plan("shoot--dev--beta");
+    let user_id = plan.nodes.iter().find(|n| n.ownership == Ownership::User).and_then(|n| n.id.clone()).unwrap();
+    let managed = plan.nodes.iter_mut().find(|n| n.ownership == Ownership::Managed && n.id.is_some()).unwrap();
+    managed.action = Action::Replace;
+    managed.patch = Some(serde_json::json!({"location": "westeurope"}));
+    managed.detach = vec![trellis_plans::Detach { id: user_id.clone(), path: "/properties/routeTable".into() }];
+    let json = set(vec![plan]).to_json();
+    let err = PlanSet::from_json("edited.tfplan", &json).unwrap_err().to_string();
+    assert!(err.contains(&format!("detaches a reference held by {user_id}, which is not a managed resource")), "{err}");
+}

@@ -187,3 +187,29 @@ async fn destroy_deletes_the_cluster_resource_group_and_nothing_of_the_user() {
     assert!(s.exists("/subscriptions/7f3c2a10-4b5e-4d8f-9a61-0c2e8b7d5f31/resourceGroups/platform-network/providers/Microsoft.Network/publicIPAddresses/egress-ip-1"));
     assert!(s.session.store.load("shoot--dev--charlie").unwrap().unwrap().resources.is_empty());
 }
+
+/// The same for a replace (NAT and public IP to another zone): a failure at any call of the
+/// detach → delete → create → re-attach sequence converges on the next apply.
+#[tokio::test]
+async fn crash_safety_of_a_replace_converges() {
+    let clean = Scenario::new("A2");
+    assert!(clean.apply().await.unwrap().ok);
+    let report = clean.apply_files(&["shoot-zone2.yaml"]).await.unwrap();
+    assert!(report.ok);
+    let expected_cloud = cloud_ids(&clean);
+    let calls = report.calls.len();
+    for n in 1..=calls {
+        let mut s = Scenario::new("A2");
+        assert!(s.apply().await.unwrap().ok);
+        s.session.retry = RetryPolicy::immediate(1);
+        let plans = s.plan_files(&["shoot-zone2.yaml"]).await.unwrap();
+        s.sim().set_faults(Faults::fail_call(n, Fault::ServerError));
+        let first = s.apply_plans(plans, "apply").await.unwrap();
+        assert!(!first.ok, "call {n} was injected but the apply succeeded");
+        s.sim().set_faults(Faults::none());
+        assert!(s.apply_files(&["shoot-zone2.yaml"]).await.unwrap().ok, "call {n}: recovery failed");
+        let again = s.plan_file("shoot-zone2.yaml").await.unwrap();
+        assert!(!again.has_changes(), "call {n}: not converged:\n{}", trellis_tests::text(&again));
+        assert_eq!(cloud_ids(&s), expected_cloud, "call {n}");
+    }
+}

@@ -152,3 +152,26 @@ async fn a5_single_subnet_shoot_migrates_to_multi_subnet_layout() {
     assert!(!after.has_changes(), "{}", text(&after));
     assert!(after.warnings.is_empty(), "the migration is remembered in state");
 }
+
+#[tokio::test]
+async fn a2_moving_the_nat_to_another_zone_replaces_nat_and_ip_and_keeps_the_subnet_attached() {
+    let s = Scenario::new("A2");
+    assert!(s.apply().await.unwrap().ok);
+    let plan = s.plan_file("shoot-zone2.yaml").await.unwrap();
+    insta::assert_snapshot!("a2_zone_change_plan", text(&plan));
+    let nat = node(&plan, ".shoot--dev--bravo-nat-gateway");
+    let ip = node(&plan, ".shoot--dev--bravo-nat-gateway-ip");
+    assert_eq!((nat.action, ip.action), (Action::Replace, Action::Replace));
+    assert_eq!(nat.detach.len(), 1, "the subnet is detached from the NAT during the replacement");
+    let report = s.apply_files(&["shoot-zone2.yaml"]).await.unwrap();
+    assert!(report.ok, "{report:#?}");
+    let subnet = s.sim().get_now(node(&plan, "shoot--dev--bravo-nodes").id.as_deref().unwrap()).unwrap();
+    assert!(subnet["properties"]["natGateway"]["id"]
+        .as_str()
+        .unwrap()
+        .ends_with("/natGateways/shoot--dev--bravo-nat-gateway"));
+    let nat_live = s.sim().get_now(nat.id.as_deref().unwrap()).unwrap();
+    assert_eq!(nat_live["zones"], json!(["2"]));
+    assert_eq!(nat_live["properties"]["publicIpAddresses"].as_array().unwrap().len(), 1);
+    assert!(!s.plan_file("shoot-zone2.yaml").await.unwrap().has_changes());
+}

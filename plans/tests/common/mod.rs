@@ -37,6 +37,7 @@ pub fn node(address: &str, kind: Kind, scope: &str, name: &str, action: Action, 
         changes: Vec::new(),
         patch: None,
         checks: Vec::new(),
+        detach: Vec::new(),
     }
 }
 

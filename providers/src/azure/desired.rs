@@ -11,7 +11,7 @@ use super::Ctx;
 use serde_json::{json, Value};
 use trellis_planner::discover::{ListReq, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, SkipSpec, VerifySpec};
-use trellis_plans::{Check, Kind, Ownership};
+use trellis_plans::{Check, Detach, Kind, Ownership};
 
 /// Tags upstream puts on managed public IPs.
 const TAG_MANAGED_BY: &str = "managed-by-gardener";
@@ -193,6 +193,7 @@ pub(super) fn resource_group(ctx: &Ctx) -> Desired {
         force_new: vec![],
         depends_on: vec![],
         why: "the cluster resource group, managed in both modes (upstream task `ensure resource group`)".to_string(),
+        referrers: vec![],
     })
 }
 
@@ -249,6 +250,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             force_new: vec![],
             depends_on: vec![rg.address.clone()],
             why: "the shoot's VNet (upstream task `ensure vnet`)".to_string(),
+            referrers: vec![],
         }));
     } else {
         out.push(Desired::Verify(VerifySpec {
@@ -273,6 +275,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
         force_new: vec![],
         depends_on: vec![rg.address.clone()],
         why: "the worker route table, created empty; the CCM writes per-node routes into it (upstream task `ensure route table`)".to_string(),
+        referrers: vec![],
     }));
     let nsg_name = names::nsg_name(tn);
     let nsg = res(Kind::NetworkSecurityGroup, tn, &nsg_name, names::resource_id(&ctx.sub, tn, rtype::NSG, &nsg_name));
@@ -282,6 +285,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
         force_new: vec![],
         depends_on: vec![rg.address.clone()],
         why: "the worker NSG, created empty; the CCM and bastion controller write rules into it (upstream task `ensure security group`)".to_string(),
+        referrers: vec![],
     }));
 
     let subnets = layout(cfg, ctx);
@@ -293,7 +297,8 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
     for s in &subnets {
         let mut subnet_deps = vec![vnet_res.address.clone(), rt.address.clone(), nsg.address.clone()];
         let nat_id = s.nat.as_ref().map(|nat| {
-            let (nat_address, ip_deps) = nat_gateway(ctx, nat, &rg, &mut out);
+            let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &s.name);
+            let (nat_address, ip_deps) = nat_gateway(ctx, nat, &rg, &subnet_id, &mut out);
             subnet_deps.push(nat_address.clone());
             nat_addresses.push(nat_address);
             nat_addresses.extend(ip_deps);
@@ -340,6 +345,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             force_new: vec![],
             depends_on: subnet_deps,
             why: format!("worker subnet{zone_note} (upstream task `ensure subnets`)"),
+            referrers: vec![],
         }));
     }
 
@@ -391,8 +397,15 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
     out
 }
 
-/// The NAT gateway and its public IPs; returns the NAT's address and the addresses of its IP nodes.
-fn nat_gateway(ctx: &Ctx, nat: &NatPlan, rg: &Resource, out: &mut Vec<Desired>) -> (String, Vec<String>) {
+/// The NAT gateway of `subnet_id` and its public IPs; returns the NAT's address and the addresses of
+/// its IP nodes. A replaced public IP is detached from the NAT first, a replaced NAT from the subnet.
+fn nat_gateway(
+    ctx: &Ctx,
+    nat: &NatPlan,
+    rg: &Resource,
+    subnet_id: &str,
+    out: &mut Vec<Desired>,
+) -> (String, Vec<String>) {
     let tn = ctx.tn.as_str();
     let zones = nat.zone.map(|z| json!([z.to_string()])).unwrap_or(Value::Null);
     let mut ip_addresses = Vec::new();
@@ -411,6 +424,7 @@ fn nat_gateway(ctx: &Ctx, nat: &NatPlan, rg: &Resource, out: &mut Vec<Desired>) 
             force_new: vec!["/location", "/zones", "/properties/publicIPAllocationMethod", "/sku/name"],
             depends_on: vec![rg.address.clone()],
             why: format!("public IP of NAT gateway {} (upstream task `ensure public IPs`)", nat.name),
+            referrers: vec![Detach { id: nat.id(ctx), path: "/properties/publicIpAddresses".to_string() }],
         }));
     }
     for (ip_rg, ip_name) in &nat.user_ips {
@@ -443,6 +457,7 @@ fn nat_gateway(ctx: &Ctx, nat: &NatPlan, rg: &Resource, out: &mut Vec<Desired>) 
         force_new: vec!["/location", "/zones", "/sku/name"],
         depends_on: deps,
         why: "NAT gateway (networks.natGateway.enabled; upstream task `ensure nats`)".to_string(),
+        referrers: vec![Detach { id: subnet_id.to_string(), path: "/properties/natGateway".to_string() }],
     }));
     (address, ip_addresses)
 }
