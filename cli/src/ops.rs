@@ -13,7 +13,7 @@ use std::sync::Arc;
 use trellis_planner::cloud::{Audited, Call, CloudWrite};
 use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
-use trellis_plans::{Action, Node, Ownership, Plan, PlanSet};
+use trellis_plans::{Action, Node, Plan, PlanSet};
 use trellis_providers::azure::{self, AzureError, AzureShoot};
 use trellis_providers::manifest::{self, ShootAny};
 use trellis_sim::{ArmSim, WorldFile};
@@ -520,11 +520,11 @@ pub async fn check_saved_plan(
     shoots: Vec<ShootInput>,
     destroy: bool,
 ) -> Result<Vec<ShootPlan>> {
-    let fresh = plan_fleet(session, shoots, destroy).await?;
+    let mut fresh: BTreeMap<String, ShootPlan> =
+        plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.planned.plan.shoot.clone(), p)).collect();
     let mut out = Vec::new();
     for old in &saved.plans {
-        let Some(mut p) = fresh.iter().position(|f| f.planned.plan.shoot == old.shoot).map(|i| fresh_take(&fresh, i))
-        else {
+        let Some(mut p) = fresh.remove(&old.shoot) else {
             bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
         };
         check_prior(old, &p.workspace)?;
@@ -552,31 +552,6 @@ pub async fn check_saved_plan(
         out.push(p);
     }
     Ok(out)
-}
-
-fn fresh_take(fresh: &[ShootPlan], i: usize) -> ShootPlan {
-    let f = &fresh[i];
-    ShootPlan {
-        input_file: f.input_file.clone(),
-        shoot: f.shoot.clone(),
-        workspace: f.workspace.clone(),
-        planned: azure::Planned {
-            plan: f.planned.plan.clone(),
-            observed: f.planned.observed.clone(),
-            last_applied: f.planned.last_applied.clone(),
-            memory: f.planned.memory.clone(),
-        },
-    }
-}
-
-/// Counts of user-owned nodes that received a write — always zero; used by tests and the report.
-pub fn user_owned_ids(plans: &[ShootPlan]) -> Vec<String> {
-    plans
-        .iter()
-        .flat_map(|p| p.planned.plan.nodes.iter())
-        .filter(|n| n.ownership == Ownership::User)
-        .filter_map(|n| n.id.clone())
-        .collect()
 }
 
 /// The shoots a saved plan was made from (each plan carries its manifest).

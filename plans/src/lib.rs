@@ -464,6 +464,13 @@ impl PlanSet {
         }
         .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
         for plan in &set.plans {
+            if plan.summary != Summary::of(&plan.nodes) {
+                return Err(PlanFileError::Invalid {
+                    path: path.to_string(),
+                    address: plan.shoot.clone(),
+                    problem: "the summary does not match the nodes".to_string(),
+                });
+            }
             for node in &plan.nodes {
                 let problem = node_problem(node).or_else(|| detach_problem(plan, node));
                 if let Some(problem) = problem {
