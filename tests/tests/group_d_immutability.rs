@@ -6,7 +6,12 @@ use trellis_tests::Scenario;
 async fn update_rejected(id: &str) -> String {
     let s = Scenario::new(id);
     assert!(s.apply().await.unwrap().ok, "{id}: the original shoot applies");
+    let mark = s.sim().mark();
     let err = s.plan_file("shoot-updated.yaml").await.err().unwrap_or_else(|| panic!("{id}: update must be rejected"));
+    assert!(
+        s.sim().calls_since(mark).iter().all(|c| c.op == trellis_planner::cloud::Op::Read),
+        "{id}: a rejected update wrote"
+    );
     format!("{err:#}")
 }
 
