@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,6 +12,14 @@ use trellis_plans::{render, PlanSet};
 use trellis_state::StateStore;
 
 mod sim_cmd;
+
+/// `println!` that ignores a closed stdout (apply and destroy keep going whatever happens to their output).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 #[derive(Parser)]
 #[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure (Azure), Terraform-style")]
@@ -179,13 +187,6 @@ enum StateCommand {
 }
 
 fn main() -> ExitCode {
-    // `trellis plan | head` ends quietly, as other command-line tools do, instead of panicking on a
-    // closed pipe (Rust ignores SIGPIPE by default).
-    #[cfg(unix)]
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     // Usage errors exit 1 (clap's default 2 would read as "changes" under --detailed-exitcode).
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -195,6 +196,16 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // `trellis plan | head` ends quietly, as other command-line tools do, instead of panicking on a
+    // closed pipe (Rust ignores SIGPIPE by default). Not for commands that change the cloud: a closed
+    // output pipe must not stop an apply half-way; their output ignores write errors instead (`out!`).
+    if !matches!(cli.command, Command::Apply(_) | Command::Destroy(_)) {
+        #[cfg(unix)]
+        // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -356,13 +367,15 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
     match output {
         Output::Text => {
             let color = color_for(std::io::stdout().is_terminal());
-            print!("{}", render::text(set, &render::TextOptions { color, verbose }));
+            let _ = write!(std::io::stdout(), "{}", render::text(set, &render::TextOptions { color, verbose }));
         }
         Output::Json => {
             let stdout = std::io::stdout();
             let _ = set.write_json(std::io::BufWriter::new(stdout.lock()));
         }
-        Output::Markdown => print!("{}", render::markdown(set)),
+        Output::Markdown => {
+            let _ = write!(std::io::stdout(), "{}", render::markdown(set));
+        }
     }
 }
 
@@ -458,31 +471,31 @@ async fn execute(
     let report = ops::apply(session, plans, &opts, &mut display).await?;
     display.done();
     if output == Output::Json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
         for s in &report.shoots {
             let failed: Vec<_> = s.nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
             for w in &s.warnings {
-                println!("Warning: {w}");
+                out!("Warning: {w}");
             }
             if !s.orphans.is_empty() {
-                println!(
+                out!(
                     "{}: {} artifact(s) of the CCM and bastion controller remain on your NSG / route table; trellis does not delete them. To prune:",
                     s.shoot,
                     s.orphans.len()
                 );
                 for o in &s.orphans {
-                    println!("  {}  # {}", o.prune, o.writer);
+                    out!("  {}  # {}", o.prune, o.writer);
                 }
             }
             if failed.is_empty() {
-                println!("{}: {operation} complete.", s.shoot);
+                out!("{}: {operation} complete.", s.shoot);
             } else {
-                println!("{}: {operation} incomplete: {} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.", s.shoot, failed.len());
+                out!("{}: {operation} incomplete: {} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.", s.shoot, failed.len());
             }
         }
-        println!("{} cloud call(s), {writes} write(s).", report.calls.len());
+        out!("{} cloud call(s), {writes} write(s).", report.calls.len());
     }
     Ok(if report.ok { 0 } else { 1 })
 }

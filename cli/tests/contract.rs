@@ -50,3 +50,22 @@ fn the_output_file_error_names_the_requested_path() {
     let sb = Sandbox::new();
     sb.run(&["plan", "-f", &a1(), "--out", "nodir/p.json"]).code(1).stderr_has("cannot write plan file nodir/p.json");
 }
+
+#[test]
+fn an_apply_whose_output_pipe_closes_still_completes() {
+    use std::io::{BufRead, BufReader};
+    let sb = Sandbox::new();
+    let mut child = sb
+        .command(&["apply", "-f", &a2(), "--auto-approve"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start trellis");
+    // Read the first line, then close the pipe, as `trellis apply … | head -1` does.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("a line");
+    assert!(first.starts_with("Plan: 7 to create"), "{first}");
+    let status = child.wait().expect("trellis ends");
+    assert!(status.success(), "{status:?}");
+    sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0);
+}
