@@ -123,24 +123,27 @@ struct ApplyArgs {
     plan: Option<PathBuf>,
     #[command(flatten)]
     inputs: Inputs,
-    /// Apply without asking (needed with -f when not interactive).
-    #[arg(long)]
-    auto_approve: bool,
-    #[arg(long, value_enum, default_value_t = Output::Text)]
-    output: Output,
-    /// Nodes applied at once.
-    #[arg(long, default_value_t = 10)]
-    parallelism: usize,
+    #[command(flatten)]
+    run: RunFlags,
 }
 
 #[derive(Args)]
 struct DestroyArgs {
     #[command(flatten)]
     inputs: Inputs,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+/// How apply and destroy run.
+#[derive(Args)]
+struct RunFlags {
+    /// Go ahead without asking (needed when not interactive).
     #[arg(long)]
     auto_approve: bool,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// Nodes in flight at once, across all shoots.
     #[arg(long, default_value_t = 10)]
     parallelism: usize,
 }
@@ -427,17 +430,17 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
         None => {
             let shoots = ops::load_shoots(&args.inputs.files)?;
             let plans = ops::plan_fleet(&session, shoots, false).await?;
-            if args.output == Output::Text {
+            if args.run.output == Output::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
             }
-            if !confirm(args.auto_approve, "apply -f")? {
+            if !confirm(args.run.auto_approve, "apply -f")? {
                 eprintln!("Apply cancelled.");
                 return Ok(1);
             }
             plans
         }
     };
-    let code = execute(&session, plans, "apply", args.parallelism, args.output).await?;
+    let code = execute(&session, plans, "apply", args.run.parallelism, args.run.output).await?;
     session.close()?;
     Ok(code)
 }
@@ -446,14 +449,14 @@ async fn destroy(args: DestroyArgs) -> Result<u8> {
     let session = open(&args.inputs.env, "destroy")?;
     let shoots = ops::load_shoots(&args.inputs.files)?;
     let plans = ops::plan_fleet(&session, shoots, true).await?;
-    if args.output == Output::Text {
+    if args.run.output == Output::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
     }
-    if !confirm(args.auto_approve, "destroy")? {
+    if !confirm(args.run.auto_approve, "destroy")? {
         eprintln!("Destroy cancelled.");
         return Ok(1);
     }
-    let code = execute(&session, plans, "destroy", args.parallelism, args.output).await?;
+    let code = execute(&session, plans, "destroy", args.run.parallelism, args.run.output).await?;
     session.close()?;
     Ok(code)
 }
