@@ -15,6 +15,14 @@
 //! - a zone's NAT idle-timeout range check runs before the "disabled" check;
 //! - the public IPs of a `StandardV2` NAT gateway get no name/resource-group validation;
 //! - the immutable `zoned` error shows the *old* value (upstream swaps the arguments).
+//!
+//! Inferred where the reference is silent (upstream master's source was not available to check):
+//! - bad struct values print as Go's `%#v` with the value in place of the pointer address (Go's own
+//!   output contains addresses, so it can never match byte for byte; see `gorepr`);
+//! - the elided StandardV2 message reads "(StandardV2 is zone-redundant)";
+//! - a Standard-SKU public IP without a zone counts as a zone mismatch and shows `null`;
+//! - the NAT SKU change check runs only when old and new both have a NAT gateway;
+//! - the VNet CIDR expansion check compares first and last addresses and skips unparsable CIDRs.
 
 pub mod cidr;
 pub mod filter;
