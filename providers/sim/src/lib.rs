@@ -202,7 +202,7 @@ impl ArmSim {
     /// Every resource as a GET returns it, sorted by id (nested resources included on their own).
     pub fn snapshot(&self) -> Vec<Value> {
         let st = self.lock();
-        st.store.entries().map(|e| rules::render(st.store.map(), e)).collect()
+        st.store.entries().map(|e| rules::render(&st.store, e)).collect()
     }
 
     /// GET without audit, latency or faults (tests, `trellis sim` commands).

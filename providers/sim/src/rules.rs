@@ -11,7 +11,7 @@
 //!   the back-reference (`subnets`, `natGateway`) on GET, computed, never stored.
 
 use crate::arm::{ArmId, Kind};
-use crate::store::{descendants, Entry, Origin, Store};
+use crate::store::{Entry, Origin, Store};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -186,17 +186,6 @@ pub(crate) fn links(kind: Kind, value: &Value) -> Result<Vec<Link>, ArmError> {
         }
     }
     Ok(out)
-}
-
-/// Whether `value` (of kind `spec.from`) refers to the resource with lowercased id `key` through
-/// `spec` (the hot path of [`render`]: no allocation).
-fn refers_to(value: &Value, spec: &LinkSpec, key: &str) -> bool {
-    let hits = |item: &Value| item.get("id").and_then(Value::as_str).is_some_and(|id| id.eq_ignore_ascii_case(key));
-    match value.get("properties").and_then(|p| p.get(spec.property)) {
-        Some(Value::Array(items)) if spec.many => items.iter().any(hits),
-        Some(item) if !spec.many => hits(item),
-        _ => false,
-    }
 }
 
 /// Why a reference does not resolve.
@@ -416,7 +405,7 @@ fn rg_not_found(rg: &ArmId) -> ArmError {
 /// GET: the resource as ARM returns it, `None` when it does not exist.
 pub(crate) fn get(store: &Store, id: &str) -> Result<Option<Value>, ArmError> {
     let id = parse_id(id)?;
-    Ok(store.get(&id.key()).map(|e| render(store.map(), e)))
+    Ok(store.get(&id.key()).map(|e| render(store, e)))
 }
 
 /// PUT: creates or replaces the resource; answers the resource as a GET would, with 201 (created)
@@ -491,7 +480,7 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     }
     let status = if existing.is_some() { 200 } else { 201 };
     let entry = store.get(&key).expect("inserted above");
-    Ok((render(store.map(), entry), status))
+    Ok((render(store, entry), status))
 }
 
 /// DELETE: removes the resource and everything nested in it; 200, or 204 when it did not exist.
@@ -510,7 +499,7 @@ pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
     let stored_id = entry.id.clone();
     let doomed: BTreeSet<String> =
         std::iter::once(key.clone()).chain(store.descendants(&key).map(|e| e.id.key())).collect();
-    if let Some(e) = in_use(store.map(), &stored_id, &doomed) {
+    if let Some(e) = in_use(store, &stored_id, &doomed) {
         return Err(e);
     }
     for k in &doomed {
@@ -524,20 +513,15 @@ pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
 }
 
 /// The refusal when a resource outside `doomed` refers to one inside it.
-fn in_use(map: &BTreeMap<String, Entry>, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<ArmError> {
+fn in_use(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<ArmError> {
     // target key → (target id, spec, referrers)
     let mut blocked: BTreeMap<String, (String, &'static LinkSpec, Vec<String>)> = BTreeMap::new();
-    for (k, e) in map {
-        if doomed.contains(k) {
-            continue;
-        }
-        for link in links(e.kind, &e.value).unwrap_or_default() {
-            let Ok(target) = ArmId::parse(&link.target) else { continue };
-            let tk = target.key();
-            if let Some(stored) = doomed.contains(&tk).then(|| map.get(&tk)).flatten() {
-                let slot = blocked.entry(tk).or_insert_with(|| (stored.id.to_string(), link.spec, Vec::new()));
-                slot.2.push(e.id.to_string());
-            }
+    for tk in doomed {
+        let Some(stored) = store.get(tk) else { continue };
+        for e in store.referrers(tk).filter(|e| !doomed.contains(&e.id.key())) {
+            let Some(spec) = LINKS.iter().find(|s| s.from == e.kind && s.to == stored.kind) else { continue };
+            let slot = blocked.entry(tk.clone()).or_insert_with(|| (stored.id.to_string(), spec, Vec::new()));
+            slot.2.push(e.id.to_string());
         }
     }
     let (_, (target, spec, referrers)) = blocked.into_iter().next()?;
@@ -586,7 +570,7 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
             Ok(store
                 .entries()
                 .filter(|e| e.kind == Kind::ResourceGroup && e.id.key().starts_with(&prefix))
-                .map(|e| render(store.map(), e))
+                .map(|e| render(store, e))
                 .collect())
         }
         Kind::ResourceGroup => {
@@ -634,29 +618,27 @@ fn children_of(store: &Store, parent: &ArmId, rtype: &str) -> Vec<Value> {
     store
         .descendants(&key)
         .filter(|e| e.id.rtype().eq_ignore_ascii_case(rtype) && e.id.parent().is_some_and(|p| p.key() == key))
-        .map(|e| render(store.map(), e))
+        .map(|e| render(store, e))
         .collect()
 }
 
 /// The resource as GET returns it: the stored value plus the collection array (children in creation
 /// order) and the back-references (sorted by id).
-pub(crate) fn render(map: &BTreeMap<String, Entry>, entry: &Entry) -> Value {
+pub(crate) fn render(store: &Store, entry: &Entry) -> Value {
     let mut value = entry.value.clone();
     let Some(props) = value.get_mut("properties").and_then(Value::as_object_mut) else { return value };
     let key = entry.id.key();
     if let Some(c) = collection_of(entry.kind) {
-        let mut kids: Vec<&Entry> = descendants(map, &key)
+        let mut kids: Vec<&Entry> = store
+            .descendants(&key)
             .filter(|e| e.kind == c.child && e.id.parent().is_some_and(|p| p.key() == key))
             .collect();
         kids.sort_by_key(|e| e.seq);
-        props.insert(c.property.into(), Value::Array(kids.into_iter().map(|e| render(map, e)).collect()));
+        props.insert(c.property.into(), Value::Array(kids.into_iter().map(|e| render(store, e)).collect()));
     }
     for spec in LINKS.iter().filter(|s| s.to == entry.kind) {
-        let referrers: Vec<Value> = map
-            .values()
-            .filter(|e| e.kind == spec.from && refers_to(&e.value, spec, &key))
-            .map(|e| json!({ "id": e.id.as_str() }))
-            .collect();
+        let referrers: Vec<Value> =
+            store.referrers(&key).filter(|e| e.kind == spec.from).map(|e| json!({ "id": e.id.as_str() })).collect();
         if referrers.is_empty() {
             continue;
         }

@@ -57,6 +57,10 @@ struct Persisted {
 
 pub(crate) struct Store {
     entries: BTreeMap<String, Entry>,
+    /// Reverse index of references (subnet → route table, NAT → public IP, …): target key → keys of
+    /// the resources that refer to it. Back-references on GET and in-use checks on DELETE read it
+    /// instead of scanning every resource.
+    referrers: BTreeMap<String, BTreeSet<String>>,
     subscription: String,
     clock: u64,
     tree: Option<sled::Tree>,
@@ -68,6 +72,7 @@ impl Store {
     pub fn in_memory(subscription: &str) -> Store {
         Store {
             entries: BTreeMap::new(),
+            referrers: BTreeMap::new(),
             subscription: subscription.to_string(),
             clock: 0,
             tree: None,
@@ -95,7 +100,7 @@ impl Store {
                 if id.key() != key {
                     return Err(corrupt(format!("the stored resource has id {id}")));
                 }
-                store.entries.insert(key, Entry::new(id, p.value, p.origin, p.seq));
+                store.index(&Entry::new(id, p.value, p.origin, p.seq));
             }
         }
         store.tree = Some(tree);
@@ -142,17 +147,44 @@ impl Store {
     }
 
     pub fn insert(&mut self, entry: Entry) {
-        let key = entry.id.key();
-        self.dirty.insert(key.clone());
-        self.entries.insert(key, entry);
+        self.dirty.insert(entry.id.key());
+        self.index(&entry);
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Entry> {
-        let removed = self.entries.remove(key);
-        if removed.is_some() {
-            self.dirty.insert(key.to_string());
+        let removed = self.entries.remove(key)?;
+        self.unindex(&removed);
+        self.dirty.insert(key.to_string());
+        Some(removed)
+    }
+
+    /// The resources that refer to the resource with key `target`, in key order.
+    pub fn referrers<'a>(&'a self, target: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.referrers.get(target).into_iter().flatten().filter_map(|k| self.entries.get(k))
+    }
+
+    /// Stores `entry` (replacing any entry with its key) and indexes its references.
+    fn index(&mut self, entry: &Entry) {
+        let key = entry.id.key();
+        if let Some(old) = self.entries.remove(&key) {
+            self.unindex(&old);
         }
-        removed
+        for target in link_targets(entry) {
+            self.referrers.entry(target).or_default().insert(key.clone());
+        }
+        self.entries.insert(key, entry.clone());
+    }
+
+    fn unindex(&mut self, entry: &Entry) {
+        let key = entry.id.key();
+        for target in link_targets(entry) {
+            if let Some(set) = self.referrers.get_mut(&target) {
+                set.remove(&key);
+                if set.is_empty() {
+                    self.referrers.remove(&target);
+                }
+            }
+        }
     }
 
     /// Writes every change since the last commit to the tree in one batch and flushes it.
@@ -186,6 +218,15 @@ impl Store {
         self.meta_dirty = false;
         Ok(())
     }
+}
+
+/// The keys of the resources `entry` refers to.
+fn link_targets(entry: &Entry) -> Vec<String> {
+    crate::rules::links(entry.kind, &entry.value)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|link| ArmId::parse(&link.target).ok().map(|t| t.key()))
+        .collect()
 }
 
 /// The entries of `map` strictly below `key`, in key order.
