@@ -68,11 +68,6 @@ impl Observed {
         self.resources.get(&key(id)).and_then(Option::as_ref)
     }
 
-    /// Whether the id was looked up at all (found or not).
-    pub fn looked_up(&self, id: &str) -> bool {
-        self.resources.contains_key(&key(id))
-    }
-
     /// The resources a list request returned (empty if it was not run).
     pub fn list(&self, parent: &str, rtype: &str) -> Vec<&Value> {
         let req = ListReq { parent: parent.to_string(), rtype: rtype.to_string() };
@@ -84,33 +79,6 @@ impl Observed {
         let canonical: Vec<(&String, &Option<Value>)> = self.resources.iter().collect();
         let text = serde_json::to_string(&canonical).expect("JSON values always serialise");
         trellis_plans::sha256_hex(text.as_bytes())
-    }
-
-    /// Ids whose observed value differs between two snapshots (for "what changed since the plan").
-    pub fn changed_ids(&self, other: &Observed) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for (id, v) in &self.resources {
-            if other.resources.get(id) != Some(v) {
-                out.push(id.clone());
-            }
-        }
-        for id in other.resources.keys() {
-            if !self.resources.contains_key(id) {
-                out.push(id.clone());
-            }
-        }
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    /// All ids looked up (found or not), in order.
-    pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.resources.keys().map(String::as_str)
-    }
-
-    pub fn lists(&self) -> impl Iterator<Item = &ListReq> {
-        self.lists.keys()
     }
 }
 

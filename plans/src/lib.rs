@@ -340,8 +340,16 @@ impl Summary {
     }
 
     pub fn count(&self, a: Action) -> usize {
-        let mut copy = self.clone();
-        *copy.slot(a)
+        match a {
+            Action::Create => self.create,
+            Action::Update => self.update,
+            Action::Replace => self.replace,
+            Action::Delete => self.delete,
+            Action::Verify => self.verify,
+            Action::Read => self.read,
+            Action::Noop => self.noop,
+            Action::Skip => self.skip,
+        }
     }
 
     /// Whether applying would write anything.

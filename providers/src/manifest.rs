@@ -314,12 +314,6 @@ impl ShootAny {
             ShootAny::Azure(s) => &s.metadata,
         }
     }
-
-    pub fn as_azure(&self) -> Option<&Shoot<azure::api::InfrastructureConfig>> {
-        match self {
-            ShootAny::Azure(s) => Some(s),
-        }
-    }
 }
 
 /// One Shoot document of one file.

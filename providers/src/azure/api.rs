@@ -408,11 +408,6 @@ pub fn infrastructure_zone_to_string(zone: i32) -> String {
     zone.to_string()
 }
 
-/// `helper.IsVmoRequired`: `!status.Zoned`.
-pub fn is_vmo_required(status: &InfrastructureStatus) -> bool {
-    !status.zoned
-}
-
 /// `helper.FindSubnetByPurposeAndZone`: the first subnet with `purpose` (and `zone`, when given).
 pub fn find_subnet_by_purpose_and_zone<'a>(
     subnets: &'a [Subnet],

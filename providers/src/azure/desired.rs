@@ -148,8 +148,6 @@ pub fn discovery_round2(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observ
                 }
             }
         }
-        ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME));
-        ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn)));
         return (ids, lists);
     }
     ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME));
@@ -216,7 +214,7 @@ pub(super) fn identity(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<Desired>
 
 /// Everything the plan says about an Azure shoot.
 pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
-    if cfg.networks.subnet.is_some() {
+    if cfg.is_using_user_managed_egress() {
         return super::byo::desired(cfg, ctx, observed);
     }
     managed(cfg, ctx, observed)
@@ -482,7 +480,7 @@ pub fn check(path: &str, expect: Value, message: String) -> Check {
 
 /// The outbound access type upstream derives: NATGateway unless some subnet has no NAT.
 pub fn outbound_access_type(cfg: &InfrastructureConfig, ctx: &Ctx) -> OutboundAccessType {
-    if cfg.networks.subnet.is_some() {
+    if cfg.is_using_user_managed_egress() {
         return OutboundAccessType::UserManaged;
     }
     if layout(cfg, ctx).iter().all(|s| s.nat.is_some()) {

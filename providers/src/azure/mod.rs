@@ -176,13 +176,14 @@ pub async fn plan(
     observed.fetch(cloud, retry, &ids, &lists).await?;
 
     let mut errs = preflight::check(cfg, &ctx, &observed);
+    let byo_facts = preflight::byo_memory(cfg, &ctx, &observed);
     if !accept_drift {
-        errs.extend(preflight::drift(cfg, &ctx, &observed, &ws.memory));
+        errs.extend(preflight::drift(cfg, &ctx, &byo_facts, &ws.memory));
     }
     if !errs.is_empty() {
         return Err(AzureError::Preflight(errs));
     }
-    for (key, value) in preflight::byo_memory(cfg, &ctx, &observed) {
+    for (key, value) in byo_facts {
         memory.insert(key.to_string(), value);
     }
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
@@ -206,7 +207,7 @@ fn plan_document(
         format_version: FORMAT_VERSION,
         shoot: ctx.tn.clone(),
         provider: Provider::Azure,
-        mode: if cfg.networks.subnet.is_some() { Mode::UserManagedEgress } else { Mode::Managed },
+        mode: if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed },
         prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
         digest: observed.digest(),
         summary: Summary::of(&nodes),

@@ -35,7 +35,7 @@ pub struct Orphan {
 /// The orphans on the BYO subnet's NSG and route table (none in managed mode: those go with the
 /// cluster resource group).
 pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Orphan> {
-    if cfg.networks.subnet.is_none() {
+    if !cfg.is_using_user_managed_egress() {
         return Vec::new();
     }
     let found = discovered(cfg, ctx, observed);
@@ -98,7 +98,7 @@ pub async fn scan(
     subscription: &str,
 ) -> Result<Vec<Orphan>, super::AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    if cfg.networks.subnet.is_none() {
+    if !cfg.is_using_user_managed_egress() {
         return Ok(Vec::new());
     }
     let ctx = Ctx::new(shoot, subscription, &Default::default());

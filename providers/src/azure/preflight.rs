@@ -74,7 +74,7 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
     if !vnet_managed && vnet_rg.eq_ignore_ascii_case(&ctx.tn) {
         errs.push(in_cluster_rg(ctx, "networks.vnet.resourceGroup", &format!("VNet {vnet_name}")));
     }
-    if cfg.networks.subnet.is_some() {
+    if cfg.is_using_user_managed_egress() {
         byo(cfg, ctx, observed, &mut errs);
     } else {
         for s in layout(cfg, ctx) {
@@ -198,7 +198,7 @@ pub const MEMORY_BYO_ROUTE_TABLE: &str = "azure/byo/route-table-id";
 
 /// The BYO facts to remember after an apply (empty in managed mode).
 pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<(&'static str, String)> {
-    if cfg.networks.subnet.is_none() {
+    if !cfg.is_using_user_managed_egress() {
         return Vec::new();
     }
     let found = discovered(cfg, ctx, observed);
@@ -215,16 +215,17 @@ pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) ->
 /// Drift of the user's resources since the last apply: the subnet's CIDR, NSG or route table changed
 /// out of band. The shoot's nodes, azure.json and the CCM all depend on them, so the plan stops and says
 /// what moved; `--accept-drift` takes the new values on purpose.
+/// `now` is [`byo_memory`] of the observed cloud.
 pub fn drift(
     cfg: &InfrastructureConfig,
     ctx: &Ctx,
-    observed: &Observed,
+    now: &[(&'static str, String)],
     remembered: &std::collections::BTreeMap<String, String>,
 ) -> Vec<PreflightError> {
     let Some(subnet) = &cfg.networks.subnet else { return Vec::new() };
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let where_ = format!("subnet {} in VNet {vnet_name} (resource group {vnet_rg})", subnet.name);
-    let now: std::collections::BTreeMap<&str, String> = byo_memory(cfg, ctx, observed).into_iter().collect();
+    let now: std::collections::BTreeMap<&str, &String> = now.iter().map(|(k, v)| (*k, v)).collect();
     let mut errs = Vec::new();
     for (key, what, consequence) in [
         (MEMORY_BYO_CIDR, "address prefix", "the nodes' addresses and the CIDR checks depend on it"),
@@ -240,8 +241,8 @@ pub fn drift(
         ),
     ] {
         let Some(before) = remembered.get(key) else { continue };
-        let after = now.get(key).cloned().unwrap_or_default();
-        if !before.eq_ignore_ascii_case(&after) {
+        let after = now.get(key).map(|v| v.as_str()).unwrap_or_default();
+        if !before.eq_ignore_ascii_case(after) {
             let show = |v: &str| if v.is_empty() { "none".to_string() } else { v.to_string() };
             errs.push(err(
                 "drift",
@@ -249,7 +250,7 @@ pub fn drift(
                 format!(
                     "{where_}: the {what} changed since the last apply, from {} to {} (an out-of-band change); {consequence}. Restore it, or re-run with --accept-drift if the change is intended",
                     show(before),
-                    show(&after)
+                    show(after)
                 ),
             ));
         }

@@ -36,7 +36,7 @@ pub fn artifacts(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> 
 /// `--configure-cloud-routes`: true in managed mode (upstream hard-codes it); in user-managed-egress
 /// mode false exactly when the shoot runs an overlay CNI.
 pub fn configure_cloud_routes(cfg: &InfrastructureConfig, ctx: &Ctx) -> bool {
-    cfg.networks.subnet.is_none() || !ctx.overlay
+    !cfg.is_using_user_managed_egress() || !ctx.overlay
 }
 
 /// Upstream `deployAllowEgressChart`: the skip annotation wins; otherwise only in LoadBalancer mode.
@@ -47,7 +47,7 @@ pub fn allow_egress(ctx: &Ctx, outbound: OutboundAccessType) -> bool {
 
 /// NAT public IPs as /32; `None` in user-managed-egress mode (Gardener cannot know the user's egress).
 pub fn egress_cidrs(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Option<Vec<String>> {
-    if cfg.networks.subnet.is_some() {
+    if cfg.is_using_user_managed_egress() {
         return None;
     }
     let mut out = Vec::new();
@@ -142,9 +142,9 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
 
 /// azure.json (Secret `cloud-provider-config`, key `cloudprovider.conf`), keys in upstream's order.
 pub fn azure_json(cfg: &InfrastructureConfig, ctx: &Ctx, status: &InfrastructureStatus) -> CloudProviderConfig {
-    let nodes = |purpose_name: Option<&str>| purpose_name.unwrap_or_default().to_string();
-    let subnet_name =
-        status.networks.subnets.iter().find(|s| s.purpose == api::Purpose::Nodes).map(|s| s.name.as_str());
+    // Upstream `getConfigChartValues`: the first nodes subnet (any zone), the nodes route table and NSG;
+    // an empty name where there is none (a BYO overlay shoot without a route table).
+    let subnet = api::find_subnet_by_purpose_and_zone(&status.networks.subnets, api::Purpose::Nodes, None);
     let rt = status.route_tables.iter().find(|r| r.purpose == api::Purpose::Nodes);
     let nsg = status.security_groups.iter().find(|r| r.purpose == api::Purpose::Nodes);
     let max_nodes = ctx.max_nodes;
@@ -159,9 +159,9 @@ pub fn azure_json(cfg: &InfrastructureConfig, ctx: &Ctx, status: &Infrastructure
     put("cloud", json!("AZUREPUBLICCLOUD"));
     put("location", json!(ctx.region));
     put("resourceGroup", json!(status.resource_group.name));
-    put("routeTableName", json!(nodes(rt.map(|r| r.name.as_str()))));
-    put("securityGroupName", json!(nodes(nsg.map(|r| r.name.as_str()))));
-    put("subnetName", json!(nodes(subnet_name)));
+    put("routeTableName", json!(rt.map_or("", |r| r.name.as_str())));
+    put("securityGroupName", json!(nsg.map_or("", |r| r.name.as_str())));
+    put("subnetName", json!(subnet.map_or("", |s| s.name.as_str())));
     put("vnetName", json!(status.networks.vnet.name));
     if let Some(rg) = &status.networks.vnet.resource_group {
         put("vnetResourceGroup", json!(rg));

@@ -112,7 +112,7 @@ pub fn validate_infrastructure_config_at<'a>(
         ));
     }
 
-    if cfg.networks.subnet.is_some() {
+    if cfg.is_using_user_managed_egress() {
         errs.extend(validate_user_managed_egress_network_config(&cfg.networks, &fld.child("networks")));
     } else {
         errs.extend(validate_network_config(cfg, nodes.as_ref(), pods.as_ref(), services.as_ref(), fld));
