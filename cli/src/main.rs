@@ -233,17 +233,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// A command that failed before writing anything removes the state dir it created, so a typo or an
-/// invalid manifest leaves no empty `.trellis` behind.
-fn leave_no_trace(state: &Path, result: Result<u8>) -> Result<u8> {
-    if result.is_err() && CREATED_STATE_DIR.load(std::sync::atomic::Ordering::SeqCst) {
+/// A command that fails removes the state dir if it did not exist before, so a typo or an invalid
+/// manifest leaves no empty `.trellis` behind.
+async fn leave_no_trace(state: &Path, command: impl std::future::Future<Output = Result<u8>>) -> Result<u8> {
+    let existed = state.exists();
+    let result = command.await;
+    if result.is_err() && !existed {
         let _ = std::fs::remove_dir_all(state);
     }
     result
 }
-
-/// Whether this process created the state dir (it did not exist when the command started).
-static CREATED_STATE_DIR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn color_for(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -254,15 +253,15 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Validate(inputs) => validate(inputs),
         Command::Plan(args) => {
             let state = args.inputs.env.state.clone();
-            leave_no_trace(&state, plan(args).await)
+            leave_no_trace(&state, plan(args)).await
         }
         Command::Apply(args) => {
             let state = args.inputs.env.state.clone();
-            leave_no_trace(&state, apply(args).await)
+            leave_no_trace(&state, apply(args)).await
         }
         Command::Destroy(args) => {
             let state = args.inputs.env.state.clone();
-            leave_no_trace(&state, destroy(args).await)
+            leave_no_trace(&state, destroy(args)).await
         }
         Command::Show(args) => show(args),
         Command::Diff(args) => diff(args),
@@ -276,9 +275,6 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
         CloudKind::Azure => Some(azure_cloud(env)?),
         CloudKind::Sim => None,
     };
-    if !env.state.exists() {
-        CREATED_STATE_DIR.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
     let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
     if let Some(note) = note {

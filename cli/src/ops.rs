@@ -41,14 +41,7 @@ pub struct Session {
 impl Session {
     /// Opens the state dir (creating it) and the simulated cloud inside it; syncs `--world` if given.
     pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
-        let world = match world {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read world file {}", path.display()))?;
-                Some(WorldFile::parse(&path.display().to_string(), &text)?)
-            }
-            None => None,
-        };
+        let world = world.map(load_world).transpose()?;
         let store = SledStore::open(state_dir, operation)?;
         let tree = store.tree(SIM_TREE)?;
         let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
@@ -94,6 +87,12 @@ impl Session {
         self.sim.persist_audit(&tree)?;
         Ok(())
     }
+}
+
+/// Reads and checks a world file.
+pub fn load_world(path: &Path) -> Result<WorldFile> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read world file {}", path.display()))?;
+    Ok(WorldFile::parse(&path.display().to_string(), &text)?)
 }
 
 /// One shoot from the manifests.

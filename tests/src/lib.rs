@@ -60,9 +60,7 @@ impl Scenario {
 
     /// Re-syncs a world file into the simulated cloud (an out-of-band change).
     pub fn sync_world(&self, file: &str) {
-        let path = self.file(file);
-        let text = std::fs::read_to_string(&path).expect("world file");
-        let world = trellis_sim::WorldFile::parse(&path.display().to_string(), &text).expect("world parses");
+        let world = ops::load_world(&self.file(file)).expect("world file");
         self.session.sim.sync_world(&world).expect("world syncs");
     }
 

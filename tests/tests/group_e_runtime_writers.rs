@@ -8,7 +8,7 @@ use std::sync::Arc;
 use trellis_planner::cloud::{CloudWrite, Op};
 use trellis_sim::runtime::{Bastion, Ccm, DISABLE_NSG_RULE_ANNOTATION};
 use trellis_sim::{Fault, FaultRule, Faults, Matcher};
-use trellis_tests::Scenario;
+use trellis_tests::{writes_to, Scenario};
 
 const SUB: &str = "6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17";
 
@@ -52,12 +52,7 @@ impl Running {
         names(&self.s.sim().get_now(&self.rt).unwrap(), "/properties/routes")
     }
     fn nsg_writes_since(&self, mark: usize) -> usize {
-        self.s
-            .sim()
-            .calls_since(mark)
-            .iter()
-            .filter(|c| c.op == Op::Write && c.target.to_ascii_lowercase().starts_with(&self.nsg.to_ascii_lowercase()))
-            .count()
+        writes_to(&self.s.sim().calls_since(mark), std::slice::from_ref(&self.nsg)).len()
     }
     async fn destroy(&self) -> trellis_cli::ops::ApplyReport {
         let report = self.s.destroy_files(&["shoot.yaml"]).await.unwrap();
