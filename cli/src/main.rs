@@ -121,6 +121,10 @@ struct PlanArgs {
 struct ApplyArgs {
     /// A plan file written by `trellis plan --out`.
     plan: Option<PathBuf>,
+    /// Apply the plan file only if each of its shoots' plan digests (shown by `trellis show PLAN`) is
+    /// one of these: pins exactly what a reviewer approved. Repeat once per shoot of a fleet.
+    #[arg(long, value_name = "SHA256", requires = "plan", value_parser = parse_digest)]
+    digest: Vec<String>,
     #[command(flatten)]
     inputs: Inputs,
     #[command(flatten)]
@@ -395,6 +399,35 @@ fn read_plan(path: &Path) -> Result<PlanSet> {
     Ok(PlanSet::from_json(&path.display().to_string(), &text)?)
 }
 
+/// A `--digest` value: the 64 hex digits of a sha256, as plans show it.
+fn parse_digest(value: &str) -> Result<String, String> {
+    let value = value.trim().to_ascii_lowercase();
+    if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(value)
+    } else {
+        Err("expected the 64 hex digits of a plan digest, as `trellis show PLAN` prints it".to_string())
+    }
+}
+
+/// `apply PLAN --digest …`: every plan of the file has one of the approved digests, and every approved
+/// digest names a plan of the file.
+fn check_pinned(saved: &PlanSet, approved: &[String]) -> Result<()> {
+    if approved.is_empty() {
+        return Ok(());
+    }
+    if let Some(p) = saved.plans.iter().find(|p| !approved.contains(&p.digest)) {
+        bail!(
+            "{}: its plan digest {} is not one of the approved --digest values; this is not the plan that was approved — review it again",
+            p.shoot,
+            p.digest
+        );
+    }
+    if let Some(d) = approved.iter().find(|d| !saved.plans.iter().any(|p| &&p.digest == d)) {
+        bail!("--digest {d} matches no plan in the plan file; check that you pass the approved plan file");
+    }
+    Ok(())
+}
+
 fn confirm(auto_approve: bool, what: &str) -> Result<bool> {
     if auto_approve {
         return Ok(true);
@@ -420,6 +453,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     let plans = match &args.plan {
         Some(path) => {
             let saved = read_plan(path)?;
+            check_pinned(&saved, &args.digest)?;
             let shoots = ops::shoots_from_plan(&saved)?;
             ops::check_saved_plan(&session, &saved, shoots, false).await?
         }

@@ -511,8 +511,12 @@ fn check_prior(plan: &Plan, ws: &Workspace) -> Result<()> {
     Ok(())
 }
 
-/// For `apply PLAN`: re-plans each shoot from the config saved in the plan and refuses when the state
-/// or anything observed moved since. Returns the saved plans to execute (not the fresh ones).
+/// For `apply PLAN`: re-plans each shoot from the manifest saved in the plan, against the state and the
+/// cloud as they are now, and refuses unless the state has not moved and every node and artifact is
+/// identical to the saved plan (naming the first difference). Returns the fresh plans: what runs is
+/// always what trellis plans itself — ownership, actions, ids and patches come from the provider, never
+/// from the file. A write by someone else that changes no planned node (a CCM's NSG rule, a route)
+/// leaves the saved plan valid.
 pub async fn check_saved_plan(
     session: &Session,
     saved: &PlanSet,
@@ -523,31 +527,16 @@ pub async fn check_saved_plan(
         plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.planned.plan.shoot.clone(), p)).collect();
     let mut out = Vec::new();
     for old in &saved.plans {
-        let Some(mut p) = fresh.remove(&old.shoot) else {
+        let Some(p) = fresh.remove(&old.shoot) else {
             bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
         };
         check_prior(old, &p.workspace)?;
-        if p.planned.plan.digest != old.digest {
-            let now = &p.planned.plan;
-            let moved: Vec<&str> = now
-                .nodes
-                .iter()
-                .filter(|n| {
-                    old.node(&n.address).map(|o| o.action != n.action || o.changes != n.changes).unwrap_or(true)
-                })
-                .map(|n| n.address.as_str())
-                .collect();
+        if let Some(difference) = trellis_plans::first_difference(old, &p.planned.plan) {
             bail!(
-                "{}: stale plan: the cloud changed since the plan was made{}; re-run `trellis plan`",
-                old.shoot,
-                if moved.is_empty() {
-                    " (resources were re-written, although their planned attributes match)".to_string()
-                } else {
-                    format!(" (affects {})", moved.join(", "))
-                }
+                "{}: stale plan: {difference}: the cloud changed since the plan was made, or the plan file was edited — re-run `trellis plan`",
+                old.shoot
             );
         }
-        p.planned.plan = old.clone();
         out.push(p);
     }
     Ok(out)
@@ -565,6 +554,13 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             let shoot: AzureShoot = serde_json::from_value(source.shoot.clone()).with_context(|| {
                 format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot)
             })?;
+            if shoot.technical_id() != p.shoot {
+                bail!(
+                    "{}: the plan carries the manifest of shoot {}; the plan file was edited — re-run `trellis plan --out`",
+                    p.shoot,
+                    shoot.technical_id()
+                );
+            }
             Ok(ShootInput { file: PathBuf::from(&source.file), shoot })
         })
         .collect()

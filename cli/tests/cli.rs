@@ -87,9 +87,61 @@ fn saved_plan_is_refused_when_the_cloud_changed_since() {
     sb.run(&["plan", "-f", &shoot, "--world", &changed]).code(0);
     sb.run(&["apply", &plan_file])
         .code(1)
-        .stderr_has("shoot--dev--charlie: stale plan: the cloud changed since the plan was made")
+        .stderr_has("shoot--dev--charlie: stale plan: ")
+        .stderr_has("the cloud changed since the plan was made")
         .stderr_has("re-run `trellis plan`");
     sb.assert_no_workspaces();
+}
+
+/// Reads a plan file, lets `edit` change the plan, and writes it back with a matching summary and
+/// digest, as a careful attacker would.
+fn tamper(path: &str, edit: impl FnOnce(&mut trellis_plans::Plan)) {
+    let mut plan: trellis_plans::Plan = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut plan);
+    plan.summary = trellis_plans::Summary::of(&plan.nodes);
+    plan.digest = plan.body_digest();
+    std::fs::write(path, trellis_plans::PlanSet::new(vec![plan]).to_json()).unwrap();
+}
+
+#[test]
+fn regression_tampered_plan_file_cannot_delete_a_user_vnet() {
+    let sb = Sandbox::new();
+    let shoot = scenario("B1-byo-nsg-rt-in-vnet-rg/shoot.yaml");
+    let world = scenario("B1-byo-nsg-rt-in-vnet-rg/world.yaml");
+    let plan_file = sb.file("b1.plan.json");
+    let vnet = "azure.virtual_network.hub-network.hub-vnet";
+    sb.run(&["plan", "-f", &shoot, "--world", &world, "--out", &plan_file]).code(0);
+    tamper(&plan_file, |plan| {
+        let node = plan.nodes.iter_mut().find(|n| n.address == vnet).expect("the user's VNet is in the plan");
+        node.ownership = trellis_plans::Ownership::Managed;
+        node.action = trellis_plans::Action::Delete;
+    });
+    let refused = sb
+        .run(&["apply", &plan_file])
+        .code(1)
+        .stderr_has(&format!("stale plan: node {vnet}: the action is `delete` in the plan file, `verify` now"));
+    assert!(!refused.stdout.contains("apply complete"), "{}", refused.stdout);
+    // The VNet is still there: a fresh plan verifies it as before.
+    let doc = sb.run(&["plan", "-f", &shoot, "--output", "json"]).code(0).json();
+    let node = doc["nodes"].as_array().unwrap().iter().find(|n| n["address"] == vnet).unwrap().clone();
+    assert_eq!(node["action"], "verify", "{node}");
+    sb.assert_no_workspaces();
+}
+
+#[test]
+fn regression_apply_digest_pins_the_approved_plan() {
+    let sb = Sandbox::new();
+    let plan_file = sb.file("alpha.plan.json");
+    let doc = sb.run(&["plan", "-f", &a1(), "--out", &plan_file, "--output", "json"]).code(0).json();
+    let digest = doc["digest"].as_str().unwrap().to_string();
+    sb.run_raw(&["show", &plan_file]).code(0).stdout_has(&format!("Digest: {digest}"));
+    sb.run(&["apply", &plan_file, "--digest", "abc"]).code(1).stderr_has("expected the 64 hex digits of a plan digest");
+    let other = "0".repeat(64);
+    sb.run(&["apply", &plan_file, "--digest", &other])
+        .code(1)
+        .stderr_has(&format!("{ALPHA}: its plan digest {digest} is not one of the approved --digest values"));
+    sb.assert_no_workspaces();
+    sb.run(&["apply", &plan_file, "--digest", &digest.to_uppercase()]).code(0).stdout_has("apply complete.");
 }
 
 #[test]

@@ -73,13 +73,6 @@ impl Observed {
         let req = ListReq { parent: parent.to_string(), rtype: rtype.to_string() };
         self.lists.get(&req).map(|ids| ids.iter().filter_map(|id| self.get(id)).collect()).unwrap_or_default()
     }
-
-    /// sha256 over everything observed, in id order. Equal snapshots give equal digests.
-    pub fn digest(&self) -> String {
-        let canonical: Vec<(&String, &Option<Value>)> = self.resources.iter().collect();
-        let text = serde_json::to_string(&canonical).expect("JSON values always serialise");
-        trellis_plans::sha256_hex(text.as_bytes())
-    }
 }
 
 /// The map key of an id: ARM ids are case-insensitive.

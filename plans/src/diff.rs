@@ -2,9 +2,9 @@
 //!
 //! Two plans are compared as documents, not as text: shoots by technical id, nodes by address, artifacts
 //! field by field, with a unified line diff for the text artifacts (the cloud-provider config and the
-//! InfrastructureStatus as pretty JSON). The observation `digest` and the `prior` state move on every
-//! run, so they are not differences: they are reported on a separate `state` line and never make a diff
-//! non-empty.
+//! InfrastructureStatus as pretty JSON). The plan `digest` (of nodes and artifacts) follows the body, and
+//! the `prior` state moves on every apply; neither is a difference of its own: they are reported on a
+//! separate `state` line and never make a diff non-empty.
 
 use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, fence_for, md_cell, prior_text};
 use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, Summary};

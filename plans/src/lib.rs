@@ -374,7 +374,9 @@ pub struct Plan {
     pub provider: Provider,
     pub mode: Mode,
     pub prior: Prior,
-    /// sha256 over everything discovery observed; apply re-observes and refuses on a mismatch.
+    /// sha256 (hex) of the plan body — its nodes and artifacts ([`body_digest`]). `PlanSet::from_json`
+    /// refuses a file whose body does not match it, so a reviewer can pin exactly what was approved
+    /// (`trellis apply PLAN --digest …`).
     pub digest: String,
     /// Sorted by address.
     pub nodes: Vec<Node>,
@@ -404,6 +406,138 @@ impl Plan {
     pub fn node(&self, address: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.address == address)
     }
+
+    /// The digest this plan's body has now (equal to `digest` unless the body was changed).
+    pub fn body_digest(&self) -> String {
+        body_digest(&self.nodes, &self.artifacts)
+    }
+}
+
+/// The first way in which `saved` (a plan read from a file) differs from `now` (what trellis plans now),
+/// in words: `None` when their bodies — every node, field by field, and every artifact — are identical.
+/// Used by `apply PLAN` to run only what trellis itself would plan.
+pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
+    if saved.shoot != now.shoot || saved.provider != now.provider || saved.mode != now.mode {
+        return Some(format!(
+            "the plan file is for {} ({}, {}), trellis plans {} ({}, {}) now",
+            saved.shoot,
+            saved.provider.as_str(),
+            saved.mode.as_str(),
+            now.shoot,
+            now.provider.as_str(),
+            now.mode.as_str()
+        ));
+    }
+    let by_address = |plan: &'_ Plan| -> BTreeMap<String, usize> {
+        plan.nodes.iter().enumerate().map(|(i, n)| (n.address.clone(), i)).collect()
+    };
+    let (in_saved, in_now) = (by_address(saved), by_address(now));
+    if in_saved.len() != saved.nodes.len() {
+        return Some("the plan file lists a node address twice".to_string());
+    }
+    for (address, &i) in &in_saved {
+        let s = &saved.nodes[i];
+        let Some(&j) = in_now.get(address) else {
+            return Some(format!(
+                "node {address} (`{}`) is in the plan file, but trellis does not plan it now",
+                s.action.as_str()
+            ));
+        };
+        if let Some(field) = node_difference(s, &now.nodes[j]) {
+            return Some(format!("node {address}: {field}"));
+        }
+    }
+    if let Some(n) = now.nodes.iter().find(|n| !in_saved.contains_key(&n.address)) {
+        return Some(format!(
+            "trellis now plans node {} (`{}`), which the plan file does not have",
+            n.address,
+            n.action.as_str()
+        ));
+    }
+    artifacts_difference(&saved.artifacts, &now.artifacts).map(|a| format!("artifact {a} differs"))
+}
+
+/// The first field in which two nodes of the same address differ.
+fn node_difference(saved: &Node, now: &Node) -> Option<String> {
+    let words = |what: &str, s: String, n: String| Some(format!("{what} is {s} in the plan file, {n} now"));
+    if saved.action != now.action {
+        return words("the action", format!("`{}`", saved.action.as_str()), format!("`{}`", now.action.as_str()));
+    }
+    if saved.ownership != now.ownership {
+        return words(
+            "the ownership",
+            format!("`{}`", saved.ownership.as_str()),
+            format!("`{}`", now.ownership.as_str()),
+        );
+    }
+    if saved.kind != now.kind {
+        return words("the kind", saved.kind.as_str().to_string(), now.kind.as_str().to_string());
+    }
+    if saved.id != now.id {
+        return words("the cloud id", json(&saved.id), json(&now.id));
+    }
+    if saved.name != now.name || saved.scope != now.scope {
+        return words("the name", format!("{}/{}", saved.scope, saved.name), format!("{}/{}", now.scope, now.name));
+    }
+    if saved.patch != now.patch {
+        return words("the patch", json(&saved.patch), json(&now.patch));
+    }
+    if saved.changes != now.changes {
+        return words("the attribute changes", json(&saved.changes), json(&now.changes));
+    }
+    if saved.checks != now.checks {
+        return words("the checks", json(&saved.checks), json(&now.checks));
+    }
+    if saved.detach != now.detach {
+        return words("the references to detach", json(&saved.detach), json(&now.detach));
+    }
+    if saved.depends_on != now.depends_on {
+        return words("the dependencies", json(&saved.depends_on), json(&now.depends_on));
+    }
+    if saved.reason != now.reason {
+        return words("the reason", format!("{:?}", saved.reason), format!("{:?}", now.reason));
+    }
+    None
+}
+
+/// Compact JSON of a value for a one-line message, cut after 200 characters.
+fn json<T: Serialize>(value: &T) -> String {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// The first artifact in which two plans differ, by name.
+fn artifacts_difference(saved: &Artifacts, now: &Artifacts) -> Option<&'static str> {
+    if saved.infrastructure_status != now.infrastructure_status {
+        Some("infrastructure_status")
+    } else if saved.egress_cidrs != now.egress_cidrs {
+        Some("egress_cidrs")
+    } else if saved.cloud_provider_config != now.cloud_provider_config {
+        Some("cloud_provider_config")
+    } else if saved.ccm_flags != now.ccm_flags {
+        Some("ccm_flags")
+    } else if saved.allow_egress != now.allow_egress {
+        Some("allow_egress")
+    } else {
+        None
+    }
+}
+
+/// sha256 (hex) of a plan body: its nodes and artifacts, as compact JSON (`{"nodes":[…],"artifacts":{…}}`,
+/// keys in document order). The same body read back from a plan file gives the same digest.
+pub fn body_digest(nodes: &[Node], artifacts: &Artifacts) -> String {
+    use sha2::Digest;
+    #[derive(Serialize)]
+    struct Body<'a> {
+        nodes: &'a [Node],
+        artifacts: &'a Artifacts,
+    }
+    let mut hasher = sha2::Sha256::new();
+    serde_json::to_writer(&mut hasher, &Body { nodes, artifacts }).expect("hashing JSON cannot fail");
+    hex::encode(hasher.finalize())
 }
 
 /// A plan file: one shoot, or a fleet of them.
@@ -421,6 +555,8 @@ pub enum PlanFileError {
     Version { path: String, found: u32 },
     #[error("{path}: node {address}: {problem}; the plan file was edited or corrupted — re-run `trellis plan`")]
     Invalid { path: String, address: String, problem: String },
+    #[error("{path}: plan of {shoot}: its nodes and artifacts do not match its digest {digest}; the plan file was edited or corrupted after `trellis plan` wrote it — re-run `trellis plan --out`")]
+    Edited { path: String, shoot: String, digest: String },
 }
 
 impl PlanSet {
@@ -472,6 +608,13 @@ impl PlanSet {
         }
         .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
         for plan in &set.plans {
+            if plan.digest != plan.body_digest() {
+                return Err(PlanFileError::Edited {
+                    path: path.to_string(),
+                    shoot: plan.shoot.clone(),
+                    digest: plan.digest.clone(),
+                });
+            }
             if plan.summary != Summary::of(&plan.nodes) {
                 return Err(PlanFileError::Invalid {
                     path: path.to_string(),

@@ -123,11 +123,12 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
     let _ = writeln!(out, "{}", style.paint(BOLD, &counts_line(&plan.summary)));
     let _ = writeln!(
         out,
-        "Shoot: {}  provider: {}  mode: {}  prior: {}",
+        "Shoot: {}  provider: {}  mode: {}  prior: {}\nDigest: {}",
         plan.shoot,
         plan.provider.as_str(),
         plan.mode.as_str(),
-        prior_text(plan)
+        prior_text(plan),
+        plan.digest
     );
     let legend: Vec<String> = DISPLAY_ORDER
         .iter()
@@ -427,11 +428,11 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
     let _ = writeln!(out, "<details><summary><code>{}</code>: {}</summary>\n", plan.shoot, counts_line(&plan.summary));
     let _ = writeln!(
         out,
-        "Provider `{}`, mode `{}`, {}, observed digest `{}`.\n",
+        "Provider `{}`, mode `{}`, {}, plan digest `{}`.\n",
         plan.provider.as_str(),
         plan.mode.as_str(),
         prior_text(plan),
-        short_digest(&plan.digest)
+        plan.digest
     );
 
     let listed: Vec<&Node> = DISPLAY_ORDER
@@ -548,10 +549,6 @@ fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
 pub(crate) fn fence_for(content: &str) -> String {
     let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
-}
-
-fn short_digest(d: &str) -> &str {
-    d.get(..12).unwrap_or(d)
 }
 
 /// Text safe inside a markdown table cell or list item: one line, `|` escaped, and `<` escaped outside

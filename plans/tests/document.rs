@@ -45,6 +45,7 @@ fn from_json_refuses_a_write_to_a_user_owned_node() {
     subnet.patch = Some(serde_json::json!({"properties": {"routeTable": null}}));
     let address = subnet.address.clone();
     plan.summary = Summary::of(&plan.nodes);
+    plan.digest = plan.body_digest();
     let json = set(vec![plan]).to_json();
     match PlanSet::from_json("edited.tfplan", &json) {
         Err(e @ PlanFileError::Invalid { .. }) => {
@@ -89,6 +90,7 @@ fn from_json_refuses_a_replace_that_detaches_a_reference_held_by_a_user_resource
     managed.patch = Some(serde_json::json!({"location": "westeurope"}));
     managed.detach = vec![trellis_plans::Detach { id: user_id.clone(), path: "/properties/routeTable".into() }];
     plan.summary = Summary::of(&plan.nodes);
+    plan.digest = plan.body_digest();
     let json = set(vec![plan]).to_json();
     let err = PlanSet::from_json("edited.tfplan", &json).unwrap_err().to_string();
     assert!(err.contains(&format!("detaches a reference held by {user_id}, which is not a managed resource")), "{err}");

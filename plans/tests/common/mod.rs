@@ -139,7 +139,6 @@ fn finish(
     shoot: &str,
     mode: Mode,
     prior: Prior,
-    observed: &str,
     mut nodes: Vec<Node>,
     artifacts: Artifacts,
     warnings: Vec<String>,
@@ -151,7 +150,7 @@ fn finish(
         provider: Provider::Azure,
         mode,
         prior,
-        digest: sha256_hex(observed.as_bytes()),
+        digest: body_digest(&nodes, &artifacts),
         summary: Summary::of(&nodes),
         nodes,
         artifacts,
@@ -263,7 +262,7 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
         ccm_flags: ccm_flags(true),
         allow_egress: true,
     };
-    finish(tn, Mode::Managed, Prior::default(), &format!("observed {tn} v1"), nodes, artifacts, vec![])
+    finish(tn, Mode::Managed, Prior::default(), nodes, artifacts, vec![])
 }
 
 pub const LINEAGE: &str = "3f6c2a9e-5d1b-4c8e-9a7f-0b1e2d3c4f5a";
@@ -415,7 +414,6 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         tn,
         Mode::UserManagedEgress,
         Prior { lineage: Some(LINEAGE.to_string()), serial: 4 },
-        &format!("observed {tn} v1"),
         nodes,
         artifacts,
         warnings,
@@ -482,7 +480,7 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     plan.nodes.sort_by(|a, b| a.address.cmp(&b.address));
     plan.summary = Summary::of(&plan.nodes);
     plan.prior = Prior { lineage: Some(LINEAGE.to_string()), serial: 7 };
-    plan.digest = sha256_hex(format!("observed {tn} drifted").as_bytes());
+    plan.digest = plan.body_digest();
     plan.warnings = vec![format!(
         "azure.route_table.{tn}.worker_route_table: the replacement drops 1 runtime-owned route until the seed CCM writes it again"
     )];

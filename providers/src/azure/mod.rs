@@ -92,7 +92,6 @@ pub enum AzureError {
 /// A planned shoot: the plan and what the apply needs to remember.
 pub struct Planned {
     pub plan: Plan,
-    pub observed: Observed,
     /// Stored as the workspace's last-applied config after a successful apply.
     pub last_applied: Value,
     /// Workspace memory after a successful apply.
@@ -189,8 +188,8 @@ pub async fn plan(
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
     let artifacts = render::artifacts(cfg, &ctx, &observed);
     warnings.extend(warnings::warnings(cfg, &ctx, &observed));
-    let plan = plan_document(cfg, &ctx, ws, &observed, nodes, artifacts, warnings);
-    Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory })
+    let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
+    Ok(Planned { plan, last_applied: last_applied(shoot), memory })
 }
 
 /// The plan document of one shoot; `source` is filled in by the caller, which knows the file.
@@ -198,7 +197,6 @@ fn plan_document(
     cfg: &InfrastructureConfig,
     ctx: &Ctx,
     ws: &Workspace,
-    observed: &Observed,
     nodes: Vec<trellis_plans::Node>,
     artifacts: trellis_plans::Artifacts,
     warnings: Vec<String>,
@@ -209,7 +207,7 @@ fn plan_document(
         provider: Provider::Azure,
         mode: if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed },
         prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
-        digest: observed.digest(),
+        digest: trellis_plans::body_digest(&nodes, &artifacts),
         summary: Summary::of(&nodes),
         nodes,
         artifacts,
@@ -252,8 +250,8 @@ pub async fn plan_destroy(
     let nodes = trellis_planner::diff::plan_nodes(desired::destroy(cfg, &ctx, &observed), &observed);
     // A destroy produces no artifacts.
     let artifacts = trellis_plans::Artifacts { infrastructure_status: Value::Null, ..Default::default() };
-    let plan = plan_document(cfg, &ctx, ws, &observed, nodes, artifacts, Vec::new());
-    Ok(Planned { plan, observed, last_applied: last_applied(shoot), memory: ws.memory.clone() })
+    let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());
+    Ok(Planned { plan, last_applied: last_applied(shoot), memory: ws.memory.clone() })
 }
 
 /// The BYO subnet a planned shoot uses (its user-owned subnet node), lowercased.
