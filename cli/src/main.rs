@@ -21,6 +21,12 @@ macro_rules! out {
     }};
 }
 
+/// The most nodes in flight at once: far above what a cloud's rate limits allow, far below what would
+/// exhaust memory or the async runtime.
+const MAX_PARALLELISM: u64 = 1000;
+/// The longest simulated latency per call: a minute (a longer one would look like a hang).
+const MAX_SIM_LATENCY_MS: u64 = 60_000;
+
 #[derive(Parser)]
 #[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure (Azure), Terraform-style")]
 struct Cli {
@@ -72,11 +78,11 @@ struct Env {
     /// Accept out-of-band changes to your BYO subnet, NSG or route table since the last apply.
     #[arg(long, global = true)]
     accept_drift: bool,
-    /// Simulated cloud: latency per call in milliseconds.
-    #[arg(long, hide = true, default_value_t = 0, global = true)]
+    /// Simulated cloud: latency per call in milliseconds (at most a minute).
+    #[arg(long, hide = true, default_value_t = 0, global = true, value_parser = clap::value_parser!(u64).range(0..=MAX_SIM_LATENCY_MS))]
     sim_latency_ms: u64,
-    /// Simulated cloud: extra latency per write (long-running operation) in milliseconds.
-    #[arg(long, hide = true, default_value_t = 0, global = true)]
+    /// Simulated cloud: extra latency per write (long-running operation) in milliseconds (at most a minute).
+    #[arg(long, hide = true, default_value_t = 0, global = true, value_parser = clap::value_parser!(u64).range(0..=MAX_SIM_LATENCY_MS))]
     sim_write_latency_ms: u64,
     /// With --cloud azure: the subscription the shoots live in. Credentials come from
     /// AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (a service principal).
@@ -147,8 +153,8 @@ struct RunFlags {
     auto_approve: bool,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
-    /// Nodes in flight at once, across all shoots.
-    #[arg(long, default_value_t = 10)]
+    /// Nodes in flight at once, across all shoots (1 to 1000).
+    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_PARALLELISM))]
     parallelism: usize,
 }
 
@@ -223,18 +229,48 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // The first line says what failed; field errors follow one per line, as they are.
-            let text = format!("{e:#}");
-            let mut lines = text.lines();
-            if let Some(first) = lines.next() {
-                eprintln!("error: {first}");
-            }
-            for line in lines {
-                eprintln!("{line}");
-            }
+            eprint_error(&error_text(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes as one text, `what: why: why`. A cause whose words the text already holds
+/// (a library error that prints its source itself) is not repeated.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let words = cause.to_string();
+        if text.contains(&words) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&words);
+    }
+    text
+}
+
+/// Prints an error to stderr: the first line after `error: `, further lines (field errors, one per
+/// line) as they are. Control characters from user input (a name with ESC or CR bytes) are shown
+/// escaped, so no message can rewrite the terminal.
+fn eprint_error(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    for (i, line) in text.lines().enumerate() {
+        let prefix = if i == 0 { "error: " } else { "" };
+        let _ = writeln!(stderr, "{prefix}{}", escape_controls(line));
+    }
+}
+
+/// `line` with every control character written as an escape (`\u{1b}`, `\r`, `\t`).
+fn escape_controls(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    std::borrow::Cow::Owned(
+        line.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect(),
+    )
 }
 
 /// A command that fails removes the state dir if it did not exist before, so a typo or an invalid
@@ -338,10 +374,11 @@ fn validate(inputs: Inputs) -> Result<u8> {
             trellis_providers::azure::validate(&s.shoot, &ws)
         {
             failed += 1;
-            eprintln!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
+            let mut text = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
             for e in errs {
-                eprintln!("{e}");
+                text.push_str(&format!("\n{e}"));
             }
+            eprint_error(&text);
         }
     }
     if failed > 0 {
@@ -353,6 +390,9 @@ fn validate(inputs: Inputs) -> Result<u8> {
 
 async fn plan(args: PlanArgs) -> Result<u8> {
     let shoots = ops::load_shoots(&args.inputs.files)?;
+    if let Some(out) = &args.out {
+        check_out_path(out, &shoots)?;
+    }
     let session = open(&args.inputs.env, "plan")?;
     let plans = ops::plan_fleet(&session, shoots, false).await?;
     let set = ops::into_plan_set(plans);
@@ -382,16 +422,38 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
     }
 }
 
+/// `--out` may not name an input manifest (the plan would replace the Shoot it was made from) or a
+/// directory. Checked before planning, so nothing is planned for nothing.
+fn check_out_path(out: &Path, shoots: &[ops::ShootInput]) -> Result<()> {
+    if out.is_dir() {
+        bail!("--out {}: is a directory; name the plan file to write, e.g. --out plan.json", out.display());
+    }
+    let Ok(target) = out.canonicalize() else { return Ok(()) };
+    if let Some(input) = shoots.iter().find(|s| s.file.canonicalize().is_ok_and(|f| f == target)) {
+        bail!(
+            "--out {}: is the manifest of shoot {}; a plan file must not overwrite its input — choose another name, e.g. --out plan.json",
+            out.display(),
+            input.id()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the plan file atomically: a temporary file in the same directory, synced, then renamed over
+/// `path`, so a crash leaves either the old file or the whole new one.
 fn write_plan(path: &Path, set: &PlanSet) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        set.write_json(&mut file)?;
-        std::io::Write::flush(&mut file)?;
-        file.get_ref().sync_all()
+    let context = || format!("cannot write plan file {}", path.display());
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
     };
-    write().with_context(|| format!("cannot write plan file {}", path.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write plan file {}", path.display()))
+    let tmp = tempfile::NamedTempFile::new_in(dir).with_context(context)?;
+    let mut file = std::io::BufWriter::new(tmp);
+    set.write_json(&mut file).with_context(context)?;
+    let tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+    tmp.as_file().sync_all().with_context(context)?;
+    tmp.persist(path).map_err(|e| e.error).with_context(context)?;
+    Ok(())
 }
 
 fn read_plan(path: &Path) -> Result<PlanSet> {

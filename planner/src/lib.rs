@@ -8,6 +8,7 @@
 //! - [`diff`]: desired × observed → plan nodes (create/update/replace/delete/verify/read/noop/skip).
 //! - [`graph`]: the plan nodes as a petgraph DAG (cycle check, critical path).
 //! - [`exec`]: the executor that walks the DAG with bounded parallelism.
+//! - [`yaml`]: YAML parse errors in words, shared by the manifest loader and the simulator's world files.
 
 pub mod cloud;
 pub mod diff;
@@ -17,3 +18,4 @@ pub mod graph;
 pub mod json;
 pub mod model;
 pub mod retry;
+pub mod yaml;

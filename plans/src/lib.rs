@@ -549,8 +549,8 @@ pub struct PlanSet {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {
-    #[error("{path}: not a trellis plan file: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    #[error("{path}: not a trellis plan file: {cause}")]
+    Parse { path: String, cause: serde_json::Error },
     #[error("{path}: plan format_version {found} is not supported by this trellis (supports {FORMAT_VERSION}); re-run `trellis plan` with this version")]
     Version { path: String, found: u32 },
     #[error("{path}: node {address}: {problem}; the plan file was edited or corrupted — re-run `trellis plan`")]
@@ -596,7 +596,7 @@ impl PlanSet {
     /// known version, and no node that would write to a resource trellis does not own.
     pub fn from_json(path: &str, text: &str) -> Result<PlanSet, PlanFileError> {
         let value: Value =
-            serde_json::from_str(text).map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
+            serde_json::from_str(text).map_err(|cause| PlanFileError::Parse { path: path.to_string(), cause })?;
         let found = value.get("format_version").and_then(Value::as_u64).unwrap_or(0) as u32;
         if found != FORMAT_VERSION {
             return Err(PlanFileError::Version { path: path.to_string(), found });
@@ -606,7 +606,7 @@ impl PlanSet {
         } else {
             serde_json::from_value::<Plan>(value).map(|p| PlanSet { format_version: FORMAT_VERSION, plans: vec![p] })
         }
-        .map_err(|source| PlanFileError::Parse { path: path.to_string(), source })?;
+        .map_err(|cause| PlanFileError::Parse { path: path.to_string(), cause })?;
         for plan in &set.plans {
             if plan.digest != plan.body_digest() {
                 return Err(PlanFileError::Edited {

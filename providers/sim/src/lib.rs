@@ -74,11 +74,26 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use store::Store;
 use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op};
 
+impl From<sled::Error> for SimError {
+    /// sled's own texts carry Debug output (`offset None backtrace ()`); say what happened and what to do.
+    fn from(e: sled::Error) -> SimError {
+        SimError::Storage(match e {
+            sled::Error::Corruption { .. } => {
+                "the stored data is corrupt; restore the state directory from a backup".to_string()
+            }
+            sled::Error::Io(io) => {
+                format!("{io}; check that the state directory is writable and not in use by another trellis process")
+            }
+            other => format!("{other}; check that the state directory is intact"),
+        })
+    }
+}
+
 /// What can go wrong outside a cloud call: storage, and world files.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    #[error("simulated cloud storage: {0}; check that the state directory is writable and not in use by another trellis process")]
-    Storage(#[from] sled::Error),
+    #[error("simulated cloud storage: {0}")]
+    Storage(String),
     #[error("simulated cloud storage is damaged at key {key}: {detail}; remove the simulated cloud from the state directory and rebuild it with --world")]
     Corrupt { key: String, detail: String },
     /// A world file that is not valid YAML or has unknown keys or wrong types.

@@ -93,12 +93,7 @@ impl WorldFile {
         }
         let raw: RawWorld = serde_saphyr::from_str(text).map_err(|e| {
             let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-            let message = e.without_snippet().to_string();
-            // The location goes in front, as `path:line:column:`; drop the library's own mention of it.
-            let message = match message.strip_suffix(&format!(" at line {line}, column {column}")) {
-                Some(m) => m.to_string(),
-                None => message,
-            };
+            let message = trellis_planner::yaml::message(&e);
             SimError::WorldParse { path: path.to_string(), line, column, message }
         })?;
         let world = WorldFile {

@@ -124,6 +124,9 @@ pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     if let Some(old) = old_config(ws)? {
         errs.extend(validation::validate_infrastructure_config_update(&old, cfg, shoot));
     }
+    // Upstream reports some errors twice (the single-subnet workers rule runs in two places); say each once.
+    let mut seen = std::collections::BTreeSet::new();
+    errs.retain(|e| seen.insert(e.to_string()));
     if errs.is_empty() {
         Ok(())
     } else {
