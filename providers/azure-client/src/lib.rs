@@ -102,7 +102,7 @@ const MAX_PAGES: usize = 10_000;
 /// Setting up a client or credential failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{what} needs {}: set {}", missing_list(names), if names.len() == 1 { "it" } else { "them" })]
+    #[error("{what} needs {}: set {} to {}", missing_list(names), if names.len() == 1 { "it" } else { "them" }, describe(names))]
     MissingEnv { names: Vec<String>, what: &'static str },
     #[error(
         "no Azure credentials in the environment: set {ENV_TENANT_ID}, {ENV_CLIENT_ID} and {ENV_CLIENT_SECRET} \
@@ -122,9 +122,24 @@ pub enum ConfigError {
 
 fn missing_list(names: &[String]) -> String {
     match names {
-        [one] => format!("the environment variable {one}"),
-        _ => format!("the environment variables {}", names.join(", ")),
+        [one] => format!("the environment variable {one}, which is not set"),
+        _ => format!("the environment variables {}, which are not set", names.join(", ")),
     }
+}
+
+fn describe(names: &[String]) -> String {
+    let what: Vec<&str> = names
+        .iter()
+        .map(|n| match n.as_str() {
+            ENV_TENANT_ID => "the tenant id",
+            ENV_CLIENT_ID => "the client (application) id",
+            ENV_CLIENT_SECRET => "the client secret",
+            ENV_FEDERATED_TOKEN_FILE => "the path of the federated token file",
+            ENV_IDENTITY_HEADER => "the value App Service gives with IDENTITY_ENDPOINT",
+            _ => "its value",
+        })
+        .collect();
+    what.join(", ")
 }
 
 /// Which URLs may be plain http. Everything that carries a credential (the client secret, the
