@@ -84,8 +84,9 @@ struct Env {
     /// Simulated cloud: extra latency per write (long-running operation) in milliseconds (at most a minute).
     #[arg(long, hide = true, default_value_t = 0, global = true, value_parser = clap::value_parser!(u64).range(0..=MAX_SIM_LATENCY_MS))]
     sim_write_latency_ms: u64,
-    /// With --cloud azure: the subscription the shoots live in. Credentials come from
-    /// AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (a service principal).
+    /// With --cloud azure: the subscription the shoots live in. Credentials come from the
+    /// environment: AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (a service principal)
+    /// or AZURE_FEDERATED_TOKEN_FILE (workload identity), or a managed identity.
     #[arg(long, value_name = "ID", env = "AZURE_SUBSCRIPTION_ID", global = true)]
     subscription: Option<String>,
     /// With --cloud azure: the ARM endpoint.
@@ -331,9 +332,10 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
     Ok(session)
 }
 
-/// `--cloud azure`: the ARM REST client, authenticated as the service principal from the environment.
+/// `--cloud azure`: the ARM REST client, signed in with the credential the environment selects (a
+/// service principal, workload identity or a managed identity; see `EnvCredential`).
 fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
-    use trellis_azure_client::{ArmClient, ClientSecretCredential};
+    use trellis_azure_client::{ArmClient, EnvCredential};
     if env.world.is_some() {
         bail!("--world cannot be used with --cloud azure: world files describe the simulated cloud; with --cloud azure trellis reads the subscription itself");
     }
@@ -345,7 +347,7 @@ fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::
         bail!("--subscription '{subscription}' is not a subscription id (expected a GUID such as 00000000-0000-0000-0000-000000000000)");
     }
     let endpoint = trellis_azure_client::parse_url("--azure-endpoint", &env.azure_endpoint)?;
-    let credential = ClientSecretCredential::from_env().context("--cloud azure signs in as a service principal")?;
+    let credential = EnvCredential::from_env().context("--cloud azure cannot sign in")?;
     let client = ArmClient::new(endpoint, std::sync::Arc::new(credential))?;
     Ok((std::sync::Arc::new(client), subscription.to_string()))
 }

@@ -112,7 +112,7 @@ fn validate_prints_every_error_one_per_line() {
         "identity.name: Invalid value: \"\": must not be fewer than 3 characters, got 0",
     ];
     let lines = run.stderr_lines();
-    assert_eq!(lines[0], format!("shoot--dev--many ({file}): {} validation error(s):", expected.len()));
+    assert_eq!(lines[0], format!("error: shoot--dev--many ({file}): {} validation error(s):", expected.len()));
     assert_eq!(&lines[1..], &expected, "every error, one per line, in field order");
     // Each is `field.path: Type: detail`.
     let types = ["Required value", "Invalid value", "Forbidden", "Unsupported value", "Duplicate value"];

@@ -35,6 +35,21 @@
 //! `x-ms-error-code` header. Transport failures (connection refused or reset) are `Unreachable`, an
 //! unreadable answer `Server` with status 502: both transient, so the engine's retry policy applies.
 //!
+//! # Credentials on the wire
+//! - **No redirects**: neither the credentials nor the ARM client follow one (a redirected request
+//!   would carry the client secret, the federated token or the bearer token to wherever the answer
+//!   points); a 3xx answer is a `Rejected` error `Redirected` naming its `Location`.
+//! - **https only** ([`UrlRule`]): the authority and the ARM endpoint must be https, or plain http
+//!   to a loopback address (127.0.0.0/8, ::1, `localhost`: test servers). Every URL the ARM client
+//!   sends its token to (operation polls, `nextLink`) must be on the endpoint's own origin, so the
+//!   same holds for them. Managed identity endpoints may also be plain http to a link-local address
+//!   (IMDS at 169.254.169.254, App Service's `IDENTITY_ENDPOINT`), which never leaves the host.
+//! - **Redaction** ([`redact`]): every error that leaves [`ArmClient`] or a credential has been
+//!   redacted — `client_secret=`, `client_assertion=`, `access_token`/`refresh_token`/`id_token`
+//!   (form or JSON), `Bearer …`, JWTs, passwords in URLs, and the literal secret, federated token,
+//!   `IDENTITY_HEADER` or bearer token the request carried — so a server that echoes the request in
+//!   its error cannot put a credential into a message, a log line or a file.
+//!
 //! # api-version
 //! Per resource type: `Microsoft.Network/*` [`NETWORK_API_VERSION`], resource groups
 //! [`RESOURCES_API_VERSION`], `Microsoft.ManagedIdentity/*` [`MANAGED_IDENTITY_API_VERSION`],
@@ -45,18 +60,23 @@
 //! so nothing needs installing; a binary that also links a crate enabling aws-lc-rs still gets ring.
 
 mod auth;
+mod redact;
 
 pub use auth::{
-    ClientSecretCredential, StaticToken, TokenSource, ARM_SCOPE, DEFAULT_AUTHORITY, ENV_AUTHORITY_HOST, ENV_CLIENT_ID,
-    ENV_CLIENT_SECRET, ENV_TENANT_ID,
+    ClientSecretCredential, EnvCredential, ManagedIdentityCredential, StaticToken, TokenSource,
+    WorkloadIdentityCredential, ARM_SCOPE, DEFAULT_AUTHORITY, DEFAULT_IMDS_HOST, ENV_AUTHORITY_HOST,
+    ENV_CLIENT_CERTIFICATE_PATH, ENV_CLIENT_ID, ENV_CLIENT_SECRET, ENV_FEDERATED_TOKEN_FILE, ENV_IDENTITY_ENDPOINT,
+    ENV_IDENTITY_HEADER, ENV_IMDS_HOST, ENV_TENANT_ID, ENV_TOKEN_CREDENTIALS, JWT_BEARER,
 };
+pub use redact::{redact, REDACTED};
 pub use reqwest::Url;
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, ACCEPT, LOCATION, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
 
@@ -82,18 +102,28 @@ const MAX_PAGES: usize = 10_000;
 /// Setting up a client or credential failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{}: set {} to the service principal's {}", missing_list(names), if names.len() == 1 { "it" } else { "them" }, describe(names))]
-    MissingEnv { names: Vec<String> },
+    #[error("{what} needs {}: set {} to {}", missing_list(names), if names.len() == 1 { "it" } else { "them" }, describe(names))]
+    MissingEnv { names: Vec<String>, what: &'static str },
+    #[error(
+        "no Azure credentials in the environment: set {ENV_TENANT_ID}, {ENV_CLIENT_ID} and {ENV_CLIENT_SECRET} \
+         (a service principal), {ENV_TENANT_ID}, {ENV_CLIENT_ID} and {ENV_FEDERATED_TOKEN_FILE} (workload identity), \
+         or {ENV_TOKEN_CREDENTIALS}=ManagedIdentityCredential (the managed identity of this VM)"
+    )]
+    NoCredentials,
+    #[error("{name}: {reason}")]
+    Unusable { name: String, reason: String },
     #[error("{name}: '{value}' is not a usable URL: {reason}")]
     InvalidUrl { name: String, value: String, reason: String },
+    #[error("{name}: '{value}' is plain http to a host that is not {allowed}; trellis sends credentials over https only: use an https:// URL")]
+    InsecureUrl { name: String, value: String, allowed: &'static str },
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
 }
 
 fn missing_list(names: &[String]) -> String {
     match names {
-        [one] => format!("environment variable {one} is not set"),
-        _ => format!("environment variables {} are not set", names.join(", ")),
+        [one] => format!("the environment variable {one}, which is not set"),
+        _ => format!("the environment variables {}, which are not set", names.join(", ")),
     }
 }
 
@@ -101,31 +131,108 @@ fn describe(names: &[String]) -> String {
     let what: Vec<&str> = names
         .iter()
         .map(|n| match n.as_str() {
-            ENV_TENANT_ID => "tenant id",
-            ENV_CLIENT_ID => "client (application) id",
-            ENV_CLIENT_SECRET => "client secret",
-            _ => "value",
+            ENV_TENANT_ID => "the tenant id",
+            ENV_CLIENT_ID => "the client (application) id",
+            ENV_CLIENT_SECRET => "the client secret",
+            ENV_FEDERATED_TOKEN_FILE => "the path of the federated token file",
+            ENV_IDENTITY_HEADER => "the value App Service gives with IDENTITY_ENDPOINT",
+            _ => "its value",
         })
         .collect();
     what.join(", ")
 }
 
-/// Parses an http(s) URL given as `name` (a flag or an environment variable).
+/// Which URLs may be plain http. Everything that carries a credential (the client secret, the
+/// federated token, the bearer token) needs https, except to an address that never leaves the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlRule {
+    /// The authority, the ARM endpoint (and so every URL the ARM client sends its token to, which
+    /// must be on the endpoint's origin): https, or http to a loopback address (127.0.0.0/8, ::1,
+    /// `localhost`).
+    Credentials,
+    /// Managed identity endpoints: also http to a link-local address (169.254.0.0/16, fe80::/10),
+    /// where IMDS and App Service serve them on the host itself.
+    ManagedIdentity,
+}
+
+impl UrlRule {
+    fn allowed(self) -> &'static str {
+        match self {
+            UrlRule::Credentials => "a loopback address (127.0.0.0/8, ::1, localhost)",
+            UrlRule::ManagedIdentity => {
+                "a loopback or link-local address (127.0.0.0/8, ::1, localhost, 169.254.0.0/16)"
+            }
+        }
+    }
+
+    /// Whether credentials may be sent to `url` (`name` is the flag or variable it came from).
+    pub fn check(self, name: &str, url: &Url) -> Result<(), ConfigError> {
+        let host = url.host_str().unwrap_or("");
+        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        let local = host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| is_local(ip, self));
+        match url.scheme() {
+            "https" => Ok(()),
+            "http" if local => Ok(()),
+            _ => Err(ConfigError::InsecureUrl {
+                name: name.to_string(),
+                value: redact(url.as_str(), &[]),
+                allowed: self.allowed(),
+            }),
+        }
+    }
+}
+
+fn is_local(ip: IpAddr, rule: UrlRule) -> bool {
+    let link_local = match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
+    };
+    ip.is_loopback() || (rule == UrlRule::ManagedIdentity && link_local)
+}
+
+/// Parses the URL of a credential-carrying endpoint given as `name` (a flag or an environment
+/// variable): http(s) with a host, and https unless the host is a loopback address.
 pub fn parse_url(name: &str, value: &str) -> Result<Url, ConfigError> {
-    let invalid = |reason: String| ConfigError::InvalidUrl { name: name.to_string(), value: value.to_string(), reason };
+    parse_url_as(name, value, UrlRule::Credentials)
+}
+
+/// [`parse_url`] under another [`UrlRule`].
+pub fn parse_url_as(name: &str, value: &str, rule: UrlRule) -> Result<Url, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidUrl {
+        name: name.to_string(),
+        value: redact(value, &[]),
+        reason: redact(&reason, &[]),
+    };
     let url = Url::parse(value.trim()).map_err(|e| invalid(e.to_string()))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(invalid("expected http(s)://host[:port]".to_string()));
+        return Err(invalid("expected https://host[:port]".to_string()));
     }
+    rule.check(name, &url)?;
     Ok(url)
 }
 
+/// The HTTP client of the ARM client and the credentials: rustls, and no redirects — a redirected
+/// request would carry its credential (form body or bearer token) to wherever the answer points.
 pub(crate) fn http_client() -> Result<reqwest::Client, ConfigError> {
     reqwest::Client::builder()
         .user_agent(concat!("trellis/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| ConfigError::Http(error_chain(&e)))
+}
+
+/// A 3xx answer: an error naming where it pointed. `setting` is what the user would change.
+pub(crate) fn redirect_error(target: &str, status: u16, headers: &HeaderMap, setting: &str) -> CloudError {
+    let location = headers.get(LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("(no Location header)");
+    CloudError::Rejected {
+        target: target.to_string(),
+        status,
+        code: "Redirected".to_string(),
+        message: format!(
+            "the server redirects to {location}; trellis follows no redirects, so that no credential goes to another address: set {setting} to the address that answers itself"
+        ),
+    }
 }
 
 /// The ARM REST client. Cheap to share behind an `Arc`; reqwest pools connections.
@@ -138,11 +245,15 @@ pub struct ArmClient {
     request_timeout: Duration,
     /// (type or namespace, api-version), consulted before the built-in table.
     api_versions: Vec<(String, String)>,
+    /// The bearer token last sent, redacted from errors even where it appears without `Bearer`.
+    last_token: Mutex<String>,
 }
 
 impl ArmClient {
     /// A client for `endpoint` (e.g. [`DEFAULT_ENDPOINT`]) authenticating with `credential`.
+    /// The endpoint must be https, or http to a loopback address ([`UrlRule::Credentials`]).
     pub fn new(endpoint: Url, credential: Arc<dyn TokenSource>) -> Result<ArmClient, ConfigError> {
+        UrlRule::Credentials.check("the ARM endpoint", &endpoint)?;
         Ok(ArmClient {
             endpoint,
             credential,
@@ -151,6 +262,7 @@ impl ArmClient {
             lro_timeout: Duration::from_secs(30 * 60),
             request_timeout: Duration::from_secs(60),
             api_versions: Vec::new(),
+            last_token: Mutex::new(String::new()),
         })
     }
 
@@ -283,6 +395,7 @@ impl ArmClient {
             });
         }
         let token = self.credential.token().await?;
+        token.clone_into(&mut self.last_token.lock().unwrap_or_else(PoisonError::into_inner));
         let mut req = self
             .http
             .request(method, url)
@@ -292,7 +405,17 @@ impl ArmClient {
         if let Some(body) = body {
             req = req.json(body);
         }
-        req.send().await.map_err(|e| transport_error(target, &e))
+        let resp = req.send().await.map_err(|e| transport_error(target, &e))?;
+        if resp.status().is_redirection() {
+            return Err(redirect_error(target, resp.status().as_u16(), resp.headers(), "--azure-endpoint"));
+        }
+        Ok(resp)
+    }
+
+    /// `e` without credentials: the redaction patterns plus the token last sent.
+    fn redacted(&self, e: CloudError) -> CloudError {
+        let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        redact::redact_error(e, &[&token])
     }
 
     /// How long to wait before the next poll.
@@ -396,9 +519,32 @@ fn bad_answer(target: &str, status: StatusCode, e: &serde_json::Error) -> CloudE
     }
 }
 
+// Every error leaves the client through these impls, redacted: the work is done by the inherent
+// `*_unredacted` methods below.
 #[async_trait]
 impl CloudRead for ArmClient {
     async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        self.get_unredacted(id).await.map_err(|e| self.redacted(e))
+    }
+
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        self.list_unredacted(parent, rtype).await.map_err(|e| self.redacted(e))
+    }
+}
+
+#[async_trait]
+impl CloudWrite for ArmClient {
+    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.put_unredacted(id, body).await.map_err(|e| self.redacted(e))
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), CloudError> {
+        self.delete_unredacted(id).await.map_err(|e| self.redacted(e))
+    }
+}
+
+impl ArmClient {
+    async fn get_unredacted(&self, id: &str) -> Result<Option<Value>, CloudError> {
         let url = self.resource_url(id)?;
         let resp = self.send(Method::GET, url, None, id).await?;
         let (status, headers, body) = read(resp, id).await?;
@@ -416,7 +562,7 @@ impl CloudRead for ArmClient {
         }
     }
 
-    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+    async fn list_unredacted(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         let target = format!("{}/{rtype}", normalize(parent));
         let mut url = self.list_url(parent, rtype)?;
         let mut out = Vec::new();
@@ -455,11 +601,8 @@ impl CloudRead for ArmClient {
             message: format!("the list did not end after {MAX_PAGES} pages (nextLink loop?)"),
         })
     }
-}
 
-#[async_trait]
-impl CloudWrite for ArmClient {
-    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+    async fn put_unredacted(&self, id: &str, body: Value) -> Result<Value, CloudError> {
         let url = self.resource_url(id)?;
         let resp = self.send(Method::PUT, url, Some(&body), id).await?;
         let (status, headers, answer) = read(resp, id).await?;
@@ -471,14 +614,14 @@ impl CloudWrite for ArmClient {
         } else if status != StatusCode::ACCEPTED && !answer.iter().all(u8::is_ascii_whitespace) {
             return parse_json(id, status, &answer);
         }
-        self.get(id).await?.ok_or_else(|| CloudError::Server {
+        self.get_unredacted(id).await?.ok_or_else(|| CloudError::Server {
             target: id.to_string(),
             status: 404,
             message: "ResourceNotFound: the PUT succeeded but the resource cannot be read back yet".to_string(),
         })
     }
 
-    async fn delete(&self, id: &str) -> Result<(), CloudError> {
+    async fn delete_unredacted(&self, id: &str) -> Result<(), CloudError> {
         let url = self.resource_url(id)?;
         let resp = self.send(Method::DELETE, url, None, id).await?;
         let (status, headers, body) = read(resp, id).await?;
@@ -703,11 +846,45 @@ mod tests {
     #[test]
     fn an_endpoint_base_path_is_kept() {
         let c =
-            ArmClient::new(Url::parse("http://proxy:8080/arm/").unwrap(), Arc::new(StaticToken("t".into()))).unwrap();
+            ArmClient::new(Url::parse("https://proxy:8080/arm/").unwrap(), Arc::new(StaticToken("t".into()))).unwrap();
         assert_eq!(
             c.resource_url(RG).unwrap().as_str(),
-            "http://proxy:8080/arm/subscriptions/s/resourceGroups/rg?api-version=2021-04-01"
+            "https://proxy:8080/arm/subscriptions/s/resourceGroups/rg?api-version=2021-04-01"
         );
+    }
+
+    #[test]
+    fn regression_credentials_go_over_https_or_to_loopback_only() {
+        let ok = |rule: UrlRule, url: &str| rule.check("X", &Url::parse(url).unwrap()).is_ok();
+        for url in ["https://login.microsoftonline.com", "https://10.0.0.1:8443/x", "https://localhost"] {
+            assert!(ok(UrlRule::Credentials, url), "{url}");
+        }
+        for url in
+            ["http://127.0.0.1:8080", "http://127.5.6.7", "http://localhost:1/", "http://LOCALHOST", "http://[::1]:9"]
+        {
+            assert!(ok(UrlRule::Credentials, url) && ok(UrlRule::ManagedIdentity, url), "{url}");
+        }
+        for url in ["http://169.254.169.254", "http://169.254.129.5:8081/msi/token", "http://[fe80::1]/"] {
+            assert!(!ok(UrlRule::Credentials, url) && ok(UrlRule::ManagedIdentity, url), "{url}");
+        }
+        for url in [
+            "http://login.microsoftonline.com",
+            "http://0.0.0.0:80",
+            "http://10.0.0.1",
+            "http://[::ffff:127.0.0.1]/",
+            "http://localhost.example.com",
+            "ftp://127.0.0.1/",
+        ] {
+            assert!(!ok(UrlRule::Credentials, url) && !ok(UrlRule::ManagedIdentity, url), "{url}");
+        }
+        let err = parse_url("--azure-endpoint", "http://arm.example.com").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--azure-endpoint: 'http://arm.example.com/' is plain http to a host that is not a loopback address \
+             (127.0.0.0/8, ::1, localhost); trellis sends credentials over https only: use an https:// URL"
+        );
+        let err = parse_url("AZURE_AUTHORITY_HOST", "http://user:pa55w0rd@[::1").unwrap_err().to_string();
+        assert!(!err.contains("pa55w0rd"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use trellis_azure_client::{ArmClient, ClientSecretCredential, StaticToken, TokenSource, Url};
+use trellis_azure_client::{ArmClient, ClientSecretCredential, EnvCredential, StaticToken, TokenSource, Url};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Op};
 use trellis_sim::{ArmSim, Fault, FaultRule, Faults, Matcher};
 use trellis_sim_http::{RequestRecord, Running, ServerOptions, SimServer};
@@ -309,7 +309,10 @@ async fn client_secret_credential_gets_and_caches_a_token() {
     let sim = ArmSim::in_memory(SUB);
     let server = SimServer::with_options(sim, opts).spawn_local().await.unwrap();
     let authority = Url::parse(&server.url()).unwrap();
-    let cred = ClientSecretCredential::new("my-tenant", "app-id", "s3cret").unwrap().with_authority(authority.clone());
+    let cred = ClientSecretCredential::new("my-tenant", "app-id", "s3cret")
+        .unwrap()
+        .with_authority(authority.clone())
+        .unwrap();
     let client = client_for(&server, Arc::new(cred));
     client.put(&rg("rg"), json!({"location": "westeurope"})).await.unwrap();
     client.get(&rg("rg")).await.unwrap().expect("found");
@@ -321,7 +324,8 @@ async fn client_secret_credential_gets_and_caches_a_token() {
     assert_eq!((token_reqs[0].path.as_str(), token_reqs[0].method.as_str()), ("/my-tenant/oauth2/v2.0/token", "POST"));
 
     // A wrong secret: the token endpoint's error, as a rejection of the call.
-    let bad = ClientSecretCredential::new("my-tenant", "app-id", "wrong").unwrap().with_authority(authority.clone());
+    let bad =
+        ClientSecretCredential::new("my-tenant", "app-id", "wrong").unwrap().with_authority(authority.clone()).unwrap();
     let err = client_for(&server, Arc::new(bad)).get(&rg("rg")).await.unwrap_err();
     match &err {
         CloudError::Rejected { status: 401, code, message, target } => {
@@ -337,7 +341,7 @@ async fn client_secret_credential_gets_and_caches_a_token() {
 async fn a_short_lived_token_is_fetched_again() {
     let opts = ServerOptions { token_lifetime_secs: 0, ..ServerOptions::default() };
     let server = SimServer::with_options(ArmSim::in_memory(SUB), opts).spawn_local().await.unwrap();
-    let cred = ClientSecretCredential::from_vars(|name| {
+    let cred = EnvCredential::from_vars(|name| {
         Some(match name {
             "AZURE_TENANT_ID" => "t".to_string(),
             "AZURE_CLIENT_ID" => "c".to_string(),

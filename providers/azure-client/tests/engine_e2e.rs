@@ -29,7 +29,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     };
     let server = SimServer::with_options(cloud.clone(), opts).spawn_local().await.expect("server starts");
     let url = Url::parse(&server.url()).unwrap();
-    let cred = ClientSecretCredential::new("tenant", "client", "secret").unwrap().with_authority(url.clone());
+    let cred = ClientSecretCredential::new("tenant", "client", "secret").unwrap().with_authority(url.clone()).unwrap();
     let client = ArmClient::new(url, Arc::new(cred))
         .unwrap()
         .with_lro_poll_cap(Duration::from_millis(20))
