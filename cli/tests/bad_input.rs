@@ -197,3 +197,26 @@ fn missing_manifest_path_is_named() {
     assert!(one_error_line(&run).contains("no manifests given; pass -f FILE"), "{}", run.stderr);
     sb.assert_no_workspaces();
 }
+
+#[test]
+fn regression_fleet_dir_with_unreadable_entries_is_refused_naming_each() {
+    let sb = Sandbox::new();
+    let fleet = sb.path().join("fleet");
+    std::fs::create_dir(&fleet).unwrap();
+    std::fs::copy(a1(), fleet.join("a.yaml")).unwrap();
+    std::fs::copy(a2(), fleet.join("b.yaml")).unwrap();
+    std::os::unix::fs::symlink(fleet.join("gone.yaml"), fleet.join("c.yaml")).unwrap();
+    std::fs::create_dir(fleet.join("d.yaml")).unwrap();
+    let dir = fleet.to_str().unwrap();
+    let run = refused(&sb, dir);
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 2, "one line per unreadable entry:\n{}", run.stderr);
+    assert!(
+        lines[0]
+            .starts_with(&format!("error: {dir}/c.yaml: cannot read it: it is a symbolic link to {dir}/gone.yaml: ")),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with(&format!("{dir}/d.yaml: is a directory, not a manifest file")), "{}", lines[1]);
+    sb.run(&["validate", "-f", dir]).code(1).stderr_has(&format!("{dir}/c.yaml: cannot read it"));
+}

@@ -6,7 +6,9 @@
 //! Parts trellis does not interpret are [`Opaque`]: any YAML is accepted there and kept.
 //!
 //! [`load`] reads files and directories (a directory is a fleet: its `*.yaml`/`*.yml` files,
-//! sorted, not recursive); a file may hold several documents separated by `---`. Each document is
+//! sorted, not recursive; an entry of that name that cannot be read as a file, such as a dangling
+//! symbolic link or a directory, is an error naming it, never skipped); a file may hold several
+//! documents separated by `---`. Each document is
 //! read twice over the original text, so that every location points into the file as written:
 //! a light pass for `apiVersion`, `kind` and `spec.provider.type`, then the typed pass for that
 //! provider.
@@ -382,10 +384,35 @@ pub enum ManifestError {
     InfrastructureConfig { file: PathBuf, doc: usize, provider_type: &'static str, api_version: String, kind: String },
     #[error("{}: no *.yaml or *.yml files in this directory", dir.display())]
     EmptyDir { dir: PathBuf },
+    /// `*.yaml`/`*.yml` entries of a fleet directory that cannot be read as files, one line each.
+    #[error("{}", entries.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    UnreadableEntries { entries: Vec<UnreadableEntry> },
     #[error("no Shoot manifests found in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
     NoManifests { paths: Vec<PathBuf> },
     #[error("duplicate shoot {technical_id}: defined in {first} and in {second}")]
     DuplicateShoot { technical_id: String, first: DocRef, second: DocRef },
+}
+
+/// A `*.yaml`/`*.yml` entry of a fleet directory that is not a readable file.
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableEntry {
+    /// It cannot be inspected: a dangling or looping symbolic link, permission denied, an I/O error.
+    #[error(
+        "{}: cannot read it: {}{cause}; fix or remove it, or move it out of {}",
+        path.display(),
+        link.as_ref().map(|l| format!("it is a symbolic link to {}: ", l.display())).unwrap_or_default(),
+        dir.display()
+    )]
+    Io { dir: PathBuf, path: PathBuf, link: Option<PathBuf>, cause: std::io::Error },
+    #[error(
+        "{}: is a directory, not a manifest file (a fleet directory is not read recursively); rename it or move it out of {}",
+        path.display(),
+        dir.display()
+    )]
+    Directory { dir: PathBuf, path: PathBuf },
+    /// A socket, a FIFO, a device: reading it could block or never end.
+    #[error("{}: is not a regular file; rename it or move it out of {}", path.display(), dir.display())]
+    NotAFile { dir: PathBuf, path: PathBuf },
 }
 
 /// The `apiVersion` and `kind` of a provider's `InfrastructureConfig`.
@@ -418,21 +445,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
         if meta.is_dir() {
-            let mut in_dir = Vec::new();
-            let entries = std::fs::read_dir(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
-            for entry in entries {
-                let entry = entry.map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
-                let p = entry.path();
-                let is_yaml = p.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
-                if is_yaml && p.is_file() {
-                    in_dir.push(p);
-                }
-            }
-            if in_dir.is_empty() {
-                return Err(ManifestError::EmptyDir { dir: path.clone() });
-            }
-            in_dir.sort();
-            files.extend(in_dir);
+            files.extend(fleet_files(path)?);
         } else {
             files.push(path.clone());
         }
@@ -459,6 +472,56 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
         seen.insert(id, here);
     }
     Ok(loaded.into_iter().map(|(d, _)| d).collect())
+}
+
+/// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
+/// file (a dangling or looping symbolic link, a directory, a socket, an entry that cannot be
+/// inspected) is an error naming its path; all of them are reported at once.
+fn fleet_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let io = |cause| ManifestError::Io { path: dir.to_path_buf(), cause };
+    let mut files = Vec::new();
+    let mut unreadable = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let is_yaml = path.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
+        if !is_yaml {
+            continue;
+        }
+        let dir = dir.to_path_buf();
+        // `metadata` follows symbolic links: what is read is the target.
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => files.push(path),
+            Ok(m) if m.is_dir() => unreadable.push(UnreadableEntry::Directory { dir, path }),
+            Ok(_) => unreadable.push(UnreadableEntry::NotAFile { dir, path }),
+            Err(cause) => {
+                let link = std::fs::read_link(&path).ok().map(|target| match target.is_absolute() {
+                    true => target,
+                    false => dir.join(target),
+                });
+                unreadable.push(UnreadableEntry::Io { dir, path, link, cause });
+            }
+        }
+    }
+    if !unreadable.is_empty() {
+        unreadable.sort_by(|a, b| a.path().cmp(b.path()));
+        return Err(ManifestError::UnreadableEntries { entries: unreadable });
+    }
+    if files.is_empty() {
+        return Err(ManifestError::EmptyDir { dir: dir.to_path_buf() });
+    }
+    files.sort();
+    Ok(files)
+}
+
+impl UnreadableEntry {
+    /// The entry's path.
+    pub fn path(&self) -> &Path {
+        match self {
+            UnreadableEntry::Io { path, .. }
+            | UnreadableEntry::Directory { path, .. }
+            | UnreadableEntry::NotAFile { path, .. } => path,
+        }
+    }
 }
 
 /// Parses the Shoots in `text` (the contents of `file`, which only names it in errors).

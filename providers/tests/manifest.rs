@@ -235,3 +235,58 @@ fn empty_directory_and_empty_files_are_errors() {
     assert_eq!(load_err_files(&[("empty.yaml", "---\n# nothing\n")], &[""]), "no Shoot manifests found in <dir>");
     assert!(load_err_files(&[], &["missing.yaml"]).starts_with("<dir>/missing.yaml: "));
 }
+
+/// A fleet directory with one valid shoot (`a.yaml`) and whatever `add` puts next to it; the error
+/// of loading the directory, with the directory shown as `<dir>`.
+#[track_caller]
+fn fleet_err(add: impl FnOnce(&Path)) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), azure_shoot("")).unwrap();
+    add(dir.path());
+    let err = manifest::load(&[dir.path().to_path_buf()]).expect_err("the fleet must be refused");
+    err.to_string().replace(&dir.path().display().to_string(), "<dir>")
+}
+
+#[test]
+fn regression_fleet_dir_refuses_a_dangling_symlink() {
+    let err = fleet_err(|dir| std::os::unix::fs::symlink(dir.join("gone.yaml"), dir.join("b.yaml")).unwrap());
+    assert_eq!(
+        err,
+        "<dir>/b.yaml: cannot read it: it is a symbolic link to <dir>/gone.yaml: No such file or directory (os error 2); fix or remove it, or move it out of <dir>"
+    );
+}
+
+#[test]
+fn regression_fleet_dir_refuses_a_looping_symlink() {
+    let err = fleet_err(|dir| {
+        std::os::unix::fs::symlink(dir.join("c.yaml"), dir.join("b.yaml")).unwrap();
+        std::os::unix::fs::symlink(dir.join("b.yaml"), dir.join("c.yaml")).unwrap();
+    });
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    for (line, name) in lines.iter().zip(["b.yaml", "c.yaml"]) {
+        assert!(line.starts_with(&format!("<dir>/{name}: cannot read it: it is a symbolic link to <dir>/")), "{line}");
+        assert!(line.contains("Too many levels of symbolic links"), "{line}");
+    }
+}
+
+#[test]
+fn regression_fleet_dir_refuses_a_directory_named_yaml() {
+    let err = fleet_err(|dir| std::fs::create_dir(dir.join("b.yaml")).unwrap());
+    assert_eq!(
+        err,
+        "<dir>/b.yaml: is a directory, not a manifest file (a fleet directory is not read recursively); rename it or move it out of <dir>"
+    );
+}
+
+#[test]
+fn regression_fleet_dir_reports_every_unreadable_entry_by_path() {
+    let err = fleet_err(|dir| {
+        std::fs::create_dir(dir.join("d.yml")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone.yaml"), dir.join("b.yaml")).unwrap();
+        // Not a manifest name: not read, not an error.
+        std::os::unix::fs::symlink(dir.join("gone.txt"), dir.join("notes.txt")).unwrap();
+    });
+    let paths: Vec<&str> = err.lines().map(|l| l.split(": ").next().unwrap()).collect();
+    assert_eq!(paths, vec!["<dir>/b.yaml", "<dir>/d.yml"], "{err}");
+}
