@@ -220,3 +220,30 @@ fn regression_fleet_dir_with_unreadable_entries_is_refused_naming_each() {
     assert!(lines[1].starts_with(&format!("{dir}/d.yaml: is a directory, not a manifest file")), "{}", lines[1]);
     sb.run(&["validate", "-f", dir]).code(1).stderr_has(&format!("{dir}/c.yaml: cannot read it"));
 }
+
+#[test]
+fn regression_quoted_boolean_or_integer_is_refused_with_file_line_column() {
+    let sb = Sandbox::new();
+    for (scenario, plain, quoted, expected) in [
+        (a2(), "zoned: true", "zoned: \"true\"", "a boolean (true or false)"),
+        (a2(), "zoned: true", "zoned: 'yes'", "a boolean (true or false)"),
+        (a1(), "maximum: 5", "maximum: \"5\"", "an integer (i32)"),
+    ] {
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        assert!(text.contains(plain), "{scenario} has {plain}");
+        let file = sb.file("shoot.yaml");
+        std::fs::write(&file, text.replacen(plain, quoted, 1)).unwrap();
+        let (line, col) = position_of(&file, quoted);
+        let value = quoted.split_once(": ").unwrap().1;
+        let run = refused(&sb, &file);
+        let msg = one_error_line(&run);
+        assert_eq!(
+            msg,
+            format!(
+                "error: {file}:{line}:{}: invalid value {value}: expected {expected}, not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+                col + quoted.find(": ").unwrap() + 2
+            )
+        );
+        sb.run(&["validate", "-f", &file]).code(1).stderr_has(&format!("{file}:{line}:"));
+    }
+}

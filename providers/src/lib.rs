@@ -2,8 +2,10 @@
 //!
 //! - [`manifest`]: Gardener `Shoot` manifests (core.gardener.cloud/v1beta1) parsed into typed objects.
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
+//! - [`strict`]: booleans and integers decoded as Kubernetes decodes them (a quoted value is a string).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
 
 pub mod azure;
 pub mod field;
 pub mod manifest;
+pub mod strict;

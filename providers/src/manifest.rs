@@ -23,6 +23,7 @@ use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 use serde_saphyr::MessageFormatter;
 
 use crate::azure;
+use crate::strict::expected_in_words;
 
 /// `apiVersion` of a Shoot.
 pub const SHOOT_API_VERSION: &str = "core.gardener.cloud/v1beta1";
@@ -68,7 +69,7 @@ pub struct ObjectMeta {
     pub uid: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_link: Option<String>,
@@ -76,7 +77,7 @@ pub struct ObjectMeta {
     pub creation_timestamp: Option<Opaque>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<Opaque>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub deletion_grace_period_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
@@ -185,9 +186,9 @@ pub struct Provider<C> {
 pub struct Worker {
     #[serde(default)]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::int")]
     pub minimum: i32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::int")]
     pub maximum: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<Opaque>,
@@ -589,16 +590,35 @@ fn typed<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
 }
 
 /// A deserialization error as `file:line:col: what`, in words for the user: serde-saphyr's
-/// message, except a wrong scalar names the value, and a duplicate key drops the developer hint.
+/// message, except a wrong scalar names the value (and a quoted one for a boolean or integer field
+/// says to drop the quotes), and a duplicate key drops the developer hint.
 fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::Error, offset: u64) -> ManifestError {
     // `offset`: the error is in a document parsed alone that starts `offset` lines into the file.
-    let (line, column) = err.location().map(|l| (l.line() + offset, l.column())).unwrap_or((0, 0));
+    let (line, mut column) = err.location().map(|l| (l.line() + offset, l.column())).unwrap_or((0, 0));
     let message = match err.without_snippet() {
         serde_saphyr::Error::InvalidScalar { ty, .. } => match scalar_at(text, line, column) {
-            Some(v) if v.starts_with(['"', '\'']) => format!("invalid value {v}: expected {}", type_in_words(ty)),
-            Some(v) => format!("invalid value \"{v}\": expected {}", type_in_words(ty)),
-            None => format!("invalid value: expected {}", type_in_words(ty)),
+            Some(v) if v.starts_with(['"', '\'']) => format!("invalid value {v}: expected {}", expected_in_words(ty)),
+            Some(v) => format!("invalid value \"{v}\": expected {}", expected_in_words(ty)),
+            None => format!("invalid value: expected {}", expected_in_words(ty)),
         },
+        // A bool or integer field ([`crate::strict`]) got something else; serde-saphyr places the
+        // error at the field's key, the message points at the value after it.
+        serde_saphyr::Error::SerdeInvalidType { expected, .. }
+        | serde_saphyr::Error::SerdeInvalidValue { expected, .. }
+            if expected.starts_with("a boolean") || expected.starts_with("an integer") =>
+        {
+            match value_after_key(text, line, column) {
+                Some((at, v)) if v.starts_with(['"', '\'']) => {
+                    column = at;
+                    format!("invalid value {v}: expected {expected}, not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)")
+                }
+                Some((at, v)) => {
+                    column = at;
+                    format!("invalid value \"{v}\": expected {expected}")
+                }
+                None => format!("invalid value: expected {expected}"),
+            }
+        }
         serde_saphyr::Error::DuplicateMappingKey { key: Some(k), .. } => format!("duplicate key {k:?}"),
         serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => "duplicate key".to_string(),
         other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
@@ -606,13 +626,55 @@ fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::E
     ManifestError::Parse { file: file.to_path_buf(), line, column, doc, message }
 }
 
-fn type_in_words(ty: &str) -> String {
-    match ty {
-        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" => format!("an integer ({ty})"),
-        "f32" | "f64" => "a number".to_string(),
-        "bool" => "a boolean (true or false)".to_string(),
-        _ => ty.to_string(),
+/// The value written after the mapping key that starts at `line:column` (1-based), if it is on the
+/// same line: its column and its text as written (a quoted value with its quotes; a plain one up to a
+/// comment, or up to the end of a flow collection).
+fn value_after_key(text: &str, line: u64, column: u64) -> Option<(u64, String)> {
+    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let chars: Vec<char> = l.chars().collect();
+    let mut i = usize::try_from(column).ok()?.checked_sub(1)?;
+    // The key: quoted up to its closing quote, or plain up to the `:` that ends it.
+    match chars.get(i)? {
+        q @ ('"' | '\'') => i += 1 + closing_quote(&chars[i + 1..], *q)? + 1,
+        _ => {
+            while i < chars.len() && !(chars[i] == ':' && chars.get(i + 1).is_none_or(|c| c.is_whitespace())) {
+                i += 1;
+            }
+        }
     }
+    if chars.get(i) != Some(&':') {
+        return None;
+    }
+    i += 1;
+    while chars.get(i).is_some_and(|c| *c == ' ' || *c == '\t') {
+        i += 1;
+    }
+    let start = i;
+    let value: String = match chars.get(i)? {
+        '#' => return None,
+        q @ ('"' | '\'') => chars[i..=i + 1 + closing_quote(&chars[i + 1..], *q)?].iter().collect(),
+        _ => {
+            let rest: String = chars[i..].iter().collect();
+            let rest = rest.split(" #").next().unwrap_or("");
+            rest.split([',', '}', ']']).next().unwrap_or("").trim_end().to_string()
+        }
+    };
+    (!value.is_empty()).then(|| (start as u64 + 1, value))
+}
+
+/// The index of the quote that closes a scalar quoted with `q`, in the text after the opening quote
+/// (`\"` is escaped in double quotes, `''` in single quotes).
+fn closing_quote(after: &[char], q: char) -> Option<usize> {
+    let mut i = 0;
+    while i < after.len() {
+        match after[i] {
+            '\\' if q == '"' => i += 2,
+            c if c == q && q == '\'' && after.get(i + 1) == Some(&'\'') => i += 2,
+            c if c == q => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// The scalar at `line:column` (1-based) as written, up to the end of the line or a comment.

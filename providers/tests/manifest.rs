@@ -290,3 +290,121 @@ fn regression_fleet_dir_reports_every_unreadable_entry_by_path() {
     let paths: Vec<&str> = err.lines().map(|l| l.split(": ").next().unwrap()).collect();
     assert_eq!(paths, vec!["<dir>/b.yaml", "<dir>/d.yml"], "{err}");
 }
+
+/// A Shoot that sets every boolean and integer field trellis reads; each such line ends in a comment
+/// naming the field's type.
+const EVERY_TYPED_FIELD: &str = "\
+apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: a
+  namespace: garden-p
+  generation: 3 # i64
+  deletionGracePeriodSeconds: 30 # i64
+spec:
+  provider:
+    type: azure
+    infrastructureConfig:
+      apiVersion: azure.provider.extensions.gardener.cloud/v1alpha1
+      kind: InfrastructureConfig
+      networks:
+        natGateway:
+          enabled: true # bool
+          idleConnectionTimeoutMinutes: 4 # i32
+          zone: 1 # i32
+          ipAddresses:
+          - name: ip
+            resourceGroup: rg
+            zone: 1 # i32
+        zones:
+        - name: 2 # i32
+          cidr: 10.0.0.0/24
+          natGateway: {enabled: true} # bool
+        - {cidr: 10.0.1.0/24, name: 3} # i32
+      identity:
+        name: id
+        resourceGroup: rg
+        acrAccess: false # bool
+      zoned: true # bool
+    workers:
+    - name: w
+      minimum: 1 # i32
+      maximum: 2 # i32
+";
+
+#[test]
+fn plain_booleans_and_integers_parse_in_every_typed_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shoot.yaml");
+    std::fs::write(&file, EVERY_TYPED_FIELD).unwrap();
+    let loaded = manifest::load(&[file]).unwrap();
+    let shoot = azure(&loaded[0]);
+    assert_eq!((shoot.metadata.generation, shoot.metadata.deletion_grace_period_seconds), (Some(3), Some(30)));
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let nat = cfg.networks.nat_gateway.as_ref().unwrap();
+    assert_eq!(
+        (nat.enabled, nat.idle_connection_timeout_minutes, nat.zone, nat.ip_addresses[0].zone),
+        (true, Some(4), Some(1), Some(1))
+    );
+    assert_eq!(cfg.networks.zones.iter().map(|z| z.name).collect::<Vec<_>>(), vec![2, 3]);
+    assert!(cfg.networks.zones[0].nat_gateway.as_ref().unwrap().enabled);
+    assert_eq!(cfg.identity.as_ref().unwrap().acr_access, Some(false));
+    assert!(cfg.zoned);
+    assert_eq!((shoot.spec.provider.workers[0].minimum, shoot.spec.provider.workers[0].maximum), (1, 2));
+    // YAML 1.1 booleans written plain are booleans, as in Kubernetes' YAML reader.
+    let text = EVERY_TYPED_FIELD.replace("zoned: true", "zoned: yes");
+    let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap();
+    assert!(azure(&loaded[0]).spec.provider.infrastructure_config.zoned);
+}
+
+#[test]
+fn regression_quoted_booleans_and_integers_are_refused_with_file_line_column() {
+    let lines: Vec<&str> = EVERY_TYPED_FIELD.lines().collect();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some((code, ty)) = line.split_once(" # ") else { continue };
+        // The value: after the last `key: ` of the line, up to the end of a flow mapping.
+        let key_end = code.rfind(": ").unwrap() + 2;
+        let value: String = code[key_end..].chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        let expected = match ty {
+            "bool" => "a boolean (true or false)".to_string(),
+            t => format!("an integer ({t})"),
+        };
+        let optional =
+            ["generation:", "deletionGracePeriodSeconds:", "idleConnectionTimeoutMinutes:", "zone:", "acrAccess:"]
+                .iter()
+                .any(|k| code.trim_start().starts_with(k));
+        let expected = if optional { format!("{expected} or null") } else { expected };
+        for quote in ['"', '\''] {
+            let quoted = format!("{}{quote}{value}{quote}{}", &code[..key_end], &code[key_end + value.len()..]);
+            let mut text = lines.clone();
+            text[i] = &quoted;
+            let text = text.join("\n") + "\n";
+            let err = load_err_files(&[("shoot.yaml", &text)], &["shoot.yaml"]);
+            assert_eq!(
+                err,
+                format!(
+                    "<dir>/shoot.yaml:{}:{}: invalid value {quote}{value}{quote}: expected {expected}, not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+                    i + 1,
+                    key_end + 1
+                ),
+                "line {}: {quoted}",
+                i + 1
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 13, "every typed field was tried");
+}
+
+#[test]
+fn regression_quoted_yes_is_not_a_boolean() {
+    check_err(
+        &azure_shoot("      zoned: \"yes\"\n"),
+        "<dir>/shoot.yaml:12:14: invalid value \"yes\": expected a boolean (true or false), not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+    );
+    check_err(
+        &format!("{HEAD}spec:\n  provider:\n    type: azure\n    workers:\n    - name: w\n      maximum: \"3\"\n"),
+        "<dir>/shoot.yaml:11:16: invalid value \"3\": expected an integer (i32), not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+    );
+}
