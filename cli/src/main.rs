@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
-use trellis_plans::{render, PlanSet};
+use trellis_plans::{escape, render, PlanSet};
 use trellis_state::StateStore;
 
 mod sim_cmd;
@@ -219,8 +219,9 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // The first line says what failed; field errors follow one per line, as they are.
-            let text = format!("{e:#}");
+            // The first line says what failed; field errors follow one per line, as they are. Names
+            // and paths in messages come from the user: no raw control character reaches the terminal.
+            let text = escape::lines(&format!("{e:#}")).into_owned();
             let mut lines = text.lines();
             if let Some(first) = lines.next() {
                 eprintln!("error: {first}");
@@ -334,9 +335,10 @@ fn validate(inputs: Inputs) -> Result<u8> {
             trellis_providers::azure::validate(&s.shoot, &ws)
         {
             failed += 1;
-            eprintln!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
+            let header = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
+            eprintln!("{}", escape::text(&header));
             for e in errs {
-                eprintln!("{e}");
+                eprintln!("{}", escape::text(&e.to_string()));
             }
         }
     }
@@ -476,7 +478,7 @@ async fn execute(
         for s in &report.shoots {
             let failed: Vec<_> = s.nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
             for w in &s.warnings {
-                out!("Warning: {w}");
+                out!("Warning: {}", escape::text(w));
             }
             if !s.orphans.is_empty() {
                 out!(
@@ -485,7 +487,7 @@ async fn execute(
                     s.orphans.len()
                 );
                 for o in &s.orphans {
-                    out!("  {}  # {}", o.prune, o.writer);
+                    out!("  {}  # {}", escape::text(&o.prune), o.writer);
                 }
             }
             if failed.is_empty() {

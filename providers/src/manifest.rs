@@ -23,6 +23,8 @@ use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 use serde_saphyr::MessageFormatter;
 
 use crate::azure;
+use crate::field::ErrorList;
+use crate::metadata;
 use crate::strict::expected_in_words;
 
 /// `apiVersion` of a Shoot.
@@ -392,6 +394,19 @@ pub enum ManifestError {
     NoManifests { paths: Vec<PathBuf> },
     #[error("duplicate shoot {technical_id}: defined in {first} and in {second}")]
     DuplicateShoot { technical_id: String, first: DocRef, second: DocRef },
+    /// Shoots whose `metadata.name` / `metadata.namespace` break Gardener's rules ([`metadata::validate`]):
+    /// per document a header line, then its field errors one per line.
+    #[error("{}", invalid_metadata_lines(failures))]
+    InvalidMetadata { failures: Vec<(DocRef, ErrorList)> },
+}
+
+fn invalid_metadata_lines(failures: &[(DocRef, ErrorList)]) -> String {
+    let mut lines = Vec::new();
+    for (doc, errs) in failures {
+        lines.push(format!("{doc}: {} validation error(s) in the shoot's name:", errs.len()));
+        lines.extend(errs.iter().map(|e| e.to_string()));
+    }
+    lines.join("\n")
 }
 
 /// A `*.yaml`/`*.yml` entry of a fleet directory that is not a readable file.
@@ -439,8 +454,10 @@ fn or_none(s: &str) -> &str {
 /// Loads every Shoot of `paths` (files, or directories of `*.yaml`/`*.yml`, not recursive).
 ///
 /// Documents come in path order, then file order (a directory's files sorted by name), then
-/// document order. Empty documents are skipped. Two documents with the same technical id are an
-/// error naming both.
+/// document order. Empty documents are skipped. Every Shoot's `metadata.name` and
+/// `metadata.namespace` are checked ([`metadata::validate`]) before its technical id is used; the
+/// errors of all documents come at once. Two documents with the same technical id are an error
+/// naming both.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
@@ -461,6 +478,18 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
     }
     if loaded.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() });
+    }
+
+    let failures: Vec<(DocRef, ErrorList)> = loaded
+        .iter()
+        .map(|(doc, multi)| {
+            let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
+            (here, metadata::validate(doc.shoot.metadata()))
+        })
+        .filter(|(_, errs)| !errs.is_empty())
+        .collect();
+    if !failures.is_empty() {
+        return Err(ManifestError::InvalidMetadata { failures });
     }
 
     let mut seen: BTreeMap<String, DocRef> = BTreeMap::new();

@@ -408,3 +408,88 @@ fn regression_quoted_yes_is_not_a_boolean() {
         "<dir>/shoot.yaml:11:16: invalid value \"3\": expected an integer (i32), not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
     );
 }
+
+/// `s` as a double-quoted YAML scalar (JSON's escapes are YAML's).
+fn json_quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// `azure_shoot("")` with another name and namespace; the error of loading it.
+#[track_caller]
+fn named_err(name: &str, namespace: &str) -> String {
+    let text = azure_shoot("").replace(
+        "  name: a\n  namespace: garden-p\n",
+        &format!("  name: {}\n  namespace: {}\n", json_quoted(name), json_quoted(namespace)),
+    );
+    load_err_files(&[("shoot.yaml", &text)], &["shoot.yaml"])
+}
+
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+#[test]
+fn regression_invalid_shoot_names_are_refused_as_gardener_refuses_them() {
+    let header = "<dir>/shoot.yaml: 1 validation error(s) in the shoot's name:";
+    let one = |e: String| format!("{header}\n{e}");
+    let long = "a".repeat(5000);
+    for (name, namespace, expected) in [
+        ("", "garden-p", one("metadata.name: Required value: name or generateName is required".into())),
+        ("Web", "garden-p", one(format!("metadata.name: Invalid value: \"Web\": {LABEL_MSG}"))),
+        ("wéb", "garden-p", one(format!("metadata.name: Invalid value: \"wéb\": {LABEL_MSG}"))),
+        ("a/b", "garden-p", one(format!("metadata.name: Invalid value: \"a/b\": {LABEL_MSG}"))),
+        ("a.b", "garden-p", one("metadata.name: Invalid value: \"a.b\": must not contain dots".into())),
+        (&long, "garden-p", one(format!("metadata.name: Invalid value: \"{long}\": must be no more than 63 characters"))),
+        ("a--b", "garden-p", one("metadata.name: Invalid value: \"a--b\": name may not contain two consecutive hyphens".into())),
+        // Control characters are shown escaped, in the error as everywhere.
+        ("a\u{1b}[2J\rb", "garden-p", one(format!("metadata.name: Invalid value: \"a\\x1b[2J\\rb\": {LABEL_MSG}"))),
+        ("a", "", one("metadata.namespace: Required value".into())),
+        ("a", "Garden-P", one(format!("metadata.namespace: Invalid value: \"Garden-P\": {LABEL_MSG}"))),
+        ("a", "dev", one("metadata.namespace: Invalid value: \"dev\": must start with garden- (a shoot lives in its project's namespace, garden-<project>, or in garden)".into())),
+        ("a", "garden-abcdefghijk", one("metadata.namespace: Invalid value: \"garden-abcdefghijk\": project name \"abcdefghijk\": must be no more than 10 characters".into())),
+        ("a", "garden-x--y", one("metadata.namespace: Invalid value: \"garden-x--y\": the project name must not contain two consecutive hyphens (project: x--y)".into())),
+        ("a", "garden--x", one(format!("metadata.namespace: Invalid value: \"garden--x\": project name \"-x\": {LABEL_MSG}"))),
+    ] {
+        assert_eq!(named_err(name, namespace), expected, "name {name:?}, namespace {namespace:?}");
+    }
+    // Every error at once.
+    assert_eq!(
+        named_err("Web--x", "prod"),
+        format!("<dir>/shoot.yaml: 3 validation error(s) in the shoot's name:\nmetadata.name: Invalid value: \"Web--x\": {LABEL_MSG}\nmetadata.name: Invalid value: \"Web--x\": name may not contain two consecutive hyphens\nmetadata.namespace: Invalid value: \"prod\": must start with garden- (a shoot lives in its project's namespace, garden-<project>, or in garden)")
+    );
+}
+
+#[test]
+fn regression_shoots_that_would_share_a_technical_id_are_refused_by_name() {
+    // `shoot--p--a--b` could be project p + shoot a--b or project p--a + shoot b: both are refused.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("1.yaml"), azure_shoot("").replace("name: a\n", "name: a--b\n")).unwrap();
+    std::fs::write(
+        dir.path().join("2.yaml"),
+        azure_shoot("").replace("namespace: garden-p", "namespace: garden-p--a").replace("name: a\n", "name: b\n"),
+    )
+    .unwrap();
+    let err = manifest::load(&[dir.path().to_path_buf()])
+        .unwrap_err()
+        .to_string()
+        .replace(&dir.path().display().to_string(), "<dir>");
+    assert_eq!(
+        err,
+        "<dir>/1.yaml: 1 validation error(s) in the shoot's name:\nmetadata.name: Invalid value: \"a--b\": name may not contain two consecutive hyphens\n<dir>/2.yaml: 1 validation error(s) in the shoot's name:\nmetadata.namespace: Invalid value: \"garden-p--a\": the project name must not contain two consecutive hyphens (project: p--a)"
+    );
+}
+
+#[test]
+fn valid_names_pass() {
+    for (name, namespace, id) in [
+        ("a", "garden-p", "shoot--p--a"),
+        ("web-1", "garden", "shoot--garden--web-1"),
+        ("0", "garden-0", "shoot--0--0"),
+    ] {
+        let text = azure_shoot("")
+            .replace("  name: a\n  namespace: garden-p\n", &format!("  name: {name}\n  namespace: {namespace}\n"));
+        let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap();
+        assert_eq!(loaded[0].shoot.technical_id(), id);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.yaml"), text).unwrap();
+        manifest::load(&[dir.path().join("s.yaml")]).unwrap();
+    }
+}
