@@ -2,16 +2,17 @@
 //!
 //! Every struct here is `deny_unknown_fields`, and every field defaults to its empty value, as
 //! upstream's Go types do: a missing field is for validation to report (with upstream's field
-//! error), an unknown field or a wrong type is a parse error with file, line and column.
+//! error), an unknown field or a wrong type is a parse error with file, line and column. Bool and
+//! integer fields read through [`crate::strict`]: a quoted value is a string, as in Kubernetes.
 //! Parts trellis does not interpret are [`Opaque`]: any YAML is accepted there and kept.
 //!
 //! [`load`] reads files and directories (a directory is a fleet: its `*.yaml`/`*.yml` files,
 //! sorted, not recursive; an entry of that name that cannot be read as a file, such as a dangling
 //! symbolic link or a directory, is an error naming it, never skipped); a file may hold several
-//! documents separated by `---`. Each document is
-//! read twice over the original text, so that every location points into the file as written:
-//! a light pass for `apiVersion`, `kind` and `spec.provider.type`, then the typed pass for that
-//! provider.
+//! documents separated by `---`. Each document is read twice over the original text, so that every
+//! location points into the file as written: a light pass for `apiVersion`, `kind` and
+//! `spec.provider.type`, then the typed pass for that provider. Then every Shoot's name and
+//! namespace are checked ([`crate::metadata::validate`]) before anything computes its technical id.
 
 use std::collections::BTreeMap;
 use std::fmt;
