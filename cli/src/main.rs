@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
-use trellis_plans::{render, PlanSet};
+use trellis_plans::{escape, render, PlanSet};
 use trellis_state::StateStore;
 
 mod sim_cmd;
@@ -260,18 +260,8 @@ fn eprint_error(text: &str) {
     let mut stderr = std::io::stderr().lock();
     for (i, line) in text.lines().enumerate() {
         let prefix = if i == 0 { "error: " } else { "" };
-        let _ = writeln!(stderr, "{prefix}{}", escape_controls(line));
+        let _ = writeln!(stderr, "{prefix}{}", escape::text(line));
     }
-}
-
-/// `line` with every control character written as an escape (`\u{1b}`, `\r`, `\t`).
-fn escape_controls(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(line);
-    }
-    std::borrow::Cow::Owned(
-        line.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect(),
-    )
 }
 
 /// A command that fails removes the state dir if it did not exist before, so a typo or an invalid
@@ -574,7 +564,7 @@ async fn execute(
         for s in &report.shoots {
             let failed: Vec<_> = s.nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
             for w in &s.warnings {
-                out!("Warning: {w}");
+                out!("Warning: {}", escape::text(w));
             }
             if !s.orphans.is_empty() {
                 out!(
@@ -583,7 +573,7 @@ async fn execute(
                     s.orphans.len()
                 );
                 for o in &s.orphans {
-                    out!("  {}  # {}", o.prune, o.writer);
+                    out!("  {}  # {}", escape::text(&o.prune), o.writer);
                 }
             }
             if failed.is_empty() {

@@ -554,6 +554,18 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             let shoot: AzureShoot = serde_json::from_value(source.shoot.clone()).with_context(|| {
                 format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot)
             })?;
+            // The technical id is made from the name: check it before anything uses it, as loading
+            // a manifest does.
+            let errs = trellis_providers::metadata::validate(&shoot.metadata);
+            if !errs.is_empty() {
+                let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+                bail!(
+                    "{}: the plan's source manifest ({}) has an invalid name; fix the manifest and re-run `trellis plan --out`\n{}",
+                    p.shoot,
+                    source.file,
+                    lines.join("\n")
+                );
+            }
             if shoot.technical_id() != p.shoot {
                 bail!(
                     "{}: the plan carries the manifest of shoot {}; the plan file was edited — re-run `trellis plan --out`",

@@ -4,7 +4,7 @@ use crate::ops::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write;
 use trellis_planner::exec::{NodeResult, Outcome};
-use trellis_plans::{Action, Node};
+use trellis_plans::{escape, Action, Node};
 
 /// Bars on stderr when it is a terminal; plain lines otherwise; nothing with `--output json`.
 pub struct Display {
@@ -50,7 +50,7 @@ fn verb(action: Action) -> &'static str {
 impl Progress for Display {
     fn start(&mut self, shoot: &str, node: &Node) {
         if let Some(bar) = &self.bar {
-            bar.set_message(format!("{shoot}: {}", node.address));
+            bar.set_message(escape::text(&format!("{shoot}: {}", node.address)).into_owned());
         }
     }
 
@@ -63,6 +63,8 @@ impl Progress for Display {
             Outcome::Skipped { because } => Some(format!("{}: not applied: {because}", node.address)),
             _ => None,
         };
+        // Addresses and cloud errors carry user-provided names: no raw control characters.
+        let line = line.map(|l| escape::text(&l).into_owned());
         if let Some(bar) = &self.bar {
             bar.inc(1);
             if let Some(line) = line {
@@ -76,6 +78,8 @@ impl Progress for Display {
     }
 
     fn message(&mut self, line: &str) {
+        let line = escape::text(line);
+        let line = line.as_ref();
         match &self.bar {
             Some(bar) => bar.println(line),
             None if self.lines => eprintln!("{line}"),

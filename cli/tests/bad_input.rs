@@ -197,3 +197,119 @@ fn missing_manifest_path_is_named() {
     assert!(one_error_line(&run).contains("no manifests given; pass -f FILE"), "{}", run.stderr);
     sb.assert_no_workspaces();
 }
+
+#[test]
+fn regression_fleet_dir_with_unreadable_entries_is_refused_naming_each() {
+    let sb = Sandbox::new();
+    let fleet = sb.path().join("fleet");
+    std::fs::create_dir(&fleet).unwrap();
+    std::fs::copy(a1(), fleet.join("a.yaml")).unwrap();
+    std::fs::copy(a2(), fleet.join("b.yaml")).unwrap();
+    std::os::unix::fs::symlink(fleet.join("gone.yaml"), fleet.join("c.yaml")).unwrap();
+    std::fs::create_dir(fleet.join("d.yaml")).unwrap();
+    let dir = fleet.to_str().unwrap();
+    let run = refused(&sb, dir);
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 2, "one line per unreadable entry:\n{}", run.stderr);
+    assert!(
+        lines[0]
+            .starts_with(&format!("error: {dir}/c.yaml: cannot read it: it is a symbolic link to {dir}/gone.yaml: ")),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with(&format!("{dir}/d.yaml: is a directory, not a manifest file")), "{}", lines[1]);
+    sb.run(&["validate", "-f", dir]).code(1).stderr_has(&format!("{dir}/c.yaml: cannot read it"));
+}
+
+#[test]
+fn regression_quoted_boolean_or_integer_is_refused_with_file_line_column() {
+    let sb = Sandbox::new();
+    for (scenario, plain, quoted, expected) in [
+        (a2(), "zoned: true", "zoned: \"true\"", "a boolean (true or false)"),
+        (a2(), "zoned: true", "zoned: 'yes'", "a boolean (true or false)"),
+        (a1(), "maximum: 5", "maximum: \"5\"", "an integer (i32)"),
+    ] {
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        assert!(text.contains(plain), "{scenario} has {plain}");
+        let file = sb.file("shoot.yaml");
+        std::fs::write(&file, text.replacen(plain, quoted, 1)).unwrap();
+        let (line, col) = position_of(&file, quoted);
+        let value = quoted.split_once(": ").unwrap().1;
+        let run = refused(&sb, &file);
+        let msg = one_error_line(&run);
+        assert_eq!(
+            msg,
+            format!(
+                "error: {file}:{line}:{}: invalid value {value}: expected {expected}, not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+                col + quoted.find(": ").unwrap() + 2
+            )
+        );
+        sb.run(&["validate", "-f", &file]).code(1).stderr_has(&format!("{file}:{line}:"));
+    }
+}
+
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+#[test]
+fn regression_invalid_shoot_name_is_refused_before_anything_uses_it() {
+    let sb = Sandbox::new();
+    let file = sb.file("shoot.yaml");
+    let text = std::fs::read_to_string(a1()).unwrap();
+    // Upper case, two hyphens, and bytes that would clear the screen and rewrite the line.
+    let text = text.replacen("  name: alpha\n", "  name: \"Al--pha\\e[2J\\rok\"\n", 1);
+    std::fs::write(&file, text).unwrap();
+    let run = refused(&sb, &file);
+    assert!(!has_ansi(&run.stderr) && !run.stderr.contains('\r'), "no raw control characters: {:?}", run.stderr);
+    assert_eq!(
+        run.stderr_lines(),
+        vec![
+            format!("error: {file}: 2 validation error(s) in the shoot's name:"),
+            format!("metadata.name: Invalid value: \"Al--pha\\x1b[2J\\rok\": {LABEL_MSG}"),
+            "metadata.name: Invalid value: \"Al--pha\\x1b[2J\\rok\": name may not contain two consecutive hyphens"
+                .to_string(),
+        ]
+    );
+    let validated = sb.run(&["validate", "-f", &file]).code(1);
+    assert_eq!(validated.stderr, run.stderr);
+    // Nothing was created for the shoot, not even a state dir.
+    assert!(!std::path::Path::new(sb.state()).exists());
+}
+
+#[test]
+fn regression_new_shoot_whose_project_and_name_exceed_21_characters_is_refused() {
+    let sb = Sandbox::new();
+    let file = sb.file("shoot.yaml");
+    // Project `dev` (3) + 19 = 22.
+    let text = std::fs::read_to_string(a1()).unwrap().replacen("  name: alpha\n", "  name: alpha-with-long-name\n", 1);
+    std::fs::write(&file, text).unwrap();
+    let expected = "metadata.name: Invalid value: \"alpha-with-long-name\": the length of the shoot name and the project name must not exceed 21 characters (project: dev; shoot: alpha-with-long-name)";
+    let validated = sb.run(&["validate", "-f", &file]).code(1);
+    assert_eq!(
+        validated.stderr_lines(),
+        vec![format!("error: shoot--dev--alpha-with-long-name ({file}): 1 validation error(s):"), expected.to_string()]
+    );
+    let run = refused(&sb, &file);
+    assert!(run.stderr_lines().contains(&expected), "{}", run.stderr);
+}
+
+#[test]
+fn regression_plan_file_whose_source_has_an_invalid_name_is_refused() {
+    let sb = Sandbox::new();
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &a1(), "--out", &plan]).code(0);
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    // A plan file of one shoot is that shoot's plan.
+    doc["source"]["shoot"]["metadata"]["name"] = "alpha/../../x\u{1b}[2J".into();
+    std::fs::write(&plan, serde_json::to_string(&doc).unwrap()).unwrap();
+    let run = sb.run(&["apply", &plan]).code(1);
+    assert!(!has_ansi(&run.stderr), "{:?}", run.stderr);
+    let lines = run.stderr_lines();
+    assert!(lines[0].starts_with("error: shoot--dev--alpha: the plan's source manifest ("), "{}", run.stderr);
+    assert!(
+        lines[0].ends_with(") has an invalid name; fix the manifest and re-run `trellis plan --out`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(lines[1..], [format!("metadata.name: Invalid value: \"alpha/../../x\\x1b[2J\": {LABEL_MSG}")]);
+    sb.assert_no_workspaces();
+}

@@ -420,3 +420,79 @@ fn cloud_azure_without_its_settings_is_a_clear_error() {
     }
     assert!(!std::path::Path::new(sb.state()).exists(), "no state dir is created when the cloud cannot be set up");
 }
+
+/// `v` with `payload` appended to every string but the enum fields of a plan.
+fn append_everywhere(v: &mut serde_json::Value, payload: &str) {
+    match v {
+        serde_json::Value::String(s) => s.push_str(payload),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|i| append_everywhere(i, payload)),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                let fixed = ["format_version", "action", "ownership", "kind", "provider", "mode", "format", "source"];
+                if !fixed.contains(&k.as_str()) {
+                    append_everywhere(v, payload);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Control characters a terminal would act on (a line break is the renderer's own).
+fn raw_controls(s: &str) -> Vec<char> {
+    s.chars().filter(|&c| c != '\n' && (c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c))).collect()
+}
+
+#[test]
+fn regression_show_and_diff_escape_hostile_plan_files() {
+    let sb = Sandbox::new();
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &a2(), "--out", &plan]).code(0);
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let payload = "BEGIN\u{1b}]0;owned\u{7}\u{1b}[2J\r\u{202e}` | </code></summary></details><details open><summary>x</summary>\n| a | b |\n<img src=x>END";
+    // A plan file of one shoot is that shoot's plan.
+    append_everywhere(&mut doc, payload);
+    doc["warnings"] = serde_json::json!([payload]);
+    // The body changed: give it its digest, or the file does not read back at all.
+    let edited: trellis_plans::Plan = serde_json::from_value(doc.clone()).unwrap();
+    doc["digest"] = serde_json::json!(edited.body_digest());
+    let hostile = sb.file("hostile.json");
+    std::fs::write(&hostile, serde_json::to_string(&doc).unwrap()).unwrap();
+
+    let text = sb.run_raw(&["show", &hostile]).code(0);
+    assert_eq!(raw_controls(&text.stdout), Vec::<char>::new(), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("Shoot: shoot--dev--bravoBEGIN\\x1b]0;owned\\x07\\x1b[2J\\r\\u{202e}`"),
+        "{}",
+        text.stdout
+    );
+    // As GitHub reads the comment: the only HTML is the renderer's own collapsed section.
+    let md = sb.run_raw(&["show", &hostile, "--output", "markdown"]).code(0).stdout;
+    assert_eq!(raw_controls(&md), Vec::<char>::new(), "{md}");
+    assert_eq!(html_tags(&md), ["<details>", "<summary>", "<code>", "</code>", "</summary>", "</details>"], "{md}");
+
+    let out = sb.run_raw(&["diff", &plan, &hostile]).code(0).stdout;
+    assert_eq!(raw_controls(&out), Vec::<char>::new(), "{out}");
+    assert!(out.contains("+ shoot shoot--dev--bravoBEGIN\\x1b]0;owned"), "{out}");
+    let md = sb.run_raw(&["diff", &plan, &hostile, "--output", "markdown"]).code(0).stdout;
+    assert_eq!(raw_controls(&md), Vec::<char>::new(), "{md}");
+    assert_eq!(html_tags(&md), Vec::<String>::new(), "{md}");
+}
+
+/// The HTML tags a CommonMark + GFM-tables reader finds in `md`, in order (text and code spans
+/// that merely show `<tags>` are not HTML).
+fn html_tags(md: &str) -> Vec<String> {
+    use pulldown_cmark::{Event, Options, Parser};
+    let mut tags = Vec::new();
+    for event in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        if let Event::Html(html) | Event::InlineHtml(html) = event {
+            let mut rest = html.as_ref();
+            while let Some(i) = rest.find('<') {
+                let end = rest[i..].find('>').map_or(rest.len(), |e| i + e + 1);
+                tags.push(rest[i..end].to_string());
+                rest = &rest[end..];
+            }
+        }
+    }
+    tags
+}

@@ -192,3 +192,16 @@ fn regression_control_characters_never_reach_the_terminal() {
         assert!(!run.stderr.contains('\r'), "{}", run.stderr);
     }
 }
+
+#[test]
+fn regression_yaml_limits_are_said_in_words_not_debug_text() {
+    let sb = Sandbox::new();
+    let wide = sb.file("wide.yaml");
+    std::fs::write(&wide, format!("x: [{}]\n", vec!["1"; 300_000].join(","))).unwrap();
+    let world = sb.file("wide-world.yaml");
+    std::fs::write(&world, format!("azure:\n  resources: [{}]\n", vec!["1"; 300_000].join(","))).unwrap();
+    for run in [sb.run(&["validate", "-f", &wide]), sb.run(&["plan", "-f", &a1(), "--world", &world])] {
+        let run = run.code(1).stderr_has("the document is too large or too complex to read safely (");
+        assert!(!run.stderr.contains("Nodes {") && !run.stderr.contains("budget breached"), "{}", run.stderr);
+    }
+}

@@ -5,8 +5,11 @@
 //! InfrastructureStatus as pretty JSON). The plan `digest` (of nodes and artifacts) follows the body, and
 //! the `prior` state moves on every apply; neither is a difference of its own: they are reported on a
 //! separate `state` line and never make a diff non-empty.
+//!
+//! The renderers escape every string of the plans through [`crate::escape`], as [`crate::render`] does.
 
-use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, fence_for, md_cell, prior_text};
+use crate::escape::{self, Md};
+use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, md_inline, prior_text};
 use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, Summary};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -367,11 +370,16 @@ pub fn render_diff(d: &PlanDiff, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", paint(color, BOLD, &headline(d)));
     for s in &d.removed {
-        let line = format!("- shoot {} (only in OLD): {}", s.shoot, counts_line(&s.summary));
+        let line = format!("- shoot {} (only in OLD): {}", escape::text(&s.shoot), counts_line(&s.summary));
         let _ = writeln!(out, "\n{}", paint(color, RED, &line));
     }
     for s in &d.added {
-        let line = format!("+ shoot {} (only in NEW, {}): {}", s.shoot, s.mode.as_str(), counts_line(&s.summary));
+        let line = format!(
+            "+ shoot {} (only in NEW, {}): {}",
+            escape::text(&s.shoot),
+            s.mode.as_str(),
+            counts_line(&s.summary)
+        );
         let _ = writeln!(out, "\n{}", paint(color, GREEN, &line));
     }
     for s in &d.changed {
@@ -385,7 +393,7 @@ pub fn render_diff(d: &PlanDiff, color: bool) -> String {
     if !state_only.is_empty() {
         out.push('\n');
         for s in state_only {
-            let line = format!("  {}: state: {}", s.shoot, state_text(s.state.as_ref()));
+            let line = format!("  {}: state: {}", escape::text(&s.shoot), state_text(s.state.as_ref()));
             let _ = writeln!(out, "{}", paint(color, DIM, &line));
         }
     }
@@ -396,8 +404,9 @@ fn state_text(s: Option<&StateDiff>) -> String {
     let Some(s) = s else { return "unchanged".to_string() };
     let mut parts = Vec::new();
     if let Some(Delta { old: a, new: b }) = &s.digest {
-        parts.push(format!("digest {} -> {}", short(a), short(b)));
+        parts.push(format!("digest {} -> {}", escape::text(short(a)), escape::text(short(b))));
     }
+    // `prior_text` escaped the lineages already.
     if let Some(Delta { old: a, new: b }) = &s.prior {
         parts.push(format!("prior {a} -> {b}"));
     }
@@ -409,7 +418,7 @@ fn short(d: &str) -> &str {
 }
 
 fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
-    let _ = writeln!(out, "{}", paint(color, YELLOW, &format!("~ shoot {}", s.shoot)));
+    let _ = writeln!(out, "{}", paint(color, YELLOW, &format!("~ shoot {}", escape::text(&s.shoot))));
     if let Some(Delta { old: a, new: b }) = s.provider {
         let _ = writeln!(out, "    provider: {} -> {}", a.as_str(), b.as_str());
     }
@@ -417,15 +426,15 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
         let _ = writeln!(out, "    mode: {} -> {}", a.as_str(), b.as_str());
     }
     for n in &s.nodes_removed {
-        let line = format!("  - {} ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+        let line = format!("  - {} ({}, {})", escape::text(&n.address), n.action.as_str(), n.ownership.as_str());
         let _ = writeln!(out, "{}", paint(color, RED, &line));
     }
     for n in &s.nodes_added {
-        let line = format!("  + {} ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+        let line = format!("  + {} ({}, {})", escape::text(&n.address), n.action.as_str(), n.ownership.as_str());
         let _ = writeln!(out, "{}", paint(color, GREEN, &line));
     }
     for n in &s.nodes_changed {
-        let _ = writeln!(out, "{}", paint(color, YELLOW, &format!("  ~ {}", n.address)));
+        let _ = writeln!(out, "{}", paint(color, YELLOW, &format!("  ~ {}", escape::text(&n.address))));
         for (depth, line) in node_lines(n) {
             let _ = writeln!(out, "      {}{line}", "  ".repeat(depth));
         }
@@ -438,7 +447,7 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
         }
         for (label, text) in text_artifacts(a) {
             let _ = writeln!(out, "      {label}:");
-            for line in text.lines() {
+            for line in escape::lines(text).lines() {
                 let code = if line.starts_with("+++") || line.starts_with("---") {
                     BOLD
                 } else if line.starts_with('+') {
@@ -458,10 +467,10 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
     if !s.warnings_added.is_empty() || !s.warnings_removed.is_empty() {
         out.push_str("    warnings:\n");
         for w in &s.warnings_removed {
-            let _ = writeln!(out, "{}", paint(color, RED, &format!("      - Warning: {w}")));
+            let _ = writeln!(out, "{}", paint(color, RED, &format!("      - Warning: {}", escape::text(w))));
         }
         for w in &s.warnings_added {
-            let _ = writeln!(out, "{}", paint(color, GREEN, &format!("      + Warning: {w}")));
+            let _ = writeln!(out, "{}", paint(color, GREEN, &format!("      + Warning: {}", escape::text(w))));
         }
     }
     if s.state.is_some() {
@@ -469,7 +478,8 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
     }
 }
 
-/// The lines describing one node's differences, each with its nesting depth.
+/// The lines describing one node's differences, each with its nesting depth; every string of the
+/// plans in them escaped as [`escape::text`].
 fn node_lines(n: &NodeDiff) -> Vec<(usize, String)> {
     let mut lines = Vec::new();
     if let Some(Delta { old: a, new: b }) = n.action {
@@ -480,20 +490,20 @@ fn node_lines(n: &NodeDiff) -> Vec<(usize, String)> {
     }
     if let Some(Delta { old: a, new: b }) = &n.reason {
         lines.push((0, "reason:".to_string()));
-        lines.push((1, format!("old plan: {a}")));
-        lines.push((1, format!("new plan: {b}")));
+        lines.push((1, format!("old plan: {}", escape::text(a))));
+        lines.push((1, format!("new plan: {}", escape::text(b))));
     }
     if let Some(Delta { old: a, new: b }) = &n.id {
         lines.push((0, format!("id: {} -> {}", opt_str(a.as_deref()), opt_str(b.as_deref()))));
     }
     for dep in &n.depends_on_removed {
-        lines.push((0, format!("depends_on: - {dep}")));
+        lines.push((0, format!("depends_on: - {}", escape::text(dep))));
     }
     for dep in &n.depends_on_added {
-        lines.push((0, format!("depends_on: + {dep}")));
+        lines.push((0, format!("depends_on: + {}", escape::text(dep))));
     }
     for c in &n.changes {
-        lines.push((0, format!("change {}:", c.path)));
+        lines.push((0, format!("change {}:", escape::text(&c.path))));
         lines.push((1, format!("old plan: {}", planned_change(c.old.as_ref()))));
         lines.push((1, format!("new plan: {}", planned_change(c.new.as_ref()))));
     }
@@ -521,8 +531,8 @@ fn opt_value(v: Option<&Value>) -> String {
     v.map(compact).unwrap_or_else(|| "(absent)".to_string())
 }
 
-fn opt_str(s: Option<&str>) -> &str {
-    s.unwrap_or("(none)")
+fn opt_str(s: Option<&str>) -> std::borrow::Cow<'_, str> {
+    escape::text(s.unwrap_or("(none)"))
 }
 
 fn opt_flag(v: Option<bool>) -> String {
@@ -539,7 +549,7 @@ fn artifact_lines(a: &ArtifactsDiff) -> Vec<String> {
         lines.push(format!("allow-egress Services: {} -> {}", deployed(o), deployed(n)));
     }
     for (flag, o, n) in &a.ccm_flags {
-        lines.push(format!("CCM flag --{flag}: {} -> {}", opt_flag(*o), opt_flag(*n)));
+        lines.push(format!("CCM flag --{}: {} -> {}", escape::text(flag), opt_flag(*o), opt_flag(*n)));
     }
     lines
 }
@@ -576,19 +586,20 @@ pub fn diff_markdown(d: &PlanDiff) -> String {
         out.push('\n');
     }
     for s in &d.removed {
-        let _ = writeln!(out, "- removed shoot `{}` (only in OLD): {}", s.shoot, counts_line(&s.summary));
+        let shoot = escape::md_code(&s.shoot, Md::Inline);
+        let _ = writeln!(out, "- removed shoot {shoot} (only in OLD): {}", counts_line(&s.summary));
     }
     for s in &d.added {
         let _ = writeln!(
             out,
-            "- added shoot `{}` (only in NEW, `{}`): {}",
-            s.shoot,
+            "- added shoot {} (only in NEW, `{}`): {}",
+            escape::md_code(&s.shoot, Md::Inline),
             s.mode.as_str(),
             counts_line(&s.summary)
         );
     }
     for s in d.changed.iter().filter(|s| !s.is_empty()) {
-        let _ = writeln!(out, "\n#### `{}`", s.shoot);
+        let _ = writeln!(out, "\n#### {}", escape::md_code(&s.shoot, Md::Inline));
         if !s.is_empty_but_text_artifacts() {
             out.push('\n');
         }
@@ -599,28 +610,31 @@ pub fn diff_markdown(d: &PlanDiff) -> String {
             let _ = writeln!(out, "- mode: `{}` → `{}`", a.as_str(), b.as_str());
         }
         for n in &s.nodes_removed {
-            let _ = writeln!(out, "- removed node `{}` ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+            let address = escape::md_code(&n.address, Md::Inline);
+            let _ = writeln!(out, "- removed node {address} ({}, {})", n.action.as_str(), n.ownership.as_str());
         }
         for n in &s.nodes_added {
-            let _ = writeln!(out, "- added node `{}` ({}, {})", n.address, n.action.as_str(), n.ownership.as_str());
+            let address = escape::md_code(&n.address, Md::Inline);
+            let _ = writeln!(out, "- added node {address} ({}, {})", n.action.as_str(), n.ownership.as_str());
         }
         for n in &s.nodes_changed {
-            let _ = writeln!(out, "- changed node `{}`", n.address);
+            let _ = writeln!(out, "- changed node {}", escape::md_code(&n.address, Md::Inline));
             for (depth, line) in node_lines(n) {
-                let _ = writeln!(out, "{}  - {}", "  ".repeat(depth), md_cell(&line));
+                let _ = writeln!(out, "{}  - {}", "  ".repeat(depth), md_inline(&line));
             }
         }
         for line in artifact_lines(&s.artifacts) {
-            let _ = writeln!(out, "- {}", md_cell(&line));
+            let _ = writeln!(out, "- {}", md_inline(&line));
         }
         for w in &s.warnings_removed {
-            let _ = writeln!(out, "- warning removed: {}", md_cell(w));
+            let _ = writeln!(out, "- warning removed: {}", md_inline(w));
         }
         for w in &s.warnings_added {
-            let _ = writeln!(out, "- warning added: {}", md_cell(w));
+            let _ = writeln!(out, "- warning added: {}", md_inline(w));
         }
         for (label, text) in text_artifacts(&s.artifacts) {
-            let fence = fence_for(text);
+            let text = escape::lines(text);
+            let fence = escape::fence_for(&text);
             let _ = write!(out, "\n{label}:\n\n{fence}diff\n{text}");
             if !text.ends_with('\n') {
                 out.push('\n');
@@ -628,14 +642,19 @@ pub fn diff_markdown(d: &PlanDiff) -> String {
             let _ = writeln!(out, "{fence}");
         }
         if s.state.is_some() {
-            let _ = writeln!(out, "\n<sub>state: {}</sub>", md_cell(&state_text(s.state.as_ref())));
+            let _ = writeln!(out, "\n<sub>state: {}</sub>", md_inline(&state_text(s.state.as_ref())));
         }
     }
     let state_only: Vec<&ShootDiff> = d.changed.iter().filter(|s| s.is_empty()).collect();
     if !state_only.is_empty() {
         out.push('\n');
         for s in state_only {
-            let _ = writeln!(out, "<sub>`{}` state: {}</sub><br>", s.shoot, md_cell(&state_text(s.state.as_ref())));
+            let _ = writeln!(
+                out,
+                "<sub>{} state: {}</sub><br>",
+                escape::md_code(&s.shoot, Md::Inline),
+                md_inline(&state_text(s.state.as_ref()))
+            );
         }
     }
     out

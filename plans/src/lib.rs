@@ -1,12 +1,14 @@
 //! The plan document: what `trellis plan` shows, what reviewers diff and what `trellis apply` executes.
 //!
 //! This crate knows nothing about clouds. It holds the serialisable document ([`Plan`]), its stable
-//! JSON form, the human renderers ([`render`]) and the semantic diff of two plans ([`diff`]).
+//! JSON form, the human renderers ([`render`]), the semantic diff of two plans ([`diff`]) and the
+//! escaping every renderer applies to the strings it prints ([`escape`]).
 //!
 //! Architecture invariant: the JSON of a plan is a pure function of its inputs. Nothing in here reads a
 //! clock, a random number generator or the environment (the text renderer's colour switch is passed in).
 
 pub mod diff;
+pub mod escape;
 pub mod render;
 
 use serde::{Deserialize, Serialize};

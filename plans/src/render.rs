@@ -16,7 +16,12 @@
 //! | `#` | skip | gated out by the configuration; never touched |
 //!
 //! No-op nodes have no symbol; the text renderer folds them into one `N unchanged` line unless verbose.
+//!
+//! Every string of the document goes through [`crate::escape`] on its way out: [`text`] never emits a
+//! raw control character, [`markdown`] never lets a string end a table cell, a code span or an HTML
+//! element it was put in.
 
+use crate::escape::{self, Md};
 use crate::{Action, Artifacts, Change, Check, ConfigFormat, Node, Ownership, Plan, PlanSet, Provider, Summary};
 use serde_json::Value;
 use std::fmt::Write;
@@ -114,7 +119,7 @@ fn non_write_counts(s: &Summary) -> Vec<String> {
 /// `lineage …, serial N` or `new workspace`.
 pub fn prior_text(plan: &Plan) -> String {
     match &plan.prior.lineage {
-        Some(lineage) => format!("lineage {lineage}, serial {}", plan.prior.serial),
+        Some(lineage) => format!("lineage {}, serial {}", escape::text(lineage), plan.prior.serial),
         None => "new workspace".to_string(),
     }
 }
@@ -124,11 +129,11 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
     let _ = writeln!(
         out,
         "Shoot: {}  provider: {}  mode: {}  prior: {}\nDigest: {}",
-        plan.shoot,
+        escape::text(&plan.shoot),
         plan.provider.as_str(),
         plan.mode.as_str(),
         prior_text(plan),
-        plan.digest
+        escape::text(&plan.digest)
     );
     let legend: Vec<String> = DISPLAY_ORDER
         .iter()
@@ -160,27 +165,27 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
     if !plan.warnings.is_empty() {
         out.push('\n');
         for w in &plan.warnings {
-            let _ = writeln!(out, "{} {}", style.paint(WARN, "Warning:"), w);
+            let _ = writeln!(out, "{} {}", style.paint(WARN, "Warning:"), escape::text(w));
         }
     }
 }
 
 fn node_text(out: &mut String, node: &Node, style: Style) {
-    let mut head = format!("{:>3} {}", node.action.symbol(), node.address);
+    let mut head = format!("{:>3} {}", node.action.symbol(), escape::text(&node.address));
     if node.ownership != Ownership::Managed {
         let _ = write!(head, " ({})", node.ownership.as_str());
     }
     let _ = writeln!(out, "{}", style.paint(action_color(node.action), &head));
-    let _ = writeln!(out, "      # {}", one_line(&node.reason));
+    let _ = writeln!(out, "      # {}", escape::text(&one_line(&node.reason)));
     match node.action {
         Action::Delete => {
             if let Some(id) = &node.id {
-                let _ = writeln!(out, "      id: {id}");
+                let _ = writeln!(out, "      id: {}", escape::text(id));
             }
         }
         Action::Create => {
             for c in &node.changes {
-                let _ = writeln!(out, "      {}: {}", c.path, value_or_absent(c.after.as_ref()));
+                let _ = writeln!(out, "      {}: {}", escape::text(&c.path), value_or_absent(c.after.as_ref()));
             }
         }
         Action::Update | Action::Replace => {
@@ -197,16 +202,21 @@ fn node_text(out: &mut String, node: &Node, style: Style) {
     }
 }
 
-/// `path: before -> after`, values as compact JSON, a missing side as `(absent)`.
+/// `path: before -> after`, values as compact JSON, a missing side as `(absent)`; escaped as [`escape::text`].
 pub fn change_text(c: &Change) -> String {
-    format!("{}: {} -> {}", c.path, value_or_absent(c.before.as_ref()), value_or_absent(c.after.as_ref()))
+    format!(
+        "{}: {} -> {}",
+        escape::text(&c.path),
+        value_or_absent(c.before.as_ref()),
+        value_or_absent(c.after.as_ref())
+    )
 }
 
-/// `path == value`, or `path is absent` for a `null` expectation.
+/// `path == value`, or `path is absent` for a `null` expectation; escaped as [`escape::text`].
 pub fn check_text(c: &Check) -> String {
     match &c.expect {
-        Value::Null => format!("{} is absent", c.path),
-        v => format!("{} == {}", c.path, compact(v)),
+        Value::Null => format!("{} is absent", escape::text(&c.path)),
+        v => format!("{} == {}", escape::text(&c.path), compact(v)),
     }
 }
 
@@ -214,9 +224,10 @@ fn value_or_absent(v: Option<&Value>) -> String {
     v.map(compact).unwrap_or_else(|| "(absent)".to_string())
 }
 
-/// A JSON value on one line.
+/// A JSON value on one line, escaped as [`escape::text`] (JSON escapes C0 controls itself, but not
+/// DEL, C1 controls or bidi overrides).
 pub fn compact(v: &Value) -> String {
-    serde_json::to_string(v).expect("JSON values always serialise")
+    escape::text(&serde_json::to_string(v).expect("JSON values always serialise")).into_owned()
 }
 
 fn one_line(s: &str) -> String {
@@ -242,13 +253,14 @@ const STATUS_KEYS: [(&str, &[&str]); 5] = [
     ("securityGroups", &["/securityGroups"]),
 ];
 
-/// The InfrastructureStatus as `key: value` lines (only keys that are present). When none of the known
-/// keys is present but the status is not null, one line with the whole status as compact JSON.
+/// The InfrastructureStatus as `key: value` lines (only keys that are present), values escaped as
+/// [`escape::text`]. When none of the known keys is present but the status is not null, one line with
+/// the whole status as compact JSON.
 pub fn status_lines(status: &Value) -> Vec<(String, String)> {
     let mut lines = Vec::new();
     for (label, pointers) in STATUS_KEYS {
         if let Some(v) = pointers.iter().find_map(|p| status.pointer(p)) {
-            lines.push((label.to_string(), status_value(v)));
+            lines.push((label.to_string(), escape::text(&status_value(v)).into_owned()));
         }
     }
     if lines.is_empty() && !status.is_null() {
@@ -288,12 +300,12 @@ fn status_entry(v: &Value) -> String {
     s
 }
 
-/// `a, b`, `none`, or the user-managed-egress explanation for `null`.
+/// `a, b`, `none`, or the user-managed-egress explanation for `null`; escaped as [`escape::text`].
 pub fn egress_text(egress: &Option<Vec<String>>) -> String {
     match egress {
         None => "none (user-managed egress: Gardener cannot know them)".to_string(),
         Some(cidrs) if cidrs.is_empty() => "none".to_string(),
-        Some(cidrs) => cidrs.join(", "),
+        Some(cidrs) => escape::text(&cidrs.join(", ")).into_owned(),
     }
 }
 
@@ -305,8 +317,9 @@ fn allow_egress_text(deployed: bool) -> &'static str {
     }
 }
 
+/// `--flag=value …`, escaped as [`escape::text`].
 fn flags_text(a: &Artifacts) -> String {
-    a.ccm_flags.iter().map(|(k, v)| format!("--{k}={v}")).collect::<Vec<_>>().join(" ")
+    a.ccm_flags.iter().map(|(k, v)| format!("--{}={v}", escape::text(k))).collect::<Vec<_>>().join(" ")
 }
 
 fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
@@ -330,7 +343,7 @@ fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
     let cfg = &a.cloud_provider_config;
     if !cfg.content.is_empty() {
         let _ = writeln!(out, "  {}:", config_file_name(provider, cfg.format));
-        for line in cfg.content.lines() {
+        for line in escape::lines(&cfg.content).lines() {
             if line.is_empty() {
                 out.push('\n');
             } else {
@@ -391,7 +404,7 @@ pub fn markdown(set: &PlanSet) -> String {
     out.push_str("| shoot | create | update | replace | delete | verify | skip |\n");
     out.push_str("|:--|--:|--:|--:|--:|--:|--:|\n");
     for plan in &set.plans {
-        let _ = writeln!(out, "| `{}` | {} |", plan.shoot, table_counts(&plan.summary));
+        let _ = writeln!(out, "| {} | {} |", escape::md_code(&plan.shoot, Md::Cell), table_counts(&plan.summary));
     }
     if set.plans.len() > 1 {
         let _ = writeln!(out, "| **total** | {} |", table_counts(&set.summary()));
@@ -402,7 +415,7 @@ pub fn markdown(set: &PlanSet) -> String {
         .iter()
         .flat_map(|p| &p.nodes)
         .filter(|n| matches!(n.action, Action::Delete | Action::Replace))
-        .map(|n| format!("`{}` ({})", n.address, n.action.as_str()))
+        .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action.as_str()))
         .collect();
     if !destructive.is_empty() {
         out.push_str("\n> [!WARNING]\n");
@@ -414,7 +427,7 @@ pub fn markdown(set: &PlanSet) -> String {
         if plan.has_changes() {
             plan_markdown(&mut out, plan);
         } else {
-            let _ = writeln!(out, "`{}`: {}", plan.shoot, counts_line(&plan.summary));
+            let _ = writeln!(out, "{}: {}", escape::md_code(&plan.shoot, Md::Inline), counts_line(&plan.summary));
         }
     }
     out
@@ -425,14 +438,19 @@ fn table_counts(s: &Summary) -> String {
 }
 
 fn plan_markdown(out: &mut String, plan: &Plan) {
-    let _ = writeln!(out, "<details><summary><code>{}</code>: {}</summary>\n", plan.shoot, counts_line(&plan.summary));
     let _ = writeln!(
         out,
-        "Provider `{}`, mode `{}`, {}, plan digest `{}`.\n",
+        "<details><summary><code>{}</code>: {}</summary>\n",
+        escape::html(&plan.shoot),
+        counts_line(&plan.summary)
+    );
+    let _ = writeln!(
+        out,
+        "Provider `{}`, mode `{}`, {}, plan digest {}.\n",
         plan.provider.as_str(),
         plan.mode.as_str(),
-        prior_text(plan),
-        plan.digest
+        md_inline(&prior_text(plan)),
+        escape::md_code(&plan.digest, Md::Inline)
     );
 
     let listed: Vec<&Node> = DISPLAY_ORDER
@@ -445,9 +463,9 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
         for n in &listed {
             let _ = writeln!(
                 out,
-                "| {} | `{}` | {} | {} |",
+                "| {} | {} | {} | {} |",
                 n.action.as_str(),
-                n.address,
+                escape::md_code(&n.address, Md::Cell),
                 n.ownership.as_str(),
                 md_cell(&n.reason)
             );
@@ -470,7 +488,13 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
         out.push_str("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n");
         for n in verify {
             for c in &n.checks {
-                let _ = writeln!(out, "- `{}`: `{}` — {}", n.address, check_text(c), md_cell(&c.message));
+                let _ = writeln!(
+                    out,
+                    "- {}: {} — {}",
+                    escape::md_code(&n.address, Md::Inline),
+                    escape::md_code(&check_text(c), Md::Inline),
+                    md_inline(&c.message)
+                );
             }
         }
     }
@@ -480,36 +504,40 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
     if !plan.warnings.is_empty() {
         out.push_str("\n**Warnings**\n\n");
         for w in &plan.warnings {
-            let _ = writeln!(out, "- {}", md_cell(w));
+            let _ = writeln!(out, "- {}", md_inline(w));
         }
     }
     out.push_str("\n</details>\n");
 }
 
-/// A node in a ```diff block: GitHub colours `+` lines green, `-` red and `!` orange.
+/// A node in a ```diff block: GitHub colours `+` lines green, `-` red and `!` orange. Every line
+/// starts with its marker and no string carries a line break ([`escape::text`]), so nothing a plan
+/// holds can close the fence.
 fn diff_block_node(out: &mut String, n: &Node) {
+    let address = escape::text(&n.address);
     match n.action {
         Action::Create => {
-            let _ = writeln!(out, "+ {}", n.address);
+            let _ = writeln!(out, "+ {address}");
             for c in &n.changes {
-                let _ = writeln!(out, "+     {}: {}", c.path, value_or_absent(c.after.as_ref()));
+                let _ = writeln!(out, "+     {}: {}", escape::text(&c.path), value_or_absent(c.after.as_ref()));
             }
         }
         Action::Delete => {
-            let _ = writeln!(out, "- {}", n.address);
+            let _ = writeln!(out, "- {address}");
             if let Some(id) = &n.id {
-                let _ = writeln!(out, "-     id: {id}");
+                let _ = writeln!(out, "-     id: {}", escape::text(id));
             }
         }
         Action::Update | Action::Replace => {
             let sym = if n.action == Action::Replace { "-/+" } else { "~" };
-            let _ = writeln!(out, "! {sym} {}", n.address);
+            let _ = writeln!(out, "! {sym} {address}");
             for c in &n.changes {
+                let path = escape::text(&c.path);
                 if c.before.is_some() {
-                    let _ = writeln!(out, "-     {}: {}", c.path, value_or_absent(c.before.as_ref()));
+                    let _ = writeln!(out, "-     {path}: {}", value_or_absent(c.before.as_ref()));
                 }
                 if c.after.is_some() {
-                    let _ = writeln!(out, "+     {}: {}", c.path, value_or_absent(c.after.as_ref()));
+                    let _ = writeln!(out, "+     {path}: {}", value_or_absent(c.after.as_ref()));
                 }
             }
         }
@@ -523,12 +551,12 @@ fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
     }
     out.push_str("\n**Artifacts**\n\n");
     for (k, v) in status_lines(&a.infrastructure_status) {
-        let _ = writeln!(out, "- {k}: `{v}`");
+        let _ = writeln!(out, "- {k}: {}", escape::md_code(&v, Md::Inline));
     }
-    let _ = writeln!(out, "- egress CIDRs: {}", md_cell(&egress_text(&a.egress_cidrs)));
+    let _ = writeln!(out, "- egress CIDRs: {}", md_inline(&egress_text(&a.egress_cidrs)));
     let _ = writeln!(out, "- allow-egress Services: {}", allow_egress_text(a.allow_egress));
     if !a.ccm_flags.is_empty() {
-        let _ = writeln!(out, "- CCM flags: `{}`", flags_text(a));
+        let _ = writeln!(out, "- CCM flags: {}", escape::md_code(&flags_text(a), Md::Inline));
     }
     let cfg = &a.cloud_provider_config;
     if !cfg.content.is_empty() {
@@ -536,38 +564,24 @@ fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
             ConfigFormat::Yaml => "yaml",
             ConfigFormat::Ini => "ini",
         };
-        let fence = fence_for(&cfg.content);
-        let _ = write!(out, "\n{}:\n\n{fence}{lang}\n{}", config_file_name(provider, cfg.format), cfg.content);
-        if !cfg.content.ends_with('\n') {
+        let content = escape::lines(&cfg.content);
+        let fence = escape::fence_for(&content);
+        let _ = write!(out, "\n{}:\n\n{fence}{lang}\n{content}", config_file_name(provider, cfg.format));
+        if !content.ends_with('\n') {
             out.push('\n');
         }
         let _ = writeln!(out, "{fence}");
     }
 }
 
-/// A backtick fence longer than any run of backticks in the content.
-pub(crate) fn fence_for(content: &str) -> String {
-    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
+/// Text safe inside a markdown table cell: [`escape::md_inline`] for a cell.
+pub fn md_cell(s: &str) -> String {
+    escape::md_inline(s, Md::Cell)
 }
 
-/// Text safe inside a markdown table cell or list item: one line, `|` escaped, and `<` escaped outside
-/// code spans so that GitHub does not swallow `<tn>` as an HTML tag.
-pub fn md_cell(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut in_code = false;
-    for c in one_line(s).chars() {
-        match c {
-            '`' => {
-                in_code = !in_code;
-                out.push(c);
-            }
-            '|' => out.push_str("\\|"),
-            '<' if !in_code => out.push_str("&lt;"),
-            _ => out.push(c),
-        }
-    }
-    out
+/// Text safe in a markdown list item or paragraph: [`escape::md_inline`].
+pub fn md_inline(s: &str) -> String {
+    escape::md_inline(s, Md::Inline)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -618,6 +632,7 @@ fn dot_fill(a: Action) -> &'static str {
     }
 }
 
+/// A quoted DOT id: control characters escaped as [`escape::text`], then `\` and `"`.
 fn dot_id(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    format!("\"{}\"", escape::text(s).replace('\\', "\\\\").replace('"', "\\\""))
 }

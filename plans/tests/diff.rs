@@ -168,3 +168,48 @@ fn checks_and_ownership_changes() {
     assert!(text.contains(expected), "{text}");
     assert!(!text.contains("state:"), "same digest and prior: no state line\n{text}");
 }
+
+/// Old and new plan files with shoots added, removed, changed (nodes, artifacts, warnings, state) and
+/// changed in state only; every string carries `payload`.
+fn hostile_pair(payload: &str) -> (PlanSet, PlanSet) {
+    let h = |p: Plan| hostile(&p, payload);
+    let mut drifted = replanned(azure_drifted_plan("shoot--dev--alpha"));
+    drifted.warnings.push("a warning that is new".into());
+    let old = set(vec![
+        h(azure_managed_plan("shoot--dev--alpha")),
+        h(azure_user_managed_plan("shoot--dev--beta")),
+        h(azure_user_managed_plan("shoot--dev--delta")),
+    ]);
+    let new = set(vec![
+        h(drifted),
+        h(azure_managed_plan("shoot--dev--gamma")),
+        h(replanned(azure_user_managed_plan("shoot--dev--delta"))),
+    ]);
+    (old, new)
+}
+
+#[test]
+fn regression_diff_renderers_escape_user_strings() {
+    let (old, new) = hostile_pair(TERMINAL_ATTACK);
+    let d = diff(&old, &new);
+    for out in [render_diff(&d, false), diff_markdown(&d)] {
+        assert_eq!(raw_controls(&out), Vec::<char>::new(), "raw control characters in:\n{out}");
+        assert!(out.contains("BEGIN\\x1b]0;owned\\x07\\x1b[2J"), "{out}");
+    }
+    // With colour, the only escape sequences are the renderer's colours (`ESC [ digits m`).
+    let coloured = render_diff(&d, true);
+    for (i, _) in coloured.match_indices('\u{1b}') {
+        let sgr =
+            coloured[i + 1..].strip_prefix('[').map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit() || c == ';'));
+        assert!(sgr.is_some_and(|r| r.starts_with('m')), "a raw escape sequence at {i}:\n{coloured}");
+    }
+
+    let (old, new) = hostile_pair(MARKDOWN_ATTACK);
+    let md = diff_markdown(&diff(&old, &new));
+    let (benign_old, benign_new) = hostile_pair("");
+    assert_eq!(md_structure(&md), md_structure(&diff_markdown(&diff(&benign_old, &benign_new))), "{md}");
+    let texts = md_texts(&md);
+    let whole =
+        texts.iter().filter(|t| t.contains("BEGIN")).all(|t| t.matches("BEGIN").count() == t.matches("END").count());
+    assert!(whole, "a string was split:\n{}", texts.join("\n"));
+}

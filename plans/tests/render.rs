@@ -137,7 +137,88 @@ fn renderers_are_deterministic() {
 
 #[test]
 fn markdown_escapes_table_cells() {
-    assert_eq!(render::md_cell("a | b <tn>-nodes `<tn>-workers`\nnext"), "a \\| b &lt;tn>-nodes `<tn>-workers` next");
+    assert_eq!(
+        render::md_cell("a | b <tn>-nodes `<tn>-workers`\nnext"),
+        "a \\| b &lt;tn&gt;-nodes `<tn>-workers` next"
+    );
+}
+
+/// A fleet of hostile plans (every string carries `payload`): one with every kind of change and a
+/// lineage, one with verify checks, one without changes.
+fn hostile_fleet(payload: &str) -> PlanSet {
+    let mut unchanged = azure_user_managed_plan("shoot--dev--gamma");
+    unchanged.prior = trellis_plans::Prior { lineage: Some(LINEAGE.to_string()), serial: 2 };
+    set(vec![
+        hostile(&azure_drifted_plan("shoot--dev--alpha"), payload),
+        hostile(&byo_first_plan(), payload),
+        hostile(&unchanged, payload),
+    ])
+}
+
+/// `s` without the SGR colour sequences (`ESC [ digits ; m`) the renderer writes.
+fn strip_sgr(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("\x1b[") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let params = after.chars().take_while(|c| c.is_ascii_digit() || *c == ';').count();
+        if after[params..].starts_with('m') {
+            rest = &after[params + 1..];
+        } else {
+            // Not a colour: keep the ESC, so the caller sees it.
+            out.push('\x1b');
+            rest = &rest[i + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn regression_text_renderer_escapes_control_characters_of_user_strings() {
+    let fleet = hostile_fleet(TERMINAL_ATTACK);
+    let shown = "BEGIN\\x1b]0;owned\\x07\\x1b[2J\\rforged line\\x9b31m\\u{202e}reversed\\x7f\\nEND";
+    for opts in [PLAIN, TextOptions { color: false, verbose: true }] {
+        let out = render::text(&fleet, &opts);
+        assert_eq!(raw_controls(&out), Vec::<char>::new(), "raw control characters in:\n{out}");
+        // Shown, visibly, where the names, reasons, values, warnings and artifacts are.
+        assert!(out.contains(&format!("Shoot: shoot--dev--alpha{shown}  provider: azure")), "{out}");
+        assert!(out.matches(shown).count() > 20, "{out}");
+    }
+    // With colour, the only escape sequences are the renderer's own colours.
+    let coloured = render::text(&fleet, &COLOR);
+    assert_eq!(raw_controls(&strip_sgr(&coloured)), Vec::<char>::new(), "{coloured}");
+    assert_eq!(strip_sgr(&coloured), render::text(&fleet, &PLAIN));
+}
+
+#[test]
+fn regression_markdown_renderer_keeps_user_strings_inside_their_cells() {
+    let benign = hostile_fleet("");
+    let fleet = hostile_fleet(MARKDOWN_ATTACK);
+    let md = render::markdown(&fleet);
+    // Same tables, rows, cells, list items, sections and HTML tags as without the attack: nothing
+    // was injected, nothing was closed early.
+    assert_eq!(md_structure(&md), md_structure(&render::markdown(&benign)), "{md}");
+    assert!(!md_structure(&md).iter().any(|s| s.contains("Link") || s.contains("Image") || s.contains("<img")), "{md}");
+    // Every string arrived whole, as text, in the cell or item it was put in.
+    let texts = md_texts(&md);
+    let whole =
+        texts.iter().filter(|t| t.contains("BEGIN")).all(|t| t.matches("BEGIN").count() == t.matches("END").count());
+    assert!(whole, "a string was split:\n{}", texts.join("\n"));
+    // Names and addresses are code spans: shown literally, the line breaks as `\n`.
+    let literal = MARKDOWN_ATTACK.replace('\n', "\\n");
+    assert!(texts.iter().any(|t| t.contains(&format!("shoot--dev--alpha{literal}"))), "{}", texts.join("\n"));
+    // And no raw control character either.
+    let md = render::markdown(&hostile_fleet(TERMINAL_ATTACK));
+    assert_eq!(raw_controls(&md), Vec::<char>::new(), "{md}");
+}
+
+#[test]
+fn regression_dot_renderer_escapes_control_characters_of_user_strings() {
+    let plan = hostile(&azure_drifted_plan("shoot--dev--alpha"), TERMINAL_ATTACK);
+    let dot = render::dot(&plan);
+    assert_eq!(raw_controls(&dot), Vec::<char>::new(), "{dot}");
 }
 
 fn strip_ansi(s: &str) -> String {
@@ -180,6 +261,6 @@ fn byo_first_plan() -> trellis_plans::Plan {
 fn markdown_lists_verify_checks() {
     let md = render::markdown(&set(vec![byo_first_plan()]));
     assert!(md.contains("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n"), "{md}");
-    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn>-nodes |"), "{md}");
+    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn&gt;-nodes |"), "{md}");
     insta::assert_snapshot!("markdown_user_managed_first_plan", md);
 }

@@ -2,14 +2,17 @@
 //!
 //! Every struct here is `deny_unknown_fields`, and every field defaults to its empty value, as
 //! upstream's Go types do: a missing field is for validation to report (with upstream's field
-//! error), an unknown field or a wrong type is a parse error with file, line and column.
+//! error), an unknown field or a wrong type is a parse error with file, line and column. Bool and
+//! integer fields read through [`crate::strict`]: a quoted value is a string, as in Kubernetes.
 //! Parts trellis does not interpret are [`Opaque`]: any YAML is accepted there and kept.
 //!
 //! [`load`] reads files and directories (a directory is a fleet: its `*.yaml`/`*.yml` files,
-//! sorted, not recursive); a file may hold several documents separated by `---`. Each document is
-//! read twice over the original text, so that every location points into the file as written:
-//! a light pass for `apiVersion`, `kind` and `spec.provider.type`, then the typed pass for that
-//! provider.
+//! sorted, not recursive; an entry of that name that cannot be read as a file, such as a dangling
+//! symbolic link or a directory, is an error naming it, never skipped); a file may hold several
+//! documents separated by `---`. Each document is read twice over the original text, so that every
+//! location points into the file as written: a light pass for `apiVersion`, `kind` and
+//! `spec.provider.type`, then the typed pass for that provider. Then every Shoot's name and
+//! namespace are checked ([`crate::metadata::validate`]) before anything computes its technical id.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,9 +21,11 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
-use serde_saphyr::MessageFormatter;
 
 use crate::azure;
+use crate::field::ErrorList;
+use crate::metadata;
+use crate::strict::expected_in_words;
 
 /// `apiVersion` of a Shoot.
 pub const SHOOT_API_VERSION: &str = "core.gardener.cloud/v1beta1";
@@ -66,7 +71,7 @@ pub struct ObjectMeta {
     pub uid: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_link: Option<String>,
@@ -74,7 +79,7 @@ pub struct ObjectMeta {
     pub creation_timestamp: Option<Opaque>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<Opaque>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub deletion_grace_period_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
@@ -183,9 +188,9 @@ pub struct Provider<C> {
 pub struct Worker {
     #[serde(default)]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::int")]
     pub minimum: i32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::int")]
     pub maximum: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<Opaque>,
@@ -382,10 +387,48 @@ pub enum ManifestError {
     InfrastructureConfig { file: PathBuf, doc: usize, provider_type: &'static str, api_version: String, kind: String },
     #[error("{}: no *.yaml or *.yml files in this directory", dir.display())]
     EmptyDir { dir: PathBuf },
+    /// `*.yaml`/`*.yml` entries of a fleet directory that cannot be read as files, one line each.
+    #[error("{}", entries.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    UnreadableEntries { entries: Vec<UnreadableEntry> },
     #[error("no Shoot manifests found in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
     NoManifests { paths: Vec<PathBuf> },
     #[error("duplicate shoot {technical_id}: defined in {first} and in {second}")]
     DuplicateShoot { technical_id: String, first: DocRef, second: DocRef },
+    /// Shoots whose `metadata.name` / `metadata.namespace` break Gardener's rules ([`metadata::validate`]):
+    /// per document a header line, then its field errors one per line.
+    #[error("{}", invalid_metadata_lines(failures))]
+    InvalidMetadata { failures: Vec<(DocRef, ErrorList)> },
+}
+
+fn invalid_metadata_lines(failures: &[(DocRef, ErrorList)]) -> String {
+    let mut lines = Vec::new();
+    for (doc, errs) in failures {
+        lines.push(format!("{doc}: {} validation error(s) in the shoot's name:", errs.len()));
+        lines.extend(errs.iter().map(|e| e.to_string()));
+    }
+    lines.join("\n")
+}
+
+/// A `*.yaml`/`*.yml` entry of a fleet directory that is not a readable file.
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableEntry {
+    /// It cannot be inspected: a dangling or looping symbolic link, permission denied, an I/O error.
+    #[error(
+        "{}: cannot read it: {}{cause}; fix or remove it, or move it out of {}",
+        path.display(),
+        link.as_ref().map(|l| format!("it is a symbolic link to {}: ", l.display())).unwrap_or_default(),
+        dir.display()
+    )]
+    Io { dir: PathBuf, path: PathBuf, link: Option<PathBuf>, cause: std::io::Error },
+    #[error(
+        "{}: is a directory, not a manifest file (a fleet directory is not read recursively); rename it or move it out of {}",
+        path.display(),
+        dir.display()
+    )]
+    Directory { dir: PathBuf, path: PathBuf },
+    /// A socket, a FIFO, a device: reading it could block or never end.
+    #[error("{}: is not a regular file; rename it or move it out of {}", path.display(), dir.display())]
+    NotAFile { dir: PathBuf, path: PathBuf },
 }
 
 /// The `apiVersion` and `kind` of a provider's `InfrastructureConfig`.
@@ -411,28 +454,16 @@ fn or_none(s: &str) -> &str {
 /// Loads every Shoot of `paths` (files, or directories of `*.yaml`/`*.yml`, not recursive).
 ///
 /// Documents come in path order, then file order (a directory's files sorted by name), then
-/// document order. Empty documents are skipped. Two documents with the same technical id are an
-/// error naming both.
+/// document order. Empty documents are skipped. Every Shoot's `metadata.name` and
+/// `metadata.namespace` are checked ([`metadata::validate`]) before its technical id is used; the
+/// errors of all documents come at once. Two documents with the same technical id are an error
+/// naming both.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
         if meta.is_dir() {
-            let mut in_dir = Vec::new();
-            let entries = std::fs::read_dir(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
-            for entry in entries {
-                let entry = entry.map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
-                let p = entry.path();
-                let is_yaml = p.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
-                if is_yaml && p.is_file() {
-                    in_dir.push(p);
-                }
-            }
-            if in_dir.is_empty() {
-                return Err(ManifestError::EmptyDir { dir: path.clone() });
-            }
-            in_dir.sort();
-            files.extend(in_dir);
+            files.extend(fleet_files(path)?);
         } else {
             files.push(path.clone());
         }
@@ -449,6 +480,18 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() });
     }
 
+    let failures: Vec<(DocRef, ErrorList)> = loaded
+        .iter()
+        .map(|(doc, multi)| {
+            let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
+            (here, metadata::validate(doc.shoot.metadata()))
+        })
+        .filter(|(_, errs)| !errs.is_empty())
+        .collect();
+    if !failures.is_empty() {
+        return Err(ManifestError::InvalidMetadata { failures });
+    }
+
     let mut seen: BTreeMap<String, DocRef> = BTreeMap::new();
     for (doc, multi) in &loaded {
         let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
@@ -459,6 +502,56 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
         seen.insert(id, here);
     }
     Ok(loaded.into_iter().map(|(d, _)| d).collect())
+}
+
+/// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
+/// file (a dangling or looping symbolic link, a directory, a socket, an entry that cannot be
+/// inspected) is an error naming its path; all of them are reported at once.
+fn fleet_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let io = |cause| ManifestError::Io { path: dir.to_path_buf(), cause };
+    let mut files = Vec::new();
+    let mut unreadable = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let is_yaml = path.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
+        if !is_yaml {
+            continue;
+        }
+        let dir = dir.to_path_buf();
+        // `metadata` follows symbolic links: what is read is the target.
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => files.push(path),
+            Ok(m) if m.is_dir() => unreadable.push(UnreadableEntry::Directory { dir, path }),
+            Ok(_) => unreadable.push(UnreadableEntry::NotAFile { dir, path }),
+            Err(cause) => {
+                let link = std::fs::read_link(&path).ok().map(|target| match target.is_absolute() {
+                    true => target,
+                    false => dir.join(target),
+                });
+                unreadable.push(UnreadableEntry::Io { dir, path, link, cause });
+            }
+        }
+    }
+    if !unreadable.is_empty() {
+        unreadable.sort_by(|a, b| a.path().cmp(b.path()));
+        return Err(ManifestError::UnreadableEntries { entries: unreadable });
+    }
+    if files.is_empty() {
+        return Err(ManifestError::EmptyDir { dir: dir.to_path_buf() });
+    }
+    files.sort();
+    Ok(files)
+}
+
+impl UnreadableEntry {
+    /// The entry's path.
+    pub fn path(&self) -> &Path {
+        match self {
+            UnreadableEntry::Io { path, .. }
+            | UnreadableEntry::Directory { path, .. }
+            | UnreadableEntry::NotAFile { path, .. } => path,
+        }
+    }
 }
 
 /// Parses the Shoots in `text` (the contents of `file`, which only names it in errors).
@@ -526,30 +619,91 @@ fn typed<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
 }
 
 /// A deserialization error as `file:line:col: what`, in words for the user: serde-saphyr's
-/// message, except a wrong scalar names the value, and a duplicate key drops the developer hint.
+/// message, except a wrong scalar names the value (and a quoted one for a boolean or integer field
+/// says to drop the quotes), and a duplicate key drops the developer hint.
 fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::Error, offset: u64) -> ManifestError {
     // `offset`: the error is in a document parsed alone that starts `offset` lines into the file.
-    let (line, column) = err.location().map(|l| (l.line() + offset, l.column())).unwrap_or((0, 0));
+    let (line, mut column) = err.location().map(|l| (l.line() + offset, l.column())).unwrap_or((0, 0));
     let message = match err.without_snippet() {
         serde_saphyr::Error::InvalidScalar { ty, .. } => match scalar_at(text, line, column) {
-            Some(v) if v.starts_with(['"', '\'']) => format!("invalid value {v}: expected {}", type_in_words(ty)),
-            Some(v) => format!("invalid value \"{v}\": expected {}", type_in_words(ty)),
-            None => format!("invalid value: expected {}", type_in_words(ty)),
+            Some(v) if v.starts_with(['"', '\'']) => format!("invalid value {v}: expected {}", expected_in_words(ty)),
+            Some(v) => format!("invalid value \"{v}\": expected {}", expected_in_words(ty)),
+            None => format!("invalid value: expected {}", expected_in_words(ty)),
         },
+        // A bool or integer field ([`crate::strict`]) got something else; serde-saphyr places the
+        // error at the field's key, the message points at the value after it.
+        serde_saphyr::Error::SerdeInvalidType { expected, .. }
+        | serde_saphyr::Error::SerdeInvalidValue { expected, .. }
+            if expected.starts_with("a boolean") || expected.starts_with("an integer") =>
+        {
+            match value_after_key(text, line, column) {
+                Some((at, v)) if v.starts_with(['"', '\'']) => {
+                    column = at;
+                    format!("invalid value {v}: expected {expected}, not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)")
+                }
+                Some((at, v)) => {
+                    column = at;
+                    format!("invalid value \"{v}\": expected {expected}")
+                }
+                None => format!("invalid value: expected {expected}"),
+            }
+        }
         serde_saphyr::Error::DuplicateMappingKey { key: Some(k), .. } => format!("duplicate key {k:?}"),
         serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => "duplicate key".to_string(),
-        other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
+        other => trellis_planner::yaml::message(other),
     };
     ManifestError::Parse { file: file.to_path_buf(), line, column, doc, message }
 }
 
-fn type_in_words(ty: &str) -> String {
-    match ty {
-        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" => format!("an integer ({ty})"),
-        "f32" | "f64" => "a number".to_string(),
-        "bool" => "a boolean (true or false)".to_string(),
-        _ => ty.to_string(),
+/// The value written after the mapping key that starts at `line:column` (1-based), if it is on the
+/// same line: its column and its text as written (a quoted value with its quotes; a plain one up to a
+/// comment, or up to the end of a flow collection).
+fn value_after_key(text: &str, line: u64, column: u64) -> Option<(u64, String)> {
+    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let chars: Vec<char> = l.chars().collect();
+    let mut i = usize::try_from(column).ok()?.checked_sub(1)?;
+    // The key: quoted up to its closing quote, or plain up to the `:` that ends it.
+    match chars.get(i)? {
+        q @ ('"' | '\'') => i += 1 + closing_quote(&chars[i + 1..], *q)? + 1,
+        _ => {
+            while i < chars.len() && !(chars[i] == ':' && chars.get(i + 1).is_none_or(|c| c.is_whitespace())) {
+                i += 1;
+            }
+        }
     }
+    if chars.get(i) != Some(&':') {
+        return None;
+    }
+    i += 1;
+    while chars.get(i).is_some_and(|c| *c == ' ' || *c == '\t') {
+        i += 1;
+    }
+    let start = i;
+    let value: String = match chars.get(i)? {
+        '#' => return None,
+        q @ ('"' | '\'') => chars[i..=i + 1 + closing_quote(&chars[i + 1..], *q)?].iter().collect(),
+        _ => {
+            let rest: String = chars[i..].iter().collect();
+            let rest = rest.split(" #").next().unwrap_or("");
+            rest.split([',', '}', ']']).next().unwrap_or("").trim_end().to_string()
+        }
+    };
+    (!value.is_empty()).then(|| (start as u64 + 1, value))
+}
+
+/// The index of the quote that closes a scalar quoted with `q`, in the text after the opening quote
+/// (`\"` is escaped in double quotes, `''` in single quotes).
+fn closing_quote(after: &[char], q: char) -> Option<usize> {
+    let mut i = 0;
+    while i < after.len() {
+        match after[i] {
+            '\\' if q == '"' => i += 2,
+            c if c == q && q == '\'' && after.get(i + 1) == Some(&'\'') => i += 2,
+            c if c == q => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// The scalar at `line:column` (1-based) as written, up to the end of the line or a comment.

@@ -809,3 +809,56 @@ fn zones_must_exist_in_the_region_unless_already_used() {
     assert!(validate_infrastructure_config_against_zones(Some(&old), &new, &region, &Path::root()).is_empty());
     assert!(validate_infrastructure_config_against_zones(None, &cfg(SINGLE), &[], &Path::root()).is_empty());
 }
+
+/// A valid managed shoot named `name` in `namespace`.
+fn named_shoot(name: &str, namespace: &str) -> trellis_providers::azure::AzureShoot {
+    let text = format!(
+        "apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  networking:
+    nodes: {NODES}
+    pods: {PODS}
+    services: {SERVICES}
+  provider:
+    type: azure
+    infrastructureConfig:
+      apiVersion: azure.provider.extensions.gardener.cloud/v1alpha1
+      kind: InfrastructureConfig
+      networks:
+        vnet:
+          cidr: 10.250.0.0/16
+        workers: 10.250.0.0/19
+"
+    );
+    let loaded = trellis_providers::manifest::parse_str(std::path::Path::new("shoot.yaml"), &text).unwrap();
+    match loaded.into_iter().next().unwrap().shoot {
+        trellis_providers::manifest::ShootAny::Azure(s) => s,
+    }
+}
+
+#[test]
+fn regression_project_and_shoot_name_longer_than_21_characters_is_refused_on_create() {
+    use trellis_providers::azure::{self, AzureError};
+    use trellis_state::Workspace;
+    // 8 + 13 = 21: fine.
+    let shoot = named_shoot("thirteen-char", "garden-platform");
+    azure::validate(&shoot, &Workspace::new(&shoot.technical_id())).unwrap();
+    // 8 + 14 = 22: refused for a new shoot, with upstream's message.
+    let shoot = named_shoot("fourteen-chars", "garden-platform");
+    let new = Workspace::new(&shoot.technical_id());
+    match azure::validate(&shoot, &new) {
+        Err(AzureError::Invalid(errs)) => assert_eq!(
+            errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            vec!["metadata.name: Invalid value: \"fourteen-chars\": the length of the shoot name and the project name must not exceed 21 characters (project: platform; shoot: fourteen-chars)"]
+        ),
+        other => panic!("expected the length error, got {other:?}"),
+    }
+    // Upstream checks it on create only: a shoot whose configuration was applied keeps its name.
+    let mut applied = new;
+    applied.last_applied = Some(azure::last_applied(&shoot));
+    azure::validate(&shoot, &applied).unwrap();
+}

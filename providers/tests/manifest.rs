@@ -235,3 +235,261 @@ fn empty_directory_and_empty_files_are_errors() {
     assert_eq!(load_err_files(&[("empty.yaml", "---\n# nothing\n")], &[""]), "no Shoot manifests found in <dir>");
     assert!(load_err_files(&[], &["missing.yaml"]).starts_with("<dir>/missing.yaml: "));
 }
+
+/// A fleet directory with one valid shoot (`a.yaml`) and whatever `add` puts next to it; the error
+/// of loading the directory, with the directory shown as `<dir>`.
+#[track_caller]
+fn fleet_err(add: impl FnOnce(&Path)) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), azure_shoot("")).unwrap();
+    add(dir.path());
+    let err = manifest::load(&[dir.path().to_path_buf()]).expect_err("the fleet must be refused");
+    err.to_string().replace(&dir.path().display().to_string(), "<dir>")
+}
+
+#[test]
+fn regression_fleet_dir_refuses_a_dangling_symlink() {
+    let err = fleet_err(|dir| std::os::unix::fs::symlink(dir.join("gone.yaml"), dir.join("b.yaml")).unwrap());
+    assert_eq!(
+        err,
+        "<dir>/b.yaml: cannot read it: it is a symbolic link to <dir>/gone.yaml: No such file or directory (os error 2); fix or remove it, or move it out of <dir>"
+    );
+}
+
+#[test]
+fn regression_fleet_dir_refuses_a_looping_symlink() {
+    let err = fleet_err(|dir| {
+        std::os::unix::fs::symlink(dir.join("c.yaml"), dir.join("b.yaml")).unwrap();
+        std::os::unix::fs::symlink(dir.join("b.yaml"), dir.join("c.yaml")).unwrap();
+    });
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    for (line, name) in lines.iter().zip(["b.yaml", "c.yaml"]) {
+        assert!(line.starts_with(&format!("<dir>/{name}: cannot read it: it is a symbolic link to <dir>/")), "{line}");
+        assert!(line.contains("Too many levels of symbolic links"), "{line}");
+    }
+}
+
+#[test]
+fn regression_fleet_dir_refuses_a_directory_named_yaml() {
+    let err = fleet_err(|dir| std::fs::create_dir(dir.join("b.yaml")).unwrap());
+    assert_eq!(
+        err,
+        "<dir>/b.yaml: is a directory, not a manifest file (a fleet directory is not read recursively); rename it or move it out of <dir>"
+    );
+}
+
+#[test]
+fn regression_fleet_dir_reports_every_unreadable_entry_by_path() {
+    let err = fleet_err(|dir| {
+        std::fs::create_dir(dir.join("d.yml")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone.yaml"), dir.join("b.yaml")).unwrap();
+        // Not a manifest name: not read, not an error.
+        std::os::unix::fs::symlink(dir.join("gone.txt"), dir.join("notes.txt")).unwrap();
+    });
+    let paths: Vec<&str> = err.lines().map(|l| l.split(": ").next().unwrap()).collect();
+    assert_eq!(paths, vec!["<dir>/b.yaml", "<dir>/d.yml"], "{err}");
+}
+
+/// A Shoot that sets every boolean and integer field trellis reads; each such line ends in a comment
+/// naming the field's type.
+const EVERY_TYPED_FIELD: &str = "\
+apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: a
+  namespace: garden-p
+  generation: 3 # i64
+  deletionGracePeriodSeconds: 30 # i64
+spec:
+  provider:
+    type: azure
+    infrastructureConfig:
+      apiVersion: azure.provider.extensions.gardener.cloud/v1alpha1
+      kind: InfrastructureConfig
+      networks:
+        natGateway:
+          enabled: true # bool
+          idleConnectionTimeoutMinutes: 4 # i32
+          zone: 1 # i32
+          ipAddresses:
+          - name: ip
+            resourceGroup: rg
+            zone: 1 # i32
+        zones:
+        - name: 2 # i32
+          cidr: 10.0.0.0/24
+          natGateway: {enabled: true} # bool
+        - {cidr: 10.0.1.0/24, name: 3} # i32
+      identity:
+        name: id
+        resourceGroup: rg
+        acrAccess: false # bool
+      zoned: true # bool
+    workers:
+    - name: w
+      minimum: 1 # i32
+      maximum: 2 # i32
+";
+
+#[test]
+fn plain_booleans_and_integers_parse_in_every_typed_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shoot.yaml");
+    std::fs::write(&file, EVERY_TYPED_FIELD).unwrap();
+    let loaded = manifest::load(&[file]).unwrap();
+    let shoot = azure(&loaded[0]);
+    assert_eq!((shoot.metadata.generation, shoot.metadata.deletion_grace_period_seconds), (Some(3), Some(30)));
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let nat = cfg.networks.nat_gateway.as_ref().unwrap();
+    assert_eq!(
+        (nat.enabled, nat.idle_connection_timeout_minutes, nat.zone, nat.ip_addresses[0].zone),
+        (true, Some(4), Some(1), Some(1))
+    );
+    assert_eq!(cfg.networks.zones.iter().map(|z| z.name).collect::<Vec<_>>(), vec![2, 3]);
+    assert!(cfg.networks.zones[0].nat_gateway.as_ref().unwrap().enabled);
+    assert_eq!(cfg.identity.as_ref().unwrap().acr_access, Some(false));
+    assert!(cfg.zoned);
+    assert_eq!((shoot.spec.provider.workers[0].minimum, shoot.spec.provider.workers[0].maximum), (1, 2));
+    // YAML 1.1 booleans written plain are booleans, as in Kubernetes' YAML reader.
+    let text = EVERY_TYPED_FIELD.replace("zoned: true", "zoned: yes");
+    let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap();
+    assert!(azure(&loaded[0]).spec.provider.infrastructure_config.zoned);
+}
+
+#[test]
+fn regression_quoted_booleans_and_integers_are_refused_with_file_line_column() {
+    let lines: Vec<&str> = EVERY_TYPED_FIELD.lines().collect();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some((code, ty)) = line.split_once(" # ") else { continue };
+        // The value: after the last `key: ` of the line, up to the end of a flow mapping.
+        let key_end = code.rfind(": ").unwrap() + 2;
+        let value: String = code[key_end..].chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        let expected = match ty {
+            "bool" => "a boolean (true or false)".to_string(),
+            t => format!("an integer ({t})"),
+        };
+        let optional =
+            ["generation:", "deletionGracePeriodSeconds:", "idleConnectionTimeoutMinutes:", "zone:", "acrAccess:"]
+                .iter()
+                .any(|k| code.trim_start().starts_with(k));
+        let expected = if optional { format!("{expected} or null") } else { expected };
+        for quote in ['"', '\''] {
+            let quoted = format!("{}{quote}{value}{quote}{}", &code[..key_end], &code[key_end + value.len()..]);
+            let mut text = lines.clone();
+            text[i] = &quoted;
+            let text = text.join("\n") + "\n";
+            let err = load_err_files(&[("shoot.yaml", &text)], &["shoot.yaml"]);
+            assert_eq!(
+                err,
+                format!(
+                    "<dir>/shoot.yaml:{}:{}: invalid value {quote}{value}{quote}: expected {expected}, not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+                    i + 1,
+                    key_end + 1
+                ),
+                "line {}: {quoted}",
+                i + 1
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 13, "every typed field was tried");
+}
+
+#[test]
+fn regression_quoted_yes_is_not_a_boolean() {
+    check_err(
+        &azure_shoot("      zoned: \"yes\"\n"),
+        "<dir>/shoot.yaml:12:14: invalid value \"yes\": expected a boolean (true or false), not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+    );
+    check_err(
+        &format!("{HEAD}spec:\n  provider:\n    type: azure\n    workers:\n    - name: w\n      maximum: \"3\"\n"),
+        "<dir>/shoot.yaml:11:16: invalid value \"3\": expected an integer (i32), not a quoted string; write the value without quotes (Kubernetes reads a quoted value as a string)",
+    );
+}
+
+/// `s` as a double-quoted YAML scalar (JSON's escapes are YAML's).
+fn json_quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// `azure_shoot("")` with another name and namespace; the error of loading it.
+#[track_caller]
+fn named_err(name: &str, namespace: &str) -> String {
+    let text = azure_shoot("").replace(
+        "  name: a\n  namespace: garden-p\n",
+        &format!("  name: {}\n  namespace: {}\n", json_quoted(name), json_quoted(namespace)),
+    );
+    load_err_files(&[("shoot.yaml", &text)], &["shoot.yaml"])
+}
+
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+#[test]
+fn regression_invalid_shoot_names_are_refused_as_gardener_refuses_them() {
+    let header = "<dir>/shoot.yaml: 1 validation error(s) in the shoot's name:";
+    let one = |e: String| format!("{header}\n{e}");
+    let long = "a".repeat(5000);
+    for (name, namespace, expected) in [
+        ("", "garden-p", one("metadata.name: Required value: name or generateName is required".into())),
+        ("Web", "garden-p", one(format!("metadata.name: Invalid value: \"Web\": {LABEL_MSG}"))),
+        ("wéb", "garden-p", one(format!("metadata.name: Invalid value: \"wéb\": {LABEL_MSG}"))),
+        ("a/b", "garden-p", one(format!("metadata.name: Invalid value: \"a/b\": {LABEL_MSG}"))),
+        ("a.b", "garden-p", one("metadata.name: Invalid value: \"a.b\": must not contain dots".into())),
+        (&long, "garden-p", one(format!("metadata.name: Invalid value: \"{long}\": must be no more than 63 characters"))),
+        ("a--b", "garden-p", one("metadata.name: Invalid value: \"a--b\": name may not contain two consecutive hyphens".into())),
+        // Control characters are shown escaped, in the error as everywhere.
+        ("a\u{1b}[2J\rb", "garden-p", one(format!("metadata.name: Invalid value: \"a\\x1b[2J\\rb\": {LABEL_MSG}"))),
+        ("a", "", one("metadata.namespace: Required value".into())),
+        ("a", "Garden-P", one(format!("metadata.namespace: Invalid value: \"Garden-P\": {LABEL_MSG}"))),
+        ("a", "dev", one("metadata.namespace: Invalid value: \"dev\": must start with garden- (a shoot lives in its project's namespace, garden-<project>, or in garden)".into())),
+        ("a", "garden-abcdefghijk", one("metadata.namespace: Invalid value: \"garden-abcdefghijk\": project name \"abcdefghijk\": must be no more than 10 characters".into())),
+        ("a", "garden-x--y", one("metadata.namespace: Invalid value: \"garden-x--y\": the project name must not contain two consecutive hyphens (project: x--y)".into())),
+        ("a", "garden--x", one(format!("metadata.namespace: Invalid value: \"garden--x\": project name \"-x\": {LABEL_MSG}"))),
+    ] {
+        assert_eq!(named_err(name, namespace), expected, "name {name:?}, namespace {namespace:?}");
+    }
+    // Every error at once.
+    assert_eq!(
+        named_err("Web--x", "prod"),
+        format!("<dir>/shoot.yaml: 3 validation error(s) in the shoot's name:\nmetadata.name: Invalid value: \"Web--x\": {LABEL_MSG}\nmetadata.name: Invalid value: \"Web--x\": name may not contain two consecutive hyphens\nmetadata.namespace: Invalid value: \"prod\": must start with garden- (a shoot lives in its project's namespace, garden-<project>, or in garden)")
+    );
+}
+
+#[test]
+fn regression_shoots_that_would_share_a_technical_id_are_refused_by_name() {
+    // `shoot--p--a--b` could be project p + shoot a--b or project p--a + shoot b: both are refused.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("1.yaml"), azure_shoot("").replace("name: a\n", "name: a--b\n")).unwrap();
+    std::fs::write(
+        dir.path().join("2.yaml"),
+        azure_shoot("").replace("namespace: garden-p", "namespace: garden-p--a").replace("name: a\n", "name: b\n"),
+    )
+    .unwrap();
+    let err = manifest::load(&[dir.path().to_path_buf()])
+        .unwrap_err()
+        .to_string()
+        .replace(&dir.path().display().to_string(), "<dir>");
+    assert_eq!(
+        err,
+        "<dir>/1.yaml: 1 validation error(s) in the shoot's name:\nmetadata.name: Invalid value: \"a--b\": name may not contain two consecutive hyphens\n<dir>/2.yaml: 1 validation error(s) in the shoot's name:\nmetadata.namespace: Invalid value: \"garden-p--a\": the project name must not contain two consecutive hyphens (project: p--a)"
+    );
+}
+
+#[test]
+fn valid_names_pass() {
+    for (name, namespace, id) in [
+        ("a", "garden-p", "shoot--p--a"),
+        ("web-1", "garden", "shoot--garden--web-1"),
+        ("0", "garden-0", "shoot--0--0"),
+    ] {
+        let text = azure_shoot("")
+            .replace("  name: a\n  namespace: garden-p\n", &format!("  name: {name}\n  namespace: {namespace}\n"));
+        let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap();
+        assert_eq!(loaded[0].shoot.technical_id(), id);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.yaml"), text).unwrap();
+        manifest::load(&[dir.path().join("s.yaml")]).unwrap();
+    }
+}

@@ -490,3 +490,112 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
 pub fn set(plans: Vec<Plan>) -> PlanSet {
     PlanSet::new(plans)
 }
+
+/// Text that tries everything a user-provided string can do to a terminal: set the window title,
+/// clear the screen, go back to the start of the line, start a C1 control sequence, reverse the
+/// display order. Starts with `BEGIN` and ends with `END`, so tests can see it arrive whole.
+pub const TERMINAL_ATTACK: &str = "BEGIN\u{1b}]0;owned\u{7}\u{1b}[2J\rforged line\u{9b}31m\u{202e}reversed\u{7f}\nEND";
+
+/// Text that tries to escape from wherever it lands in a pull-request comment: close a code span,
+/// a table cell, the `<summary>` and the `<details>`, open new ones, add a table row, an image and
+/// an entity. Starts with `BEGIN` and ends with `END`.
+pub const MARKDOWN_ATTACK: &str = "BEGIN` | ``` </code></summary></details><details open><summary>injected</summary>\n| forged | row |\n<img src=x onerror=alert(1)> &amp; \\` [link](http://x) END";
+
+/// `plan` with `payload` appended to every string it holds (and to the keys of the CCM flags and
+/// of the patches), except the enum fields, which a plan file cannot hold free text in.
+pub fn hostile(plan: &Plan, payload: &str) -> Plan {
+    fn walk(v: &mut Value, payload: &str, keys_too: bool) {
+        match v {
+            Value::String(s) => s.push_str(payload),
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, payload, keys_too)),
+            Value::Object(map) => {
+                for (k, mut v) in std::mem::take(map) {
+                    if !keys_too
+                        && matches!(k.as_str(), "action" | "ownership" | "kind" | "provider" | "mode" | "format")
+                    {
+                        map.insert(k, v);
+                        continue;
+                    }
+                    walk(&mut v, payload, keys_too || k == "ccm_flags" || k == "patch");
+                    map.insert(if keys_too { format!("{k}{payload}") } else { k }, v);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(plan).expect("a plan serialises");
+    walk(&mut v, payload, false);
+    serde_json::from_value(v).expect("the hostile plan is still a plan")
+}
+
+/// The characters that must never reach a terminal raw (a line break is the renderer's own).
+pub fn raw_controls(s: &str) -> Vec<char> {
+    s.chars()
+        .filter(|&c| {
+            c != '\n'
+                && (c.is_control()
+                    || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}'))
+        })
+        .collect()
+}
+
+/// What a markdown document is made of, as a CommonMark + GFM-tables reader sees it: its blocks,
+/// tables, rows, cells, list items and HTML tags, without the text in them.
+pub fn md_structure(md: &str) -> Vec<String> {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut out = Vec::new();
+    for event in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(tag) => match tag {
+                Tag::Emphasis | Tag::Strong | Tag::Strikethrough => {}
+                Tag::Link { .. } | Tag::Image { .. } => out.push(format!("{tag:?}")),
+                other => out.push(format!("start {:?}", std::mem::discriminant(&other))),
+            },
+            Event::End(tag) => match tag {
+                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => {}
+                other => out.push(format!("end {other:?}")),
+            },
+            Event::Html(html) | Event::InlineHtml(html) => {
+                // Tag names only: `<details>`, `</summary>`, …
+                let mut rest = html.as_ref();
+                while let Some(i) = rest.find('<') {
+                    let name: String =
+                        rest[i + 1..].chars().take_while(|c| *c == '/' || c.is_ascii_alphabetic()).collect();
+                    out.push(format!("html <{name}>"));
+                    rest = &rest[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The text of every table cell, list item and heading (code spans included), as a reader shows it.
+pub fn md_texts(md: &str) -> Vec<String> {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for event in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::TableCell | Tag::Item | Tag::Heading { .. } | Tag::Paragraph) => {
+                current.get_or_insert_with(String::new);
+            }
+            Event::End(TagEnd::TableCell | TagEnd::Item | TagEnd::Heading(_) | TagEnd::Paragraph) => {
+                out.extend(current.take());
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(c) = current.as_mut() {
+                    c.push_str(&t);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(c) = current.as_mut() {
+                    c.push(' ');
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

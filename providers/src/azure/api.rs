@@ -53,7 +53,7 @@ pub struct InfrastructureConfig {
     pub networks: NetworkConfig,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<IdentityConfig>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, deserialize_with = "crate::strict::bool", skip_serializing_if = "is_false")]
     pub zoned: bool,
 }
 
@@ -104,11 +104,11 @@ pub struct SubnetReference {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NatGatewayConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::bool")]
     pub enabled: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub idle_connection_timeout_minutes: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub zone: Option<i32>,
     /// `Standard` | `StandardV2`; `Standard` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,7 +132,7 @@ pub struct PublicIPReference {
     pub name: String,
     #[serde(default)]
     pub resource_group: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub zone: Option<i32>,
 }
 
@@ -140,7 +140,7 @@ pub struct PublicIPReference {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Zone {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::int")]
     pub name: i32,
     #[serde(default)]
     pub cidr: String,
@@ -154,9 +154,9 @@ pub struct Zone {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ZonedNatGatewayConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::bool")]
     pub enabled: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::strict::opt_int", skip_serializing_if = "Option::is_none")]
     pub idle_connection_timeout_minutes: Option<i32>,
     /// Only `Standard` is allowed per zone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,7 +204,12 @@ pub struct IdentityConfig {
     pub name: String,
     #[serde(default)]
     pub resource_group: String,
-    #[serde(default, rename = "acrAccess", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "acrAccess",
+        deserialize_with = "crate::strict::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub acr_access: Option<bool>,
 }
 

@@ -117,11 +117,18 @@ fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError
     }
 }
 
-/// Admission validation: create rules for a new shoot, create + update rules against the last-applied config.
+/// Admission validation: the shoot's name and namespace ([`crate::metadata`]; the name-length
+/// rule only for a shoot with no configuration applied yet, as upstream checks it on create only),
+/// then the InfrastructureConfig's create rules, and its update rules against the last-applied config.
 pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let mut errs = validation::validate_infrastructure_config(cfg, shoot);
-    if let Some(old) = old_config(ws)? {
+    let old = old_config(ws)?;
+    let mut errs = crate::metadata::validate(&shoot.metadata);
+    if errs.is_empty() && old.is_none() {
+        errs.extend(crate::metadata::validate_create(&shoot.metadata));
+    }
+    errs.extend(validation::validate_infrastructure_config(cfg, shoot));
+    if let Some(old) = old {
         errs.extend(validation::validate_infrastructure_config_update(&old, cfg, shoot));
     }
     // Upstream reports some errors twice (the single-subnet workers rule runs in two places); say each once.
