@@ -128,9 +128,19 @@ pub(crate) fn write_marker(dir: &Path) -> io::Result<()> {
     write_atomic(&dir.join(MARKER), &to_pretty(&marker)?)
 }
 
-/// Writes `bytes` to `path` so that a reader (or a crash) sees either the old or the new content:
-/// a temporary file beside it, `fsync`, `rename`, `fsync` of the directory.
+/// Writes `bytes` to `path` so that a reader (or a crash, or a power loss) sees either the old or the
+/// new content: a temporary file beside it, `fsync`, `rename`, `fsync` of the directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_rename(path, bytes, true)
+}
+
+/// Like [`write_atomic`] without the `fsync`s: a reader or a killed process sees the old or the new
+/// content; after a power loss it may be the old one.
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_rename(path, bytes, false)
+}
+
+fn write_via_rename(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(".tmp");
@@ -138,10 +148,15 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     {
         let mut file = File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
     }
     fs::rename(&tmp, path)?;
-    File::open(parent)?.sync_all()
+    if durable {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(())
 }
 
 pub(crate) fn to_pretty<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {

@@ -3,7 +3,7 @@
 //! of the database against the head records (see the crate docs, "Integrity").
 
 use crate::dir::{self, BACKUPS, HEADS};
-use crate::{StateError, Workspace};
+use crate::{HistoryEntry, StateError, Workspace};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -51,18 +51,13 @@ pub(crate) fn write_head(dir: &Path, head: &Head) -> io::Result<()> {
     dir::write_atomic(&dir::workspace_file(dir, HEADS, &head.shoot), &dir::to_pretty(head)?)
 }
 
-/// Writes the backup of a workspace: the version that is about to be replaced.
+/// Writes the backup of a workspace: the version that is about to be replaced. It is for restoring by
+/// hand (`trellis state push`), not part of the integrity check, so it is replaced atomically but not
+/// synced to disk.
 pub(crate) fn write_backup(dir: &Path, ws: &Workspace) -> io::Result<()> {
     fs::create_dir_all(dir.join(BACKUPS))?;
     let file = WorkspaceFile::new(ws.clone());
-    dir::write_atomic(&dir::workspace_file(dir, BACKUPS, &ws.shoot), &dir::to_pretty(&file)?)
-}
-
-/// The backup of a workspace, if there is one that reads and matches its own checksum.
-fn read_backup(dir: &Path, shoot: &str) -> Option<Workspace> {
-    let path = dir::workspace_file(dir, BACKUPS, shoot);
-    let text = fs::read_to_string(&path).ok()?;
-    WorkspaceFile::parse(&path.display().to_string(), &text).ok()
+    dir::write_replace(&dir::workspace_file(dir, BACKUPS, &ws.shoot), &dir::to_pretty(&file)?)
 }
 
 /// The document `trellis state pull` prints and `trellis state push` reads; backups have this form too.
@@ -103,31 +98,26 @@ impl WorkspaceFile {
     }
 }
 
-/// A stored workspace as [`check`] sees it: the raw bytes, and what they parse to.
+/// A stored workspace as [`check`] sees it: the raw bytes, what they parse to, and the history entry
+/// of its serial (committed in the same transaction).
 pub(crate) struct Stored {
     pub raw: Vec<u8>,
     pub parsed: Result<Workspace, String>,
+    pub entry: Option<HistoryEntry>,
 }
 
 /// Checks the stored workspaces against the head records in `dir`. Every workspace must match its
-/// head (lineage, serial, checksum), with one exception that a crash can leave: the commit of serial
-/// `n + 1` went through but its head record was not written yet. That is accepted only when the head
-/// says serial `n` and the backup — written before the commit — is exactly that version `n` (same
-/// checksum). A workspace without a head record is accepted only at serial 1 without a backup (its
-/// first commit was interrupted the same way). Anything else is damage: `Err(detail)`.
+/// head (lineage, serial, checksum), with one exception that a crash can leave: the commit of a new
+/// version went through but its head record was not written yet. That is accepted only when the
+/// history entry of the stored version — committed in the same transaction — says it replaced exactly
+/// the version the head names (same checksum) and produced exactly the stored bytes. A workspace without
+/// a head record is accepted only when its history entry says it is the first version (its first commit
+/// was interrupted the same way). Anything else is damage: `Err(detail)`.
 pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(), String> {
     let heads = read_heads(dir)?;
     let mut problems = Vec::new();
-    for (shoot, head) in &heads {
+    for (shoot, found) in stored {
         let file = dir::workspace_file(dir, HEADS, shoot);
-        let Some(found) = stored.get(shoot) else {
-            problems.push(format!(
-                "workspace {shoot} is missing from the database, but its head record {} says serial {}",
-                file.display(),
-                head.serial
-            ));
-            continue;
-        };
         let ws = match &found.parsed {
             Ok(ws) => ws,
             Err(e) => {
@@ -136,32 +126,35 @@ pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(),
             }
         };
         let sum = checksum_bytes(&found.raw);
-        if ws.lineage == head.lineage && ws.serial == head.serial && sum == head.checksum {
-            continue;
+        // What the stored version's own history entry says it replaced, if it vouches for these bytes.
+        let replaced = found
+            .entry
+            .as_ref()
+            .filter(|e| e.serial == ws.serial && e.checksum.as_ref() == Some(&sum))
+            .map(|e| e.previous.as_ref());
+        match heads.get(shoot) {
+            Some(head) if head.lineage == ws.lineage && head.serial == ws.serial && head.checksum == sum => {}
+            Some(head) if replaced == Some(Some(&head.checksum)) => {} // the head write was interrupted
+            None if replaced == Some(None) => {}                       // the first head write was interrupted
+            Some(head) => problems.push(format!(
+                "workspace {shoot} is stored at serial {} (lineage {}, {sum}), but its head record {} says serial \
+                 {} (lineage {}, {})",
+                ws.serial,
+                ws.lineage,
+                file.display(),
+                head.serial,
+                head.lineage,
+                head.checksum
+            )),
+            None => problems.push(format!("workspace {shoot} is stored but has no head record {}", file.display())),
         }
-        if ws.lineage == head.lineage && head.serial.checked_add(1) == Some(ws.serial) && backup_is(dir, head) {
-            continue; // the head write after the last commit was interrupted
-        }
-        problems.push(format!(
-            "workspace {shoot} is stored at serial {} (lineage {}, {sum}), but its head record {} says serial {} \
-             (lineage {}, {})",
-            ws.serial,
-            ws.lineage,
-            file.display(),
-            head.serial,
-            head.lineage,
-            head.checksum
-        ));
     }
-    for (shoot, found) in stored {
-        if heads.contains_key(shoot) {
-            continue;
-        }
-        let first_commit = matches!(&found.parsed, Ok(ws) if ws.serial == 1) && read_backup(dir, shoot).is_none();
-        if !first_commit {
+    for (shoot, head) in &heads {
+        if !stored.contains_key(shoot) {
             problems.push(format!(
-                "workspace {shoot} is stored but has no head record {}",
-                dir::workspace_file(dir, HEADS, shoot).display()
+                "workspace {shoot} is missing from the database, but its head record {} says serial {}",
+                dir::workspace_file(dir, HEADS, shoot).display(),
+                head.serial
             ));
         }
     }
@@ -170,12 +163,6 @@ pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(),
         1 => Err(problems.remove(0)),
         n => Err(format!("{} (and {} more problem(s))", problems.remove(0), n - 1)),
     }
-}
-
-/// Whether the backup of `head.shoot` is exactly the version the head describes.
-fn backup_is(dir: &Path, head: &Head) -> bool {
-    read_backup(dir, &head.shoot)
-        .is_some_and(|b| b.lineage == head.lineage && b.serial == head.serial && checksum(&b) == head.checksum)
 }
 
 /// Every head record in `dir`, by shoot. An unreadable one is damage.

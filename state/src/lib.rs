@@ -100,16 +100,20 @@
 //! trellis from making it permanent:
 //!
 //! * **Head records and checksums.** Every commit writes, after the database commit and its flush, the
-//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON), atomically (temporary
-//!   file, `fsync`, `rename`, `fsync` of the directory). Before the database commit it writes the
-//!   version being replaced to `backups/<shoot>.json` (same way). Every open checks every stored
-//!   workspace against its head record. A kill between the database commit and the head write leaves
-//!   the head one serial behind; that — and only that — is accepted when the backup is exactly the
-//!   version the head describes (the backup was written before the commit, so it proves the commit
-//!   followed the head's version), as is a serial-1 workspace without head and backup (its first commit
-//!   was interrupted the same way). The next commit rewrites the head. Anything else — a workspace
-//!   behind its head (rollback), missing, garbled, of another lineage, or more than one commit ahead —
-//!   is [`StateError::Damaged`].
+//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON), atomically and durably
+//!   (temporary file, `fsync`, `rename`, `fsync` of the directory). The commit's [`HistoryEntry`],
+//!   stored in the same sled transaction as the workspace, names the checksum of the version it stored
+//!   and of the version it replaced. Every open checks every stored workspace against its head record.
+//!   A kill between the database commit and the head write leaves the head naming the version before;
+//!   that — and only that — is accepted, when the stored version's history entry says it replaced
+//!   exactly the head's version and produced exactly the stored bytes (a rollback can only bring back
+//!   an older version, whose entry names an even older predecessor). A workspace without a head record is
+//!   accepted only when its entry says it is a first version. The next commit rewrites the head.
+//!   Anything else — a workspace behind its head (rollback), missing, garbled, of another lineage, or a
+//!   head that is not its immediate predecessor — is [`StateError::Damaged`].
+//! * **Backups.** Before each commit, the version being replaced is written to `backups/<shoot>.json`
+//!   (a [`WorkspaceFile`]; replaced atomically, not synced: it is for restoring by hand, not part of
+//!   the check).
 //! * **The seal.** sled would rewrite a damaged database while opening it, so it must not open one in
 //!   place. Before sled opens the files, `seal.json` is set to `open`; when the store closes and sled
 //!   has let go of its files (its file lock on `db` can be taken), the length and SHA-256 of each of
@@ -128,9 +132,11 @@
 //!   state dir, move it aside and push each workspace's backup (or a pulled copy) into a new one.
 //!
 //! What this does not cover: lock records and history entries have no head records (a damaged lock is
-//! reported when it is read; history is informational), and after an unclean stop, damage to the
-//! simulated cloud's trees is not detected (they are not state). The seal compares content, so opening
-//! costs a read of sled's files, and a run that changed them a second read and a second sled open.
+//! reported when it is read; history entries are checked only as the link described above), and after
+//! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
+//! the seal compares content, so opening reads sled's files once more, and a run that changed them reads
+//! them twice more and opens sled a second time at its end; every commit adds a durable head write
+//! (two `fsync`s and a `rename`) and a backup write.
 //!
 //! # Storage layout (sled backend)
 //!
@@ -254,6 +260,15 @@ pub struct HistoryEntry {
     pub at: String,
     /// How many resources the workspace held after the commit.
     pub resources: usize,
+    /// Checksum ([`checksum`]) of the version the commit stored. Absent in entries of earlier trellis
+    /// versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+    /// Checksum of the version the commit replaced; `None` for a workspace's first version. Stored in
+    /// the same transaction as the workspace, this is what proves, after a crash, that the stored
+    /// version directly followed the one its head record names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
 }
 
 /// One line of `trellis state list`.

@@ -122,9 +122,9 @@ impl SledStore {
     }
 
     /// Stores `next` (whose serial is already the new one) if `check` accepts the stored version, in one
-    /// transaction with its history entry, and returns the bytes stored. Before it, the stored version
-    /// becomes the backup beside the database; [`SledStore::seal_version`] must follow (see the crate
-    /// docs, "Integrity").
+    /// transaction with its history entry (which names the checksums of the version it replaces and of
+    /// `next`), and returns the bytes stored. Before it, the stored version becomes the backup beside the
+    /// database; [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
     fn store_version(
         &self,
         next: &Workspace,
@@ -132,6 +132,14 @@ impl SledStore {
         check: impl Fn(Option<&Workspace>) -> Result<(), StateError>,
     ) -> Result<Vec<u8>, StateError> {
         let shoot = next.shoot.as_str();
+        let raw = self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))?;
+        let current = raw.as_ref().map(|raw| parse_workspace(shoot, raw)).transpose()?;
+        check(current.as_ref())?;
+        if let Some(previous) = &current {
+            // A recovery aid, not part of the integrity check: replaced atomically, not synced.
+            integrity::write_backup(self.dir(), previous).map_err(|e| self.io_error("writing a backup into", e))?;
+        }
+
         // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
         let ws_json = integrity::canonical(next);
         let entry = HistoryEntry {
@@ -139,22 +147,25 @@ impl SledStore {
             operation: operation.to_string(),
             at: now_rfc3339(),
             resources: next.resources.len(),
+            checksum: Some(integrity::checksum_bytes(&ws_json)),
+            previous: raw.as_deref().map(integrity::checksum_bytes),
         };
         let entry_json = to_json(&entry).map_err(|e| self.io_error("encoding history entry for", e))?;
         let entry_key = history_key(shoot, next.serial);
 
-        let current = self.load(shoot)?;
-        check(current.as_ref())?;
-        if let Some(previous) = &current {
-            integrity::write_backup(self.dir(), previous).map_err(|e| self.io_error("writing a backup into", e))?;
-        }
-
         let outcome = (&self.h.workspaces, &self.h.history).transaction(|(workspaces, history)| {
-            let stored = match workspaces.get(shoot.as_bytes())? {
-                Some(raw) => Some(parse_workspace(shoot, &raw).map_err(ConflictableTransactionError::Abort)?),
-                None => None,
-            };
-            check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+            // The version the history entry names as replaced must be the one replaced.
+            if workspaces.get(shoot.as_bytes())? != raw {
+                let stored = match workspaces.get(shoot.as_bytes())? {
+                    Some(now) => Some(parse_workspace(shoot, &now).map_err(ConflictableTransactionError::Abort)?),
+                    None => None,
+                };
+                check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+                return Err(ConflictableTransactionError::Abort(StateError::Conflict {
+                    shoot: shoot.to_string(),
+                    detail: "the stored workspace changed while it was being written".to_string(),
+                }));
+            }
             workspaces.insert(shoot.as_bytes(), ws_json.as_slice())?;
             history.insert(entry_key.as_slice(), entry_json.as_slice())?;
             Ok(())
@@ -343,7 +354,7 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
     dir::write_seal(&dir, &Seal::Open).map_err(|e| open_error(dir::SEAL, e))?;
     guard.opened_with = Some(found);
     let h = open_handles(&dir, open_db(&dir, &dir)?)?;
-    verify(&dir, &h.workspaces)?;
+    verify(&dir, &h)?;
     Ok(h)
 }
 
@@ -355,12 +366,15 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
     };
     dir::copy_sled_files(dir, &copy).map_err(io)?;
     let result = open_db(&copy, dir).and_then(|db| {
-        let stored = if db.tree_names().iter().any(|n| n == WORKSPACES.as_bytes()) {
-            let tree =
-                db.open_tree(WORKSPACES).map_err(|e| damaged(dir, format!("its workspaces cannot be read ({e})")))?;
-            read_stored(dir, &tree)?
-        } else {
-            BTreeMap::new()
+        let tree = |name: &str| -> Result<Option<sled::Tree>, StateError> {
+            if !db.tree_names().iter().any(|n| n == name.as_bytes()) {
+                return Ok(None);
+            }
+            db.open_tree(name).map(Some).map_err(|e| damaged(dir, format!("its `{name}` tree cannot be read ({e})")))
+        };
+        let stored = match tree(WORKSPACES)? {
+            Some(workspaces) => read_stored(dir, &workspaces, tree(HISTORY)?.as_ref())?,
+            None => BTreeMap::new(),
         };
         integrity::check(dir, &stored).map_err(|detail| damaged(dir, detail))
     });
@@ -370,17 +384,31 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
 }
 
 /// Checks the open database against the head records.
-fn verify(dir: &Path, workspaces: &sled::Tree) -> Result<(), StateError> {
-    integrity::check(dir, &read_stored(dir, workspaces)?).map_err(|detail| damaged(dir, detail))
+fn verify(dir: &Path, h: &Handles) -> Result<(), StateError> {
+    let stored = read_stored(dir, &h.workspaces, Some(&h.history))?;
+    integrity::check(dir, &stored).map_err(|detail| damaged(dir, detail))
 }
 
-fn read_stored(dir: &Path, workspaces: &sled::Tree) -> Result<BTreeMap<String, Stored>, StateError> {
+/// Every stored workspace with the history entry of its serial.
+fn read_stored(
+    dir: &Path,
+    workspaces: &sled::Tree,
+    history: Option<&sled::Tree>,
+) -> Result<BTreeMap<String, Stored>, StateError> {
+    let unreadable = |e: sled::Error| damaged(dir, format!("its workspaces cannot be read ({e})"));
     let mut out = BTreeMap::new();
     for item in workspaces.iter() {
-        let (key, raw) = item.map_err(|e| damaged(dir, format!("its workspaces cannot be read ({e})")))?;
+        let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
         let parsed = parse_workspace(&shoot, &raw).map_err(|e| e.to_string());
-        out.insert(shoot, Stored { raw: raw.to_vec(), parsed });
+        let entry = match (&parsed, history) {
+            (Ok(ws), Some(history)) => history
+                .get(history_key(&shoot, ws.serial))
+                .map_err(unreadable)?
+                .and_then(|raw| serde_json::from_slice(&raw).ok()),
+            _ => None,
+        };
+        out.insert(shoot, Stored { raw: raw.to_vec(), parsed, entry });
     }
     Ok(out)
 }
@@ -403,7 +431,7 @@ fn adopt(dir: &Path) -> Result<Handles, StateError> {
     let h = open_handles(dir, db)?;
     let write_error =
         |what: &str, e: std::io::Error| StateError::Io(format!("{what} state dir {}: {e}", dir.display()));
-    for (shoot, stored) in read_stored(dir, &h.workspaces)? {
+    for (shoot, stored) in read_stored(dir, &h.workspaces, None)? {
         let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot: shoot.clone(), detail })?;
         integrity::write_head(dir, &Head::of(&ws, &stored.raw)).map_err(|e| write_error("adopting", e))?;
     }

@@ -164,6 +164,19 @@ fn regression_a_commit_interrupted_before_its_head_record_is_not_damage() {
     fs::write(&head, &head_of_2).unwrap();
     as_if_the_last_run_was_killed(dir);
     assert_damaged(SledStore::open(dir, "plan"), "says serial 2");
+
+    // A push stores a version several serials ahead; its head write can be interrupted the same way.
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let head = dir.join("heads").join(format!("{SHOOT}.json"));
+    let ws = committed(dir, 1);
+    let head_of_1 = fs::read(&head).unwrap();
+    let store = open(dir);
+    assert_eq!(store.push(&Workspace { serial: 9, ..ws }, false).unwrap(), 10);
+    store.close().unwrap();
+    fs::write(&head, &head_of_1).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 10);
 }
 
 #[test]
