@@ -233,9 +233,7 @@ impl Guard {
         self.lock = None;
         result
     }
-}
 
-impl Guard {
     /// Writes the seal of sled's files as they are now. sled finishes a log it has not recovered yet
     /// (takes a snapshot, extends its segment) the next time it opens it, so when this run changed the
     /// files, sled opens them once more first: the sealed files are then at rest, and a command that only
