@@ -9,7 +9,7 @@ use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_plans::{escape, render, PlanSet};
-use trellis_state::StateStore;
+use trellis_state::{SledStore, StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
 
@@ -198,6 +198,22 @@ enum StateCommand {
         #[command(flatten)]
         env: Env,
     },
+    /// Print a workspace with its checksum, as JSON that `state push` reads back.
+    Pull {
+        shoot: String,
+        #[command(flatten)]
+        env: Env,
+    },
+    /// Restore a workspace from a file written by `state pull` (or a backup in <state>/backups/).
+    Push {
+        shoot: String,
+        file: PathBuf,
+        /// Replace a stored workspace of another lineage, or at a higher serial than the file's.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        env: Env,
+    },
 }
 
 fn main() -> ExitCode {
@@ -264,17 +280,6 @@ fn eprint_error(text: &str) {
     }
 }
 
-/// A command that fails removes the state dir if it did not exist before, so a typo or an invalid
-/// manifest leaves no empty `.trellis` behind.
-async fn leave_no_trace(state: &Path, command: impl std::future::Future<Output = Result<u8>>) -> Result<u8> {
-    let existed = state.exists();
-    let result = command.await;
-    if result.is_err() && !existed {
-        let _ = std::fs::remove_dir_all(state);
-    }
-    result
-}
-
 fn color_for(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
@@ -282,18 +287,9 @@ fn color_for(stream_is_tty: bool) -> bool {
 async fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Validate(inputs) => validate(inputs),
-        Command::Plan(args) => {
-            let state = args.inputs.env.state.clone();
-            leave_no_trace(&state, plan(args)).await
-        }
-        Command::Apply(args) => {
-            let state = args.inputs.env.state.clone();
-            leave_no_trace(&state, apply(args)).await
-        }
-        Command::Destroy(args) => {
-            let state = args.inputs.env.state.clone();
-            leave_no_trace(&state, destroy(args)).await
-        }
+        Command::Plan(args) => plan(args).await,
+        Command::Apply(args) => apply(args).await,
+        Command::Destroy(args) => destroy(args).await,
         Command::Show(args) => show(args),
         Command::Diff(args) => diff(args),
         Command::State(cmd) => state(cmd),
@@ -344,16 +340,16 @@ fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::
 
 fn validate(inputs: Inputs) -> Result<u8> {
     let shoots = ops::load_shoots(&inputs.files)?;
-    // Update rules need the last-applied config: use the state when there is one and it is free.
-    let store = match inputs.env.state.is_dir() {
-        true => match trellis_state::SledStore::open(&inputs.env.state, "validate") {
-            Ok(store) => Some(store),
-            Err(e) => {
-                eprintln!("note: update rules skipped, the state cannot be read: {e}");
-                None
-            }
-        },
-        false => None,
+    // Update rules need the last-applied config: use the state when there is one. It is checked like
+    // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
+    // another process holds is skipped, with a note. Nothing is created.
+    let store = match SledStore::open_existing(&inputs.env.state, "validate") {
+        Ok(store) => store,
+        Err(e @ StateError::DirInUse { .. }) => {
+            eprintln!("note: update rules skipped, the state cannot be read: {e}");
+            None
+        }
+        Err(e) => return Err(e.into()),
     };
     let mut failed = 0;
     for s in &shoots {
@@ -373,6 +369,9 @@ fn validate(inputs: Inputs) -> Result<u8> {
             eprint_error(&text);
         }
     }
+    if let Some(store) = store {
+        store.close()?;
+    }
     if failed > 0 {
         return Ok(1);
     }
@@ -386,7 +385,13 @@ async fn plan(args: PlanArgs) -> Result<u8> {
         check_out_path(out, &shoots)?;
     }
     let session = open(&args.inputs.env, "plan")?;
-    let plans = ops::plan_fleet(&session, shoots, false).await?;
+    let result = plan_in(&session, shoots, &args).await;
+    // A failed command removes the state dir again if it made it and recorded nothing in it.
+    session.finish(result)
+}
+
+async fn plan_in(session: &Session, shoots: Vec<ops::ShootInput>, args: &PlanArgs) -> Result<u8> {
+    let plans = ops::plan_fleet(session, shoots, false).await?;
     let set = ops::into_plan_set(plans);
     if let Some(out) = &args.out {
         write_plan(out, &set)?;
@@ -394,7 +399,6 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     }
     print_plan(&set, args.output, args.verbose);
     let changes = set.plans.iter().any(|p| p.has_changes());
-    session.close()?;
     Ok(if args.detailed_exitcode && changes { 2 } else { 0 })
 }
 
@@ -499,21 +503,25 @@ fn confirm(auto_approve: bool, what: &str) -> Result<bool> {
 }
 
 async fn apply(args: ApplyArgs) -> Result<u8> {
-    let env = &args.inputs.env;
-    let session = open(env, "apply")?;
     if args.plan.is_some() && !args.inputs.files.is_empty() {
         bail!("pass either a plan file or -f manifests, not both: a saved plan carries its own manifests");
     }
+    let session = open(&args.inputs.env, "apply")?;
+    let result = apply_in(&session, &args).await;
+    session.finish(result)
+}
+
+async fn apply_in(session: &Session, args: &ApplyArgs) -> Result<u8> {
     let plans = match &args.plan {
         Some(path) => {
             let saved = read_plan(path)?;
             check_pinned(&saved, &args.digest)?;
             let shoots = ops::shoots_from_plan(&saved)?;
-            ops::check_saved_plan(&session, &saved, shoots, false).await?
+            ops::check_saved_plan(session, &saved, shoots, false).await?
         }
         None => {
             let shoots = ops::load_shoots(&args.inputs.files)?;
-            let plans = ops::plan_fleet(&session, shoots, false).await?;
+            let plans = ops::plan_fleet(session, shoots, false).await?;
             if args.run.output == Output::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
             }
@@ -524,15 +532,18 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
             plans
         }
     };
-    let code = execute(&session, plans, "apply", args.run.parallelism, args.run.output).await?;
-    session.close()?;
-    Ok(code)
+    execute(session, plans, "apply", args.run.parallelism, args.run.output).await
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
     let session = open(&args.inputs.env, "destroy")?;
+    let result = destroy_in(&session, &args).await;
+    session.finish(result)
+}
+
+async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
     let shoots = ops::load_shoots(&args.inputs.files)?;
-    let plans = ops::plan_fleet(&session, shoots, true).await?;
+    let plans = ops::plan_fleet(session, shoots, true).await?;
     if args.run.output == Output::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
     }
@@ -540,9 +551,7 @@ async fn destroy(args: DestroyArgs) -> Result<u8> {
         eprintln!("Destroy cancelled.");
         return Ok(1);
     }
-    let code = execute(&session, plans, "destroy", args.run.parallelism, args.run.output).await?;
-    session.close()?;
-    Ok(code)
+    execute(session, plans, "destroy", args.run.parallelism, args.run.output).await
 }
 
 async fn execute(
@@ -606,16 +615,20 @@ fn diff(args: DiffArgs) -> Result<u8> {
     Ok(0)
 }
 
-/// Opens an existing state dir for the `state` commands (which never create one).
-fn open_existing(env: &Env, operation: &str) -> Result<trellis_state::SledStore> {
-    if !env.state.exists() {
-        bail!(
+/// Opens an existing state dir for the `state` commands that read (which never create one).
+fn open_existing(env: &Env, operation: &str) -> Result<SledStore> {
+    match SledStore::open_existing(&env.state, operation)? {
+        Some(store) => Ok(store),
+        None => bail!(
             "there is no state at {} (nothing was applied with --state {}); pass the state dir with --state",
             env.state.display(),
             env.state.display()
-        );
+        ),
     }
-    Ok(trellis_state::SledStore::open(&env.state, operation)?)
+}
+
+fn no_workspace(shoot: &str, env: &Env) -> anyhow::Error {
+    anyhow::anyhow!("no workspace for {shoot} in {}; `trellis state list` shows the workspaces", env.state.display())
 }
 
 fn state(cmd: StateCommand) -> Result<u8> {
@@ -623,6 +636,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
         StateCommand::List(env) => {
             let store = open_existing(&env, "state list")?;
             let list = store.list()?;
+            store.close()?;
             if list.is_empty() {
                 println!("No workspaces in {}.", env.state.display());
             }
@@ -633,22 +647,69 @@ fn state(cmd: StateCommand) -> Result<u8> {
         }
         StateCommand::Show { shoot, env } => {
             let store = open_existing(&env, "state show")?;
-            let Some(ws) = store.load(&shoot)? else {
-                bail!("no workspace for {shoot} in {}; `trellis state list` shows the workspaces", env.state.display());
-            };
+            let ws = store.load(&shoot)?;
+            store.close()?;
+            let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
             println!("{}", serde_json::to_string_pretty(&ws)?);
         }
         StateCommand::Unlock { shoot, env } => {
             let store = open_existing(&env, "state unlock")?;
-            match store.force_unlock(&shoot)? {
+            let held = store.force_unlock(&shoot)?;
+            let known = store.load(&shoot)?.is_some();
+            store.close()?;
+            match held {
                 Some(held) => println!("Removed the lock on {shoot} ({held})."),
-                None if store.load(&shoot)?.is_some() => println!("{shoot} was not locked."),
+                None if known => println!("{shoot} was not locked."),
                 None => bail!(
                     "no workspace and no lock for {shoot} in {}; `trellis state list` shows the workspaces",
                     env.state.display()
                 ),
             }
         }
+        StateCommand::Pull { shoot, env } => {
+            let store = open_existing(&env, "state pull")?;
+            let ws = store.load(&shoot)?;
+            store.close()?;
+            let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
+            println!("{}", serde_json::to_string_pretty(&WorkspaceFile::new(ws))?);
+        }
+        StateCommand::Push { shoot, file, force, env } => {
+            let shown = file.display().to_string();
+            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {shown}"))?;
+            let ws = WorkspaceFile::parse(&shown, &text)?;
+            if ws.shoot != shoot {
+                bail!(
+                    "{shown} holds the workspace of {}, not of {shoot}; pass the shoot the file belongs to",
+                    ws.shoot
+                );
+            }
+            // Restoring may well go into a new state dir (the damaged one moved aside): create it.
+            let store = SledStore::open(&env.state, "state push")?;
+            match push(&store, &ws, force) {
+                Ok(serial) => {
+                    store.close()?;
+                    println!(
+                        "Pushed {shoot} from {shown}: the state now holds it at serial {serial} (lineage {}).",
+                        ws.lineage
+                    );
+                }
+                Err(e) => {
+                    let _ = store.discard();
+                    return Err(e);
+                }
+            }
+        }
     }
     Ok(0)
+}
+
+/// `state push` under the workspace lock.
+fn push(store: &SledStore, ws: &trellis_state::Workspace, force: bool) -> Result<u64> {
+    let lock = trellis_state::LockInfo::here("state push");
+    if let trellis_state::Acquired::BrokeStale(dead) = store.lock(&ws.shoot, &lock)? {
+        eprintln!("{}: took over a stale lock from a process that is gone ({dead})", ws.shoot);
+    }
+    let pushed = store.push(ws, force);
+    store.unlock(&ws.shoot, &lock.id)?;
+    Ok(pushed?)
 }

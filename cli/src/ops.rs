@@ -24,48 +24,68 @@ pub const SIM_TREE: &str = "sim/azure";
 /// The sled tree the simulated cloud's audit log is kept in.
 pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
 
+/// The operations that write to the cloud; only their audit log is kept in the state dir.
+const WRITING_OPERATIONS: [&str; 3] = ["apply", "destroy", "sim"];
+
 /// State and cloud for one command.
 pub struct Session {
-    pub store: Arc<SledStore>,
     /// The cloud every stage talks to: the simulated cloud by default, or a real one.
     pub cloud: Arc<dyn CloudWrite>,
-    /// The subscription the shoots' credentials point at.
-    pub subscription: String,
     /// The simulated cloud kept in the state dir (also when `cloud` is a real one: world files sync into it).
     pub sim: ArmSim,
+    // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
+    pub store: Arc<SledStore>,
+    /// The subscription the shoots' credentials point at.
+    pub subscription: String,
     pub retry: RetryPolicy,
     /// Take out-of-band changes to the user's BYO resources on purpose (`--accept-drift`).
     pub accept_drift: bool,
+    /// Whether [`Session::close`] keeps the simulated cloud's audit log (commands that write the cloud).
+    keep_audit: bool,
 }
 
 impl Session {
     /// Opens the state dir (creating it) and the simulated cloud inside it; syncs `--world` if given.
+    /// `operation` names the command (`plan`, `apply`, `destroy`, `sim`, …) in the dir's holder record.
+    /// If anything after opening the state fails, what this open created is removed again.
     pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
         let world = world.map(load_world).transpose()?;
         let store = SledStore::open(state_dir, operation)?;
-        let tree = store.tree(SIM_TREE)?;
         let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
-        let sim = ArmSim::open(tree, subscription)?;
-        let mut note = None;
-        if let Some(world) = &world {
-            let report = sim.sync_world(world)?;
-            note = Some(format!(
-                "world: {} added, {} updated, {} removed",
-                report.added.len(),
-                report.updated.len(),
-                report.removed.len()
-            ));
-        }
+        let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
+            let sim = ArmSim::open(tree, subscription)?;
+            let note = match &world {
+                Some(world) => {
+                    let report = sim.sync_world(world)?;
+                    Some(format!(
+                        "world: {} added, {} updated, {} removed",
+                        report.added.len(),
+                        report.updated.len(),
+                        report.removed.len()
+                    ))
+                }
+                None => None,
+            };
+            Ok((sim, note))
+        });
+        let (sim, note) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                let _ = store.discard();
+                return Err(e);
+            }
+        };
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
         let subscription = sim.subscription();
         Ok((
             Session {
-                store: Arc::new(store),
                 cloud,
-                subscription,
                 sim,
+                store: Arc::new(store),
+                subscription,
                 retry: RetryPolicy::default(),
                 accept_drift: false,
+                keep_audit: WRITING_OPERATIONS.contains(&operation),
             },
             note,
         ))
@@ -81,11 +101,60 @@ impl Session {
         self.subscription.clone()
     }
 
-    /// Keeps the simulated cloud's audit log of this command next to the state.
-    pub fn close(&self) -> Result<()> {
-        let tree = self.store.tree(SIM_AUDIT_TREE)?;
-        self.sim.persist_audit(&tree)?;
+    /// Ends the command: keeps the simulated cloud's audit log of a command that writes the cloud
+    /// (`apply`, `destroy`, `trellis sim …`; a plan's reads stay in memory, so a plan writes nothing), then
+    /// closes the state dir (see [`SledStore::close`]).
+    pub fn close(self) -> Result<()> {
+        let kept = self.persist_audit();
+        let store = self.release();
+        match Arc::try_unwrap(store) {
+            Ok(store) => store.close()?,
+            Err(shared) => drop(shared), // someone still holds it: dropping closes it without sealing
+        }
+        kept
+    }
+
+    /// Ends a command that failed: keeps the audit log as [`Session::close`] does, then removes what this
+    /// command created in the state dir if it recorded nothing (see [`SledStore::discard`]), so a typo
+    /// leaves no `.trellis` behind — never a directory another process holds.
+    pub fn discard(self) -> Result<()> {
+        let kept = self.persist_audit();
+        let store = self.release();
+        if let Ok(store) = Arc::try_unwrap(store) {
+            store.discard()?;
+        }
+        kept
+    }
+
+    /// [`Session::close`] when `result` is a success, else [`Session::discard`]; returns `result`.
+    pub fn finish<T>(self, result: Result<T>) -> Result<T> {
+        match result {
+            Ok(value) => {
+                self.close()?;
+                Ok(value)
+            }
+            Err(e) => {
+                // The command's own error is the one to report.
+                let _ = self.discard();
+                Err(e)
+            }
+        }
+    }
+
+    fn persist_audit(&self) -> Result<()> {
+        if self.keep_audit {
+            let tree = self.store.tree(SIM_AUDIT_TREE)?;
+            self.sim.persist_audit(&tree)?;
+        }
         Ok(())
+    }
+
+    /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
+    fn release(self) -> Arc<SledStore> {
+        let Session { cloud, sim, store, .. } = self;
+        drop(cloud);
+        drop(sim);
+        store
     }
 }
 

@@ -26,16 +26,23 @@
 //!
 //! There are two levels of locking.
 //!
-//! * **Process level.** sled 0.34.7 takes an exclusive `flock(2)` on `<dir>/db` when it opens a
-//!   database, so only one process can have a state dir open at a time (a second `flock` on the same
-//!   file fails even from the same process, because `flock` locks belong to the open file description).
-//!   A failed open only says "WouldBlock", so every successful [`SledStore::open`] also writes
-//!   `<dir>/holder.json` (a [`LockInfo`] for this process) and removes it when the store is dropped. A
-//!   second process that fails to open reads that file and reports who holds the dir
-//!   ([`StateError::DirInUse`]). The OS releases the `flock` when the holder dies, so this lock can
-//!   never go stale; `holder.json` of a crashed process is simply overwritten by the next open. (sled
-//!   releases the lock a moment *after* a `Db` is dropped, so an open that finds the lock held but no
-//!   `holder.json` retries for up to 3 seconds before reporting the dir as in use.)
+//! * **Process level.** Every [`SledStore::open`] takes an exclusive `flock(2)` on the state dir itself
+//!   (not on a file in it, so that nothing is created in a directory before it is known to be a state
+//!   dir), and records itself in `<dir>/holder.json` (a [`LockInfo`]), which closing removes. A second
+//!   process — or a second open in the same process, since `flock` locks belong to the open file
+//!   description — fails and reads that file to report who holds the dir ([`StateError::DirInUse`]).
+//!   The OS releases the `flock` when the holder dies, so this lock can never go stale; `holder.json` of
+//!   a crashed process is ignored (its pid is gone) and overwritten by the next open. An open that finds
+//!   the lock held but no live holder recorded (the holder has just taken it, or is letting it go)
+//!   retries for up to 3 seconds before reporting the dir as in use. sled additionally locks `<dir>/db`
+//!   while it has the database open.
+//!
+//!   Everything that changes a state dir happens under this lock, including removing it again: a command
+//!   that fails removes what *its own* open created ([`SledStore::discard`]: the directory if the
+//!   process created it and then made it a state dir, and only if nothing was recorded), while holding
+//!   the lock. A process that got the lock on a directory that was removed meanwhile notices (the locked
+//!   directory is no longer the one at the path) and starts again. So two concurrent first applies end
+//!   with one applying and the other refused as "in use", never with the winner's state removed.
 //! * **Workspace level.** [`StateStore::lock`] stores a [`LockInfo`] record for a shoot with a
 //!   compare-and-swap from "no lock". The record lives in the database, so it survives the process and
 //!   also protects a workspace across processes that open the dir one after the other, and across backends
@@ -60,7 +67,76 @@
 //!   separate files under `<dir>/blobs/` that sled never `fsync`s; a very large workspace is only as
 //!   durable as the kernel's page cache until the background flusher's next `fsync` of the log.
 //! * sled describes itself as beta and its on-disk format may change before 1.0; open reports of
-//!   corruption after unclean shutdowns exist (#1533, #1509). Keep a backup of the state dir.
+//!   corruption after unclean shutdowns exist (#1533, #1509). Damage is detected (see "Integrity"), not
+//!   repaired: keep a backup of the state dir.
+//!
+//! # State dir
+//!
+//! A directory passed as the state dir must be new, empty, or a trellis state dir; trellis never takes
+//! over anything else ([`StateError::NotStateDir`], nothing in the directory is touched). It holds:
+//!
+//! | path                      | what                                                                    |
+//! |---------------------------|-------------------------------------------------------------------------|
+//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 1}`                |
+//! | `db`, `conf`, `blobs/`, `snap.*` | sled's files                                                     |
+//! | `heads/<shoot>.json`      | head record of each workspace: shoot, lineage, serial, checksum          |
+//! | `backups/<shoot>.json`    | the version of each workspace before its last commit (a [`WorkspaceFile`]) |
+//! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length and SHA-256 |
+//! | `holder.json`             | the process holding the dir (only while it does)                        |
+//! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
+//!
+//! Shoot names in file names are percent-encoded outside `[A-Za-z0-9_-]`. A format newer than this
+//! trellis reads is refused. A directory without the marker that holds exactly what an earlier trellis
+//! left — sled's `conf` with the settings trellis uses, `db`, `blobs/`, maybe `snap.*` and `holder.json` —
+//! and whose database has a `workspaces` tree is adopted: head records are made from the workspaces as
+//! they are (nothing older can be checked), then the marker is written. Commands that only read use
+//! [`SledStore::open_existing`], which never creates or marks a directory.
+//!
+//! # Integrity
+//!
+//! sled 0.34 checks every record it reads with a CRC, but when it finds a damaged or truncated log it
+//! often just stops reading there and opens "successfully" with older data (a silent rollback), and it
+//! writes to its files while it opens them, damaged or not. Three things make damage visible and keep
+//! trellis from making it permanent:
+//!
+//! * **Head records and checksums.** Every commit writes, after the database commit and its flush, the
+//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON), atomically and durably
+//!   (temporary file, `fsync`, `rename`, `fsync` of the directory). The commit's [`HistoryEntry`],
+//!   stored in the same sled transaction as the workspace, names the checksum of the version it stored
+//!   and of the version it replaced. Every open checks every stored workspace against its head record.
+//!   A kill between the database commit and the head write leaves the head naming the version before;
+//!   that — and only that — is accepted, when the stored version's history entry says it replaced
+//!   exactly the head's version and produced exactly the stored bytes (a rollback can only bring back
+//!   an older version, whose entry names an even older predecessor). A workspace without a head record is
+//!   accepted only when its entry says it is a first version. The next commit rewrites the head.
+//!   Anything else — a workspace behind its head (rollback), missing, garbled, of another lineage, or a
+//!   head that is not its immediate predecessor — is [`StateError::Damaged`].
+//! * **Backups.** Before each commit, the version being replaced is written to `backups/<shoot>.json`
+//!   (a [`WorkspaceFile`]; replaced atomically, not synced: it is for restoring by hand, not part of
+//!   the check).
+//! * **The seal.** sled would rewrite a damaged database while opening it, so it must not open one in
+//!   place. Before sled opens the files, `seal.json` is set to `open`; when the store closes and sled
+//!   has let go of its files (its file lock on `db` can be taken), the length and SHA-256 of each of
+//!   sled's files are written as `closed`. (If the run changed the files, sled opens them once more
+//!   first, so that the sealed files are at rest: sled finishes a log it has not recovered yet — takes
+//!   a snapshot, extends its segment — on its next open, which would otherwise make the next plan
+//!   change them.) On open: files that match a `closed` seal are opened in place; files that differ from
+//!   a `closed` seal were changed by something other than trellis and are refused as damaged without
+//!   being opened; after an unclean stop (seal `open` or missing), sled first opens a *copy* of the files
+//!   in `.verify/`, which is checked against the head records, and only if it passes are the originals
+//!   opened. So a damaged state dir is refused and left byte for byte as it was found.
+//! * **Restoring.** [`WorkspaceFile`] is what `trellis state pull` prints (the workspace and its
+//!   checksum) and what `trellis state push` reads (the checksum, when present, must match);
+//!   [`StateStore::push`] refuses another lineage or an older serial unless forced, and stores the
+//!   workspace at a serial above both, so every plan made against either is stale. To recover a damaged
+//!   state dir, move it aside and push each workspace's backup (or a pulled copy) into a new one.
+//!
+//! What this does not cover: lock records and history entries have no head records (a damaged lock is
+//! reported when it is read; history entries are checked only as the link described above), and after
+//! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
+//! the seal compares content, so opening reads sled's files once more, and a run that changed them reads
+//! them twice more and opens sled a second time at its end; every commit adds a durable head write
+//! (two `fsync`s and a `rename`) and a backup write.
 //!
 //! # Storage layout (sled backend)
 //!
@@ -78,8 +154,11 @@
 // errors are rare and every call does I/O, so the size of the `Err` variant does not matter here.
 #![allow(clippy::result_large_err)]
 
+mod dir;
+mod integrity;
 mod sled_store;
 
+pub use integrity::{checksum, WorkspaceFile};
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
 
@@ -181,6 +260,15 @@ pub struct HistoryEntry {
     pub at: String,
     /// How many resources the workspace held after the commit.
     pub resources: usize,
+    /// Checksum ([`checksum`]) of the version the commit stored. Absent in entries of earlier trellis
+    /// versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+    /// Checksum of the version the commit replaced; `None` for a workspace's first version. Stored in
+    /// the same transaction as the workspace, this is what proves, after a crash, that the stored
+    /// version directly followed the one its head record names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
 }
 
 /// One line of `trellis state list`.
@@ -227,6 +315,11 @@ pub trait StateStore: Send + Sync {
     fn force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, StateError>;
     /// Who holds the workspace lock, if anyone.
     fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, StateError>;
+    /// Restores `ws` (`trellis state push`): stores it with a serial above both its own and the stored
+    /// one, so that every plan made against either is stale, and returns that serial. Without `force`, a
+    /// stored workspace of another lineage, or at a higher serial than `ws`, is
+    /// [`StateError::PushRefused`]. The caller holds the workspace lock.
+    fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError>;
 }
 
 /// What went wrong with the state. Every message says what, where (dir or shoot) and what to do.
@@ -243,8 +336,30 @@ pub enum StateError {
     /// `detail` says what is unreadable and what to do about it.
     #[error("state of workspace {shoot} is corrupt: {detail}")]
     Corrupt { shoot: String, detail: String },
+    /// The database does not match what trellis last wrote (see the crate docs, "Integrity"). Nothing
+    /// was written to it.
+    #[error("{}", damaged_message(.dir, .detail))]
+    Damaged { dir: PathBuf, detail: String },
+    /// The directory is not a trellis state dir (or one of a newer format); it was left alone.
+    #[error("{} is not a trellis state dir: {detail}", .dir.display())]
+    NotStateDir { dir: PathBuf, detail: String },
+    /// `trellis state push` would lose or replace something; `detail` says what and how to force it.
+    #[error("not pushing workspace {shoot}: {detail}")]
+    PushRefused { shoot: String, detail: String },
+    /// A workspace document (`state push` input) that cannot be used.
+    #[error("{file}: {detail}")]
+    InvalidFile { file: String, detail: String },
     #[error("state I/O error: {0}")]
     Io(String),
+}
+
+fn damaged_message(dir: &Path, detail: &str) -> String {
+    let d = dir.display();
+    format!(
+        "state in {d} is damaged: {detail}; restore with `mv {d} {d}.damaged` and, for each shoot, \
+         `trellis state push SHOOT {d}.damaged/backups/SHOOT.json --state {d}` (a backup is the workspace before \
+         its last change; nothing was written to the damaged state; see \"Damaged state\" in the trellis usage docs)"
+    )
 }
 
 fn dir_in_use_message(dir: &Path, holder: Option<&LockInfo>) -> String {
@@ -254,16 +369,13 @@ fn dir_in_use_message(dir: &Path, holder: Option<&LockInfo>) -> String {
         }
         None => format!(
             "state dir {} is in use by another process (it did not record itself in {}); \
-             wait for it to finish, or find it with `fuser {}`",
+             wait for it to finish, or find it with `fuser -v {}`",
             dir.display(),
-            dir.join(HOLDER_FILE).display(),
-            dir.join("db").display()
+            dir.join(dir::HOLDER_FILE).display(),
+            dir.display()
         ),
     }
 }
-
-/// The file in a state dir that names the process holding it open.
-const HOLDER_FILE: &str = "holder.json";
 
 /// This machine's name: `/etc/hostname`, else `$HOSTNAME`, else `localhost`.
 fn this_host() -> String {

@@ -1,12 +1,15 @@
 //! The embedded backend: one sled 0.34.7 database per state dir (see the crate docs for the layout,
-//! the lock model and the durability model).
+//! the lock model, the durability model and the integrity checks).
 
+use crate::dir::{self, Contents, DirLock, Seal, HOLDER_FILE, VERIFY};
+use crate::integrity::{self, Head, Stored};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
-    WorkspaceSummary, HOLDER_FILE,
+    WorkspaceSummary,
 };
 use serde::Serialize;
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -19,9 +22,16 @@ const HISTORY: &str = "history";
 const EXT_PREFIX: &str = "ext/";
 
 /// State in a sled database in a local directory (`.trellis` by default). Only one process can have a
-/// state dir open at a time; see [`SledStore::open`].
+/// state dir open at a time; see [`SledStore::open`]. Dropping the store closes it like
+/// [`SledStore::close`], ignoring errors.
 pub struct SledStore {
-    dir: PathBuf,
+    // Declared before `guard`: the sled handles are dropped first, then the guard seals and unlocks.
+    h: Handles,
+    guard: Guard,
+}
+
+/// sled's handles on the database.
+struct Handles {
     db: sled::Db,
     workspaces: sled::Tree,
     locks: sled::Tree,
@@ -31,85 +41,78 @@ pub struct SledStore {
 }
 
 impl SledStore {
-    /// Opens (creating if needed) the state dir.
+    /// Opens the state dir, creating it if needed, for `operation` (recorded in `holder.json`).
     ///
-    /// sled takes an OS-level exclusive lock on the database, so this fails while another process has
-    /// the dir open: that is [`StateError::DirInUse`], naming the holder recorded in `<dir>/holder.json`
-    /// (which every successful open writes, with `LockInfo::here(operation)`, and `Drop` removes). Any
-    /// other problem (not a directory, permission denied, a corrupt database) is [`StateError::Open`].
+    /// The directory must be new, empty, or a trellis state dir (it has `trellis-state.json`; a state dir
+    /// of an earlier trellis without the marker is adopted — see the crate docs); anything else is
+    /// [`StateError::NotStateDir`]. Another process holding the dir is [`StateError::DirInUse`], naming
+    /// the holder recorded in `<dir>/holder.json`. A database that does not match what trellis last
+    /// wrote is [`StateError::Damaged`], and is then left exactly as it was found. Any other problem
+    /// (not a directory, permission denied) is [`StateError::Open`].
     pub fn open(dir: &Path, operation: &str) -> Result<SledStore, StateError> {
-        let open_error = |detail: String| StateError::Open { dir: dir.to_path_buf(), detail };
-
-        match fs::metadata(dir) {
-            Ok(meta) if !meta.is_dir() => {
-                return Err(open_error(
-                    "it exists but is not a directory; pass a directory as the state dir \
-                     (it is created if missing)"
-                        .to_string(),
-                ));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                fs::create_dir_all(dir).map_err(|e| {
-                    open_error(format!(
-                        "cannot create it ({e}); check the permissions of its parent directory \
-                         or choose another state dir"
-                    ))
-                })?;
-            }
-            Err(e) => {
-                return Err(open_error(format!("cannot read it ({e}); check its permissions")));
-            }
+        match open_dir(dir, operation, true)? {
+            Some(store) => Ok(store),
+            None => Err(StateError::Open {
+                dir: dir.to_path_buf(),
+                detail: "it disappeared while it was being opened; try again".to_string(),
+            }),
         }
+    }
 
-        let db = open_db(dir)?;
+    /// Like [`SledStore::open`], for commands that only use existing state: never creates the dir nor
+    /// makes an empty dir a state dir. `Ok(None)`: there is no state there (missing or empty dir).
+    pub fn open_existing(dir: &Path, operation: &str) -> Result<Option<SledStore>, StateError> {
+        open_dir(dir, operation, false)
+    }
 
-        let open_tree = |name: &str| {
-            db.open_tree(name).map_err(|e| {
-                open_error(format!("cannot open its `{name}` tree ({e}); restore the state dir from a backup"))
-            })
-        };
-        let workspaces = open_tree(WORKSPACES)?;
-        let locks = open_tree(LOCKS)?;
-        let history = open_tree(HISTORY)?;
-        let db_file = File::open(dir.join("db")).map_err(|e| {
-            open_error(format!("cannot open {} ({e}); check its permissions", dir.join("db").display()))
-        })?;
+    /// Closes the store: sled's files are written and released, sealed (`seal.json`) so that the next
+    /// open can tell they are exactly as trellis left them, `holder.json` is removed and the dir is
+    /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
+    /// open and they are not sealed (the next open then verifies them on a copy first).
+    pub fn close(self) -> Result<(), StateError> {
+        let SledStore { h, mut guard } = self;
+        drop(h);
+        guard.finish(Finish::Close)
+    }
 
-        // Last, so that a failed open leaves no holder file behind.
-        let holder = LockInfo::here(operation);
-        write_holder(dir, &holder).map_err(|e| {
-            open_error(format!(
-                "cannot write {} ({e}); check that the state dir is writable",
-                dir.join(HOLDER_FILE).display()
-            ))
-        })?;
-
-        Ok(SledStore { dir: dir.to_path_buf(), db, workspaces, locks, history, db_file })
+    /// For a command that failed: if this open made the directory a state dir (it was new or empty) and
+    /// nothing was recorded since (no workspace, no lock), removes what this open created — the
+    /// directory itself if this process created it, else its contents — while still holding the lock,
+    /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
+    pub fn discard(self) -> Result<(), StateError> {
+        let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
+        let SledStore { h, mut guard } = self;
+        drop(h);
+        guard.finish(if unused { Finish::Discard } else { Finish::Close })
     }
 
     /// A named sled tree in the same database, for the simulated cloud that lives next to the state.
     /// It is stored as `ext/<name>`, apart from the state's own trees. A tree keeps the database (and its
-    /// file lock) open for as long as it lives, even after the `SledStore` is dropped.
+    /// files) open for as long as it lives, even after the `SledStore` is dropped.
     pub fn tree(&self, name: &str) -> Result<sled::Tree, StateError> {
-        self.db
+        self.h
+            .db
             .open_tree(format!("{EXT_PREFIX}{name}"))
             .map_err(|e| self.io_error(&format!("opening tree `{name}`"), e))
     }
 
     /// Writes everything to disk: sled's `flush` (its log to the file), then an `fsync` of the file.
     pub fn flush(&self) -> Result<(), StateError> {
-        self.db.flush().map_err(|e| self.io_error("flushing", e))?;
-        self.db_file.sync_all().map_err(|e| self.io_error("syncing", e))?;
+        self.h.db.flush().map_err(|e| self.io_error("flushing", e))?;
+        self.h.db_file.sync_all().map_err(|e| self.io_error("syncing", e))?;
         Ok(())
     }
 
+    fn dir(&self) -> &Path {
+        &self.guard.dir
+    }
+
     fn io_error(&self, what: &str, e: impl std::fmt::Display) -> StateError {
-        StateError::Io(format!("{what} state dir {}: {e}", self.dir.display()))
+        StateError::Io(format!("{what} state dir {}: {e}", self.dir().display()))
     }
 
     fn read_lock(&self, shoot: &str) -> Result<Option<(sled::IVec, LockInfo)>, StateError> {
-        match self.locks.get(shoot.as_bytes()).map_err(|e| self.io_error("reading lock of", e))? {
+        match self.h.locks.get(shoot.as_bytes()).map_err(|e| self.io_error("reading lock of", e))? {
             None => Ok(None),
             Some(raw) => {
                 let info = parse_lock(shoot, &raw)?;
@@ -117,21 +120,345 @@ impl SledStore {
             }
         }
     }
+
+    /// Stores `next` (whose serial is already the new one) if `check` accepts the stored version, in one
+    /// transaction with its history entry (which names the checksums of the version it replaces and of
+    /// `next`), and returns the bytes stored. Before it, the stored version becomes the backup beside the
+    /// database; [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
+    fn store_version(
+        &self,
+        next: &Workspace,
+        operation: &str,
+        check: impl Fn(Option<&Workspace>) -> Result<(), StateError>,
+    ) -> Result<Vec<u8>, StateError> {
+        let shoot = next.shoot.as_str();
+        let raw = self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))?;
+        let current = raw.as_ref().map(|raw| parse_workspace(shoot, raw)).transpose()?;
+        check(current.as_ref())?;
+        if let Some(previous) = &current {
+            // A recovery aid, not part of the integrity check: replaced atomically, not synced.
+            integrity::write_backup(self.dir(), previous).map_err(|e| self.io_error("writing a backup into", e))?;
+        }
+
+        // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
+        let ws_json = integrity::canonical(next);
+        let entry = HistoryEntry {
+            serial: next.serial,
+            operation: operation.to_string(),
+            at: now_rfc3339(),
+            resources: next.resources.len(),
+            checksum: Some(integrity::checksum_bytes(&ws_json)),
+            previous: raw.as_deref().map(integrity::checksum_bytes),
+        };
+        let entry_json = to_json(&entry).map_err(|e| self.io_error("encoding history entry for", e))?;
+        let entry_key = history_key(shoot, next.serial);
+
+        let outcome = (&self.h.workspaces, &self.h.history).transaction(|(workspaces, history)| {
+            // The version the history entry names as replaced must be the one replaced.
+            if workspaces.get(shoot.as_bytes())? != raw {
+                let stored = match workspaces.get(shoot.as_bytes())? {
+                    Some(now) => Some(parse_workspace(shoot, &now).map_err(ConflictableTransactionError::Abort)?),
+                    None => None,
+                };
+                check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+                return Err(ConflictableTransactionError::Abort(StateError::Conflict {
+                    shoot: shoot.to_string(),
+                    detail: "the stored workspace changed while it was being written".to_string(),
+                }));
+            }
+            workspaces.insert(shoot.as_bytes(), ws_json.as_slice())?;
+            history.insert(entry_key.as_slice(), entry_json.as_slice())?;
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => Ok(ws_json),
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(self.io_error("committing to", e)),
+        }
+    }
+
+    /// After [`SledStore::store_version`]: makes the commit durable, then writes its head record.
+    fn seal_version(&self, next: &Workspace, stored: &[u8]) -> Result<(), StateError> {
+        self.flush()?;
+        integrity::write_head(self.dir(), &Head::of(next, stored))
+            .map_err(|e| self.io_error("writing a head record into", e))
+    }
 }
 
-impl Drop for SledStore {
-    /// Removes `<dir>/holder.json`. This runs before the fields (and so sled's file lock) are dropped,
-    /// so no other process can have opened the dir and written its own holder file yet.
-    fn drop(&mut self) {
-        let _ = fs::remove_file(self.dir.join(HOLDER_FILE));
+/// What the guard does when the store ends.
+enum Finish {
+    /// Seal sled's files (if the store was opened and verified), remove `holder.json`, unlock.
+    Close,
+    /// Remove what this open created, then unlock.
+    Discard,
+}
+
+/// Everything a store holds apart from sled: the dir lock and what to do when the store ends. It is
+/// dropped after sled's handles, so it can wait for sled to let go of its files.
+struct Guard {
+    dir: PathBuf,
+    lock: Option<DirLock>,
+    /// `Some(made_dir)`: this open made the directory a state dir (it was new, or empty); `made_dir`:
+    /// this process also created the directory itself.
+    fresh: Option<bool>,
+    holder_written: bool,
+    /// The database was opened in place and verified: closing seals it.
+    seal_on_close: bool,
+    /// sled's files as they were found, before sled opened them.
+    opened_with: Option<Vec<dir::SealedFile>>,
+    finished: bool,
+}
+
+impl Guard {
+    fn finish(&mut self, how: Finish) -> Result<(), StateError> {
+        self.finished = true;
+        let dir = self.dir.clone();
+        let io = |what: &str, e: std::io::Error| StateError::Io(format!("{what} state dir {}: {e}", dir.display()));
+        let released = wait_for_release(&dir.join("db"));
+        let mut result = Ok(());
+        match (how, self.fresh) {
+            (Finish::Discard, Some(made_dir)) if released => {
+                result = if made_dir { fs::remove_dir_all(&dir) } else { dir::empty_dir(&dir) }
+                    .map_err(|e| io("removing what this run created in", e));
+                self.holder_written = false;
+            }
+            _ if self.seal_on_close && released => {
+                result = self.seal().map_err(|e| io("sealing", e));
+            }
+            _ => {}
+        }
+        if self.holder_written {
+            let _ = fs::remove_file(dir.join(HOLDER_FILE));
+        }
+        self.lock = None;
+        result
     }
+
+    /// Writes the seal of sled's files as they are now. sled finishes a log it has not recovered yet
+    /// (takes a snapshot, extends its segment) the next time it opens it, so when this run changed the
+    /// files, sled opens them once more first: the sealed files are then at rest, and a command that only
+    /// reads (a plan) leaves them byte for byte as they were.
+    fn seal(&self) -> std::io::Result<()> {
+        let mut files = dir::fingerprint(&self.dir)?;
+        if self.opened_with.as_ref() != Some(&files) {
+            let settled = sled::Config::new().path(&self.dir).open().map(drop).is_ok();
+            if !(settled && wait_for_release(&self.dir.join("db"))) {
+                return Ok(()); // left unsealed: the next open verifies the files on a copy first
+            }
+            files = dir::fingerprint(&self.dir)?;
+        }
+        dir::write_seal(&self.dir, &Seal::Closed { files })
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.finish(Finish::Close);
+        }
+    }
+}
+
+/// Waits (up to [`RELEASE_WAIT`]) until no one holds sled's file lock on `db`, i.e. sled has closed it
+/// and will not write it again. A missing file counts as released.
+fn wait_for_release(db: &Path) -> bool {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    loop {
+        let file = match File::open(db) {
+            Ok(file) => file,
+            Err(e) => return e.kind() == ErrorKind::NotFound,
+        };
+        match file.try_lock() {
+            Ok(()) => return true,
+            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Opens `dir`; `create`: create it and make an empty dir a state dir, else `Ok(None)` for no state.
+fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStore>, StateError> {
+    let Some((lock, made_dir)) = lock_dir(dir, create)? else {
+        return Ok(None);
+    };
+    let contents = dir::classify(dir)?;
+    let fresh = match contents {
+        Contents::Empty if !create => return Ok(None),
+        Contents::Empty => Some(made_dir),
+        Contents::Marked | Contents::Legacy => None,
+    };
+    let mut guard = Guard {
+        dir: dir.to_path_buf(),
+        lock: Some(lock),
+        fresh,
+        holder_written: false,
+        seal_on_close: false,
+        opened_with: None,
+        finished: false,
+    };
+    let opened = open_locked(&mut guard, contents, operation);
+    match opened {
+        Ok(h) => {
+            guard.seal_on_close = true;
+            Ok(Some(SledStore { h, guard }))
+        }
+        Err(e) => {
+            // A fresh dir is removed again; anything else is left exactly as it was (never sealed).
+            let _ = guard.finish(Finish::Discard);
+            Err(e)
+        }
+    }
+}
+
+/// The part of opening that happens under the dir lock.
+fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result<Handles, StateError> {
+    let dir = guard.dir.clone();
+    let open_error = |what: &str, e: std::io::Error| StateError::Open {
+        dir: dir.clone(),
+        detail: format!("cannot write {what} ({e}); check that the state dir is writable"),
+    };
+    if contents == Contents::Empty {
+        dir::write_marker(&dir).map_err(|e| open_error(dir::MARKER, e))?;
+    }
+    write_holder(&dir, &LockInfo::here(operation)).map_err(|e| open_error(HOLDER_FILE, e))?;
+    guard.holder_written = true;
+    if contents == Contents::Legacy {
+        return adopt(&dir);
+    }
+
+    dir::remove_dir_if_present(&dir.join(VERIFY)).map_err(|e| open_error(VERIFY, e))?;
+    let found = dir::fingerprint(&dir).map_err(|e| StateError::Open {
+        dir: dir.clone(),
+        detail: format!("cannot read sled's files ({e}); check their permissions"),
+    })?;
+    match dir::read_seal(&dir)? {
+        // Exactly as trellis left them.
+        Some(Seal::Closed { files }) if files == found => {}
+        // Changed after a clean close: not by trellis.
+        Some(Seal::Closed { files }) => {
+            return Err(StateError::Damaged {
+                dir: dir.clone(),
+                detail: dir::describe_difference(&dir, &files, &found),
+            });
+        }
+        // A new state dir: nothing to verify yet.
+        _ if found.is_empty() => {}
+        // The last run did not close (killed, crashed): sled may have to recover, which writes. Prove
+        // on a copy that what sled recovers matches the head records before letting it touch the files.
+        _ => verify_on_copy(&dir)?,
+    }
+    dir::write_seal(&dir, &Seal::Open).map_err(|e| open_error(dir::SEAL, e))?;
+    guard.opened_with = Some(found);
+    let h = open_handles(&dir, open_db(&dir, &dir)?)?;
+    verify(&dir, &h)?;
+    Ok(h)
+}
+
+/// Opens a copy of sled's files in `<dir>/.verify` and checks it against the head records.
+fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
+    let copy = dir.join(VERIFY);
+    let io = |e: std::io::Error| {
+        StateError::Io(format!("copying the database of state dir {} to verify it: {e}", dir.display()))
+    };
+    dir::copy_sled_files(dir, &copy).map_err(io)?;
+    let result = open_db(&copy, dir).and_then(|db| {
+        let tree = |name: &str| -> Result<Option<sled::Tree>, StateError> {
+            if !db.tree_names().iter().any(|n| n == name.as_bytes()) {
+                return Ok(None);
+            }
+            db.open_tree(name).map(Some).map_err(|e| damaged(dir, format!("its `{name}` tree cannot be read ({e})")))
+        };
+        let stored = match tree(WORKSPACES)? {
+            Some(workspaces) => read_stored(dir, &workspaces, tree(HISTORY)?.as_ref())?,
+            None => BTreeMap::new(),
+        };
+        integrity::check(dir, &stored).map_err(|detail| damaged(dir, detail))
+    });
+    wait_for_release(&copy.join("db"));
+    let _ = dir::remove_dir_if_present(&copy);
+    result
+}
+
+/// Checks the open database against the head records.
+fn verify(dir: &Path, h: &Handles) -> Result<(), StateError> {
+    let stored = read_stored(dir, &h.workspaces, Some(&h.history))?;
+    integrity::check(dir, &stored).map_err(|detail| damaged(dir, detail))
+}
+
+/// Every stored workspace with the history entry of its serial.
+fn read_stored(
+    dir: &Path,
+    workspaces: &sled::Tree,
+    history: Option<&sled::Tree>,
+) -> Result<BTreeMap<String, Stored>, StateError> {
+    let unreadable = |e: sled::Error| damaged(dir, format!("its workspaces cannot be read ({e})"));
+    let mut out = BTreeMap::new();
+    for item in workspaces.iter() {
+        let (key, raw) = item.map_err(unreadable)?;
+        let shoot = String::from_utf8_lossy(&key).into_owned();
+        let parsed = parse_workspace(&shoot, &raw).map_err(|e| e.to_string());
+        let entry = match (&parsed, history) {
+            (Ok(ws), Some(history)) => history
+                .get(history_key(&shoot, ws.serial))
+                .map_err(unreadable)?
+                .and_then(|raw| serde_json::from_slice(&raw).ok()),
+            _ => None,
+        };
+        out.insert(shoot, Stored { raw: raw.to_vec(), parsed, entry });
+    }
+    Ok(out)
+}
+
+/// Takes over a state dir of an earlier trellis (no marker): its database must hold trellis' workspaces.
+/// The head records are made from the workspaces as they are; the marker is written last, so an
+/// interrupted adoption is simply done again.
+fn adopt(dir: &Path) -> Result<Handles, StateError> {
+    let db = open_db(dir, dir)?;
+    if !db.tree_names().iter().any(|n| n == WORKSPACES.as_bytes()) {
+        return Err(StateError::NotStateDir {
+            dir: dir.to_path_buf(),
+            detail: format!(
+                "it holds a sled database without trellis' workspaces and has no {}; pass a new or empty \
+                 directory with --state",
+                dir::MARKER
+            ),
+        });
+    }
+    let h = open_handles(dir, db)?;
+    let write_error =
+        |what: &str, e: std::io::Error| StateError::Io(format!("{what} state dir {}: {e}", dir.display()));
+    for (shoot, stored) in read_stored(dir, &h.workspaces, None)? {
+        let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot: shoot.clone(), detail })?;
+        integrity::write_head(dir, &Head::of(&ws, &stored.raw)).map_err(|e| write_error("adopting", e))?;
+    }
+    dir::write_marker(dir).map_err(|e| write_error("adopting", e))?;
+    Ok(h)
+}
+
+fn open_handles(dir: &Path, db: sled::Db) -> Result<Handles, StateError> {
+    let open_tree =
+        |name: &str| db.open_tree(name).map_err(|e| damaged(dir, format!("its `{name}` tree cannot be opened ({e})")));
+    let workspaces = open_tree(WORKSPACES)?;
+    let locks = open_tree(LOCKS)?;
+    let history = open_tree(HISTORY)?;
+    let db_file = File::open(dir.join("db")).map_err(|e| StateError::Open {
+        dir: dir.to_path_buf(),
+        detail: format!("cannot open {} ({e}); check its permissions", dir.join("db").display()),
+    })?;
+    Ok(Handles { db, workspaces, locks, history, db_file })
+}
+
+fn damaged(dir: &Path, detail: String) -> StateError {
+    StateError::Damaged { dir: dir.to_path_buf(), detail }
 }
 
 impl StateStore for SledStore {
     fn list(&self) -> Result<Vec<WorkspaceSummary>, StateError> {
         let mut out = Vec::new();
         // sled iterates in key order; UTF-8 byte order is the order of the shoot names.
-        for item in self.workspaces.iter() {
+        for item in self.h.workspaces.iter() {
             let (key, raw) = item.map_err(|e| self.io_error("listing workspaces in", e))?;
             let shoot = String::from_utf8_lossy(&key).into_owned();
             let ws = parse_workspace(&shoot, &raw)?;
@@ -145,7 +472,7 @@ impl StateStore for SledStore {
             });
         }
         // A shoot locked by an apply that never committed (killed early) has a lock but no workspace.
-        for item in self.locks.iter() {
+        for item in self.h.locks.iter() {
             let (key, _) = item.map_err(|e| self.io_error("listing locks in", e))?;
             let shoot = String::from_utf8_lossy(&key).into_owned();
             if out.iter().any(|w| w.shoot == shoot) {
@@ -159,7 +486,7 @@ impl StateStore for SledStore {
     }
 
     fn load(&self, shoot: &str) -> Result<Option<Workspace>, StateError> {
-        match self.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))? {
+        match self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))? {
             None => Ok(None),
             Some(raw) => parse_workspace(shoot, &raw).map(Some),
         }
@@ -168,73 +495,81 @@ impl StateStore for SledStore {
     fn commit(&self, ws: &mut Workspace, operation: &str) -> Result<(), StateError> {
         let shoot = ws.shoot.as_str();
         let expected = ws.serial;
-        let next_serial = expected.checked_add(1).ok_or_else(|| StateError::Corrupt {
+        let lineage = ws.lineage.as_str();
+        let mut next = ws.clone();
+        next.serial = expected.checked_add(1).ok_or_else(|| StateError::Corrupt {
             shoot: shoot.to_string(),
             detail: "its serial cannot be incremented any further".to_string(),
         })?;
-
-        // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
-        let mut next = ws.clone();
-        next.serial = next_serial;
-        let ws_json = to_json(&next).map_err(|e| self.io_error("encoding workspace for", e))?;
-        let entry = HistoryEntry {
-            serial: next_serial,
-            operation: operation.to_string(),
-            at: now_rfc3339(),
-            resources: ws.resources.len(),
-        };
-        let entry_json = to_json(&entry).map_err(|e| self.io_error("encoding history entry for", e))?;
-        let entry_key = history_key(shoot, next_serial);
-        let lineage = ws.lineage.as_str();
-
-        let outcome = (&self.workspaces, &self.history).transaction(|(workspaces, history)| {
-            let conflict = |detail: String| {
-                ConflictableTransactionError::Abort(StateError::Conflict { shoot: shoot.to_string(), detail })
-            };
-            match workspaces.get(shoot.as_bytes())? {
-                Some(raw) => {
-                    let stored = parse_workspace(shoot, &raw).map_err(ConflictableTransactionError::Abort)?;
-                    if stored.lineage != lineage {
-                        return Err(conflict(format!(
-                            "the stored workspace has lineage {} but this change was made for lineage {lineage} \
-                             (the workspace was deleted and created again)",
-                            stored.lineage
-                        )));
-                    }
-                    if stored.serial != expected {
-                        return Err(conflict(format!(
-                            "the stored serial is {} but this change was made against serial {expected} \
-                             (another run committed in between)",
-                            stored.serial
-                        )));
-                    }
-                }
-                None if expected != 0 => {
-                    return Err(conflict(format!(
-                        "the workspace is not stored but this change was made against serial {expected}"
-                    )));
-                }
-                None => {}
+        let stored = self.store_version(&next, operation, |stored| {
+            let conflict = |detail: String| StateError::Conflict { shoot: shoot.to_string(), detail };
+            match stored {
+                Some(stored) if stored.lineage != lineage => Err(conflict(format!(
+                    "the stored workspace has lineage {} but this change was made for lineage {lineage} \
+                     (the workspace was deleted and created again)",
+                    stored.lineage
+                ))),
+                Some(stored) if stored.serial != expected => Err(conflict(format!(
+                    "the stored serial is {} but this change was made against serial {expected} \
+                     (another run committed in between)",
+                    stored.serial
+                ))),
+                None if expected != 0 => Err(conflict(format!(
+                    "the workspace is not stored but this change was made against serial {expected}"
+                ))),
+                _ => Ok(()),
             }
-            workspaces.insert(shoot.as_bytes(), ws_json.as_slice())?;
-            history.insert(entry_key.as_slice(), entry_json.as_slice())?;
-            Ok(())
-        });
-        match outcome {
-            Ok(()) => {}
-            Err(TransactionError::Abort(e)) => return Err(e),
-            Err(TransactionError::Storage(e)) => return Err(self.io_error("committing to", e)),
-        }
+        })?;
+        // The commit is now in the database (in memory); the caller's copy must follow it even if what
+        // follows fails, or its next commit would conflict with itself.
+        ws.serial = next.serial;
+        self.seal_version(&next, &stored)
+    }
 
-        // The commit is now in the database (in memory); the caller's copy must follow it even if the
-        // flush below fails, or its next commit would conflict with itself.
-        ws.serial = next_serial;
-        self.flush()
+    fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError> {
+        let shoot = ws.shoot.as_str();
+        let refused = |detail: String| StateError::PushRefused { shoot: shoot.to_string(), detail };
+        let current = self.load(shoot)?;
+        if let (Some(stored), false) = (&current, force) {
+            if stored.lineage != ws.lineage {
+                return Err(refused(format!(
+                    "the stored workspace has lineage {} but the file has lineage {}: it belongs to another \
+                     life of the workspace; pass --force to replace the stored one anyway",
+                    stored.lineage, ws.lineage
+                )));
+            }
+            if ws.serial < stored.serial {
+                return Err(refused(format!(
+                    "the file is at serial {} but the stored workspace is at serial {}: pushing it would roll \
+                     the state back; pass --force to do that on purpose",
+                    ws.serial, stored.serial
+                )));
+            }
+        }
+        // A new serial above both, so that every plan made against either is stale.
+        let mut next = ws.clone();
+        next.serial = current
+            .as_ref()
+            .map_or(0, |s| s.serial)
+            .max(ws.serial)
+            .checked_add(1)
+            .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
+        let expected = current.as_ref().map(|s| (s.lineage.clone(), s.serial));
+        let stored = self.store_version(&next, "push", |stored| match (stored, &expected) {
+            (None, None) => Ok(()),
+            (Some(s), Some((lineage, serial))) if &s.lineage == lineage && s.serial == *serial => Ok(()),
+            _ => Err(StateError::Conflict {
+                shoot: shoot.to_string(),
+                detail: "the stored workspace changed while it was being replaced".to_string(),
+            }),
+        })?;
+        self.seal_version(&next, &stored)?;
+        Ok(next.serial)
     }
 
     fn history(&self, shoot: &str) -> Result<Vec<HistoryEntry>, StateError> {
         let mut out = Vec::new();
-        for item in self.history.scan_prefix(history_prefix(shoot)) {
+        for item in self.h.history.scan_prefix(history_prefix(shoot)) {
             let (_, raw) = item.map_err(|e| self.io_error("reading history from", e))?;
             let entry: HistoryEntry = serde_json::from_slice(&raw).map_err(|e| StateError::Corrupt {
                 shoot: shoot.to_string(),
@@ -252,6 +587,7 @@ impl StateStore for SledStore {
         // Loops only if another thread of this process changes the lock between our read and our swap.
         loop {
             let swapped = self
+                .h
                 .locks
                 .compare_and_swap(key, None as Option<&[u8]>, Some(new.as_slice()))
                 .map_err(|e| self.io_error("writing lock to", e))?;
@@ -274,6 +610,7 @@ impl StateStore for SledStore {
             }
             // The holder ran on this host and is gone: take the lock over, unless it changed meanwhile.
             let swapped = self
+                .h
                 .locks
                 .compare_and_swap(key, Some(&current), Some(new.as_slice()))
                 .map_err(|e| self.io_error("writing lock to", e))?;
@@ -293,6 +630,7 @@ impl StateStore for SledStore {
                 return Err(StateError::Locked { shoot: shoot.to_string(), holder });
             }
             let swapped = self
+                .h
                 .locks
                 .compare_and_swap(shoot.as_bytes(), Some(&current), None as Option<&[u8]>)
                 .map_err(|e| self.io_error("removing lock from", e))?;
@@ -303,7 +641,7 @@ impl StateStore for SledStore {
     }
 
     fn force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, StateError> {
-        let removed = self.locks.remove(shoot.as_bytes()).map_err(|e| self.io_error("removing lock from", e))?;
+        let removed = self.h.locks.remove(shoot.as_bytes()).map_err(|e| self.io_error("removing lock from", e))?;
         self.flush()?;
         match removed {
             None => Ok(None),
@@ -319,25 +657,102 @@ impl StateStore for SledStore {
     }
 }
 
-/// How long [`open_db`] waits for a database this process has just closed to release its file lock.
+/// How long an open waits for a state dir that is being released (or whose holder has not recorded
+/// itself yet), and how long closing waits for sled to let go of its files.
 const RELEASE_WAIT: Duration = Duration::from_secs(3);
 
-/// `sled::open`, waiting briefly for a database that is still being released.
+/// Takes the dir lock; `create`: creates the directory first if it is missing. Returns the lock and
+/// whether this call created the directory; `Ok(None)` without `create` when there is no directory.
 ///
-/// Dropping a sled 0.34.7 `Db` does not release its file lock at once: jobs on sled's internal thread pool
-/// keep the file open for a moment after the last handle is gone, so closing and reopening a state dir in
-/// one process (tests, or the engine between stages) can see "could not acquire lock". A store being
-/// released has already removed `holder.json`, so while the lock is held *and* no holder is recorded, the
-/// open is retried for up to [`RELEASE_WAIT`]. A recorded holder is reported at once.
-fn open_db(dir: &Path) -> Result<sled::Db, StateError> {
+/// The lock is held by another process (or another open in this one): if that holder has recorded itself
+/// in `holder.json`, [`StateError::DirInUse`] names it at once; otherwise it has just taken the lock or is
+/// letting go of it, so this retries for up to [`RELEASE_WAIT`]. A directory that was removed or
+/// replaced while the lock was being taken (its creator cleaned it up) is looked up again.
+fn lock_dir(dir: &Path, create: bool) -> Result<Option<(DirLock, bool)>, StateError> {
     let deadline = Instant::now() + RELEASE_WAIT;
     loop {
-        let err = match sled::Config::new().path(dir).open() {
+        let made_dir = match ensure_dir(dir, create)? {
+            Some(made_dir) => made_dir,
+            None => return Ok(None),
+        };
+        match DirLock::try_acquire(dir) {
+            Ok(Some(lock)) if lock.is_at(dir) => return Ok(Some((lock, made_dir))),
+            Ok(Some(_)) => {} // removed or replaced meanwhile: look again
+            Ok(None) => {
+                if let Some(holder) = live_holder(dir) {
+                    return Err(StateError::DirInUse { dir: dir.to_path_buf(), holder: Some(holder) });
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {} // removed meanwhile: look again
+            Err(e) => {
+                return Err(StateError::Open {
+                    dir: dir.to_path_buf(),
+                    detail: format!("cannot lock it ({e}); check its permissions"),
+                })
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(StateError::DirInUse { dir: dir.to_path_buf(), holder: live_holder(dir) });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `Some(created)` when `dir` is (now) a directory; `None` when it is missing and `create` is false.
+fn ensure_dir(dir: &Path, create: bool) -> Result<Option<bool>, StateError> {
+    let open_error = |detail: String| StateError::Open { dir: dir.to_path_buf(), detail };
+    let not_a_dir = || {
+        open_error(
+            "it exists but is not a directory; pass a directory as the state dir (it is created if missing)"
+                .to_string(),
+        )
+    };
+    match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(Some(false)),
+        Ok(_) => return Err(not_a_dir()),
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(open_error(format!("cannot read it ({e}); check its permissions"))),
+    }
+    if !create {
+        return Ok(None);
+    }
+    let cannot_create = |e: std::io::Error| {
+        open_error(format!(
+            "cannot create it ({e}); check the permissions of its parent directory or choose another state dir"
+        ))
+    };
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(cannot_create)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => Ok(Some(true)),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && dir.is_dir() => Ok(Some(false)),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(not_a_dir()),
+        Err(e) => Err(cannot_create(e)),
+    }
+}
+
+/// The holder recorded in `holder.json`, unless it is a process of this host that is gone (a crashed
+/// holder's file stays behind until the next open overwrites it).
+fn live_holder(dir: &Path) -> Option<LockInfo> {
+    read_holder(dir).filter(|h| h.host != this_host() || pid_alive(h.pid))
+}
+
+/// `sled::open` of the files in `files`; errors name the state dir `dir`.
+///
+/// Under the dir lock, sled's own file lock on `db` can only be held by a store of this process that is
+/// still being released (jobs on sled's thread pool keep the file open for a moment after the last
+/// handle is gone), or by a trellis too old to take the dir lock; the open is retried for up to
+/// [`RELEASE_WAIT`].
+fn open_db(files: &Path, dir: &Path) -> Result<sled::Db, StateError> {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    loop {
+        let err = match sled::Config::new().path(files).open() {
             Ok(db) => return Ok(db),
             Err(e) => open_failure(dir, e),
         };
         match err {
-            StateError::DirInUse { holder: None, .. } if Instant::now() < deadline => {
+            StateError::DirInUse { .. } if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             _ => return Err(err),
@@ -350,13 +765,14 @@ fn open_failure(dir: &Path, e: sled::Error) -> StateError {
     let detail = match &e {
         // sled 0.34.7 (config.rs `try_lock`) reports a held file lock only as this message.
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-            return StateError::DirInUse { dir: dir.to_path_buf(), holder: read_holder(dir) };
+            return StateError::DirInUse { dir: dir.to_path_buf(), holder: None };
         }
         sled::Error::Io(io) if io.kind() == ErrorKind::PermissionDenied => {
             format!("{io}; make the state dir readable and writable for this user")
         }
-        sled::Error::Corruption { .. } => {
-            format!("the database is corrupt ({e}); restore the state dir from a backup")
+        sled::Error::Corruption { at, .. } => {
+            let at = at.map(|at| format!(" at {at:?}")).unwrap_or_default();
+            return damaged(dir, format!("the database does not open: sled finds corrupted data{at}"));
         }
         _ => format!("{e}; check that it is a trellis state dir (or an empty directory)"),
     };

@@ -337,6 +337,12 @@ fn a_regular_file_is_not_a_state_dir() {
     }
 }
 
+/// Leaves the state dir as a run that was killed leaves it: sled's files were not sealed at the end, so
+/// the next open verifies them on a copy instead of refusing any change.
+fn as_if_the_last_run_was_killed(dir: &Path) {
+    std::fs::write(dir.join("seal.json"), r#"{"state": "open"}"#).unwrap();
+}
+
 #[test]
 fn a_corrupt_workspace_record_is_reported_with_its_shoot() {
     let dir = state_dir();
@@ -351,13 +357,17 @@ fn a_corrupt_workspace_record_is_reported_with_its_shoot() {
         db.open_tree("workspaces").unwrap().insert(SHOOT, &b"{\"shoot\": \"shoot--dev--al"[..]).unwrap();
         db.flush().unwrap();
     }
-    let store = open(dir.path());
-    let err = store.load(SHOOT).unwrap_err();
-    assert!(matches!(&err, StateError::Corrupt { shoot, .. } if shoot == SHOOT), "{err:?}");
-    assert!(err.to_string().contains(SHOOT), "{err}");
-    assert!(matches!(store.list(), Err(StateError::Corrupt { .. })));
-    let mut ws = Workspace::new(SHOOT);
-    assert!(matches!(store.commit(&mut ws, "apply"), Err(StateError::Corrupt { .. })));
+    // After a clean close, any change to sled's files is damage.
+    let err = SledStore::open(dir.path(), "plan").err().expect("a changed db must not open");
+    assert!(matches!(&err, StateError::Damaged { .. }), "{err:?}");
+    assert!(err.to_string().contains("changed after trellis last closed it"), "{err}");
+
+    // After a killed run, the record itself is checked against its head record.
+    as_if_the_last_run_was_killed(dir.path());
+    let err = SledStore::open(dir.path(), "plan").err().expect("a corrupt record must not open");
+    assert!(matches!(&err, StateError::Damaged { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("the stored record of workspace {SHOOT} does not parse")), "{msg}");
 }
 
 #[test]
@@ -369,6 +379,8 @@ fn an_unreadable_lock_record_blocks_until_force_unlocked() {
         db.open_tree("locks").unwrap().insert(SHOOT, &b"garbage"[..]).unwrap();
         db.flush().unwrap();
     }
+    // Lock records are not covered by head records: after a killed run, the dir opens.
+    as_if_the_last_run_was_killed(dir.path());
     let store = open(dir.path());
     let err = store.lock(SHOOT, &LockInfo::here("apply")).unwrap_err();
     assert!(matches!(&err, StateError::Corrupt { shoot, .. } if shoot == SHOOT), "{err:?}");

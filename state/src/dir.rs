@@ -1,0 +1,334 @@
+//! The state dir on disk, apart from sled's own files: the marker that makes a directory a trellis
+//! state dir, the process-level lock on it, the seal that says how trellis left sled's files, and
+//! atomic file writes. See the crate docs ("State dir", "Integrity") for why each exists.
+
+use crate::StateError;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fs::{self, File};
+use std::io::{self, ErrorKind, Write as _};
+use std::path::{Path, PathBuf};
+
+/// Marks a directory as a trellis state dir and names its format.
+pub(crate) const MARKER: &str = "trellis-state.json";
+/// How trellis left sled's files: [`Seal`].
+pub(crate) const SEAL: &str = "seal.json";
+/// One head record per workspace (`heads/<shoot>.json`).
+pub(crate) const HEADS: &str = "heads";
+/// The previous version of each workspace (`backups/<shoot>.json`).
+pub(crate) const BACKUPS: &str = "backups";
+/// Scratch copy of sled's files, verified before the originals are opened after an unclean stop.
+pub(crate) const VERIFY: &str = ".verify";
+/// The file in a state dir that names the process holding it open.
+pub(crate) const HOLDER_FILE: &str = "holder.json";
+
+/// The state format this trellis reads and writes.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+const MARKER_KIND: &str = "trellis-state";
+
+/// What sled 0.34 writes to `conf` with its default configuration (trellis never changes it), before
+/// the 4-byte CRC. Used to recognise a state dir made by a trellis that did not write the marker yet.
+const SLED_CONF: &[u8] = b"segment_size: 524288\nuse_compression: false\nversion: 0.34\n";
+
+#[derive(Serialize, Deserialize)]
+struct Marker {
+    kind: String,
+    format_version: u32,
+}
+
+/// What a directory passed as the state dir holds.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Contents {
+    /// Nothing at all: trellis may make it a state dir.
+    Empty,
+    /// A trellis state dir of this format.
+    Marked,
+    /// No marker, but exactly what an earlier trellis left: sled's `conf` (with trellis' settings), `db`
+    /// and `blobs/`, maybe `snap.*`, `holder.json` and `heads/` of an adoption that was interrupted.
+    /// Adopted if the database also holds a `workspaces` tree.
+    Legacy,
+}
+
+/// Looks at the directory (which exists) without changing anything in it.
+pub(crate) fn classify(dir: &Path) -> Result<Contents, StateError> {
+    let unreadable = |e: io::Error| StateError::Open {
+        dir: dir.to_path_buf(),
+        detail: format!("cannot list it ({e}); check its permissions"),
+    };
+    let mut names: Vec<String> = Vec::new();
+    for entry in fs::read_dir(dir).map_err(unreadable)? {
+        names.push(entry.map_err(unreadable)?.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    if names.iter().any(|n| n == MARKER) {
+        check_marker(dir)?;
+        return Ok(Contents::Marked);
+    }
+    if names.is_empty() {
+        return Ok(Contents::Empty);
+    }
+    if looks_like_legacy(dir, &names) {
+        return Ok(Contents::Legacy);
+    }
+    let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+    let more = if names.len() > 3 { format!(" and {} more", names.len() - 3) } else { String::new() };
+    Err(StateError::NotStateDir {
+        dir: dir.to_path_buf(),
+        detail: format!(
+            "it is not empty (it holds {}{more}) and has no {MARKER}; trellis does not take over a directory it \
+             did not create — pass a new or empty directory with --state",
+            shown.join(", ")
+        ),
+    })
+}
+
+fn check_marker(dir: &Path) -> Result<(), StateError> {
+    let path = dir.join(MARKER);
+    let damaged = |detail: String| StateError::Damaged { dir: dir.to_path_buf(), detail };
+    let text = fs::read(&path).map_err(|e| damaged(format!("{} cannot be read ({e})", path.display())))?;
+    let marker: Marker =
+        serde_json::from_slice(&text).map_err(|e| damaged(format!("{} does not parse ({e})", path.display())))?;
+    if marker.kind != MARKER_KIND {
+        return Err(damaged(format!("{} names kind {:?}, not {MARKER_KIND:?}", path.display(), marker.kind)));
+    }
+    if marker.format_version > FORMAT_VERSION {
+        return Err(StateError::NotStateDir {
+            dir: dir.to_path_buf(),
+            detail: format!(
+                "it was written by a newer trellis (state format {}; this trellis reads format {FORMAT_VERSION}); \
+                 use that trellis",
+                marker.format_version
+            ),
+        });
+    }
+    if marker.format_version < FORMAT_VERSION {
+        return Err(damaged(format!(
+            "{} names state format {}, which no trellis ever wrote",
+            path.display(),
+            marker.format_version
+        )));
+    }
+    Ok(())
+}
+
+fn looks_like_legacy(dir: &Path, names: &[String]) -> bool {
+    let known = |n: &str| {
+        matches!(n, "conf" | "db" | "blobs" | HOLDER_FILE | "holder.json.tmp" | HEADS) || n.starts_with("snap.")
+    };
+    if !names.iter().all(|n| known(n)) {
+        return false;
+    }
+    let conf_ok = fs::read(dir.join("conf")).is_ok_and(|c| c.len() == SLED_CONF.len() + 4 && c.starts_with(SLED_CONF));
+    conf_ok && dir.join("db").is_file() && dir.join("blobs").is_dir()
+}
+
+/// Writes the marker (atomically): from now on the directory is a trellis state dir.
+pub(crate) fn write_marker(dir: &Path) -> io::Result<()> {
+    let marker = Marker { kind: MARKER_KIND.to_string(), format_version: FORMAT_VERSION };
+    write_atomic(&dir.join(MARKER), &to_pretty(&marker)?)
+}
+
+/// Writes `bytes` to `path` so that a reader (or a crash, or a power loss) sees either the old or the
+/// new content: a temporary file beside it, `fsync`, `rename`, `fsync` of the directory.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_rename(path, bytes, true)
+}
+
+/// Like [`write_atomic`] without the `fsync`s: a reader or a killed process sees the old or the new
+/// content; after a power loss it may be the old one.
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_rename(path, bytes, false)
+}
+
+fn write_via_rename(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = parent.join(tmp_name);
+    {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        if durable {
+            file.sync_all()?;
+        }
+    }
+    fs::rename(&tmp, path)?;
+    if durable {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+pub(crate) fn to_pretty<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// trellis' exclusive lock on a state dir: `flock(2)` on the directory itself, so that taking it
+/// creates nothing inside a directory that may turn out not to be a state dir. The OS releases it when
+/// the process dies, so it never goes stale.
+pub(crate) struct DirLock {
+    file: File,
+}
+
+impl DirLock {
+    /// `Ok(None)`: another open file description holds it (another process, or another open in this one).
+    pub(crate) fn try_acquire(dir: &Path) -> io::Result<Option<DirLock>> {
+        let file = File::open(dir)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(DirLock { file })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    /// Whether the locked directory is still the one at `dir`. A process that cleans up a state dir it
+    /// created removes it while holding the lock; whoever gets the lock next holds a removed directory
+    /// and must start again.
+    pub(crate) fn is_at(&self, dir: &Path) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            match (self.file.metadata(), fs::metadata(dir)) {
+                (Ok(locked), Ok(now)) => locked.dev() == now.dev() && locked.ino() == now.ino(),
+                _ => false,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = &self.file;
+            dir.is_dir()
+        }
+    }
+}
+
+/// How trellis left sled's files, in `seal.json`. `Open` is written before sled opens the files in
+/// place, `Closed` after sled has let go of them at the end of a run (see the crate docs, "Integrity").
+#[derive(Serialize, Deserialize, Debug, PartialEq, Clone)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub(crate) enum Seal {
+    Open,
+    Closed { files: Vec<SealedFile> },
+}
+
+/// One of sled's files as trellis left it.
+#[derive(Serialize, Deserialize, Debug, PartialEq, Clone)]
+pub(crate) struct SealedFile {
+    /// Path relative to the state dir, `/`-separated.
+    pub name: String,
+    pub len: u64,
+    pub sha256: String,
+}
+
+/// `Ok(None)`: there is no seal.
+pub(crate) fn read_seal(dir: &Path) -> Result<Option<Seal>, StateError> {
+    let path = dir.join(SEAL);
+    match fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| StateError::Damaged {
+            dir: dir.to_path_buf(),
+            detail: format!("{} does not parse ({e})", path.display()),
+        }),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StateError::Open {
+            dir: dir.to_path_buf(),
+            detail: format!("cannot read {} ({e}); check its permissions", path.display()),
+        }),
+    }
+}
+
+pub(crate) fn write_seal(dir: &Path, seal: &Seal) -> io::Result<()> {
+    write_atomic(&dir.join(SEAL), &to_pretty(seal)?)
+}
+
+/// sled's files in `dir` (`db`, `conf`, `snap.*`, `blobs/*`), relative, sorted.
+pub(crate) fn sled_files(dir: &Path) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "db" || name == "conf" || name.starts_with("snap.") {
+            out.push(name);
+        } else if name == "blobs" && entry.file_type()?.is_dir() {
+            for blob in fs::read_dir(entry.path())? {
+                out.push(format!("blobs/{}", blob?.file_name().to_string_lossy()));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Length and SHA-256 of each of sled's files.
+pub(crate) fn fingerprint(dir: &Path) -> io::Result<Vec<SealedFile>> {
+    sled_files(dir)?
+        .into_iter()
+        .map(|name| {
+            let mut file = File::open(dir.join(&name))?;
+            let mut hasher = Sha256::new();
+            let len = io::copy(&mut file, &mut hasher)?;
+            Ok(SealedFile { name, len, sha256: hex::encode(hasher.finalize()) })
+        })
+        .collect()
+}
+
+/// The first difference between the files as sealed and as found, for the "damaged" message.
+pub(crate) fn describe_difference(dir: &Path, sealed: &[SealedFile], found: &[SealedFile]) -> String {
+    let shown = |f: &SealedFile| format!("{} bytes, sha256 {}", f.len, &f.sha256[..16.min(f.sha256.len())]);
+    for s in sealed {
+        match found.iter().find(|f| f.name == s.name) {
+            None => return format!("{} is missing", dir.join(&s.name).display()),
+            Some(f) if f != s => {
+                return format!(
+                    "{} changed after trellis last closed it (then: {}; now: {})",
+                    dir.join(&s.name).display(),
+                    shown(s),
+                    shown(f)
+                )
+            }
+            Some(_) => {}
+        }
+    }
+    match found.iter().find(|f| !sealed.iter().any(|s| s.name == f.name)) {
+        Some(f) => format!("{} appeared after trellis last closed the state dir", dir.join(&f.name).display()),
+        None => "sled's files changed after trellis last closed them".to_string(),
+    }
+}
+
+/// Copies sled's files into `to` (which must not exist), for a verification that must not touch them.
+pub(crate) fn copy_sled_files(dir: &Path, to: &Path) -> io::Result<()> {
+    fs::create_dir(to)?;
+    fs::create_dir_all(to.join("blobs"))?;
+    for name in sled_files(dir)? {
+        fs::copy(dir.join(&name), to.join(&name))?;
+    }
+    Ok(())
+}
+
+/// Removes `path` if it exists.
+pub(crate) fn remove_dir_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Removes every entry of `dir` (not `dir` itself).
+pub(crate) fn empty_dir(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            fs::remove_dir_all(entry.path())?;
+        } else {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// `<dir>/<sub>/<shoot, percent-encoded>.json`. Shoot ids are `[a-z0-9-]`, which stay readable; anything
+/// else (including `.` and `/`) is encoded, so a name can never leave the directory.
+pub(crate) fn workspace_file(dir: &Path, sub: &str, shoot: &str) -> PathBuf {
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_');
+    dir.join(sub).join(format!("{}.json", percent_encoding::utf8_percent_encode(shoot, KEEP)))
+}

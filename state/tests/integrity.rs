@@ -1,0 +1,316 @@
+//! State integrity as a user of the sled backend sees it: a database that does not match what trellis
+//! last wrote is refused and left as it was found, a killed run is not mistaken for damage, foreign
+//! directories are never taken over, and a workspace can be restored with `push`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use trellis_state::{SledStore, StateError, StateStore, Workspace, WorkspaceFile};
+
+const SHOOT: &str = "shoot--dev--alpha";
+
+fn open(dir: &Path) -> SledStore {
+    SledStore::open(dir, "test").expect("open state dir")
+}
+
+/// Commits `n` versions of the shoot's workspace (serials 1..=n) and closes the store.
+fn committed(dir: &Path, n: u64) -> Workspace {
+    let store = open(dir);
+    let mut ws = store.load(SHOOT).unwrap().unwrap_or_else(|| Workspace::new(SHOOT));
+    for _ in 0..n {
+        ws.memory.insert("step".to_string(), format!("{}", ws.serial + 1));
+        store.commit(&mut ws, "apply").unwrap();
+    }
+    store.close().unwrap();
+    ws
+}
+
+/// Every file under `dir`, relative path -> content.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Copies the files of `from` into a new directory `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    for (rel, bytes) in files(from) {
+        let path = to.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+}
+
+/// sled's files of a closed state dir (to put an older database back later).
+fn sled_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    files(dir)
+        .into_iter()
+        .filter(|(rel, _)| {
+            let name = rel.to_string_lossy();
+            name == "db" || name == "conf" || name.starts_with("snap.") || name.starts_with("blobs/")
+        })
+        .collect()
+}
+
+/// As a run that was killed leaves the dir: sled's files were not sealed at its end.
+fn as_if_the_last_run_was_killed(dir: &Path) {
+    fs::write(dir.join("seal.json"), r#"{"state": "open"}"#).unwrap();
+}
+
+#[track_caller]
+fn assert_damaged(result: Result<SledStore, StateError>, needle: &str) -> String {
+    let err = result.err().expect("a damaged state dir must not open");
+    assert!(matches!(err, StateError::Damaged { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(needle), "{msg:?} should contain {needle:?}");
+    assert!(msg.contains("restore with `mv "), "{msg}");
+    assert!(!msg.contains('\n'), "one line: {msg}");
+    msg
+}
+
+#[test]
+fn regression_damaged_state_db_is_refused_and_left_as_found() {
+    let clean = tempfile::tempdir().unwrap();
+    committed(clean.path(), 5);
+    let len = fs::metadata(clean.path().join("db")).unwrap().len();
+    let overwrites = [0, len / 8, len / 4, len / 3, len / 2, 3 * len / 4, len - 16];
+    let truncations = [0, len / 8, len / 3, len / 2, len - 1];
+    let damages = overwrites
+        .iter()
+        .map(|&at| (format!("16 bytes at {at}"), Some(at), None))
+        .chain(truncations.iter().map(|&to| (format!("truncated to {to}"), None, Some(to))));
+    for (what, overwrite, truncate) in damages {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("state");
+        copy_dir(clean.path(), &dir);
+        let db = dir.join("db");
+        let mut bytes = fs::read(&db).unwrap();
+        if let Some(at) = overwrite {
+            bytes[at as usize..at as usize + 16].copy_from_slice(b"XXXXXXXXXXXXXXXX");
+        }
+        if let Some(to) = truncate {
+            bytes.truncate(to as usize);
+        }
+        fs::write(&db, &bytes).unwrap();
+        let before = files(&dir);
+
+        let msg = assert_damaged(SledStore::open(&dir, "plan"), "changed after trellis last closed it");
+        assert!(msg.contains(&format!("state in {} is damaged", dir.display())), "{what}: {msg}");
+        assert!(matches!(SledStore::open_existing(&dir, "state list"), Err(StateError::Damaged { .. })), "{what}");
+        assert_eq!(files(&dir), before, "{what}: the damaged state dir is left exactly as it was");
+    }
+}
+
+#[test]
+fn regression_a_silent_rollback_after_a_killed_run_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    committed(dir, 2);
+    let older = sled_files(dir);
+    committed(dir, 1);
+    // The database falls back to serial 2 (as sled does when it drops a damaged tail of its log), and the
+    // last run did not close cleanly, so the files are verified rather than compared with the seal.
+    for rel in sled_files(dir).keys() {
+        fs::remove_file(dir.join(rel)).unwrap();
+    }
+    for (rel, bytes) in &older {
+        fs::write(dir.join(rel), bytes).unwrap();
+    }
+    as_if_the_last_run_was_killed(dir);
+    let before = files(dir);
+    let msg = assert_damaged(SledStore::open(dir, "plan"), &format!("workspace {SHOOT} is stored at serial 2"));
+    assert!(msg.contains("says serial 3"), "{msg}");
+    assert_eq!(files(dir), before, "verified on a copy: the state dir is left exactly as it was");
+}
+
+#[test]
+fn regression_a_commit_interrupted_before_its_head_record_is_not_damage() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let head = dir.join("heads").join(format!("{SHOOT}.json"));
+
+    // The first commit: killed after sled committed it, before its head record was written.
+    committed(dir, 1);
+    fs::remove_file(&head).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 1);
+
+    // A later commit: the head record still names the version before it, which is also the backup.
+    committed(dir, 1);
+    let head_of_2 = fs::read(&head).unwrap();
+    committed(dir, 1);
+    fs::write(&head, &head_of_2).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap().unwrap().serial, 3);
+    // The next commit brings the head record up to date.
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    store.commit(&mut ws, "apply").unwrap();
+    store.close().unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 4);
+
+    // A head record two versions behind is not what a crash leaves.
+    fs::write(&head, &head_of_2).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_damaged(SledStore::open(dir, "plan"), "says serial 2");
+
+    // A push stores a version several serials ahead; its head write can be interrupted the same way.
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let head = dir.join("heads").join(format!("{SHOOT}.json"));
+    let ws = committed(dir, 1);
+    let head_of_1 = fs::read(&head).unwrap();
+    let store = open(dir);
+    assert_eq!(store.push(&Workspace { serial: 9, ..ws }, false).unwrap(), 10);
+    store.close().unwrap();
+    fs::write(&head, &head_of_1).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 10);
+}
+
+#[test]
+fn regression_the_previous_version_is_kept_as_a_backup_that_push_restores() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let latest = committed(dir, 3);
+    let backup = fs::read_to_string(dir.join("backups").join(format!("{SHOOT}.json"))).unwrap();
+    let previous = WorkspaceFile::parse("backup", &backup).unwrap();
+    assert_eq!(previous.serial, 2);
+    assert_eq!(previous.lineage, latest.lineage);
+    assert_eq!(previous.memory["step"], "2");
+
+    let store = open(dir);
+    // An older version rolls the state back: refused unless forced.
+    let err = store.push(&previous, false).unwrap_err();
+    assert!(matches!(err, StateError::PushRefused { .. }), "{err:?}");
+    assert!(err.to_string().contains("serial 2") && err.to_string().contains("--force"), "{err}");
+    // Another lineage: refused unless forced.
+    let other = Workspace { serial: 7, ..Workspace::new(SHOOT) };
+    let err = store.push(&other, false).unwrap_err();
+    assert!(err.to_string().contains(&latest.lineage) && err.to_string().contains("--force"), "{err}");
+    assert_eq!(store.load(SHOOT).unwrap(), Some(latest.clone()), "refused pushes change nothing");
+
+    // Forced: stored above both serials, so plans made against either are stale.
+    assert_eq!(store.push(&previous, true).unwrap(), 4);
+    let restored = store.load(SHOOT).unwrap().unwrap();
+    assert_eq!(restored, Workspace { serial: 4, ..previous });
+    assert_eq!(store.history(SHOOT).unwrap().last().unwrap().operation, "push");
+    store.close().unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap(), Some(restored), "the push is consistent with its head record");
+}
+
+#[test]
+fn regression_push_checks_the_checksum_of_its_file() {
+    let ws = Workspace::new(SHOOT);
+    let text = serde_json::to_string_pretty(&WorkspaceFile::new(ws.clone())).unwrap();
+    assert_eq!(WorkspaceFile::parse("f.json", &text).unwrap(), ws);
+    let edited = text.replace(&ws.lineage, "00000000-0000-4000-8000-000000000000");
+    let err = WorkspaceFile::parse("f.json", &edited).unwrap_err().to_string();
+    assert!(err.starts_with("f.json: its checksum sha256:") && err.contains("remove the \"checksum\" field"), "{err}");
+    let without: serde_json::Value = serde_json::from_str(&edited).unwrap();
+    let without = serde_json::json!({ "workspace": without["workspace"] });
+    assert_eq!(
+        WorkspaceFile::parse("f.json", &without.to_string()).unwrap().lineage,
+        "00000000-0000-4000-8000-000000000000"
+    );
+}
+
+#[test]
+fn regression_a_foreign_directory_is_refused_and_left_alone() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("mine");
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("db"), "my own database, not trellis'").unwrap();
+    let before = files(&dir);
+    for result in [SledStore::open(&dir, "apply").map(Some), SledStore::open_existing(&dir, "validate")] {
+        let err = result.err().expect("a foreign dir must not open");
+        assert!(matches!(err, StateError::NotStateDir { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.starts_with(&format!("{} is not a trellis state dir", dir.display())), "{msg}");
+        assert!(msg.contains("it holds db") && msg.contains("pass a new or empty directory with --state"), "{msg}");
+    }
+    assert_eq!(files(&dir), before, "nothing in it was touched");
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "nothing was added to it");
+}
+
+#[test]
+fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ws = committed(dir, 2);
+    // What the previous version of trellis left: sled's files only.
+    for name in ["trellis-state.json", "seal.json"] {
+        fs::remove_file(dir.join(name)).unwrap();
+    }
+    for name in ["heads", "backups"] {
+        fs::remove_dir_all(dir.join(name)).unwrap();
+    }
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws));
+    store.close().unwrap();
+    assert!(dir.join("trellis-state.json").is_file() && dir.join("heads").join(format!("{SHOOT}.json")).is_file());
+
+    // A sled database of something else is not adopted.
+    let other = work.path().join("other");
+    {
+        let db = sled::open(&other).unwrap();
+        db.open_tree("not-trellis").unwrap().insert("k", "v").unwrap();
+        db.flush().unwrap();
+    }
+    let err = SledStore::open(&other, "plan").err().expect("not adopted");
+    assert!(matches!(err, StateError::NotStateDir { .. }), "{err:?}");
+    assert!(!other.join("trellis-state.json").exists());
+}
+
+#[test]
+fn regression_a_state_dir_of_a_newer_format_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 2}"#).unwrap();
+    let err = SledStore::open(dir, "plan").err().expect("a newer format must not open");
+    assert!(err.to_string().contains("written by a newer trellis (state format 2"), "{err}");
+    assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
+}
+
+#[test]
+fn regression_discard_removes_only_what_this_run_created() {
+    let work = tempfile::tempdir().unwrap();
+
+    // A dir this run created: removed.
+    let new = work.path().join("new");
+    open(&new).discard().unwrap();
+    assert!(!new.exists());
+
+    // An empty dir the user made: emptied again, kept.
+    let empty = work.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    open(&empty).discard().unwrap();
+    assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
+
+    // Something was committed in this run, or the dir was a state dir before: kept.
+    let used = work.path().join("used");
+    let store = open(&used);
+    store.commit(&mut Workspace::new(SHOOT), "apply").unwrap();
+    store.discard().unwrap();
+    assert_eq!(open(&used).list().unwrap().len(), 1);
+    open(&used).discard().unwrap();
+    assert_eq!(open(&used).list().unwrap().len(), 1);
+
+    // Commands that only read never create or mark anything.
+    assert!(SledStore::open_existing(&work.path().join("missing"), "state list").unwrap().is_none());
+    assert!(SledStore::open_existing(&empty, "state list").unwrap().is_none());
+    assert!(!work.path().join("missing").exists());
+    assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
+}
