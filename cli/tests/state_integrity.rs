@@ -44,6 +44,7 @@ fn assert_refused_as_damaged(run: Run, dir: &str) -> String {
     assert_eq!(lines.len(), 1, "one line from `{}`:\n{}", run.cmd, run.stderr);
     let line = lines[0].to_string();
     assert!(line.starts_with(&format!("error: state in {dir} is damaged: ")), "`{}`: {line}", run.cmd);
+    assert!(!line.contains("backtrace") && !line.contains("offset None"), "no Debug text: {line}");
     assert!(
         line.contains(&format!("restore with `mv {dir} {dir}.damaged`"))
             && line.contains(&format!("`trellis state push SHOOT {dir}.damaged/backups/SHOOT.json --state {dir}`")),

@@ -107,8 +107,8 @@ impl SledStore {
         &self.guard.dir
     }
 
-    fn io_error(&self, what: &str, e: impl std::fmt::Display) -> StateError {
-        StateError::Io(format!("{what} state dir {}: {e}", self.dir().display()))
+    fn io_error(&self, what: &str, e: impl Words) -> StateError {
+        StateError::Io(format!("{what} state dir {}: {}", self.dir().display(), e.words()))
     }
 
     fn read_lock(&self, shoot: &str) -> Result<Option<(sled::IVec, LockInfo)>, StateError> {
@@ -770,9 +770,8 @@ fn open_failure(dir: &Path, e: sled::Error) -> StateError {
         sled::Error::Io(io) if io.kind() == ErrorKind::PermissionDenied => {
             format!("{io}; make the state dir readable and writable for this user")
         }
-        sled::Error::Corruption { at, .. } => {
-            let at = at.map(|at| format!(" at {at:?}")).unwrap_or_default();
-            return damaged(dir, format!("the database does not open: sled finds corrupted data{at}"));
+        sled::Error::Corruption { .. } => {
+            return damaged(dir, "the database does not open: sled finds corrupted data".to_string());
         }
         _ => format!("{e}; check that it is a trellis state dir (or an empty directory)"),
     };
@@ -830,4 +829,31 @@ fn history_key(shoot: &str, serial: u64) -> Vec<u8> {
     let mut key = history_prefix(shoot);
     key.extend_from_slice(&serial.to_be_bytes());
     key
+}
+
+/// An error as words for a user. sled's own text for corruption is Rust Debug output
+/// (`Read corrupted data at file offset None backtrace ()`).
+trait Words {
+    fn words(&self) -> String;
+}
+
+impl Words for sled::Error {
+    fn words(&self) -> String {
+        match self {
+            sled::Error::Corruption { .. } => "the database is corrupt".to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl Words for std::io::Error {
+    fn words(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Words for serde_json::Error {
+    fn words(&self) -> String {
+        self.to_string()
+    }
 }
