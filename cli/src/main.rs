@@ -641,8 +641,13 @@ fn state(cmd: StateCommand) -> Result<u8> {
                 println!("No workspaces in {}.", env.state.display());
             }
             for w in list {
+                // Lock holders name a user and a host from another machine's environment: shown escaped.
                 let lock = w.locked_by.map(|l| format!("  locked: {l}")).unwrap_or_default();
-                println!("{}  serial {}  {} resource(s)  lineage {}{lock}", w.shoot, w.serial, w.resources, w.lineage);
+                let line = format!(
+                    "{}  serial {}  {} resource(s)  lineage {}{lock}",
+                    w.shoot, w.serial, w.resources, w.lineage
+                );
+                println!("{}", escape::text(&line));
             }
         }
         StateCommand::Show { shoot, env } => {

@@ -205,3 +205,17 @@ fn regression_yaml_limits_are_said_in_words_not_debug_text() {
         assert!(!run.stderr.contains("Nodes {") && !run.stderr.contains("budget breached"), "{}", run.stderr);
     }
 }
+
+#[test]
+fn regression_state_list_escapes_lock_holders() {
+    use trellis_state::{LockInfo, SledStore, StateStore};
+    let sb = Sandbox::new();
+    sb.run(&["apply", "-f", &a1(), "--auto-approve"]).code(0);
+    // A lock taken on another machine whose user name carries terminal escapes.
+    let store = SledStore::open(std::path::Path::new(sb.state()), "test").unwrap();
+    let holder = LockInfo { user: "ev\u{1b}[2Jil\r".into(), host: "elsewhere".into(), ..LockInfo::here("apply") };
+    store.lock("shoot--dev--alpha", &holder).unwrap();
+    store.close().unwrap();
+    let list = sb.run(&["state", "list"]).code(0).stdout_has("locked: apply by ev\\x1b[2Jil\\r@elsewhere");
+    assert!(!list.stdout.contains('\u{1b}') && !list.stdout.contains('\r'), "{}", list.stdout);
+}
