@@ -5,6 +5,7 @@ use super::api::InfrastructureConfig;
 use super::byo::discovered;
 use super::desired::{layout, vnet};
 use super::names::{self, rtype};
+use super::prefixes::overlap;
 use super::Ctx;
 use ipnet::IpNet;
 use serde_json::Value;
@@ -126,12 +127,18 @@ fn byo(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed, errs: &mut Ve
             format!("{where_} has no network security group attached; attach an NSG dedicated to this shoot (the CCM needs its name as securityGroupName in azure.json)"),
         ));
     }
-    match found.subnet_cidr.as_deref().map(str::parse::<IpNet>) {
-        Some(Ok(cidr)) => cidr_rules(ctx, &where_, cidr, errs),
-        Some(Err(_)) | None => errs.push(err(
+    // ARM shows one prefix (`addressPrefix`) or a list (`addressPrefixes`): every prefix is checked.
+    match found.prefixes.as_ref().map(|p| p.parsed()) {
+        Some(Ok(cidrs)) => cidr_rules(ctx, &where_, &cidrs, errs),
+        Some(Err(bad)) => errs.push(err(
             "C10",
             Some("networks.subnet"),
-            format!("{where_} has no readable address prefix ({:?})", found.subnet_cidr),
+            format!("{where_} has address prefix '{bad}', which is not a CIDR; fix the subnet's address prefixes"),
+        )),
+        None => errs.push(err(
+            "C10",
+            Some("networks.subnet"),
+            format!("{where_} shows no address prefix (neither properties.addressPrefix nor properties.addressPrefixes); give the subnet its address range"),
         )),
     }
     for (what, id, parsed) in [
@@ -162,28 +169,34 @@ fn in_cluster_rg(ctx: &Ctx, field: &'static str, what: &str) -> PreflightError {
     )
 }
 
-/// C10 (subnet ⊆ nodes) and C11 (no overlap with pods/services).
-fn cidr_rules(ctx: &Ctx, where_: &str, cidr: IpNet, errs: &mut Vec<PreflightError>) {
+/// C10 (every prefix of the subnet ⊆ nodes) and C11 (no prefix overlaps pods/services).
+fn cidr_rules(ctx: &Ctx, where_: &str, cidrs: &[IpNet], errs: &mut Vec<PreflightError>) {
     let parse = |s: &Option<String>| s.as_deref().and_then(|s| s.parse::<IpNet>().ok());
-    match parse(&ctx.nodes) {
-        Some(nodes) if !nodes.contains(&cidr) => errs.push(err(
+    let Some(nodes) = parse(&ctx.nodes) else {
+        let shown: Vec<String> = cidrs.iter().map(IpNet::to_string).collect();
+        errs.push(err(
             "C10",
             Some("networking.nodes"),
-            format!("{where_} has CIDR {cidr}, which is not within networking.nodes ({nodes}); widen networking.nodes or use a subnet inside it"),
-        )),
-        None => errs.push(err(
-            "C10",
-            Some("networking.nodes"),
-            format!("networking.nodes must be set in user-managed-egress mode to check {where_} ({cidr}) against it"),
-        )),
-        _ => {}
-    }
-    for (field, value) in [("networking.pods", &ctx.pods), ("networking.services", &ctx.services)] {
-        if let Some(other) = parse(value) {
-            if other.contains(&cidr.network()) || cidr.contains(&other.network()) {
+            format!(
+                "networking.nodes must be set in user-managed-egress mode to check {where_} ({}) against it",
+                shown.join(", ")
+            ),
+        ));
+        return;
+    };
+    for cidr in cidrs {
+        if !nodes.contains(cidr) {
+            errs.push(err(
+                "C10",
+                Some("networking.nodes"),
+                format!("{where_} has CIDR {cidr}, which is not within networking.nodes ({nodes}); widen networking.nodes or use a subnet inside it"),
+            ));
+        }
+        for (field, value) in [("networking.pods", &ctx.pods), ("networking.services", &ctx.services)] {
+            if let Some(other) = parse(value).filter(|other| overlap(other, cidr)) {
                 errs.push(err(
                     "C11",
-                    Some(if field == "networking.pods" { "networking.pods" } else { "networking.services" }),
+                    Some(field),
                     format!("{where_} has CIDR {cidr}, which overlaps {field} ({other}); the node network must not overlap pods or services"),
                 ));
             }
@@ -203,7 +216,7 @@ pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) ->
     }
     let found = discovered(cfg, ctx, observed);
     [
-        (MEMORY_BYO_CIDR, found.subnet_cidr),
+        (MEMORY_BYO_CIDR, found.prefixes.map(|p| p.display())),
         (MEMORY_BYO_NSG, found.nsg_id),
         (MEMORY_BYO_ROUTE_TABLE, found.route_table_id.or_else(|| Some(String::new()))),
     ]

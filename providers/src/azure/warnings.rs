@@ -30,8 +30,8 @@ pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> V
     }
     if let (Some(_), Some(nsg_id)) = (&cfg.networks.subnet, &found.nsg_id) {
         if let Some(nsg) = observed.get(nsg_id) {
-            let subnet = found.subnet_cidr.as_deref().and_then(|c| c.parse::<IpNet>().ok());
-            out.extend(blocked_flows(nsg_id, nsg, subnet));
+            let subnet = found.prefixes.as_ref().and_then(|p| p.parsed().ok()).unwrap_or_default();
+            out.extend(blocked_flows(nsg_id, nsg, &subnet));
         }
     }
     out
@@ -89,7 +89,8 @@ const FLOWS: [Flow; 4] = [
     },
 ];
 
-fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: Option<IpNet>) -> Vec<String> {
+/// `subnet`: the nodes' prefixes (every prefix of the BYO subnet).
+fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: &[IpNet]) -> Vec<String> {
     let mut rules: Vec<&Value> = nsg
         .pointer("/properties/securityRules")
         .and_then(Value::as_array)
@@ -119,7 +120,7 @@ fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: Option<IpNet>) -> Vec<String
     out
 }
 
-fn matches_flow(rule: &Value, flow: &Flow, subnet: Option<IpNet>) -> bool {
+fn matches_flow(rule: &Value, flow: &Flow, subnet: &[IpNet]) -> bool {
     let p = |k: &str| rule.pointer(&format!("/properties/{k}"));
     let direction = p("direction").and_then(Value::as_str).unwrap_or("");
     if !direction.eq_ignore_ascii_case(if flow.inbound { "Inbound" } else { "Outbound" }) {
@@ -162,13 +163,15 @@ fn port_in(range: &str, port: u16) -> bool {
     }
 }
 
-fn prefix_covers(prefix: &str, tag: &str, subnet: Option<IpNet>) -> bool {
+/// Whether a rule's prefix covers the tag's addresses; for the nodes (`VirtualNetwork`), a prefix that
+/// covers any of the subnet's prefixes blocks the nodes there.
+fn prefix_covers(prefix: &str, tag: &str, subnet: &[IpNet]) -> bool {
     if prefix == "*" || prefix.eq_ignore_ascii_case(tag) {
         return true;
     }
     let Ok(net) = prefix.parse::<IpNet>() else { return false };
     match tag {
-        "VirtualNetwork" => subnet.is_some_and(|s| net.contains(&s)),
+        "VirtualNetwork" => subnet.iter().any(|s| net.contains(s)),
         "Internet" => net.prefix_len() == 0,
         _ => false,
     }
@@ -192,7 +195,7 @@ mod tests {
         let w = blocked_flows(
             "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n",
             &n,
-            None,
+            &[],
         );
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].starts_with(
@@ -212,7 +215,7 @@ mod tests {
             {"name": "deny-udp-out", "properties": {"priority": 150, "access": "Deny", "direction": "Outbound", "protocol": "Udp",
               "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
         ]));
-        assert!(blocked_flows("x", &n, None).is_empty());
+        assert!(blocked_flows("x", &n, &[]).is_empty());
     }
 
     #[test]
@@ -221,15 +224,18 @@ mod tests {
             {"name": "bastion-deny-all", "properties": {"priority": 1000, "access": "Deny", "direction": "Outbound", "protocol": "*",
               "sourceAddressPrefix": "10.250.0.9/32", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
         ]));
-        assert!(blocked_flows("x", &n, Some("10.250.0.0/19".parse().unwrap())).is_empty());
+        assert!(blocked_flows("x", &n, &["10.250.0.0/19".parse().unwrap()]).is_empty());
     }
 
     #[test]
     fn port_ranges_and_prefixes() {
         assert!(port_in("30000-32767", 30000) && port_in("*", 1) && port_in("443", 443) && !port_in("80", 443));
         let subnet: IpNet = "10.250.0.0/19".parse().unwrap();
-        assert!(prefix_covers("10.250.0.0/16", "VirtualNetwork", Some(subnet)));
-        assert!(!prefix_covers("10.251.0.0/16", "VirtualNetwork", Some(subnet)));
-        assert!(prefix_covers("0.0.0.0/0", "Internet", None));
+        assert!(prefix_covers("10.250.0.0/16", "VirtualNetwork", &[subnet]));
+        assert!(!prefix_covers("10.251.0.0/16", "VirtualNetwork", &[subnet]));
+        assert!(prefix_covers("0.0.0.0/0", "Internet", &[]));
+        // A rule covering the second prefix of a subnet shown with `addressPrefixes` blocks its nodes.
+        let second: IpNet = "10.251.0.0/24".parse().unwrap();
+        assert!(prefix_covers("10.251.0.0/16", "VirtualNetwork", &[subnet, second]));
     }
 }

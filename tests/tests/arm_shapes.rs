@@ -1,0 +1,109 @@
+//! Issue #7 items 1, 9 and 10: real ARM shapes. A subnet shown with `addressPrefixes` instead of
+//! `addressPrefix` (item 1). The world files are Microsoft's documented example responses
+//! (azure-rest-api-specs), named in each file's header.
+
+use serde_json::{json, Value};
+use trellis_planner::cloud::{CloudRead, CloudWrite};
+use trellis_plans::Action;
+use trellis_sim::ArmSim;
+use trellis_tests::{node, text, Scenario};
+
+/// The error of a refused plan, as the CLI prints it (the plan itself is not printed when it was not refused).
+fn refused<T>(result: anyhow::Result<T>) -> String {
+    match result {
+        Ok(_) => panic!("expected the plan to be refused"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+fn assert_has(msg: &str, want: &str) {
+    assert!(msg.contains(want), "expected `{want}` in:\n{msg}");
+}
+
+// ---- item 1: addressPrefixes ----
+
+#[tokio::test]
+async fn regression_byo_subnet_with_address_prefixes_plans_and_applies() {
+    let s = Scenario::new("I7-1");
+    let plan = s.plan().await.unwrap();
+    // The verify node checks the field the subnet uses, with every prefix.
+    let subnet = node(&plan, "test-vnet/test-2");
+    let prefix_checks: Vec<(&str, &Value)> = subnet
+        .checks
+        .iter()
+        .filter(|c| c.path.contains("addressPrefix"))
+        .map(|c| (c.path.as_str(), &c.expect))
+        .collect();
+    assert_eq!(prefix_checks, vec![("/properties/addressPrefixes", &json!(["10.0.0.0/28", "10.0.1.0/28"]))]);
+    let report = s.apply().await.unwrap();
+    assert!(report.ok, "{report:#?}");
+    // Applied once, the same subnet is no change and no drift.
+    let again = s.plan().await.unwrap();
+    assert!(!again.has_changes(), "{}", text(&again));
+}
+
+#[tokio::test]
+async fn regression_byo_subnet_checks_every_address_prefix() {
+    let s = Scenario::new("I7-1");
+    let msg = refused(s.plan_file("shoot-second-prefix-conflicts.yaml").await);
+    assert_has(
+        &msg,
+        "networking.nodes: subnet test-2 in VNet test-vnet (resource group rg1) has CIDR 10.0.1.0/28, which is not within networking.nodes (10.0.0.0/24)",
+    );
+    assert_has(
+        &msg,
+        "networking.pods: subnet test-2 in VNet test-vnet (resource group rg1) has CIDR 10.0.1.0/28, which overlaps networking.pods (10.0.1.0/24)",
+    );
+    // The first prefix fits: it is not reported.
+    assert!(!msg.contains("has CIDR 10.0.0.0/28"), "{msg}");
+}
+
+#[tokio::test]
+async fn regression_byo_drift_compares_every_address_prefix() {
+    let s = Scenario::new("I7-1");
+    assert!(s.apply().await.unwrap().ok);
+    // Out of band, the second prefix of the subnet changes; the first stays.
+    let id = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/test-vnet/subnets/test-2";
+    let mut subnet = s.sim().get(id).await.unwrap().unwrap();
+    subnet["properties"]["addressPrefixes"] = json!(["10.0.0.0/28", "10.0.2.0/28"]);
+    s.sim().put(id, subnet).await.unwrap();
+    let msg = refused(s.plan().await);
+    assert_has(
+        &msg,
+        "the address prefix changed since the last apply, from 10.0.0.0/28, 10.0.1.0/28 to 10.0.0.0/28, 10.0.2.0/28",
+    );
+}
+
+/// The managed subnet of the I7-9 shoot (in the user's VNet), as ARM would show it with
+/// `addressPrefixes`; re-planning must see no change (it was a perpetual update).
+#[tokio::test]
+async fn regression_managed_subnet_shown_with_address_prefixes_is_no_change() {
+    let s = Scenario::new("I7-9");
+    assert!(s.apply().await.unwrap().ok);
+    let id = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/test-vnet/subnets/shoot--platform--vnet-ok-nodes";
+    reshape(s.sim(), id, json!(["10.0.2.0/24"])).await;
+    let plan = s.plan().await.unwrap();
+    assert!(!plan.has_changes(), "{}", text(&plan));
+    assert_eq!(node(&plan, "test-vnet/shoot--platform--vnet-ok-nodes").action, Action::Noop);
+
+    // A second prefix on the shoot's subnet is removed, as upstream's PUT (one prefix) removes it,
+    // in the shape the subnet uses; then the plan is empty again.
+    reshape(s.sim(), id, json!(["10.0.2.0/24", "10.0.3.0/24"])).await;
+    let plan = s.plan().await.unwrap();
+    let subnet = node(&plan, "test-vnet/shoot--platform--vnet-ok-nodes");
+    assert_eq!(subnet.action, Action::Update);
+    let paths: Vec<&str> = subnet.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, vec!["/properties/addressPrefixes"]);
+    assert!(s.apply().await.unwrap().ok);
+    assert_eq!(s.sim().get_now(id).unwrap()["properties"]["addressPrefixes"], json!(["10.0.2.0/24"]));
+    assert!(!s.plan().await.unwrap().has_changes());
+}
+
+/// Rewrites a subnet out of band with `addressPrefixes` instead of `addressPrefix`.
+async fn reshape(sim: &ArmSim, id: &str, prefixes: Value) {
+    let mut subnet = sim.get(id).await.unwrap().unwrap();
+    let props = subnet["properties"].as_object_mut().unwrap();
+    props.remove("addressPrefix");
+    props.insert("addressPrefixes".into(), prefixes);
+    sim.put(id, subnet).await.unwrap();
+}
