@@ -1,12 +1,14 @@
 //! Issue #7 items 1, 9 and 10: real ARM shapes. A subnet shown with `addressPrefixes` instead of
-//! `addressPrefix` (item 1). The world files are Microsoft's documented example responses
+//! `addressPrefix` (item 1); a BYO subnet that is not
+//! dedicated to the shoot — delegated, linked to another service, hosting other resources' IP
+//! configurations (item 10). The world files are Microsoft's documented example responses
 //! (azure-rest-api-specs), named in each file's header.
 
 use serde_json::{json, Value};
 use trellis_planner::cloud::{CloudRead, CloudWrite};
 use trellis_plans::Action;
 use trellis_sim::ArmSim;
-use trellis_tests::{node, text, Scenario};
+use trellis_tests::{node, scenario_dir, text, Scenario};
 
 /// The error of a refused plan, as the CLI prints it (the plan itself is not printed when it was not refused).
 fn refused<T>(result: anyhow::Result<T>) -> String {
@@ -18,6 +20,13 @@ fn refused<T>(result: anyhow::Result<T>) -> String {
 
 fn assert_has(msg: &str, want: &str) {
     assert!(msg.contains(want), "expected `{want}` in:\n{msg}");
+}
+
+/// A scenario with one of its other world files.
+fn with_world(id: &str, world: &str) -> Scenario {
+    let dir = scenario_dir(id);
+    let world = dir.join(world);
+    Scenario::with_world(dir, Some(world))
 }
 
 // ---- item 1: addressPrefixes ----
@@ -106,4 +115,52 @@ async fn reshape(sim: &ArmSim, id: &str, prefixes: Value) {
     props.remove("addressPrefix");
     props.insert("addressPrefixes".into(), prefixes);
     sim.put(id, subnet).await.unwrap();
+}
+
+// ---- item 10: a BYO subnet that is not dedicated to the shoot ----
+
+#[tokio::test]
+async fn regression_delegated_byo_subnet_hosting_other_ip_configurations_is_warned_about() {
+    let s = Scenario::new("I7-10");
+    let plan = s.plan().await.unwrap();
+    let subnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/test-vnet/subnets/subnet1";
+    assert_eq!(plan.warnings.len(), 2, "{:#?}", plan.warnings);
+    assert_has(
+        &plan.warnings[0],
+        &format!("subnet {subnet} is delegated to Microsoft.Provider/resourceType (delegation myDelegation)"),
+    );
+    assert_has(&plan.warnings[1], &format!("subnet {subnet} already hosts 1 IP configuration(s) of other resources"));
+    assert_has(
+        &plan.warnings[1],
+        "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.Network/loadBalancers/lb/frontendIPConfigurations/fe",
+    );
+    // The shoot's own machine NIC (in its cluster resource group) is not another resource.
+    assert!(!plan.warnings[1].contains("worker-z1-abcde-nic"), "{}", plan.warnings[1]);
+    // The warnings are in the rendered plan too.
+    assert_has(&text(&plan), "is delegated to Microsoft.Provider/resourceType");
+}
+
+#[tokio::test]
+async fn regression_byo_subnet_with_a_service_association_link_is_warned_about() {
+    let s = with_world("I7-10", "world-service-association.yaml");
+    let plan = s.plan().await.unwrap();
+    let subnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/test-vnet/subnets/subnet1";
+    assert_eq!(plan.warnings.len(), 2, "{:#?}", plan.warnings);
+    assert_has(
+        &plan.warnings[0],
+        &format!("subnet {subnet} is delegated to Microsoft.Provider/resourceType (delegation aciDelegation)"),
+    );
+    assert_has(
+        &plan.warnings[1],
+        &format!(
+            "subnet {subnet} has service association link serviceAssociationLink1 (Microsoft.Provider/resourceType)"
+        ),
+    );
+}
+
+#[tokio::test]
+async fn a_byo_subnet_hosting_only_the_shoots_own_machines_is_not_warned_about() {
+    let s = with_world("I7-10", "world-own-nics.yaml");
+    let plan = s.plan().await.unwrap();
+    assert!(plan.warnings.is_empty(), "{:#?}", plan.warnings);
 }

@@ -3,9 +3,13 @@
 //! - The route table approaching Azure's 400-route limit: with cloud routes on, the CCM writes one route
 //!   per node, so the workers' maximum node count plus the routes already there must fit.
 //! - A rule on the user's NSG that blocks a flow Kubernetes needs (spec: "User responsibilities").
+//! - A BYO subnet that is not dedicated to the shoot: delegated to a service, linked to another
+//!   service (service association links), or already hosting IP configurations of resources outside
+//!   the shoot's cluster resource group (spec: the subnet must be dedicated to one shoot).
 
 use super::api::InfrastructureConfig;
 use super::byo::discovered;
+use super::desired::vnet;
 use super::names::{self, rtype};
 use super::render::configure_cloud_routes;
 use super::Ctx;
@@ -33,6 +37,59 @@ pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> V
             let subnet = found.prefixes.as_ref().and_then(|p| p.parsed().ok()).unwrap_or_default();
             out.extend(blocked_flows(nsg_id, nsg, &subnet));
         }
+    }
+    if let Some(subnet) = &cfg.networks.subnet {
+        let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+        let id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
+        if let Some(live) = observed.get(&id) {
+            out.extend(not_dedicated(ctx, &id, live));
+        }
+    }
+    out
+}
+
+/// The BYO subnet must be dedicated to the shoot, and able to host its machines. ARM shows what else
+/// uses it: `delegations[]` (reserved for a service), `serviceAssociationLinks[]` (a service holds
+/// it), `ipConfigurations[]` (NICs, load balancer frontends, private endpoints… in it). The shoot's own
+/// machines, bastion and internal load balancers live in its cluster resource group and do not count.
+fn not_dedicated(ctx: &Ctx, id: &str, subnet: &Value) -> Vec<String> {
+    let list = |p: &str| subnet.pointer(p).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("?").to_string();
+    let mut out = Vec::new();
+    let delegations = list("/properties/delegations");
+    if !delegations.is_empty() {
+        let shown: Vec<String> = delegations
+            .iter()
+            .map(|d| format!("{} (delegation {})", text(d, "/properties/serviceName"), text(d, "/name")))
+            .collect();
+        out.push(format!(
+            "subnet {id} is delegated to {}: a delegated subnet is reserved for that service, so it is not dedicated to this shoot, and Azure may refuse the shoot's machines in it; remove the delegation or use a subnet dedicated to this shoot",
+            shown.join(", ")
+        ));
+    }
+    let links = list("/properties/serviceAssociationLinks");
+    if !links.is_empty() {
+        let shown: Vec<String> = links
+            .iter()
+            .map(|l| format!("{} ({})", text(l, "/name"), text(l, "/properties/linkedResourceType")))
+            .collect();
+        out.push(format!(
+            "subnet {id} has service association link {}: another service holds the subnet, so it is not dedicated to this shoot; release the subnet from that service or use a subnet dedicated to this shoot",
+            shown.join(", ")
+        ));
+    }
+    let cluster_rg = format!("/resourcegroups/{}/", ctx.tn.to_ascii_lowercase());
+    let foreign: Vec<String> = list("/properties/ipConfigurations")
+        .iter()
+        .map(|c| text(c, "/id"))
+        .filter(|c| !c.to_ascii_lowercase().contains(&cluster_rg))
+        .collect();
+    if !foreign.is_empty() {
+        out.push(format!(
+            "subnet {id} already hosts {} IP configuration(s) of other resources ({}): the subnet is not dedicated to this shoot and their addresses are not available to its machines; move those resources out or use a subnet dedicated to this shoot",
+            foreign.len(),
+            foreign.join(", ")
+        ));
     }
     out
 }
