@@ -1,5 +1,6 @@
 //! Issue #7 items 1, 9 and 10: real ARM shapes. A subnet shown with `addressPrefixes` instead of
-//! `addressPrefix` (item 1); a BYO subnet that is not
+//! `addressPrefix` (item 1); a managed subnet that does not fit the user's VNet — overlapping one of its
+//! subnets, outside its address space, or in a VNet in another region (item 9); a BYO subnet that is not
 //! dedicated to the shoot — delegated, linked to another service, hosting other resources' IP
 //! configurations (item 10). The world files are Microsoft's documented example responses
 //! (azure-rest-api-specs), named in each file's header.
@@ -115,6 +116,74 @@ async fn reshape(sim: &ArmSim, id: &str, prefixes: Value) {
     props.remove("addressPrefix");
     props.insert("addressPrefixes".into(), prefixes);
     sim.put(id, subnet).await.unwrap();
+}
+
+// ---- item 9: the user's VNet ----
+
+#[tokio::test]
+async fn managed_subnet_next_to_other_subnets_of_the_user_vnet_applies() {
+    let s = Scenario::new("I7-9");
+    assert!(s.apply().await.unwrap().ok);
+    // The shoot's own subnet, now in the VNet, is no conflict for the next plan.
+    assert!(!s.plan().await.unwrap().has_changes());
+}
+
+#[tokio::test]
+async fn regression_managed_subnet_overlapping_a_subnet_of_the_user_vnet_is_refused_at_plan() {
+    let s = Scenario::new("I7-9");
+    let msg = refused(s.plan_file("shoot-overlapping.yaml").await);
+    assert_has(
+        &msg,
+        "networks.workers: subnet shoot--platform--vnet-overlap-nodes (10.0.1.0/25) overlaps subnet subnet1 (10.0.1.0/24) of VNet test-vnet (resource group rg1)",
+    );
+    assert_has(&msg, "NetcfgSubnetRangesOverlap");
+}
+
+#[tokio::test]
+async fn regression_managed_subnet_outside_the_user_vnet_address_space_is_refused_at_plan() {
+    let s = Scenario::new("I7-9");
+    let msg = refused(s.plan_file("shoot-outside.yaml").await);
+    assert_has(
+        &msg,
+        "networks.workers: subnet shoot--platform--vnet-outside-nodes (10.1.0.0/24) lies outside the address space of VNet test-vnet (resource group rg1): 10.0.0.0/16",
+    );
+    assert_has(&msg, "NetcfgSubnetRangeOutsideVnet");
+}
+
+#[tokio::test]
+async fn regression_user_vnet_in_another_region_is_refused_at_plan() {
+    let s = Scenario::new("I7-9");
+    let msg = refused(s.plan_file("shoot-other-region.yaml").await);
+    assert_has(
+        &msg,
+        "networks.vnet: VNet test-vnet (resource group rg1) is in location westus, but the shoot's region is eastus",
+    );
+    // The same for a BYO subnet: the shoot's machines could not join it.
+    let byo = Scenario::new("I7-10");
+    let msg = refused(byo.plan_file("shoot-other-region.yaml").await);
+    assert_has(
+        &msg,
+        "networks.vnet: VNet test-vnet (resource group rg1) is in location westus, but the shoot's region is eastus",
+    );
+}
+
+/// The shoot's own VNet (managed mode) found in another region than the shoot: upstream stops with
+/// "the location of the VNet does not match expected location"; the plan said "update location" and
+/// the apply failed at the PUT (a resource cannot move regions).
+#[tokio::test]
+async fn regression_managed_vnet_in_another_region_is_refused_at_plan() {
+    let s = Scenario::new("A1");
+    let rg = format!("/subscriptions/{}/resourceGroups/shoot--dev--alpha", s.session.subscription);
+    s.sim().put(&rg, json!({"location": "westeurope"})).await.unwrap();
+    let vnet = format!("{rg}/providers/Microsoft.Network/virtualNetworks/shoot--dev--alpha");
+    let body =
+        json!({"location": "northeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.250.0.0/16"]}}});
+    s.sim().put(&vnet, body).await.unwrap();
+    let msg = refused(s.plan().await);
+    assert_has(
+        &msg,
+        "VNet shoot--dev--alpha (resource group shoot--dev--alpha) exists in location northeurope, but the shoot's region is westeurope: the location of the VNet does not match expected location",
+    );
 }
 
 // ---- item 10: a BYO subnet that is not dedicated to the shoot ----
