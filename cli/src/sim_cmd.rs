@@ -15,6 +15,7 @@ use std::sync::Arc;
 use trellis_cli::ops::Session;
 use trellis_planner::cloud::{CloudWrite, Op};
 use trellis_plans::Artifacts;
+use trellis_providers::azure::prefixes::SubnetPrefixes;
 use trellis_sim::runtime::{Bastion, Ccm};
 use trellis_sim::ArmSim;
 use trellis_state::StateStore;
@@ -121,9 +122,10 @@ enum BastionCommand {
         /// Who may SSH in. Repeatable; IPv4 and IPv6 go to separate rules.
         #[arg(long = "operator-cidr", value_name = "CIDR", required = true)]
         operator_cidrs: Vec<String>,
-        /// Where the bastion may SSH to; default: the worker subnet's address prefix.
-        #[arg(long, value_name = "CIDR")]
-        worker_cidr: Option<String>,
+        /// Where the bastion may SSH to. Repeatable; default: every address prefix of the worker subnet
+        /// (`addressPrefix`, or each of `addressPrefixes`).
+        #[arg(long = "worker-cidr", value_name = "CIDR")]
+        worker_cidrs: Vec<String>,
     },
     /// Delete a bastion: its 4 rules and its VM, NIC, disk and public IP.
     Delete {
@@ -208,14 +210,12 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
                 }
             }
         }
-        SimCommand::Bastion(BastionCommand::Create { shoot, name, operator_cidrs, worker_cidr }) => {
+        SimCommand::Bastion(BastionCommand::Create { shoot, name, operator_cidrs, worker_cidrs }) => {
             let (values, _) = applied(session, &shoot, state)?;
             let bastion = Bastion::new(cloud, &values)?;
-            let worker_cidr = match worker_cidr {
-                Some(c) => c,
-                None => subnet_prefix(sim, &bastion.config.subnet_id())?,
-            };
-            let st = bastion.create(&name, operator_cidrs, &worker_cidr).await?;
+            let worker_cidrs =
+                if worker_cidrs.is_empty() { subnet_prefixes(sim, &bastion.config.subnet_id())? } else { worker_cidrs };
+            let st = bastion.create(&name, operator_cidrs, &worker_cidrs).await?;
             format!(
                 "bastion {name}: public IP {}, private IP {}; NSG rules: {}",
                 st.public_ip,
@@ -256,13 +256,12 @@ fn parse_annotations(raw: &[String]) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
-fn subnet_prefix(sim: &ArmSim, subnet_id: &str) -> Result<String> {
+/// Every address prefix of the worker subnet, in whichever shape ARM shows them.
+fn subnet_prefixes(sim: &ArmSim, subnet_id: &str) -> Result<Vec<String>> {
     let subnet = sim
         .get_now(subnet_id)
         .with_context(|| format!("the worker subnet {subnet_id} is not in the simulated cloud; pass --worker-cidr"))?;
-    subnet
-        .pointer("/properties/addressPrefix")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("{subnet_id} has no properties.addressPrefix; pass --worker-cidr"))
+    SubnetPrefixes::of(&subnet).map(|p| p.prefixes).with_context(|| {
+        format!("{subnet_id} has neither properties.addressPrefix nor properties.addressPrefixes; pass --worker-cidr")
+    })
 }

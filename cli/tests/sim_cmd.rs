@@ -145,3 +145,30 @@ fn sim_needs_an_applied_shoot() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("trellis apply"), "{stderr}");
 }
+
+/// Issue #7 item 1: the worker subnet of the I7-1 scenario is shown with `addressPrefixes` (two
+/// prefixes). The bastion's default worker CIDRs are every prefix of it, not an error asking for
+/// `--worker-cidr`.
+#[test]
+fn regression_bastion_defaults_to_every_prefix_of_a_subnet_shown_with_address_prefixes() {
+    let dir = StateDir::new("prefixes");
+    let state = dir.state();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/I7-1-byo-subnet-address-prefixes");
+    let (shoot, world) = (scenario.join("shoot.yaml"), scenario.join("world.yaml"));
+    ok(&state, &["apply", "-f", shoot.to_str().unwrap(), "--world", world.to_str().unwrap(), "--auto-approve"]);
+    let shoot = "shoot--platform--prefixes";
+    ok(
+        &state,
+        &["sim", "bastion", "create", "--shoot", shoot, "--name", "cli-abc", "--operator-cidr", "203.0.113.7/32"],
+    );
+    let nsg = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.Network/networkSecurityGroups/test-nsg";
+    let nsg: Value = serde_json::from_str(&ok(&state, &["sim", "show", nsg])).unwrap();
+    let egress = nsg["properties"]["securityRules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "cli-abc-egress-worker")
+        .expect("egress rule")
+        .clone();
+    assert_eq!(egress["properties"]["destinationAddressPrefixes"], serde_json::json!(["10.0.0.0/28", "10.0.1.0/28"]));
+}

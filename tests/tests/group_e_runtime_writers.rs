@@ -136,7 +136,7 @@ async fn e12_deleting_the_service_removes_slb_public_ip_and_nsg_rules() {
 #[tokio::test]
 async fn e13_bastion_adds_four_rules_and_its_vm_sits_in_the_cluster_rg_with_its_nic_in_the_byo_subnet() {
     let r = running("B3", "security-team-rg", "network-team-rg").await;
-    let b = r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], "10.250.0.0/19").await.unwrap();
+    let b = r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], &["10.250.0.0/19".into()]).await.unwrap();
     assert_eq!(
         r.rules(),
         vec!["cli-abc-allow-ssh-ipv4", "cli-abc-allow-ssh-ipv6", "cli-abc-egress-worker", "cli-abc-deny-all"]
@@ -166,7 +166,7 @@ async fn e13_bastion_adds_four_rules_and_its_vm_sits_in_the_cluster_rg_with_its_
 #[tokio::test]
 async fn e14_deleting_the_bastion_removes_its_rules_and_resources() {
     let r = running("B3", "security-team-rg", "network-team-rg").await;
-    let b = r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], "10.250.0.0/19").await.unwrap();
+    let b = r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], &["10.250.0.0/19".into()]).await.unwrap();
     r.bastion.delete("cli-abc").await.unwrap();
     assert!(r.rules().is_empty());
     for gone in [&b.vm_id, &b.nic_id, &b.disk_id, &b.public_ip_id] {
@@ -178,7 +178,7 @@ async fn e14_deleting_the_bastion_removes_its_rules_and_resources() {
 async fn f2_graceful_teardown_leaves_no_rules_and_no_orphans() {
     let r = running("B3", "security-team-rg", "network-team-rg").await;
     r.ccm.ensure_load_balancer_service("default", "web", 443, "TCP", &no_annotations(), vec![]).await.unwrap();
-    r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], "10.250.0.0/19").await.unwrap();
+    r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], &["10.250.0.0/19".into()]).await.unwrap();
     r.ccm.add_node("node-1", "100.96.1.0/24").await.unwrap();
     // Graceful teardown: the controllers clean up before Gardener stops managing the shoot.
     r.ccm.ensure_load_balancer_deleted("default", "web").await.unwrap();
@@ -193,7 +193,7 @@ async fn f2_graceful_teardown_leaves_no_rules_and_no_orphans() {
 async fn f3_force_delete_leaves_orphans_that_trellis_lists_but_never_deletes() {
     let r = running("B3", "security-team-rg", "network-team-rg").await;
     r.ccm.ensure_load_balancer_service("default", "web", 443, "TCP", &no_annotations(), vec![]).await.unwrap();
-    r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], "10.250.0.0/19").await.unwrap();
+    r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], &["10.250.0.0/19".into()]).await.unwrap();
     r.ccm.add_node("node-1", "100.96.1.0/24").await.unwrap();
     let report = r.destroy().await;
     let orphans = &report.shoots[0].orphans;
@@ -221,7 +221,7 @@ async fn f3_force_delete_leaves_orphans_that_trellis_lists_but_never_deletes() {
 async fn f4_revoked_nsg_permission_does_not_stop_deletion_and_leftovers_are_listed() {
     let r = running("B3", "security-team-rg", "network-team-rg").await;
     r.ccm.ensure_load_balancer_service("default", "web", 443, "TCP", &no_annotations(), vec![]).await.unwrap();
-    r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], "10.250.0.0/19").await.unwrap();
+    r.bastion.create("cli-abc", vec!["203.0.113.7/32".into()], &["10.250.0.0/19".into()]).await.unwrap();
     // The principal loses write permission on the NSG's resource group.
     r.s.sim().set_faults(Faults {
         rules: vec![FaultRule {

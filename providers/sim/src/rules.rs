@@ -9,9 +9,15 @@
 //!   `networkSecurityGroup`, `natGateway`; a NAT gateway's `publicIpAddresses`). A PUT must point at
 //!   resources that exist; a DELETE of a referenced resource is refused; the referenced resource shows
 //!   the back-reference (`subnets`, `natGateway`) on GET, computed, never stored.
+//!
+//! A subnet PUT is also checked against its VNet, as ARM does: every address prefix (`addressPrefix`
+//! or each of `addressPrefixes`) must be a CIDR inside the VNet's address space and must not overlap
+//! a sibling subnet, and the route table, NSG and NAT gateway it references must be in the VNet's
+//! region.
 
 use crate::arm::{ArmId, Kind};
 use crate::store::{Entry, Origin, Store};
+use ipnet::IpNet;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -445,7 +451,13 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
             });
         }
     }
+    if kind == Kind::Subnet {
+        check_subnet_range(store, &id, &value)?;
+    }
     check_links(store.map(), &id, kind, &value)?;
+    if kind == Kind::Subnet {
+        check_subnet_region(store, &id, &value)?;
+    }
     let replaced = collection_of(kind).filter(|c| c.replaced_by_parent_put);
     let mut new_children = Vec::new();
     if replaced.is_some() {
@@ -481,6 +493,103 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     let status = if existing.is_some() { 200 } else { 201 };
     let entry = store.get(&key).expect("inserted above");
     Ok((render(store, entry), status))
+}
+
+/// A subnet's address prefixes as ARM shows them: the entries of a non-empty `addressPrefixes`, else
+/// `addressPrefix` (raw JSON values, for the format check).
+fn subnet_prefixes(value: &Value) -> Vec<Value> {
+    let props = value.get("properties");
+    match props.and_then(|p| p.get("addressPrefixes")).and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => list.clone(),
+        _ => props.and_then(|p| p.get("addressPrefix")).cloned().into_iter().collect(),
+    }
+}
+
+/// The parsed prefixes of a stored subnet (those that parse; stored subnets passed the check).
+fn subnet_nets(value: &Value) -> Vec<IpNet> {
+    subnet_prefixes(value).iter().filter_map(Value::as_str).filter_map(|p| p.parse().ok()).collect()
+}
+
+fn overlap(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// ARM's checks of a subnet's range: CIDR format (`InvalidAddressPrefixFormat`), inside the VNet's
+/// address space (`NetcfgSubnetRangeOutsideVnet`), no overlap with a sibling subnet
+/// (`NetcfgSubnetRangesOverlap`). A VNet declared without an address space accepts any range.
+fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), ArmError> {
+    let mut nets = Vec::new();
+    for prefix in subnet_prefixes(value) {
+        match prefix.as_str().and_then(|p| p.parse::<IpNet>().ok()) {
+            Some(net) => nets.push(net),
+            None => {
+                let shown = prefix.as_str().map(str::to_string).unwrap_or_else(|| prefix.to_string());
+                return Err(ArmError::new(
+                    400,
+                    "InvalidAddressPrefixFormat",
+                    format!("Address prefix {shown} of resource {id} is not formatted correctly. It should follow CIDR notation, for example 10.0.0.0/24."),
+                ));
+            }
+        }
+    }
+    let vnet = id.parent().expect("a subnet has a VNet");
+    let Some(parent) = store.get(&vnet.key()) else { return Ok(()) };
+    let vnet_name = parent.id.name().to_string();
+    let space: Vec<IpNet> = parent
+        .value
+        .pointer("/properties/addressSpace/addressPrefixes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).filter_map(|p| p.parse().ok()).collect())
+        .unwrap_or_default();
+    if !space.is_empty() && !nets.iter().all(|n| space.iter().any(|s| s.contains(n))) {
+        return Err(ArmError::new(
+            400,
+            "NetcfgSubnetRangeOutsideVnet",
+            format!(
+                "Subnet '{}' is not valid because its IP address range is outside the IP address range of virtual network '{vnet_name}'.",
+                id.name()
+            ),
+        ));
+    }
+    let key = id.key();
+    let siblings = store.descendants(&vnet.key()).filter(|e| {
+        e.kind == Kind::Subnet && e.id.key() != key && e.id.parent().is_some_and(|p| p.key() == vnet.key())
+    });
+    for sibling in siblings {
+        if subnet_nets(&sibling.value).iter().any(|s| nets.iter().any(|n| overlap(s, n))) {
+            return Err(ArmError::new(
+                400,
+                "NetcfgSubnetRangesOverlap",
+                format!(
+                    "Subnet '{}' is not valid because its IP address range overlaps with that of an existing subnet in virtual network '{vnet_name}'.",
+                    id.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A subnet lives in its VNet's region; ARM refuses a reference to a route table, NSG or NAT gateway
+/// in another region with the same answer as for a missing one.
+fn check_subnet_region(store: &Store, id: &ArmId, value: &Value) -> Result<(), ArmError> {
+    let vnet = id.parent().expect("a subnet has a VNet");
+    let Some(region) = store.get(&vnet.key()).and_then(|e| location(&e.value)) else { return Ok(()) };
+    for link in links(Kind::Subnet, value)? {
+        let Ok(target) = ArmId::parse(&link.target) else { continue };
+        let Some(other) = store.get(&target.key()).and_then(|e| location(&e.value)) else { continue };
+        if other != region {
+            return Err(ArmError::new(
+                400,
+                "InvalidResourceReference",
+                format!(
+                    "Resource {} referenced by resource {id} was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.",
+                    link.target
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// DELETE: removes the resource and everything nested in it; 200, or 204 when it did not exist.

@@ -549,13 +549,14 @@ impl Bastion {
     /// TCP 22 from the IPv4 operator CIDRs to the bastion's private IP, base 400),
     /// `<name>-allow-ssh-ipv6` (the same from the IPv6 operator CIDRs; an empty list, which admits
     /// nothing, when there are none), `<name>-egress-worker` (outbound TCP 22 from the bastion to
-    /// `worker_cidr`, base 401), `<name>-deny-all` (outbound deny everything from the bastion, base
-    /// 1000): the bastion has no internet egress.
+    /// `worker_cidrs` — every prefix of the worker subnet, as upstream's `WorkersCIDR` list —, base 401),
+    /// `<name>-deny-all` (outbound deny everything from the bastion, base 1000): the bastion has no
+    /// internet egress.
     pub async fn create(
         &self,
         name: &str,
         operator_cidrs: Vec<String>,
-        worker_cidr: &str,
+        worker_cidrs: &[String],
     ) -> Result<BastionStatus, RuntimeError> {
         check_name("bastion", name)?;
         if operator_cidrs.is_empty() {
@@ -563,7 +564,12 @@ impl Bastion {
                 "bastion {name}: give at least one operator CIDR (the addresses allowed to SSH into the bastion)"
             )));
         }
-        if let Some(bad) = operator_cidrs.iter().map(String::as_str).chain([worker_cidr]).find(|c| !c.contains('/')) {
+        if worker_cidrs.is_empty() {
+            return Err(RuntimeError::Invalid(format!(
+                "bastion {name}: give at least one worker CIDR (where the bastion may SSH to)"
+            )));
+        }
+        if let Some(bad) = operator_cidrs.iter().chain(worker_cidrs).find(|c| !c.contains('/')) {
             return Err(RuntimeError::Invalid(format!("bastion {name}: '{bad}' is not a CIDR (e.g. 203.0.113.7/32)")));
         }
         let cfg = &self.config;
@@ -623,7 +629,7 @@ impl Bastion {
                 401,
                 json!({
                     "protocol": "Tcp", "sourceAddressPrefix": private_ip, "sourcePortRange": "*",
-                    "destinationAddressPrefixes": [worker_cidr], "destinationPortRange": "22",
+                    "destinationAddressPrefixes": worker_cidrs, "destinationPortRange": "22",
                     "access": "Allow", "direction": "Outbound", "description": "Allow Bastion egress to Shoot workers ipv4",
                 }),
             ),
@@ -1205,7 +1211,7 @@ azure:
         let sim = sim();
         let bastion = Bastion::new(Arc::new(sim.clone()), &values(true)).unwrap();
         let st = bastion
-            .create("cli-abc", vec!["203.0.113.7/32".into(), "2001:db8::/64".into()], "10.250.0.0/19")
+            .create("cli-abc", vec!["203.0.113.7/32".into(), "2001:db8::/64".into()], &["10.250.0.0/19".into()])
             .await
             .unwrap();
         let names = ["cli-abc-allow-ssh-ipv4", "cli-abc-allow-ssh-ipv6", "cli-abc-egress-worker", "cli-abc-deny-all"]
@@ -1245,7 +1251,7 @@ azure:
         // Idempotent.
         let mark = sim.mark();
         bastion
-            .create("cli-abc", vec!["203.0.113.7/32".into(), "2001:db8::/64".into()], "10.250.0.0/19")
+            .create("cli-abc", vec!["203.0.113.7/32".into(), "2001:db8::/64".into()], &["10.250.0.0/19".into()])
             .await
             .unwrap();
         assert!(writes_to(&sim, mark, "").is_empty());

@@ -188,10 +188,12 @@ async fn subnet_links_must_exist_and_be_single_objects() {
 async fn back_references_are_computed_on_get() {
     let sim = base().await;
     let (rt, nsg, nat) = (id("routeTables/rt"), id("networkSecurityGroups/nsg"), id("natGateways/nat"));
-    for name in ["b", "a"] {
-        let body = subnet_body(
-            json!({"routeTable": {"id": rt}, "networkSecurityGroup": {"id": nsg}, "natGateway": {"id": nat}}),
-        );
+    // Two subnets with distinct ranges (ARM refuses overlapping ones): b 10.0.2.0/24, a 10.0.1.0/24.
+    for (name, prefix) in [("b", "10.0.2.0/24"), ("a", "10.0.1.0/24")] {
+        let body = subnet_body(json!({
+            "addressPrefix": prefix,
+            "routeTable": {"id": rt}, "networkSecurityGroup": {"id": nsg}, "natGateway": {"id": nat}
+        }));
         sim.put(&id(&format!("virtualNetworks/vnet/subnets/{name}")), body).await.unwrap();
     }
     let refs = json!([{"id": id("virtualNetworks/vnet/subnets/a")}, {"id": id("virtualNetworks/vnet/subnets/b")}]);
@@ -336,8 +338,9 @@ async fn list_returns_direct_children_sorted_by_id() {
     let ids: Vec<&str> = nats.iter().map(|n| n["id"].as_str().unwrap()).collect();
     assert_eq!(ids, vec![id("natGateways/a-nat"), id("natGateways/nat")]);
 
-    for name in ["z", "m"] {
-        sim.put(&id(&format!("virtualNetworks/vnet/subnets/{name}")), subnet_body(json!({}))).await.unwrap();
+    for (name, prefix) in [("z", "10.0.26.0/24"), ("m", "10.0.13.0/24")] {
+        let body = subnet_body(json!({"addressPrefix": prefix}));
+        sim.put(&id(&format!("virtualNetworks/vnet/subnets/{name}")), body).await.unwrap();
     }
     let subnets = sim.list(&id("virtualNetworks/vnet"), "Microsoft.Network/virtualNetworks/subnets").await.unwrap();
     let names: Vec<&str> = subnets.iter().map(|s| s["name"].as_str().unwrap()).collect();
@@ -383,4 +386,108 @@ async fn snapshot_lists_every_resource_sorted_by_id() {
     assert_eq!(ids, sorted);
     assert_eq!(ids.len(), 7);
     assert!(sim.calls().iter().all(|c| c.method == "PUT"), "snapshot and get_now are not audited");
+}
+
+// Issue #7 item 9: what ARM refuses about a subnet's address range and region, the simulator refuses
+// too (a simulator that accepts it hides the bug until the real apply).
+
+#[tokio::test]
+async fn regression_a_subnet_outside_its_vnet_address_space_is_refused() {
+    let sim = base().await;
+    let e = sim
+        .put(&id("virtualNetworks/vnet/subnets/s"), json!({"properties": {"addressPrefix": "10.1.0.0/24"}}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        rejected(e),
+        (
+            400,
+            "NetcfgSubnetRangeOutsideVnet".into(),
+            "Subnet 's' is not valid because its IP address range is outside the IP address range of virtual network 'vnet'.".into()
+        )
+    );
+    // Every prefix of `addressPrefixes` counts, not only the first.
+    let e = sim
+        .put(
+            &id("virtualNetworks/vnet/subnets/s"),
+            json!({"properties": {"addressPrefixes": ["10.0.0.0/28", "10.1.0.0/28"]}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(rejected(e).1, "NetcfgSubnetRangeOutsideVnet");
+    sim.put(
+        &id("virtualNetworks/vnet/subnets/s"),
+        json!({"properties": {"addressPrefixes": ["10.0.0.0/28", "10.0.1.0/28"]}}),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn regression_overlapping_subnets_are_refused() {
+    let sim = base().await;
+    sim.put(&id("virtualNetworks/vnet/subnets/a"), subnet_body(json!({}))).await.unwrap();
+    let e = sim
+        .put(&id("virtualNetworks/vnet/subnets/b"), json!({"properties": {"addressPrefix": "10.0.1.128/25"}}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        rejected(e),
+        (
+            400,
+            "NetcfgSubnetRangesOverlap".into(),
+            "Subnet 'b' is not valid because its IP address range overlaps with that of an existing subnet in virtual network 'vnet'.".into()
+        )
+    );
+    // Against a sibling shown with `addressPrefixes` too.
+    sim.put(
+        &id("virtualNetworks/vnet/subnets/c"),
+        json!({"properties": {"addressPrefixes": ["10.0.8.0/24", "10.0.9.0/24"]}}),
+    )
+    .await
+    .unwrap();
+    let e = sim
+        .put(&id("virtualNetworks/vnet/subnets/d"), json!({"properties": {"addressPrefix": "10.0.9.0/26"}}))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected(e).1, "NetcfgSubnetRangesOverlap");
+    // A subnet does not overlap itself: PUT again with the same range is fine.
+    sim.put(&id("virtualNetworks/vnet/subnets/a"), subnet_body(json!({}))).await.unwrap();
+}
+
+#[tokio::test]
+async fn regression_a_subnet_prefix_that_is_not_a_cidr_is_refused() {
+    let sim = base().await;
+    let e = sim
+        .put(&id("virtualNetworks/vnet/subnets/s"), json!({"properties": {"addressPrefix": "10.0.1.0/99"}}))
+        .await
+        .unwrap_err();
+    let (status, code, message) = rejected(e);
+    assert_eq!((status, code.as_str()), (400, "InvalidAddressPrefixFormat"));
+    assert!(message.starts_with("Address prefix 10.0.1.0/99 of resource "), "{message}");
+}
+
+#[tokio::test]
+async fn regression_a_subnet_cannot_reference_resources_in_another_region() {
+    let sim = base().await;
+    sim.put(&id("routeTables/rt-east"), json!({"location": "eastus"})).await.unwrap();
+    let e = sim
+        .put(
+            &id("virtualNetworks/vnet/subnets/s"),
+            subnet_body(json!({"routeTable": {"id": id("routeTables/rt-east")}})),
+        )
+        .await
+        .unwrap_err();
+    let (status, code, message) = rejected(e);
+    assert_eq!((status, code.as_str()), (400, "InvalidResourceReference"));
+    assert!(message.contains("routeTables/rt-east referenced by resource "), "{message}");
+    assert!(message.contains("both resources are in the same region"), "{message}");
+    // Location names are compared as ARM does: `West Europe` is `westeurope`.
+    sim.put(&id("networkSecurityGroups/nsg-we"), json!({"location": "West Europe"})).await.unwrap();
+    sim.put(
+        &id("virtualNetworks/vnet/subnets/s"),
+        subnet_body(json!({"networkSecurityGroup": {"id": id("networkSecurityGroups/nsg-we")}})),
+    )
+    .await
+    .unwrap();
 }

@@ -13,8 +13,9 @@
 use super::api::InfrastructureConfig;
 use super::desired::{check, identity, res, resource_group, skipped, vnet};
 use super::names::{self, rtype};
+use super::prefixes::SubnetPrefixes;
 use super::Ctx;
-use serde_json::{json, Value};
+use serde_json::Value;
 use trellis_planner::discover::Observed;
 use trellis_planner::model::{Desired, VerifySpec};
 use trellis_plans::{Kind, Ownership};
@@ -24,7 +25,8 @@ const GATED: &str = "skipped: user-managed egress (networks.subnet is set)";
 /// What the BYO subnet points at, discovered from its associations.
 #[derive(Clone, Debug, Default)]
 pub struct Discovered {
-    pub subnet_cidr: Option<String>,
+    /// The subnet's address prefixes, in the field ARM shows them in.
+    pub prefixes: Option<SubnetPrefixes>,
     pub route_table: Option<names::ArmId>,
     pub route_table_id: Option<String>,
     pub nsg: Option<names::ArmId>,
@@ -42,21 +44,12 @@ pub fn discovered(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) ->
     let route_table_id = link("/properties/routeTable/id");
     let nsg_id = link("/properties/networkSecurityGroup/id");
     Discovered {
-        subnet_cidr: subnet_cidr(live),
+        prefixes: SubnetPrefixes::of(live),
         route_table: route_table_id.as_deref().and_then(names::parse_id),
         route_table_id,
         nsg: nsg_id.as_deref().and_then(names::parse_id),
         nsg_id,
     }
-}
-
-/// A subnet's primary prefix (`addressPrefix`, or the first of `addressPrefixes`).
-pub fn subnet_cidr(subnet: &Value) -> Option<String> {
-    subnet
-        .pointer("/properties/addressPrefix")
-        .or_else(|| subnet.pointer("/properties/addressPrefixes/0"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
 }
 
 pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
@@ -105,11 +98,15 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
     let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
     let mut checks = vec![];
     let subnet_ref = format!("subnet {} in VNet {vnet_rg}/{vnet_name}", subnet.name);
-    if let Some(cidr) = &found.subnet_cidr {
+    // ARM shows the prefixes as `addressPrefix` or `addressPrefixes`: verify the field this subnet uses.
+    if let Some(prefixes) = &found.prefixes {
         checks.push(check(
-            "/properties/addressPrefix",
-            json!(cidr),
-            format!("{subnet_ref}: address prefix changed since the plan (was {cidr}); re-run `trellis plan` so pre-flight re-checks it against networking.nodes"),
+            prefixes.pointer(),
+            prefixes.value(),
+            format!(
+                "{subnet_ref}: address prefix changed since the plan (was {}); re-run `trellis plan` so pre-flight re-checks it against networking.nodes",
+                prefixes.display()
+            ),
         ));
     }
     checks.push(check(

@@ -7,6 +7,7 @@
 
 use super::api::{InfrastructureConfig, OutboundAccessType};
 use super::names::{self, rtype};
+use super::prefixes::SubnetPrefixes;
 use super::Ctx;
 use serde_json::{json, Value};
 use trellis_planner::discover::{ListReq, Observed};
@@ -317,17 +318,24 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             }
             (None, _) => None,
         };
-        let mut props = json!({
-            "addressPrefix": s.cidr,
-            "serviceEndpoints": if s.service_endpoints.is_empty() {
-                Value::Null
-            } else {
-                Value::Array(s.service_endpoints.iter().map(|e| json!({"service": e})).collect())
-            },
-            "routeTable": {"id": rt.id},
-            "networkSecurityGroup": {"id": nsg.id},
-            "defaultOutboundAccess": ctx.annotation(super::api::DISABLE_DEFAULT_OUTBOUND_ACCESS_ANNOTATION) != Some("true"),
-        });
+        let mut props = address_range(&s.cidr, observed.get(&sres.id));
+        props.extend([
+            (
+                "serviceEndpoints".to_string(),
+                if s.service_endpoints.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Array(s.service_endpoints.iter().map(|e| json!({"service": e})).collect())
+                },
+            ),
+            ("routeTable".to_string(), json!({"id": rt.id})),
+            ("networkSecurityGroup".to_string(), json!({"id": nsg.id})),
+            (
+                "defaultOutboundAccess".to_string(),
+                json!(ctx.annotation(super::api::DISABLE_DEFAULT_OUTBOUND_ACCESS_ANNOTATION) != Some("true")),
+            ),
+        ]);
+        let mut props = Value::Object(props);
         if let Some(v) = nat_value {
             props["natGateway"] = v;
         }
@@ -390,6 +398,27 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
                 depends_on: vec![],
                 why: "worker subnet of this shoot that the configuration no longer asks for (upstream task `ensure subnets`)".to_string(),
             });
+        }
+    }
+    out
+}
+
+/// A managed subnet's CIDR in the shape the live subnet shows it. ARM keeps the shape a subnet was
+/// written with — `addressPrefix`, or the list `addressPrefixes` — so stating the CIDR in the other
+/// shape would be a change on every plan. A list with other prefixes is replaced by the one CIDR, as
+/// upstream's PUT (which sends only `addressPrefix`) replaces it; a stray `addressPrefix` beside the
+/// list is removed, so the written subnet has one shape.
+fn address_range(cidr: &str, live: Option<&Value>) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    match live.and_then(SubnetPrefixes::of) {
+        Some(shown) if shown.list => {
+            out.insert("addressPrefixes".to_string(), json!([cidr]));
+            if live.and_then(|v| v.pointer("/properties/addressPrefix")).is_some() {
+                out.insert("addressPrefix".to_string(), Value::Null);
+            }
+        }
+        _ => {
+            out.insert("addressPrefix".to_string(), json!(cidr));
         }
     }
     out

@@ -6,6 +6,7 @@
 //! - [`desired`]: the upstream task graph as desired resources; [`byo`]: the spec's task-gating matrix.
 //! - [`render`]: InfrastructureStatus, azure.json, CCM flags, allow-egress, egress CIDRs.
 //! - [`names`]: resource names and ARM id templates.
+//! - [`prefixes`]: a subnet's address prefixes in either of ARM's shapes (`addressPrefix`, `addressPrefixes`).
 //!
 //! [`plan`] runs the pipeline for one shoot: validate → discover → pre-flight → desired → diff → artifacts.
 
@@ -14,6 +15,7 @@ pub mod byo;
 pub mod desired;
 pub mod names;
 pub mod orphans;
+pub mod prefixes;
 pub mod preflight;
 pub mod render;
 pub mod validation;

@@ -5,6 +5,7 @@ use super::api::InfrastructureConfig;
 use super::byo::discovered;
 use super::desired::{layout, vnet};
 use super::names::{self, rtype};
+use super::prefixes::{overlap, subnet_nets};
 use super::Ctx;
 use ipnet::IpNet;
 use serde_json::Value;
@@ -57,6 +58,12 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
             format!("user vnet not found: VNet {vnet_name} does not exist in resource group {vnet_rg} (subscription {}); create it or fix networks.vnet", ctx.sub),
         ));
         return errs;
+    }
+    if let Some(live) = observed.get(&names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name)) {
+        errs.extend(vnet_region(cfg, ctx, &vnet_rg, &vnet_name, vnet_managed, live));
+        if !vnet_managed && !cfg.is_using_user_managed_egress() {
+            errs.extend(subnets_in_user_vnet(cfg, ctx, observed, live));
+        }
     }
     if let Some(identity) = &cfg.identity {
         let id = names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name);
@@ -126,12 +133,18 @@ fn byo(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed, errs: &mut Ve
             format!("{where_} has no network security group attached; attach an NSG dedicated to this shoot (the CCM needs its name as securityGroupName in azure.json)"),
         ));
     }
-    match found.subnet_cidr.as_deref().map(str::parse::<IpNet>) {
-        Some(Ok(cidr)) => cidr_rules(ctx, &where_, cidr, errs),
-        Some(Err(_)) | None => errs.push(err(
+    // ARM shows one prefix (`addressPrefix`) or a list (`addressPrefixes`): every prefix is checked.
+    match found.prefixes.as_ref().map(|p| p.parsed()) {
+        Some(Ok(cidrs)) => cidr_rules(ctx, &where_, &cidrs, errs),
+        Some(Err(bad)) => errs.push(err(
             "C10",
             Some("networks.subnet"),
-            format!("{where_} has no readable address prefix ({:?})", found.subnet_cidr),
+            format!("{where_} has address prefix '{bad}', which is not a CIDR; fix the subnet's address prefixes"),
+        )),
+        None => errs.push(err(
+            "C10",
+            Some("networks.subnet"),
+            format!("{where_} shows no address prefix (neither properties.addressPrefix nor properties.addressPrefixes); give the subnet its address range"),
         )),
     }
     for (what, id, parsed) in [
@@ -162,33 +175,143 @@ fn in_cluster_rg(ctx: &Ctx, field: &'static str, what: &str) -> PreflightError {
     )
 }
 
-/// C10 (subnet ⊆ nodes) and C11 (no overlap with pods/services).
-fn cidr_rules(ctx: &Ctx, where_: &str, cidr: IpNet, errs: &mut Vec<PreflightError>) {
+/// C10 (every prefix of the subnet ⊆ nodes) and C11 (no prefix overlaps pods/services).
+fn cidr_rules(ctx: &Ctx, where_: &str, cidrs: &[IpNet], errs: &mut Vec<PreflightError>) {
     let parse = |s: &Option<String>| s.as_deref().and_then(|s| s.parse::<IpNet>().ok());
-    match parse(&ctx.nodes) {
-        Some(nodes) if !nodes.contains(&cidr) => errs.push(err(
+    let Some(nodes) = parse(&ctx.nodes) else {
+        let shown: Vec<String> = cidrs.iter().map(IpNet::to_string).collect();
+        errs.push(err(
             "C10",
             Some("networking.nodes"),
-            format!("{where_} has CIDR {cidr}, which is not within networking.nodes ({nodes}); widen networking.nodes or use a subnet inside it"),
-        )),
-        None => errs.push(err(
-            "C10",
-            Some("networking.nodes"),
-            format!("networking.nodes must be set in user-managed-egress mode to check {where_} ({cidr}) against it"),
-        )),
-        _ => {}
-    }
-    for (field, value) in [("networking.pods", &ctx.pods), ("networking.services", &ctx.services)] {
-        if let Some(other) = parse(value) {
-            if other.contains(&cidr.network()) || cidr.contains(&other.network()) {
+            format!(
+                "networking.nodes must be set in user-managed-egress mode to check {where_} ({}) against it",
+                shown.join(", ")
+            ),
+        ));
+        return;
+    };
+    for cidr in cidrs {
+        if !nodes.contains(cidr) {
+            errs.push(err(
+                "C10",
+                Some("networking.nodes"),
+                format!("{where_} has CIDR {cidr}, which is not within networking.nodes ({nodes}); widen networking.nodes or use a subnet inside it"),
+            ));
+        }
+        for (field, value) in [("networking.pods", &ctx.pods), ("networking.services", &ctx.services)] {
+            if let Some(other) = parse(value).filter(|other| overlap(other, cidr)) {
                 errs.push(err(
                     "C11",
-                    Some(if field == "networking.pods" { "networking.pods" } else { "networking.services" }),
+                    Some(field),
                     format!("{where_} has CIDR {cidr}, which overlaps {field} ({other}); the node network must not overlap pods or services"),
                 ));
             }
         }
     }
+}
+
+/// Location names as ARM compares them: `West Europe` is `westeurope`.
+fn same_location(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+    norm(a) == norm(b)
+}
+
+/// The VNet must be in the shoot's region: the shoot's machines (and in managed mode its route table,
+/// NSG and NAT gateways) are created there, and ARM refuses references across regions.
+fn vnet_region(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    rg: &str,
+    name: &str,
+    managed: bool,
+    vnet: &Value,
+) -> Option<PreflightError> {
+    let location = vnet.get("location").and_then(Value::as_str)?;
+    if same_location(location, &ctx.region) {
+        return None;
+    }
+    Some(if managed {
+        err(
+            "upstream",
+            None,
+            format!(
+                "VNet {name} (resource group {rg}) exists in location {location}, but the shoot's region is {}: the location of the VNet does not match expected location; delete the VNet so that it is created in {}",
+                ctx.region, ctx.region
+            ),
+        )
+    } else {
+        let created = if cfg.is_using_user_managed_egress() {
+            "the shoot's machines are"
+        } else {
+            "the shoot's route table, network security group, NAT gateways and machines are"
+        };
+        err(
+            "vnet",
+            Some("networks.vnet"),
+            format!(
+                "VNet {name} (resource group {rg}) is in location {location}, but the shoot's region is {region}; {created} created in {region}, and Azure refuses to attach them to a VNet in another region (InvalidResourceReference) — use a VNet in {region}, or fix networks.vnet",
+                region = ctx.region
+            ),
+        )
+    })
+}
+
+/// Managed subnets in a VNet of the user's: each must lie inside the VNet's address space and must not
+/// overlap a subnet that is not this shoot's (upstream's own-subnet rule: the name starts with
+/// `<tn>-nodes`). ARM refuses both at the subnet PUT.
+fn subnets_in_user_vnet(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+    live: &Value,
+) -> Vec<PreflightError> {
+    let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+    let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
+    let space_prefixes: Vec<&str> = live
+        .pointer("/properties/addressSpace/addressPrefixes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let space: Vec<IpNet> = space_prefixes.iter().filter_map(|p| p.parse().ok()).collect();
+    let own = names::subnet_name(&ctx.tn, None, false);
+    let others: Vec<(String, Vec<IpNet>)> = observed
+        .list(&vnet_id, rtype::SUBNET)
+        .iter()
+        .filter_map(|s| Some((s.get("name").and_then(Value::as_str)?.to_string(), subnet_nets(s))))
+        .filter(|(name, _)| !name.starts_with(&own))
+        .collect();
+    let field = if cfg.networks.zones.is_empty() { "networks.workers" } else { "networks.zones" };
+    let in_vnet = format!("VNet {vnet_name} (resource group {vnet_rg})");
+    let mut errs = Vec::new();
+    for s in layout(cfg, ctx) {
+        let Ok(cidr) = s.cidr.parse::<IpNet>() else { continue };
+        let what = match s.zone {
+            Some(z) => format!("subnet {} (zone {z}, {cidr})", s.name),
+            None => format!("subnet {} ({cidr})", s.name),
+        };
+        if !space.is_empty() && !space.iter().any(|v| v.contains(&cidr)) {
+            errs.push(err(
+                "vnet",
+                Some(field),
+                format!(
+                    "{what} lies outside the address space of {in_vnet}: {}; Azure refuses such a subnet (NetcfgSubnetRangeOutsideVnet) — use a CIDR inside the VNet's address space, or add an address range to the VNet",
+                    space_prefixes.join(", ")
+                ),
+            ));
+        }
+        for (other, nets) in &others {
+            if let Some(hit) = nets.iter().find(|n| overlap(n, &cidr)) {
+                errs.push(err(
+                    "vnet",
+                    Some(field),
+                    format!(
+                        "{what} overlaps subnet {other} ({hit}) of {in_vnet}; Azure refuses overlapping subnets (NetcfgSubnetRangesOverlap) — choose a CIDR that no other subnet of the VNet uses"
+                    ),
+                ));
+            }
+        }
+    }
+    errs
 }
 
 /// Workspace memory keys: what the BYO subnet looked like at the last successful apply.
@@ -203,7 +326,7 @@ pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) ->
     }
     let found = discovered(cfg, ctx, observed);
     [
-        (MEMORY_BYO_CIDR, found.subnet_cidr),
+        (MEMORY_BYO_CIDR, found.prefixes.map(|p| p.display())),
         (MEMORY_BYO_NSG, found.nsg_id),
         (MEMORY_BYO_ROUTE_TABLE, found.route_table_id.or_else(|| Some(String::new()))),
     ]

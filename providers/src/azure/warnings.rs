@@ -3,9 +3,13 @@
 //! - The route table approaching Azure's 400-route limit: with cloud routes on, the CCM writes one route
 //!   per node, so the workers' maximum node count plus the routes already there must fit.
 //! - A rule on the user's NSG that blocks a flow Kubernetes needs (spec: "User responsibilities").
+//! - A BYO subnet that is not dedicated to the shoot: delegated to a service, linked to another
+//!   service (service association links), or already hosting IP configurations of resources outside
+//!   the shoot's cluster resource group (spec: the subnet must be dedicated to one shoot).
 
 use super::api::InfrastructureConfig;
 use super::byo::discovered;
+use super::desired::vnet;
 use super::names::{self, rtype};
 use super::render::configure_cloud_routes;
 use super::Ctx;
@@ -30,9 +34,62 @@ pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> V
     }
     if let (Some(_), Some(nsg_id)) = (&cfg.networks.subnet, &found.nsg_id) {
         if let Some(nsg) = observed.get(nsg_id) {
-            let subnet = found.subnet_cidr.as_deref().and_then(|c| c.parse::<IpNet>().ok());
-            out.extend(blocked_flows(nsg_id, nsg, subnet));
+            let subnet = found.prefixes.as_ref().and_then(|p| p.parsed().ok()).unwrap_or_default();
+            out.extend(blocked_flows(nsg_id, nsg, &subnet));
         }
+    }
+    if let Some(subnet) = &cfg.networks.subnet {
+        let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
+        let id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
+        if let Some(live) = observed.get(&id) {
+            out.extend(not_dedicated(ctx, &id, live));
+        }
+    }
+    out
+}
+
+/// The BYO subnet must be dedicated to the shoot, and able to host its machines. ARM shows what else
+/// uses it: `delegations[]` (reserved for a service), `serviceAssociationLinks[]` (a service holds
+/// it), `ipConfigurations[]` (NICs, load balancer frontends, private endpoints… in it). The shoot's own
+/// machines, bastion and internal load balancers live in its cluster resource group and do not count.
+fn not_dedicated(ctx: &Ctx, id: &str, subnet: &Value) -> Vec<String> {
+    let list = |p: &str| subnet.pointer(p).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("?").to_string();
+    let mut out = Vec::new();
+    let delegations = list("/properties/delegations");
+    if !delegations.is_empty() {
+        let shown: Vec<String> = delegations
+            .iter()
+            .map(|d| format!("{} (delegation {})", text(d, "/properties/serviceName"), text(d, "/name")))
+            .collect();
+        out.push(format!(
+            "subnet {id} is delegated to {}: a delegated subnet is reserved for that service, so it is not dedicated to this shoot, and Azure may refuse the shoot's machines in it; remove the delegation or use a subnet dedicated to this shoot",
+            shown.join(", ")
+        ));
+    }
+    let links = list("/properties/serviceAssociationLinks");
+    if !links.is_empty() {
+        let shown: Vec<String> = links
+            .iter()
+            .map(|l| format!("{} ({})", text(l, "/name"), text(l, "/properties/linkedResourceType")))
+            .collect();
+        out.push(format!(
+            "subnet {id} has service association link {}: another service holds the subnet, so it is not dedicated to this shoot; release the subnet from that service or use a subnet dedicated to this shoot",
+            shown.join(", ")
+        ));
+    }
+    let cluster_rg = format!("/resourcegroups/{}/", ctx.tn.to_ascii_lowercase());
+    let foreign: Vec<String> = list("/properties/ipConfigurations")
+        .iter()
+        .map(|c| text(c, "/id"))
+        .filter(|c| !c.to_ascii_lowercase().contains(&cluster_rg))
+        .collect();
+    if !foreign.is_empty() {
+        out.push(format!(
+            "subnet {id} already hosts {} IP configuration(s) of other resources ({}): the subnet is not dedicated to this shoot and their addresses are not available to its machines; move those resources out or use a subnet dedicated to this shoot",
+            foreign.len(),
+            foreign.join(", ")
+        ));
     }
     out
 }
@@ -89,7 +146,8 @@ const FLOWS: [Flow; 4] = [
     },
 ];
 
-fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: Option<IpNet>) -> Vec<String> {
+/// `subnet`: the nodes' prefixes (every prefix of the BYO subnet).
+fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: &[IpNet]) -> Vec<String> {
     let mut rules: Vec<&Value> = nsg
         .pointer("/properties/securityRules")
         .and_then(Value::as_array)
@@ -119,7 +177,7 @@ fn blocked_flows(nsg_id: &str, nsg: &Value, subnet: Option<IpNet>) -> Vec<String
     out
 }
 
-fn matches_flow(rule: &Value, flow: &Flow, subnet: Option<IpNet>) -> bool {
+fn matches_flow(rule: &Value, flow: &Flow, subnet: &[IpNet]) -> bool {
     let p = |k: &str| rule.pointer(&format!("/properties/{k}"));
     let direction = p("direction").and_then(Value::as_str).unwrap_or("");
     if !direction.eq_ignore_ascii_case(if flow.inbound { "Inbound" } else { "Outbound" }) {
@@ -162,13 +220,15 @@ fn port_in(range: &str, port: u16) -> bool {
     }
 }
 
-fn prefix_covers(prefix: &str, tag: &str, subnet: Option<IpNet>) -> bool {
+/// Whether a rule's prefix covers the tag's addresses; for the nodes (`VirtualNetwork`), a prefix that
+/// covers any of the subnet's prefixes blocks the nodes there.
+fn prefix_covers(prefix: &str, tag: &str, subnet: &[IpNet]) -> bool {
     if prefix == "*" || prefix.eq_ignore_ascii_case(tag) {
         return true;
     }
     let Ok(net) = prefix.parse::<IpNet>() else { return false };
     match tag {
-        "VirtualNetwork" => subnet.is_some_and(|s| net.contains(&s)),
+        "VirtualNetwork" => subnet.iter().any(|s| net.contains(s)),
         "Internet" => net.prefix_len() == 0,
         _ => false,
     }
@@ -192,7 +252,7 @@ mod tests {
         let w = blocked_flows(
             "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n",
             &n,
-            None,
+            &[],
         );
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].starts_with(
@@ -212,7 +272,7 @@ mod tests {
             {"name": "deny-udp-out", "properties": {"priority": 150, "access": "Deny", "direction": "Outbound", "protocol": "Udp",
               "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
         ]));
-        assert!(blocked_flows("x", &n, None).is_empty());
+        assert!(blocked_flows("x", &n, &[]).is_empty());
     }
 
     #[test]
@@ -221,15 +281,18 @@ mod tests {
             {"name": "bastion-deny-all", "properties": {"priority": 1000, "access": "Deny", "direction": "Outbound", "protocol": "*",
               "sourceAddressPrefix": "10.250.0.9/32", "destinationAddressPrefix": "*", "destinationPortRange": "*"}}
         ]));
-        assert!(blocked_flows("x", &n, Some("10.250.0.0/19".parse().unwrap())).is_empty());
+        assert!(blocked_flows("x", &n, &["10.250.0.0/19".parse().unwrap()]).is_empty());
     }
 
     #[test]
     fn port_ranges_and_prefixes() {
         assert!(port_in("30000-32767", 30000) && port_in("*", 1) && port_in("443", 443) && !port_in("80", 443));
         let subnet: IpNet = "10.250.0.0/19".parse().unwrap();
-        assert!(prefix_covers("10.250.0.0/16", "VirtualNetwork", Some(subnet)));
-        assert!(!prefix_covers("10.251.0.0/16", "VirtualNetwork", Some(subnet)));
-        assert!(prefix_covers("0.0.0.0/0", "Internet", None));
+        assert!(prefix_covers("10.250.0.0/16", "VirtualNetwork", &[subnet]));
+        assert!(!prefix_covers("10.251.0.0/16", "VirtualNetwork", &[subnet]));
+        assert!(prefix_covers("0.0.0.0/0", "Internet", &[]));
+        // A rule covering the second prefix of a subnet shown with `addressPrefixes` blocks its nodes.
+        let second: IpNet = "10.251.0.0/24".parse().unwrap();
+        assert!(prefix_covers("10.251.0.0/16", "VirtualNetwork", &[subnet, second]));
     }
 }
