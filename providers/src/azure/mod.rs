@@ -19,8 +19,8 @@ pub mod render;
 pub mod validation;
 pub mod warnings;
 
-use crate::field::ErrorList;
-use crate::manifest::Shoot;
+use crate::field::{ErrorList, Path};
+use crate::manifest::{Networking, Shoot, Worker};
 use api::InfrastructureConfig;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -98,15 +98,13 @@ pub struct Planned {
     pub memory: BTreeMap<String, String>,
 }
 
-/// The configuration as kept in state, for update validation and migrations.
+/// The configuration as kept in state, for update validation and migrations: the
+/// InfrastructureConfig, the networking and the workers.
 pub fn last_applied(shoot: &AzureShoot) -> Value {
     json!({
         "infrastructureConfig": shoot.spec.provider.infrastructure_config,
-        "networking": {
-            "nodes": shoot.spec.networking.nodes,
-            "pods": shoot.spec.networking.pods,
-            "services": shoot.spec.networking.services,
-        },
+        "networking": shoot.spec.networking,
+        "workers": shoot.spec.provider.workers,
     })
 }
 
@@ -117,19 +115,73 @@ fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError
     }
 }
 
-/// Admission validation: the shoot's name and namespace ([`crate::metadata`]; the name-length
-/// rule only for a shoot with no configuration applied yet, as upstream checks it on create only),
-/// then the InfrastructureConfig's create rules, and its update rules against the last-applied config.
+/// The shoot's spec as last applied, besides the InfrastructureConfig (for the update rules of
+/// `spec.networking` and the workers). `None` before the first apply, and for a
+/// state written before trellis kept the workers: then those update rules cannot run.
+#[derive(Clone, Debug, Default)]
+pub struct OldSpec {
+    pub networking: Networking,
+    pub workers: Vec<Worker>,
+}
+
+fn old_spec(ws: &Workspace) -> Result<Option<OldSpec>, AzureError> {
+    let Some(applied) = ws.last_applied.as_ref() else { return Ok(None) };
+    let Some(workers) = applied.get("workers") else { return Ok(None) };
+    let state = |e: serde_json::Error| AzureError::State(e.to_string());
+    let workers = serde_json::from_value(workers.clone()).map_err(state)?;
+    let networking = match applied.get("networking") {
+        Some(n) => serde_json::from_value(n.clone()).map_err(state)?,
+        None => Networking::default(),
+    };
+    Ok(Some(OldSpec { networking, workers }))
+}
+
+/// Admission validation, all errors at once, in this order:
+///
+/// 1. the shoot's name and namespace ([`crate::metadata`]; the name-length rule only for a shoot
+///    with no configuration applied yet, as upstream checks it on create only);
+/// 2. Gardener's rules for `spec.networking` ([`crate::networking`]): the API's validation, its
+///    update rules against the last-applied networking, and the `ShootValidator` admission plugin's
+///    disjointedness and reserved-range checks;
+/// 3. provider-azure's Shoot validator (skipped for a workerless shoot, as upstream's webhook does):
+///    `ValidateNetworking`, the InfrastructureConfig's create rules and its update rules against the
+///    last-applied config, `ValidateWorkers`, and `ValidateWorkersUpdate` against the last-applied
+///    workers.
 pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
     let old = old_config(ws)?;
+    let old_spec = old_spec(ws)?;
+    let workerless = shoot.spec.provider.workers.is_empty();
+    let networking_path = Path::new("spec").child("networking");
+    let workers_path = Path::new("spec").child("provider").child("workers");
+
     let mut errs = crate::metadata::validate(&shoot.metadata);
     if errs.is_empty() && old.is_none() {
         errs.extend(crate::metadata::validate_create(&shoot.metadata));
     }
+    let networking = &shoot.spec.networking;
+    errs.extend(crate::networking::validate_networking(networking, workerless, &networking_path));
+    if let Some(old) = &old_spec {
+        errs.extend(crate::networking::validate_networking_update(networking, &old.networking, &networking_path));
+    }
+    errs.extend(crate::networking::validate_shoot_networks(networking, &networking_path));
+
+    if !workerless {
+        errs.extend(validation::shoot::validate_networking(networking, &networking_path));
+    }
     errs.extend(validation::validate_infrastructure_config(cfg, shoot));
     if let Some(old) = old {
         errs.extend(validation::validate_infrastructure_config_update(&old, cfg, shoot));
+    }
+    if !workerless {
+        errs.extend(validation::shoot::validate_workers(&shoot.spec.provider.workers, cfg, &workers_path));
+        if let Some(old) = &old_spec {
+            errs.extend(validation::shoot::validate_workers_update(
+                &old.workers,
+                &shoot.spec.provider.workers,
+                &workers_path,
+            ));
+        }
     }
     // Upstream reports some errors twice (the single-subnet workers rule runs in two places); say each once.
     let mut seen = std::collections::BTreeSet::new();
