@@ -1,5 +1,6 @@
-//! The Shoot's own admission rules through the real binary (issue #7, items 2 and 5): what
-//! `trellis validate` and `trellis plan` say about a shoot's networking and workers.
+//! The Shoot's own admission rules and the overlay decision, through the real binary (issue #7,
+//! items 2, 3 and 5): what `trellis validate` and `trellis plan` say about a shoot's networking and
+//! workers, and whether the CCM writes routes when the CNI's provider config is left out.
 
 mod common;
 
@@ -16,6 +17,13 @@ fn edited(sb: &Sandbox, source: &str, name: &str, edits: &[(&str, &str)]) -> Str
     std::fs::write(&path, text).expect("write manifest");
     path
 }
+
+const OVERLAY_CONFIG: &str = "    providerConfig:
+      apiVersion: cilium.networking.extensions.gardener.cloud/v1alpha1
+      kind: NetworkConfig
+      overlay:
+        enabled: true
+";
 
 #[test]
 fn regression_shoot_cidrs_are_validated() {
@@ -73,4 +81,43 @@ fn regression_worker_rules_are_enforced() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn regression_cilium_shoot_keeps_the_overlay_it_was_applied_with() {
+    // Applied with overlay on (no route table on the subnet: fine under overlay). Then the provider
+    // config is left out: provider-azure's Shoot mutator carries the old overlay over, so the CCM
+    // still writes no routes and no route table is needed. trellis used to read "no overlay" here
+    // and refuse the plan (C9).
+    let sb = Sandbox::new();
+    let world = scenario("C9-byo-subnet-without-route-table/world.yaml");
+    let with_overlay = scenario("C9-byo-subnet-without-route-table/shoot-overlay.yaml");
+    sb.run(&["apply", "-f", &with_overlay, "--world", &world, "--auto-approve"]).code(0);
+    let ws = sb.workspace("shoot--platform--byo-c9");
+    assert_eq!(ws["last_applied"]["networking"]["providerConfig"]["overlay"]["enabled"], true);
+
+    let without = edited(&sb, &with_overlay, "shoot.yaml", &[(OVERLAY_CONFIG, "")]);
+    let plan = sb.run(&["plan", "-f", &without, "--world", &world, "--output", "json", "--detailed-exitcode"]).code(0);
+    let plan = plan.json();
+    assert_eq!(plan["artifacts"]["ccm_flags"]["configure-cloud-routes"], false, "{plan:#}");
+}
+
+#[test]
+fn a_new_cilium_shoot_without_provider_config_runs_without_overlay() {
+    // provider-azure's mutator writes `overlay.enabled: false` into a new Cilium shoot: the CCM
+    // writes routes, so the BYO subnet needs a route table (C9).
+    let sb = Sandbox::new();
+    let world = scenario("C9-byo-subnet-without-route-table/world.yaml");
+    let shoot = edited(
+        &sb,
+        &scenario("C9-byo-subnet-without-route-table/shoot-overlay.yaml"),
+        "shoot.yaml",
+        &[(OVERLAY_CONFIG, "")],
+    );
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(1).stderr_has("has no route table attached");
+    // The same shoot in managed mode records the mutated provider config in its state.
+    let managed = edited(&sb, &common::a1(), "managed.yaml", &[("type: calico", "type: cilium")]);
+    sb.run(&["apply", "-f", &managed, "--auto-approve"]).code(0);
+    let ws = sb.workspace("shoot--dev--alpha");
+    assert_eq!(ws["last_applied"]["networking"]["providerConfig"], serde_json::json!({"overlay": {"enabled": false}}));
 }

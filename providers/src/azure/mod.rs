@@ -2,6 +2,7 @@
 //!
 //! - [`api`]: InfrastructureConfig / InfrastructureStatus as upstream (serde, upstream JSON names).
 //! - [`validation`]: admission validation, create and update, with upstream's field paths and messages.
+//! - [`overlay`]: whether the CNI runs an overlay (provider-azure's Shoot mutator, the CNIs' defaults).
 //! - [`preflight`]: runtime rules against observed cloud state.
 //! - [`desired`]: the upstream task graph as desired resources; [`byo`]: the spec's task-gating matrix.
 //! - [`render`]: InfrastructureStatus, azure.json, CCM flags, allow-egress, egress CIDRs.
@@ -14,6 +15,7 @@ pub mod byo;
 pub mod desired;
 pub mod names;
 pub mod orphans;
+pub mod overlay;
 pub mod preflight;
 pub mod render;
 pub mod validation;
@@ -36,6 +38,11 @@ pub type AzureShoot = Shoot<InfrastructureConfig>;
 /// migration (upstream's `migration.azure.provider.extensions.gardener.cloud/zone` annotation).
 pub const MEMORY_MIGRATED_ZONE: &str = "azure/migrated-zone";
 
+/// Workspace memory key: whether the CNI runs an overlay (`true`/`false`), as this plan decided it
+/// ([`overlay::overlay_enabled`] of the mutated networking), so the artifacts rendered after the
+/// apply and a later destroy agree with the plan.
+pub const MEMORY_OVERLAY: &str = "azure/overlay";
+
 /// Everything the pure stages need to know about the shoot besides its InfrastructureConfig.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -49,7 +56,8 @@ pub struct Ctx {
     pub nodes: Option<String>,
     pub pods: Option<String>,
     pub services: Option<String>,
-    /// `spec.networking.providerConfig.overlay.enabled`.
+    /// Whether the CNI runs an overlay (see [`overlay`]): the plan's decision kept in memory
+    /// ([`MEMORY_OVERLAY`]), else `spec.networking.providerConfig.overlay.enabled` (false when absent).
     pub overlay: bool,
     /// Σ workers[].maximum.
     pub max_nodes: i64,
@@ -66,7 +74,7 @@ impl Ctx {
             nodes: shoot.spec.networking.nodes.clone(),
             pods: shoot.spec.networking.pods.clone(),
             services: shoot.spec.networking.services.clone(),
-            overlay: shoot.overlay_enabled(),
+            overlay: memory.get(MEMORY_OVERLAY).map_or_else(|| shoot.overlay_enabled(), |v| v == "true"),
             max_nodes: shoot.max_nodes(),
         }
     }
@@ -99,7 +107,7 @@ pub struct Planned {
 }
 
 /// The configuration as kept in state, for update validation and migrations: the
-/// InfrastructureConfig, the networking and the workers.
+/// InfrastructureConfig, the networking as provider-azure's mutator leaves it, and the workers.
 pub fn last_applied(shoot: &AzureShoot) -> Value {
     json!({
         "infrastructureConfig": shoot.spec.provider.infrastructure_config,
@@ -116,7 +124,7 @@ fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError
 }
 
 /// The shoot's spec as last applied, besides the InfrastructureConfig (for the update rules of
-/// `spec.networking` and the workers). `None` before the first apply, and for a
+/// `spec.networking` and the workers, and for the mutator). `None` before the first apply, and for a
 /// state written before trellis kept the workers: then those update rules cannot run.
 #[derive(Clone, Debug, Default)]
 pub struct OldSpec {
@@ -134,6 +142,17 @@ fn old_spec(ws: &Workspace) -> Result<Option<OldSpec>, AzureError> {
         None => Networking::default(),
     };
     Ok(Some(OldSpec { networking, workers }))
+}
+
+/// The shoot as Gardener would store it: `spec.networking` after provider-azure's Shoot mutator
+/// ([`overlay::mutate_networking`], against the last-applied networking; not for a workerless shoot).
+pub fn mutated(shoot: &AzureShoot, ws: &Workspace) -> Result<AzureShoot, AzureError> {
+    let mut out = shoot.clone();
+    if !shoot.spec.provider.workers.is_empty() {
+        let old = old_spec(ws)?;
+        out.spec.networking = overlay::mutate_networking(&shoot.spec.networking, old.as_ref().map(|o| &o.networking));
+    }
+    Ok(out)
 }
 
 /// Admission validation, all errors at once, in this order:
@@ -216,8 +235,10 @@ pub async fn plan(
     accept_drift: bool,
 ) -> Result<Planned, AzureError> {
     validate(shoot, ws)?;
+    let shoot = &mutated(shoot, ws)?;
     let cfg = &shoot.spec.provider.infrastructure_config;
     let mut memory = ws.memory.clone();
+    memory.insert(MEMORY_OVERLAY.to_string(), overlay::overlay_enabled(&shoot.spec.networking).to_string());
     let mut warnings = Vec::new();
     if let Some(z) = migrated_zone(cfg, ws)? {
         if !memory.contains_key(MEMORY_MIGRATED_ZONE) {
