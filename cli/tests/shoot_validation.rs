@@ -121,3 +121,16 @@ fn a_new_cilium_shoot_without_provider_config_runs_without_overlay() {
     let ws = sb.workspace("shoot--dev--alpha");
     assert_eq!(ws["last_applied"]["networking"]["providerConfig"], serde_json::json!({"overlay": {"enabled": false}}));
 }
+
+#[test]
+fn upstream_example_manifests_validate_and_plan() {
+    // provider-azure's own example Shoots (docs/usage/usage.md), kept in providers/tests/data/upstream.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../providers/tests/data/upstream");
+    for name in ["non-zoned.yaml", "zoned.yaml", "zoned-nat-per-zone.yaml"] {
+        let sb = Sandbox::new();
+        let file = dir.join(name);
+        let file = file.to_str().expect("UTF-8 path");
+        sb.run(&["validate", "-f", file]).code(0).stdout_has("1 shoot(s) valid.");
+        sb.run(&["plan", "-f", file]).code(0);
+    }
+}

@@ -278,3 +278,45 @@ fn a_state_without_recorded_workers_skips_their_update_rules() {
     let s = shoot(&[("zones: ['1', '2']", "zones: ['2', '1']"), ("    type: calico\n", "    type: cilium\n")]);
     assert_errors(validate_in(&s, &ws), &[], "legacy state");
 }
+
+/// Upstream's example manifests (provider-azure `docs/usage/usage.md`), as fixtures.
+fn upstream_example(name: &str, edit: &[(&str, &str)]) -> AzureShoot {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/upstream").join(name);
+    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for (from, to) in edit {
+        assert!(text.contains(from), "{from:?} not in {name}");
+        text = text.replacen(from, to, 1);
+    }
+    let loaded = trellis_providers::manifest::parse_str(&path, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    match loaded.into_iter().next().expect("one document").shoot {
+        ShootAny::Azure(s) => s,
+    }
+}
+
+#[test]
+fn upstream_example_manifests_are_valid() {
+    for name in ["non-zoned.yaml", "zoned.yaml", "zoned-nat-per-zone.yaml"] {
+        assert_errors(validate(&upstream_example(name, &[])), &[], name);
+    }
+}
+
+#[test]
+fn regression_upstream_examples_with_a_broken_worker_are_refused() {
+    let s = upstream_example("zoned.yaml", &[("      zones:\n      - \"1\"\n      - \"2\"\n", "")]);
+    assert_errors(
+        validate(&s),
+        &["spec.provider.workers[0].zones: Required value: at least one zone must be configured for zoned clusters"],
+        "zoned example without worker zones",
+    );
+    let s = upstream_example("zoned-nat-per-zone.yaml", &[("      - \"2\"\n", "      - \"3\"\n")]);
+    assert_errors(
+        validate(&s),
+        &[
+            r#"spec.provider.workers[0].zones[1]: Invalid value: "3": zone configuration must be specified in "infrastructureConfig.networks.zones""#,
+        ],
+        "worker zone outside networks.zones",
+    );
+    let s =
+        upstream_example("non-zoned.yaml", &[("      volume:\n        size: 50Gi\n        type: Standard_LRS\n", "")]);
+    assert_errors(validate(&s), &["spec.provider.workers[0].volume: Required value: must not be nil"], "no volume");
+}
