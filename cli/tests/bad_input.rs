@@ -110,6 +110,7 @@ fn validate_prints_every_error_one_per_line() {
         "networks.natGateway.sku: Unsupported value: \"Premium\": supported values: \"Standard\", \"StandardV2\"",
         "identity.resourceGroup: Required value: must not be empty",
         "identity.name: Invalid value: \"\": must not be fewer than 3 characters, got 0",
+        "spec.provider.workers[0].volume: Required value: must not be nil",
     ];
     let lines = run.stderr_lines();
     assert_eq!(lines[0], format!("error: shoot--dev--many ({file}): {} validation error(s):", expected.len()));

@@ -10,6 +10,8 @@ pub enum ErrorType {
     Forbidden,
     NotSupported,
     Duplicate,
+    TooMany,
+    Internal,
 }
 
 impl ErrorType {
@@ -21,6 +23,8 @@ impl ErrorType {
             ErrorType::Forbidden => "Forbidden",
             ErrorType::NotSupported => "Unsupported value",
             ErrorType::Duplicate => "Duplicate value",
+            ErrorType::TooMany => "Too many",
+            ErrorType::Internal => "Internal error",
         }
     }
 }
@@ -32,7 +36,8 @@ pub struct FieldError {
     /// Dotted path with indices, e.g. `networks.zones[1].cidr`.
     pub field: String,
     /// The offending value exactly as upstream renders it after `Invalid value: ` (strings quoted
-    /// as Go's `%q`, numbers and booleans bare, nil pointers as `null`, structs as Go's `%#v`), if any.
+    /// as Go's `%q`, numbers and booleans bare, nil pointers as `null`, structs as Go's `%#v` or,
+    /// in apimachinery ≥ 0.34, as JSON — see [`Value::json`]), if any.
     pub value: Option<String>,
     pub detail: String,
 }
@@ -63,12 +68,25 @@ impl FieldError {
         FieldError { kind: ErrorType::NotSupported, field: field.into(), value: Some(value.0), detail }
     }
     pub fn duplicate(field: impl Into<String>, value: impl Into<String>) -> FieldError {
+        FieldError::duplicate_value(field, Value::str(value))
+    }
+    /// A duplicate value of any kind (e.g. a typed string, rendered as JSON).
+    pub fn duplicate_value(field: impl Into<String>, value: Value) -> FieldError {
+        FieldError { kind: ErrorType::Duplicate, field: field.into(), value: Some(value.0), detail: String::new() }
+    }
+    /// apimachinery's `TooMany(field, actual, max)`: `Too many: <actual>: must have at most <max> items`.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> FieldError {
+        let items = if max == 1 { "item" } else { "items" };
         FieldError {
-            kind: ErrorType::Duplicate,
+            kind: ErrorType::TooMany,
             field: field.into(),
-            value: Some(go_quote(&value.into())),
-            detail: String::new(),
+            value: Some(actual.to_string()),
+            detail: format!("must have at most {max} {items}"),
         }
+    }
+    /// apimachinery's `InternalError(field, err)`: `Internal error: <err>` (the value is never printed).
+    pub fn internal(field: impl Into<String>, err: impl Into<String>) -> FieldError {
+        FieldError { kind: ErrorType::Internal, field: field.into(), value: None, detail: err.into() }
     }
 }
 
@@ -78,7 +96,7 @@ impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.field, self.kind.as_str())?;
         if let Some(v) = &self.value {
-            if !matches!(self.kind, ErrorType::Required | ErrorType::Forbidden) {
+            if !matches!(self.kind, ErrorType::Required | ErrorType::Forbidden | ErrorType::Internal) {
                 write!(f, ": {v}")?;
             }
         }
@@ -117,6 +135,30 @@ impl Value {
     pub fn raw(s: impl Into<String>) -> Value {
         Value(s.into())
     }
+    /// A value that is not a plain string, number or boolean (a list, an object, a typed string),
+    /// as apimachinery ≥ 0.34 renders it: Go's `json.Marshal` (which escapes `<`, `>`, `&`,
+    /// U+2028 and U+2029 inside strings).
+    pub fn json(v: &serde_json::Value) -> Value {
+        Value(go_json(v))
+    }
+}
+
+/// Go's `json.Marshal` of a decoded JSON value: compact, object keys in the order given, and
+/// the HTML-safe escapes Go adds to serde_json's (`\u003c`, `\u003e`, `\u0026`, `\u2028`,
+/// `\u2029`). Those characters only occur inside strings, so replacing them is exact.
+pub fn go_json(v: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for c in v.to_string().chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Go's `strconv.Quote`: double quotes, `\"` and `\\`, the C escapes, `\xNN` for other ASCII
@@ -237,6 +279,21 @@ mod tests {
         let e = FieldError::forbidden("networks.workers", "either workers or zones must be specified");
         assert_eq!(e.to_string(), "networks.workers: Forbidden: either workers or zones must be specified");
         assert_eq!(FieldError::duplicate("a[1]", "x").to_string(), r#"a[1]: Duplicate value: "x""#);
+    }
+
+    #[test]
+    fn renders_json_values_too_many_and_internal_errors_as_apimachinery() {
+        let v = serde_json::json!(["IPv4", "<&>\u{2028}", {"a": null}]);
+        assert_eq!(go_json(&v), r#"["IPv4","\u003c\u0026\u003e\u2028",{"a":null}]"#);
+        let e = FieldError::invalid_value("spec.networking.ipFamilies", Value::json(&serde_json::json!(["IPv6"])), "x");
+        assert_eq!(e.to_string(), r#"spec.networking.ipFamilies: Invalid value: ["IPv6"]: x"#);
+        let e = FieldError::too_many("w[0].dataVolumes", 65, 64);
+        assert_eq!(e.to_string(), "w[0].dataVolumes: Too many: 65: must have at most 64 items");
+        assert_eq!(FieldError::too_many("x", 2, 1).detail, "must have at most 1 item");
+        let e = FieldError::internal("spec.networking.providerConfig", "json: cannot unmarshal string");
+        assert_eq!(e.to_string(), "spec.networking.providerConfig: Internal error: json: cannot unmarshal string");
+        let e = FieldError::duplicate_value("f[1]", Value::json(&serde_json::json!("IPv4")));
+        assert_eq!(e.to_string(), r#"f[1]: Duplicate value: "IPv4""#);
     }
 
     #[test]

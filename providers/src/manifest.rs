@@ -217,10 +217,11 @@ pub struct Worker {
     pub kubernetes: Option<Opaque>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
+    /// The root disk; provider-azure requires it (`ValidateWorkers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub volume: Option<Opaque>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_volumes: Option<Opaque>,
+    pub volume: Option<Volume>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_volumes: Vec<DataVolume>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_data_volume_name: Option<Opaque>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,6 +236,36 @@ pub struct Worker {
     pub priority: Option<Opaque>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane: Option<Opaque>,
+}
+
+/// `spec.provider.workers[].volume` (`Volume`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Volume {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// `size` (upstream's `VolumeSize`), e.g. `50Gi`.
+    #[serde(default)]
+    pub size: String,
+    #[serde(default, deserialize_with = "crate::strict::opt_bool", skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+}
+
+/// `spec.provider.workers[].dataVolumes[]` (`DataVolume`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DataVolume {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// `size` (upstream's `VolumeSize`).
+    #[serde(default)]
+    pub size: String,
+    #[serde(default, deserialize_with = "crate::strict::opt_bool", skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
 }
 
 impl Worker {

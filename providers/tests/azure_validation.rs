@@ -820,6 +820,7 @@ metadata:
   namespace: {namespace}
 spec:
   networking:
+    type: calico
     nodes: {NODES}
     pods: {PODS}
     services: {SERVICES}
@@ -832,6 +833,13 @@ spec:
         vnet:
           cidr: 10.250.0.0/16
         workers: 10.250.0.0/19
+    workers:
+      - name: worker
+        minimum: 1
+        maximum: 2
+        volume:
+          type: StandardSSD_LRS
+          size: 50Gi
 "
     );
     let loaded = trellis_providers::manifest::parse_str(std::path::Path::new("shoot.yaml"), &text).unwrap();

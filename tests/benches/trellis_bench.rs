@@ -233,6 +233,9 @@ const NO_NAT: &str = "        workers: 10.250.0.0/19
       zoned: false
     workers:
       - name: worker
+        volume:
+          type: StandardSSD_LRS
+          size: 50Gi
         machine:
           type: Standard_D4s_v5
         minimum: 2
@@ -247,6 +250,9 @@ const NAT: &str = "        workers: 10.250.0.0/19
       zoned: true
     workers:
       - name: worker
+        volume:
+          type: StandardSSD_LRS
+          size: 50Gi
         machine:
           type: Standard_D4s_v5
         minimum: 3
@@ -271,6 +277,9 @@ const MULTI_ZONE_NAT: &str = "        zones:
       zoned: true
     workers:
       - name: worker
+        volume:
+          type: StandardSSD_LRS
+          size: 50Gi
         machine:
           type: Standard_D4s_v5
         minimum: 3

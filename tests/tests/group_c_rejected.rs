@@ -92,8 +92,20 @@ async fn c10_subnet_outside_nodes_is_rejected() {
 
 #[tokio::test]
 async fn c11_subnet_overlapping_pods_or_services_is_rejected() {
-    assert_has(&rejected("C11", "shoot.yaml").await, "overlaps networking.pods (10.250.0.0/17)");
-    assert_has(&rejected("C11", "shoot-services.yaml").await, "overlaps networking.services (10.250.16.0/20)");
+    // A subnet inside networking.nodes (C10 holds) that overlaps pods or services means the shoot's
+    // own networks overlap: Gardener's ShootValidator refuses that at admission, before pre-flight.
+    assert_has(
+        &rejected("C11", "shoot.yaml").await,
+        r#"spec.networking.pods: Invalid value: "10.250.0.0/17": shoot pod network intersects with shoot node network"#,
+    );
+    assert_has(
+        &rejected("C11", "shoot-services.yaml").await,
+        r#"spec.networking.services: Invalid value: "10.250.16.0/20": shoot service network intersects with shoot node network"#,
+    );
+    // Pre-flight's C11 check, for a subnet outside networking.nodes (reported with C10).
+    let msg = rejected("C11", "shoot-outside-nodes.yaml").await;
+    assert_has(&msg, "overlaps networking.pods (10.250.0.0/17)");
+    assert_has(&msg, "which is not within networking.nodes (10.251.0.0/16)");
 }
 
 #[tokio::test]

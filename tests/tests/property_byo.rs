@@ -158,6 +158,10 @@ spec:
       - name: worker
         minimum: 1
         maximum: {max}
+        volume:
+          type: StandardSSD_LRS
+          size: 50Gi
+        zones: ["1", "2", "3"]
 "#,
         overlay = c.overlay,
         nodes = c.nodes_prefix,

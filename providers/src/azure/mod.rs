@@ -2,6 +2,7 @@
 //!
 //! - [`api`]: InfrastructureConfig / InfrastructureStatus as upstream (serde, upstream JSON names).
 //! - [`validation`]: admission validation, create and update, with upstream's field paths and messages.
+//! - [`overlay`]: whether the CNI runs an overlay (provider-azure's Shoot mutator, the CNIs' defaults).
 //! - [`preflight`]: runtime rules against observed cloud state.
 //! - [`desired`]: the upstream task graph as desired resources; [`byo`]: the spec's task-gating matrix.
 //! - [`render`]: InfrastructureStatus, azure.json, CCM flags, allow-egress, egress CIDRs.
@@ -15,14 +16,15 @@ pub mod byo;
 pub mod desired;
 pub mod names;
 pub mod orphans;
+pub mod overlay;
 pub mod prefixes;
 pub mod preflight;
 pub mod render;
 pub mod validation;
 pub mod warnings;
 
-use crate::field::ErrorList;
-use crate::manifest::Shoot;
+use crate::field::{ErrorList, Path};
+use crate::manifest::{Networking, Shoot, Worker};
 use api::InfrastructureConfig;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -38,6 +40,11 @@ pub type AzureShoot = Shoot<InfrastructureConfig>;
 /// migration (upstream's `migration.azure.provider.extensions.gardener.cloud/zone` annotation).
 pub const MEMORY_MIGRATED_ZONE: &str = "azure/migrated-zone";
 
+/// Workspace memory key: whether the CNI runs an overlay (`true`/`false`), as this plan decided it
+/// ([`overlay::overlay_enabled`] of the mutated networking), so the artifacts rendered after the
+/// apply and a later destroy agree with the plan.
+pub const MEMORY_OVERLAY: &str = "azure/overlay";
+
 /// Everything the pure stages need to know about the shoot besides its InfrastructureConfig.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -51,7 +58,8 @@ pub struct Ctx {
     pub nodes: Option<String>,
     pub pods: Option<String>,
     pub services: Option<String>,
-    /// `spec.networking.providerConfig.overlay.enabled`.
+    /// Whether the CNI runs an overlay (see [`overlay`]): the plan's decision kept in memory
+    /// ([`MEMORY_OVERLAY`]), else `spec.networking.providerConfig.overlay.enabled` (false when absent).
     pub overlay: bool,
     /// Σ workers[].maximum.
     pub max_nodes: i64,
@@ -68,7 +76,7 @@ impl Ctx {
             nodes: shoot.spec.networking.nodes.clone(),
             pods: shoot.spec.networking.pods.clone(),
             services: shoot.spec.networking.services.clone(),
-            overlay: shoot.overlay_enabled(),
+            overlay: memory.get(MEMORY_OVERLAY).map_or_else(|| shoot.overlay_enabled(), |v| v == "true"),
             max_nodes: shoot.max_nodes(),
         }
     }
@@ -100,15 +108,13 @@ pub struct Planned {
     pub memory: BTreeMap<String, String>,
 }
 
-/// The configuration as kept in state, for update validation and migrations.
+/// The configuration as kept in state, for update validation and migrations: the
+/// InfrastructureConfig, the networking as provider-azure's mutator leaves it, and the workers.
 pub fn last_applied(shoot: &AzureShoot) -> Value {
     json!({
         "infrastructureConfig": shoot.spec.provider.infrastructure_config,
-        "networking": {
-            "nodes": shoot.spec.networking.nodes,
-            "pods": shoot.spec.networking.pods,
-            "services": shoot.spec.networking.services,
-        },
+        "networking": shoot.spec.networking,
+        "workers": shoot.spec.provider.workers,
     })
 }
 
@@ -119,19 +125,84 @@ fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError
     }
 }
 
-/// Admission validation: the shoot's name and namespace ([`crate::metadata`]; the name-length
-/// rule only for a shoot with no configuration applied yet, as upstream checks it on create only),
-/// then the InfrastructureConfig's create rules, and its update rules against the last-applied config.
+/// The shoot's spec as last applied, besides the InfrastructureConfig (for the update rules of
+/// `spec.networking` and the workers, and for the mutator). `None` before the first apply, and for a
+/// state written before trellis kept the workers: then those update rules cannot run.
+#[derive(Clone, Debug, Default)]
+pub struct OldSpec {
+    pub networking: Networking,
+    pub workers: Vec<Worker>,
+}
+
+fn old_spec(ws: &Workspace) -> Result<Option<OldSpec>, AzureError> {
+    let Some(applied) = ws.last_applied.as_ref() else { return Ok(None) };
+    let Some(workers) = applied.get("workers") else { return Ok(None) };
+    let state = |e: serde_json::Error| AzureError::State(e.to_string());
+    let workers = serde_json::from_value(workers.clone()).map_err(state)?;
+    let networking = match applied.get("networking") {
+        Some(n) => serde_json::from_value(n.clone()).map_err(state)?,
+        None => Networking::default(),
+    };
+    Ok(Some(OldSpec { networking, workers }))
+}
+
+/// The shoot as Gardener would store it: `spec.networking` after provider-azure's Shoot mutator
+/// ([`overlay::mutate_networking`], against the last-applied networking; not for a workerless shoot).
+pub fn mutated(shoot: &AzureShoot, ws: &Workspace) -> Result<AzureShoot, AzureError> {
+    let mut out = shoot.clone();
+    if !shoot.spec.provider.workers.is_empty() {
+        let old = old_spec(ws)?;
+        out.spec.networking = overlay::mutate_networking(&shoot.spec.networking, old.as_ref().map(|o| &o.networking));
+    }
+    Ok(out)
+}
+
+/// Admission validation, all errors at once, in this order:
+///
+/// 1. the shoot's name and namespace ([`crate::metadata`]; the name-length rule only for a shoot
+///    with no configuration applied yet, as upstream checks it on create only);
+/// 2. Gardener's rules for `spec.networking` ([`crate::networking`]): the API's validation, its
+///    update rules against the last-applied networking, and the `ShootValidator` admission plugin's
+///    disjointedness and reserved-range checks;
+/// 3. provider-azure's Shoot validator (skipped for a workerless shoot, as upstream's webhook does):
+///    `ValidateNetworking`, the InfrastructureConfig's create rules and its update rules against the
+///    last-applied config, `ValidateWorkers`, and `ValidateWorkersUpdate` against the last-applied
+///    workers.
 pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
     let old = old_config(ws)?;
+    let old_spec = old_spec(ws)?;
+    let workerless = shoot.spec.provider.workers.is_empty();
+    let networking_path = Path::new("spec").child("networking");
+    let workers_path = Path::new("spec").child("provider").child("workers");
+
     let mut errs = crate::metadata::validate(&shoot.metadata);
     if errs.is_empty() && old.is_none() {
         errs.extend(crate::metadata::validate_create(&shoot.metadata));
     }
+    let networking = &shoot.spec.networking;
+    errs.extend(crate::networking::validate_networking(networking, workerless, &networking_path));
+    if let Some(old) = &old_spec {
+        errs.extend(crate::networking::validate_networking_update(networking, &old.networking, &networking_path));
+    }
+    errs.extend(crate::networking::validate_shoot_networks(networking, &networking_path));
+
+    if !workerless {
+        errs.extend(validation::shoot::validate_networking(networking, &networking_path));
+    }
     errs.extend(validation::validate_infrastructure_config(cfg, shoot));
     if let Some(old) = old {
         errs.extend(validation::validate_infrastructure_config_update(&old, cfg, shoot));
+    }
+    if !workerless {
+        errs.extend(validation::shoot::validate_workers(&shoot.spec.provider.workers, cfg, &workers_path));
+        if let Some(old) = &old_spec {
+            errs.extend(validation::shoot::validate_workers_update(
+                &old.workers,
+                &shoot.spec.provider.workers,
+                &workers_path,
+            ));
+        }
     }
     // Upstream reports some errors twice (the single-subnet workers rule runs in two places); say each once.
     let mut seen = std::collections::BTreeSet::new();
@@ -166,8 +237,10 @@ pub async fn plan(
     accept_drift: bool,
 ) -> Result<Planned, AzureError> {
     validate(shoot, ws)?;
+    let shoot = &mutated(shoot, ws)?;
     let cfg = &shoot.spec.provider.infrastructure_config;
     let mut memory = ws.memory.clone();
+    memory.insert(MEMORY_OVERLAY.to_string(), overlay::overlay_enabled(&shoot.spec.networking).to_string());
     let mut warnings = Vec::new();
     if let Some(z) = migrated_zone(cfg, ws)? {
         if !memory.contains_key(MEMORY_MIGRATED_ZONE) {

@@ -27,6 +27,7 @@
 pub mod cidr;
 pub mod filter;
 pub mod gorepr;
+pub mod shoot;
 
 use std::collections::BTreeSet;
 
