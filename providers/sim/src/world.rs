@@ -91,7 +91,7 @@ impl WorldFile {
         if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
             return Ok(WorldFile { path: path.to_string(), ..WorldFile::default() });
         }
-        let raw: RawWorld = serde_saphyr::from_str(text).map_err(|e| {
+        let raw: RawWorld = trellis_planner::yaml::from_str(text).map_err(|e| {
             let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             let message = trellis_planner::yaml::message(&e);
             SimError::WorldParse { path: path.to_string(), line, column, message }

@@ -262,3 +262,13 @@ fn cross_subscription_resources_are_allowed() {
         json!(format!("{}/subnets/s", net("virtualNetworks/v")))
     );
 }
+
+#[test]
+fn regression_world_file_with_long_comment_blocks_parses() {
+    // An exported world file annotated by hand: a key with no value, then many comment lines.
+    let comments = "# exported from the hub subscription\n".repeat(500);
+    let text = hub_world("").replace("azure:\n", &format!("dns:\n{comments}azure:\n"));
+    let text = text.replace("  resources:\n", &format!("  resources:\n{comments}"));
+    let w = parse(&text);
+    assert_eq!(w.azure.unwrap().resources.len(), 5);
+}
