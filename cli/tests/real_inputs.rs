@@ -200,3 +200,63 @@ fn regression_a_resource_named_in_another_casing_is_not_a_leftover() {
         .collect();
     assert_eq!(nats, vec![("azure.nat_gateway.shoot--dev--bravo.shoot--dev--bravo-nat-gateway", "update")], "{plan:#}");
 }
+
+// World files copied from examples: placeholders are refused, naming what to fix.
+
+#[test]
+fn regression_world_file_with_a_placeholder_subscription_is_refused() {
+    // Microsoft's documented responses, copied as they are: `/subscriptions/subid/…`.
+    let sb = Sandbox::new();
+    let world = data("world-from-arm-examples.yaml");
+    let run = sb.run(&["plan", "-f", &a1(), "--world", &world]).code(1);
+    assert_eq!(run.stdout, "", "nothing is planned");
+    let lines = run.stderr_lines();
+    assert!(lines[0].starts_with("error: "), "{}", run.stderr);
+    assert!(
+        lines[0].ends_with(&format!(
+            "world file {world}: azure.subscriptionId \"subid\" is not a subscription id: give the id of the subscription your resources are in, a UUID such as 6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17 (az account show --query id -o tsv)"
+        )),
+        "{}",
+        run.stderr
+    );
+    // Every resource under the placeholder is named, with its line.
+    // The route table's JSON body starts on the line before its `"name"`.
+    let (line, _) = position_of(&world, "\"name\": \"testrt\"");
+    assert!(
+        run.stderr.contains(&format!(
+            "world file {world}: resource /subscriptions/subid/resourceGroups/rg1/providers/Microsoft.Network/routeTables/testrt (line {}, column 7) is in subscription \"subid\", which is not a subscription id (a placeholder copied from an example?); give the id of the subscription it is in\n",
+            line - 1
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.matches("is not a subscription id").count(), 6, "{}", run.stderr);
+    sb.assert_no_workspaces();
+}
+
+#[test]
+fn regression_world_resources_under_another_subscription_are_refused() {
+    // The file's subscription fixed, the resources' ids still copied with the placeholder.
+    let sb = Sandbox::new();
+    let text = std::fs::read_to_string(data("world-from-arm-examples.yaml")).unwrap();
+    let text = text.replace("subscriptionId: subid", "subscriptionId: 6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17");
+    let world = sb.file("world.yaml");
+    std::fs::write(&world, text).unwrap();
+    let run = sb.run(&["plan", "-f", &a1(), "--world", &world]).code(1);
+    assert_eq!(run.stderr.matches("is not a subscription id").count(), 5, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "world file {world}: resource /subscriptions/subid/resourceGroups/rg1 (line 11, column 7) is in subscription \"subid\", which is not a subscription id (a placeholder copied from an example?); give the id of the subscription it is in: the file's subscription is 6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17 (azure.subscriptionId)\n"
+        )),
+        "{}",
+        run.stderr
+    );
+    // With the placeholder replaced everywhere, the same resources are accepted.
+    let fixed = std::fs::read_to_string(&world)
+        .unwrap()
+        .replace("/subscriptions/subid/", "/subscriptions/6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17/");
+    std::fs::write(&world, fixed).unwrap();
+    sb.run(&["plan", "-f", &a1(), "--world", &world])
+        .code(0)
+        .stdout_has("subscriptionId: \"6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17\"");
+}
