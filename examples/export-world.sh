@@ -24,4 +24,8 @@ IP_IDS=""
   get "$VNET_ID" "$NET_API" | jq 'del(.properties.subnets)'
   for id in $IP_IDS $NAT_ID $RT_ID $NSG_ID; do get "$id" "$NET_API"; done
   get "$SUBNET_ID" "$NET_API"
-} | jq -s --arg sub "$SUB" '{azure: {subscriptionId: $sub, resources: .}}'
+} | # other subscriptions the exported resources live in (a hub network in another subscription) are
+  # listed under otherSubscriptions, so the world file accepts them there and pre-flight rule C12 reports them
+  jq -s --arg sub "$SUB" '
+  ([.[].id | split("/")[2] | ascii_downcase] | unique | map(select(. != ($sub | ascii_downcase)))) as $others
+  | {azure: ({subscriptionId: $sub} + (if $others == [] then {} else {otherSubscriptions: $others} end) + {resources: .})}'

@@ -401,9 +401,9 @@ impl Persist<'_> {
         let changed = match node.action {
             Action::Create | Action::Update | Action::Replace | Action::Verify | Action::Read | Action::Noop => {
                 let kept = StoredResource { kind: node.kind, id, ownership: node.ownership };
-                self.ws.resources.insert(node.address.clone(), kept.clone()) != Some(kept)
+                self.ws.record_resource(&node.address, kept)
             }
-            Action::Delete => self.ws.resources.remove(&node.address).is_some(),
+            Action::Delete => self.ws.forget_resource(&node.address, &id),
             Action::Skip => false,
         };
         if changed {

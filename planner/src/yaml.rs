@@ -3,9 +3,41 @@
 //! serde-saphyr's default messages are good, except that a tripped resource limit prints Rust Debug
 //! text (`budget breached: Nodes { nodes: 250001 }`). [`message`] says instead which limit a file
 //! exceeds and what to do.
+//!
+//! Every reader parses with [`options`] (serde-saphyr) or [`parser_options`] (its event parser):
+//! the library's defaults and resource budget, except that comments are not emitted as events.
+//! Nothing reads comments, and an emitted comment after a key with no value is buffered while the
+//! parser looks ahead, up to a fixed number (32 in serde-saphyr 2.2, 96 in its parser): Gardener's
+//! own `example/90-shoot.yaml` has about 200 such lines after `kubernetes:` and failed with "too
+//! many buffered comments while looking ahead". Comments are still scanned and checked as YAML,
+//! so a comment block of any length parses, and every other limit stays in force.
 
+use serde::Deserialize;
 use serde_saphyr::budget::BudgetBreach;
+use serde_saphyr::granit_parser;
 use serde_saphyr::MessageFormatter as _;
+
+/// serde-saphyr's default options (and budget), with comment events off (see the module docs).
+pub fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! { emit_comments: false }
+}
+
+/// The event parser's default options, with comment events off (see the module docs).
+pub fn parser_options() -> granit_parser::Options {
+    let mut options = granit_parser::Options::default();
+    options.set_emit_comments(false);
+    options
+}
+
+/// `serde_saphyr::from_str` with [`options`]: one YAML document into `T`.
+pub fn from_str<'de, T: Deserialize<'de>>(text: &'de str) -> Result<T, serde_saphyr::Error> {
+    serde_saphyr::from_str_with_options(text, options())
+}
+
+/// `serde_saphyr::from_multiple` with [`options`]: every document of `text` into `T`.
+pub fn from_multiple<'de, T: Deserialize<'de>>(text: &'de str) -> Result<Vec<T>, serde_saphyr::Error> {
+    serde_saphyr::from_multiple_with_options(text, options())
+}
 
 /// The message of a YAML error, without its location and source snippet (callers put the location in
 /// front as `file:line:column:`).

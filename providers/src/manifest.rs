@@ -603,16 +603,18 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
         let parse_err = |e: serde_saphyr::Error| parse_error(file, text, doc_for_errors, e, offset);
 
         // Light pass: what is it, and for which provider?
-        let head: Head = serde_saphyr::from_str(padded).map_err(parse_err)?;
+        let head: Head = trellis_planner::yaml::from_str(padded).map_err(parse_err)?;
         let (api_version, kind) = (head.api_version.unwrap_or_default(), head.kind.unwrap_or_default());
         if api_version != SHOOT_API_VERSION || kind != SHOOT_KIND {
             return Err(ManifestError::NotAShoot { file: file.to_path_buf(), doc: doc.index, api_version, kind });
         }
         let provider = head.spec.and_then(|s| s.provider).unwrap_or_default();
         let provider_type = provider.type_.unwrap_or_default();
+        // Any YAML here: another provider's config, or upstream's placeholder text, is not ours to read.
         let infra = provider.infrastructure_config.unwrap_or_default();
+        let type_meta = |key: &str| infra.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
         let check_infra = |provider_type: &'static str| {
-            let (a, k) = (infra.api_version.clone().unwrap_or_default(), infra.kind.clone().unwrap_or_default());
+            let (a, k) = (type_meta("apiVersion"), type_meta("kind"));
             if (a.as_str(), k.as_str()) == infrastructure_config_type(provider_type) {
                 return Ok(());
             }
@@ -646,7 +648,7 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
 }
 
 fn typed<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
-    serde_saphyr::from_str(text)
+    trellis_planner::yaml::from_str(text)
 }
 
 /// A deserialization error as `file:line:col: what`, in words for the user: serde-saphyr's
@@ -766,16 +768,9 @@ struct HeadSpec {
 struct HeadProvider {
     #[serde(default, rename = "type")]
     type_: Option<String>,
+    /// Read as any YAML: its shape is the provider's business (the typed pass reads it).
     #[serde(default, rename = "infrastructureConfig")]
-    infrastructure_config: Option<HeadTypeMeta>,
-}
-
-#[derive(Clone, Default, Deserialize)]
-struct HeadTypeMeta {
-    #[serde(default, rename = "apiVersion")]
-    api_version: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
+    infrastructure_config: Option<Opaque>,
 }
 
 /// One YAML document of a file: its lines (1-based, inclusive) and whether its root is null.
@@ -792,12 +787,12 @@ struct DocSpan {
 fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestError> {
     let mut starts: Vec<(usize, bool)> = Vec::new(); // (line, is_null)
     let mut expect_root = false;
-    for event in Parser::new_from_str(text) {
+    for event in Parser::new_from_str_with_options(text, trellis_planner::yaml::parser_options()) {
         let (event, span) = match event {
             Ok(ev) => ev,
             Err(scan) => {
                 // Prefer serde-saphyr's wording for the same input; fall back to the scanner's.
-                if let Err(e) = serde_saphyr::from_multiple::<serde::de::IgnoredAny>(text) {
+                if let Err(e) = trellis_planner::yaml::from_multiple::<serde::de::IgnoredAny>(text) {
                     return Err(parse_error(file, text, None, e, 0));
                 }
                 return Err(ManifestError::Parse {

@@ -493,3 +493,100 @@ fn valid_names_pass() {
         manifest::load(&[dir.path().join("s.yaml")]).unwrap();
     }
 }
+
+// Upstream's example manifests (`tests/data/upstream/`, each with a header naming its source).
+
+/// `tests/data/upstream/<name>`.
+fn upstream(name: &str) -> PathBuf {
+    data("upstream").join(name)
+}
+
+/// Loads an upstream Azure example and runs admission validation on it as a new shoot.
+#[track_caller]
+fn load_and_validate(name: &str) -> Shoot<InfrastructureConfig> {
+    let loaded = manifest::load(&[upstream(name)]).unwrap_or_else(|e| panic!("{name} must load: {e}"));
+    assert_eq!(loaded.len(), 1, "{name}");
+    let shoot = azure(&loaded[0]).clone();
+    let ws = trellis_state::Workspace::new(&shoot.technical_id());
+    trellis_providers::azure::validate(&shoot, &ws).unwrap_or_else(|e| panic!("{name} must validate: {e}"));
+    shoot
+}
+
+#[test]
+fn regression_gardener_example_shoot_loads() {
+    // example/90-shoot.yaml has `kubernetes:` with no value followed by ~200 comment lines, and a
+    // placeholder string where the provider's infrastructureConfig goes. It must parse; its provider
+    // type is a placeholder, refused with the usual message (not a YAML error).
+    let err = manifest::load(&[upstream("gardener-90-shoot.yaml")]).expect_err("placeholder provider type");
+    assert!(matches!(err, manifest::ManifestError::UnsupportedProvider { .. }), "{err}");
+    assert!(
+        err.to_string().ends_with(
+            "gardener-90-shoot.yaml: document 1: spec.provider.type: unsupported provider type \"<some-provider-name>\"; trellis supports: azure"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn regression_gardener_example_shoot_as_azure_loads_and_validates() {
+    let shoot = load_and_validate("gardener-90-shoot-azure.yaml");
+    assert_eq!(shoot.technical_id(), "shoot--dev--crazy-botany");
+    // What comes after the long comment block is read too.
+    assert_eq!(shoot.spec.kubernetes, None);
+    assert_eq!(shoot.spec.dns.as_ref().unwrap().domain.as_deref(), Some("crazy-botany.core.my-custom-domain.com"));
+    assert_eq!(shoot.spec.networking.nodes.as_deref(), Some("10.250.0.0/16"));
+    assert_eq!(shoot.spec.monitoring.as_ref().unwrap()["alerting"]["emailReceivers"][0], "john.doe@example.com");
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    assert_eq!(cfg.networks.workers.as_deref(), Some("10.250.0.0/19"));
+    assert_eq!(shoot.spec.provider.workers[0].maximum, 5);
+}
+
+#[test]
+fn azure_extension_example_shoots_load_and_validate() {
+    for (name, zoned) in [
+        ("azure-usage-shoot-non-zoned.yaml", false),
+        ("azure-usage-shoot-zoned.yaml", true),
+        ("azure-usage-shoot-zoned-nat.yaml", true),
+    ] {
+        let shoot = load_and_validate(name);
+        assert_eq!(shoot.technical_id(), "shoot--dev--johndoe-azure", "{name}");
+        assert_eq!(shoot.spec.provider.infrastructure_config.zoned, zoned, "{name}");
+    }
+}
+
+#[test]
+fn regression_every_upstream_example_shoot_loads_or_names_its_provider() {
+    let dir = data("upstream");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|f| f.extension().is_some_and(|e| e == "yaml"));
+    files.sort();
+    assert!(files.len() >= 8, "fixtures missing in {}", dir.display());
+    for file in files {
+        match manifest::load(std::slice::from_ref(&file)) {
+            Ok(loaded) => assert!(loaded.iter().all(|l| l.provider_type == "azure")),
+            Err(manifest::ManifestError::UnsupportedProvider { .. }) => {}
+            Err(e) => panic!("{} must load: {e}", file.display()),
+        }
+    }
+}
+
+#[test]
+fn regression_long_comment_blocks_parse_anywhere() {
+    // A key without a value followed by many comment lines, at the top level, in a nested map, in a
+    // list and between documents: comments are not limited in number.
+    let comments = "# a comment line\n".repeat(5_000);
+    let nested = "    # an indented comment\n".repeat(5_000);
+    let shoot = format!(
+        "{}  kubernetes:\n{nested}  networking:\n{nested}    nodes: 10.0.0.0/16\n  maintenance:\n{comments}",
+        azure_shoot("      networks:\n        workers: 10.0.0.0/16\n")
+            .replace("spec:\n", &format!("spec:\n  purpose:\n{comments}  region: westeurope\n"))
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    std::fs::write(&file, format!("{shoot}---\n{comments}---\n{}", shoot.replace("name: a", "name: b"))).unwrap();
+    let loaded = manifest::load(&[file]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.len(), 2);
+    let s = azure(&loaded[0]);
+    assert_eq!((s.spec.region.as_str(), s.spec.networking.nodes.as_deref()), ("westeurope", Some("10.0.0.0/16")));
+    assert_eq!(loaded[1].shoot.technical_id(), "shoot--p--b");
+}

@@ -196,6 +196,33 @@ pub struct StoredResource {
 }
 
 impl Workspace {
+    /// Records `resource` under `address`: one resource, one address. Any other address that holds
+    /// the same id (ARM ids compared case-insensitively, as ARM compares them) is dropped: the
+    /// resource was recorded under an address spelled another way (before addresses were lowercased,
+    /// or from a reference written in another casing). Returns whether anything changed.
+    pub fn record_resource(&mut self, address: &str, resource: StoredResource) -> bool {
+        let others: Vec<String> = self
+            .resources
+            .iter()
+            .filter(|(a, r)| a.as_str() != address && r.id.eq_ignore_ascii_case(&resource.id))
+            .map(|(a, _)| a.clone())
+            .collect();
+        for a in &others {
+            self.resources.remove(a);
+        }
+        let replaced = self.resources.insert(address.to_string(), resource.clone());
+        !others.is_empty() || replaced != Some(resource)
+    }
+
+    /// Forgets the resource at `address` and, under any other address, the resource with id `id`
+    /// (compared case-insensitively). Returns whether anything was forgotten.
+    pub fn forget_resource(&mut self, address: &str, id: &str) -> bool {
+        let before = self.resources.len();
+        let same_resource = |r: &StoredResource| !id.is_empty() && r.id.eq_ignore_ascii_case(id);
+        self.resources.retain(|a, r| a != address && !same_resource(r));
+        self.resources.len() != before
+    }
+
     /// A workspace that was never committed: a fresh lineage, serial 0, nothing known yet.
     pub fn new(shoot: &str) -> Workspace {
         Workspace {
@@ -440,6 +467,28 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_resource_is_recorded_under_one_address() {
+        let nsg =
+            |id: &str| StoredResource { kind: Kind::NetworkSecurityGroup, id: id.into(), ownership: Ownership::User };
+        let mut ws = Workspace::new("shoot--p--s");
+        assert!(
+            ws.record_resource("azure.network_security_group.RG1.TESTNSG", nsg("/s/x/resourceGroups/RG1/n/TESTNSG"))
+        );
+        assert!(
+            !ws.record_resource("azure.network_security_group.RG1.TESTNSG", nsg("/s/x/resourceGroups/RG1/n/TESTNSG"))
+        );
+        // The same resource under its lowercase address replaces the old spelling.
+        assert!(
+            ws.record_resource("azure.network_security_group.rg1.testnsg", nsg("/s/x/resourceGroups/rg1/n/testnsg"))
+        );
+        assert_eq!(ws.resources.keys().collect::<Vec<_>>(), vec!["azure.network_security_group.rg1.testnsg"]);
+        ws.record_resource("azure.network_security_group.RG1.TESTNSG", nsg("/s/x/resourceGroups/RG1/n/TESTNSG"));
+        assert!(ws.forget_resource("azure.network_security_group.rg1.testnsg", "/S/X/resourceGroups/rg1/n/testnsg"));
+        assert!(ws.resources.is_empty());
+        assert!(!ws.forget_resource("azure.network_security_group.rg1.testnsg", ""));
+    }
 
     #[test]
     fn rfc3339_known_instants() {

@@ -3,6 +3,7 @@
 //! ```yaml
 //! azure:
 //!   subscriptionId: 6d3a9c1e-…          # the subscription the shoot's credentials point at
+//!   otherSubscriptions: [9b1d4f2e-…]    # optional: others that resources below really live in
 //!   resources:                          # ARM JSON as a GET returns it
 //!     - id: /subscriptions/…/resourceGroups/hub-network
 //!       location: westeurope
@@ -17,6 +18,12 @@
 //! its own. A child listed on its own wins over the same child nested in its parent.
 //! Back-references (`subnets` on a route table, say) and read-only fields (`etag`,
 //! `provisioningState`) are ignored.
+//!
+//! Subscriptions are checked, because examples copied with their placeholders would otherwise pass
+//! silently (`/subscriptions/subid/…` in Microsoft's documented responses) and end up in `azure.json`:
+//! `subscriptionId` is required as soon as resources are declared and must be a UUID; every resource
+//! must be in that subscription, or in one listed under `otherSubscriptions` (a hub network in another
+//! subscription, which pre-flight rule C12 then reports); each problem names the resource and its line.
 
 use crate::arm::{ArmId, Kind};
 use crate::rules::{self, check_link, links, normalize, without_etag, LinkProblem};
@@ -43,6 +50,8 @@ pub struct WorldFile {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AzureWorld {
     pub subscription_id: Option<String>,
+    /// Other subscriptions resources of the file may be in (`otherSubscriptions`).
+    pub other_subscriptions: Vec<String>,
     pub resources: Vec<WorldResource>,
 }
 
@@ -66,6 +75,8 @@ struct RawWorld {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawAzure {
     subscription_id: Option<String>,
+    #[serde(default)]
+    other_subscriptions: Vec<String>,
     #[serde(default)]
     resources: Vec<Spanned<Value>>,
 }
@@ -91,7 +102,7 @@ impl WorldFile {
         if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
             return Ok(WorldFile { path: path.to_string(), ..WorldFile::default() });
         }
-        let raw: RawWorld = serde_saphyr::from_str(text).map_err(|e| {
+        let raw: RawWorld = trellis_planner::yaml::from_str(text).map_err(|e| {
             let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             let message = trellis_planner::yaml::message(&e);
             SimError::WorldParse { path: path.to_string(), line, column, message }
@@ -100,6 +111,7 @@ impl WorldFile {
             path: path.to_string(),
             azure: raw.azure.map(|a| AzureWorld {
                 subscription_id: a.subscription_id,
+                other_subscriptions: a.other_subscriptions,
                 resources: a
                     .resources
                     .into_iter()
@@ -119,13 +131,39 @@ impl WorldFile {
         let mut out: Vec<Declared> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let resources = self.azure.as_ref().map(|a| a.resources.as_slice()).unwrap_or_default();
-        if let Some(sub) = self.azure.as_ref().and_then(|a| a.subscription_id.as_deref()) {
-            if sub.trim().is_empty() || sub.contains('/') {
+        let others = self.azure.as_ref().map(|a| a.other_subscriptions.as_slice()).unwrap_or_default();
+        let sub = self.azure.as_ref().and_then(|a| a.subscription_id.as_deref());
+        // The file's subscription, when it is one: resources are checked against it.
+        let file_sub = sub.filter(|s| is_subscription_id(s));
+        if let Some(sub) = sub.filter(|s| !is_subscription_id(s)) {
+            problems.push(format!(
+                "world file {}: azure.subscriptionId \"{sub}\" is not a subscription id: give the id of the subscription your resources are in, a UUID such as {EXAMPLE_SUBSCRIPTION} (az account show --query id -o tsv)",
+                self.path
+            ));
+        }
+        for (i, other) in others.iter().enumerate() {
+            if !is_subscription_id(other) {
                 problems.push(format!(
-                    "world file {}: azure.subscriptionId '{sub}' is not a subscription id; give the bare id (a UUID)",
+                    "world file {}: azure.otherSubscriptions[{i}] \"{other}\" is not a subscription id: give the id of the other subscription your resources are in, a UUID such as {EXAMPLE_SUBSCRIPTION}",
+                    self.path
+                ));
+            } else if sub.is_some_and(|s| s.eq_ignore_ascii_case(other)) {
+                problems.push(format!(
+                    "world file {}: azure.otherSubscriptions[{i}] \"{other}\" is the file's own subscription (azure.subscriptionId); remove it",
                     self.path
                 ));
             }
+        }
+        if sub.is_none() && !resources.is_empty() {
+            let first = resources.iter().find_map(|r| {
+                let id = ArmId::parse(r.value.get("id")?.as_str()?).ok()?;
+                Some(format!(" ({}, the subscription of the first resource, line {})", id.subscription(), r.line))
+            });
+            problems.push(format!(
+                "world file {}: azure.subscriptionId is not set; give the id of the subscription your resources are in{}",
+                self.path,
+                first.unwrap_or_default()
+            ));
         }
         for r in resources {
             let at = format!("line {}, column {}", r.line, r.column);
@@ -150,6 +188,10 @@ impl WorldFile {
                     continue;
                 }
             };
+            if let Some(problem) = subscription_problem(&id, file_sub, others) {
+                problems.push(format!("world file {}: resource {id} ({at}) {problem}", self.path));
+                continue;
+            }
             if let Some(key) = flattened_property(&r.value) {
                 problems.push(format!(
                     "world file {}: resource {id} ({at}) has `{key}` at the top level: this looks like `az … show -o json` output, which flattens `properties`; export the ARM shape with `az rest --method get --url '{id}?api-version=2024-03-01'` (or examples/export-world.sh)",
@@ -185,6 +227,35 @@ impl WorldFile {
             Err(SimError::WorldInvalid { path: self.path.clone(), problems })
         }
     }
+}
+
+/// An example subscription id for messages.
+const EXAMPLE_SUBSCRIPTION: &str = "6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17";
+
+/// A subscription id as ARM writes it: a UUID, `8-4-4-4-12` hex digits (either case).
+fn is_subscription_id(s: &str) -> bool {
+    s.len() == 36 && uuid::Uuid::try_parse(s).is_ok()
+}
+
+/// Why a declared resource may not be in the subscription its id names: not a subscription id at all
+/// (a placeholder), or neither the file's subscription nor one of `others`. `file_sub` is `None` when
+/// the file's own subscription is missing or invalid (reported on its own).
+fn subscription_problem(id: &ArmId, file_sub: Option<&str>, others: &[String]) -> Option<String> {
+    let sub = id.subscription();
+    if !is_subscription_id(sub) {
+        let file =
+            file_sub.map(|f| format!(": the file's subscription is {f} (azure.subscriptionId)")).unwrap_or_default();
+        return Some(format!(
+            "is in subscription \"{sub}\", which is not a subscription id (a placeholder copied from an example?); give the id of the subscription it is in{file}"
+        ));
+    }
+    let file_sub = file_sub?;
+    if sub.eq_ignore_ascii_case(file_sub) || others.iter().any(|o| o.eq_ignore_ascii_case(sub)) {
+        return None;
+    }
+    Some(format!(
+        "is in subscription {sub}, not the file's subscription {file_sub} (azure.subscriptionId); correct its id, or list {sub} under azure.otherSubscriptions if it really lives in another subscription"
+    ))
 }
 
 /// A declared resource in stored form (no etag yet).

@@ -4,7 +4,8 @@ use serde_json::json;
 use trellis_planner::cloud::{CloudRead, CloudWrite};
 use trellis_sim::{ArmSim, Origin, WorldFile, DEFAULT_SUBSCRIPTION};
 
-const RG: &str = "/subscriptions/s/resourceGroups/rg";
+const SUB: &str = "6d3a9c1e-0000-4000-8000-0000000000aa";
+const RG: &str = "/subscriptions/6d3a9c1e-0000-4000-8000-0000000000aa/resourceGroups/rg";
 
 /// Opens the database. sled's background threads keep the file lock for a moment after a `Db` is
 /// dropped, so a reopen in the same process waits for it (a separate `trellis` run never has to).
@@ -28,7 +29,7 @@ async fn writes_and_world_survive_reopen() {
         assert_eq!(sim.subscription(), DEFAULT_SUBSCRIPTION);
         let world = WorldFile::parse(
             "w.yaml",
-            &format!("azure:\n  subscriptionId: s\n  resources:\n    - {{id: {RG}, location: westeurope}}\n"),
+            &format!("azure:\n  subscriptionId: {SUB}\n  resources:\n    - {{id: {RG}, location: westeurope}}\n"),
         )
         .unwrap();
         sim.sync_world(&world).unwrap();
@@ -42,7 +43,7 @@ async fn writes_and_world_survive_reopen() {
     };
     let db = open_db(dir.path());
     let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
-    assert_eq!(sim.subscription(), "s");
+    assert_eq!(sim.subscription(), SUB);
     assert_eq!(sim.snapshot(), before);
     assert_eq!(sim.origin(RG), Some(Origin::World));
     assert_eq!(sim.origin(&subnet), Some(Origin::Api));

@@ -152,7 +152,7 @@ fn missing_parent_names_both_ids() {
 
     // A parent created through the API is good enough.
     let other = format!(
-        "azure:\n  resources:\n    - id: {}\n      properties: {{priority: 100}}\n",
+        "azure:\n  subscriptionId: {SUB}\n  resources:\n    - id: {}\n      properties: {{priority: 100}}\n",
         net("networkSecurityGroups/n/securityRules/r")
     );
     let e = sim.sync_world(&parse(&other)).unwrap_err();
@@ -166,7 +166,7 @@ async fn parents_in_the_sim_and_missing_links() {
     sim.put(&net("routeTables/mine"), json!({"location": "westeurope"})).await.unwrap();
     let route = net("routeTables/mine/routes/user-route");
     let text = format!(
-        "azure:\n  resources:\n    - id: {route}\n      properties: {{addressPrefix: 0.0.0.0/0, nextHopType: Internet}}\n    - id: {v}\n      location: westeurope\n    - id: {v}/subnets/s\n      properties: {{natGateway: {{id: {nat}}}}}\n",
+        "azure:\n  subscriptionId: {SUB}\n  resources:\n    - id: {route}\n      properties: {{addressPrefix: 0.0.0.0/0, nextHopType: Internet}}\n    - id: {v}\n      location: westeurope\n    - id: {v}/subnets/s\n      properties: {{natGateway: {{id: {nat}}}}}\n",
         v = net("virtualNetworks/v"),
         nat = net("natGateways/gone"),
     );
@@ -224,16 +224,16 @@ fn parse_errors_have_file_line_and_column() {
 #[test]
 fn every_bad_resource_is_reported_at_once() {
     let text = format!(
-        "azure:\n  resources:\n    - location: westeurope\n    - id: not-an-id\n    - id: {rg}\n    - id: {rg}\n    - id: {s}\n      properties: {{routeTable: [{{id: x}}]}}\n",
+        "azure:\n  subscriptionId: {SUB}\n  resources:\n    - location: westeurope\n    - id: not-an-id\n    - id: {rg}\n    - id: {rg}\n    - id: {s}\n      properties: {{routeTable: [{{id: x}}]}}\n",
         rg = hub(""),
         s = net("virtualNetworks/v/subnets/s"),
     );
     let e = WorldFile::parse("w.yaml", &text).unwrap_err();
     let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
     assert_eq!(problems.len(), 4, "{e}");
-    assert!(problems[0].contains("line 3, column 7") && problems[0].contains("has no `id`"), "{}", problems[0]);
+    assert!(problems[0].contains("line 4, column 7") && problems[0].contains("has no `id`"), "{}", problems[0]);
     assert!(problems[1].contains("not an ARM id"), "{}", problems[1]);
-    assert!(problems[2].contains("declared twice (line 5 and line 6)"), "{}", problems[2]);
+    assert!(problems[2].contains("declared twice (line 6 and line 7)"), "{}", problems[2]);
     assert!(problems[3].contains("not an array"), "{}", problems[3]);
 }
 
@@ -247,10 +247,11 @@ fn other_sections_are_kept_and_empty_files_are_fine() {
 }
 
 #[test]
-fn cross_subscription_resources_are_allowed() {
-    let other = "/subscriptions/11111111-0000-4000-8000-000000000000/resourceGroups/net";
+fn resources_in_a_listed_other_subscription_are_allowed() {
+    let other_sub = "11111111-0000-4000-8000-000000000000";
+    let other = format!("/subscriptions/{other_sub}/resourceGroups/net");
     let text = format!(
-        "azure:\n  subscriptionId: {SUB}\n  resources:\n    - {{id: {other}, location: westeurope}}\n    - {{id: {other}/providers/Microsoft.Network/routeTables/rt, location: westeurope}}\n    - {{id: {rg}, location: westeurope}}\n    - {{id: {v}, location: westeurope}}\n    - id: {v}/subnets/s\n      properties: {{routeTable: {{id: {other}/providers/Microsoft.Network/routeTables/rt}}}}\n",
+        "azure:\n  subscriptionId: {SUB}\n  otherSubscriptions: [{other_sub}]\n  resources:\n    - {{id: {other}, location: westeurope}}\n    - {{id: {other}/providers/Microsoft.Network/routeTables/rt, location: westeurope}}\n    - {{id: {rg}, location: westeurope}}\n    - {{id: {v}, location: westeurope}}\n    - id: {v}/subnets/s\n      properties: {{routeTable: {{id: {other}/providers/Microsoft.Network/routeTables/rt}}}}\n",
         rg = hub(""),
         v = net("virtualNetworks/v"),
     );
@@ -261,4 +262,80 @@ fn cross_subscription_resources_are_allowed() {
             [0]["id"],
         json!(format!("{}/subnets/s", net("virtualNetworks/v")))
     );
+}
+
+/// The problems of a world file that must be refused.
+#[track_caller]
+fn problems(text: &str) -> Vec<String> {
+    match WorldFile::parse("w.yaml", text) {
+        Err(SimError::WorldInvalid { problems, .. }) => problems,
+        other => panic!("expected the world file to be refused, got {other:?}"),
+    }
+}
+
+#[test]
+fn regression_world_subscription_id_must_be_a_uuid() {
+    for (yaml, shown) in [
+        ("subid", "subid"),
+        ("00000000-0000-0000-0000-00000000000", "00000000-0000-0000-0000-00000000000"),
+        ("'{6d3a9c1e-0000-4000-8000-000000000001}'", "{6d3a9c1e-0000-4000-8000-000000000001}"),
+        ("6d3a9c1e000040008000000000000001", "6d3a9c1e000040008000000000000001"),
+        ("/subscriptions/6d3a9c1e-0000-4000-8000-000000000001", "/subscriptions/6d3a9c1e-0000-4000-8000-000000000001"),
+        ("\"\"", ""),
+    ] {
+        let got = problems(&format!("azure:\n  subscriptionId: {yaml}\n"));
+        assert_eq!(
+            got,
+            vec![format!(
+                "world file w.yaml: azure.subscriptionId \"{shown}\" is not a subscription id: give the id of the subscription your resources are in, a UUID such as 6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17 (az account show --query id -o tsv)"
+            )]
+        );
+    }
+    let got = problems(&format!("azure:\n  subscriptionId: {SUB}\n  otherSubscriptions: [subid2, {SUB}]\n"));
+    assert_eq!(
+        got,
+        vec![
+            "world file w.yaml: azure.otherSubscriptions[0] \"subid2\" is not a subscription id: give the id of the other subscription your resources are in, a UUID such as 6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17".to_string(),
+            format!("world file w.yaml: azure.otherSubscriptions[1] \"{SUB}\" is the file's own subscription (azure.subscriptionId); remove it"),
+        ]
+    );
+    // Upper-case hex is a UUID too.
+    parse(&format!("azure:\n  subscriptionId: {}\n", SUB.to_ascii_uppercase()));
+}
+
+#[test]
+fn regression_world_resources_under_another_subscription_are_refused_naming_them() {
+    let other = "/subscriptions/11111111-0000-4000-8000-000000000000/resourceGroups/net";
+    // The file's own subscription in upper-case hex: the same subscription.
+    let upper = SUB.to_ascii_uppercase();
+    let text = format!(
+        "azure:\n  subscriptionId: {SUB}\n  resources:\n    - {{id: {rg}, location: westeurope}}\n    - {{id: /subscriptions/subid/resourceGroups/rg1, location: westus}}\n    - {{id: {other}, location: westeurope}}\n    - {{id: /subscriptions/{upper}/resourceGroups/other-net, location: westeurope}}\n",
+        rg = hub(""),
+    );
+    assert_eq!(
+        problems(&text),
+        vec![
+            format!("world file w.yaml: resource /subscriptions/subid/resourceGroups/rg1 (line 5, column 7) is in subscription \"subid\", which is not a subscription id (a placeholder copied from an example?); give the id of the subscription it is in: the file's subscription is {SUB} (azure.subscriptionId)"),
+            format!("world file w.yaml: resource {other} (line 6, column 7) is in subscription 11111111-0000-4000-8000-000000000000, not the file's subscription {SUB} (azure.subscriptionId); correct its id, or list 11111111-0000-4000-8000-000000000000 under azure.otherSubscriptions if it really lives in another subscription"),
+        ]
+    );
+}
+
+#[test]
+fn regression_world_resources_need_the_file_subscription() {
+    let text = format!("azure:\n  resources:\n    - {{id: {rg}, location: westeurope}}\n", rg = hub(""));
+    assert_eq!(
+        problems(&text),
+        vec![format!("world file w.yaml: azure.subscriptionId is not set; give the id of the subscription your resources are in ({SUB}, the subscription of the first resource, line 3)")]
+    );
+}
+
+#[test]
+fn regression_world_file_with_long_comment_blocks_parses() {
+    // An exported world file annotated by hand: a key with no value, then many comment lines.
+    let comments = "# exported from the hub subscription\n".repeat(500);
+    let text = hub_world("").replace("azure:\n", &format!("dns:\n{comments}azure:\n"));
+    let text = text.replace("  resources:\n", &format!("  resources:\n{comments}"));
+    let w = parse(&text);
+    assert_eq!(w.azure.unwrap().resources.len(), 5);
 }

@@ -40,7 +40,12 @@ pub fn discovered(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) ->
     let Some(live) = observed.get(&names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name)) else {
         return Discovered::default();
     };
-    let link = |p: &str| live.pointer(p).and_then(Value::as_str).map(str::to_string);
+    // Spelled as the referenced resource and the configuration spell it, not as the reference does.
+    let link = |p: &str| {
+        let reference = live.pointer(p).and_then(Value::as_str)?;
+        let own_id = observed.get(reference).and_then(|r| r.get("id")).and_then(Value::as_str);
+        Some(names::canonical_reference(reference, own_id, &[&vnet_rg, &ctx.tn]))
+    };
     let route_table_id = link("/properties/routeTable/id");
     let nsg_id = link("/properties/networkSecurityGroup/id");
     Discovered {

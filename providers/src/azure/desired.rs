@@ -303,7 +303,8 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             nat_addresses.extend(ip_deps);
             wanted_nats.push(nat.name.clone());
             wanted_ips.extend(nat.managed_ip.clone());
-            pinned_ips.extend(nat.user_ips.iter().filter(|(rg, _)| rg == tn).map(|(_, n)| n.clone()));
+            pinned_ips
+                .extend(nat.user_ips.iter().filter(|(rg, _)| rg.eq_ignore_ascii_case(tn)).map(|(_, n)| n.clone()));
             nat.id(ctx)
         });
         let sres = subnet_res(ctx, &vnet_rg, &vnet_name, &s.name);
@@ -360,7 +361,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
     let rg_id = names::resource_group_id(&ctx.sub, tn);
     for nat in observed.list(&rg_id, rtype::NAT_GATEWAY) {
         let Some(name) = nat.get("name").and_then(Value::as_str) else { continue };
-        if name.starts_with(tn) && !wanted_nats.iter().any(|w| w == name) {
+        if name.starts_with(tn) && !wanted_nats.iter().any(|w| w.eq_ignore_ascii_case(name)) {
             out.push(Desired::DeleteManaged {
                 res: res(Kind::NatGateway, tn, name, names::resource_id(&ctx.sub, tn, rtype::NAT_GATEWAY, name)),
                 depends_on: subnet_addresses.clone(),
@@ -376,8 +377,8 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             && ip.pointer(&format!("/tags/{TAG_SHOOT_NAME}")).is_some();
         if name.starts_with(tn)
             && tagged
-            && !wanted_ips.iter().any(|w| w == name)
-            && !pinned_ips.iter().any(|p| p == name)
+            && !wanted_ips.iter().any(|w| w.eq_ignore_ascii_case(name))
+            && !pinned_ips.iter().any(|p| p.eq_ignore_ascii_case(name))
         {
             let mut deps = subnet_addresses.clone();
             deps.extend(nat_addresses.iter().cloned());
@@ -392,7 +393,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
     let prefix = names::subnet_name(tn, None, false);
     for s in observed.list(&vnet_id, rtype::SUBNET) {
         let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
-        if name.starts_with(&prefix) && !subnets.iter().any(|w| w.name == name) {
+        if name.starts_with(&prefix) && !subnets.iter().any(|w| w.name.eq_ignore_ascii_case(name)) {
             out.push(Desired::DeleteManaged {
                 res: subnet_res(ctx, &vnet_rg, &vnet_name, name),
                 depends_on: vec![],

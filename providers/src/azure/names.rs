@@ -57,9 +57,31 @@ pub fn subnet_id(sub: &str, rg: &str, vnet: &str, subnet: &str) -> String {
     format!("{}/subnets/{subnet}", resource_id(sub, rg, rtype::VNET, vnet))
 }
 
-/// `azure.<kind>.<scope>.<name>`: the stable, human-readable plan address.
+/// `azure.<kind>.<scope>.<name>`: the stable, human-readable plan address, and the resource's key in
+/// state. Scope and name are lowercased: ARM names are case-insensitive, and the same resource reaches
+/// trellis spelled as the user configured it, as another resource's reference spells it, or as a
+/// resource provider returns it (some upper-case resource groups). One resource has one address, whatever
+/// the spelling; the node's `scope`, `name` and `id` keep the spelling shown to the user.
 pub fn address(kind: Kind, scope: &str, name: &str) -> String {
-    format!("azure.{}.{scope}.{name}", kind.as_str())
+    format!("azure.{}.{}.{}", kind.as_str(), scope.to_ascii_lowercase(), name.to_ascii_lowercase())
+}
+
+/// The id of a resource that another resource references (a subnet's NSG or route table), spelled
+/// stably. A reference keeps whatever casing it was written with, so the referenced resource's own id
+/// (`own_id`, from its GET) is taken when it was observed and names the same resource; then a resource
+/// group that the configuration names (`configured_groups`) is spelled as configured. A reference
+/// re-attached in another casing therefore renders the same id, status and `azure.json`.
+pub fn canonical_reference(reference: &str, own_id: Option<&str>, configured_groups: &[&str]) -> String {
+    let base = own_id.filter(|own| own.eq_ignore_ascii_case(reference)).unwrap_or(reference);
+    let mut parts: Vec<&str> = base.split('/').collect();
+    if let Some(i) = parts.iter().position(|p| p.eq_ignore_ascii_case("resourceGroups")) {
+        if let Some(rg) = parts.get(i + 1).copied() {
+            if let Some(configured) = configured_groups.iter().find(|c| c.eq_ignore_ascii_case(rg)) {
+                parts[i + 1] = configured;
+            }
+        }
+    }
+    parts.join("/")
 }
 
 /// A parsed ARM id of a top-level resource or a direct child (subnet, rule, route).
@@ -113,6 +135,31 @@ mod tests {
         assert_eq!(public_ip_name(&nat_name("t", Some(1), false)), "t-nat-gateway-z1-ip");
         assert_eq!(subnet_name("t", None, false), "t-nodes");
         assert_eq!(nsg_name("t"), "t-workers");
+    }
+
+    #[test]
+    fn addresses_are_lowercase() {
+        assert_eq!(address(Kind::NetworkSecurityGroup, "RG1", "TestNSG"), "azure.network_security_group.rg1.testnsg");
+        assert_eq!(address(Kind::Subnet, "rg1", "V/S"), address(Kind::Subnet, "Rg1", "v/s"));
+    }
+
+    #[test]
+    fn references_are_spelled_as_the_resource_and_the_configuration_spell_them() {
+        let own = "/subscriptions/s/resourceGroups/rg1/providers/Microsoft.Network/networkSecurityGroups/testnsg";
+        let upper = "/subscriptions/s/resourceGroups/RG1/providers/Microsoft.Network/networkSecurityGroups/TESTNSG";
+        assert_eq!(canonical_reference(upper, Some(own), &[]), own);
+        assert_eq!(canonical_reference(own, Some(own), &[]), own);
+        // Not observed: the reference as written, its resource group as configured.
+        assert_eq!(
+            canonical_reference(upper, None, &["Rg1"]),
+            "/subscriptions/s/resourceGroups/Rg1/providers/Microsoft.Network/networkSecurityGroups/TESTNSG"
+        );
+        assert_eq!(
+            canonical_reference(upper, Some(own), &["other", "RG1"]),
+            "/subscriptions/s/resourceGroups/RG1/providers/Microsoft.Network/networkSecurityGroups/testnsg"
+        );
+        // A different resource's id is never taken.
+        assert_eq!(canonical_reference(upper, Some("/subscriptions/s/resourceGroups/rg1"), &[]), upper);
     }
 
     #[test]
