@@ -236,16 +236,7 @@ fn check_links(map: &BTreeMap<String, Entry>, id: &ArmId, kind: Kind, value: &Va
                     ),
                 ))
             }
-            Err(LinkProblem::Missing) => {
-                return Err(ArmError::new(
-                    400,
-                    "InvalidResourceReference",
-                    format!(
-                        "Resource {} referenced by resource {id} was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.",
-                        link.target
-                    ),
-                ))
-            }
+            Err(LinkProblem::Missing) => return Err(invalid_reference(&link.target, id)),
         }
     }
     Ok(())
@@ -579,14 +570,7 @@ fn check_subnet_region(store: &Store, id: &ArmId, value: &Value) -> Result<(), A
         let Ok(target) = ArmId::parse(&link.target) else { continue };
         let Some(other) = store.get(&target.key()).and_then(|e| location(&e.value)) else { continue };
         if other != region {
-            return Err(ArmError::new(
-                400,
-                "InvalidResourceReference",
-                format!(
-                    "Resource {} referenced by resource {id} was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.",
-                    link.target
-                ),
-            ));
+            return Err(invalid_reference(&link.target, id));
         }
     }
     Ok(())
@@ -755,4 +739,15 @@ pub(crate) fn render(store: &Store, entry: &Entry) -> Value {
         props.insert(spec.back_property.into(), back);
     }
     value
+}
+
+/// ARM's answer to a reference it cannot resolve: the target is missing, or in another region.
+fn invalid_reference(target: &str, id: &ArmId) -> ArmError {
+    ArmError::new(
+        400,
+        "InvalidResourceReference",
+        format!(
+            "Resource {target} referenced by resource {id} was not found. Please make sure that the referenced resource exists, and that both resources are in the same region."
+        ),
+    )
 }
