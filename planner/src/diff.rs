@@ -3,16 +3,23 @@
 //! The diff is generic: a managed resource's patch is compared leaf by leaf with the live resource
 //! ([`crate::json::changes`]); a difference in a ForceNew attribute replaces the resource. User-owned
 //! resources become `verify`/`read`/`skip` nodes (their [`Desired`] variants carry no patch).
+//!
+//! Only a resource that discovery looked up and found absent is created (or its delete dropped): a
+//! managed or deleted resource that was never fetched is a [`FetchBug`], never a create.
 
-use crate::discover::Observed;
+use crate::discover::{FetchBug, NotFetched, Observed};
 use crate::json;
 use crate::model::{Desired, ReadOwnership};
 use trellis_plans::{Action, Change, Node, Ownership};
 
 /// Turns what the provider wants into plan nodes, sorted by address. Dependencies on addresses that
-/// are not part of the plan are dropped.
-pub fn plan_nodes(desired: Vec<Desired>, observed: &Observed) -> Vec<Node> {
-    let mut nodes: Vec<Node> = desired.into_iter().filter_map(|d| node_for(d, observed)).collect();
+/// are not part of the plan are dropped. A managed or deleted resource whose id discovery never
+/// fetched is a [`FetchBug`] naming the id.
+pub fn plan_nodes(desired: Vec<Desired>, observed: &Observed) -> Result<Vec<Node>, FetchBug> {
+    let mut nodes = Vec::new();
+    for d in desired {
+        nodes.extend(node_for(d, observed).map_err(|e| e.in_stage("diff"))?);
+    }
     nodes.sort_by(|a, b| a.address.cmp(&b.address));
     let addresses: std::collections::BTreeSet<String> = nodes.iter().map(|n| n.address.clone()).collect();
     for n in &mut nodes {
@@ -20,13 +27,13 @@ pub fn plan_nodes(desired: Vec<Desired>, observed: &Observed) -> Vec<Node> {
         n.depends_on.sort();
         n.depends_on.dedup();
     }
-    nodes
+    Ok(nodes)
 }
 
-fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
+fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFetched> {
     let node = match desired {
         Desired::Managed(m) => {
-            let current = observed.get(&m.res.id);
+            let current = observed.get(&m.res.id)?;
             let changes = json::changes(current, &m.patch);
             let forced: Vec<&Change> = changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
             let (action, reason) = match current {
@@ -121,25 +128,27 @@ fn node_for(desired: Desired, observed: &Observed) -> Option<Node> {
             detach: Vec::new(),
         },
         Desired::DeleteManaged { res, depends_on, why } => {
-            delete_node(res, depends_on, why, Ownership::Managed, observed)?
+            return delete_node(res, depends_on, why, Ownership::Managed, observed)
         }
         Desired::DeleteRuntime { res, depends_on, rule } => {
-            delete_node(res, depends_on, rule, Ownership::Runtime, observed)?
+            return delete_node(res, depends_on, rule, Ownership::Runtime, observed)
         }
     };
-    Some(node)
+    Ok(Some(node))
 }
 
-/// A delete node, or nothing when the resource is already gone.
+/// A delete node, or nothing when the resource was looked up and is already gone.
 fn delete_node(
     res: crate::model::Resource,
     depends_on: Vec<String>,
     why: String,
     ownership: Ownership,
     observed: &Observed,
-) -> Option<Node> {
-    observed.get(&res.id)?;
-    Some(Node {
+) -> Result<Option<Node>, NotFetched> {
+    if observed.get(&res.id)?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Node {
         changes: vec![Change {
             path: "/id".to_string(),
             before: Some(serde_json::Value::String(res.id.clone())),
@@ -157,7 +166,7 @@ fn delete_node(
         patch: None,
         checks: Vec::new(),
         detach: Vec::new(),
-    })
+    }))
 }
 
 /// Evaluates a verify node's checks against a live resource; returns the messages of the failed ones.
@@ -214,13 +223,14 @@ mod tests {
             Some(json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 4}})),
         );
         observed.insert(&res("forced").id, Some(json!({"sku": {"name": "Standard"}})));
+        observed.insert(&res("new").id, None);
         let desired = vec![
             managed("new", json!({"sku": {"name": "Standard"}})),
             managed("same", json!({"sku": {"name": "Standard"}})),
             managed("differs", json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 10}})),
             managed("forced", json!({"sku": {"name": "StandardV2"}})),
         ];
-        let nodes = plan_nodes(desired, &observed);
+        let nodes = plan_nodes(desired, &observed).unwrap();
         let actions: Vec<(&str, Action)> = nodes.iter().map(|n| (n.name.as_str(), n.action)).collect();
         assert_eq!(
             actions,
@@ -248,7 +258,7 @@ mod tests {
                 why: "gated".into(),
             }),
         ];
-        for n in plan_nodes(desired, &Observed::default()) {
+        for n in plan_nodes(desired, &Observed::default()).unwrap() {
             assert!(n.patch.is_none());
             assert!(!n.action.is_write());
         }
@@ -257,7 +267,38 @@ mod tests {
     #[test]
     fn delete_of_a_resource_already_gone_is_dropped() {
         let desired = vec![Desired::DeleteManaged { res: res("gone"), depends_on: vec![], why: "orphan".into() }];
-        assert!(plan_nodes(desired, &Observed::default()).is_empty());
+        let mut observed = Observed::default();
+        observed.insert(&res("gone").id, None);
+        assert!(plan_nodes(desired, &observed).unwrap().is_empty());
+    }
+
+    /// A provider pipeline that forgets to fetch a resource it manages: the plan is refused as a bug
+    /// naming the id, not a create of a resource that may well exist.
+    #[test]
+    fn regression_forgotten_fetch_is_a_bug_not_a_create() {
+        let mut observed = Observed::default();
+        observed.insert(&res("fetched").id, None);
+        let desired = vec![
+            managed("fetched", json!({"sku": {"name": "Standard"}})),
+            managed("forgotten", json!({"sku": {"name": "Standard"}})),
+        ];
+        let err = plan_nodes(desired, &observed).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("bug: {} was never fetched before planning (stage: diff); please report", res("forgotten").id)
+        );
+    }
+
+    /// Likewise a delete of a resource never fetched: not "already gone", a bug.
+    #[test]
+    fn regression_forgotten_fetch_of_a_delete_is_a_bug_not_already_gone() {
+        for desired in [
+            Desired::DeleteManaged { res: res("leftover"), depends_on: vec![], why: "orphan".into() },
+            Desired::DeleteRuntime { res: res("leftover"), depends_on: vec![], rule: "ccm".into() },
+        ] {
+            let err = plan_nodes(vec![desired], &Observed::default()).unwrap_err();
+            assert_eq!(err.missing, crate::discover::NotFetched::Resource(res("leftover").id));
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::names::{self, rtype};
 use super::prefixes::SubnetPrefixes;
 use super::Ctx;
 use serde_json::Value;
-use trellis_planner::discover::Observed;
+use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::model::{Desired, VerifySpec};
 use trellis_plans::{Kind, Ownership};
 
@@ -33,35 +33,36 @@ pub struct Discovered {
     pub nsg_id: Option<String>,
 }
 
-/// Reads the BYO subnet's associations from the observed cloud.
-pub fn discovered(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Discovered {
-    let Some(subnet) = &cfg.networks.subnet else { return Discovered::default() };
+/// Reads the BYO subnet's associations from the observed cloud: the subnet (discovery round 1) and
+/// the route table and NSG it references (round 2) must have been fetched.
+pub fn discovered(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Discovered, NotFetched> {
+    let Some(subnet) = &cfg.networks.subnet else { return Ok(Discovered::default()) };
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
-    let Some(live) = observed.get(&names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name)) else {
-        return Discovered::default();
+    let Some(live) = observed.get(&names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name))? else {
+        return Ok(Discovered::default());
     };
     // Spelled as the referenced resource and the configuration spell it, not as the reference does.
-    let link = |p: &str| {
-        let reference = live.pointer(p).and_then(Value::as_str)?;
-        let own_id = observed.get(reference).and_then(|r| r.get("id")).and_then(Value::as_str);
-        Some(names::canonical_reference(reference, own_id, &[&vnet_rg, &ctx.tn]))
+    let link = |p: &str| -> Result<Option<String>, NotFetched> {
+        let Some(reference) = live.pointer(p).and_then(Value::as_str) else { return Ok(None) };
+        let own_id = observed.get(reference)?.and_then(|r| r.get("id")).and_then(Value::as_str);
+        Ok(Some(names::canonical_reference(reference, own_id, &[&vnet_rg, &ctx.tn])))
     };
-    let route_table_id = link("/properties/routeTable/id");
-    let nsg_id = link("/properties/networkSecurityGroup/id");
-    Discovered {
+    let route_table_id = link("/properties/routeTable/id")?;
+    let nsg_id = link("/properties/networkSecurityGroup/id")?;
+    Ok(Discovered {
         prefixes: SubnetPrefixes::of(live),
         route_table: route_table_id.as_deref().and_then(names::parse_id),
         route_table_id,
         nsg: nsg_id.as_deref().and_then(names::parse_id),
         nsg_id,
-    }
+    })
 }
 
-pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
     let tn = ctx.tn.as_str();
     let subnet = cfg.networks.subnet.as_ref().expect("only called in user-managed-egress mode");
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
-    let found = discovered(cfg, ctx, observed);
+    let found = discovered(cfg, ctx, observed)?;
     let mut out = vec![resource_group(ctx)];
 
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
@@ -158,5 +159,5 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
             why: format!("your route table, discovered from the subnet: never written by trellis; {writer}"),
         }));
     }
-    out
+    Ok(out)
 }

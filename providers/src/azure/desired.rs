@@ -10,7 +10,7 @@ use super::names::{self, rtype};
 use super::prefixes::SubnetPrefixes;
 use super::Ctx;
 use serde_json::{json, Value};
-use trellis_planner::discover::{ListReq, Observed};
+use trellis_planner::discover::{ListReq, NotFetched, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, SkipSpec, VerifySpec};
 use trellis_plans::{Check, Detach, Kind, Ownership};
 
@@ -132,8 +132,13 @@ pub fn discovery_round1(cfg: &InfrastructureConfig, ctx: &Ctx) -> Vec<String> {
     ids
 }
 
-/// Round two: every resource the plan may touch, plus the lists upstream scans for leftovers.
-pub fn discovery_round2(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> (Vec<String>, Vec<ListReq>) {
+/// Round two: every resource the plan may touch, plus the lists upstream scans for leftovers. Reads
+/// what round one fetched; lists under a container that does not exist are not run (nothing is in it).
+pub fn discovery_round2(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+) -> Result<(Vec<String>, Vec<ListReq>), NotFetched> {
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
@@ -142,14 +147,14 @@ pub fn discovery_round2(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observ
     if let Some(subnet) = &cfg.networks.subnet {
         // User-managed egress: the route table and NSG come from the subnet's associations.
         let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
-        if let Some(s) = observed.get(&subnet_id) {
+        if let Some(s) = observed.get(&subnet_id)? {
             for link in ["/properties/routeTable/id", "/properties/networkSecurityGroup/id"] {
                 if let Some(id) = s.pointer(link).and_then(Value::as_str) {
                     ids.push(id.to_string());
                 }
             }
         }
-        return (ids, lists);
+        return Ok((ids, lists));
     }
     ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME));
     ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn)));
@@ -160,14 +165,14 @@ pub fn discovery_round2(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observ
             ids.extend(nat.ip_ids(ctx));
         }
     }
-    if observed.get(&rg_id).is_some() {
+    if observed.get(&rg_id)?.is_some() {
         lists.push(ListReq { parent: rg_id.clone(), rtype: rtype::NAT_GATEWAY.to_string() });
         lists.push(ListReq { parent: rg_id, rtype: rtype::PUBLIC_IP.to_string() });
     }
-    if observed.get(&vnet_id).is_some() {
+    if observed.get(&vnet_id)?.is_some() {
         lists.push(ListReq { parent: vnet_id, rtype: rtype::SUBNET.to_string() });
     }
-    (ids, lists)
+    Ok((ids, lists))
 }
 
 /// A resource with its plan address.
@@ -214,14 +219,14 @@ pub(super) fn identity(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<Desired>
 }
 
 /// Everything the plan says about an Azure shoot.
-pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
     if cfg.is_using_user_managed_egress() {
         return super::byo::desired(cfg, ctx, observed);
     }
     managed(cfg, ctx, observed)
 }
 
-fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
     let tn = ctx.tn.as_str();
     let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
     let rg = rg_res(ctx);
@@ -308,8 +313,8 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             nat.id(ctx)
         });
         let sres = subnet_res(ctx, &vnet_rg, &vnet_name, &s.name);
-        let live_nat =
-            observed.get(&sres.id).and_then(|v| v.pointer("/properties/natGateway/id")).and_then(Value::as_str);
+        let live_subnet = observed.get(&sres.id)?;
+        let live_nat = live_subnet.and_then(|v| v.pointer("/properties/natGateway/id")).and_then(Value::as_str);
         // Without a NAT of ours, an existing association is removed only if that NAT is in the cluster
         // resource group: a NAT the user attached stays attached (upstream `ensureSubnets`).
         let nat_value = match (&nat_id, live_nat) {
@@ -319,7 +324,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             }
             (None, _) => None,
         };
-        let mut props = address_range(&s.cidr, observed.get(&sres.id));
+        let mut props = address_range(&s.cidr, live_subnet);
         props.extend([
             (
                 "serviceEndpoints".to_string(),
@@ -359,7 +364,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
     // Leftovers upstream deletes: NATs and public IPs named after the shoot in its resource group, and
     // subnets named `<tn>-nodes*` in the VNet, that the configuration no longer asks for.
     let rg_id = names::resource_group_id(&ctx.sub, tn);
-    for nat in observed.list(&rg_id, rtype::NAT_GATEWAY) {
+    for nat in observed.list(&rg_id, rtype::NAT_GATEWAY)? {
         let Some(name) = nat.get("name").and_then(Value::as_str) else { continue };
         if name.starts_with(tn) && !wanted_nats.iter().any(|w| w.eq_ignore_ascii_case(name)) {
             out.push(Desired::DeleteManaged {
@@ -371,7 +376,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             });
         }
     }
-    for ip in observed.list(&rg_id, rtype::PUBLIC_IP) {
+    for ip in observed.list(&rg_id, rtype::PUBLIC_IP)? {
         let Some(name) = ip.get("name").and_then(Value::as_str) else { continue };
         let tagged = ip.pointer(&format!("/tags/{TAG_MANAGED_BY}")).is_some()
             && ip.pointer(&format!("/tags/{TAG_SHOOT_NAME}")).is_some();
@@ -391,7 +396,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
     }
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
     let prefix = names::subnet_name(tn, None, false);
-    for s in observed.list(&vnet_id, rtype::SUBNET) {
+    for s in observed.list(&vnet_id, rtype::SUBNET)? {
         let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
         if name.starts_with(&prefix) && !subnets.iter().any(|w| w.name.eq_ignore_ascii_case(name)) {
             out.push(Desired::DeleteManaged {
@@ -401,7 +406,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<De
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// A managed subnet's CIDR in the shape the live subnet shows it. ARM keeps the shape a subnet was
@@ -521,24 +526,28 @@ pub fn outbound_access_type(cfg: &InfrastructureConfig, ctx: &Ctx) -> OutboundAc
 }
 
 /// What `destroy` must look at: the cluster resource group, its load balancers, the VNet's subnets.
-pub fn destroy_discovery(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> (Vec<String>, Vec<ListReq>) {
+pub fn destroy_discovery(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+) -> Result<(Vec<String>, Vec<ListReq>), NotFetched> {
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
     let mut lists = Vec::new();
-    if observed.get(&rg_id).is_some() {
+    if observed.get(&rg_id)?.is_some() {
         lists.push(ListReq { parent: rg_id, rtype: rtype::LOAD_BALANCER.to_string() });
     }
-    if observed.get(&vnet_id).is_some() {
+    if observed.get(&vnet_id)?.is_some() {
         lists.push(ListReq { parent: vnet_id, rtype: rtype::SUBNET.to_string() });
     }
-    (vec![], lists)
+    Ok((vec![], lists))
 }
 
 /// The upstream delete graph (reference §2.4): load balancers and Gardener-named subnets in a user VNet,
 /// then the cluster resource group (which takes everything inside it). User-owned resources are listed
 /// as skipped so the reviewer sees they stay.
-pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Desired> {
+pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
     let tn = ctx.tn.as_str();
     let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
     let rg_id = names::resource_group_id(&ctx.sub, tn);
@@ -547,7 +556,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
     let mut lb_addresses = Vec::new();
     let mut subnet_addresses = Vec::new();
     if !vnet_managed {
-        for lb in observed.list(&rg_id, rtype::LOAD_BALANCER) {
+        for lb in observed.list(&rg_id, rtype::LOAD_BALANCER)? {
             let Some(name) = lb.get("name").and_then(Value::as_str) else { continue };
             let r = res(Kind::LoadBalancer, tn, name, names::resource_id(&ctx.sub, tn, rtype::LOAD_BALANCER, name));
             lb_addresses.push(r.address.clone());
@@ -558,7 +567,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
             });
         }
         let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
-        for s in observed.list(&vnet_id, rtype::SUBNET) {
+        for s in observed.list(&vnet_id, rtype::SUBNET)? {
             let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
             if Some(name) == byo_subnet {
                 out.push(skipped(
@@ -596,5 +605,5 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
         depends_on: deps,
         why: "the cluster resource group and everything in it: VMs, NICs, disks, public IPs, load balancers, and in managed mode the VNet, route table, NSG and NAT gateways (upstream task `delete resource group`)".to_string(),
     });
-    out
+    Ok(out)
 }

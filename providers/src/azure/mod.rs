@@ -29,7 +29,7 @@ use api::InfrastructureConfig;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use trellis_planner::cloud::{CloudError, CloudRead};
-use trellis_planner::discover::Observed;
+use trellis_planner::discover::{FetchBug, Observed};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Mode, Plan, Prior, Provider, Summary, FORMAT_VERSION};
 use trellis_state::Workspace;
@@ -97,6 +97,9 @@ pub enum AzureError {
     Cloud(#[from] CloudError),
     #[error("the last-applied configuration in state cannot be read: {0}; inspect it with `trellis state show`")]
     State(String),
+    /// A stage asked about something discovery never fetched (a bug in the provider's discovery).
+    #[error(transparent)]
+    Bug(#[from] FetchBug),
 }
 
 /// A planned shoot: the plan and what the apply needs to remember.
@@ -256,11 +259,12 @@ pub async fn plan(
 
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    let (ids, lists) = desired::discovery_round2(cfg, &ctx, &observed);
+    let (ids, lists) =
+        desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure discovery round 2"))?;
     observed.fetch(cloud, retry, &ids, &lists).await?;
 
-    let mut errs = preflight::check(cfg, &ctx, &observed);
-    let byo_facts = preflight::byo_memory(cfg, &ctx, &observed);
+    let mut errs = preflight::check(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure preflight"))?;
+    let byo_facts = preflight::byo_memory(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure preflight"))?;
     if !accept_drift {
         errs.extend(preflight::drift(cfg, &ctx, &byo_facts, &ws.memory));
     }
@@ -270,9 +274,10 @@ pub async fn plan(
     for (key, value) in byo_facts {
         memory.insert(key.to_string(), value);
     }
-    let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
-    let artifacts = render::artifacts(cfg, &ctx, &observed);
-    warnings.extend(warnings::warnings(cfg, &ctx, &observed));
+    let desired = desired::desired(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure desired"))?;
+    let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
+    let artifacts = render::artifacts(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure render"))?;
+    warnings.extend(warnings::warnings(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure warnings"))?);
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
     Ok(Planned { plan, last_applied: last_applied(shoot), memory })
 }
@@ -313,9 +318,11 @@ pub async fn artifacts_after_apply(
     let ctx = Ctx::new(shoot, subscription, memory);
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    let (ids, _) = desired::discovery_round2(cfg, &ctx, &observed);
+    // The artifacts read no list: round two's resources are enough.
+    let (ids, _) =
+        desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure discovery round 2"))?;
     observed.fetch(cloud, retry, &ids, &[]).await?;
-    Ok(render::artifacts(cfg, &ctx, &observed))
+    Ok(render::artifacts(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure render"))?)
 }
 
 /// Plans the deletion of one Azure shoot (upstream delete graph). Reads only.
@@ -330,9 +337,11 @@ pub async fn plan_destroy(
     let ctx = Ctx::new(shoot, subscription, &ws.memory);
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    let (ids, lists) = desired::destroy_discovery(cfg, &ctx, &observed);
+    let (ids, lists) =
+        desired::destroy_discovery(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure destroy discovery"))?;
     observed.fetch(cloud, retry, &ids, &lists).await?;
-    let nodes = trellis_planner::diff::plan_nodes(desired::destroy(cfg, &ctx, &observed), &observed);
+    let desired = desired::destroy(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure destroy"))?;
+    let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
     // A destroy produces no artifacts.
     let artifacts = trellis_plans::Artifacts { infrastructure_status: Value::Null, ..Default::default() };
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());

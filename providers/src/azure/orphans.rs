@@ -13,7 +13,7 @@ use super::Ctx;
 use ipnet::IpNet;
 use serde::Serialize;
 use serde_json::Value;
-use trellis_planner::discover::Observed;
+use trellis_planner::discover::{NotFetched, Observed};
 use trellis_plans::Kind;
 
 /// Prefix of the NSG rules the Azure CCM writes (upstream cloud-provider-azure).
@@ -33,15 +33,15 @@ pub struct Orphan {
 }
 
 /// The orphans on the BYO subnet's NSG and route table (none in managed mode: those go with the
-/// cluster resource group).
-pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<Orphan> {
+/// cluster resource group). The subnet, its NSG and route table must have been fetched.
+pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Orphan>, NotFetched> {
     if !cfg.is_using_user_managed_egress() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    let found = discovered(cfg, ctx, observed);
+    let found = discovered(cfg, ctx, observed)?;
     let mut out = Vec::new();
     if let (Some(nsg_id), Some(nsg)) = (&found.nsg_id, &found.nsg) {
-        for rule in children(observed.get(nsg_id), "/properties/securityRules") {
+        for rule in children(observed.get(nsg_id)?, "/properties/securityRules") {
             let Some(name) = rule.get("name").and_then(Value::as_str) else { continue };
             let writer = if name.starts_with(CCM_RULE_PREFIX) {
                 "cloud-controller-manager (Service of type LoadBalancer)"
@@ -63,7 +63,7 @@ pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
     }
     let pods = ctx.pods.as_deref().and_then(|p| p.parse::<IpNet>().ok());
     if let (Some(rt_id), Some(rt), Some(pods)) = (&found.route_table_id, &found.route_table, pods) {
-        for route in children(observed.get(rt_id), "/properties/routes") {
+        for route in children(observed.get(rt_id)?, "/properties/routes") {
             let Some(name) = route.get("name").and_then(Value::as_str) else { continue };
             let prefix = route
                 .pointer("/properties/addressPrefix")
@@ -83,7 +83,7 @@ pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Ve
         }
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
-    out
+    Ok(out)
 }
 
 fn children<'a>(resource: Option<&'a Value>, pointer: &str) -> Vec<&'a Value> {
@@ -104,8 +104,9 @@ pub async fn scan(
     let ctx = Ctx::new(shoot, subscription, &Default::default());
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &super::desired::discovery_round1(cfg, &ctx), &[]).await?;
-    let found = discovered(cfg, &ctx, &observed);
-    let ids: Vec<String> = [found.nsg_id, found.route_table_id].into_iter().flatten().collect();
+    // Round two of a BYO shoot is exactly the subnet's route table and NSG.
+    let (ids, _) =
+        super::desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure orphans discovery"))?;
     observed.fetch(cloud, retry, &ids, &[]).await?;
-    Ok(orphans(cfg, &ctx, &observed))
+    Ok(orphans(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure orphans"))?)
 }

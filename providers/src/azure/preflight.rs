@@ -9,7 +9,7 @@ use super::prefixes::{overlap, subnet_nets};
 use super::Ctx;
 use ipnet::IpNet;
 use serde_json::Value;
-use trellis_planner::discover::Observed;
+use trellis_planner::discover::{NotFetched, Observed};
 
 /// One pre-flight failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,11 +34,11 @@ fn err(rule: &'static str, field: Option<&'static str>, message: String) -> Pref
     PreflightError { rule, field, message }
 }
 
-/// All pre-flight errors for the shoot.
-pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<PreflightError> {
+/// All pre-flight errors for the shoot. "Not found" is said only of what discovery looked up.
+pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<PreflightError>, NotFetched> {
     let mut errs = Vec::new();
     let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
-    if let Some(location) = observed.get(&rg_id).and_then(|rg| rg.get("location")).and_then(Value::as_str) {
+    if let Some(location) = observed.get(&rg_id)?.and_then(|rg| rg.get("location")).and_then(Value::as_str) {
         if !location.eq_ignore_ascii_case(&ctx.region) {
             errs.push(err(
                 "upstream",
@@ -51,23 +51,24 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
         }
     }
     let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
-    if !vnet_managed && observed.get(&names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name)).is_none() {
+    let live_vnet = observed.get(&names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name))?;
+    if !vnet_managed && live_vnet.is_none() {
         errs.push(err(
             "upstream",
             Some("networks.vnet"),
             format!("user vnet not found: VNet {vnet_name} does not exist in resource group {vnet_rg} (subscription {}); create it or fix networks.vnet", ctx.sub),
         ));
-        return errs;
+        return Ok(errs);
     }
-    if let Some(live) = observed.get(&names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name)) {
+    if let Some(live) = live_vnet {
         errs.extend(vnet_region(cfg, ctx, &vnet_rg, &vnet_name, vnet_managed, live));
         if !vnet_managed && !cfg.is_using_user_managed_egress() {
-            errs.extend(subnets_in_user_vnet(cfg, ctx, observed, live));
+            errs.extend(subnets_in_user_vnet(cfg, ctx, observed, live)?);
         }
     }
     if let Some(identity) = &cfg.identity {
         let id = names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name);
-        if observed.get(&id).is_none() {
+        if observed.get(&id)?.is_none() {
             errs.push(err(
                 "upstream",
                 Some("identity"),
@@ -82,11 +83,11 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
         errs.push(in_cluster_rg(ctx, "networks.vnet.resourceGroup", &format!("VNet {vnet_name}")));
     }
     if cfg.is_using_user_managed_egress() {
-        byo(cfg, ctx, observed, &mut errs);
+        byo(cfg, ctx, observed, &mut errs)?;
     } else {
         for s in layout(cfg, ctx) {
             for (rg, name) in s.nat.iter().flat_map(|n| n.user_ips.iter()) {
-                if observed.get(&names::resource_id(&ctx.sub, rg, rtype::PUBLIC_IP, name)).is_none() {
+                if observed.get(&names::resource_id(&ctx.sub, rg, rtype::PUBLIC_IP, name))?.is_none() {
                     errs.push(err(
                         "upstream",
                         Some("networks.natGateway.ipAddresses"),
@@ -96,24 +97,29 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<
             }
         }
     }
-    errs
+    Ok(errs)
 }
 
 /// C8–C12: the BYO subnet exists and is compatible.
-fn byo(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed, errs: &mut Vec<PreflightError>) {
+fn byo(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+    errs: &mut Vec<PreflightError>,
+) -> Result<(), NotFetched> {
     let subnet = cfg.networks.subnet.as_ref().expect("BYO mode");
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
     let where_ = format!("subnet {} in VNet {vnet_name} (resource group {vnet_rg})", subnet.name);
-    if observed.get(&subnet_id).is_none() {
+    if observed.get(&subnet_id)?.is_none() {
         errs.push(err(
             "C8",
             Some("networks.subnet.name"),
             format!("{where_} not found; create the subnet in the VNet before creating the shoot, or fix networks.subnet.name"),
         ));
-        return;
+        return Ok(());
     }
-    let found = discovered(cfg, ctx, observed);
+    let found = discovered(cfg, ctx, observed)?;
     for (what, parsed) in [("route table", &found.route_table), ("network security group", &found.nsg)] {
         if let Some(p) = parsed.as_ref().filter(|p| p.resource_group.eq_ignore_ascii_case(&ctx.tn)) {
             errs.push(in_cluster_rg(ctx, "networks.subnet", &format!("the subnet's {what} {}", p.name)));
@@ -161,6 +167,7 @@ fn byo(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed, errs: &mut Ve
             }
         }
     }
+    Ok(())
 }
 
 /// A user-owned resource inside the cluster resource group would be deleted with it on destroy.
@@ -264,7 +271,7 @@ fn subnets_in_user_vnet(
     ctx: &Ctx,
     observed: &Observed,
     live: &Value,
-) -> Vec<PreflightError> {
+) -> Result<Vec<PreflightError>, NotFetched> {
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
     let space_prefixes: Vec<&str> = live
@@ -275,7 +282,7 @@ fn subnets_in_user_vnet(
     let space: Vec<IpNet> = space_prefixes.iter().filter_map(|p| p.parse().ok()).collect();
     let own = names::subnet_name(&ctx.tn, None, false);
     let others: Vec<(String, Vec<IpNet>)> = observed
-        .list(&vnet_id, rtype::SUBNET)
+        .list(&vnet_id, rtype::SUBNET)?
         .iter()
         .filter_map(|s| Some((s.get("name").and_then(Value::as_str)?.to_string(), subnet_nets(s))))
         .filter(|(name, _)| !name.starts_with(&own))
@@ -311,7 +318,7 @@ fn subnets_in_user_vnet(
             }
         }
     }
-    errs
+    Ok(errs)
 }
 
 /// Workspace memory keys: what the BYO subnet looked like at the last successful apply.
@@ -320,19 +327,23 @@ pub const MEMORY_BYO_NSG: &str = "azure/byo/nsg-id";
 pub const MEMORY_BYO_ROUTE_TABLE: &str = "azure/byo/route-table-id";
 
 /// The BYO facts to remember after an apply (empty in managed mode).
-pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<(&'static str, String)> {
+pub fn byo_memory(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+) -> Result<Vec<(&'static str, String)>, NotFetched> {
     if !cfg.is_using_user_managed_egress() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    let found = discovered(cfg, ctx, observed);
-    [
+    let found = discovered(cfg, ctx, observed)?;
+    Ok([
         (MEMORY_BYO_CIDR, found.prefixes.map(|p| p.display())),
         (MEMORY_BYO_NSG, found.nsg_id),
         (MEMORY_BYO_ROUTE_TABLE, found.route_table_id.or_else(|| Some(String::new()))),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| (k, v)))
-    .collect()
+    .collect())
 }
 
 /// Drift of the user's resources since the last apply: the subnet's CIDR, NSG or route table changed

@@ -11,7 +11,7 @@ use super::names::{self, rtype};
 use super::Ctx;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use trellis_planner::discover::Observed;
+use trellis_planner::discover::{NotFetched, Observed};
 use trellis_plans::{Artifacts, CloudProviderConfig, ConfigFormat};
 
 /// Shown where a value only exists after apply (a public IP's address).
@@ -19,18 +19,20 @@ pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
 /// Stands in for credentials: trellis never reads or prints secrets.
 pub const FROM_SECRET: &str = "(from the shoot's cloudprovider secret)";
 
-pub fn artifacts(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Artifacts {
-    let status = status(cfg, ctx, observed);
+/// The artifacts of the shoot. Reads the identity, the BYO subnet's associations and the NAT public
+/// IPs, all of which discovery must have fetched.
+pub fn artifacts(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Artifacts, NotFetched> {
+    let status = status(cfg, ctx, observed)?;
     let outbound = outbound_access_type(cfg, ctx);
     let mut ccm_flags = BTreeMap::new();
     ccm_flags.insert("configure-cloud-routes".to_string(), configure_cloud_routes(cfg, ctx));
-    Artifacts {
+    Ok(Artifacts {
         cloud_provider_config: azure_json(cfg, ctx, &status),
         infrastructure_status: serde_json::to_value(&status).expect("status serialises"),
-        egress_cidrs: egress_cidrs(cfg, ctx, observed),
+        egress_cidrs: egress_cidrs(cfg, ctx, observed)?,
         ccm_flags,
         allow_egress: allow_egress(ctx, outbound),
-    }
+    })
 }
 
 /// `--configure-cloud-routes`: true in managed mode (upstream hard-codes it); in user-managed-egress
@@ -46,24 +48,29 @@ pub fn allow_egress(ctx: &Ctx, outbound: OutboundAccessType) -> bool {
 }
 
 /// NAT public IPs as /32; `None` in user-managed-egress mode (Gardener cannot know the user's egress).
-pub fn egress_cidrs(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Option<Vec<String>> {
+/// An IP looked up and absent (or without an address yet) is known after apply.
+pub fn egress_cidrs(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+) -> Result<Option<Vec<String>>, NotFetched> {
     if cfg.is_using_user_managed_egress() {
-        return None;
+        return Ok(None);
     }
     let mut out = Vec::new();
     for s in layout(cfg, ctx) {
         for ip_id in s.nat.iter().flat_map(|n| n.ip_ids(ctx)) {
-            match observed.get(&ip_id).and_then(|ip| ip.pointer("/properties/ipAddress")).and_then(Value::as_str) {
+            match observed.get(&ip_id)?.and_then(|ip| ip.pointer("/properties/ipAddress")).and_then(Value::as_str) {
                 Some(address) => out.push(format!("{address}/32")),
                 None => out.push(KNOWN_AFTER_APPLY.to_string()),
             }
         }
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 /// The InfrastructureStatus upstream would write after this reconcile.
-pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> InfrastructureStatus {
+pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<InfrastructureStatus, NotFetched> {
     let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
     let mut st = InfrastructureStatus {
         api_version: api::API_VERSION.to_string(),
@@ -75,18 +82,18 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
     st.resource_group.name = ctx.tn.clone();
     st.zoned = cfg.zoned;
     st.networks.outbound_access_type = outbound_access_type(cfg, ctx);
-    st.identity = cfg.identity.as_ref().map(|identity| {
+    if let Some(identity) = &cfg.identity {
         let id = names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name);
         let client_id = observed
-            .get(&id)
+            .get(&id)?
             .and_then(|v| v.pointer("/properties/clientId"))
             .and_then(Value::as_str)
             .unwrap_or(KNOWN_AFTER_APPLY)
             .to_string();
-        api::IdentityStatus { id, client_id, acr_access: identity.acr_access.unwrap_or(false) }
-    });
+        st.identity = Some(api::IdentityStatus { id, client_id, acr_access: identity.acr_access.unwrap_or(false) });
+    }
     if let Some(subnet) = &cfg.networks.subnet {
-        let found = discovered(cfg, ctx, observed);
+        let found = discovered(cfg, ctx, observed)?;
         st.networks.layout = api::NetworkLayout::SingleSubnet;
         st.networks.subnets = vec![api::Subnet {
             name: subnet.name.clone(),
@@ -113,7 +120,7 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
                 resource_group: Some(nsg.resource_group.clone()),
             })
             .collect();
-        return st;
+        return Ok(st);
     }
     st.networks.layout = if cfg.networks.zones.is_empty() {
         api::NetworkLayout::SingleSubnet
@@ -137,7 +144,7 @@ pub fn status(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Inf
     }];
     st.security_groups =
         vec![api::SecurityGroup { purpose: api::Purpose::Nodes, name: names::nsg_name(&ctx.tn), resource_group: None }];
-    st
+    Ok(st)
 }
 
 /// azure.json (Secret `cloud-provider-config`, key `cloudprovider.conf`), keys in upstream's order.

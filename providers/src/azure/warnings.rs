@@ -15,25 +15,27 @@ use super::render::configure_cloud_routes;
 use super::Ctx;
 use ipnet::IpNet;
 use serde_json::Value;
-use trellis_planner::discover::Observed;
+use trellis_planner::discover::{NotFetched, Observed};
 
 /// Azure's default limit of routes per route table.
 pub const ROUTE_LIMIT: i64 = 400;
 
-pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Vec<String> {
+/// The plan's warnings. The route table, the BYO subnet and its NSG must have been fetched; a
+/// resource looked up and absent (created by this plan) warns about nothing.
+pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<String>, NotFetched> {
     let mut out = Vec::new();
-    let found = discovered(cfg, ctx, observed);
+    let found = discovered(cfg, ctx, observed)?;
     let rt_id = match &cfg.networks.subnet {
         Some(_) => found.route_table_id.clone(),
         None => Some(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME)),
     };
     if configure_cloud_routes(cfg, ctx) {
         if let Some(rt_id) = rt_id {
-            out.extend(route_limit(ctx, &rt_id, observed.get(&rt_id)));
+            out.extend(route_limit(ctx, &rt_id, observed.get(&rt_id)?));
         }
     }
     if let (Some(_), Some(nsg_id)) = (&cfg.networks.subnet, &found.nsg_id) {
-        if let Some(nsg) = observed.get(nsg_id) {
+        if let Some(nsg) = observed.get(nsg_id)? {
             let subnet = found.prefixes.as_ref().and_then(|p| p.parsed().ok()).unwrap_or_default();
             out.extend(blocked_flows(nsg_id, nsg, &subnet));
         }
@@ -41,11 +43,11 @@ pub fn warnings(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> V
     if let Some(subnet) = &cfg.networks.subnet {
         let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
         let id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
-        if let Some(live) = observed.get(&id) {
+        if let Some(live) = observed.get(&id)? {
             out.extend(not_dedicated(ctx, &id, live));
         }
     }
-    out
+    Ok(out)
 }
 
 /// The BYO subnet must be dedicated to the shoot, and able to host its machines. ARM shows what else

@@ -1,0 +1,75 @@
+//! The Azure pipeline's stages read `Observed` strictly: a resource or list discovery never fetched
+//! is a bug (`NotFetched`), never "absent" — no create, no "not found" pre-flight error.
+
+use std::collections::BTreeMap;
+use trellis_planner::discover::{NotFetched, Observed};
+use trellis_providers::azure::{desired, names, preflight, render, warnings, AzureShoot, Ctx};
+use trellis_providers::manifest::ShootAny;
+
+const SUB: &str = "00000000-0000-0000-0000-000000000001";
+
+fn shoot(file: &str) -> AzureShoot {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    match trellis_providers::manifest::parse_str(&path, &text).unwrap().into_iter().next().unwrap().shoot {
+        ShootAny::Azure(s) => s,
+    }
+}
+
+/// Round one fetched, everything absent: a new managed shoot.
+fn round1_absent(shoot: &AzureShoot, ctx: &Ctx) -> Observed {
+    let mut observed = Observed::default();
+    for id in desired::discovery_round1(&shoot.spec.provider.infrastructure_config, ctx) {
+        observed.insert(&id, None);
+    }
+    observed
+}
+
+#[test]
+fn regression_managed_stages_refuse_a_forgotten_round_two() {
+    let shoot = shoot("azure-managed.yaml");
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let ctx = Ctx::new(&shoot, SUB, &BTreeMap::new());
+    let mut observed = round1_absent(&shoot, &ctx);
+    // Round two never ran: the route table (and the rest) were never looked up.
+    let rt = names::resource_id(SUB, &ctx.tn, names::rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME);
+    let desired = desired::desired(cfg, &ctx, &observed);
+    assert!(matches!(desired, Err(NotFetched::Resource(_))), "desired: {desired:?}");
+    assert_eq!(warnings::warnings(cfg, &ctx, &observed), Err(NotFetched::Resource(rt)));
+    assert!(render::artifacts(cfg, &ctx, &observed).is_err(), "the NAT's public IP was never fetched");
+
+    // Round two run (every id absent; no list, as the resource group and VNet are absent): all clear.
+    let (ids, lists) = desired::discovery_round2(cfg, &ctx, &observed).unwrap();
+    assert!(lists.is_empty(), "nothing to list under containers that do not exist");
+    for id in ids {
+        observed.insert(&id, None);
+    }
+    let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed).unwrap(), &observed).unwrap();
+    assert!(nodes.iter().all(|n| n.action == trellis_plans::Action::Create), "a new shoot is created");
+    assert_eq!(preflight::check(cfg, &ctx, &observed), Ok(vec![]));
+    assert!(render::artifacts(cfg, &ctx, &observed).is_ok());
+}
+
+#[test]
+fn regression_preflight_does_not_call_a_forgotten_user_vnet_missing() {
+    let shoot = shoot("azure-byo.yaml");
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let ctx = Ctx::new(&shoot, SUB, &BTreeMap::new());
+    let got = preflight::check(cfg, &ctx, &Observed::default());
+    assert!(matches!(got, Err(NotFetched::Resource(_))), "never looked up is not 'not found': {got:?}");
+    // Looked up and absent: the user's error.
+    let errs = preflight::check(cfg, &ctx, &round1_absent(&shoot, &ctx)).unwrap();
+    assert!(errs[0].message.starts_with("user vnet not found"), "{errs:?}");
+}
+
+#[test]
+fn regression_a_forgotten_fetch_stops_the_plan_as_a_bug() {
+    let shoot = shoot("azure-managed.yaml");
+    let cfg = &shoot.spec.provider.infrastructure_config;
+    let ctx = Ctx::new(&shoot, SUB, &BTreeMap::new());
+    let observed = round1_absent(&shoot, &ctx);
+    let err = desired::desired(cfg, &ctx, &observed).unwrap_err().in_stage("azure desired");
+    let text = trellis_providers::azure::AzureError::from(err).to_string();
+    assert!(text.starts_with("bug: /subscriptions/"), "{text}");
+    assert!(text.ends_with("was never fetched before planning (stage: azure desired); please report"), "{text}");
+}
