@@ -13,7 +13,10 @@
 //!   group its resources, a VNet its subnets, an NSG its rules, a route table its routes.
 //! - PUT replaces the whole resource. The simulator fills `id`, `name`, `type` (from the id), `etag`
 //!   (`W/"<n>"`, none on resource groups), `properties.provisioningState: "Succeeded"`, and a public IP's
-//!   `properties.ipAddress` (`20.a.b.c` from a hash of the id) when none is given. Tracked resources
+//!   `properties.ipAddress`, allocated as ARM does: a new public IP gets an address this simulated
+//!   cloud never handed out before (`20.64.0.1`, `20.64.0.2`, … — a counter persisted with the store,
+//!   so a deleted and re-created public IP gets a new address), an existing one keeps its own; an
+//!   `ipAddress` in the body is ignored. (A world file declares an address as it is.) Tracked resources
 //!   (resource group, VNet, route table, NSG, NAT gateway, public IP) need a `location`
 //!   (400 `LocationRequired`) that cannot change (409 `InvalidResourceGroupLocation` /
 //!   `InvalidResourceLocation`).

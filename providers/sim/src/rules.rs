@@ -19,7 +19,6 @@ use crate::arm::{ArmId, Kind};
 use crate::store::{Entry, Origin, Store};
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An ARM error answer: HTTP status, ARM error code, message.
@@ -284,9 +283,6 @@ pub(crate) fn normalize(id: &ArmId, body: Value) -> Result<Normalized, ArmError>
             Some(_) => return Err(bad_format(format!("properties.{} of {id} must be an array", c.property))),
         },
     };
-    if kind == Kind::PublicIpAddress && !props.get("ipAddress").is_some_and(Value::is_string) {
-        props.insert("ipAddress".into(), Value::String(derived_ip(id)));
-    }
 
     let mut out = Map::new();
     out.insert("id".into(), Value::String(id.as_str().to_string()));
@@ -322,12 +318,6 @@ fn split_children(parent: &ArmId, c: &Collection, items: Vec<Value>) -> Result<V
         out.push((child, item));
     }
     Ok(out)
-}
-
-/// A public IP address derived from the id: `20.a.b.c`, the same for the same id.
-fn derived_ip(id: &ArmId) -> String {
-    let h = Sha256::digest(id.key().as_bytes());
-    format!("20.{}.{}.{}", h[0], h[1], h[2])
 }
 
 fn etag(tick: u64) -> String {
@@ -460,6 +450,16 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     }
 
     // Every check passed: write.
+    let mut value = value;
+    if kind == Kind::PublicIpAddress {
+        // ARM allocates the address: a new public IP gets a fresh one, an existing one keeps its own
+        // (an `ipAddress` in the body is not the caller's to choose).
+        let address = match existing.as_ref().and_then(|e| e.value.pointer("/properties/ipAddress")) {
+            Some(kept) => kept.clone(),
+            None => Value::String(store.allocate_address()),
+        };
+        value["properties"]["ipAddress"] = address;
+    }
     let key = id.key();
     let tick = store.tick();
     let (origin, seq) = existing.as_ref().map(|e| (e.origin, e.seq)).unwrap_or((Origin::Api, tick));

@@ -89,6 +89,30 @@ async fn put_fills_read_only_fields_and_reports_created_then_replaced() {
 }
 
 #[tokio::test]
+async fn regression_a_re_created_public_ip_gets_a_new_address_and_an_update_keeps_it() {
+    let sim = base().await;
+    let other = id("publicIPAddresses/other");
+    let body = json!({"location": "westeurope", "sku": {"name": "Standard"}});
+    let created = sim.put(&other, body.clone()).await.unwrap();
+    let address = created["properties"]["ipAddress"].clone();
+    assert!(address.is_string(), "{created}");
+    let pip = sim.get_now(&id("publicIPAddresses/pip")).unwrap();
+    assert_ne!(pip["properties"]["ipAddress"], address, "two public IPs never share an address");
+
+    // An update keeps the address, whatever the body says.
+    let mut tagged = body.clone();
+    tagged["tags"] = json!({"a": "1"});
+    tagged["properties"] = json!({"ipAddress": "1.2.3.4"});
+    assert_eq!(sim.put(&other, tagged).await.unwrap()["properties"]["ipAddress"], address);
+
+    // Deleted and created again under the same id: ARM allocates another address.
+    sim.delete(&other).await.unwrap();
+    let again = sim.put(&other, body).await.unwrap();
+    assert!(again["properties"]["ipAddress"].is_string());
+    assert_ne!(again["properties"]["ipAddress"], address);
+}
+
+#[tokio::test]
 async fn put_replaces_the_whole_resource() {
     let sim = base().await;
     let rt = id("routeTables/rt");

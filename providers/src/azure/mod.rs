@@ -271,7 +271,7 @@ pub async fn plan(
         memory.insert(key.to_string(), value);
     }
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed), &observed);
-    let artifacts = render::artifacts(cfg, &ctx, &observed);
+    let artifacts = render::artifacts(cfg, &ctx, &observed, &nodes);
     warnings.extend(warnings::warnings(cfg, &ctx, &observed));
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
     Ok(Planned { plan, last_applied: last_applied(shoot), memory })
@@ -315,7 +315,7 @@ pub async fn artifacts_after_apply(
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
     let (ids, _) = desired::discovery_round2(cfg, &ctx, &observed);
     observed.fetch(cloud, retry, &ids, &[]).await?;
-    Ok(render::artifacts(cfg, &ctx, &observed))
+    Ok(render::artifacts(cfg, &ctx, &observed, &[]))
 }
 
 /// Plans the deletion of one Azure shoot (upstream delete graph). Reads only.
