@@ -16,7 +16,9 @@
 //!   `properties.ipAddress`, allocated as ARM does: a new public IP gets an address this simulated
 //!   cloud never handed out before (`20.64.0.1`, `20.64.0.2`, … — a counter persisted with the store,
 //!   so a deleted and re-created public IP gets a new address), an existing one keeps its own; an
-//!   `ipAddress` in the body is ignored. (A world file declares an address as it is.) Tracked resources
+//!   `ipAddress` in the body is ignored. (A world file declares an address as it is.) A PUT is not
+//!   echoed: the location is stored in ARM's normal form (`westeurope`) and ARM's defaults fill what
+//!   the body leaves out (see `rules::arm_defaults`). Tracked resources
 //!   (resource group, VNet, route table, NSG, NAT gateway, public IP) need a `location`
 //!   (400 `LocationRequired`) that cannot change (409 `InvalidResourceGroupLocation` /
 //!   `InvalidResourceLocation`).

@@ -112,6 +112,59 @@ async fn regression_a_re_created_public_ip_gets_a_new_address_and_an_update_keep
     assert_ne!(again["properties"]["ipAddress"], address);
 }
 
+/// Microsoft's example responses (azure-rest-api-specs, specification/network/Network.Management/
+/// examples/2025-03-01/: PublicIpAddressCreateDefaults.json, PublicIpAddressCreateCustomizedValues.json,
+/// VirtualNetworkCreate.json) and what ARM documents as defaults.
+#[tokio::test]
+async fn regression_put_answers_with_the_defaults_and_normal_forms_arm_adds() {
+    let sim = ArmSim::in_memory("sub-1");
+    let rg = sim.put(RG, json!({"location": "West Europe"})).await.unwrap();
+    assert_eq!(rg["location"], json!("westeurope"), "ARM answers the location in its normal form");
+
+    let vnet = sim
+        .put(
+            &id("virtualNetworks/vnet"),
+            json!({"location": "WestEurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(vnet["location"], json!("westeurope"));
+    assert_eq!(vnet["properties"]["enableDdosProtection"], json!(false));
+    assert_eq!(vnet["properties"]["virtualNetworkPeerings"], json!([]));
+
+    let subnet = sim.put(&id("virtualNetworks/vnet/subnets/a"), subnet_body(json!({}))).await.unwrap();
+    assert_eq!(subnet["properties"]["privateEndpointNetworkPolicies"], json!("Disabled"));
+    assert_eq!(subnet["properties"]["privateLinkServiceNetworkPolicies"], json!("Enabled"));
+
+    let rt = sim.put(&id("routeTables/rt"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(rt["properties"]["disableBgpRoutePropagation"], json!(false));
+
+    let basic = sim.put(&id("publicIPAddresses/basic"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(basic["sku"], json!({"name": "Basic"}));
+    assert_eq!(basic["properties"]["publicIPAllocationMethod"], json!("Dynamic"));
+    assert_eq!(basic["properties"]["publicIPAddressVersion"], json!("IPv4"));
+    assert_eq!(basic["properties"]["idleTimeoutInMinutes"], json!(4));
+
+    let standard = sim
+        .put(&id("publicIPAddresses/std"), json!({"location": "westeurope", "sku": {"name": "Standard"}}))
+        .await
+        .unwrap();
+    assert_eq!(standard["sku"], json!({"name": "Standard", "tier": "Regional"}));
+    assert_eq!(standard["properties"]["publicIPAllocationMethod"], json!("Static"));
+
+    let nat = sim.put(&id("natGateways/nat"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(nat["properties"]["idleTimeoutInMinutes"], json!(4));
+    assert_eq!(nat["sku"], json!({"name": "Standard"}));
+
+    // What a body says is kept; a GET shows the same as the PUT answered.
+    let custom = sim
+        .put(&id("natGateways/custom"), json!({"location": "westeurope", "properties": {"idleTimeoutInMinutes": 10}}))
+        .await
+        .unwrap();
+    assert_eq!(custom["properties"]["idleTimeoutInMinutes"], json!(10));
+    assert_eq!(sim.get(&id("natGateways/nat")).await.unwrap().unwrap(), nat);
+}
+
 #[tokio::test]
 async fn put_replaces_the_whole_resource() {
     let sim = base().await;
@@ -125,7 +178,7 @@ async fn put_replaces_the_whole_resource() {
         .unwrap();
     let second = sim.put(&rt, json!({"location": "westeurope", "tags": {"b": "2"}})).await.unwrap();
     assert_eq!(second["tags"], json!({"b": "2"}));
-    assert!(second["properties"].get("disableBgpRoutePropagation").is_none());
+    assert_eq!(second["properties"]["disableBgpRoutePropagation"], json!(false), "left out: ARM's default again");
     assert_ne!(first["etag"], second["etag"]);
     assert_eq!(sim.get_now(&rt).unwrap(), second);
 }
