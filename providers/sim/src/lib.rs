@@ -27,7 +27,10 @@
 //!   existing resources of the right type (400 `InvalidResourceReference` / `LinkedInvalidPropertyId`).
 //!   A resource that is still referenced cannot be deleted, alone or with its resource group
 //!   (400 `InUseRouteTableCannotBeDeleted`, `InUseNetworkSecurityGroupCannotBeDeleted`,
-//!   `InUseNatGatewayCannotBeDeleted`, `PublicIPAddressCannotBeDeleted`).
+//!   `InUseNatGatewayCannotBeDeleted`, `PublicIPAddressCannotBeDeleted`). So is a subnet an IP
+//!   configuration of a NIC or load balancer sits in (`InUseSubnetCannotBeDeleted`), a public IP on
+//!   one (`PublicIPAddressCannotBeDeleted`) and a NIC a VM uses (`NicInUse`); those uses are neither
+//!   checked on PUT nor shown as back-references.
 //! - Computed on GET, never stored: `properties.subnets` (`[{id}]`) of route tables, NSGs and NAT
 //!   gateways, `properties.natGateway` of public IPs, and the child arrays — a VNet's `subnets`, a route
 //!   table's `routes`, an NSG's `securityRules` (full objects, in creation order).

@@ -10,6 +10,9 @@
 //!   resources that exist; a DELETE of a referenced resource is refused; the referenced resource shows
 //!   the back-reference (`subnets`, `natGateway`) on GET, computed, never stored.
 //!
+//! A third kind of reference only blocks deletion ([`usages`]): a NIC's or load balancer's IP
+//! configurations in a subnet or with a public IP, and a VM's NICs.
+//!
 //! A subnet PUT is also checked against its VNet, as ARM does: every address prefix (`addressPrefix`
 //! or each of `addressPrefixes`) must be a CIDR inside the VNet's address space and must not overlap
 //! a sibling subnet, and the route table, NSG and NAT gateway it references must be in the VNet's
@@ -191,6 +194,80 @@ pub(crate) fn links(kind: Kind, value: &Value) -> Result<Vec<Link>, ArmError> {
         }
     }
     Ok(out)
+}
+
+/// What a NIC, load balancer or VM uses: a NIC's and a load balancer's IP configurations sit in a
+/// subnet and may carry a public IP; a VM uses its NICs. Used only to refuse deleting what is still
+/// in use, as ARM does (these resources are not checked on PUT, and no back-reference is computed:
+/// a world file declares a subnet's `ipConfigurations` as it is).
+pub(crate) struct Usage {
+    /// The referenced id as written.
+    pub target: String,
+    pub to: Kind,
+    /// Who uses it, as ARM names it: the IP configuration (`<nic>/ipConfigurations/<name>`), or the VM.
+    pub user: String,
+}
+
+pub(crate) fn usages(kind: Kind, value: &Value) -> Vec<Usage> {
+    let own_id = value.get("id").and_then(Value::as_str).unwrap_or_default();
+    let id_at = |v: &Value, pointer: &str| v.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+    let mut out = Vec::new();
+    let configurations = match kind {
+        Kind::NetworkInterface => "ipConfigurations",
+        Kind::LoadBalancer => "frontendIPConfigurations",
+        Kind::VirtualMachine => {
+            let nics = value.pointer("/properties/networkProfile/networkInterfaces").and_then(Value::as_array);
+            for nic in nics.into_iter().flatten() {
+                if let Some(target) = id_at(nic, "/id") {
+                    out.push(Usage { target, to: Kind::NetworkInterface, user: own_id.to_string() });
+                }
+            }
+            return out;
+        }
+        _ => return out,
+    };
+    let items = value.get("properties").and_then(|p| p.get(configurations)).and_then(Value::as_array);
+    for item in items.into_iter().flatten() {
+        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+        let user = format!("{own_id}/{configurations}/{name}");
+        for (pointer, to) in
+            [("/properties/subnet/id", Kind::Subnet), ("/properties/publicIPAddress/id", Kind::PublicIpAddress)]
+        {
+            if let Some(target) = id_at(item, pointer) {
+                out.push(Usage { target, to, user: user.clone() });
+            }
+        }
+    }
+    out
+}
+
+/// ARM's refusal to delete `target` (a subnet, public IP or NIC) while `users` use it.
+fn in_use_by(target: &ArmId, users: &[String]) -> ArmError {
+    let users = users.join(", ");
+    match target.kind() {
+        Kind::Subnet => ArmError::new(
+            400,
+            "InUseSubnetCannotBeDeleted",
+            format!(
+                "Subnet {} is in use by {users} and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
+                target.name()
+            ),
+        ),
+        Kind::PublicIpAddress => ArmError::new(
+            400,
+            "PublicIPAddressCannotBeDeleted",
+            format!(
+                "Public IP address {target} can not be deleted since it is still allocated to resource {users}. In order to delete the public IP, disassociate/detach the Public IP address from the resource. To learn how to do this, see aka.ms/deletepublicip."
+            ),
+        ),
+        _ => ArmError::new(
+            400,
+            "NicInUse",
+            format!(
+                "Network Interface {target} is used by existing resource {users}. In order to delete the network interface, it must be dissociated from the resource. To learn more, see aka.ms/deletenic."
+            ),
+        ),
+    }
 }
 
 /// Why a reference does not resolve.
@@ -675,6 +752,9 @@ fn in_use(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<
             slot.2.push(e.id.to_string());
         }
     }
+    if blocked.is_empty() {
+        return in_use_by_ip_configurations(store, deleting, doomed);
+    }
     let (_, (target, spec, referrers)) = blocked.into_iter().next()?;
     let mut message = format!(
         "{} {target} is in use by {} and cannot be deleted. Remove the association (properties.{}) first and try again.",
@@ -686,6 +766,30 @@ fn in_use(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<
         message = format!("Cannot delete {deleting}: {message}");
     }
     Some(ArmError::new(400, spec.in_use_code, message))
+}
+
+/// The refusal when a NIC, load balancer or VM outside `doomed` uses a subnet, public IP or NIC inside it.
+fn in_use_by_ip_configurations(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<ArmError> {
+    for tk in doomed {
+        let Some(stored) = store.get(tk) else { continue };
+        let users: Vec<String> = store
+            .referrers(tk)
+            .filter(|e| !doomed.contains(&e.id.key()))
+            .flat_map(|e| usages(e.kind, &e.value))
+            .filter(|u| u.to == stored.kind && ArmId::parse(&u.target).is_ok_and(|t| t.key() == *tk))
+            .map(|u| u.user)
+            .collect();
+        if users.is_empty() {
+            continue;
+        }
+        let error = in_use_by(&stored.id, &users);
+        return Some(if stored.id.key() == deleting.key() {
+            error
+        } else {
+            ArmError { message: format!("Cannot delete {deleting}: {}", error.message), ..error }
+        });
+    }
+    None
 }
 
 fn remove_with_descendants(store: &mut Store, key: &str) {

@@ -238,13 +238,11 @@ impl Store {
     }
 }
 
-/// The keys of the resources `entry` refers to.
+/// The keys of the resources `entry` refers to (its links, and what its IP configurations use).
 fn link_targets(entry: &Entry) -> Vec<String> {
-    crate::rules::links(entry.kind, &entry.value)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|link| ArmId::parse(&link.target).ok().map(|t| t.key()))
-        .collect()
+    let links = crate::rules::links(entry.kind, &entry.value).unwrap_or_default().into_iter().map(|l| l.target);
+    let usages = crate::rules::usages(entry.kind, &entry.value).into_iter().map(|u| u.target);
+    links.chain(usages).filter_map(|target| ArmId::parse(&target).ok().map(|t| t.key())).collect()
 }
 
 /// The entries of `map` strictly below `key`, in key order.

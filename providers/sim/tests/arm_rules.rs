@@ -165,6 +165,95 @@ async fn regression_put_answers_with_the_defaults_and_normal_forms_arm_adds() {
     assert_eq!(sim.get(&id("natGateways/nat")).await.unwrap().unwrap(), nat);
 }
 
+/// ARM's answers when a NIC, load balancer or VM still uses what is deleted (codes and messages as
+/// Azure returns them: `InUseSubnetCannotBeDeleted`, `PublicIPAddressCannotBeDeleted`, `NicInUse`).
+#[tokio::test]
+async fn regression_a_nic_load_balancer_or_vm_blocks_deleting_what_it_uses() {
+    let sim = base().await;
+    let subnet = id("virtualNetworks/vnet/subnets/a");
+    sim.put(&subnet, subnet_body(json!({}))).await.unwrap();
+    for ip in ["nic-ip", "lb-ip"] {
+        sim.put(
+            &id(&format!("publicIPAddresses/{ip}")),
+            json!({"location": "westeurope", "sku": {"name": "Standard"}}),
+        )
+        .await
+        .unwrap();
+    }
+    let nic = id("networkInterfaces/nic");
+    sim.put(
+        &nic,
+        json!({"location": "westeurope", "properties": {"ipConfigurations": [{"name": "ipconfig1", "properties": {
+            "subnet": {"id": subnet}, "publicIPAddress": {"id": id("publicIPAddresses/nic-ip")}}}]}}),
+    )
+    .await
+    .unwrap();
+    let lb = id("loadBalancers/lb");
+    sim.put(
+        &lb,
+        json!({"location": "westeurope", "properties": {"frontendIPConfigurations": [{"name": "fe", "properties": {
+            "publicIPAddress": {"id": id("publicIPAddresses/lb-ip")}}}]}}),
+    )
+    .await
+    .unwrap();
+    let vm = format!("{RG}/providers/Microsoft.Compute/virtualMachines/vm");
+    sim.put(
+        &vm,
+        json!({"location": "westeurope", "properties": {"networkProfile": {"networkInterfaces": [{"id": nic}]}}}),
+    )
+    .await
+    .unwrap();
+
+    let refused = |e: CloudError| rejected(e);
+    let (status, code, message) = refused(sim.delete(&subnet).await.unwrap_err());
+    assert_eq!((status, code.as_str()), (400, "InUseSubnetCannotBeDeleted"));
+    assert!(message.starts_with("Subnet a is in use by "), "{message}");
+    assert!(message.contains(&format!("{nic}/ipConfigurations/ipconfig1")), "{message}");
+    assert!(message.contains("aka.ms/deletesubnet"), "{message}");
+    let (_, code, _) = refused(sim.delete(&id("virtualNetworks/vnet")).await.unwrap_err());
+    assert_eq!(code, "InUseSubnetCannotBeDeleted", "the VNet takes its subnets with it");
+    let (_, code, message) = refused(sim.delete(&id("publicIPAddresses/nic-ip")).await.unwrap_err());
+    assert_eq!(code, "PublicIPAddressCannotBeDeleted");
+    assert!(message.contains(&format!("still allocated to resource {nic}/ipConfigurations/ipconfig1")), "{message}");
+    let (_, code, message) = refused(sim.delete(&id("publicIPAddresses/lb-ip")).await.unwrap_err());
+    assert_eq!(code, "PublicIPAddressCannotBeDeleted");
+    assert!(message.contains(&format!("{lb}/frontendIPConfigurations/fe")), "{message}");
+    let (_, code, message) = refused(sim.delete(&nic).await.unwrap_err());
+    assert_eq!(code, "NicInUse");
+    assert!(message.contains(&vm), "{message}");
+    assert!(sim.get_now(&subnet).is_some() && sim.get_now(&nic).is_some());
+
+    // In the right order, everything goes.
+    sim.delete(&vm).await.unwrap();
+    sim.delete(&nic).await.unwrap();
+    sim.delete(&subnet).await.unwrap();
+    sim.delete(&id("publicIPAddresses/nic-ip")).await.unwrap();
+    sim.delete(&lb).await.unwrap();
+    sim.delete(&id("publicIPAddresses/lb-ip")).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_resource_group_goes_with_the_nics_load_balancers_and_vms_in_it() {
+    let sim = base().await;
+    let subnet = id("virtualNetworks/vnet/subnets/a");
+    sim.put(&subnet, subnet_body(json!({}))).await.unwrap();
+    let nic = id("networkInterfaces/nic");
+    sim.put(
+        &nic,
+        json!({"location": "westeurope", "properties": {"ipConfigurations": [{"name": "ipconfig1", "properties": {"subnet": {"id": subnet}}}]}}),
+    )
+    .await
+    .unwrap();
+    sim.put(
+        &format!("{RG}/providers/Microsoft.Compute/virtualMachines/vm"),
+        json!({"location": "westeurope", "properties": {"networkProfile": {"networkInterfaces": [{"id": nic}]}}}),
+    )
+    .await
+    .unwrap();
+    sim.delete(RG).await.unwrap();
+    assert!(sim.get_now(&nic).is_none());
+}
+
 #[tokio::test]
 async fn put_replaces_the_whole_resource() {
     let sim = base().await;
