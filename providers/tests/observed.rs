@@ -36,7 +36,7 @@ fn regression_managed_stages_refuse_a_forgotten_round_two() {
     let desired = desired::desired(cfg, &ctx, &observed);
     assert!(matches!(desired, Err(NotFetched::Resource(_))), "desired: {desired:?}");
     assert_eq!(warnings::warnings(cfg, &ctx, &observed), Err(NotFetched::Resource(rt)));
-    assert!(render::artifacts(cfg, &ctx, &observed).is_err(), "the NAT's public IP was never fetched");
+    assert!(render::artifacts(cfg, &ctx, &observed, &[]).is_err(), "the NAT's public IP was never fetched");
 
     // Round two run (every id absent; no list, as the resource group and VNet are absent): all clear.
     let (ids, lists) = desired::discovery_round2(cfg, &ctx, &observed).unwrap();
@@ -47,7 +47,7 @@ fn regression_managed_stages_refuse_a_forgotten_round_two() {
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed).unwrap(), &observed).unwrap();
     assert!(nodes.iter().all(|n| n.action == trellis_plans::Action::Create), "a new shoot is created");
     assert_eq!(preflight::check(cfg, &ctx, &observed), Ok(vec![]));
-    assert!(render::artifacts(cfg, &ctx, &observed).is_ok());
+    assert!(render::artifacts(cfg, &ctx, &observed, &[]).is_ok());
 }
 
 #[test]

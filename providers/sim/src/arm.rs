@@ -21,6 +21,9 @@ pub enum Kind {
     SecurityRule,
     NatGateway,
     PublicIpAddress,
+    NetworkInterface,
+    LoadBalancer,
+    VirtualMachine,
     Other,
 }
 
@@ -50,9 +53,9 @@ const KNOWN_TYPES: &[(&str, Kind)] = &[
     ("Microsoft.Network/networkSecurityGroups/securityRules", Kind::SecurityRule),
     ("Microsoft.Network/natGateways", Kind::NatGateway),
     ("Microsoft.Network/publicIPAddresses", Kind::PublicIpAddress),
-    ("Microsoft.Network/loadBalancers", Kind::Other),
-    ("Microsoft.Network/networkInterfaces", Kind::Other),
-    ("Microsoft.Compute/virtualMachines", Kind::Other),
+    ("Microsoft.Network/loadBalancers", Kind::LoadBalancer),
+    ("Microsoft.Network/networkInterfaces", Kind::NetworkInterface),
+    ("Microsoft.Compute/virtualMachines", Kind::VirtualMachine),
     ("Microsoft.Compute/disks", Kind::Other),
     ("Microsoft.ManagedIdentity/userAssignedIdentities", Kind::Other),
 ];

@@ -13,7 +13,12 @@
 //!   group its resources, a VNet its subnets, an NSG its rules, a route table its routes.
 //! - PUT replaces the whole resource. The simulator fills `id`, `name`, `type` (from the id), `etag`
 //!   (`W/"<n>"`, none on resource groups), `properties.provisioningState: "Succeeded"`, and a public IP's
-//!   `properties.ipAddress` (`20.a.b.c` from a hash of the id) when none is given. Tracked resources
+//!   `properties.ipAddress`, allocated as ARM does: a new public IP gets an address this simulated
+//!   cloud never handed out before (`20.64.0.1`, `20.64.0.2`, … — a counter persisted with the store,
+//!   so a deleted and re-created public IP gets a new address), an existing one keeps its own; an
+//!   `ipAddress` in the body is ignored. (A world file declares an address as it is.) A PUT is not
+//!   echoed: the location is stored in ARM's normal form (`westeurope`) and ARM's defaults fill what
+//!   the body leaves out (see `rules::arm_defaults`). Tracked resources
 //!   (resource group, VNet, route table, NSG, NAT gateway, public IP) need a `location`
 //!   (400 `LocationRequired`) that cannot change (409 `InvalidResourceGroupLocation` /
 //!   `InvalidResourceLocation`).
@@ -22,7 +27,10 @@
 //!   existing resources of the right type (400 `InvalidResourceReference` / `LinkedInvalidPropertyId`).
 //!   A resource that is still referenced cannot be deleted, alone or with its resource group
 //!   (400 `InUseRouteTableCannotBeDeleted`, `InUseNetworkSecurityGroupCannotBeDeleted`,
-//!   `InUseNatGatewayCannotBeDeleted`, `PublicIPAddressCannotBeDeleted`).
+//!   `InUseNatGatewayCannotBeDeleted`, `PublicIPAddressCannotBeDeleted`). So is a subnet an IP
+//!   configuration of a NIC or load balancer sits in (`InUseSubnetCannotBeDeleted`), a public IP on
+//!   one (`PublicIPAddressCannotBeDeleted`) and a NIC a VM uses (`NicInUse`); those uses are neither
+//!   checked on PUT nor shown as back-references.
 //! - Computed on GET, never stored: `properties.subnets` (`[{id}]`) of route tables, NSGs and NAT
 //!   gateways, `properties.natGateway` of public IPs, and the child arrays — a VNet's `subnets`, a route
 //!   table's `routes`, an NSG's `securityRules` (full objects, in creation order).

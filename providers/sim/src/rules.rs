@@ -10,6 +10,9 @@
 //!   resources that exist; a DELETE of a referenced resource is refused; the referenced resource shows
 //!   the back-reference (`subnets`, `natGateway`) on GET, computed, never stored.
 //!
+//! A third kind of reference only blocks deletion ([`usages`]): a NIC's or load balancer's IP
+//! configurations in a subnet or with a public IP, and a VM's NICs.
+//!
 //! A subnet PUT is also checked against its VNet, as ARM does: every address prefix (`addressPrefix`
 //! or each of `addressPrefixes`) must be a CIDR inside the VNet's address space and must not overlap
 //! a sibling subnet, and the route table, NSG and NAT gateway it references must be in the VNet's
@@ -19,7 +22,6 @@ use crate::arm::{ArmId, Kind};
 use crate::store::{Entry, Origin, Store};
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An ARM error answer: HTTP status, ARM error code, message.
@@ -194,6 +196,80 @@ pub(crate) fn links(kind: Kind, value: &Value) -> Result<Vec<Link>, ArmError> {
     Ok(out)
 }
 
+/// What a NIC, load balancer or VM uses: a NIC's and a load balancer's IP configurations sit in a
+/// subnet and may carry a public IP; a VM uses its NICs. Used only to refuse deleting what is still
+/// in use, as ARM does (these resources are not checked on PUT, and no back-reference is computed:
+/// a world file declares a subnet's `ipConfigurations` as it is).
+pub(crate) struct Usage {
+    /// The referenced id as written.
+    pub target: String,
+    pub to: Kind,
+    /// Who uses it, as ARM names it: the IP configuration (`<nic>/ipConfigurations/<name>`), or the VM.
+    pub user: String,
+}
+
+pub(crate) fn usages(kind: Kind, value: &Value) -> Vec<Usage> {
+    let own_id = value.get("id").and_then(Value::as_str).unwrap_or_default();
+    let id_at = |v: &Value, pointer: &str| v.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+    let mut out = Vec::new();
+    let configurations = match kind {
+        Kind::NetworkInterface => "ipConfigurations",
+        Kind::LoadBalancer => "frontendIPConfigurations",
+        Kind::VirtualMachine => {
+            let nics = value.pointer("/properties/networkProfile/networkInterfaces").and_then(Value::as_array);
+            for nic in nics.into_iter().flatten() {
+                if let Some(target) = id_at(nic, "/id") {
+                    out.push(Usage { target, to: Kind::NetworkInterface, user: own_id.to_string() });
+                }
+            }
+            return out;
+        }
+        _ => return out,
+    };
+    let items = value.get("properties").and_then(|p| p.get(configurations)).and_then(Value::as_array);
+    for item in items.into_iter().flatten() {
+        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+        let user = format!("{own_id}/{configurations}/{name}");
+        for (pointer, to) in
+            [("/properties/subnet/id", Kind::Subnet), ("/properties/publicIPAddress/id", Kind::PublicIpAddress)]
+        {
+            if let Some(target) = id_at(item, pointer) {
+                out.push(Usage { target, to, user: user.clone() });
+            }
+        }
+    }
+    out
+}
+
+/// ARM's refusal to delete `target` (a subnet, public IP or NIC) while `users` use it.
+fn in_use_by(target: &ArmId, users: &[String]) -> ArmError {
+    let users = users.join(", ");
+    match target.kind() {
+        Kind::Subnet => ArmError::new(
+            400,
+            "InUseSubnetCannotBeDeleted",
+            format!(
+                "Subnet {} is in use by {users} and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
+                target.name()
+            ),
+        ),
+        Kind::PublicIpAddress => ArmError::new(
+            400,
+            "PublicIPAddressCannotBeDeleted",
+            format!(
+                "Public IP address {target} can not be deleted since it is still allocated to resource {users}. In order to delete the public IP, disassociate/detach the Public IP address from the resource. To learn how to do this, see aka.ms/deletepublicip."
+            ),
+        ),
+        _ => ArmError::new(
+            400,
+            "NicInUse",
+            format!(
+                "Network Interface {target} is used by existing resource {users}. In order to delete the network interface, it must be dissociated from the resource. To learn more, see aka.ms/deletenic."
+            ),
+        ),
+    }
+}
+
 /// Why a reference does not resolve.
 pub(crate) enum LinkProblem {
     Malformed(String),
@@ -284,9 +360,6 @@ pub(crate) fn normalize(id: &ArmId, body: Value) -> Result<Normalized, ArmError>
             Some(_) => return Err(bad_format(format!("properties.{} of {id} must be an array", c.property))),
         },
     };
-    if kind == Kind::PublicIpAddress && !props.get("ipAddress").is_some_and(Value::is_string) {
-        props.insert("ipAddress".into(), Value::String(derived_ip(id)));
-    }
 
     let mut out = Map::new();
     out.insert("id".into(), Value::String(id.as_str().to_string()));
@@ -322,12 +395,6 @@ fn split_children(parent: &ArmId, c: &Collection, items: Vec<Value>) -> Result<V
         out.push((child, item));
     }
     Ok(out)
-}
-
-/// A public IP address derived from the id: `20.a.b.c`, the same for the same id.
-fn derived_ip(id: &ArmId) -> String {
-    let h = Sha256::digest(id.key().as_bytes());
-    format!("20.{}.{}.{}", h[0], h[1], h[2])
 }
 
 fn etag(tick: u64) -> String {
@@ -421,7 +488,8 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
         (None, false) => asked,
     };
     let kind = id.kind();
-    let Normalized { value, children } = normalize(&id, body)?;
+    let Normalized { mut value, children } = normalize(&id, body)?;
+    arm_defaults(kind, &mut value);
     if kind.requires_location() {
         let Some(new) = location(&value) else {
             return Err(ArmError::new(400, "LocationRequired", format!("The location property is required for {id}.")));
@@ -460,6 +528,16 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     }
 
     // Every check passed: write.
+    let mut value = value;
+    if kind == Kind::PublicIpAddress {
+        // ARM allocates the address: a new public IP gets a fresh one, an existing one keeps its own
+        // (an `ipAddress` in the body is not the caller's to choose).
+        let address = match existing.as_ref().and_then(|e| e.value.pointer("/properties/ipAddress")) {
+            Some(kept) => kept.clone(),
+            None => Value::String(store.allocate_address()),
+        };
+        value["properties"]["ipAddress"] = address;
+    }
     let key = id.key();
     let tick = store.tick();
     let (origin, seq) = existing.as_ref().map(|e| (e.origin, e.seq)).unwrap_or((Origin::Api, tick));
@@ -484,6 +562,63 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     let status = if existing.is_some() { 200 } else { 201 };
     let entry = store.get(&key).expect("inserted above");
     Ok((render(store, entry), status))
+}
+
+/// What ARM makes of a PUT body besides storing it (Microsoft's example responses in
+/// azure-rest-api-specs, `specification/network/Network.Management/examples/2025-03-01/`, and the
+/// defaults the REST reference documents): the location in its normal form (`West Europe` →
+/// `westeurope`), and the defaults of attributes the body leaves out. Only what the body leaves out
+/// is filled; nothing the caller sent is changed but the location's spelling.
+fn arm_defaults(kind: Kind, value: &mut Value) {
+    if kind.requires_location() {
+        if let Some(normal) = location(value) {
+            value["location"] = Value::String(normal);
+        }
+    }
+    let Some(object) = value.as_object_mut() else { return };
+    let mut default_sku = |sku: Value| {
+        object.entry("sku").or_insert(sku);
+    };
+    let sku_name = match kind {
+        Kind::PublicIpAddress => {
+            default_sku(json!({"name": "Basic"}));
+            let sku = object.get_mut("sku").and_then(Value::as_object_mut);
+            let name = sku.as_ref().and_then(|s| s.get("name")).and_then(Value::as_str).map(str::to_string);
+            if let Some(sku) = sku.filter(|_| name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("Standard"))) {
+                sku.entry("tier").or_insert(json!("Regional"));
+            }
+            name
+        }
+        Kind::NatGateway => {
+            default_sku(json!({"name": "Standard"}));
+            None
+        }
+        _ => None,
+    };
+    let Some(props) = object.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    let mut default = |key: &str, v: Value| {
+        props.entry(key).or_insert(v);
+    };
+    match kind {
+        Kind::VirtualNetwork => {
+            default("enableDdosProtection", json!(false));
+            default("virtualNetworkPeerings", json!([]));
+        }
+        Kind::Subnet => {
+            default("privateEndpointNetworkPolicies", json!("Disabled"));
+            default("privateLinkServiceNetworkPolicies", json!("Enabled"));
+        }
+        Kind::RouteTable => default("disableBgpRoutePropagation", json!(false)),
+        Kind::NatGateway => default("idleTimeoutInMinutes", json!(4)),
+        Kind::PublicIpAddress => {
+            // A Standard public IP is always static; a Basic one is dynamic unless asked otherwise.
+            let standard = sku_name.is_some_and(|n| n.eq_ignore_ascii_case("Standard"));
+            default("publicIPAllocationMethod", json!(if standard { "Static" } else { "Dynamic" }));
+            default("publicIPAddressVersion", json!("IPv4"));
+            default("idleTimeoutInMinutes", json!(4));
+        }
+        _ => {}
+    }
 }
 
 /// A subnet's address prefixes as ARM shows them: the entries of a non-empty `addressPrefixes`, else
@@ -617,6 +752,9 @@ fn in_use(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<
             slot.2.push(e.id.to_string());
         }
     }
+    if blocked.is_empty() {
+        return in_use_by_ip_configurations(store, deleting, doomed);
+    }
     let (_, (target, spec, referrers)) = blocked.into_iter().next()?;
     let mut message = format!(
         "{} {target} is in use by {} and cannot be deleted. Remove the association (properties.{}) first and try again.",
@@ -628,6 +766,30 @@ fn in_use(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<
         message = format!("Cannot delete {deleting}: {message}");
     }
     Some(ArmError::new(400, spec.in_use_code, message))
+}
+
+/// The refusal when a NIC, load balancer or VM outside `doomed` uses a subnet, public IP or NIC inside it.
+fn in_use_by_ip_configurations(store: &Store, deleting: &ArmId, doomed: &BTreeSet<String>) -> Option<ArmError> {
+    for tk in doomed {
+        let Some(stored) = store.get(tk) else { continue };
+        let users: Vec<String> = store
+            .referrers(tk)
+            .filter(|e| !doomed.contains(&e.id.key()))
+            .flat_map(|e| usages(e.kind, &e.value))
+            .filter(|u| u.to == stored.kind && ArmId::parse(&u.target).is_ok_and(|t| t.key() == *tk))
+            .map(|u| u.user)
+            .collect();
+        if users.is_empty() {
+            continue;
+        }
+        let error = in_use_by(&stored.id, &users);
+        return Some(if stored.id.key() == deleting.key() {
+            error
+        } else {
+            ArmError { message: format!("Cannot delete {deleting}: {}", error.message), ..error }
+        });
+    }
+    None
 }
 
 fn remove_with_descendants(store: &mut Store, key: &str) {

@@ -3,7 +3,8 @@
 //! Layout of the tree (all values JSON):
 //! - `<lowercased ARM id>` → `{"value": <resource as stored>, "origin": "world"|"api", "seq": n}`;
 //! - `#subscription` → the subscription id the simulated cloud belongs to;
-//! - `#clock` → the counter behind etags and creation order.
+//! - `#clock` → the counter behind etags and creation order;
+//! - `#addresses` → how many public IP addresses the simulated cloud has allocated.
 //!
 //! Every change is noted as dirty; [`Store::commit`] writes the dirty keys in one batch and flushes.
 
@@ -18,6 +19,7 @@ pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 
 const SUBSCRIPTION_KEY: &str = "#subscription";
 const CLOCK_KEY: &str = "#clock";
+const ADDRESSES_KEY: &str = "#addresses";
 
 /// Who brought a resource into the simulated cloud.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +65,8 @@ pub(crate) struct Store {
     referrers: BTreeMap<String, BTreeSet<String>>,
     subscription: String,
     clock: u64,
+    /// Public IP addresses allocated so far (see [`Store::allocate_address`]).
+    addresses: u64,
     tree: Option<sled::Tree>,
     dirty: BTreeSet<String>,
     meta_dirty: bool,
@@ -75,6 +79,7 @@ impl Store {
             referrers: BTreeMap::new(),
             subscription: subscription.to_string(),
             clock: 0,
+            addresses: 0,
             tree: None,
             dirty: BTreeSet::new(),
             meta_dirty: false,
@@ -93,6 +98,8 @@ impl Store {
                 store.subscription = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
             } else if key == CLOCK_KEY {
                 store.clock = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
+            } else if key == ADDRESSES_KEY {
+                store.addresses = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
             } else if key.starts_with('/') {
                 let p: Persisted = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
                 let id_text = p.value.get("id").and_then(Value::as_str).unwrap_or(&key);
@@ -127,6 +134,16 @@ impl Store {
         self.clock += 1;
         self.meta_dirty = true;
         self.clock
+    }
+
+    /// A public IP address never handed out before by this simulated cloud, as ARM allocates one to a
+    /// new public IP: `20.64.0.1`, `20.64.0.2`, … (the count is persisted with the store, so a
+    /// re-created public IP gets a new address after a reopen too).
+    pub fn allocate_address(&mut self) -> String {
+        self.addresses += 1;
+        self.meta_dirty = true;
+        let n = self.addresses;
+        format!("20.{}.{}.{}", 64 + (n >> 16) % 128, (n >> 8) & 0xff, n & 0xff)
     }
 
     pub fn get(&self, key: &str) -> Option<&Entry> {
@@ -211,6 +228,7 @@ impl Store {
         if self.meta_dirty {
             batch.insert(SUBSCRIPTION_KEY, serde_json::to_vec(&self.subscription).expect("a string serialises"));
             batch.insert(CLOCK_KEY, serde_json::to_vec(&self.clock).expect("a number serialises"));
+            batch.insert(ADDRESSES_KEY, serde_json::to_vec(&self.addresses).expect("a number serialises"));
         }
         tree.apply_batch(batch)?;
         tree.flush()?;
@@ -220,13 +238,11 @@ impl Store {
     }
 }
 
-/// The keys of the resources `entry` refers to.
+/// The keys of the resources `entry` refers to (its links, and what its IP configurations use).
 fn link_targets(entry: &Entry) -> Vec<String> {
-    crate::rules::links(entry.kind, &entry.value)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|link| ArmId::parse(&link.target).ok().map(|t| t.key()))
-        .collect()
+    let links = crate::rules::links(entry.kind, &entry.value).unwrap_or_default().into_iter().map(|l| l.target);
+    let usages = crate::rules::usages(entry.kind, &entry.value).into_iter().map(|u| u.target);
+    links.chain(usages).filter_map(|target| ArmId::parse(&target).ok().map(|t| t.key())).collect()
 }
 
 /// The entries of `map` strictly below `key`, in key order.

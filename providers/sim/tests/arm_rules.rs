@@ -89,6 +89,172 @@ async fn put_fills_read_only_fields_and_reports_created_then_replaced() {
 }
 
 #[tokio::test]
+async fn regression_a_re_created_public_ip_gets_a_new_address_and_an_update_keeps_it() {
+    let sim = base().await;
+    let other = id("publicIPAddresses/other");
+    let body = json!({"location": "westeurope", "sku": {"name": "Standard"}});
+    let created = sim.put(&other, body.clone()).await.unwrap();
+    let address = created["properties"]["ipAddress"].clone();
+    assert!(address.is_string(), "{created}");
+    let pip = sim.get_now(&id("publicIPAddresses/pip")).unwrap();
+    assert_ne!(pip["properties"]["ipAddress"], address, "two public IPs never share an address");
+
+    // An update keeps the address, whatever the body says.
+    let mut tagged = body.clone();
+    tagged["tags"] = json!({"a": "1"});
+    tagged["properties"] = json!({"ipAddress": "1.2.3.4"});
+    assert_eq!(sim.put(&other, tagged).await.unwrap()["properties"]["ipAddress"], address);
+
+    // Deleted and created again under the same id: ARM allocates another address.
+    sim.delete(&other).await.unwrap();
+    let again = sim.put(&other, body).await.unwrap();
+    assert!(again["properties"]["ipAddress"].is_string());
+    assert_ne!(again["properties"]["ipAddress"], address);
+}
+
+/// Microsoft's example responses (azure-rest-api-specs, specification/network/Network.Management/
+/// examples/2025-03-01/: PublicIpAddressCreateDefaults.json, PublicIpAddressCreateCustomizedValues.json,
+/// VirtualNetworkCreate.json) and what ARM documents as defaults.
+#[tokio::test]
+async fn regression_put_answers_with_the_defaults_and_normal_forms_arm_adds() {
+    let sim = ArmSim::in_memory("sub-1");
+    let rg = sim.put(RG, json!({"location": "West Europe"})).await.unwrap();
+    assert_eq!(rg["location"], json!("westeurope"), "ARM answers the location in its normal form");
+
+    let vnet = sim
+        .put(
+            &id("virtualNetworks/vnet"),
+            json!({"location": "WestEurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(vnet["location"], json!("westeurope"));
+    assert_eq!(vnet["properties"]["enableDdosProtection"], json!(false));
+    assert_eq!(vnet["properties"]["virtualNetworkPeerings"], json!([]));
+
+    let subnet = sim.put(&id("virtualNetworks/vnet/subnets/a"), subnet_body(json!({}))).await.unwrap();
+    assert_eq!(subnet["properties"]["privateEndpointNetworkPolicies"], json!("Disabled"));
+    assert_eq!(subnet["properties"]["privateLinkServiceNetworkPolicies"], json!("Enabled"));
+
+    let rt = sim.put(&id("routeTables/rt"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(rt["properties"]["disableBgpRoutePropagation"], json!(false));
+
+    let basic = sim.put(&id("publicIPAddresses/basic"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(basic["sku"], json!({"name": "Basic"}));
+    assert_eq!(basic["properties"]["publicIPAllocationMethod"], json!("Dynamic"));
+    assert_eq!(basic["properties"]["publicIPAddressVersion"], json!("IPv4"));
+    assert_eq!(basic["properties"]["idleTimeoutInMinutes"], json!(4));
+
+    let standard = sim
+        .put(&id("publicIPAddresses/std"), json!({"location": "westeurope", "sku": {"name": "Standard"}}))
+        .await
+        .unwrap();
+    assert_eq!(standard["sku"], json!({"name": "Standard", "tier": "Regional"}));
+    assert_eq!(standard["properties"]["publicIPAllocationMethod"], json!("Static"));
+
+    let nat = sim.put(&id("natGateways/nat"), json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(nat["properties"]["idleTimeoutInMinutes"], json!(4));
+    assert_eq!(nat["sku"], json!({"name": "Standard"}));
+
+    // What a body says is kept; a GET shows the same as the PUT answered.
+    let custom = sim
+        .put(&id("natGateways/custom"), json!({"location": "westeurope", "properties": {"idleTimeoutInMinutes": 10}}))
+        .await
+        .unwrap();
+    assert_eq!(custom["properties"]["idleTimeoutInMinutes"], json!(10));
+    assert_eq!(sim.get(&id("natGateways/nat")).await.unwrap().unwrap(), nat);
+}
+
+/// ARM's answers when a NIC, load balancer or VM still uses what is deleted (codes and messages as
+/// Azure returns them: `InUseSubnetCannotBeDeleted`, `PublicIPAddressCannotBeDeleted`, `NicInUse`).
+#[tokio::test]
+async fn regression_a_nic_load_balancer_or_vm_blocks_deleting_what_it_uses() {
+    let sim = base().await;
+    let subnet = id("virtualNetworks/vnet/subnets/a");
+    sim.put(&subnet, subnet_body(json!({}))).await.unwrap();
+    for ip in ["nic-ip", "lb-ip"] {
+        sim.put(
+            &id(&format!("publicIPAddresses/{ip}")),
+            json!({"location": "westeurope", "sku": {"name": "Standard"}}),
+        )
+        .await
+        .unwrap();
+    }
+    let nic = id("networkInterfaces/nic");
+    sim.put(
+        &nic,
+        json!({"location": "westeurope", "properties": {"ipConfigurations": [{"name": "ipconfig1", "properties": {
+            "subnet": {"id": subnet}, "publicIPAddress": {"id": id("publicIPAddresses/nic-ip")}}}]}}),
+    )
+    .await
+    .unwrap();
+    let lb = id("loadBalancers/lb");
+    sim.put(
+        &lb,
+        json!({"location": "westeurope", "properties": {"frontendIPConfigurations": [{"name": "fe", "properties": {
+            "publicIPAddress": {"id": id("publicIPAddresses/lb-ip")}}}]}}),
+    )
+    .await
+    .unwrap();
+    let vm = format!("{RG}/providers/Microsoft.Compute/virtualMachines/vm");
+    sim.put(
+        &vm,
+        json!({"location": "westeurope", "properties": {"networkProfile": {"networkInterfaces": [{"id": nic}]}}}),
+    )
+    .await
+    .unwrap();
+
+    let refused = |e: CloudError| rejected(e);
+    let (status, code, message) = refused(sim.delete(&subnet).await.unwrap_err());
+    assert_eq!((status, code.as_str()), (400, "InUseSubnetCannotBeDeleted"));
+    assert!(message.starts_with("Subnet a is in use by "), "{message}");
+    assert!(message.contains(&format!("{nic}/ipConfigurations/ipconfig1")), "{message}");
+    assert!(message.contains("aka.ms/deletesubnet"), "{message}");
+    let (_, code, _) = refused(sim.delete(&id("virtualNetworks/vnet")).await.unwrap_err());
+    assert_eq!(code, "InUseSubnetCannotBeDeleted", "the VNet takes its subnets with it");
+    let (_, code, message) = refused(sim.delete(&id("publicIPAddresses/nic-ip")).await.unwrap_err());
+    assert_eq!(code, "PublicIPAddressCannotBeDeleted");
+    assert!(message.contains(&format!("still allocated to resource {nic}/ipConfigurations/ipconfig1")), "{message}");
+    let (_, code, message) = refused(sim.delete(&id("publicIPAddresses/lb-ip")).await.unwrap_err());
+    assert_eq!(code, "PublicIPAddressCannotBeDeleted");
+    assert!(message.contains(&format!("{lb}/frontendIPConfigurations/fe")), "{message}");
+    let (_, code, message) = refused(sim.delete(&nic).await.unwrap_err());
+    assert_eq!(code, "NicInUse");
+    assert!(message.contains(&vm), "{message}");
+    assert!(sim.get_now(&subnet).is_some() && sim.get_now(&nic).is_some());
+
+    // In the right order, everything goes.
+    sim.delete(&vm).await.unwrap();
+    sim.delete(&nic).await.unwrap();
+    sim.delete(&subnet).await.unwrap();
+    sim.delete(&id("publicIPAddresses/nic-ip")).await.unwrap();
+    sim.delete(&lb).await.unwrap();
+    sim.delete(&id("publicIPAddresses/lb-ip")).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_resource_group_goes_with_the_nics_load_balancers_and_vms_in_it() {
+    let sim = base().await;
+    let subnet = id("virtualNetworks/vnet/subnets/a");
+    sim.put(&subnet, subnet_body(json!({}))).await.unwrap();
+    let nic = id("networkInterfaces/nic");
+    sim.put(
+        &nic,
+        json!({"location": "westeurope", "properties": {"ipConfigurations": [{"name": "ipconfig1", "properties": {"subnet": {"id": subnet}}}]}}),
+    )
+    .await
+    .unwrap();
+    sim.put(
+        &format!("{RG}/providers/Microsoft.Compute/virtualMachines/vm"),
+        json!({"location": "westeurope", "properties": {"networkProfile": {"networkInterfaces": [{"id": nic}]}}}),
+    )
+    .await
+    .unwrap();
+    sim.delete(RG).await.unwrap();
+    assert!(sim.get_now(&nic).is_none());
+}
+
+#[tokio::test]
 async fn put_replaces_the_whole_resource() {
     let sim = base().await;
     let rt = id("routeTables/rt");
@@ -101,7 +267,7 @@ async fn put_replaces_the_whole_resource() {
         .unwrap();
     let second = sim.put(&rt, json!({"location": "westeurope", "tags": {"b": "2"}})).await.unwrap();
     assert_eq!(second["tags"], json!({"b": "2"}));
-    assert!(second["properties"].get("disableBgpRoutePropagation").is_none());
+    assert_eq!(second["properties"]["disableBgpRoutePropagation"], json!(false), "left out: ARM's default again");
     assert_ne!(first["etag"], second["etag"]);
     assert_eq!(sim.get_now(&rt).unwrap(), second);
 }

@@ -67,3 +67,23 @@ async fn writes_and_world_survive_reopen() {
     assert_eq!(sim.subscription(), "other");
     assert!(sim.get(RG).await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn regression_public_ip_addresses_are_not_handed_out_again_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let pip = format!("{RG}/providers/Microsoft.Network/publicIPAddresses/egress");
+    let body = json!({"location": "westeurope", "sku": {"name": "Standard"}});
+    let first = {
+        let db = open_db(dir.path());
+        let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+        sim.put(RG, json!({"location": "westeurope"})).await.unwrap();
+        let created = sim.put(&pip, body.clone()).await.unwrap();
+        sim.delete(&pip).await.unwrap();
+        created["properties"]["ipAddress"].clone()
+    };
+    let db = open_db(dir.path());
+    let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+    let again = sim.put(&pip, body).await.unwrap();
+    assert!(again["properties"]["ipAddress"].is_string());
+    assert_ne!(again["properties"]["ipAddress"], first, "a re-created public IP gets a new address");
+}

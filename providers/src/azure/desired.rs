@@ -18,6 +18,12 @@ use trellis_plans::{Check, Detach, Kind, Ownership};
 const TAG_MANAGED_BY: &str = "managed-by-gardener";
 const TAG_SHOOT_NAME: &str = "gardener-shoot-name";
 
+/// ARM's idle timeout of a NAT gateway written without one (minutes). Upstream leaves the timeout out
+/// when `natGateway.idleConnectionTimeoutMinutes` is not set, so Azure applies this default (and a PUT
+/// without it resets a timeout set before): the desired value, or the live default would be a
+/// perpetual update to "absent".
+pub const NAT_IDLE_TIMEOUT_DEFAULT: i32 = 4;
+
 /// One NAT gateway the configuration asks for (single-subnet layout or one zone).
 #[derive(Clone, Debug)]
 pub struct NatPlan {
@@ -193,7 +199,7 @@ fn subnet_res(ctx: &Ctx, vnet_rg: &str, vnet_name: &str, name: &str) -> Resource
 pub(super) fn resource_group(ctx: &Ctx) -> Desired {
     Desired::Managed(ManagedSpec {
         res: rg_res(ctx),
-        patch: json!({"location": ctx.region}),
+        patch: json!({"location": names::arm_location(&ctx.region)}),
         force_new: vec![],
         depends_on: vec![],
         why: "the cluster resource group, managed in both modes (upstream task `ensure resource group`)".to_string(),
@@ -244,7 +250,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
         out.push(Desired::Managed(ManagedSpec {
             res: vnet_res.clone(),
             patch: json!({
-                "location": ctx.region,
+                "location": names::arm_location(&ctx.region),
                 "properties": {
                     "addressSpace": {"addressPrefixes": [cidr]},
                     "enableDdosProtection": ddos.is_some(),
@@ -275,7 +281,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     );
     out.push(Desired::Managed(ManagedSpec {
         res: rt.clone(),
-        patch: json!({"location": ctx.region}),
+        patch: json!({"location": names::arm_location(&ctx.region)}),
         force_new: vec![],
         depends_on: vec![rg.address.clone()],
         why: "the worker route table, created empty; the CCM writes per-node routes into it (upstream task `ensure route table`)".to_string(),
@@ -285,7 +291,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     let nsg = res(Kind::NetworkSecurityGroup, tn, &nsg_name, names::resource_id(&ctx.sub, tn, rtype::NSG, &nsg_name));
     out.push(Desired::Managed(ManagedSpec {
         res: nsg.clone(),
-        patch: json!({"location": ctx.region}),
+        patch: json!({"location": names::arm_location(&ctx.region)}),
         force_new: vec![],
         depends_on: vec![rg.address.clone()],
         why: "the worker NSG, created empty; the CCM and bastion controller write rules into it (upstream task `ensure security group`)".to_string(),
@@ -448,7 +454,7 @@ fn nat_gateway(
         out.push(Desired::Managed(ManagedSpec {
             res: ip,
             patch: json!({
-                "location": ctx.region,
+                "location": names::arm_location(&ctx.region),
                 "sku": {"name": nat.sku, "tier": "Regional"},
                 "zones": zones,
                 "tags": {TAG_MANAGED_BY: "true", TAG_SHOOT_NAME: tn},
@@ -479,11 +485,11 @@ fn nat_gateway(
     out.push(Desired::Managed(ManagedSpec {
         res: nat_res,
         patch: json!({
-            "location": ctx.region,
+            "location": names::arm_location(&ctx.region),
             "sku": {"name": nat.sku},
             "zones": zones,
             "properties": {
-                "idleTimeoutInMinutes": nat.idle_timeout,
+                "idleTimeoutInMinutes": nat.idle_timeout.unwrap_or(NAT_IDLE_TIMEOUT_DEFAULT),
                 "publicIpAddresses": ips,
             },
         }),

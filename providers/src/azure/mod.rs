@@ -276,7 +276,7 @@ pub async fn plan(
     }
     let desired = desired::desired(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure desired"))?;
     let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
-    let artifacts = render::artifacts(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure render"))?;
+    let artifacts = render::artifacts(cfg, &ctx, &observed, &nodes).map_err(|e| e.in_stage("azure render"))?;
     warnings.extend(warnings::warnings(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure warnings"))?);
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
     Ok(Planned { plan, last_applied: last_applied(shoot), memory })
@@ -322,7 +322,7 @@ pub async fn artifacts_after_apply(
     let (ids, _) =
         desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure discovery round 2"))?;
     observed.fetch(cloud, retry, &ids, &[]).await?;
-    Ok(render::artifacts(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure render"))?)
+    Ok(render::artifacts(cfg, &ctx, &observed, &[]).map_err(|e| e.in_stage("azure render"))?)
 }
 
 /// Plans the deletion of one Azure shoot (upstream delete graph). Reads only.

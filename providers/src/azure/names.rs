@@ -18,6 +18,13 @@ pub mod rtype {
     pub const IDENTITY: &str = "Microsoft.ManagedIdentity/userAssignedIdentities";
 }
 
+/// A region as ARM answers it: lowercase, without spaces (`West Europe` → `westeurope`). Managed
+/// resources are written with this spelling, so a region configured in another spelling is not a
+/// perpetual update of every resource's `location`.
+pub fn arm_location(region: &str) -> String {
+    region.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase()
+}
+
 /// `<tn>-workers`, the managed NSG.
 pub fn nsg_name(tn: &str) -> String {
     format!("{tn}-workers")

@@ -39,7 +39,7 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Resu
     let mut errs = Vec::new();
     let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
     if let Some(location) = observed.get(&rg_id)?.and_then(|rg| rg.get("location")).and_then(Value::as_str) {
-        if !location.eq_ignore_ascii_case(&ctx.region) {
+        if !same_location(location, &ctx.region) {
             errs.push(err(
                 "upstream",
                 None,
@@ -219,8 +219,7 @@ fn cidr_rules(ctx: &Ctx, where_: &str, cidrs: &[IpNet], errs: &mut Vec<Preflight
 
 /// Location names as ARM compares them: `West Europe` is `westeurope`.
 fn same_location(a: &str, b: &str) -> bool {
-    let norm = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
-    norm(a) == norm(b)
+    names::arm_location(a) == names::arm_location(b)
 }
 
 /// The VNet must be in the shoot's region: the shoot's machines (and in managed mode its route table,

@@ -12,16 +12,22 @@ use super::Ctx;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use trellis_planner::discover::{NotFetched, Observed};
-use trellis_plans::{Artifacts, CloudProviderConfig, ConfigFormat};
+use trellis_plans::{Action, Artifacts, CloudProviderConfig, ConfigFormat, Node};
 
 /// Shown where a value only exists after apply (a public IP's address).
 pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
 /// Stands in for credentials: trellis never reads or prints secrets.
 pub const FROM_SECRET: &str = "(from the shoot's cloudprovider secret)";
 
-/// The artifacts of the shoot. Reads the identity, the BYO subnet's associations and the NAT public
-/// IPs, all of which discovery must have fetched.
-pub fn artifacts(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Artifacts, NotFetched> {
+/// The artifacts after this plan is applied. Reads the identity, the BYO subnet's associations and the
+/// NAT public IPs, all of which discovery must have fetched. `nodes` are the plan's nodes (none after an
+/// apply): a resource the plan replaces shows the values ARM assigns on create as known after apply.
+pub fn artifacts(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+    nodes: &[Node],
+) -> Result<Artifacts, NotFetched> {
     let status = status(cfg, ctx, observed)?;
     let outbound = outbound_access_type(cfg, ctx);
     let mut ccm_flags = BTreeMap::new();
@@ -29,7 +35,7 @@ pub fn artifacts(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> 
     Ok(Artifacts {
         cloud_provider_config: azure_json(cfg, ctx, &status),
         infrastructure_status: serde_json::to_value(&status).expect("status serialises"),
-        egress_cidrs: egress_cidrs(cfg, ctx, observed)?,
+        egress_cidrs: egress_cidrs(cfg, ctx, observed, nodes)?,
         ccm_flags,
         allow_egress: allow_egress(ctx, outbound),
     })
@@ -48,19 +54,26 @@ pub fn allow_egress(ctx: &Ctx, outbound: OutboundAccessType) -> bool {
 }
 
 /// NAT public IPs as /32; `None` in user-managed-egress mode (Gardener cannot know the user's egress).
-/// An IP looked up and absent (or without an address yet) is known after apply.
+/// An address is known only for a public IP that exists and that the plan does not replace: ARM
+/// allocates a new address to every public IP it creates. An IP looked up and absent (or without an
+/// address yet) is known after apply.
 pub fn egress_cidrs(
     cfg: &InfrastructureConfig,
     ctx: &Ctx,
     observed: &Observed,
+    nodes: &[Node],
 ) -> Result<Option<Vec<String>>, NotFetched> {
     if cfg.is_using_user_managed_egress() {
         return Ok(None);
     }
+    let replaced = |id: &str| {
+        nodes.iter().any(|n| n.action == Action::Replace && n.id.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(id)))
+    };
     let mut out = Vec::new();
     for s in layout(cfg, ctx) {
         for ip_id in s.nat.iter().flat_map(|n| n.ip_ids(ctx)) {
-            match observed.get(&ip_id)?.and_then(|ip| ip.pointer("/properties/ipAddress")).and_then(Value::as_str) {
+            let live = if replaced(&ip_id) { None } else { observed.get(&ip_id)? };
+            match live.and_then(|ip| ip.pointer("/properties/ipAddress")).and_then(Value::as_str) {
                 Some(address) => out.push(format!("{address}/32")),
                 None => out.push(KNOWN_AFTER_APPLY.to_string()),
             }
