@@ -47,8 +47,21 @@ impl Head {
 }
 
 pub(crate) fn write_head(dir: &Path, head: &Head) -> io::Result<()> {
-    fs::create_dir_all(dir.join(HEADS))?;
-    dir::write_atomic(&dir::workspace_file(dir, HEADS, &head.shoot), &dir::to_pretty(head)?)
+    write_heads(dir, std::slice::from_ref(head))
+}
+
+/// Writes the head records of one commit group (at most one per workspace), each atomically (temporary
+/// file, `fsync`, `rename`), then `fsync`s `heads/` once: when this returns, all of them are durable.
+pub(crate) fn write_heads(dir: &Path, heads: &[Head]) -> io::Result<()> {
+    if heads.is_empty() {
+        return Ok(());
+    }
+    let folder = dir.join(HEADS);
+    fs::create_dir_all(&folder)?;
+    for head in heads {
+        dir::write_synced_rename(&dir::workspace_file(dir, HEADS, &head.shoot), &dir::to_pretty(head)?)?;
+    }
+    dir::sync_dir(&folder)
 }
 
 /// Writes the backup of a workspace: the version that is about to be replaced. It is for restoring by

@@ -155,6 +155,7 @@
 #![allow(clippy::result_large_err)]
 
 mod dir;
+mod group;
 mod integrity;
 mod sled_store;
 
