@@ -408,7 +408,7 @@ impl Persist<'_> {
         };
         if changed {
             // Returns once the commit is durable; commits of other shoots made meanwhile share its flush.
-            blocking(|| self.store.commit(self.ws, self.operation)).map_err(|e| e.to_string())?;
+            blocking(|| self.store.commit(self.ws, self.operation).map_err(|e| e.to_string()))?;
         }
         Ok(())
     }
@@ -539,13 +539,13 @@ async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) ->
     let store: &dyn StateStore = ctx.store.as_ref();
     let lock = LockInfo::here(&ctx.opts.operation);
     let mut warnings = Vec::new();
-    if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock))? {
+    if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock).map_err(anyhow::Error::from))? {
         let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
         progress.message(&line);
         warnings.push(line);
     }
     let result = apply_locked(ctx, p, progress, warnings).await;
-    blocking(|| store.unlock(&shoot, &lock.id))?;
+    blocking(|| store.unlock(&shoot, &lock.id).map_err(anyhow::Error::from))?;
     result
 }
 
@@ -589,7 +589,7 @@ async fn apply_locked(
         ws.outputs = None;
         ws.last_applied = None;
         ws.memory.clear();
-        blocking(|| store.commit(&mut ws, &opts.operation))?;
+        blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
     } else if ok {
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
@@ -601,7 +601,7 @@ async fn apply_locked(
                 ws.outputs = Some(value.clone());
                 ws.last_applied = Some(p.planned.last_applied.clone());
                 ws.memory = p.planned.memory.clone();
-                blocking(|| store.commit(&mut ws, &opts.operation))?;
+                blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
                 artifacts = Some(value);
             }
             Err(e) => {
