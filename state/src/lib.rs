@@ -76,7 +76,8 @@
 //! durability. If no flush is running, it runs one at once for itself and every commit that joined;
 //! if one is running, it waits for it to end and then for the next, which the first of the waiting
 //! commits runs. One flush is sled's flush, an `fsync` of `db`, then the head record of every workspace
-//! committed in the group (each a temporary file, `fsync`, `rename`) and one `fsync` of `heads/`. A
+//! committed in the group (each a temporary file, `fsync`, `rename`; written by up to 16 threads at
+//! once, so that the file system's journal groups their `fsync`s) and one `fsync` of `heads/`. A
 //! commit returns only after the flush that covers it, so when [`StateStore::commit`] returns, the
 //! commit and its head record are durable, as without grouping. A workspace has at most one commit
 //! between its transaction and its durable head record (a second commit of the same workspace waits
