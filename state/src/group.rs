@@ -97,7 +97,11 @@ impl Group {
                 st.collecting += 1;
                 st.flushing = true;
                 drop(st);
-                let result = flush(&heads);
+                // A panic in the flush would leave `flushing` set and every later commit waiting.
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush(&heads))).unwrap_or_else(|_| {
+                        Err("writing the state dir to disk failed unexpectedly; plan and apply again".to_string())
+                    });
                 st = self.lock();
                 st.flushing = false;
                 st.done = mine + 1;
@@ -119,6 +123,14 @@ mod tests {
 
     fn head(shoot: &str) -> Head {
         Head { shoot: shoot.into(), lineage: "l".into(), serial: 1, checksum: "c".into() }
+    }
+
+    #[test]
+    fn a_flush_that_panics_is_an_error_and_later_commits_go_on() {
+        let group = Group::default();
+        let failed = group.durable(Some(head("a")), |_| panic!("boom"));
+        assert!(failed.is_err_and(|e| e.contains("failed unexpectedly")));
+        assert_eq!(group.durable(Some(head("a")), |_| Ok(())), Ok(()));
     }
 
     #[test]
