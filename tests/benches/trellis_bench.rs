@@ -15,8 +15,8 @@
 //!    `/usr/bin/time`, copies of tests/scenarios/A1-managed-no-nat/shoot.yaml, on the shared 2-core
 //!    machine under load from other builds, so figures vary by ±30 %): before group commit 200 shoots
 //!    2.6 s, 1,000 shoots 17–20 s, 2,000 shoots 30 s / 315 MiB, 10,000 shoots 93 s / 1.47 GiB; with it
-//!    1.3 s, 10–11 s, 19 s / 390 MiB, 69 s / 1.78 GiB (more memory: the shoots' tasks now run on many
-//!    threads, each with its own malloc arena).
+//!    1.3 s, 10–11 s, 19 s / 390 MiB, 69 s / 1.78 GiB (more memory, not investigated yet: the shoots' tasks
+//!    now run on many threads; per-thread malloc arenas are the likely cause).
 //!    Time grows faster than the fleet: every commit replaces two small files (head record, backup)
 //!    through a new inode, and ext4's inode allocation scans the inodes freed in the last 30 s
 //!    (`recently_deleted`), which dominates the kernel time at 1,000+ shoots.
