@@ -407,9 +407,22 @@ impl Persist<'_> {
             Action::Skip => false,
         };
         if changed {
-            self.store.commit(self.ws, self.operation).map_err(|e| e.to_string())?;
+            // Returns once the commit is durable; commits of other shoots made meanwhile share its flush.
+            blocking(|| self.store.commit(self.ws, self.operation).map_err(|e| e.to_string()))?;
         }
         Ok(())
+    }
+}
+
+/// Runs `f`, which blocks on the state store (a commit waits for the flush that makes it durable),
+/// without holding up the other shoots: on a multi-threaded runtime (the binary's) the worker thread
+/// first hands its other tasks to another thread (`block_in_place`), so the shoots' commits wait
+/// together and share a flush; on a current-thread runtime it just runs.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
@@ -422,25 +435,51 @@ pub struct ApplyOptions {
 
 /// Applies planned shoots concurrently; at most `parallelism` nodes are in flight across the whole
 /// fleet (one shared limit), so a fleet apply takes about as long as its busiest shoots, not their sum.
-/// Reports come back in plan order.
+/// Each shoot runs as its own task (at most `parallelism` shoots at a time), so that the state commits
+/// of concurrent shoots wait together and share one flush; their progress comes back here over a
+/// channel, each node's end only after its state is durable. Reports come back in plan order.
 pub async fn apply(
     session: &Session,
     plans: Vec<ShootPlan>,
     opts: &ApplyOptions,
     progress: &mut dyn Progress,
 ) -> Result<ApplyReport> {
-    use futures::StreamExt as _;
-    let limit = Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1)));
-    let shared = std::sync::Mutex::new(progress);
-    let runs = plans.into_iter().map(|p| {
-        let limit = Arc::clone(&limit);
-        let shared = &shared;
-        async move { apply_one(session, p, opts, &mut SharedProgress(shared), limit).await }
-    });
-    let results: Vec<Result<ShootReport>> =
-        futures::stream::iter(runs).buffered(opts.parallelism.max(1)).collect().await;
+    let parallelism = opts.parallelism.max(1);
+    let ctx = ApplyCtx {
+        store: Arc::clone(&session.store),
+        cloud: Arc::clone(&session.cloud),
+        retry: session.retry.clone(),
+        subscription: session.subscription(),
+        opts: opts.clone(),
+        limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
+    };
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let mut results: Vec<Option<Result<ShootReport>>> = plans.iter().map(|_| None).collect();
+    let mut waiting = plans.into_iter().enumerate();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < parallelism {
+            let Some((i, p)) = waiting.next() else { break };
+            let (ctx, mut shoot_progress) = (ctx.clone(), SendProgress(events.clone()));
+            running.spawn(async move { (i, apply_one(&ctx, p, &mut shoot_progress).await) });
+        }
+        tokio::select! {
+            biased;
+            Some(event) = received.recv() => event.show(progress),
+            joined = running.join_next() => match joined {
+                None => break,
+                Some(Ok((i, result))) => results[i] = Some(result),
+                Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Some(Err(e)) => bail!("applying a shoot was interrupted: {e}"),
+            },
+        }
+    }
+    drop(events);
+    while let Some(event) = received.recv().await {
+        event.show(progress);
+    }
     let mut report = ApplyReport { operation: opts.operation.clone(), shoots: Vec::new(), calls: Vec::new(), ok: true };
-    for shoot_report in results {
+    for shoot_report in results.into_iter().flatten() {
         let shoot_report = shoot_report?;
         report.ok &= shoot_report.ok;
         report.calls.extend(shoot_report.calls.iter().cloned());
@@ -449,58 +488,85 @@ pub async fn apply(
     Ok(report)
 }
 
-/// One progress display shared by the shoots of a fleet applied at the same time.
-struct SharedProgress<'s, 'p>(&'s std::sync::Mutex<&'p mut dyn Progress>);
+/// What applying one shoot needs from the session, owned, so that each shoot can run as its own task.
+#[derive(Clone)]
+struct ApplyCtx {
+    store: Arc<SledStore>,
+    cloud: Arc<dyn CloudWrite>,
+    retry: RetryPolicy,
+    subscription: String,
+    opts: ApplyOptions,
+    /// The fleet-wide limit of nodes in flight.
+    limit: Arc<tokio::sync::Semaphore>,
+}
 
-impl Progress for SharedProgress<'_, '_> {
-    fn start(&mut self, shoot: &str, node: &Node) {
-        self.0.lock().expect("progress lock").start(shoot, node);
-    }
-    fn finish(&mut self, shoot: &str, node: &Node, result: &NodeResult) {
-        self.0.lock().expect("progress lock").finish(shoot, node, result);
-    }
-    fn message(&mut self, line: &str) {
-        self.0.lock().expect("progress lock").message(line);
+/// A progress call of one shoot's task, shown by [`apply`] on the caller's display.
+enum ProgressEvent {
+    Start(String, Box<Node>),
+    Finish(String, Box<Node>, Box<NodeResult>),
+    Message(String),
+}
+
+impl ProgressEvent {
+    fn show(self, progress: &mut dyn Progress) {
+        match self {
+            ProgressEvent::Start(shoot, node) => progress.start(&shoot, &node),
+            ProgressEvent::Finish(shoot, node, result) => progress.finish(&shoot, &node, &result),
+            ProgressEvent::Message(line) => progress.message(&line),
+        }
     }
 }
 
-async fn apply_one(
-    session: &Session,
-    p: ShootPlan,
-    opts: &ApplyOptions,
-    progress: &mut dyn Progress,
-    limit: Arc<tokio::sync::Semaphore>,
-) -> Result<ShootReport> {
+/// The progress display of one shoot's task: every call goes to [`apply`] in order. Sending fails
+/// only when `apply` is gone, and then there is no display left to tell.
+struct SendProgress(tokio::sync::mpsc::UnboundedSender<ProgressEvent>);
+
+impl Progress for SendProgress {
+    fn start(&mut self, shoot: &str, node: &Node) {
+        let _ = self.0.send(ProgressEvent::Start(shoot.to_string(), Box::new(node.clone())));
+    }
+    fn finish(&mut self, shoot: &str, node: &Node, result: &NodeResult) {
+        let event = ProgressEvent::Finish(shoot.to_string(), Box::new(node.clone()), Box::new(result.clone()));
+        let _ = self.0.send(event);
+    }
+    fn message(&mut self, line: &str) {
+        let _ = self.0.send(ProgressEvent::Message(line.to_string()));
+    }
+}
+
+async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
     let shoot = p.planned.plan.shoot.clone();
-    let store: &dyn StateStore = session.store.as_ref();
-    let lock = LockInfo::here(&opts.operation);
+    let store: &dyn StateStore = ctx.store.as_ref();
+    let lock = LockInfo::here(&ctx.opts.operation);
     let mut warnings = Vec::new();
-    if let Acquired::BrokeStale(dead) = store.lock(&shoot, &lock)? {
+    if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock).map_err(anyhow::Error::from))? {
         let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
         progress.message(&line);
         warnings.push(line);
     }
-    let result = apply_locked(session, p, opts, progress, warnings, limit).await;
-    store.unlock(&shoot, &lock.id)?;
+    let result = apply_locked(ctx, p, progress, warnings).await;
+    blocking(|| store.unlock(&shoot, &lock.id).map_err(anyhow::Error::from))?;
     result
 }
 
 async fn apply_locked(
-    session: &Session,
+    ctx: &ApplyCtx,
     p: ShootPlan,
-    opts: &ApplyOptions,
     progress: &mut dyn Progress,
     mut warnings: Vec<String>,
-    limit: Arc<tokio::sync::Semaphore>,
 ) -> Result<ShootReport> {
     let plan = &p.planned.plan;
-    let store: &dyn StateStore = session.store.as_ref();
+    let opts = &ctx.opts;
+    let store: &dyn StateStore = ctx.store.as_ref();
     let mut ws = store.load(&plan.shoot)?.unwrap_or_else(|| Workspace::new(&plan.shoot));
     check_prior(plan, &ws)?;
-    let audited = Arc::new(Audited::new(Arc::clone(&session.cloud)));
+    let audited = Arc::new(Audited::new(Arc::clone(&ctx.cloud)));
     let cloud: Arc<dyn CloudWrite> = audited.clone();
-    let exec_opts =
-        ExecOptions { parallelism: opts.parallelism, retry: session.retry.clone(), shared_limit: Some(limit) };
+    let exec_opts = ExecOptions {
+        parallelism: opts.parallelism,
+        retry: ctx.retry.clone(),
+        shared_limit: Some(Arc::clone(&ctx.limit)),
+    };
     let results = {
         let mut persist = Persist { store, ws: &mut ws, operation: &opts.operation, progress };
         exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?
@@ -510,8 +576,8 @@ async fn apply_locked(
     let mut artifacts = None;
     let mut orphans = Vec::new();
     if ok && destroy {
-        let sub = session.subscription();
-        match azure::orphans::scan(&p.shoot, audited.as_ref(), &session.retry, &sub).await {
+        let sub = ctx.subscription.clone();
+        match azure::orphans::scan(&p.shoot, audited.as_ref(), &ctx.retry, &sub).await {
             Ok(found) => orphans = found,
             Err(e) => warnings.push(format!("{}: the orphan report could not be made: {e}", plan.shoot)),
         }
@@ -523,19 +589,19 @@ async fn apply_locked(
         ws.outputs = None;
         ws.last_applied = None;
         ws.memory.clear();
-        store.commit(&mut ws, &opts.operation)?;
+        blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
     } else if ok {
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
         // resources but not the new config, so the next apply re-reads and records it.
-        let sub = session.subscription();
-        match azure::artifacts_after_apply(&p.shoot, &p.planned.memory, audited.as_ref(), &session.retry, &sub).await {
+        let sub = ctx.subscription.clone();
+        match azure::artifacts_after_apply(&p.shoot, &p.planned.memory, audited.as_ref(), &ctx.retry, &sub).await {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;
                 ws.outputs = Some(value.clone());
                 ws.last_applied = Some(p.planned.last_applied.clone());
                 ws.memory = p.planned.memory.clone();
-                store.commit(&mut ws, &opts.operation)?;
+                blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
                 artifacts = Some(value);
             }
             Err(e) => {

@@ -131,7 +131,8 @@ pub(crate) fn write_marker(dir: &Path) -> io::Result<()> {
 /// Writes `bytes` to `path` so that a reader (or a crash, or a power loss) sees either the old or the
 /// new content: a temporary file beside it, `fsync`, `rename`, `fsync` of the directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via_rename(path, bytes, true)
+    write_via_rename(path, bytes, true)?;
+    sync_dir(parent_of(path))
 }
 
 /// Like [`write_atomic`] without the `fsync`s: a reader or a killed process sees the old or the new
@@ -140,11 +141,22 @@ pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_via_rename(path, bytes, false)
 }
 
+/// The first half of [`write_atomic`], for writing several files of one directory and syncing the
+/// directory once ([`sync_dir`]): a temporary file beside `path`, `fsync`, `rename`. Until the directory
+/// is synced, a power loss may bring back the old content.
+pub(crate) fn write_synced_rename(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_rename(path, bytes, true)
+}
+
+/// `fsync` of a directory: the renames done in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
 fn write_via_rename(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(".tmp");
-    let tmp = parent.join(tmp_name);
+    let tmp = parent_of(path).join(tmp_name);
     {
         let mut file = File::create(&tmp)?;
         file.write_all(bytes)?;
@@ -152,11 +164,11 @@ fn write_via_rename(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
             file.sync_all()?;
         }
     }
-    fs::rename(&tmp, path)?;
-    if durable {
-        File::open(parent)?.sync_all()?;
-    }
-    Ok(())
+    fs::rename(&tmp, path)
+}
+
+fn parent_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 pub(crate) fn to_pretty<T: Serialize>(value: &T) -> io::Result<Vec<u8>> {

@@ -47,9 +47,42 @@ impl Head {
 }
 
 pub(crate) fn write_head(dir: &Path, head: &Head) -> io::Result<()> {
-    fs::create_dir_all(dir.join(HEADS))?;
-    dir::write_atomic(&dir::workspace_file(dir, HEADS, &head.shoot), &dir::to_pretty(head)?)
+    write_heads(dir, std::slice::from_ref(head))
 }
+
+/// Writes the head records of one commit group (at most one per workspace), each atomically (temporary
+/// file, `fsync`, `rename`), then `fsync`s `heads/` once: when this returns, all of them are durable.
+pub(crate) fn write_heads(dir: &Path, heads: &[Head]) -> io::Result<()> {
+    if heads.is_empty() {
+        return Ok(());
+    }
+    let folder = dir.join(HEADS);
+    fs::create_dir_all(&folder)?;
+    let files = heads
+        .iter()
+        .map(|head| Ok((dir::workspace_file(dir, HEADS, &head.shoot), dir::to_pretty(head)?)))
+        .collect::<io::Result<Vec<_>>>()?;
+    if let [(path, bytes)] = files.as_slice() {
+        dir::write_synced_rename(path, bytes)?;
+    } else {
+        // The file systems' journals group `fsync`s that run at the same time, so the files of a
+        // group are written by threads of their own (a few per thread) and synced together.
+        let per_thread = files.len().div_ceil(MAX_SYNC_THREADS);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = files
+                .chunks(per_thread)
+                .map(|chunk| {
+                    s.spawn(move || chunk.iter().try_for_each(|(path, bytes)| dir::write_synced_rename(path, bytes)))
+                })
+                .collect();
+            writers.into_iter().try_for_each(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        })?;
+    }
+    dir::sync_dir(&folder)
+}
+
+/// At most this many threads write the head records of one group.
+const MAX_SYNC_THREADS: usize = 16;
 
 /// Writes the backup of a workspace: the version that is about to be replaced. It is for restoring by
 /// hand (`trellis state push`), not part of the integrity check, so it is replaced atomically but not

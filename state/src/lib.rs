@@ -56,7 +56,7 @@
 //!
 //! Design invariant 4 says that killing trellis at any moment loses nothing. sled 0.34.7 writes to its
 //! log in memory and flushes it every 500 ms in the background, so every commit, lock and unlock ends
-//! with [`SledStore::flush`] before returning. Its caveats, and what this crate does about them:
+//! with a flush ([`SledStore::flush`]) before returning. Its caveats, and what this crate does about them:
 //!
 //! * sled's `Db::flush` writes the log to the file but syncs it with `sync_file_range(2)`, which does
 //!   not persist file metadata (sled issue #1452, "Data is not written durably"); only sled's background
@@ -69,6 +69,22 @@
 //! * sled describes itself as beta and its on-disk format may change before 1.0; open reports of
 //!   corruption after unclean shutdowns exist (#1533, #1509). Damage is detected (see "Integrity"), not
 //!   repaired: keep a backup of the state dir.
+//!
+//! **Group commit.** A flush makes durable everything written to sled before it, whoever wrote it, so
+//! commits made at the same time (the shoots of a fleet apply each commit after every node, from
+//! their own threads) share one: a commit stores its version in a sled transaction, then waits for
+//! durability. If no flush is running, it runs one at once for itself and every commit that joined;
+//! if one is running, it waits for it to end and then for the next, which the first of the waiting
+//! commits runs. One flush is sled's flush, an `fsync` of `db`, then the head record of every workspace
+//! committed in the group (each a temporary file, `fsync`, `rename`; written by up to 16 threads at
+//! once, so that the file system's journal groups their `fsync`s) and one `fsync` of `heads/`. A
+//! commit returns only after the flush that covers it, so when [`StateStore::commit`] returns, the
+//! commit and its head record are durable, as without grouping. A workspace has at most one commit
+//! between its transaction and its durable head record (a second commit of the same workspace waits
+//! before its transaction), so the crash rule below holds per workspace whatever a group holds; a kill
+//! in the middle of a group's head writes leaves each workspace's head at its new version or the one
+//! right before it. A failed flush fails every commit of its group. Locks and unlocks take part in
+//! groups too (without a head record). A lone commit costs what it did: one flush, its head.
 //!
 //! # State dir
 //!
@@ -101,7 +117,8 @@
 //!
 //! * **Head records and checksums.** Every commit writes, after the database commit and its flush, the
 //!   workspace's head record (lineage, serial, `sha256:` of the stored JSON), atomically and durably
-//!   (temporary file, `fsync`, `rename`, `fsync` of the directory). The commit's [`HistoryEntry`],
+//!   (temporary file, `fsync`, `rename`, `fsync` of the directory — once for all the head records of a
+//!   commit group, see "Durability"). The commit's [`HistoryEntry`],
 //!   stored in the same sled transaction as the workspace, names the checksum of the version it stored
 //!   and of the version it replaced. Every open checks every stored workspace against its head record.
 //!   A kill between the database commit and the head write leaves the head naming the version before;
@@ -135,8 +152,8 @@
 //! reported when it is read; history entries are checked only as the link described above), and after
 //! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
 //! the seal compares content, so opening reads sled's files once more, and a run that changed them reads
-//! them twice more and opens sled a second time at its end; every commit adds a durable head write
-//! (two `fsync`s and a `rename`) and a backup write.
+//! them twice more and opens sled a second time at its end; every commit adds a head write (an
+//! `fsync` and a `rename`, plus one `fsync` of `heads/` per commit group) and a backup write.
 //!
 //! # Storage layout (sled backend)
 //!
@@ -155,6 +172,7 @@
 #![allow(clippy::result_large_err)]
 
 mod dir;
+mod group;
 mod integrity;
 mod sled_store;
 

@@ -2,6 +2,7 @@
 //! the lock model, the durability model and the integrity checks).
 
 use crate::dir::{self, Contents, DirLock, Seal, HOLDER_FILE, VERIFY};
+use crate::group::Group;
 use crate::integrity::{self, Head, Stored};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
@@ -28,6 +29,8 @@ pub struct SledStore {
     // Declared before `guard`: the sled handles are dropped first, then the guard seals and unlocks.
     h: Handles,
     guard: Guard,
+    /// Groups concurrent commits into one flush (see the crate docs, "Durability").
+    group: Group,
 }
 
 /// sled's handles on the database.
@@ -70,7 +73,7 @@ impl SledStore {
     /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
     /// open and they are not sealed (the next open then verifies them on a copy first).
     pub fn close(self) -> Result<(), StateError> {
-        let SledStore { h, mut guard } = self;
+        let SledStore { h, mut guard, .. } = self;
         drop(h);
         guard.finish(Finish::Close)
     }
@@ -81,7 +84,7 @@ impl SledStore {
     /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
     pub fn discard(self) -> Result<(), StateError> {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
-        let SledStore { h, mut guard } = self;
+        let SledStore { h, mut guard, .. } = self;
         drop(h);
         guard.finish(if unused { Finish::Discard } else { Finish::Close })
     }
@@ -96,11 +99,26 @@ impl SledStore {
             .map_err(|e| self.io_error(&format!("opening tree `{name}`"), e))
     }
 
-    /// Writes everything to disk: sled's `flush` (its log to the file), then an `fsync` of the file.
+    /// Writes everything written so far to disk: sled's `flush` (its log to the file), then an `fsync`
+    /// of the file. Calls from several threads at once share one flush (see [`SledStore::make_durable`]).
     pub fn flush(&self) -> Result<(), StateError> {
-        self.h.db.flush().map_err(|e| self.io_error("flushing", e))?;
-        self.h.db_file.sync_all().map_err(|e| self.io_error("syncing", e))?;
-        Ok(())
+        self.make_durable(None)
+    }
+
+    /// Returns once everything written to sled before the call, and `head` (the head record of a
+    /// version just stored), are durable. Concurrent callers are grouped: one flush of the database and
+    /// one write of the group's head records covers all of them (see the crate docs, "Durability").
+    fn make_durable(&self, head: Option<Head>) -> Result<(), StateError> {
+        self.group.durable(head, |heads| self.flush_group(heads)).map_err(StateError::Io)
+    }
+
+    /// One group's flush: sled's flush, `fsync` of `db`, then the group's head records.
+    fn flush_group(&self, heads: &[Head]) -> Result<(), String> {
+        let dir = self.dir().display();
+        self.h.db.flush().map_err(|e| format!("flushing state dir {dir}: {}", e.words()))?;
+        self.h.db_file.sync_all().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
+        integrity::write_heads(self.dir(), heads)
+            .map_err(|e| format!("writing a head record into state dir {dir}: {e}"))
     }
 
     fn dir(&self) -> &Path {
@@ -177,11 +195,10 @@ impl SledStore {
         }
     }
 
-    /// After [`SledStore::store_version`]: makes the commit durable, then writes its head record.
+    /// After [`SledStore::store_version`]: makes the commit durable, then writes its head record (both
+    /// shared with the commits of other workspaces made at the same time).
     fn seal_version(&self, next: &Workspace, stored: &[u8]) -> Result<(), StateError> {
-        self.flush()?;
-        integrity::write_head(self.dir(), &Head::of(next, stored))
-            .map_err(|e| self.io_error("writing a head record into", e))
+        self.make_durable(Some(Head::of(next, stored)))
     }
 }
 
@@ -302,7 +319,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
     match opened {
         Ok(h) => {
             guard.seal_on_close = true;
-            Ok(Some(SledStore { h, guard }))
+            Ok(Some(SledStore { h, guard, group: Group::default() }))
         }
         Err(e) => {
             // A fresh dir is removed again; anything else is left exactly as it was (never sealed).
@@ -497,6 +514,8 @@ impl StateStore for SledStore {
         let expected = ws.serial;
         let lineage = ws.lineage.as_str();
         let mut next = ws.clone();
+        // One commit of a workspace at a time, from its transaction until its head record is durable.
+        let _taken = self.group.begin(shoot);
         next.serial = expected.checked_add(1).ok_or_else(|| StateError::Corrupt {
             shoot: shoot.to_string(),
             detail: "its serial cannot be incremented any further".to_string(),
@@ -555,6 +574,7 @@ impl StateStore for SledStore {
             .checked_add(1)
             .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
         let expected = current.as_ref().map(|s| (s.lineage.clone(), s.serial));
+        let _taken = self.group.begin(shoot);
         let stored = self.store_version(&next, "push", |stored| match (stored, &expected) {
             (None, None) => Ok(()),
             (Some(s), Some((lineage, serial))) if &s.lineage == lineage && s.serial == *serial => Ok(()),
