@@ -506,19 +506,24 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     if args.plan.is_some() && !args.inputs.files.is_empty() {
         bail!("pass either a plan file or -f manifests, not both: a saved plan carries its own manifests");
     }
-    let session = open(&args.inputs.env, "apply")?;
-    let result = apply_in(&session, &args).await;
-    session.finish(result)
-}
-
-async fn apply_in(session: &Session, args: &ApplyArgs) -> Result<u8> {
-    let plans = match &args.plan {
+    // A plan file is read and checked before the state is opened: a bad file touches nothing.
+    let saved = match &args.plan {
         Some(path) => {
             let saved = read_plan(path)?;
             check_pinned(&saved, &args.digest)?;
             let shoots = ops::shoots_from_plan(&saved)?;
-            ops::check_saved_plan(session, &saved, shoots, false).await?
+            Some((saved, shoots))
         }
+        None => None,
+    };
+    let session = open(&args.inputs.env, "apply")?;
+    let result = apply_in(&session, &args, saved).await;
+    session.finish(result)
+}
+
+async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, Vec<ops::ShootInput>)>) -> Result<u8> {
+    let plans = match saved {
+        Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
         None => {
             let shoots = ops::load_shoots(&args.inputs.files)?;
             let plans = ops::plan_fleet(session, shoots, false).await?;

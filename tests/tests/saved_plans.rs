@@ -34,9 +34,10 @@ async fn refused(s: &Scenario, set: &PlanSet) -> Option<String> {
     ops::check_saved_plan(&s.session, &set, shoots, false).await.err().map(|e| format!("{e:#}"))
 }
 
+/// The plan of the scenario's `shoot.yaml`, as `trellis plan --out` saves it (with its manifest).
 async fn saved(s: &Scenario) -> PlanSet {
-    let mut plan = s.plan().await.unwrap();
-    plan.source.as_mut().expect("plans carry their manifest");
+    let plan = s.plan().await.unwrap();
+    assert!(plan.source.is_some(), "plans carry their manifest");
     PlanSet::new(vec![plan])
 }
 
@@ -156,7 +157,7 @@ async fn regression_saved_plan_survives_a_runtime_writer_that_changes_no_planned
     let report = s.apply().await.unwrap();
     assert!(report.ok);
     // A plan is saved, then the CCM adds a LoadBalancer Service's NSG rule and a route.
-    let updated = saved_from(&s, "shoot.yaml").await;
+    let updated = saved(&s).await;
     let artifacts = report.shoots[0].artifacts.clone().unwrap();
     let values = artifacts["cloud_provider_config"]["values"].as_object().unwrap().clone();
     let cloud: Arc<dyn CloudWrite> = Arc::new(s.sim().clone());
@@ -174,7 +175,7 @@ async fn regression_saved_plan_survives_a_runtime_writer_that_changes_no_planned
 async fn regression_saved_plan_goes_stale_when_a_planned_node_changes() {
     let s = Scenario::new("A1");
     assert!(s.apply().await.unwrap().ok);
-    let set = saved_from(&s, "shoot.yaml").await;
+    let set = saved(&s).await;
     // Someone deletes the managed subnet: the plan would now have to create it.
     let subnet = set.plans[0].nodes.iter().find(|n| n.kind == trellis_plans::Kind::Subnet).unwrap().clone();
     s.sim().delete(subnet.id.as_deref().unwrap()).await.unwrap();
@@ -187,8 +188,4 @@ async fn regression_saved_plan_goes_stale_when_a_planned_node_changes() {
         )),
         "{msg}"
     );
-}
-
-async fn saved_from(s: &Scenario, file: &str) -> PlanSet {
-    PlanSet::new(vec![s.plan_file(file).await.unwrap()])
 }
