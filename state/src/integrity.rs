@@ -46,10 +46,6 @@ impl Head {
     }
 }
 
-pub(crate) fn write_head(dir: &Path, head: &Head) -> io::Result<()> {
-    write_heads(dir, std::slice::from_ref(head))
-}
-
 /// Writes the head records of one commit group (at most one per workspace), each atomically (temporary
 /// file, `fsync`, `rename`), then `fsync`s `heads/` once: when this returns, all of them are durable.
 pub(crate) fn write_heads(dir: &Path, heads: &[Head]) -> io::Result<()> {

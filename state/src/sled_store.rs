@@ -446,10 +446,15 @@ fn adopt(dir: &Path) -> Result<Handles, StateError> {
     let h = open_handles(dir, db)?;
     let write_error =
         |what: &str, e: std::io::Error| StateError::Io(format!("{what} state dir {}: {e}", dir.display()));
-    for (shoot, stored) in read_stored(dir, &h.workspaces, None)? {
-        let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot: shoot.clone(), detail })?;
-        integrity::write_head(dir, &Head::of(&ws, &stored.raw)).map_err(|e| write_error("adopting", e))?;
-    }
+    let heads = read_stored(dir, &h.workspaces, None)?
+        .into_iter()
+        .map(|(shoot, stored)| {
+            let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
+            Ok(Head::of(&ws, &stored.raw))
+        })
+        .collect::<Result<Vec<_>, StateError>>()?;
+    // One group, as a commit group is written: one `fsync` of `heads/` for all of them.
+    integrity::write_heads(dir, &heads).map_err(|e| write_error("adopting", e))?;
     dir::write_marker(dir).map_err(|e| write_error("adopting", e))?;
     Ok(h)
 }
