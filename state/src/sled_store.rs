@@ -173,11 +173,12 @@ impl SledStore {
 
         let outcome = (&self.h.workspaces, &self.h.history).transaction(|(workspaces, history)| {
             // The version the history entry names as replaced must be the one replaced.
-            if workspaces.get(shoot.as_bytes())? != raw {
-                let stored = match workspaces.get(shoot.as_bytes())? {
-                    Some(now) => Some(parse_workspace(shoot, &now).map_err(ConflictableTransactionError::Abort)?),
-                    None => None,
-                };
+            let now = workspaces.get(shoot.as_bytes())?;
+            if now != raw {
+                let stored = now
+                    .map(|now| parse_workspace(shoot, &now))
+                    .transpose()
+                    .map_err(ConflictableTransactionError::Abort)?;
                 check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
                 return Err(ConflictableTransactionError::Abort(StateError::Conflict {
                     shoot: shoot.to_string(),
