@@ -176,7 +176,7 @@ mod group;
 mod integrity;
 mod sled_store;
 
-pub use integrity::{checksum, WorkspaceFile};
+pub use integrity::WorkspaceFile;
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
 
@@ -299,7 +299,7 @@ pub struct HistoryEntry {
     pub at: String,
     /// How many resources the workspace held after the commit.
     pub resources: usize,
-    /// Checksum ([`checksum`]) of the version the commit stored. Absent in entries of earlier trellis
+    /// Checksum (`sha256:` of the stored bytes) of the version the commit stored. Absent in entries of earlier trellis
     /// versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
