@@ -100,7 +100,7 @@ impl SledStore {
     }
 
     /// Writes everything written so far to disk: sled's `flush` (its log to the file), then an `fsync`
-    /// of the file. Calls from several threads at once share one flush (see [`SledStore::make_durable`]).
+    /// of the file. Calls from several threads at once share one flush (see the crate docs, "Durability").
     pub fn flush(&self) -> Result<(), StateError> {
         self.make_durable(None)
     }
