@@ -145,5 +145,41 @@ mod tests {
         });
         assert_eq!(ok, Ok(()));
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
+
+        // Two commits that arrive while a flush runs form the next group: one flush of both head
+        // records, whose error both of them get.
+        std::thread::scope(|s| {
+            let leader = s.spawn(|| {
+                group.durable(Some(head("c")), |_| {
+                    while group.lock().heads.len() < 2 {
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                })
+            });
+            while !group.lock().flushing {
+                std::thread::yield_now();
+            }
+            let members: Vec<_> = ["d", "e"]
+                .map(|shoot| {
+                    let (group, flushes) = (&group, &flushes);
+                    s.spawn(move || {
+                        group.durable(Some(head(shoot)), |heads| {
+                            let mut shoots: Vec<&str> = heads.iter().map(|h| h.shoot.as_str()).collect();
+                            shoots.sort();
+                            assert_eq!(shoots, ["d", "e"]);
+                            flushes.fetch_add(1, Ordering::SeqCst);
+                            Err("disk full".to_string())
+                        })
+                    })
+                })
+                .into_iter()
+                .collect();
+            assert_eq!(leader.join().unwrap(), Ok(()));
+            for member in members {
+                assert_eq!(member.join().unwrap(), Err("disk full".to_string()));
+            }
+        });
+        assert_eq!(flushes.load(Ordering::SeqCst), 2, "one flush for the group of two");
     }
 }

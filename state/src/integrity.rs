@@ -12,7 +12,7 @@ use std::io::{self, ErrorKind};
 use std::path::Path;
 
 /// `sha256:<hex>` of a workspace's canonical form (compact JSON, as it is stored).
-pub fn checksum(ws: &Workspace) -> String {
+pub(crate) fn checksum(ws: &Workspace) -> String {
     checksum_bytes(&canonical(ws))
 }
 
@@ -44,10 +44,6 @@ impl Head {
             checksum: checksum_bytes(stored),
         }
     }
-}
-
-pub(crate) fn write_head(dir: &Path, head: &Head) -> io::Result<()> {
-    write_heads(dir, std::slice::from_ref(head))
 }
 
 /// Writes the head records of one commit group (at most one per workspace), each atomically (temporary
@@ -97,7 +93,7 @@ pub(crate) fn write_backup(dir: &Path, ws: &Workspace) -> io::Result<()> {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceFile {
-    /// `sha256:<hex>` of the workspace's canonical form ([`checksum`]). Optional when reading, so that an
+    /// `sha256:<hex>` of the workspace's canonical form (as it is stored). Optional when reading, so that an
     /// edited workspace can be pushed without it; when present it must match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,

@@ -176,7 +176,7 @@ mod group;
 mod integrity;
 mod sled_store;
 
-pub use integrity::{checksum, WorkspaceFile};
+pub use integrity::WorkspaceFile;
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
 
@@ -219,17 +219,11 @@ impl Workspace {
     /// resource was recorded under an address spelled another way (before addresses were lowercased,
     /// or from a reference written in another casing). Returns whether anything changed.
     pub fn record_resource(&mut self, address: &str, resource: StoredResource) -> bool {
-        let others: Vec<String> = self
-            .resources
-            .iter()
-            .filter(|(a, r)| a.as_str() != address && r.id.eq_ignore_ascii_case(&resource.id))
-            .map(|(a, _)| a.clone())
-            .collect();
-        for a in &others {
-            self.resources.remove(a);
-        }
+        let before = self.resources.len();
+        self.resources.retain(|a, r| a == address || !r.id.eq_ignore_ascii_case(&resource.id));
+        let merged = self.resources.len() != before;
         let replaced = self.resources.insert(address.to_string(), resource.clone());
-        !others.is_empty() || replaced != Some(resource)
+        merged || replaced != Some(resource)
     }
 
     /// Forgets the resource at `address` and, under any other address, the resource with id `id`
@@ -305,7 +299,7 @@ pub struct HistoryEntry {
     pub at: String,
     /// How many resources the workspace held after the commit.
     pub resources: usize,
-    /// Checksum ([`checksum`]) of the version the commit stored. Absent in entries of earlier trellis
+    /// Checksum (`sha256:` of the stored bytes) of the version the commit stored. Absent in entries of earlier trellis
     /// versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,

@@ -100,7 +100,7 @@ impl SledStore {
     }
 
     /// Writes everything written so far to disk: sled's `flush` (its log to the file), then an `fsync`
-    /// of the file. Calls from several threads at once share one flush (see [`SledStore::make_durable`]).
+    /// of the file. Calls from several threads at once share one flush (see the crate docs, "Durability").
     pub fn flush(&self) -> Result<(), StateError> {
         self.make_durable(None)
     }
@@ -173,11 +173,12 @@ impl SledStore {
 
         let outcome = (&self.h.workspaces, &self.h.history).transaction(|(workspaces, history)| {
             // The version the history entry names as replaced must be the one replaced.
-            if workspaces.get(shoot.as_bytes())? != raw {
-                let stored = match workspaces.get(shoot.as_bytes())? {
-                    Some(now) => Some(parse_workspace(shoot, &now).map_err(ConflictableTransactionError::Abort)?),
-                    None => None,
-                };
+            let now = workspaces.get(shoot.as_bytes())?;
+            if now != raw {
+                let stored = now
+                    .map(|now| parse_workspace(shoot, &now))
+                    .transpose()
+                    .map_err(ConflictableTransactionError::Abort)?;
                 check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
                 return Err(ConflictableTransactionError::Abort(StateError::Conflict {
                     shoot: shoot.to_string(),
@@ -446,10 +447,15 @@ fn adopt(dir: &Path) -> Result<Handles, StateError> {
     let h = open_handles(dir, db)?;
     let write_error =
         |what: &str, e: std::io::Error| StateError::Io(format!("{what} state dir {}: {e}", dir.display()));
-    for (shoot, stored) in read_stored(dir, &h.workspaces, None)? {
-        let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot: shoot.clone(), detail })?;
-        integrity::write_head(dir, &Head::of(&ws, &stored.raw)).map_err(|e| write_error("adopting", e))?;
-    }
+    let heads = read_stored(dir, &h.workspaces, None)?
+        .into_iter()
+        .map(|(shoot, stored)| {
+            let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
+            Ok(Head::of(&ws, &stored.raw))
+        })
+        .collect::<Result<Vec<_>, StateError>>()?;
+    // One group, as a commit group is written: one `fsync` of `heads/` for all of them.
+    integrity::write_heads(dir, &heads).map_err(|e| write_error("adopting", e))?;
     dir::write_marker(dir).map_err(|e| write_error("adopting", e))?;
     Ok(h)
 }
