@@ -288,8 +288,7 @@ pub struct Dns {
 impl<C> Shoot<C> {
     /// The project: the namespace without its `garden-` prefix (namespace `garden` is project `garden`).
     pub fn project(&self) -> &str {
-        let ns = self.metadata.namespace.as_str();
-        ns.strip_prefix("garden-").unwrap_or(ns)
+        crate::metadata::project_of(&self.metadata.namespace)
     }
 
     /// `shoot--<project>--<name>`: the seed namespace and upstream's technical name.

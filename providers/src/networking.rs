@@ -279,8 +279,9 @@ pub fn validate_shoot_networks(networking: &Networking, fld: &Path) -> ErrorList
     errs
 }
 
-/// `NetworksIntersect` for two parsed networks: one contains the other's first address.
-fn intersect(a: &IpNet, b: &IpNet) -> bool {
+/// `NetworksIntersect` for two parsed networks: one contains the other's first address (they share an
+/// address).
+pub fn intersect(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
 }
 
@@ -310,6 +311,12 @@ fn is_qualified_name(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn networks_intersect_when_they_share_an_address() {
+        assert!(intersect(&"10.0.0.0/16".parse().unwrap(), &"10.0.1.0/24".parse().unwrap()));
+        assert!(!intersect(&"10.0.0.0/24".parse().unwrap(), &"10.0.1.0/24".parse().unwrap()));
+    }
 
     #[test]
     fn qualified_names_as_apimachinery() {

@@ -5,6 +5,8 @@
 //! Each row is an InfrastructureConfig (YAML, as in a manifest) and the complete list of errors,
 //! rendered as upstream's `field.Error.Error()`.
 
+mod common;
+
 use trellis_providers::azure::api::InfrastructureConfig;
 use trellis_providers::azure::validation::{
     validate_infrastructure_config, validate_infrastructure_config_against_zones,
@@ -842,10 +844,7 @@ spec:
           size: 50Gi
 "
     );
-    let loaded = trellis_providers::manifest::parse_str(std::path::Path::new("shoot.yaml"), &text).unwrap();
-    match loaded.into_iter().next().unwrap().shoot {
-        trellis_providers::manifest::ShootAny::Azure(s) => s,
-    }
+    common::azure_shoot(std::path::Path::new("shoot.yaml"), text, &[])
 }
 
 #[test]

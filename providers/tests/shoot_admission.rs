@@ -4,9 +4,10 @@
 //! `ValidateWorkersUpdate`) and Gardener's rules for `spec.networking`. The rule tables, with
 //! upstream's unit-test entries, are in `shoot_validation.rs`.
 
+mod common;
+
 use serde_json::json;
 use trellis_providers::azure::{self, AzureError, AzureShoot};
-use trellis_providers::manifest::ShootAny;
 use trellis_state::Workspace;
 
 #[track_caller]
@@ -18,7 +19,7 @@ fn assert_errors(got: Vec<String>, expected: &[&str], what: &str) {
 /// A valid managed shoot (Calico, one worker, zoned single-subnet layout) with `edit` applied to
 /// its YAML text (a list of (from, to) replacements).
 fn shoot(edit: &[(&str, &str)]) -> AzureShoot {
-    let mut text = String::from(
+    let text = String::from(
         "apiVersion: core.gardener.cloud/v1beta1
 kind: Shoot
 metadata:
@@ -51,15 +52,7 @@ spec:
         zones: ['1', '2']
 ",
     );
-    for (from, to) in edit {
-        assert!(text.contains(from), "{from:?} not in the test shoot");
-        text = text.replacen(from, to, 1);
-    }
-    let loaded = trellis_providers::manifest::parse_str(std::path::Path::new("shoot.yaml"), &text)
-        .unwrap_or_else(|e| panic!("test shoot does not load: {e}\n{text}"));
-    match loaded.into_iter().next().expect("one document").shoot {
-        ShootAny::Azure(s) => s,
-    }
+    common::azure_shoot(std::path::Path::new("shoot.yaml"), text, edit)
 }
 
 /// `azure::validate` against `ws`: the error lines (empty when valid).
@@ -282,15 +275,8 @@ fn a_state_without_recorded_workers_skips_their_update_rules() {
 /// Upstream's example manifests (provider-azure `docs/usage/usage.md`), as fixtures.
 fn upstream_example(name: &str, edit: &[(&str, &str)]) -> AzureShoot {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/upstream").join(name);
-    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    for (from, to) in edit {
-        assert!(text.contains(from), "{from:?} not in {name}");
-        text = text.replacen(from, to, 1);
-    }
-    let loaded = trellis_providers::manifest::parse_str(&path, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    match loaded.into_iter().next().expect("one document").shoot {
-        ShootAny::Azure(s) => s,
-    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    common::azure_shoot(&path, text, edit)
 }
 
 #[test]

@@ -330,24 +330,16 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             }
             (None, _) => None,
         };
-        let mut props = address_range(&s.cidr, live_subnet);
-        props.extend([
-            (
-                "serviceEndpoints".to_string(),
-                if s.service_endpoints.is_empty() {
-                    Value::Null
-                } else {
-                    Value::Array(s.service_endpoints.iter().map(|e| json!({"service": e})).collect())
-                },
-            ),
-            ("routeTable".to_string(), json!({"id": rt.id})),
-            ("networkSecurityGroup".to_string(), json!({"id": nsg.id})),
-            (
-                "defaultOutboundAccess".to_string(),
-                json!(ctx.annotation(super::api::DISABLE_DEFAULT_OUTBOUND_ACCESS_ANNOTATION) != Some("true")),
-            ),
-        ]);
-        let mut props = Value::Object(props);
+        let mut props = Value::Object(address_range(&s.cidr, live_subnet));
+        props["serviceEndpoints"] = if s.service_endpoints.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(s.service_endpoints.iter().map(|e| json!({"service": e})).collect())
+        };
+        props["routeTable"] = json!({"id": rt.id});
+        props["networkSecurityGroup"] = json!({"id": nsg.id});
+        props["defaultOutboundAccess"] =
+            json!(ctx.annotation(super::api::DISABLE_DEFAULT_OUTBOUND_ACCESS_ANNOTATION) != Some("true"));
         if let Some(v) = nat_value {
             props["natGateway"] = v;
         }

@@ -5,8 +5,9 @@ use super::api::InfrastructureConfig;
 use super::byo::discovered;
 use super::desired::{layout, vnet};
 use super::names::{self, rtype};
-use super::prefixes::{overlap, subnet_nets};
+use super::prefixes::subnet_nets;
 use super::Ctx;
+use crate::networking::intersect;
 use ipnet::IpNet;
 use serde_json::Value;
 use trellis_planner::discover::{NotFetched, Observed};
@@ -206,7 +207,7 @@ fn cidr_rules(ctx: &Ctx, where_: &str, cidrs: &[IpNet], errs: &mut Vec<Preflight
             ));
         }
         for (field, value) in [("networking.pods", &ctx.pods), ("networking.services", &ctx.services)] {
-            if let Some(other) = parse(value).filter(|other| overlap(other, cidr)) {
+            if let Some(other) = parse(value).filter(|other| intersect(other, cidr)) {
                 errs.push(err(
                     "C11",
                     Some(field),
@@ -306,7 +307,7 @@ fn subnets_in_user_vnet(
             ));
         }
         for (other, nets) in &others {
-            if let Some(hit) = nets.iter().find(|n| overlap(n, &cidr)) {
+            if let Some(hit) = nets.iter().find(|n| intersect(n, &cidr)) {
                 errs.push(err(
                     "vnet",
                     Some(field),

@@ -1,0 +1,19 @@
+//! Helpers shared by the providers' integration tests.
+
+use std::path::Path;
+use trellis_providers::azure::AzureShoot;
+use trellis_providers::manifest::ShootAny;
+
+/// The Azure shoot of the one-document manifest `text` (read as the file `path`), after `edit`: (from,
+/// to) replacements, each of which must match.
+pub fn azure_shoot(path: &Path, mut text: String, edit: &[(&str, &str)]) -> AzureShoot {
+    for (from, to) in edit {
+        assert!(text.contains(from), "{from:?} not in {}", path.display());
+        text = text.replacen(from, to, 1);
+    }
+    let loaded = trellis_providers::manifest::parse_str(path, &text)
+        .unwrap_or_else(|e| panic!("{} does not load: {e}\n{text}", path.display()));
+    match loaded.into_iter().next().expect("one document").shoot {
+        ShootAny::Azure(s) => s,
+    }
+}
