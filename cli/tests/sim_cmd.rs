@@ -9,7 +9,7 @@ const SHOOT: &str = "shoot--platform--byo-b1";
 const HUB: &str = "/subscriptions/6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17/resourceGroups/hub-network";
 
 fn scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/B1-byo-nsg-rt-in-vnet-rg")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/azure/B1-byo-nsg-rt-in-vnet-rg")
 }
 
 fn nsg_id() -> String {
@@ -153,7 +153,8 @@ fn sim_needs_an_applied_shoot() {
 fn regression_bastion_defaults_to_every_prefix_of_a_subnet_shown_with_address_prefixes() {
     let dir = StateDir::new("prefixes");
     let state = dir.state();
-    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/I7-1-byo-subnet-address-prefixes");
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/azure/I7-1-byo-subnet-address-prefixes");
     let (shoot, world) = (scenario.join("shoot.yaml"), scenario.join("world.yaml"));
     ok(&state, &["apply", "-f", shoot.to_str().unwrap(), "--world", world.to_str().unwrap(), "--auto-approve"]);
     let shoot = "shoot--platform--prefixes";

@@ -12,7 +12,7 @@
 //! 3. Apply throughput without latency: N A1-shaped shoots (default 2,000; `TRELLIS_BENCH_COMMIT_SHOOTS`)
 //!    applied from a fresh state dir at parallelism 10, where the state's durability (a commit after
 //!    every node, grouped into shared flushes) is the cost. Measured through the CLI (release build,
-//!    `/usr/bin/time`, copies of tests/scenarios/A1-managed-no-nat/shoot.yaml, on the shared 2-core
+//!    `/usr/bin/time`, copies of tests/scenarios/azure/A1-managed-no-nat/shoot.yaml, on the shared 2-core
 //!    machine under load from other builds, so figures vary by ±30 %): before group commit 200 shoots
 //!    2.6 s, 1,000 shoots 17–20 s, 2,000 shoots 30 s / 315 MiB, 10,000 shoots 93 s / 1.47 GiB; with it
 //!    1.3 s, 10–11 s, 19 s / 390 MiB, 69 s / 1.78 GiB (more memory, not investigated yet: the shoots' tasks

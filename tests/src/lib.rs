@@ -1,8 +1,12 @@
 //! Shared helpers for the scenario tests: one scenario directory per acceptance ID under
-//! `tests/scenarios/<ID>-<slug>/` with `shoot.yaml` (or several manifests) and an optional `world.yaml`.
+//! `tests/scenarios/<provider>/<ID>-<slug>/` with `shoot.yaml` (or several manifests), an optional
+//! `world.yaml` and `expect.yaml`, the steps and expectations the data-driven driver
+//! (`tests/tests/scenarios.rs`, module [`expect`]) runs.
 //!
 //! A [`Scenario`] owns a fresh state dir with the simulated cloud inside, and drives exactly what
 //! the CLI drives (`trellis_cli::ops`).
+
+pub mod expect;
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -17,12 +21,30 @@ pub fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
 
-/// The directory of a scenario, found by its ID prefix (e.g. `A1`).
+/// Every scenario directory, `tests/scenarios/<provider>/<ID>-<slug>/`, sorted.
+pub fn all_scenario_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for provider in sorted_dirs(&scenarios_dir()) {
+        dirs.extend(sorted_dirs(&provider));
+    }
+    dirs
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    found.sort();
+    found
+}
+
+/// The directory of a scenario, found by its ID prefix (e.g. `A1`) under any provider.
 pub fn scenario_dir(id: &str) -> PathBuf {
     let prefix = format!("{id}-");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
-        .expect("tests/scenarios exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    let mut found: Vec<PathBuf> = all_scenario_dirs()
+        .into_iter()
         .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
         .collect();
     assert_eq!(found.len(), 1, "exactly one scenario directory for {id}: {found:?}");
@@ -164,4 +186,9 @@ pub fn text(plan: &Plan) -> String {
 /// The azure.json value of a key.
 pub fn azure_json<'a>(plan: &'a Plan, key: &str) -> Option<&'a serde_json::Value> {
     plan.artifacts.cloud_provider_config.values.get(key)
+}
+
+/// The plans of a fleet, in the order they were planned.
+pub fn plans_of(plans: &[ShootPlan]) -> Vec<&Plan> {
+    plans.iter().map(|p| &p.planned.plan).collect()
 }

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 use trellis_plans::Action;
-use trellis_tests::{node, scenarios_dir, text, Scenario};
+use trellis_tests::{all_scenario_dirs, node, text, Scenario};
 
 #[tokio::test]
 async fn regression_i8_2_values_arm_rewrites_are_no_perpetual_update() {
@@ -26,8 +26,7 @@ async fn regression_i8_2_values_arm_rewrites_are_no_perpetual_update() {
 
 #[tokio::test]
 async fn regression_every_scenario_plans_no_changes_after_its_apply() {
-    let mut dirs: Vec<_> = std::fs::read_dir(scenarios_dir()).unwrap().map(|e| e.unwrap().path()).collect();
-    dirs.sort();
+    let dirs = all_scenario_dirs();
     let mut applied = 0;
     for dir in dirs {
         let world = dir.join("world.yaml");

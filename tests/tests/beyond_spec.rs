@@ -1,29 +1,11 @@
-//! What upstream leaves to documentation, trellis checks: shared BYO subnets, drift of the user's
-//! resources, the route-table limit, NSG rules that block required flows, user resources in the
-//! cluster resource group.
+//! What upstream leaves to documentation, trellis checks: drift of the user's resources since the last
+//! apply (shared BYO subnets, the route-table limit, NSG rules that block required flows and user
+//! resources in the cluster resource group are data scenarios: `tests/scenarios/azure/X*`).
 
 use trellis_tests::Scenario;
 
 fn assert_has(msg: &str, want: &str) {
     assert!(msg.contains(want), "expected `{want}` in:\n{msg}");
-}
-
-#[tokio::test]
-async fn a_fleet_with_two_shoots_on_one_byo_subnet_is_refused_naming_both() {
-    let s = Scenario::new("X1");
-    let err = s.plan_files(&["shoot-a.yaml", "shoot-b.yaml"]).await.err().expect("refused");
-    let msg = format!("{err:#}");
-    assert_has(&msg, "shoot--platform--byo-x1a");
-    assert_has(&msg, "shoot--platform--byo-x1b");
-    assert_has(&msg, "must be dedicated to one shoot");
-}
-
-#[tokio::test]
-async fn a_byo_subnet_already_applied_for_another_shoot_is_refused() {
-    let s = Scenario::new("X1");
-    assert!(s.apply_files(&["shoot-a.yaml"]).await.unwrap().ok);
-    let err = s.plan_files(&["shoot-b.yaml"]).await.err().expect("refused");
-    assert_has(&format!("{err:#}"), "shoot--platform--byo-x1a (applied, in state)");
 }
 
 #[tokio::test]
@@ -63,33 +45,4 @@ async fn a_detached_nsg_fails_the_plan_and_the_verify_node() {
     let subnet = report.shoots[0].nodes.iter().find(|n| n.address.ends_with("hub-vnet/shoot-a-workers")).unwrap();
     let outcome = serde_json::to_value(&subnet.outcome).unwrap();
     assert_has(outcome["error"].as_str().unwrap(), "network security group association changed");
-}
-
-#[tokio::test]
-async fn the_route_table_limit_is_warned_about() {
-    let s = Scenario::new("X2");
-    let plan = s.plan().await.unwrap();
-    assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
-    assert_has(&plan.warnings[0], "route table hub-network/shoot-a-rt: 1 existing route(s) plus one per node for up to 390 nodes is 391 of Azure's limit of 400");
-    let over = s.plan_file("shoot-over.yaml").await.unwrap();
-    assert_has(&over.warnings[0], "is 451, over Azure's limit of 400 routes per route table");
-    // Under overlay nothing writes routes, so there is nothing to warn about.
-    let b7 = Scenario::new("B7");
-    assert!(b7.plan_file("shoot-a.yaml").await.unwrap().warnings.is_empty());
-}
-
-#[tokio::test]
-async fn an_nsg_rule_blocking_a_required_flow_is_warned_about() {
-    let s = Scenario::new("X3");
-    let plan = s.plan().await.unwrap();
-    assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
-    assert_has(&plan.warnings[0], "NSG hub-network/shoot-a-nsg: rule deny-vnet-inbound (priority 200, Deny) blocks inbound TCP 10250 from VirtualNetwork");
-}
-
-#[tokio::test]
-async fn user_resources_in_the_cluster_resource_group_are_refused() {
-    let s = Scenario::new("X4");
-    let msg = format!("{:#}", s.plan().await.expect_err("refused"));
-    assert_has(&msg, "VNet hub-vnet is in resource group shoot--platform--byo-x4, the shoot's cluster resource group, which trellis owns and deletes on destroy");
-    assert_has(&msg, "the subnet's network security group shoot-a-nsg is in resource group shoot--platform--byo-x4");
 }

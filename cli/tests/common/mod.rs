@@ -22,9 +22,9 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_trellis");
 /// against hanging forever, not a timing assertion: it is far above what any run needs.
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
-/// `<repo>/tests/scenarios/<rel>` (the acceptance scenarios' manifests).
+/// `<repo>/tests/scenarios/azure/<rel>` (the acceptance scenarios' manifests).
 pub fn scenario(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/azure").join(rel);
     assert!(path.exists(), "missing scenario file {}", path.display());
     path.to_str().expect("UTF-8 path").to_string()
 }

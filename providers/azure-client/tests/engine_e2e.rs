@@ -15,7 +15,7 @@ use trellis_sim_http::{ServerOptions, SimServer};
 const SUB: &str = "11111111-2222-3333-4444-555555555555";
 
 fn a2() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios/A2-managed-nat/shoot.yaml")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios/azure/A2-managed-nat/shoot.yaml")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
