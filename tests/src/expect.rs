@@ -24,11 +24,16 @@
 //!     writes: 0
 //! ```
 //!
-//! Every step may say `error: [..]` (the step must fail, its error containing each string, and
-//! write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`,
+//! Besides plan, plan_destroy, apply, destroy and world, a step may be `runtime:` (a runtime writer of
+//! the simulated cloud acting on the last applied shoot: `service`, `service_deleted`, `node`,
+//! `node_deleted`, `bastion`, `bastion_deleted`; its status is matched by `report`) or
+//! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on).
+//!
+//! Every step may say `error: [..]` (the step must fail, its error containing each string; a failed
+//! plan must write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`,
 //! `writes_only_to: [substring]` (every write's target contains one), `cloud: {id: subset}` (live
 //! resources after the step; an id starting at `/resourceGroups/` is in the scenario's subscription),
-//! `gone: [id]`, `unchanged: [id]` (byte-identical before and after the
+//! `gone: [id]`, `none_exist: [substring]` (no live resource's id contains one), `unchanged: [id]` (byte-identical before and after the
 //! step, etag included) and `preserved_except: substring` (every resource that existed before the
 //! step and whose id lacks the substring still exists and was never written). Plan steps add
 //! `summary`, `no_changes`, `document` (subset of each plan document), `every_node`, `node_rules: [{when: subset, then: subset}]`, `nodes`,
@@ -40,7 +45,8 @@
 //! JSON subsets: an object matches when each expected key matches; an array when it has the same
 //! length and each element matches; anything else when equal. An object with one `$`-key is a
 //! matcher: `{$ends_with: s}`, `{$contains: s}`, `{$in_order: [s, ..]}` (substrings of a string, in
-//! that order), `{$len: n}` (array length), `{$not: v}` (does not match v). Names are the plan JSON's
+//! that order), `{$len: n}` (array length), `{$some: v}` (some element matches v), `{$all: [v, ..]}`
+//! (matches each), `{$not: v}` (does not match v). Names are the plan JSON's
 //! (the contract users see), so expectations survive refactorings of the Rust types.
 
 use crate::Scenario;
@@ -77,6 +83,14 @@ pub struct Step {
     /// Syncs a world file into the simulated cloud: a change made outside trellis.
     #[serde(default)]
     pub world: Option<String>,
+    /// Runs a simulated runtime writer of the cloud against the last applied shoot, configured from
+    /// what that apply rendered (Azure: the CCM and the bastion controller; see [`Runtime`]).
+    #[serde(default)]
+    pub runtime: Option<Runtime>,
+    /// From this step on, every write whose target contains one of these strings is refused with
+    /// 403 (a revoked permission).
+    #[serde(default)]
+    pub forbid_writes: Option<Vec<String>>,
 
     // --- expectations ---
     #[serde(default)]
@@ -87,6 +101,9 @@ pub struct Step {
     pub cloud: BTreeMap<String, Value>,
     #[serde(default)]
     pub gone: Vec<String>,
+    /// No live resource's id contains any of these strings.
+    #[serde(default)]
+    pub none_exist: Vec<String>,
     /// Which shoot (technical id) `artifacts`, `nodes`, `every_node`, `absent_nodes` and `warnings`
     /// look at; default: every planned shoot's nodes, the first shoot's artifacts.
     #[serde(default)]
@@ -128,6 +145,57 @@ pub struct Step {
     pub no_writes_to_user_resources: bool,
     #[serde(default)]
     pub report: Option<Value>,
+}
+
+/// A runtime writer's action (Azure's simulated CCM and bastion controller, `trellis sim`).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum Runtime {
+    /// A Service of type LoadBalancer (upstream `EnsureLoadBalancer`).
+    Service {
+        name: String,
+        #[serde(default = "default_namespace")]
+        namespace: String,
+        #[serde(default = "default_port")]
+        port: u16,
+        #[serde(default = "default_protocol")]
+        protocol: String,
+        #[serde(default)]
+        annotations: BTreeMap<String, String>,
+    },
+    /// The Service deleted (upstream `EnsureLoadBalancerDeleted`).
+    ServiceDeleted {
+        name: String,
+        #[serde(default = "default_namespace")]
+        namespace: String,
+    },
+    /// A node joins: the route controller writes its pod-CIDR route.
+    Node {
+        name: String,
+        pod_cidr: String,
+    },
+    NodeDeleted {
+        name: String,
+    },
+    /// A bastion: public IP, NIC in the worker subnet, four NSG rules, disk and VM.
+    Bastion {
+        name: String,
+        ingress: Vec<String>,
+        workers: Vec<String>,
+    },
+    BastionDeleted {
+        name: String,
+    },
+}
+
+fn default_namespace() -> String {
+    "default".to_string()
+}
+fn default_port() -> u16 {
+    443
+}
+fn default_protocol() -> String {
+    "TCP".to_string()
 }
 
 /// Every node that matches `when` must match `then`.
@@ -181,10 +249,10 @@ impl ScenarioCase {
             None => Some(self.dir.join("world.yaml")).filter(|w| w.exists()),
         };
         let s = Scenario::with_world(self.dir.clone(), world);
-        let mut last_plans: Vec<Value> = Vec::new();
+        let mut memo = Memo::default();
         for (i, step) in expect.steps.iter().enumerate() {
             let ctx = format!("step {} ({})", i + 1, step.describe());
-            run_step(self, &s, step, &mut last_plans).await.map_err(|e| format!("{ctx}: {e}"))?;
+            run_step(self, &s, step, &mut memo).await.map_err(|e| format!("{ctx}: {e}"))?;
         }
         Ok(())
     }
@@ -202,6 +270,10 @@ impl Step {
             ("destroy", f.join(" "))
         } else if let Some(w) = &self.world {
             ("world", w.clone())
+        } else if let Some(r) = &self.runtime {
+            ("runtime", format!("{r:?}"))
+        } else if let Some(f) = &self.forbid_writes {
+            ("forbid_writes", f.join(" "))
         } else {
             ("?", String::new())
         };
@@ -215,10 +287,16 @@ impl Step {
             self.apply.is_some(),
             self.destroy.is_some(),
             self.world.is_some(),
+            self.runtime.is_some(),
+            self.forbid_writes.is_some(),
         ]
         .iter()
         .filter(|b| **b)
         .count()
+    }
+
+    fn is_plan(&self) -> bool {
+        self.plan.is_some() || self.plan_destroy.is_some()
     }
 }
 
@@ -226,12 +304,26 @@ impl Step {
 enum Outcome {
     Plans(Vec<Value>),
     Report(Value),
+    /// A runtime writer's status (JSON), matched by `report`.
+    Runtime(Value),
     Synced,
 }
 
-async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, last_plans: &mut Vec<Value>) -> Result<(), String> {
+/// What later steps need from earlier ones.
+#[derive(Default)]
+struct Memo {
+    /// The plans of the last plan step (for `no_writes_to_user_resources`).
+    plans: Vec<Value>,
+    /// The last apply's report: the runtime writers are configured from its artifacts.
+    applied: Option<Value>,
+    forbidden: Vec<String>,
+}
+
+async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Memo) -> Result<(), String> {
     if step.operations() != 1 {
-        return Err("a step is exactly one of plan, plan_destroy, apply, destroy, world".to_string());
+        return Err(
+            "a step is exactly one of plan, plan_destroy, apply, destroy, world, runtime, forbid_writes".to_string()
+        );
     }
     let unchanged_before: Vec<Option<Value>> =
         step.unchanged.iter().map(|id| s.sim().get_now(&full_id(s, id))).collect();
@@ -257,6 +349,13 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, last_plans: &m
     } else if let Some(files) = &step.destroy {
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
         s.destroy_files(&files).await.map(|r| Outcome::Report(to_json(&r)))
+    } else if let Some(runtime) = &step.runtime {
+        let applied = memo.applied.as_ref().ok_or("runtime: needs an apply step before it")?;
+        run_runtime(s, applied, runtime).await.map(Outcome::Runtime)
+    } else if let Some(forbid) = &step.forbid_writes {
+        memo.forbidden.extend(forbid.iter().cloned());
+        s.sim().set_faults(forbidden_writes(&memo.forbidden));
+        Ok(Outcome::Synced)
     } else {
         let world = step.world.as_deref().unwrap_or_default();
         let world = trellis_cli::ops::load_world(&s.file(world));
@@ -273,8 +372,8 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, last_plans: &m
                     return Err(format!("expected `{w}` in the error:\n{msg}"));
                 }
             }
-            if !writes.is_empty() {
-                return Err(format!("a failed step must write nothing, wrote {:?}", targets(&writes)));
+            if step.is_plan() && !writes.is_empty() {
+                return Err(format!("a failed plan must write nothing, wrote {:?}", targets(&writes)));
             }
             None
         }
@@ -316,9 +415,19 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, last_plans: &m
     match outcome {
         Some(Outcome::Plans(plans)) => {
             check_plans(case, step, &plans)?;
-            *last_plans = plans;
+            memo.plans = plans;
         }
-        Some(Outcome::Report(report)) => check_report(step, &report, &writes, last_plans)?,
+        Some(Outcome::Report(report)) => {
+            check_report(step, &report, &writes, &memo.plans)?;
+            if step.apply.is_some() && report["ok"] == Value::Bool(true) {
+                memo.applied = Some(report);
+            }
+        }
+        Some(Outcome::Runtime(status)) => {
+            if let Some(want) = &step.report {
+                subset(want, &status).map_err(|e| format!("report: {e}"))?;
+            }
+        }
         Some(Outcome::Synced) | None => {}
     }
     for (id, want) in &step.cloud {
@@ -330,7 +439,65 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, last_plans: &m
             return Err(format!("gone: {id} still exists"));
         }
     }
+    if !step.none_exist.is_empty() {
+        for r in s.sim().snapshot() {
+            let id = r["id"].as_str().unwrap_or_default();
+            if let Some(w) = step.none_exist.iter().find(|w| id.contains(w.as_str())) {
+                return Err(format!("none_exist: {id} exists (contains `{w}`)"));
+            }
+        }
+    }
     Ok(())
+}
+
+/// Runs one runtime writer's action, configured from the last apply's artifacts (azure.json values,
+/// CCM flags), as `trellis sim` does.
+async fn run_runtime(s: &Scenario, applied: &Value, runtime: &Runtime) -> anyhow::Result<Value> {
+    use std::sync::Arc;
+    use trellis_planner::cloud::CloudWrite;
+    use trellis_sim::runtime::{Bastion, Ccm};
+    let artifacts = &applied["shoots"][0]["artifacts"];
+    let values = artifacts["cloud_provider_config"]["values"].as_object().cloned().unwrap_or_default();
+    let routes = artifacts["ccm_flags"]["configure-cloud-routes"].as_bool().unwrap_or(false);
+    let cloud: Arc<dyn CloudWrite> = Arc::new(s.sim().clone());
+    let ccm = || Ccm::new(Arc::clone(&cloud), &values, routes);
+    Ok(match runtime {
+        Runtime::Service { name, namespace, port, protocol, annotations } => {
+            let ccm = ccm()?;
+            to_json(&ccm.ensure_load_balancer_service(namespace, name, *port, protocol, annotations, vec![]).await?)
+        }
+        Runtime::ServiceDeleted { name, namespace } => {
+            ccm()?.ensure_load_balancer_deleted(namespace, name).await?;
+            Value::Null
+        }
+        Runtime::Node { name, pod_cidr } => to_json(&ccm()?.add_node(name, pod_cidr).await?),
+        Runtime::NodeDeleted { name } => to_json(&ccm()?.remove_node(name).await?),
+        Runtime::Bastion { name, ingress, workers } => {
+            let bastion = Bastion::new(Arc::clone(&cloud), &values)?;
+            to_json(&bastion.create(name, ingress.clone(), workers).await?)
+        }
+        Runtime::BastionDeleted { name } => {
+            Bastion::new(Arc::clone(&cloud), &values)?.delete(name).await?;
+            Value::Null
+        }
+    })
+}
+
+/// Faults refusing (403) every write whose target contains one of `targets`.
+fn forbidden_writes(targets: &[String]) -> trellis_sim::Faults {
+    use trellis_sim::{Fault, FaultRule, Faults, Matcher};
+    Faults {
+        rules: targets
+            .iter()
+            .map(|t| FaultRule {
+                matcher: Matcher { op: Some(Op::Write), ..Matcher::target_contains(t) },
+                nth: None,
+                times: usize::MAX,
+                fault: Fault::Forbidden,
+            })
+            .collect(),
+        ..Faults::none()
+    }
 }
 
 /// A resource id; one that starts at `/resourceGroups/` is in the scenario's subscription.
@@ -577,11 +744,25 @@ fn match_op(op: &str, arg: &Value, actual: &Value, path: &mut String) -> Result<
                 .then_some(())
                 .ok_or_else(|| format!("expected {n} elements, got {}", compact(actual)))
         }
+        "some" => {
+            let items = actual.as_array().ok_or_else(|| format!("$some: expected a list, got {}", compact(actual)))?;
+            items
+                .iter()
+                .any(|item| subset_at(arg, item, &mut String::new()).is_ok())
+                .then_some(())
+                .ok_or_else(|| format!("no element matches {}: {}", compact(arg), compact(actual)))
+        }
+        "all" => {
+            for m in arg.as_array().ok_or("$all takes a list")? {
+                subset_at(m, actual, path)?;
+            }
+            Ok(())
+        }
         "not" => match subset_at(arg, actual, path) {
             Ok(()) => Err(format!("expected anything but {}", compact(arg))),
             Err(_) => Ok(()),
         },
-        _ => Err(format!("unknown matcher ${op} (known: $ends_with, $contains, $in_order, $len, $not)")),
+        _ => Err(format!("unknown matcher ${op} (known: $ends_with, $contains, $in_order, $len, $some, $all, $not)")),
     }
 }
 
@@ -614,6 +795,8 @@ mod tests {
         assert!(subset(&json!({"list": {"$len": 2}}), &have).is_err());
         assert!(subset(&json!({"text": {"$in_order": ["k1:", "k2:"]}}), &have).is_ok());
         assert!(subset(&json!({"text": {"$in_order": ["k2:", "k1:"]}}), &have).is_err());
+        assert!(subset(&json!({"list": {"$some": 2}}), &have).is_ok());
+        assert!(subset(&json!({"list": {"$some": 4}}), &have).is_err());
         assert!(subset(&json!({"id": {"$not": "/x"}}), &have).is_ok());
         assert!(subset(&json!({"id": {"$not": "/a/b/c"}}), &have).is_err());
         let err = subset(&json!({"id": {"$nope": 1}}), &have).unwrap_err();
