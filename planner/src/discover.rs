@@ -16,10 +16,29 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One list request: the children of `parent` of REST type `rtype`.
+///
+/// `covers` names children the provider wants to know about: the list answers for them (present if
+/// listed, absent if not), so they need no GET of their own — one read per resource. When `parent` is
+/// already known to be absent, the list is not run at all and every covered id is absent (nothing
+/// exists under a resource that does not exist).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ListReq {
     pub parent: String,
     pub rtype: String,
+    pub covers: Vec<String>,
+}
+
+impl ListReq {
+    /// A list whose result no GET stands in for (a scan for leftovers).
+    pub fn new(parent: impl Into<String>, rtype: impl Into<String>) -> ListReq {
+        ListReq { parent: parent.into(), rtype: rtype.into(), covers: Vec::new() }
+    }
+
+    /// The list, answering for these children too.
+    pub fn covering(mut self, ids: impl IntoIterator<Item = String>) -> ListReq {
+        self.covers.extend(ids);
+        self
+    }
 }
 
 /// A question about the cloud that discovery never asked: a bug in the provider, never "absent".
@@ -54,12 +73,14 @@ pub struct FetchBug {
 pub struct Observed {
     /// Lowercased id → the resource (`None`: looked up, does not exist).
     resources: BTreeMap<String, Option<Value>>,
-    /// List results by request (parent lowercased), as lowercased ids.
-    lists: BTreeMap<ListReq, Vec<String>>,
+    /// List results by (lowercased parent, type), as lowercased ids.
+    lists: BTreeMap<(String, String), Vec<String>>,
 }
 
 impl Observed {
-    /// GETs every id not looked up yet and runs every list not run yet, concurrently.
+    /// GETs every id not looked up yet and runs every list not run yet, all concurrently. A list
+    /// under a parent known to be absent is not run (see [`ListReq`]); an id a list covers is not
+    /// fetched on its own.
     pub async fn fetch(
         &mut self,
         cloud: &dyn CloudRead,
@@ -67,17 +88,34 @@ impl Observed {
         ids: &[String],
         lists: &[ListReq],
     ) -> Result<(), CloudError> {
-        let mut wanted: Vec<&String> = ids.iter().filter(|id| !self.resources.contains_key(&key(id))).collect();
+        let mut todo: Vec<&ListReq> = Vec::new();
+        for req in lists {
+            if self.lists.contains_key(&list_key(req)) {
+                continue;
+            }
+            if matches!(self.resources.get(&key(&req.parent)), Some(None)) {
+                for id in &req.covers {
+                    self.resources.entry(key(id)).or_insert(None);
+                }
+                continue;
+            }
+            todo.push(req);
+        }
+        todo.sort();
+        todo.dedup_by(|a, b| list_key(a) == list_key(b));
+        let covered: std::collections::BTreeSet<String> =
+            todo.iter().flat_map(|l| l.covers.iter().map(|id| key(id))).collect();
+        let mut wanted: Vec<&String> =
+            ids.iter().filter(|id| !self.resources.contains_key(&key(id)) && !covered.contains(&key(id))).collect();
         wanted.sort();
         wanted.dedup();
-        let gets = join_all(wanted.iter().map(|id| retry.run(|| cloud.get(id)))).await;
+        let (gets, listed) = futures::join!(
+            join_all(wanted.iter().map(|id| retry.run(|| cloud.get(id)))),
+            join_all(todo.iter().map(|l| retry.run(|| cloud.list(&l.parent, &l.rtype))))
+        );
         for (id, got) in wanted.into_iter().zip(gets) {
             self.resources.insert(key(id), got?);
         }
-        let mut todo: Vec<&ListReq> = lists.iter().filter(|l| !self.lists.contains_key(&list_key(l))).collect();
-        todo.sort();
-        todo.dedup();
-        let listed = join_all(todo.iter().map(|l| retry.run(|| cloud.list(&l.parent, &l.rtype)))).await;
         for (req, got) in todo.into_iter().zip(listed) {
             let mut ids = Vec::new();
             for item in got? {
@@ -87,6 +125,9 @@ impl Observed {
                 }
             }
             ids.sort();
+            for id in &req.covers {
+                self.resources.entry(key(id)).or_insert(None);
+            }
             self.lists.insert(list_key(req), ids);
         }
         Ok(())
@@ -107,7 +148,7 @@ impl Observed {
             }
         }
         ids.sort();
-        self.lists.insert(list_key(&ListReq { parent: parent.to_string(), rtype: rtype.to_string() }), ids);
+        self.lists.insert(list_key(&ListReq::new(parent, rtype)), ids);
     }
 
     /// The resource: `Ok(Some)` present, `Ok(None)` looked up and absent, `Err` never looked up.
@@ -122,7 +163,7 @@ impl Observed {
     /// unless its parent was looked up and is absent: nothing exists under a resource that does not
     /// exist (ARM's containment), so discovery need not list it.
     pub fn list(&self, parent: &str, rtype: &str) -> Result<Vec<&Value>, NotFetched> {
-        let req = list_key(&ListReq { parent: parent.to_string(), rtype: rtype.to_string() });
+        let req = list_key(&ListReq::new(parent, rtype));
         match self.lists.get(&req) {
             Some(ids) => Ok(ids.iter().filter_map(|id| self.resources.get(id).and_then(Option::as_ref)).collect()),
             None if matches!(self.resources.get(&key(parent)), Some(None)) => Ok(Vec::new()),
@@ -132,8 +173,8 @@ impl Observed {
 }
 
 /// The map key of a list request: the parent compared case-insensitively, as ARM does.
-fn list_key(req: &ListReq) -> ListReq {
-    ListReq { parent: key(&req.parent), rtype: req.rtype.clone() }
+fn list_key(req: &ListReq) -> (String, String) {
+    (key(&req.parent), req.rtype.clone())
 }
 
 /// The map key of an id: ARM ids are case-insensitive.
@@ -181,6 +222,50 @@ mod tests {
         let mut gone = Observed::default();
         gone.insert(RG, None);
         assert_eq!(gone.list(RG, NATS), Ok(vec![]), "nothing exists under an absent parent");
+    }
+
+    /// A cloud holding one RG with one NAT gateway, counting the calls it answers.
+    struct OneNat(std::sync::Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl CloudRead for OneNat {
+        async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+            self.0.lock().unwrap().push(format!("GET {id}"));
+            Ok((key(id) == key(RG) || key(id) == key(NAT)).then(|| json!({"id": id})))
+        }
+        async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+            self.0.lock().unwrap().push(format!("LIST {parent}/{rtype}"));
+            Ok(if key(parent) == key(RG) && rtype == NATS { vec![json!({"id": NAT})] } else { vec![] })
+        }
+    }
+
+    #[tokio::test]
+    async fn regression_a_list_answers_for_the_ids_it_covers_with_one_read() {
+        let cloud = OneNat(Default::default());
+        let retry = RetryPolicy::immediate(1);
+        let other = format!("{RG}/providers/Microsoft.Network/natGateways/other");
+        let mut observed = Observed::default();
+        observed.fetch(&cloud, &retry, &[RG.to_string()], &[]).await.unwrap();
+        let req = ListReq::new(RG, NATS).covering([NAT.to_string(), other.clone()]);
+        // The covered ids are asked for as GETs too: the list answers, no GET is made.
+        observed.fetch(&cloud, &retry, &[NAT.to_string(), other.clone()], &[req]).await.unwrap();
+        assert_eq!(observed.get(NAT), Ok(Some(&json!({"id": NAT}))), "listed: present");
+        assert_eq!(observed.get(&other), Ok(None), "covered, not listed: absent");
+        assert_eq!(cloud.0.lock().unwrap().len(), 2, "one GET of the RG, one LIST: {:?}", cloud.0.lock().unwrap());
+    }
+
+    #[tokio::test]
+    async fn regression_a_list_under_an_absent_parent_is_not_run_and_its_ids_are_absent() {
+        let cloud = OneNat(Default::default());
+        let retry = RetryPolicy::immediate(1);
+        let gone = "/subscriptions/s/resourceGroups/gone";
+        let nat = format!("{gone}/providers/Microsoft.Network/natGateways/n");
+        let mut observed = Observed::default();
+        observed.fetch(&cloud, &retry, &[gone.to_string()], &[]).await.unwrap();
+        observed.fetch(&cloud, &retry, &[], &[ListReq::new(gone, NATS).covering([nat.clone()])]).await.unwrap();
+        assert_eq!(observed.get(&nat), Ok(None));
+        assert_eq!(observed.list(gone, NATS), Ok(vec![]));
+        assert_eq!(*cloud.0.lock().unwrap(), vec![format!("GET {gone}")], "no list under an absent parent");
     }
 
     #[test]

@@ -30,7 +30,7 @@
 //! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on).
 //!
 //! Every step may say `error: [..]` (the step must fail, its error containing each string; a failed
-//! plan must write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`,
+//! plan must write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`, `reads: N`,
 //! `writes_only_to: [substring]` (every write's target contains one), `cloud: {id: subset}` (live
 //! resources after the step; an id starting at `/resourceGroups/` is in the scenario's subscription),
 //! `gone: [id]`, `none_exist: [substring]` (no live resource's id contains one), `unchanged: [id]` (byte-identical before and after the
@@ -97,6 +97,9 @@ pub struct Step {
     pub error: Option<Vec<String>>,
     #[serde(default)]
     pub writes: Option<usize>,
+    /// Cloud reads (GETs and lists) the step made.
+    #[serde(default)]
+    pub reads: Option<usize>,
     #[serde(default)]
     pub cloud: BTreeMap<String, Value>,
     #[serde(default)]
@@ -405,6 +408,12 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         }
         if let Some(c) = writes.iter().find(|c| c.target.eq_ignore_ascii_case(id)) {
             return Err(format!("preserved_except: {id} was written ({})", c.method));
+        }
+    }
+    if let Some(n) = step.reads {
+        let reads: Vec<&Call> = calls.iter().filter(|c| c.op == Op::Read).collect();
+        if reads.len() != n {
+            return Err(format!("expected {n} cloud reads, got {}: {:?}", reads.len(), targets(&reads)));
         }
     }
     if let Some(n) = step.writes {

@@ -162,22 +162,30 @@ pub fn discovery_round2(
         }
         return Ok((ids, lists));
     }
-    ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME));
-    ids.push(names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn)));
+    let route_table = names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME);
+    let nsg = names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn));
+    // Everything in the cluster resource group and the VNet is answered by lists (one read per
+    // resource; the NAT gateway and public IP lists are upstream's scans for leftovers anyway, and a
+    // fresh shoot's absent resource group answers for all of them without a read); the user's public
+    // IPs, elsewhere, by GETs.
+    let (mut subnets, mut nats, mut ips) = (Vec::new(), Vec::new(), Vec::new());
     for s in layout(cfg, ctx) {
-        ids.push(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &s.name));
+        subnets.push(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &s.name));
         if let Some(nat) = &s.nat {
-            ids.push(nat.id(ctx));
-            ids.extend(nat.ip_ids(ctx));
+            nats.push(nat.id(ctx));
+            ips.extend(nat.managed_ip.iter().map(|n| names::resource_id(&ctx.sub, &ctx.tn, rtype::PUBLIC_IP, n)));
+            ids.extend(nat.user_ips.iter().map(|(rg, n)| names::resource_id(&ctx.sub, rg, rtype::PUBLIC_IP, n)));
         }
     }
-    if observed.get(&rg_id)?.is_some() {
-        lists.push(ListReq { parent: rg_id.clone(), rtype: rtype::NAT_GATEWAY.to_string() });
-        lists.push(ListReq { parent: rg_id, rtype: rtype::PUBLIC_IP.to_string() });
-    }
-    if observed.get(&vnet_id)?.is_some() {
-        lists.push(ListReq { parent: vnet_id, rtype: rtype::SUBNET.to_string() });
-    }
+    // Under a resource group or VNet known to be absent the lists are not run and what they cover
+    // is absent (`Observed::fetch`).
+    observed.get(&rg_id)?;
+    observed.get(&vnet_id)?;
+    lists.push(ListReq::new(rg_id.clone(), rtype::ROUTE_TABLE).covering([route_table]));
+    lists.push(ListReq::new(rg_id.clone(), rtype::NSG).covering([nsg]));
+    lists.push(ListReq::new(rg_id.clone(), rtype::NAT_GATEWAY).covering(nats));
+    lists.push(ListReq::new(rg_id, rtype::PUBLIC_IP).covering(ips));
+    lists.push(ListReq::new(vnet_id, rtype::SUBNET).covering(subnets));
     Ok((ids, lists))
 }
 
@@ -534,10 +542,10 @@ pub fn destroy_discovery(
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
     let mut lists = Vec::new();
     if observed.get(&rg_id)?.is_some() {
-        lists.push(ListReq { parent: rg_id, rtype: rtype::LOAD_BALANCER.to_string() });
+        lists.push(ListReq::new(rg_id, rtype::LOAD_BALANCER));
     }
     if observed.get(&vnet_id)?.is_some() {
-        lists.push(ListReq { parent: vnet_id, rtype: rtype::SUBNET.to_string() });
+        lists.push(ListReq::new(vnet_id, rtype::SUBNET));
     }
     Ok((vec![], lists))
 }

@@ -318,10 +318,10 @@ pub async fn artifacts_after_apply(
     let ctx = Ctx::new(shoot, subscription, memory);
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    // The artifacts read no list: round two's resources are enough.
-    let (ids, _) =
+    // Round two as planning does it: its lists answer for the resources in the cluster resource group.
+    let (ids, lists) =
         desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure discovery round 2"))?;
-    observed.fetch(cloud, retry, &ids, &[]).await?;
+    observed.fetch(cloud, retry, &ids, &lists).await?;
     Ok(render::artifacts(cfg, &ctx, &observed, &[]).map_err(|e| e.in_stage("azure render"))?)
 }
 
