@@ -12,7 +12,7 @@ async fn a1_managed_vnet_and_subnet_without_nat() {
     let plan = s.plan().await.unwrap();
     insta::assert_snapshot!("a1_plan", text(&plan));
 
-    assert!(plan.nodes.iter().all(|n| n.action == Action::Create && n.ownership == Ownership::Managed));
+    assert!(plan.nodes.iter().all(|n| n.action() == Action::Create && n.ownership() == Ownership::Managed));
     let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(
         names,
@@ -38,10 +38,10 @@ async fn a1_managed_vnet_and_subnet_without_nat() {
     assert_eq!(status["networks"]["outboundAccessType"], json!("LoadBalancer"));
     assert_eq!(status["routeTables"], json!([{"purpose": "nodes", "name": "worker_route_table"}]));
     assert_eq!(status["securityGroups"], json!([{"purpose": "nodes", "name": "shoot--dev--alpha-workers"}]));
-    assert!(plan.artifacts.allow_egress);
+    assert_eq!(plan.artifacts.allow_egress, Some(true));
     assert_eq!(plan.artifacts.egress_cidrs, Some(vec![]));
     assert!(azure_json(&plan, "disableOutboundSNAT").is_none());
-    assert_eq!(plan.artifacts.ccm_flags.get("configure-cloud-routes"), Some(&true));
+    assert_eq!(plan.artifacts.ccm_flags.as_ref().unwrap().get("configure-cloud-routes"), Some(&true));
     assert_eq!(azure_json(&plan, "vmType"), Some(&json!("vmss")));
 
     // Apply creates exactly those resources, and the next plan is a no-op with zero writes.
@@ -52,7 +52,7 @@ async fn a1_managed_vnet_and_subnet_without_nat() {
     let mark = s.sim().mark();
     let again = s.plan().await.unwrap();
     assert!(!again.has_changes(), "{}", text(&again));
-    assert!(again.nodes.iter().all(|n| n.action == Action::Noop));
+    assert!(again.nodes.iter().all(|n| n.action() == Action::Noop));
     assert!(s.sim().calls_since(mark).iter().all(|c| c.op == trellis_planner::cloud::Op::Read));
 }
 
@@ -62,13 +62,13 @@ async fn a2_managed_nat_gateway_populates_egress_cidrs() {
     let plan = s.plan().await.unwrap();
     insta::assert_snapshot!("a2_plan", text(&plan));
     let nat = node(&plan, ".shoot--dev--bravo-nat-gateway");
-    assert_eq!(nat.action, Action::Create);
-    assert_eq!(nat.patch.as_ref().unwrap()["zones"], json!(["1"]));
+    assert_eq!(nat.action(), Action::Create);
+    assert_eq!(nat.patch().unwrap()["zones"], json!(["1"]));
     let ip = node(&plan, ".shoot--dev--bravo-nat-gateway-ip");
-    assert_eq!(ip.action, Action::Create);
+    assert_eq!(ip.action(), Action::Create);
     assert!(nat.depends_on.contains(&ip.address));
     assert_eq!(plan.artifacts.infrastructure_status["networks"]["outboundAccessType"], json!("NATGateway"));
-    assert!(!plan.artifacts.allow_egress, "no allow-egress Services behind a NAT gateway");
+    assert_eq!(plan.artifacts.allow_egress, Some(false), "no allow-egress Services behind a NAT gateway");
     assert_eq!(plan.artifacts.egress_cidrs, Some(vec!["(known after apply)".to_string()]));
 
     let report = s.apply().await.unwrap();
@@ -91,11 +91,11 @@ async fn a3_byo_vnet_nat_uses_user_public_ips() {
     let plan = s.plan().await.unwrap();
     insta::assert_snapshot!("a3_plan", text(&plan));
     let vnet = node(&plan, "platform-network.platform-vnet");
-    assert_eq!((vnet.action, vnet.ownership), (Action::Verify, Ownership::User));
+    assert_eq!((vnet.action(), vnet.ownership()), (Action::Verify, Ownership::User));
     let ip = node(&plan, "platform-network.egress-ip-1");
-    assert_eq!((ip.action, ip.ownership), (Action::Read, Ownership::User));
+    assert_eq!((ip.action(), ip.ownership()), (Action::Read, Ownership::User));
     assert!(
-        plan.nodes.iter().all(|n| n.kind != trellis_plans::Kind::PublicIpAddress || n.ownership == Ownership::User),
+        plan.nodes.iter().all(|n| n.kind != trellis_plans::Kind::PublicIpAddress || n.ownership() == Ownership::User),
         "no new public IP"
     );
     assert_eq!(plan.artifacts.egress_cidrs, Some(vec!["51.105.20.7/32".to_string()]));
@@ -119,7 +119,7 @@ async fn a4_multi_zone_layout_has_a_subnet_and_nat_per_zone() {
     insta::assert_snapshot!("a4_plan", text(&plan));
     for z in 1..=3 {
         let subnet = node(&plan, &format!("shoot--dev--delta-nodes-z{z}"));
-        assert_eq!(subnet.action, Action::Create);
+        assert_eq!(subnet.action(), Action::Create);
     }
     node(&plan, ".shoot--dev--delta-nat-gateway-z1");
     node(&plan, ".shoot--dev--delta-nat-gateway-z2");
@@ -139,11 +139,15 @@ async fn a5_single_subnet_shoot_migrates_to_multi_subnet_layout() {
     let plan = s.plan_file("shoot-zoned.yaml").await.unwrap();
     insta::assert_snapshot!("a5_migration_plan", text(&plan));
     // Zone 1 keeps the existing subnet and NAT gateway (no data-plane disruption); zone 2 is new.
-    assert_eq!(node(&plan, "/shoot--dev--echo-nodes").action, Action::Noop);
-    assert_eq!(node(&plan, ".shoot--dev--echo-nat-gateway").action, Action::Noop);
-    assert_eq!(node(&plan, "/shoot--dev--echo-nodes-z2").action, Action::Create);
-    assert_eq!(node(&plan, ".shoot--dev--echo-nat-gateway-z2").action, Action::Create);
-    assert!(plan.nodes.iter().all(|n| n.action != Action::Delete && n.action != Action::Replace), "{}", text(&plan));
+    assert_eq!(node(&plan, "/shoot--dev--echo-nodes").action(), Action::Noop);
+    assert_eq!(node(&plan, ".shoot--dev--echo-nat-gateway").action(), Action::Noop);
+    assert_eq!(node(&plan, "/shoot--dev--echo-nodes-z2").action(), Action::Create);
+    assert_eq!(node(&plan, ".shoot--dev--echo-nat-gateway-z2").action(), Action::Create);
+    assert!(
+        plan.nodes.iter().all(|n| n.action() != Action::Delete && n.action() != Action::Replace),
+        "{}",
+        text(&plan)
+    );
     assert!(plan.warnings.iter().any(|w| w.contains("migration.azure.provider.extensions.gardener.cloud/zone=1")));
     let status = &plan.artifacts.infrastructure_status["networks"]["subnets"][0];
     assert_eq!(status["migrated"], json!(true));
@@ -161,8 +165,8 @@ async fn a2_moving_the_nat_to_another_zone_replaces_nat_and_ip_and_keeps_the_sub
     insta::assert_snapshot!("a2_zone_change_plan", text(&plan));
     let nat = node(&plan, ".shoot--dev--bravo-nat-gateway");
     let ip = node(&plan, ".shoot--dev--bravo-nat-gateway-ip");
-    assert_eq!((nat.action, ip.action), (Action::Replace, Action::Replace));
-    assert_eq!(nat.detach.len(), 1, "the subnet is detached from the NAT during the replacement");
+    assert_eq!((nat.action(), ip.action()), (Action::Replace, Action::Replace));
+    assert_eq!(nat.detach().len(), 1, "the subnet is detached from the NAT during the replacement");
     let report = s.apply_files(&["shoot-zone2.yaml"]).await.unwrap();
     assert!(report.ok, "{report:#?}");
     let subnet = s.sim().get_now(node(&plan, "shoot--dev--bravo-nodes").id.as_deref().unwrap()).unwrap();
@@ -186,7 +190,7 @@ async fn regression_a2_replaced_public_ip_shows_its_egress_cidr_as_known_after_a
 
     // The zone change replaces the public IP: ARM gives the new one another address.
     let plan = s.plan_file("shoot-zone2.yaml").await.unwrap();
-    assert_eq!(node(&plan, ".shoot--dev--bravo-nat-gateway-ip").action, Action::Replace);
+    assert_eq!(node(&plan, ".shoot--dev--bravo-nat-gateway-ip").action(), Action::Replace);
     assert_eq!(plan.artifacts.egress_cidrs, Some(vec!["(known after apply)".to_string()]));
     assert!(text(&plan).contains("egress CIDRs: (known after apply)"), "{}", text(&plan));
 

@@ -30,25 +30,26 @@ async fn apply_green(s: &Scenario, files: &[&str]) -> Vec<Plan> {
 }
 
 fn assert_byo_shape(plan: &Plan) {
-    assert_eq!(plan.mode, trellis_plans::Mode::UserManagedEgress);
+    assert_eq!(plan.mode, Some(trellis_plans::Mode::UserManagedEgress));
     for n in &plan.nodes {
-        match (n.kind, n.ownership) {
-            (Kind::ResourceGroup, Ownership::Managed) => assert_eq!(n.action, Action::Create),
-            (_, Ownership::User) => assert_eq!(n.action, Action::Verify, "{}", n.address),
+        match (n.kind, n.ownership()) {
+            (Kind::ResourceGroup, Ownership::Managed) => assert_eq!(n.action(), Action::Create),
+            (_, Ownership::User) => assert_eq!(n.action(), Action::Verify, "{}", n.address),
             (_, Ownership::Managed) => {
-                assert_eq!(n.action, Action::Skip, "{}: only the cluster RG is managed", n.address)
+                assert_eq!(n.action(), Action::Skip, "{}: only the cluster RG is managed", n.address)
             }
             (_, Ownership::Runtime) => panic!("no runtime node expected: {}", n.address),
         }
     }
-    let skipped: Vec<&str> = plan.nodes.iter().filter(|n| n.action == Action::Skip).map(|n| n.name.as_str()).collect();
+    let skipped: Vec<&str> =
+        plan.nodes.iter().filter(|n| n.action() == Action::Skip).map(|n| n.name.as_str()).collect();
     assert_eq!(skipped.len(), 3, "route table, NSG and NAT are gated out: {skipped:?}");
-    assert!(plan.nodes.iter().filter(|n| n.action == Action::Skip).all(|n| n.reason.contains("user-managed egress")));
+    assert!(plan.nodes.iter().filter(|n| n.action() == Action::Skip).all(|n| n.reason.contains("user-managed egress")));
     let st = &plan.artifacts.infrastructure_status;
     assert_eq!(st["networks"]["outboundAccessType"], json!("UserManaged"));
     assert_eq!(st["networks"]["layout"], json!("SingleSubnet"));
     assert_eq!(plan.artifacts.egress_cidrs, None);
-    assert!(!plan.artifacts.allow_egress);
+    assert_eq!(plan.artifacts.allow_egress, Some(false));
     assert_eq!(azure_json(plan, "disableOutboundSNAT"), Some(&json!(true)));
 }
 
@@ -101,7 +102,7 @@ async fn b4_firewall_default_route_is_kept_and_cloud_routes_stay_on() {
     let plan = &apply_green(&s, &["shoot.yaml"]).await[0];
     assert_byo_shape(plan);
     assert_eq!(
-        plan.artifacts.ccm_flags.get("configure-cloud-routes"),
+        plan.artifacts.ccm_flags.as_ref().unwrap().get("configure-cloud-routes"),
         Some(&true),
         "non-overlay: the CCM writes per-node routes"
     );
@@ -125,7 +126,7 @@ async fn b6_two_byo_shoots_share_a_user_nat_gateway() {
     for p in &plans {
         assert_byo_shape(p);
         assert!(
-            p.nodes.iter().all(|n| n.kind != Kind::NatGateway || n.action == Action::Skip),
+            p.nodes.iter().all(|n| n.kind != Kind::NatGateway || n.action() == Action::Skip),
             "the NAT is never referenced"
         );
     }
@@ -146,7 +147,11 @@ async fn b7_two_overlay_shoots_share_a_route_table() {
     let plans = apply_green(&s, &["shoot-a.yaml", "shoot-b.yaml"]).await;
     for p in &plans {
         assert_byo_shape(p);
-        assert_eq!(p.artifacts.ccm_flags.get("configure-cloud-routes"), Some(&false), "overlay: no CCM route writes");
+        assert_eq!(
+            p.artifacts.ccm_flags.as_ref().unwrap().get("configure-cloud-routes"),
+            Some(&false),
+            "overlay: no CCM route writes"
+        );
         assert_eq!(azure_json(p, "routeTableName"), Some(&json!("shared-rt")));
         assert_eq!(azure_json(p, "routeTableResourceGroup"), Some(&json!("hub-network")));
     }

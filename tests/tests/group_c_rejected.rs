@@ -72,9 +72,9 @@ async fn c9_subnet_without_route_table_needs_overlay() {
     let s = Scenario::new("C9");
     let plan = s.plan_file("shoot-overlay.yaml").await.unwrap();
     assert_eq!(plan.artifacts.infrastructure_status["routeTables"], serde_json::json!([]));
-    assert_eq!(plan.artifacts.cloud_provider_config.values["routeTableName"], serde_json::json!(""));
-    assert!(!plan.artifacts.cloud_provider_config.values.contains_key("routeTableResourceGroup"));
-    assert!(!plan.artifacts.ccm_flags["configure-cloud-routes"]);
+    assert_eq!(plan.artifacts.cloud_provider_config.as_ref().unwrap().values["routeTableName"], serde_json::json!(""));
+    assert!(!plan.artifacts.cloud_provider_config.as_ref().unwrap().values.contains_key("routeTableResourceGroup"));
+    assert!(!plan.artifacts.ccm_flags.as_ref().unwrap()["configure-cloud-routes"]);
 }
 
 #[tokio::test]

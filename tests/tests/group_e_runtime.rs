@@ -83,7 +83,7 @@ async fn e6_subnet_still_points_at_the_users_nsg() {
 #[tokio::test]
 async fn e7_allow_egress_services_are_not_deployed() {
     let (_, plan, _) = applied().await;
-    assert!(!plan.artifacts.allow_egress);
+    assert_eq!(plan.artifacts.allow_egress, Some(false));
 }
 
 #[tokio::test]
@@ -100,7 +100,7 @@ async fn e8_azure_json_has_the_byo_keys() {
     ] {
         assert_eq!(azure_json(&plan, key), Some(&value), "{key}");
     }
-    let content = &plan.artifacts.cloud_provider_config.content;
+    let content = &plan.artifacts.cloud_provider_config.as_ref().unwrap().content;
     assert!(content.contains("disableOutboundSNAT: true\n"));
     let keys: Vec<&str> = content.lines().map(|l| l.split(':').next().unwrap()).collect();
     let pos = |k: &str| keys.iter().position(|x| *x == k).unwrap();

@@ -19,7 +19,7 @@ async fn f1_delete_removes_the_cluster_resource_group_and_leaves_the_byo_resourc
     let plan = &plans[0].planned.plan;
     insta::assert_snapshot!("f1_destroy_plan", trellis_tests::text(plan));
     let subnet = plan.nodes.iter().find(|n| n.address.ends_with("hub-vnet/shoot-a-workers")).unwrap();
-    assert_eq!((subnet.action, subnet.ownership), (Action::Skip, Ownership::User));
+    assert_eq!((subnet.action(), subnet.ownership()), (Action::Skip, Ownership::User));
     let report = s.apply_plans(plans, "destroy").await.unwrap();
     assert!(report.ok, "{report:#?}");
     let writes: Vec<&str> = report.calls.iter().filter(|c| c.op == Op::Write).map(|c| c.target.as_str()).collect();
