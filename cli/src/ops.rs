@@ -398,9 +398,9 @@ impl Persist<'_> {
             return Ok(());
         }
         let id = node.id.clone().unwrap_or_default();
-        let changed = match node.action {
+        let changed = match node.action() {
             Action::Create | Action::Update | Action::Replace | Action::Verify | Action::Read | Action::Noop => {
-                let kept = StoredResource { kind: node.kind, id, ownership: node.ownership };
+                let kept = StoredResource { kind: node.kind, id, ownership: node.ownership() };
                 self.ws.record_resource(&node.address, kept)
             }
             Action::Delete => self.ws.forget_resource(&node.address, &id),

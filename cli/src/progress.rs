@@ -56,8 +56,8 @@ impl Progress for Display {
 
     fn finish(&mut self, _shoot: &str, node: &Node, result: &NodeResult) {
         let line = match &result.outcome {
-            Outcome::Done if node.action.is_write() || node.action == Action::Verify => {
-                Some(format!("{}: {}", node.address, verb(node.action)))
+            Outcome::Done if node.action().is_write() || node.action() == Action::Verify => {
+                Some(format!("{}: {}", node.address, verb(node.action())))
             }
             Outcome::Failed { error } => Some(format!("{}: FAILED: {error}", node.address)),
             Outcome::Skipped { because } => Some(format!("{}: not applied: {because}", node.address)),

@@ -243,8 +243,11 @@ fn applied(session: &Session, shoot: &str, state: &Path) -> Result<(Map<String, 
     };
     let artifacts: Artifacts = serde_json::from_value(outputs)
         .with_context(|| format!("{shoot}: the applied artifacts in the state cannot be read; {hint}"))?;
-    let routes = artifacts.ccm_flags.get("configure-cloud-routes").copied().unwrap_or(true);
-    Ok((artifacts.cloud_provider_config.values, routes))
+    let routes = artifacts.ccm_flags.as_ref().and_then(|f| f.get("configure-cloud-routes")).copied().unwrap_or(true);
+    let Some(config) = artifacts.cloud_provider_config else {
+        bail!("{shoot}: the applied artifacts in {} have no cloud-provider config; {hint}", state.display());
+    };
+    Ok((config.values, routes))
 }
 
 fn parse_annotations(raw: &[String]) -> Result<BTreeMap<String, String>> {

@@ -113,8 +113,8 @@ fn regression_tampered_plan_file_cannot_delete_a_user_vnet() {
     sb.run(&["plan", "-f", &shoot, "--world", &world, "--out", &plan_file]).code(0);
     tamper(&plan_file, |plan| {
         let node = plan.nodes.iter_mut().find(|n| n.address == vnet).expect("the user's VNet is in the plan");
-        node.ownership = trellis_plans::Ownership::Managed;
-        node.action = trellis_plans::Action::Delete;
+        node.op =
+            trellis_plans::Operation::Delete { ownership: trellis_plans::DeleteOwnership::Managed, changes: vec![] };
     });
     let refused = sb
         .run(&["apply", &plan_file])

@@ -9,8 +9,8 @@
 
 use crate::discover::{FetchBug, NotFetched, Observed};
 use crate::json;
-use crate::model::{Desired, ReadOwnership};
-use trellis_plans::{Action, Change, Node, Ownership};
+use crate::model::Desired;
+use trellis_plans::{Change, Check, DeleteOwnership, Node, Operation};
 
 /// Turns what the provider wants into plan nodes, sorted by address. Dependencies on addresses that
 /// are not part of the plan are dropped. A managed or deleted resource whose id discovery never
@@ -36,8 +36,8 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             let current = observed.get(&m.res.id)?;
             let changes = json::changes(current, &m.patch);
             let forced: Vec<&Change> = changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
-            let (action, reason) = match current {
-                None => (Action::Create, format!("{}; does not exist yet", m.why)),
+            let (op, reason) = match current {
+                None => (Operation::Create { patch: m.patch, changes }, format!("{}; does not exist yet", m.why)),
                 Some(_) if !forced.is_empty() => {
                     let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
                     let detach = match m.referrers.as_slice() {
@@ -48,35 +48,28 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
                             format!("; {} detached first and re-attached after", names.join(", "))
                         }
                     };
-                    (
-                        Action::Replace,
-                        format!(
-                            "{}; {} cannot change in place (ForceNew): delete, then create{detach}",
-                            m.why,
-                            paths.join(", ")
-                        ),
-                    )
+                    let reason = format!(
+                        "{}; {} cannot change in place (ForceNew): delete, then create{detach}",
+                        m.why,
+                        paths.join(", ")
+                    );
+                    (Operation::Replace { patch: m.patch, changes, detach: m.referrers }, reason)
                 }
                 Some(_) if !changes.is_empty() => {
-                    (Action::Update, format!("{}; {} attribute(s) differ from the live resource", m.why, changes.len()))
+                    let reason = format!("{}; {} attribute(s) differ from the live resource", m.why, changes.len());
+                    (Operation::Update { patch: m.patch, changes }, reason)
                 }
-                Some(_) => (Action::Noop, format!("{}; matches the live resource", m.why)),
+                Some(_) => (Operation::Noop { patch: Some(m.patch) }, format!("{}; matches the live resource", m.why)),
             };
-            let detach = if action == Action::Replace { m.referrers } else { Vec::new() };
             Node {
                 address: m.res.address,
                 kind: m.res.kind,
                 name: m.res.name,
                 scope: m.res.scope,
                 id: Some(m.res.id),
-                action,
-                ownership: Ownership::Managed,
+                op,
                 reason,
                 depends_on: m.depends_on,
-                changes,
-                patch: Some(m.patch),
-                checks: Vec::new(),
-                detach,
             }
         }
         Desired::Verify(v) => Node {
@@ -85,14 +78,9 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             name: v.res.name,
             scope: v.res.scope,
             id: Some(v.res.id),
-            action: Action::Verify,
-            ownership: Ownership::User,
+            op: Operation::Verify { checks: v.checks },
             reason: v.why,
             depends_on: v.depends_on,
-            changes: Vec::new(),
-            patch: None,
-            checks: v.checks,
-            detach: Vec::new(),
         },
         Desired::Read(r) => Node {
             address: r.res.address,
@@ -100,17 +88,9 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             name: r.res.name,
             scope: r.res.scope,
             id: Some(r.res.id),
-            action: Action::Read,
-            ownership: match r.ownership {
-                ReadOwnership::User => Ownership::User,
-                ReadOwnership::Runtime => Ownership::Runtime,
-            },
+            op: Operation::Read { ownership: r.ownership },
             reason: r.why,
             depends_on: r.depends_on,
-            changes: Vec::new(),
-            patch: None,
-            checks: Vec::new(),
-            detach: Vec::new(),
         },
         Desired::Skip(s) => Node {
             address: s.address,
@@ -118,20 +98,15 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             name: s.name,
             scope: s.scope,
             id: s.id,
-            action: Action::Skip,
-            ownership: s.ownership,
+            op: Operation::Skip { ownership: s.ownership },
             reason: s.why,
             depends_on: Vec::new(),
-            changes: Vec::new(),
-            patch: None,
-            checks: Vec::new(),
-            detach: Vec::new(),
         },
         Desired::DeleteManaged { res, depends_on, why } => {
-            return delete_node(res, depends_on, why, Ownership::Managed, observed)
+            return delete_node(res, depends_on, why, DeleteOwnership::Managed, observed)
         }
         Desired::DeleteRuntime { res, depends_on, rule } => {
-            return delete_node(res, depends_on, rule, Ownership::Runtime, observed)
+            return delete_node(res, depends_on, rule, DeleteOwnership::Runtime, observed)
         }
     };
     Ok(Some(node))
@@ -142,36 +117,29 @@ fn delete_node(
     res: crate::model::Resource,
     depends_on: Vec<String>,
     why: String,
-    ownership: Ownership,
+    ownership: DeleteOwnership,
     observed: &Observed,
 ) -> Result<Option<Node>, NotFetched> {
     if observed.get(&res.id)?.is_none() {
         return Ok(None);
     }
+    let changes =
+        vec![Change { path: "/id".to_string(), before: Some(serde_json::Value::String(res.id.clone())), after: None }];
     Ok(Some(Node {
-        changes: vec![Change {
-            path: "/id".to_string(),
-            before: Some(serde_json::Value::String(res.id.clone())),
-            after: None,
-        }],
         address: res.address,
         kind: res.kind,
         name: res.name,
         scope: res.scope,
         id: Some(res.id),
-        action: Action::Delete,
-        ownership,
+        op: Operation::Delete { ownership, changes },
         reason: why,
         depends_on,
-        patch: None,
-        checks: Vec::new(),
-        detach: Vec::new(),
     }))
 }
 
 /// Evaluates a verify node's checks against a live resource; returns the messages of the failed ones.
-pub fn failed_checks(node: &Node, live: &serde_json::Value) -> Vec<String> {
-    node.checks
+pub fn failed_checks(checks: &[Check], live: &serde_json::Value) -> Vec<String> {
+    checks
         .iter()
         .filter(|c| {
             let actual = live.pointer(&c.path);
@@ -191,7 +159,7 @@ mod tests {
     use super::*;
     use crate::model::{ManagedSpec, Resource, SkipSpec, VerifySpec};
     use serde_json::json;
-    use trellis_plans::{Check, Kind};
+    use trellis_plans::{Action, Kind, Ownership};
 
     fn res(name: &str) -> Resource {
         Resource {
@@ -231,7 +199,7 @@ mod tests {
             managed("forced", json!({"sku": {"name": "StandardV2"}})),
         ];
         let nodes = plan_nodes(desired, &observed).unwrap();
-        let actions: Vec<(&str, Action)> = nodes.iter().map(|n| (n.name.as_str(), n.action)).collect();
+        let actions: Vec<(&str, Action)> = nodes.iter().map(|n| (n.name.as_str(), n.action())).collect();
         assert_eq!(
             actions,
             vec![
@@ -259,8 +227,8 @@ mod tests {
             }),
         ];
         for n in plan_nodes(desired, &Observed::default()).unwrap() {
-            assert!(n.patch.is_none());
-            assert!(!n.action.is_write());
+            assert!(n.patch().is_none());
+            assert!(!n.action().is_write());
         }
     }
 
@@ -303,33 +271,15 @@ mod tests {
 
     #[test]
     fn failed_checks_name_what_is_wrong() {
-        let node = Node {
-            address: "a".into(),
-            kind: Kind::Subnet,
-            name: "s".into(),
-            scope: "rg".into(),
-            id: Some("x".into()),
-            action: Action::Verify,
-            ownership: Ownership::User,
-            reason: String::new(),
-            depends_on: vec![],
-            changes: vec![],
-            patch: None,
-            checks: vec![
-                Check {
-                    path: "/properties/addressPrefix".into(),
-                    expect: json!("10.0.0.0/16"),
-                    message: "cidr moved".into(),
-                },
-                Check {
-                    path: "/properties/networkSecurityGroup/id".into(),
-                    expect: json!("/A"),
-                    message: "nsg".into(),
-                },
-            ],
-            detach: vec![],
-        };
+        let checks = vec![
+            Check {
+                path: "/properties/addressPrefix".into(),
+                expect: json!("10.0.0.0/16"),
+                message: "cidr moved".into(),
+            },
+            Check { path: "/properties/networkSecurityGroup/id".into(), expect: json!("/A"), message: "nsg".into() },
+        ];
         let live = json!({"properties": {"addressPrefix": "10.1.0.0/16", "networkSecurityGroup": {"id": "/a"}}});
-        assert_eq!(failed_checks(&node, &live), vec!["cidr moved".to_string()]);
+        assert_eq!(failed_checks(&checks, &live), vec!["cidr moved".to_string()]);
     }
 }

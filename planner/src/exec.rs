@@ -4,10 +4,13 @@
 //! then hand the result to the [`Observer`] — which persists state — before any dependent starts.
 //! A failed node does not stop independent work; its dependents are skipped and say why.
 //!
-//! Architecture invariant: `verify` and `read` nodes run against a `&dyn CloudRead`; only create,
-//! update, replace and delete of managed (or spec-sanctioned runtime) nodes touch [`CloudWrite`].
+//! Architecture invariant: the executor dispatches on the node's [`Operation`]; `verify` and `read`
+//! nodes run with a `&dyn CloudRead` only (no way to reach the write half); only create, update,
+//! replace and delete of managed (or spec-sanctioned runtime) nodes touch [`CloudWrite`].
+//! A failed node keeps the class of what went wrong ([`NodeError`]): the cloud error as the cloud
+//! answered it, or the executor's own reason (stale since the plan, checks failed, state not committed).
 
-use crate::cloud::{CloudRead, CloudWrite};
+use crate::cloud::{CloudError, CloudRead, CloudWrite};
 use crate::diff::failed_checks;
 use crate::graph::{GraphError, PlanGraph};
 use crate::json;
@@ -17,7 +20,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::task::JoinSet;
-use trellis_plans::{node_problem, Action, Node};
+use trellis_plans::{Action, Change, Check, Node, Operation};
 
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
@@ -43,18 +46,121 @@ pub enum Outcome {
     Done,
     /// Nothing to do (noop, skip).
     Unchanged,
+    /// `error` (one line) and `failure` (its class and details), see [`NodeError`].
     Failed {
-        error: String,
+        #[serde(flatten)]
+        error: NodeError,
     },
     /// Not run because something it depends on failed (or the apply was aborted).
-    Skipped {
-        because: String,
-    },
+    Skipped { because: String },
 }
 
 impl Outcome {
     pub fn is_ok(&self) -> bool {
         matches!(self, Outcome::Done | Outcome::Unchanged)
+    }
+}
+
+/// Why a node failed. The apply report shows it as `"error"`, one line, and `"failure"`, an object
+/// whose `class` a script can act on: the cloud's (`throttled`, `server`, `timeout`, `unreachable`,
+/// `rejected` with ARM's `code`) or the executor's (`stale_since_plan`, `missing`, `verify_failed`,
+/// `state_commit`, `refused`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NodeError {
+    /// A cloud call failed (after retries, for the transient classes).
+    #[error("{0}")]
+    Cloud(#[from] CloudError),
+    /// The live resource is not what the plan was made against; re-plan.
+    #[error("{message}")]
+    StaleSincePlan { message: String },
+    /// A resource a verify or read node needs does not exist.
+    #[error("{id} does not exist; {reason}")]
+    Missing { id: String, reason: String },
+    /// Checks of a verify node that the live resource fails, by message.
+    #[error("{}", .failed.join("; "))]
+    VerifyFailed { failed: Vec<String> },
+    /// The node ran, but the state could not be persisted after it: the apply stops.
+    #[error("state could not be persisted after this node: {message}")]
+    StateCommit { message: String },
+    /// The node was not run at all (a write without a cloud id).
+    #[error("refusing to apply: {message}")]
+    Refused { message: String },
+}
+
+impl NodeError {
+    /// The class the report shows.
+    pub fn class(&self) -> &'static str {
+        match self {
+            NodeError::Cloud(CloudError::Throttled { .. }) => "throttled",
+            NodeError::Cloud(CloudError::Server { .. }) => "server",
+            NodeError::Cloud(CloudError::Timeout { .. }) => "timeout",
+            NodeError::Cloud(CloudError::Unreachable { .. }) => "unreachable",
+            NodeError::Cloud(CloudError::Rejected { .. }) => "rejected",
+            NodeError::StaleSincePlan { .. } => "stale_since_plan",
+            NodeError::Missing { .. } => "missing",
+            NodeError::VerifyFailed { .. } => "verify_failed",
+            NodeError::StateCommit { .. } => "state_commit",
+            NodeError::Refused { .. } => "refused",
+        }
+    }
+}
+
+/// The report's form of a [`NodeError`]: `{"error": "<one line>", "failure": {"class": …, …}}`.
+impl Serialize for NodeError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Failure<'a> {
+            class: &'static str,
+            /// The cloud call's target (a resource id, or a list's parent and type).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            target: Option<&'a str>,
+            /// The HTTP status (408 for a client-side timeout, 0 for no answer at all).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            status: Option<u16>,
+            /// ARM's error code of a rejection.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            code: Option<&'a str>,
+            /// The cloud's message, or the reason in words.
+            message: String,
+            /// The messages of the failed checks (verify).
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            failed_checks: &'a [String],
+        }
+        #[derive(Serialize)]
+        struct Report<'a> {
+            error: String,
+            failure: Failure<'a>,
+        }
+        let (target, code, message) = match self {
+            NodeError::Cloud(CloudError::Rejected { target, code, message, .. }) => {
+                (Some(target.as_str()), Some(code.as_str()), message.clone())
+            }
+            NodeError::Cloud(
+                CloudError::Server { target, message, .. } | CloudError::Unreachable { target, message },
+            ) => (Some(target.as_str()), None, message.clone()),
+            NodeError::Cloud(e @ (CloudError::Throttled { target, .. } | CloudError::Timeout { target })) => {
+                (Some(target.as_str()), None, e.to_string())
+            }
+            NodeError::StaleSincePlan { message }
+            | NodeError::StateCommit { message }
+            | NodeError::Refused { message } => (None, None, message.clone()),
+            other => (None, None, other.to_string()),
+        };
+        let failure = Failure {
+            class: self.class(),
+            target,
+            status: match self {
+                NodeError::Cloud(e) => Some(e.status()),
+                _ => None,
+            },
+            code,
+            message,
+            failed_checks: match self {
+                NodeError::VerifyFailed { failed } => failed,
+                _ => &[],
+            },
+        };
+        Report { error: self.to_string(), failure }.serialize(serializer)
     }
 }
 
@@ -108,12 +214,14 @@ pub async fn execute(
             });
         }
         let Some(joined) = running.join_next().await else { break };
-        let (i, result) = match joined {
+        let (i, mut result) = match joined {
             Ok(done) => done,
             Err(e) => panic!("an executor task panicked: {e}"),
         };
         if let Err(e) = observer.finished(&nodes[i], &result) {
             aborted = Some(format!("apply aborted: state could not be persisted after {}: {e}", nodes[i].address));
+            // What the node did is not in the state: the node did not complete.
+            result.outcome = Outcome::Failed { error: NodeError::StateCommit { message: e } };
         }
         let ok = result.outcome.is_ok();
         results[i] = Some(result);
@@ -136,7 +244,7 @@ pub async fn execute(
         .map(|(i, r)| {
             r.unwrap_or_else(|| NodeResult {
                 address: nodes[i].address.clone(),
-                action: nodes[i].action,
+                action: nodes[i].action(),
                 outcome: Outcome::Skipped { because: because.clone() },
                 live: None,
             })
@@ -164,7 +272,7 @@ fn skip_dependents(
         }
         let result = NodeResult {
             address: nodes[d].address.clone(),
-            action: nodes[d].action,
+            action: nodes[d].action(),
             outcome: Outcome::Skipped {
                 because: format!("depends on {}, which did not complete", nodes[failed].address),
             },
@@ -182,70 +290,82 @@ async fn run_node(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> N
         Ok((outcome, live)) => (outcome, live),
         Err(error) => (Outcome::Failed { error }, None),
     };
-    NodeResult { address: node.address.clone(), action: node.action, outcome, live }
+    NodeResult { address: node.address.clone(), action: node.action(), outcome, live }
 }
 
-async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Result<(Outcome, Option<Value>), String> {
-    if let Some(problem) = node_problem(node) {
-        return Err(format!("refusing to apply: {problem}"));
+/// Runs one node: dispatches on its operation. Verify and read get the read half of the cloud only.
+async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Result<(Outcome, Option<Value>), NodeError> {
+    if matches!(node.op, Operation::Noop { .. } | Operation::Skip { .. }) {
+        return Ok((Outcome::Unchanged, None));
     }
-    let id = node.id.as_deref().unwrap_or_default();
-    match node.action {
-        Action::Noop | Action::Skip => Ok((Outcome::Unchanged, None)),
-        Action::Verify => {
-            let live = read_existing(cloud, retry, node).await?;
-            let failed = failed_checks(node, &live);
-            if failed.is_empty() {
-                Ok((Outcome::Done, Some(live)))
-            } else {
-                Err(failed.join("; "))
-            }
-        }
-        Action::Read => Ok((Outcome::Done, Some(read_existing(cloud, retry, node).await?))),
-        Action::Create | Action::Update => {
-            let current = retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?;
-            check_unchanged_since_plan(node, current.as_ref())?;
+    let Some(id) = node.id.as_deref() else {
+        return Err(NodeError::Refused { message: format!("action `{}` without a cloud id", node.action().as_str()) });
+    };
+    match &node.op {
+        Operation::Noop { .. } | Operation::Skip { .. } => Ok((Outcome::Unchanged, None)),
+        Operation::Verify { checks } => verify(node, id, checks, cloud, retry).await,
+        Operation::Read { .. } => Ok((Outcome::Done, Some(read_existing(cloud, retry, node, id).await?))),
+        Operation::Create { patch, changes } | Operation::Update { patch, changes } => {
+            let current = retry.run(|| cloud.get(id)).await?;
+            check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref())?;
             let mut body = current.unwrap_or_else(|| Value::Object(Default::default()));
-            json::merge_patch(&mut body, node.patch.as_ref().expect("checked by node_problem"));
-            let live = retry.run(|| cloud.put(id, body.clone())).await.map_err(|e| e.to_string())?;
+            json::merge_patch(&mut body, patch);
+            let live = retry.run(|| cloud.put(id, body.clone())).await?;
             Ok((Outcome::Done, Some(live)))
         }
-        Action::Replace => {
-            let current = retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?;
-            check_unchanged_since_plan(node, current.as_ref())?;
+        Operation::Replace { patch, changes, detach } => {
+            let current = retry.run(|| cloud.get(id)).await?;
+            check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref())?;
             // Azure refuses to delete a resource that is still referenced: detach the references the
             // plan names (held by managed resources of the same plan), replace, then re-attach them.
             let mut detached = Vec::new();
-            for d in &node.detach {
-                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await.map_err(|e| e.to_string())? else {
+            for d in detach {
+                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await? else {
                     continue;
                 };
                 let removed = detach_reference(&mut holder, &d.path, id);
                 if removed != Reference::Absent {
-                    retry.run(|| cloud.put(&d.id, holder.clone())).await.map_err(|e| e.to_string())?;
+                    retry.run(|| cloud.put(&d.id, holder.clone())).await?;
                     detached.push((d, removed));
                 }
             }
-            retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
+            retry.run(|| cloud.delete(id)).await?;
             let mut body = Value::Object(Default::default());
-            json::merge_patch(&mut body, node.patch.as_ref().expect("checked by node_problem"));
-            let live = retry.run(|| cloud.put(id, body.clone())).await.map_err(|e| e.to_string())?;
+            json::merge_patch(&mut body, patch);
+            let live = retry.run(|| cloud.put(id, body.clone())).await?;
             for (d, removed) in detached {
-                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await.map_err(|e| e.to_string())? else {
+                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await? else {
                     continue;
                 };
                 restore_reference(&mut holder, &d.path, id, removed);
-                retry.run(|| cloud.put(&d.id, holder.clone())).await.map_err(|e| e.to_string())?;
+                retry.run(|| cloud.put(&d.id, holder.clone())).await?;
             }
             Ok((Outcome::Done, Some(live)))
         }
-        Action::Delete => {
+        Operation::Delete { .. } => {
             // Re-read first: a resource already gone (deleted by a previous, interrupted run) is done.
-            if retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?.is_some() {
-                retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
+            if retry.run(|| cloud.get(id)).await?.is_some() {
+                retry.run(|| cloud.delete(id)).await?;
             }
             Ok((Outcome::Done, None))
         }
+    }
+}
+
+/// A verify node: read the resource and check it. Holds only the read half of the cloud.
+async fn verify(
+    node: &Node,
+    id: &str,
+    checks: &[Check],
+    cloud: &dyn CloudRead,
+    retry: &RetryPolicy,
+) -> Result<(Outcome, Option<Value>), NodeError> {
+    let live = read_existing(cloud, retry, node, id).await?;
+    let failed = failed_checks(checks, &live);
+    if failed.is_empty() {
+        Ok((Outcome::Done, Some(live)))
+    } else {
+        Err(NodeError::VerifyFailed { failed })
     }
 }
 
@@ -297,38 +417,204 @@ fn restore_reference(holder: &mut Value, path: &str, target: &str, removed: Refe
 }
 
 /// GET through the read-only interface; a missing resource is an error.
-async fn read_existing(cloud: &dyn CloudRead, retry: &RetryPolicy, node: &Node) -> Result<Value, String> {
-    let id = node.id.as_deref().unwrap_or_default();
-    match retry.run(|| cloud.get(id)).await {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(format!("{id} does not exist; {}", node.reason)),
-        Err(e) => Err(e.to_string()),
+async fn read_existing(cloud: &dyn CloudRead, retry: &RetryPolicy, node: &Node, id: &str) -> Result<Value, NodeError> {
+    match retry.run(|| cloud.get(id)).await? {
+        Some(v) => Ok(v),
+        None => Err(NodeError::Missing { id: id.to_string(), reason: node.reason.clone() }),
     }
 }
 
 /// Refuses a write when the live resource no longer looks as it did at plan time.
-fn check_unchanged_since_plan(node: &Node, current: Option<&Value>) -> Result<(), String> {
-    let id = node.id.as_deref().unwrap_or_default();
-    match (node.action, current) {
+fn check_unchanged_since_plan(
+    id: &str,
+    action: Action,
+    patch: &Value,
+    changes: &[Change],
+    current: Option<&Value>,
+) -> Result<(), NodeError> {
+    let stale = |message: String| Err(NodeError::StaleSincePlan { message });
+    match (action, current) {
         (Action::Create, Some(_)) => {
-            return Err(format!("{id} exists now but did not when the plan was made; re-run `trellis plan`"))
+            return stale(format!("{id} exists now but did not when the plan was made; re-run `trellis plan`"))
         }
         (Action::Update | Action::Replace, None) => {
-            return Err(format!("{id} no longer exists; it was deleted since the plan was made; re-run `trellis plan`"))
+            return stale(format!(
+                "{id} no longer exists; it was deleted since the plan was made; re-run `trellis plan`"
+            ))
         }
         _ => {}
     }
-    if let (Some(current), Some(patch)) = (current, node.patch.as_ref()) {
+    if let Some(current) = current {
         let now = json::changes(Some(current), patch);
-        let moved: Vec<&str> = node
-            .changes
+        let moved: Vec<&str> = changes
             .iter()
             .filter(|planned| !now.iter().any(|c| c.path == planned.path && c.before == planned.before))
             .map(|c| c.path.as_str())
             .collect();
         if !moved.is_empty() {
-            return Err(format!("{id} changed since the plan was made ({}); re-run `trellis plan`", moved.join(", ")));
+            return stale(format!(
+                "{id} changed since the plan was made ({}); re-run `trellis plan`",
+                moved.join(", ")
+            ));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use trellis_plans::{DeleteOwnership, Kind, ReadOwnership};
+
+    /// A cloud of resources by id whose writes can be made to fail; counts its writes.
+    #[derive(Default)]
+    struct Fake {
+        resources: Mutex<BTreeMap<String, Value>>,
+        refuse_writes: Option<CloudError>,
+        writes: Mutex<usize>,
+    }
+
+    #[async_trait]
+    impl CloudRead for Fake {
+        async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+            Ok(self.resources.lock().unwrap().get(id).cloned())
+        }
+        async fn list(&self, _parent: &str, _rtype: &str) -> Result<Vec<Value>, CloudError> {
+            Ok(vec![])
+        }
+    }
+
+    #[async_trait]
+    impl CloudWrite for Fake {
+        async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+            *self.writes.lock().unwrap() += 1;
+            if let Some(e) = &self.refuse_writes {
+                return Err(e.clone());
+            }
+            self.resources.lock().unwrap().insert(id.to_string(), body.clone());
+            Ok(body)
+        }
+        async fn delete(&self, id: &str) -> Result<(), CloudError> {
+            *self.writes.lock().unwrap() += 1;
+            self.resources.lock().unwrap().remove(id);
+            Ok(())
+        }
+    }
+
+    /// Records results; fails to persist after the nodes named in `refuse`.
+    #[derive(Default)]
+    struct Record {
+        refuse: Vec<String>,
+    }
+
+    impl Observer for Record {
+        fn finished(&mut self, node: &Node, _result: &NodeResult) -> Result<(), String> {
+            match self.refuse.contains(&node.address) {
+                true => Err("disk full".to_string()),
+                false => Ok(()),
+            }
+        }
+    }
+
+    const ID: &str = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/natGateways/nat";
+
+    fn node(address: &str, op: Operation, depends_on: &[&str]) -> Node {
+        Node {
+            address: address.to_string(),
+            kind: Kind::NatGateway,
+            name: "nat".to_string(),
+            scope: "rg".to_string(),
+            id: Some(ID.to_string()),
+            op,
+            reason: "test".to_string(),
+            depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
+        }
+    }
+
+    fn create(address: &str) -> Node {
+        node(address, Operation::Create { patch: json!({"location": "westeurope"}), changes: vec![] }, &[])
+    }
+
+    async fn run(nodes: &[Node], cloud: Fake, observer: &mut Record) -> (Vec<Value>, usize) {
+        let cloud = Arc::new(cloud);
+        let results = execute(nodes, cloud.clone(), &ExecOptions::default(), observer).await.unwrap();
+        let writes = *cloud.writes.lock().unwrap();
+        (results.iter().map(|r| serde_json::to_value(r).unwrap()).collect(), writes)
+    }
+
+    #[tokio::test]
+    async fn regression_a_failed_node_reports_the_class_of_the_cloud_error() {
+        let refused = CloudError::Rejected {
+            target: ID.to_string(),
+            status: 409,
+            code: "AnotherOperationInProgress".to_string(),
+            message: "Another operation on this resource is in progress".to_string(),
+        };
+        let cloud = Fake { refuse_writes: Some(refused.clone()), ..Fake::default() };
+        let (results, _) = run(&[create("a")], cloud, &mut Record::default()).await;
+        assert_eq!(results[0]["status"], "failed");
+        assert_eq!(results[0]["error"], json!(refused.to_string()), "the one-line text stays");
+        assert_eq!(
+            results[0]["failure"],
+            json!({
+                "class": "rejected",
+                "target": ID,
+                "status": 409,
+                "code": "AnotherOperationInProgress",
+                "message": "Another operation on this resource is in progress"
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn regression_a_failed_verify_reports_its_checks() {
+        let cloud = Fake::default();
+        cloud.resources.lock().unwrap().insert(ID.to_string(), json!({"location": "northeurope"}));
+        let checks =
+            vec![Check { path: "/location".into(), expect: json!("westeurope"), message: "wrong region".into() }];
+        let verify = node("v", Operation::Verify { checks }, &[]);
+        let (results, writes) = run(&[verify], cloud, &mut Record::default()).await;
+        assert_eq!(results[0]["error"], "wrong region");
+        assert_eq!(results[0]["failure"]["class"], "verify_failed");
+        assert_eq!(results[0]["failure"]["failed_checks"], json!(["wrong region"]));
+        assert_eq!(writes, 0);
+    }
+
+    #[tokio::test]
+    async fn regression_a_write_stale_since_the_plan_reports_its_class() {
+        let cloud = Fake::default();
+        cloud.resources.lock().unwrap().insert(ID.to_string(), json!({"location": "westeurope"}));
+        let (results, writes) = run(&[create("a")], cloud, &mut Record::default()).await;
+        assert_eq!(results[0]["failure"]["class"], "stale_since_plan");
+        assert!(results[0]["error"].as_str().unwrap().contains("exists now but did not when the plan was made"));
+        assert_eq!(writes, 0, "nothing is written over a resource that moved");
+    }
+
+    /// The state could not be persisted after a node: the node did not complete (its write is not in the
+    /// state), and the report says so with the class `state_commit` instead of `done`.
+    #[tokio::test]
+    async fn regression_a_node_whose_state_was_not_committed_is_failed() {
+        let mut observer = Record { refuse: vec!["a".to_string()] };
+        let (results, _) = run(&[create("a")], Fake::default(), &mut observer).await;
+        assert_eq!(results[0]["status"], "failed");
+        assert_eq!(results[0]["failure"]["class"], "state_commit");
+        assert_eq!(results[0]["error"], "state could not be persisted after this node: disk full");
+    }
+
+    #[tokio::test]
+    async fn read_and_delete_dispatch_on_the_operation() {
+        let cloud = Fake::default();
+        cloud.resources.lock().unwrap().insert(ID.to_string(), json!({"location": "westeurope"}));
+        let nodes = [
+            node("a-read", Operation::Read { ownership: ReadOwnership::User }, &[]),
+            node("b-delete", Operation::Delete { ownership: DeleteOwnership::Managed, changes: vec![] }, &["a-read"]),
+        ];
+        let (results, writes) = run(&nodes, cloud, &mut Record::default()).await;
+        assert_eq!((results[0]["status"].as_str(), results[1]["status"].as_str()), (Some("done"), Some("done")));
+        assert_eq!(writes, 1);
+    }
 }

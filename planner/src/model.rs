@@ -56,12 +56,8 @@ pub struct ReadSpec {
     pub why: String,
 }
 
-/// Who owns a resource that is only read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadOwnership {
-    User,
-    Runtime,
-}
+/// Who owns a resource that is only read: the plan's own type, so a read node carries it as it is.
+pub use trellis_plans::ReadOwnership;
 
 /// A resource the configuration gates out: shown in the plan with the reason, never touched.
 #[derive(Clone, Debug)]

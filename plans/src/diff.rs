@@ -46,7 +46,7 @@ pub struct TextDiff {
 pub struct ShootRef {
     pub shoot: String,
     pub provider: Provider,
-    pub mode: Mode,
+    pub mode: Option<Mode>,
     pub summary: Summary,
 }
 
@@ -55,7 +55,7 @@ pub struct ShootRef {
 pub struct ShootDiff {
     pub shoot: String,
     pub provider: Option<Delta<Provider>>,
-    pub mode: Option<Delta<Mode>>,
+    pub mode: Option<Delta<Option<Mode>>>,
     /// Nodes only in the new plan.
     pub nodes_added: Vec<NodeRef>,
     /// Nodes only in the old plan.
@@ -110,9 +110,11 @@ pub struct ArtifactsDiff {
     /// Unified diff of `cloud_provider_config.content`, named as reviewers know the file (`azure.json`).
     pub cloud_provider_config: Option<TextDiff>,
     pub egress_cidrs: Option<Delta<Option<Vec<String>>>>,
-    pub allow_egress: Option<Delta<bool>>,
+    pub allow_egress: Option<Delta<Option<bool>>>,
     /// Per flag that differs: old and new value (`None`: not set).
     pub ccm_flags: Vec<(String, Option<bool>, Option<bool>)>,
+    /// Unified diff of each provider-specific artifact that differs (pretty JSON), by name.
+    pub named: Vec<TextDiff>,
 }
 
 /// The state a plan was made against, when it moved.
@@ -150,6 +152,7 @@ impl ShootDiff {
         let mut rest = self.clone();
         rest.artifacts.infrastructure_status = None;
         rest.artifacts.cloud_provider_config = None;
+        rest.artifacts.named.clear();
         rest.is_empty()
     }
 }
@@ -161,6 +164,7 @@ impl ArtifactsDiff {
             && self.egress_cidrs.is_none()
             && self.allow_egress.is_none()
             && self.ccm_flags.is_empty()
+            && self.named.is_empty()
     }
 }
 
@@ -235,7 +239,7 @@ fn diff_plan(o: &Plan, n: &Plan) -> ShootDiff {
 }
 
 fn node_ref(n: &crate::Node) -> NodeRef {
-    NodeRef { address: n.address.clone(), action: n.action, ownership: n.ownership }
+    NodeRef { address: n.address.clone(), action: n.action(), ownership: n.ownership() }
 }
 
 impl NodeDiff {
@@ -256,15 +260,15 @@ impl NodeDiff {
 fn diff_node(o: &crate::Node, n: &crate::Node) -> NodeDiff {
     let mut d = NodeDiff {
         address: o.address.clone(),
-        action: moved(&o.action, &n.action),
-        ownership: moved(&o.ownership, &n.ownership),
+        action: moved(&o.action(), &n.action()),
+        ownership: moved(&o.ownership(), &n.ownership()),
         reason: moved(&o.reason, &n.reason),
         id: moved(&o.id, &n.id),
-        patch: moved(&o.patch, &n.patch),
+        patch: moved(&o.patch().cloned(), &n.patch().cloned()),
         ..NodeDiff::default()
     };
-    let old_changes: BTreeMap<&str, &Change> = o.changes.iter().map(|c| (c.path.as_str(), c)).collect();
-    let new_changes: BTreeMap<&str, &Change> = n.changes.iter().map(|c| (c.path.as_str(), c)).collect();
+    let old_changes: BTreeMap<&str, &Change> = o.changes().iter().map(|c| (c.path.as_str(), c)).collect();
+    let new_changes: BTreeMap<&str, &Change> = n.changes().iter().map(|c| (c.path.as_str(), c)).collect();
     let paths: BTreeSet<&str> = old_changes.keys().chain(new_changes.keys()).copied().collect();
     for path in paths {
         let (oc, nc) = (old_changes.get(path), new_changes.get(path));
@@ -277,8 +281,8 @@ fn diff_node(o: &crate::Node, n: &crate::Node) -> NodeDiff {
         }
     }
     (d.depends_on_added, d.depends_on_removed) = added_removed(&o.depends_on, &n.depends_on);
-    d.checks_removed = o.checks.iter().filter(|c| !n.checks.contains(c)).cloned().collect();
-    d.checks_added = n.checks.iter().filter(|c| !o.checks.contains(c)).cloned().collect();
+    d.checks_removed = o.checks().iter().filter(|c| !n.checks().contains(c)).cloned().collect();
+    d.checks_added = n.checks().iter().filter(|c| !o.checks().contains(c)).cloned().collect();
     d
 }
 
@@ -301,17 +305,29 @@ fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
         let text = unified(&pretty(&oa.infrastructure_status), &pretty(&na.infrastructure_status), name);
         d.infrastructure_status = Some(TextDiff { name: name.to_string(), unified: text });
     }
-    let (oc, nc) = (&oa.cloud_provider_config, &na.cloud_provider_config);
-    if oc.content != nc.content {
-        let name = config_file_name(n.provider, nc.format);
+    let (oc, nc) = (oa.cloud_provider_config.as_ref(), na.cloud_provider_config.as_ref());
+    let content = |c: Option<&crate::CloudProviderConfig>| c.map_or(String::new(), |c| c.content.clone());
+    if content(oc) != content(nc) {
+        let format = nc.or(oc).map(|c| c.format).unwrap_or_default();
+        let name = config_file_name(n.provider, format);
         d.cloud_provider_config =
-            Some(TextDiff { name: name.to_string(), unified: unified(&oc.content, &nc.content, name) });
+            Some(TextDiff { name: name.to_string(), unified: unified(&content(oc), &content(nc), name) });
     }
-    let flags: BTreeSet<&String> = oa.ccm_flags.keys().chain(na.ccm_flags.keys()).collect();
+    let no_flags = BTreeMap::new();
+    let (of, nf) = (oa.ccm_flags.as_ref().unwrap_or(&no_flags), na.ccm_flags.as_ref().unwrap_or(&no_flags));
+    let flags: BTreeSet<&String> = of.keys().chain(nf.keys()).collect();
     for flag in flags {
-        let (ov, nv) = (oa.ccm_flags.get(flag).copied(), na.ccm_flags.get(flag).copied());
+        let (ov, nv) = (of.get(flag).copied(), nf.get(flag).copied());
         if ov != nv {
             d.ccm_flags.push((flag.clone(), ov, nv));
+        }
+    }
+    let names: BTreeSet<&String> = oa.named.keys().chain(na.named.keys()).collect();
+    for name in names {
+        let (ov, nv) = (oa.named.get(name), na.named.get(name));
+        if ov != nv {
+            let text = |v: Option<&Value>| v.map_or(String::new(), pretty);
+            d.named.push(TextDiff { name: name.clone(), unified: unified(&text(ov), &text(nv), name) });
         }
     }
     d
@@ -377,7 +393,7 @@ pub fn render_diff(d: &PlanDiff, color: bool) -> String {
         let line = format!(
             "+ shoot {} (only in NEW, {}): {}",
             escape::text(&s.shoot),
-            s.mode.as_str(),
+            mode_or_provider(s),
             counts_line(&s.summary)
         );
         let _ = writeln!(out, "\n{}", paint(color, GREEN, &line));
@@ -423,7 +439,7 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
         let _ = writeln!(out, "    provider: {} -> {}", a.as_str(), b.as_str());
     }
     if let Some(Delta { old: a, new: b }) = s.mode {
-        let _ = writeln!(out, "    mode: {} -> {}", a.as_str(), b.as_str());
+        let _ = writeln!(out, "    mode: {} -> {}", mode_text(a), mode_text(b));
     }
     for n in &s.nodes_removed {
         let line = format!("  - {} ({}, {})", escape::text(&n.address), n.action.as_str(), n.ownership.as_str());
@@ -554,12 +570,22 @@ fn artifact_lines(a: &ArtifactsDiff) -> Vec<String> {
     lines
 }
 
-fn deployed(b: bool) -> &'static str {
-    if b {
-        "deployed"
-    } else {
-        "not deployed"
+fn deployed(b: Option<bool>) -> &'static str {
+    match b {
+        Some(true) => "deployed",
+        Some(false) => "not deployed",
+        None => "(not applicable)",
     }
+}
+
+/// A plan's mode as the diff prints it; `(none)` for a provider without modes.
+fn mode_text(mode: Option<Mode>) -> &'static str {
+    mode.map_or("(none)", Mode::as_str)
+}
+
+/// What the diff says about a shoot only in one file: its mode, or its provider when it has none.
+fn mode_or_provider(s: &ShootRef) -> &'static str {
+    s.mode.map_or(s.provider.as_str(), Mode::as_str)
 }
 
 /// The unified diffs, labelled.
@@ -570,6 +596,9 @@ fn text_artifacts(a: &ArtifactsDiff) -> Vec<(String, &str)> {
     }
     if let Some(t) = &a.infrastructure_status {
         out.push(("infrastructure status".to_string(), t.unified.as_str()));
+    }
+    for t in &a.named {
+        out.push((escape::text(&t.name).into_owned(), t.unified.as_str()));
     }
     out
 }
@@ -594,7 +623,7 @@ pub fn diff_markdown(d: &PlanDiff) -> String {
             out,
             "- added shoot {} (only in NEW, `{}`): {}",
             escape::md_code(&s.shoot, Md::Inline),
-            s.mode.as_str(),
+            mode_or_provider(s),
             counts_line(&s.summary)
         );
     }
@@ -607,7 +636,7 @@ pub fn diff_markdown(d: &PlanDiff) -> String {
             let _ = writeln!(out, "- provider: `{}` → `{}`", a.as_str(), b.as_str());
         }
         if let Some(Delta { old: a, new: b }) = s.mode {
-            let _ = writeln!(out, "- mode: `{}` → `{}`", a.as_str(), b.as_str());
+            let _ = writeln!(out, "- mode: `{}` → `{}`", mode_text(a), mode_text(b));
         }
         for n in &s.nodes_removed {
             let address = escape::md_code(&n.address, Md::Inline);

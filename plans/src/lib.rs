@@ -13,6 +13,7 @@ pub mod render;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Bumped whenever a reader of an older document could misread a newer one.
@@ -231,8 +232,88 @@ pub struct Check {
     pub message: String,
 }
 
+/// Who owns a resource a plan deletes: trellis itself, or the runtime when a spec rule says so (e.g.
+/// the GCP BYO delete safety net). A user-owned resource is never deleted, so it has no variant here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeleteOwnership {
+    Managed,
+    Runtime,
+}
+
+/// Who owns a resource that is only read. A managed resource is never merely read: it is written or
+/// found to match (`noop`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadOwnership {
+    User,
+    Runtime,
+}
+
+/// What applying a node does, with exactly the data that operation needs.
+///
+/// Architecture invariant: the ownership is part of the operation, so a write to a resource trellis
+/// does not own cannot be built: `create`, `update`, `replace` and `noop` are managed, `verify` is
+/// user-owned, `read` is user- or runtime-owned, `delete` is managed or (by a named rule) runtime-owned.
+/// A patch exists only on writes (and on a no-op, which says what was compared), checks only on a
+/// verify, references to detach only on a replace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation {
+    /// The resource does not exist: PUT the patch onto an empty body.
+    Create { patch: Value, changes: Vec<Change> },
+    /// Some managed attributes differ: merge the patch into the live resource and PUT it.
+    Update { patch: Value, changes: Vec<Change> },
+    /// A ForceNew attribute differs: detach the references, delete, create from the patch, re-attach.
+    Replace { patch: Value, changes: Vec<Change>, detach: Vec<Detach> },
+    /// No longer desired; `changes` shows what goes (`/id` before, nothing after).
+    Delete { ownership: DeleteOwnership, changes: Vec<Change> },
+    /// A user-owned resource read and checked; apply fails when a check fails.
+    Verify { checks: Vec<Check> },
+    /// A resource read for its values.
+    Read { ownership: ReadOwnership },
+    /// A managed resource that matches its patch.
+    Noop { patch: Option<Value> },
+    /// Gated out by the configuration; never touched.
+    Skip { ownership: Ownership },
+}
+
+impl Operation {
+    /// The action this operation is listed under.
+    pub fn action(&self) -> Action {
+        match self {
+            Operation::Create { .. } => Action::Create,
+            Operation::Update { .. } => Action::Update,
+            Operation::Replace { .. } => Action::Replace,
+            Operation::Delete { .. } => Action::Delete,
+            Operation::Verify { .. } => Action::Verify,
+            Operation::Read { .. } => Action::Read,
+            Operation::Noop { .. } => Action::Noop,
+            Operation::Skip { .. } => Action::Skip,
+        }
+    }
+
+    /// Who owns the resource.
+    pub fn ownership(&self) -> Ownership {
+        match self {
+            Operation::Create { .. }
+            | Operation::Update { .. }
+            | Operation::Replace { .. }
+            | Operation::Noop { .. } => Ownership::Managed,
+            Operation::Delete { ownership: DeleteOwnership::Managed, .. } => Ownership::Managed,
+            Operation::Delete { ownership: DeleteOwnership::Runtime, .. } => Ownership::Runtime,
+            Operation::Verify { .. } => Ownership::User,
+            Operation::Read { ownership: ReadOwnership::User } => Ownership::User,
+            Operation::Read { ownership: ReadOwnership::Runtime } => Ownership::Runtime,
+            Operation::Skip { ownership } => *ownership,
+        }
+    }
+}
+
 /// One resource of the plan.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+///
+/// The JSON form is flat (`action`, `ownership`, `changes`, `patch`, `checks`, `detach` next to the
+/// other fields, in that order); reading it back refuses every combination an [`Operation`] cannot
+/// hold (see [`NodeShapeError`]).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "NodeJsonOwned")]
 pub struct Node {
     /// Stable, unique, human-readable id, e.g. `azure.route_table.shoot--foo--bar.worker_route_table`.
     pub address: String,
@@ -240,28 +321,190 @@ pub struct Node {
     pub name: String,
     /// Azure: the resource group; GCP: project/region; domains: the seed or shoot.
     pub scope: String,
-    /// The cloud id (ARM id, GCE selfLink) when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The cloud id (ARM id, GCE selfLink) when known. Every node but a skip has one.
     pub id: Option<String>,
-    pub action: Action,
-    pub ownership: Ownership,
+    pub op: Operation,
     /// Why, in words a reviewer understands, with the rule behind it.
     pub reason: String,
-    #[serde(default)]
     pub depends_on: Vec<String>,
+}
+
+impl Node {
+    pub fn action(&self) -> Action {
+        self.op.action()
+    }
+
+    pub fn ownership(&self) -> Ownership {
+        self.op.ownership()
+    }
+
     /// Before/after of each changed attribute (create: after only; delete: before only).
-    #[serde(default)]
-    pub changes: Vec<Change>,
-    /// For create/update/replace: the JSON merge patch (RFC 7386) applied to the live resource.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub patch: Option<Value>,
+    pub fn changes(&self) -> &[Change] {
+        match &self.op {
+            Operation::Create { changes, .. }
+            | Operation::Update { changes, .. }
+            | Operation::Replace { changes, .. }
+            | Operation::Delete { changes, .. } => changes,
+            _ => &[],
+        }
+    }
+
+    /// For create/update/replace (and a no-op): the JSON merge patch (RFC 7386) of the managed attributes.
+    pub fn patch(&self) -> Option<&Value> {
+        match &self.op {
+            Operation::Create { patch, .. } | Operation::Update { patch, .. } | Operation::Replace { patch, .. } => {
+                Some(patch)
+            }
+            Operation::Noop { patch } => patch.as_ref(),
+            _ => None,
+        }
+    }
+
     /// For verify: the invariants re-checked at apply time.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<Check>,
+    pub fn checks(&self) -> &[Check] {
+        match &self.op {
+            Operation::Verify { checks } => checks,
+            _ => &[],
+        }
+    }
+
     /// For replace: references to this resource from other managed resources of the plan, removed
     /// before the delete and restored after the create (Azure refuses to delete a referenced resource).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub detach: Vec<Detach>,
+    pub fn detach(&self) -> &[Detach] {
+        match &self.op {
+            Operation::Replace { detach, .. } => detach,
+            _ => &[],
+        }
+    }
+}
+
+/// A node as the plan JSON spells it: flat, every field of every operation optional. Only used to
+/// read and write [`Node`] (borrowed when writing, owned when reading); the field order is the document's.
+#[derive(Serialize, Deserialize)]
+struct NodeJson<'a> {
+    address: Cow<'a, str>,
+    kind: Kind,
+    name: Cow<'a, str>,
+    scope: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<Cow<'a, str>>,
+    action: Action,
+    ownership: Ownership,
+    reason: Cow<'a, str>,
+    #[serde(default)]
+    depends_on: Cow<'a, [String]>,
+    #[serde(default)]
+    changes: Cow<'a, [Change]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    patch: Option<Cow<'a, Value>>,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    checks: Cow<'a, [Check]>,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    detach: Cow<'a, [Detach]>,
+}
+
+fn is_empty<T>(items: &[T]) -> bool {
+    items.is_empty()
+}
+
+type NodeJsonOwned = NodeJson<'static>;
+
+impl Serialize for Node {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        NodeJson {
+            address: Cow::Borrowed(&self.address),
+            kind: self.kind,
+            name: Cow::Borrowed(&self.name),
+            scope: Cow::Borrowed(&self.scope),
+            id: self.id.as_deref().map(Cow::Borrowed),
+            action: self.action(),
+            ownership: self.ownership(),
+            reason: Cow::Borrowed(&self.reason),
+            depends_on: Cow::Borrowed(&self.depends_on),
+            changes: Cow::Borrowed(self.changes()),
+            patch: self.patch().map(Cow::Borrowed),
+            checks: Cow::Borrowed(self.checks()),
+            detach: Cow::Borrowed(self.detach()),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// A node in a plan file that no plan could contain: a write to a resource trellis does not own, or a
+/// field its operation does not have (a verify with a patch, a create without one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("node {address}: {problem}")]
+pub struct NodeShapeError {
+    pub address: String,
+    pub problem: String,
+}
+
+impl TryFrom<NodeJsonOwned> for Node {
+    type Error = NodeShapeError;
+
+    fn try_from(n: NodeJsonOwned) -> Result<Node, NodeShapeError> {
+        let action = n.action.as_str();
+        let refuse = |problem: String| NodeShapeError { address: n.address.to_string(), problem };
+        if n.id.is_none() && n.action != Action::Skip {
+            return Err(refuse(format!("action `{action}` without a cloud id")));
+        }
+        let carries = |field: &str| match n.action {
+            Action::Create | Action::Update => matches!(field, "patch" | "changes"),
+            Action::Replace => matches!(field, "patch" | "changes" | "detach"),
+            Action::Delete => field == "changes",
+            Action::Verify => field == "checks",
+            Action::Noop => field == "patch",
+            Action::Read | Action::Skip => false,
+        };
+        let present = [
+            ("patch", "a patch", n.patch.is_some()),
+            ("changes", "attribute changes", !n.changes.is_empty()),
+            ("checks", "checks", !n.checks.is_empty()),
+            ("detach", "references to detach", !n.detach.is_empty()),
+        ];
+        if let Some((_, words, _)) = present.iter().find(|(field, _, set)| *set && !carries(field)) {
+            return Err(refuse(format!("action `{action}` with {words}")));
+        }
+        let patch =
+            || n.patch.clone().map(Cow::into_owned).ok_or_else(|| refuse(format!("action `{action}` without a patch")));
+        let runtime = n.ownership == Ownership::Runtime;
+        let changes = n.changes.into_owned();
+        let op = match n.action {
+            Action::Create => Operation::Create { patch: patch()?, changes },
+            Action::Update => Operation::Update { patch: patch()?, changes },
+            Action::Replace => Operation::Replace { patch: patch()?, changes, detach: n.detach.into_owned() },
+            Action::Delete => Operation::Delete {
+                ownership: if runtime { DeleteOwnership::Runtime } else { DeleteOwnership::Managed },
+                changes,
+            },
+            Action::Verify => Operation::Verify { checks: n.checks.into_owned() },
+            Action::Read => {
+                Operation::Read { ownership: if runtime { ReadOwnership::Runtime } else { ReadOwnership::User } }
+            }
+            Action::Noop => Operation::Noop { patch: n.patch.map(Cow::into_owned) },
+            Action::Skip => Operation::Skip { ownership: n.ownership },
+        };
+        // The operation decides who may own the resource; the file must agree.
+        if op.ownership() != n.ownership {
+            let owner = match n.ownership {
+                Ownership::Managed => "managed resource",
+                Ownership::User => "user-owned resource",
+                Ownership::Runtime => "runtime-owned resource",
+            };
+            let write = if n.action.is_write() { "write " } else { "" };
+            return Err(refuse(format!("{owner} with {write}action `{action}`")));
+        }
+        Ok(Node {
+            address: n.address.into_owned(),
+            kind: n.kind,
+            name: n.name.into_owned(),
+            scope: n.scope.into_owned(),
+            id: n.id.map(Cow::into_owned),
+            op,
+            reason: n.reason.into_owned(),
+            depends_on: n.depends_on.into_owned(),
+        })
+    }
 }
 
 /// A reference to a replaced resource, held by another managed resource of the same plan.
@@ -292,18 +535,30 @@ pub enum ConfigFormat {
 }
 
 /// What the reconcile produces besides cloud resources.
+///
+/// The fields every infrastructure provider has are always written; what only a cloud provider with a
+/// CCM has (`cloud_provider_config`, `ccm_flags`, `allow_egress`) is optional and left out when absent
+/// (a domains provider has none of it); anything else a provider produces (a DNS record set, the
+/// API server's SANs) goes into `named`, by name.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct Artifacts {
-    /// The provider's InfrastructureStatus, with upstream JSON field names.
+    /// The provider's InfrastructureStatus, with upstream JSON field names; `null` when it has none.
     pub infrastructure_status: Value,
     /// `shoot.status.provider.egressCIDRs`; `null` when Gardener cannot know them (user-managed egress).
     /// Addresses of public IPs that do not exist yet read `(known after apply)`.
     pub egress_cidrs: Option<Vec<String>>,
-    pub cloud_provider_config: CloudProviderConfig,
+    /// The file the CCM reads (Azure `azure.json`, GCP `cloudprovider.conf`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_provider_config: Option<CloudProviderConfig>,
     /// CCM command-line flags that depend on the configuration.
-    pub ccm_flags: BTreeMap<String, bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccm_flags: Option<BTreeMap<String, bool>>,
     /// Whether the `allow-{tcp,udp}-egress` Services are deployed.
-    pub allow_egress: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_egress: Option<bool>,
+    /// Provider-specific artifacts by name, e.g. `dns_record_set` or `apiserver_sans`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub named: BTreeMap<String, Value>,
 }
 
 /// Counts per action.
@@ -323,7 +578,7 @@ impl Summary {
     pub fn of(nodes: &[Node]) -> Summary {
         let mut s = Summary::default();
         for n in nodes {
-            *s.slot(n.action) += 1;
+            *s.slot(n.action()) += 1;
         }
         s
     }
@@ -374,7 +629,9 @@ pub struct Plan {
     /// Technical id, `shoot--<project>--<name>`.
     pub shoot: String,
     pub provider: Provider,
-    pub mode: Mode,
+    /// How the provider reconciles this shoot; absent for a provider without modes (domains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
     pub prior: Prior,
     /// sha256 (hex) of the plan body — its nodes and artifacts ([`body_digest`]). `PlanSet::from_json`
     /// refuses a file whose body does not match it, so a reviewer can pin exactly what was approved
@@ -405,6 +662,15 @@ impl Plan {
         self.summary.has_changes()
     }
 
+    /// The provider and, when it has one, the mode, as the renderers print them: `azure, managed`,
+    /// `domains`.
+    pub fn provider_and_mode(&self) -> String {
+        match self.mode {
+            Some(mode) => format!("{}, {}", self.provider.as_str(), mode.as_str()),
+            None => self.provider.as_str().to_string(),
+        }
+    }
+
     pub fn node(&self, address: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.address == address)
     }
@@ -421,13 +687,11 @@ impl Plan {
 pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
     if saved.shoot != now.shoot || saved.provider != now.provider || saved.mode != now.mode {
         return Some(format!(
-            "the plan file is for {} ({}, {}), trellis plans {} ({}, {}) now",
+            "the plan file is for {} ({}), trellis plans {} ({}) now",
             saved.shoot,
-            saved.provider.as_str(),
-            saved.mode.as_str(),
+            saved.provider_and_mode(),
             now.shoot,
-            now.provider.as_str(),
-            now.mode.as_str()
+            now.provider_and_mode()
         ));
     }
     let by_address = |plan: &'_ Plan| -> BTreeMap<String, usize> {
@@ -442,7 +706,7 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
         let Some(&j) = in_now.get(address) else {
             return Some(format!(
                 "node {address} (`{}`) is in the plan file, but trellis does not plan it now",
-                s.action.as_str()
+                s.action().as_str()
             ));
         };
         if let Some(field) = node_difference(s, &now.nodes[j]) {
@@ -453,7 +717,7 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
         return Some(format!(
             "trellis now plans node {} (`{}`), which the plan file does not have",
             n.address,
-            n.action.as_str()
+            n.action().as_str()
         ));
     }
     artifacts_difference(&saved.artifacts, &now.artifacts).map(|a| format!("artifact {a} differs"))
@@ -462,14 +726,14 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
 /// The first field in which two nodes of the same address differ.
 fn node_difference(saved: &Node, now: &Node) -> Option<String> {
     let words = |what: &str, s: String, n: String| Some(format!("{what} is {s} in the plan file, {n} now"));
-    if saved.action != now.action {
-        return words("the action", format!("`{}`", saved.action.as_str()), format!("`{}`", now.action.as_str()));
+    if saved.action() != now.action() {
+        return words("the action", format!("`{}`", saved.action().as_str()), format!("`{}`", now.action().as_str()));
     }
-    if saved.ownership != now.ownership {
+    if saved.ownership() != now.ownership() {
         return words(
             "the ownership",
-            format!("`{}`", saved.ownership.as_str()),
-            format!("`{}`", now.ownership.as_str()),
+            format!("`{}`", saved.ownership().as_str()),
+            format!("`{}`", now.ownership().as_str()),
         );
     }
     if saved.kind != now.kind {
@@ -481,17 +745,17 @@ fn node_difference(saved: &Node, now: &Node) -> Option<String> {
     if saved.name != now.name || saved.scope != now.scope {
         return words("the name", format!("{}/{}", saved.scope, saved.name), format!("{}/{}", now.scope, now.name));
     }
-    if saved.patch != now.patch {
-        return words("the patch", json(&saved.patch), json(&now.patch));
+    if saved.patch() != now.patch() {
+        return words("the patch", json(&saved.patch()), json(&now.patch()));
     }
-    if saved.changes != now.changes {
-        return words("the attribute changes", json(&saved.changes), json(&now.changes));
+    if saved.changes() != now.changes() {
+        return words("the attribute changes", json(&saved.changes()), json(&now.changes()));
     }
-    if saved.checks != now.checks {
-        return words("the checks", json(&saved.checks), json(&now.checks));
+    if saved.checks() != now.checks() {
+        return words("the checks", json(&saved.checks()), json(&now.checks()));
     }
-    if saved.detach != now.detach {
-        return words("the references to detach", json(&saved.detach), json(&now.detach));
+    if saved.detach() != now.detach() {
+        return words("the references to detach", json(&saved.detach()), json(&now.detach()));
     }
     if saved.depends_on != now.depends_on {
         return words("the dependencies", json(&saved.depends_on), json(&now.depends_on));
@@ -512,19 +776,20 @@ fn json<T: Serialize>(value: &T) -> String {
 }
 
 /// The first artifact in which two plans differ, by name.
-fn artifacts_difference(saved: &Artifacts, now: &Artifacts) -> Option<&'static str> {
+fn artifacts_difference(saved: &Artifacts, now: &Artifacts) -> Option<String> {
+    let named = saved.named.keys().chain(now.named.keys()).find(|k| saved.named.get(*k) != now.named.get(*k));
     if saved.infrastructure_status != now.infrastructure_status {
-        Some("infrastructure_status")
+        Some("infrastructure_status".to_string())
     } else if saved.egress_cidrs != now.egress_cidrs {
-        Some("egress_cidrs")
+        Some("egress_cidrs".to_string())
     } else if saved.cloud_provider_config != now.cloud_provider_config {
-        Some("cloud_provider_config")
+        Some("cloud_provider_config".to_string())
     } else if saved.ccm_flags != now.ccm_flags {
-        Some("ccm_flags")
+        Some("ccm_flags".to_string())
     } else if saved.allow_egress != now.allow_egress {
-        Some("allow_egress")
+        Some("allow_egress".to_string())
     } else {
-        None
+        named.map(|name| format!("named.{name}"))
     }
 }
 
@@ -597,18 +862,18 @@ impl PlanSet {
     /// Reads a plan file written by [`PlanSet::to_json`] and checks that it is well formed:
     /// known version, and no node that would write to a resource trellis does not own.
     pub fn from_json(path: &str, text: &str) -> Result<PlanSet, PlanFileError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|cause| PlanFileError::Parse { path: path.to_string(), cause })?;
+        let parse = |cause| PlanFileError::Parse { path: path.to_string(), cause };
+        let mut value: Value = serde_json::from_str(text).map_err(parse)?;
         let found = value.get("format_version").and_then(Value::as_u64).unwrap_or(0) as u32;
         if found != FORMAT_VERSION {
             return Err(PlanFileError::Version { path: path.to_string(), found });
         }
-        let set = if value.get("plans").is_some() {
-            serde_json::from_value::<PlanSet>(value)
-        } else {
-            serde_json::from_value::<Plan>(value).map(|p| PlanSet { format_version: FORMAT_VERSION, plans: vec![p] })
-        }
-        .map_err(|cause| PlanFileError::Parse { path: path.to_string(), cause })?;
+        let plans = match value.get_mut("plans") {
+            Some(plans) => serde_json::from_value::<Vec<Value>>(plans.take()).map_err(parse)?,
+            None => vec![value],
+        };
+        let plans = plans.into_iter().map(|plan| plan_from_value(path, plan)).collect::<Result<_, _>>()?;
+        let set = PlanSet { format_version: FORMAT_VERSION, plans };
         for plan in &set.plans {
             if plan.digest != plan.body_digest() {
                 return Err(PlanFileError::Edited {
@@ -625,8 +890,7 @@ impl PlanSet {
                 });
             }
             for node in &plan.nodes {
-                let problem = node_problem(node).or_else(|| detach_problem(plan, node));
-                if let Some(problem) = problem {
+                if let Some(problem) = detach_problem(plan, node) {
                     return Err(PlanFileError::Invalid {
                         path: path.to_string(),
                         address: node.address.clone(),
@@ -639,26 +903,32 @@ impl PlanSet {
     }
 }
 
-/// The ownership/action combinations a plan may never contain.
-pub fn node_problem(node: &Node) -> Option<String> {
-    match (node.ownership, node.action) {
-        (Ownership::User, a) if a.is_write() => Some(format!("user-owned resource with write action `{}`", a.as_str())),
-        (Ownership::Runtime, a) if a.is_write() && a != Action::Delete => {
-            Some(format!("runtime-owned resource with action `{}`", a.as_str()))
-        }
-        (_, Action::Create | Action::Update | Action::Replace) if node.patch.is_none() => {
-            Some(format!("action `{}` without a patch", node.action.as_str()))
-        }
-        (_, a) if a.is_write() && node.id.is_none() => Some(format!("action `{}` without a cloud id", a.as_str())),
-        _ => None,
+/// Reads one plan of a plan file. The nodes are read one by one, so that a node no plan could contain
+/// (a write to a user-owned resource, a verify with a patch: [`NodeShapeError`]) is refused as
+/// [`PlanFileError::Invalid`], naming its address.
+fn plan_from_value(path: &str, mut value: Value) -> Result<Plan, PlanFileError> {
+    let parse = |cause| PlanFileError::Parse { path: path.to_string(), cause };
+    let nodes = match value.get_mut("nodes") {
+        Some(nodes) => serde_json::from_value::<Vec<NodeJsonOwned>>(nodes.take()).map_err(parse)?,
+        None => Vec::new(),
+    };
+    if let Some(slot) = value.get_mut("nodes") {
+        *slot = Value::Array(Vec::new());
     }
+    let mut plan = serde_json::from_value::<Plan>(value).map_err(parse)?;
+    plan.nodes = nodes
+        .into_iter()
+        .map(Node::try_from)
+        .collect::<Result<_, _>>()
+        .map_err(|e| PlanFileError::Invalid { path: path.to_string(), address: e.address, problem: e.problem })?;
+    Ok(plan)
 }
 
 /// A replace may only detach references held by managed resources of the same plan.
 pub fn detach_problem(plan: &Plan, node: &Node) -> Option<String> {
-    node.detach.iter().find_map(|d| {
+    node.detach().iter().find_map(|d| {
         let managed = plan.nodes.iter().any(|n| {
-            n.ownership == Ownership::Managed && n.id.as_deref().is_some_and(|id| id.eq_ignore_ascii_case(&d.id))
+            n.ownership() == Ownership::Managed && n.id.as_deref().is_some_and(|id| id.eq_ignore_ascii_case(&d.id))
         });
         (!managed)
             .then(|| format!("detaches a reference held by {}, which is not a managed resource of this plan", d.id))

@@ -24,6 +24,7 @@
 use crate::escape::{self, Md};
 use crate::{Action, Artifacts, Change, Check, ConfigFormat, Node, Ownership, Plan, PlanSet, Provider, Summary};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// How [`text`] renders.
@@ -128,16 +129,16 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
     let _ = writeln!(out, "{}", style.paint(BOLD, &counts_line(&plan.summary)));
     let _ = writeln!(
         out,
-        "Shoot: {}  provider: {}  mode: {}  prior: {}\nDigest: {}",
+        "Shoot: {}  provider: {}{}  prior: {}\nDigest: {}",
         escape::text(&plan.shoot),
         plan.provider.as_str(),
-        plan.mode.as_str(),
+        plan.mode.map(|m| format!("  mode: {}", m.as_str())).unwrap_or_default(),
         prior_text(plan),
         escape::text(&plan.digest)
     );
     let legend: Vec<String> = DISPLAY_ORDER
         .iter()
-        .filter(|a| **a != Action::Noop && plan.nodes.iter().any(|n| n.action == **a))
+        .filter(|a| **a != Action::Noop && plan.nodes.iter().any(|n| n.action() == **a))
         .map(|a| format!("{} {}", style.paint(action_color(*a), a.symbol()), a.as_str()))
         .collect();
     if !legend.is_empty() {
@@ -145,7 +146,7 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
     }
 
     for action in DISPLAY_ORDER {
-        let nodes: Vec<&Node> = plan.nodes.iter().filter(|n| n.action == action).collect();
+        let nodes: Vec<&Node> = plan.nodes.iter().filter(|n| n.action() == action).collect();
         if nodes.is_empty() {
             continue;
         }
@@ -171,30 +172,30 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
 }
 
 fn node_text(out: &mut String, node: &Node, style: Style) {
-    let mut head = format!("{:>3} {}", node.action.symbol(), escape::text(&node.address));
-    if node.ownership != Ownership::Managed {
-        let _ = write!(head, " ({})", node.ownership.as_str());
+    let mut head = format!("{:>3} {}", node.action().symbol(), escape::text(&node.address));
+    if node.ownership() != Ownership::Managed {
+        let _ = write!(head, " ({})", node.ownership().as_str());
     }
-    let _ = writeln!(out, "{}", style.paint(action_color(node.action), &head));
+    let _ = writeln!(out, "{}", style.paint(action_color(node.action()), &head));
     let _ = writeln!(out, "      # {}", escape::text(&one_line(&node.reason)));
-    match node.action {
+    match node.action() {
         Action::Delete => {
             if let Some(id) = &node.id {
                 let _ = writeln!(out, "      id: {}", escape::text(id));
             }
         }
         Action::Create => {
-            for c in &node.changes {
+            for c in node.changes() {
                 let _ = writeln!(out, "      {}: {}", escape::text(&c.path), value_or_absent(c.after.as_ref()));
             }
         }
         Action::Update | Action::Replace => {
-            for c in &node.changes {
+            for c in node.changes() {
                 let _ = writeln!(out, "      {}", change_text(c));
             }
         }
         Action::Verify => {
-            for c in &node.checks {
+            for c in node.checks() {
                 let _ = writeln!(out, "      check {}", check_text(c));
             }
         }
@@ -318,13 +319,26 @@ fn allow_egress_text(deployed: bool) -> &'static str {
 }
 
 /// `--flag=value …`, escaped as [`escape::text`].
-fn flags_text(a: &Artifacts) -> String {
-    a.ccm_flags.iter().map(|(k, v)| format!("--{}={v}", escape::text(k))).collect::<Vec<_>>().join(" ")
+fn flags_text(flags: &BTreeMap<String, bool>) -> String {
+    flags.iter().map(|(k, v)| format!("--{}={v}", escape::text(k))).collect::<Vec<_>>().join(" ")
+}
+
+/// A provider-specific artifact's value on one line: a string as it is, anything else as compact JSON.
+fn named_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
     if a.infrastructure_status.is_null() {
-        // A destroy plan produces no artifacts.
+        // A destroy plan produces no artifacts; a provider without an InfrastructureStatus (domains)
+        // only its named ones.
+        if !a.named.is_empty() {
+            out.push_str("Artifacts:\n");
+            named_artifacts_text(out, a);
+        }
         return;
     }
     out.push_str("Artifacts:\n");
@@ -336,12 +350,14 @@ fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
         }
     }
     let _ = writeln!(out, "  egress CIDRs: {}", egress_text(&a.egress_cidrs));
-    let _ = writeln!(out, "  allow-egress Services: {}", allow_egress_text(a.allow_egress));
-    if !a.ccm_flags.is_empty() {
-        let _ = writeln!(out, "  CCM flags: {}", flags_text(a));
+    if let Some(deployed) = a.allow_egress {
+        let _ = writeln!(out, "  allow-egress Services: {}", allow_egress_text(deployed));
     }
-    let cfg = &a.cloud_provider_config;
-    if !cfg.content.is_empty() {
+    if let Some(flags) = a.ccm_flags.as_ref().filter(|f| !f.is_empty()) {
+        let _ = writeln!(out, "  CCM flags: {}", flags_text(flags));
+    }
+    named_artifacts_text(out, a);
+    if let Some(cfg) = a.cloud_provider_config.as_ref().filter(|c| !c.content.is_empty()) {
         let _ = writeln!(out, "  {}:", config_file_name(provider, cfg.format));
         for line in escape::lines(&cfg.content).lines() {
             if line.is_empty() {
@@ -350,6 +366,12 @@ fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
                 let _ = writeln!(out, "    {line}");
             }
         }
+    }
+}
+
+fn named_artifacts_text(out: &mut String, a: &Artifacts) {
+    for (name, value) in &a.named {
+        let _ = writeln!(out, "  {}: {}", escape::text(name), escape::text(&named_text(value)));
     }
 }
 
@@ -414,8 +436,8 @@ pub fn markdown(set: &PlanSet) -> String {
         .plans
         .iter()
         .flat_map(|p| &p.nodes)
-        .filter(|n| matches!(n.action, Action::Delete | Action::Replace))
-        .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action.as_str()))
+        .filter(|n| matches!(n.action(), Action::Delete | Action::Replace))
+        .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action().as_str()))
         .collect();
     if !destructive.is_empty() {
         out.push_str("\n> [!WARNING]\n");
@@ -446,9 +468,9 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
     );
     let _ = writeln!(
         out,
-        "Provider `{}`, mode `{}`, {}, plan digest {}.\n",
+        "Provider `{}`{}, {}, plan digest {}.\n",
         plan.provider.as_str(),
-        plan.mode.as_str(),
+        plan.mode.map(|m| format!(", mode `{}`", m.as_str())).unwrap_or_default(),
         md_inline(&prior_text(plan)),
         escape::md_code(&plan.digest, Md::Inline)
     );
@@ -456,7 +478,7 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
     let listed: Vec<&Node> = DISPLAY_ORDER
         .iter()
         .filter(|a| **a != Action::Noop)
-        .flat_map(|a| plan.nodes.iter().filter(move |n| n.action == *a))
+        .flat_map(|a| plan.nodes.iter().filter(move |n| n.action() == *a))
         .collect();
     if !listed.is_empty() {
         out.push_str("| action | address | ownership | reason |\n|:--|:--|:--|:--|\n");
@@ -464,9 +486,9 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",
-                n.action.as_str(),
+                n.action().as_str(),
                 escape::md_code(&n.address, Md::Cell),
-                n.ownership.as_str(),
+                n.ownership().as_str(),
                 md_cell(&n.reason)
             );
         }
@@ -476,18 +498,19 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
     }
 
     let mut diff = String::new();
-    for n in listed.iter().filter(|n| n.action.is_write()) {
+    for n in listed.iter().filter(|n| n.action().is_write()) {
         diff_block_node(&mut diff, n);
     }
     if !diff.is_empty() {
         let _ = write!(out, "\n```diff\n{diff}```\n");
     }
 
-    let verify: Vec<&&Node> = listed.iter().filter(|n| n.action == Action::Verify && !n.checks.is_empty()).collect();
+    let verify: Vec<&&Node> =
+        listed.iter().filter(|n| n.action() == Action::Verify && !n.checks().is_empty()).collect();
     if !verify.is_empty() {
         out.push_str("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n");
         for n in verify {
-            for c in &n.checks {
+            for c in n.checks() {
                 let _ = writeln!(
                     out,
                     "- {}: {} — {}",
@@ -515,10 +538,10 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
 /// holds can close the fence.
 fn diff_block_node(out: &mut String, n: &Node) {
     let address = escape::text(&n.address);
-    match n.action {
+    match n.action() {
         Action::Create => {
             let _ = writeln!(out, "+ {address}");
-            for c in &n.changes {
+            for c in n.changes() {
                 let _ = writeln!(out, "+     {}: {}", escape::text(&c.path), value_or_absent(c.after.as_ref()));
             }
         }
@@ -529,9 +552,9 @@ fn diff_block_node(out: &mut String, n: &Node) {
             }
         }
         Action::Update | Action::Replace => {
-            let sym = if n.action == Action::Replace { "-/+" } else { "~" };
+            let sym = if n.action() == Action::Replace { "-/+" } else { "~" };
             let _ = writeln!(out, "! {sym} {address}");
-            for c in &n.changes {
+            for c in n.changes() {
                 let path = escape::text(&c.path);
                 if c.before.is_some() {
                     let _ = writeln!(out, "-     {path}: {}", value_or_absent(c.before.as_ref()));
@@ -547,6 +570,10 @@ fn diff_block_node(out: &mut String, n: &Node) {
 
 fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
     if a.infrastructure_status.is_null() {
+        if !a.named.is_empty() {
+            out.push_str("\n**Artifacts**\n\n");
+            named_artifacts_markdown(out, a);
+        }
         return;
     }
     out.push_str("\n**Artifacts**\n\n");
@@ -554,12 +581,14 @@ fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
         let _ = writeln!(out, "- {k}: {}", escape::md_code(&v, Md::Inline));
     }
     let _ = writeln!(out, "- egress CIDRs: {}", md_inline(&egress_text(&a.egress_cidrs)));
-    let _ = writeln!(out, "- allow-egress Services: {}", allow_egress_text(a.allow_egress));
-    if !a.ccm_flags.is_empty() {
-        let _ = writeln!(out, "- CCM flags: {}", escape::md_code(&flags_text(a), Md::Inline));
+    if let Some(deployed) = a.allow_egress {
+        let _ = writeln!(out, "- allow-egress Services: {}", allow_egress_text(deployed));
     }
-    let cfg = &a.cloud_provider_config;
-    if !cfg.content.is_empty() {
+    if let Some(flags) = a.ccm_flags.as_ref().filter(|f| !f.is_empty()) {
+        let _ = writeln!(out, "- CCM flags: {}", escape::md_code(&flags_text(flags), Md::Inline));
+    }
+    named_artifacts_markdown(out, a);
+    if let Some(cfg) = a.cloud_provider_config.as_ref().filter(|c| !c.content.is_empty()) {
         let lang = match cfg.format {
             ConfigFormat::Yaml => "yaml",
             ConfigFormat::Ini => "ini",
@@ -571,6 +600,12 @@ fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
             out.push('\n');
         }
         let _ = writeln!(out, "{fence}");
+    }
+}
+
+fn named_artifacts_markdown(out: &mut String, a: &Artifacts) {
+    for (name, value) in &a.named {
+        let _ = writeln!(out, "- {}: {}", md_inline(name), escape::md_code(&named_text(value), Md::Inline));
     }
 }
 
@@ -595,20 +630,20 @@ pub fn dot(plan: &Plan) -> String {
     let _ = writeln!(
         out,
         "  label={};\n  labelloc=t;\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\"];",
-        dot_id(&format!("{} ({}, {})", plan.shoot, plan.provider.as_str(), plan.mode.as_str()))
+        dot_id(&format!("{} ({})", plan.shoot, plan.provider_and_mode()))
     );
     for n in &plan.nodes {
-        let label = match n.action {
+        let label = match n.action() {
             Action::Noop => n.address.clone(),
             a => format!("{} {}", a.symbol(), n.address),
         };
-        let style = if n.action == Action::Skip { ", style=\"rounded,filled,dashed\"" } else { "" };
+        let style = if n.action() == Action::Skip { ", style=\"rounded,filled,dashed\"" } else { "" };
         let _ = writeln!(
             out,
             "  {} [label={}, fillcolor=\"{}\"{}];",
             dot_id(&n.address),
             dot_id(&label),
-            dot_fill(n.action),
+            dot_fill(n.action()),
             style
         );
     }

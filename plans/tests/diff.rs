@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use trellis_plans::diff::{diff, diff_markdown, render_diff, Delta, TextDiff};
-use trellis_plans::{Change, Plan, PlanSet, Prior, Summary};
+use trellis_plans::{Change, Operation, Plan, PlanSet, Prior, Summary};
 
 fn one(p: Plan) -> PlanSet {
     set(vec![p])
@@ -22,7 +22,7 @@ fn grown(tn: &str) -> Plan {
     let mut p = replanned(azure_managed_plan(tn));
     let entries =
         azure_json_entries(tn, "worker_route_table", &format!("{tn}-workers"), &format!("{tn}-nodes"), tn, &[], 20);
-    p.artifacts.cloud_provider_config = azure_json(&entries);
+    p.artifacts.cloud_provider_config = Some(azure_json(&entries));
     p.digest = p.body_digest();
     p
 }
@@ -95,9 +95,9 @@ fn node_and_artifact_changes() {
         "managed mode: upstream task `ensure nat gateway` (networks.natGateway.enabled)",
     );
     let subnet = p.nodes.iter_mut().find(|n| n.kind == trellis_plans::Kind::Subnet).unwrap();
-    subnet.changes[0] =
-        Change { path: "/properties/addressPrefix".into(), before: None, after: Some(json!("10.250.0.0/18")) };
-    subnet.changes.push(Change { path: "/properties/natGateway/id".into(), before: None, after: Some(json!(nat.id)) });
+    let Operation::Create { changes, .. } = &mut subnet.op else { panic!("the subnet is created") };
+    changes[0] = Change { path: "/properties/addressPrefix".into(), before: None, after: Some(json!("10.250.0.0/18")) };
+    changes.push(Change { path: "/properties/natGateway/id".into(), before: None, after: Some(json!(nat.id)) });
     subnet.reason = "managed mode: upstream task `ensure subnets` (networks.workers 10.250.0.0/18)".into();
     subnet.depends_on.push(nat.address.clone());
     p.nodes.push(nat);
@@ -106,7 +106,7 @@ fn node_and_artifact_changes() {
     p.summary = Summary::of(&p.nodes);
     p.artifacts.infrastructure_status["networks"]["outboundAccessType"] = json!("NATGateway");
     p.artifacts.egress_cidrs = Some(vec!["(known after apply)".into()]);
-    p.artifacts.allow_egress = false;
+    p.artifacts.allow_egress = Some(false);
     p.warnings
         .push("the NAT gateway's public IP is new: allow-lists that name the old egress address need updating".into());
     let new = one(p);
@@ -116,7 +116,7 @@ fn node_and_artifact_changes() {
     assert_eq!(shoot.nodes_added.len(), 1);
     assert_eq!(shoot.nodes_removed.len(), 1);
     assert_eq!(shoot.nodes_changed.len(), 1);
-    assert_eq!(shoot.artifacts.allow_egress, Some(Delta { old: true, new: false }));
+    assert_eq!(shoot.artifacts.allow_egress, Some(Delta { old: Some(true), new: Some(false) }));
     insta::assert_snapshot!("diff_nodes_and_artifacts", render_diff(&d, false));
     insta::assert_snapshot!("diff_nodes_and_artifacts_markdown", diff_markdown(&d));
 }
@@ -153,9 +153,10 @@ fn checks_and_ownership_changes() {
     let old = one(azure_user_managed_plan("shoot--dev--beta"));
     let mut p = azure_user_managed_plan("shoot--dev--beta");
     let subnet = p.nodes.iter_mut().find(|n| n.address == "azure.subnet.hub-network.shoot-beta-workers").unwrap();
-    subnet.checks[0].expect = json!("10.250.0.0/18");
+    let Operation::Verify { checks } = &mut subnet.op else { panic!("the subnet is verified") };
+    checks[0].expect = json!("10.250.0.0/18");
     let rt = p.nodes.iter_mut().find(|n| n.address == "azure.route_table.hub-network.hub-egress-rt").unwrap();
-    rt.ownership = trellis_plans::Ownership::Runtime;
+    rt.op = Operation::Read { ownership: trellis_plans::ReadOwnership::Runtime };
     let d = diff(&old, &one(p));
     let text = render_diff(&d, false);
     let expected = "\

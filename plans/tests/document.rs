@@ -37,16 +37,28 @@ fn json_round_trip_fleet() {
     assert_eq!(again.to_json(), json);
 }
 
+/// `plan`'s JSON after `edit`, with the digest of the edited body (as if `trellis plan` had written it).
+fn edited(plan: &trellis_plans::Plan, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut v = serde_json::to_value(plan).unwrap();
+    edit(&mut v);
+    let body = serde_json::json!({"nodes": v["nodes"], "artifacts": v["artifacts"]});
+    v["digest"] = serde_json::json!(trellis_plans::sha256_hex(serde_json::to_string(&body).unwrap().as_bytes()));
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
 #[test]
 fn from_json_refuses_a_write_to_a_user_owned_node() {
-    let mut plan = azure_user_managed_plan("shoot--dev--beta");
-    let subnet = plan.nodes.iter_mut().find(|n| n.ownership == Ownership::User && n.action == Action::Verify).unwrap();
-    subnet.action = Action::Update;
-    subnet.patch = Some(serde_json::json!({"properties": {"routeTable": null}}));
-    let address = subnet.address.clone();
-    plan.summary = Summary::of(&plan.nodes);
-    plan.digest = plan.body_digest();
-    let json = set(vec![plan]).to_json();
+    let plan = azure_user_managed_plan("shoot--dev--beta");
+    let i = plan.nodes.iter().position(|n| n.ownership() == Ownership::User && n.action() == Action::Verify).unwrap();
+    let address = plan.nodes[i].address.clone();
+    let json = edited(&plan, |v| {
+        let node = &mut v["nodes"][i];
+        node["action"] = serde_json::json!("update");
+        node.as_object_mut().unwrap().remove("checks");
+        node["patch"] = serde_json::json!({"properties": {"routeTable": null}});
+        v["summary"]["verify"] = serde_json::json!(1);
+        v["summary"]["update"] = serde_json::json!(1);
+    });
     match PlanSet::from_json("edited.tfplan", &json) {
         Err(e @ PlanFileError::Invalid { .. }) => {
             let msg = e.to_string();
@@ -84,11 +96,13 @@ fn fleet_summary_adds_up() {
 #[test]
 fn from_json_refuses_a_replace_that_detaches_a_reference_held_by_a_user_resource() {
     let mut plan = azure_user_managed_plan("shoot--dev--beta");
-    let user_id = plan.nodes.iter().find(|n| n.ownership == Ownership::User).and_then(|n| n.id.clone()).unwrap();
-    let managed = plan.nodes.iter_mut().find(|n| n.ownership == Ownership::Managed && n.id.is_some()).unwrap();
-    managed.action = Action::Replace;
-    managed.patch = Some(serde_json::json!({"location": "westeurope"}));
-    managed.detach = vec![trellis_plans::Detach { id: user_id.clone(), path: "/properties/routeTable".into() }];
+    let user_id = plan.nodes.iter().find(|n| n.ownership() == Ownership::User).and_then(|n| n.id.clone()).unwrap();
+    let managed = plan.nodes.iter_mut().find(|n| n.ownership() == Ownership::Managed && n.id.is_some()).unwrap();
+    managed.op = trellis_plans::Operation::Replace {
+        patch: serde_json::json!({"location": "westeurope"}),
+        changes: vec![],
+        detach: vec![trellis_plans::Detach { id: user_id.clone(), path: "/properties/routeTable".into() }],
+    };
     plan.summary = Summary::of(&plan.nodes);
     plan.digest = plan.body_digest();
     let json = set(vec![plan]).to_json();

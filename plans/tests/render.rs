@@ -105,7 +105,7 @@ fn verbose_lists_unchanged_nodes() {
     assert!(!short.contains("azure.resource_group.shoot--dev--alpha\n"));
     let long = render::text(&s, &TextOptions { color: false, verbose: true });
     assert!(!long.contains("unchanged\n"), "{long}");
-    for n in s.plans[0].nodes.iter().filter(|n| n.action == Action::Noop) {
+    for n in s.plans[0].nodes.iter().filter(|n| n.action() == Action::Noop) {
         assert!(long.contains(&format!("\n    {}\n      # matches the configuration\n", n.address)), "{long}");
     }
 }
@@ -242,7 +242,7 @@ fn strip_ansi(s: &str) -> String {
 /// resources are verified and read.
 fn byo_first_plan() -> trellis_plans::Plan {
     let mut p = azure_user_managed_plan("shoot--dev--beta");
-    let rg = p.nodes.iter_mut().find(|n| n.action == Action::Noop).unwrap();
+    let rg = p.nodes.iter_mut().find(|n| n.action() == Action::Noop).unwrap();
     *rg = create(
         &rg.address,
         rg.kind,

@@ -45,7 +45,7 @@ fn regression_managed_stages_refuse_a_forgotten_round_two() {
         observed.insert(id, None);
     }
     let nodes = trellis_planner::diff::plan_nodes(desired::desired(cfg, &ctx, &observed).unwrap(), &observed).unwrap();
-    assert!(nodes.iter().all(|n| n.action == trellis_plans::Action::Create), "a new shoot is created");
+    assert!(nodes.iter().all(|n| n.action() == trellis_plans::Action::Create), "a new shoot is created");
     assert_eq!(preflight::check(cfg, &ctx, &observed), Ok(vec![]));
     assert!(render::artifacts(cfg, &ctx, &observed, &[]).is_ok());
 }

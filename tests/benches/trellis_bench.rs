@@ -414,7 +414,7 @@ fn fleet_plan(runtime: &Runtime, n: usize, render_json: bool) -> Result<FleetRun
         e.0 += 1;
         e.1 += p.planned.plan.nodes.len();
         for node in &p.planned.plan.nodes {
-            *by_action.entry(node.action.as_str()).or_default() += 1;
+            *by_action.entry(node.action().as_str()).or_default() += 1;
         }
     }
     let nodes = by_shape.values().map(|(_, nodes)| nodes).sum();
@@ -598,7 +598,7 @@ fn calls_of(action: Action) -> usize {
 }
 
 fn critical_path(nodes: &[Node], faults: &Faults) -> Result<Duration> {
-    Ok(PlanGraph::build(nodes)?.critical_path(|i| cost(nodes[i].action, faults)))
+    Ok(PlanGraph::build(nodes)?.critical_path(|i| cost(nodes[i].action(), faults)))
 }
 
 struct ApplyRun {
@@ -640,9 +640,9 @@ fn apply_bench(runtime: &Runtime, cfg: &Config, n: usize) -> Result<ApplyRun> {
     let mut executor_calls = 0;
     for p in &plans {
         longest = longest.max(critical_path(&p.planned.plan.nodes, &faults)?);
-        work += p.planned.plan.nodes.iter().map(|n| cost(n.action, &faults)).sum::<Duration>();
+        work += p.planned.plan.nodes.iter().map(|n| cost(n.action(), &faults)).sum::<Duration>();
         nodes += p.planned.plan.nodes.len();
-        executor_calls += p.planned.plan.nodes.iter().map(|n| calls_of(n.action)).sum::<usize>();
+        executor_calls += p.planned.plan.nodes.iter().map(|n| calls_of(n.action())).sum::<usize>();
     }
     let critical = longest.max(work / parallelism);
 

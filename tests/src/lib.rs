@@ -143,7 +143,7 @@ pub fn node<'a>(plan: &'a Plan, suffix: &str) -> &'a Node {
 
 /// (address, action) of every node, for compact assertions.
 pub fn actions(plan: &Plan) -> Vec<(String, Action)> {
-    plan.nodes.iter().map(|n| (n.address.clone(), n.action)).collect()
+    plan.nodes.iter().map(|n| (n.address.clone(), n.action())).collect()
 }
 
 /// Writes in `calls` whose target is (or is inside) one of `ids`.
@@ -166,7 +166,7 @@ pub fn user_owned(plans: &[&Plan]) -> Vec<String> {
     plans
         .iter()
         .flat_map(|p| p.nodes.iter())
-        .filter(|n| n.ownership == Ownership::User)
+        .filter(|n| n.ownership() == Ownership::User)
         .filter_map(|n| n.id.clone())
         .collect()
 }
@@ -185,7 +185,7 @@ pub fn text(plan: &Plan) -> String {
 
 /// The azure.json value of a key.
 pub fn azure_json<'a>(plan: &'a Plan, key: &str) -> Option<&'a serde_json::Value> {
-    plan.artifacts.cloud_provider_config.values.get(key)
+    plan.artifacts.cloud_provider_config.as_ref()?.values.get(key)
 }
 
 /// The plans of a fleet, in the order they were planned.

@@ -14,7 +14,7 @@ async fn regression_a2_replaced_public_ip_shows_its_egress_cidr_as_known_after_a
 
     // The zone change replaces the public IP: ARM gives the new one another address.
     let plan = s.plan_file("shoot-zone2.yaml").await.unwrap();
-    assert_eq!(node(&plan, ".shoot--dev--bravo-nat-gateway-ip").action, Action::Replace);
+    assert_eq!(node(&plan, ".shoot--dev--bravo-nat-gateway-ip").action(), Action::Replace);
     assert_eq!(plan.artifacts.egress_cidrs, Some(vec!["(known after apply)".to_string()]));
     assert!(text(&plan).contains("egress CIDRs: (known after apply)"), "{}", text(&plan));
 

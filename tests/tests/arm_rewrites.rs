@@ -53,7 +53,7 @@ async fn regression_every_scenario_plans_no_changes_after_its_apply() {
             assert!(
                 plan.nodes
                     .iter()
-                    .all(|n| !matches!(n.action, Action::Create | Action::Update | Action::Replace | Action::Delete)),
+                    .all(|n| !matches!(n.action(), Action::Create | Action::Update | Action::Replace | Action::Delete)),
                 "{}: the plan after the apply is not \"No changes\":\n{}",
                 dir.display(),
                 text(plan)

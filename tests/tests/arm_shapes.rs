@@ -39,7 +39,7 @@ async fn regression_byo_subnet_with_address_prefixes_plans_and_applies() {
     // The verify node checks the field the subnet uses, with every prefix.
     let subnet = node(&plan, "test-vnet/test-2");
     let prefix_checks: Vec<(&str, &Value)> = subnet
-        .checks
+        .checks()
         .iter()
         .filter(|c| c.path.contains("addressPrefix"))
         .map(|c| (c.path.as_str(), &c.expect))
@@ -94,15 +94,15 @@ async fn regression_managed_subnet_shown_with_address_prefixes_is_no_change() {
     reshape(s.sim(), id, json!(["10.0.2.0/24"])).await;
     let plan = s.plan().await.unwrap();
     assert!(!plan.has_changes(), "{}", text(&plan));
-    assert_eq!(node(&plan, "test-vnet/shoot--platform--vnet-ok-nodes").action, Action::Noop);
+    assert_eq!(node(&plan, "test-vnet/shoot--platform--vnet-ok-nodes").action(), Action::Noop);
 
     // A second prefix on the shoot's subnet is removed, as upstream's PUT (one prefix) removes it,
     // in the shape the subnet uses; then the plan is empty again.
     reshape(s.sim(), id, json!(["10.0.2.0/24", "10.0.3.0/24"])).await;
     let plan = s.plan().await.unwrap();
     let subnet = node(&plan, "test-vnet/shoot--platform--vnet-ok-nodes");
-    assert_eq!(subnet.action, Action::Update);
-    let paths: Vec<&str> = subnet.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(subnet.action(), Action::Update);
+    let paths: Vec<&str> = subnet.changes().iter().map(|c| c.path.as_str()).collect();
     assert_eq!(paths, vec!["/properties/addressPrefixes"]);
     assert!(s.apply().await.unwrap().ok);
     assert_eq!(s.sim().get_now(id).unwrap()["properties"]["addressPrefixes"], json!(["10.0.2.0/24"]));

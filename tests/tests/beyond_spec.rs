@@ -19,7 +19,10 @@ async fn every_plan_reverifies_the_byo_subnet_against_the_last_apply() {
     // Accepting the drift plans the new NSG into azure.json; applying records it.
     s.session.accept_drift = true;
     let plan = s.plan().await.unwrap();
-    assert_eq!(plan.artifacts.cloud_provider_config.values["securityGroupName"], serde_json::json!("shoot-a-nsg-2"));
+    assert_eq!(
+        plan.artifacts.cloud_provider_config.as_ref().unwrap().values["securityGroupName"],
+        serde_json::json!("shoot-a-nsg-2")
+    );
     assert!(s.apply().await.unwrap().ok);
     s.session.accept_drift = false;
     assert!(s.plan().await.is_ok());
@@ -45,4 +48,5 @@ async fn a_detached_nsg_fails_the_plan_and_the_verify_node() {
     let subnet = report.shoots[0].nodes.iter().find(|n| n.address.ends_with("hub-vnet/shoot-a-workers")).unwrap();
     let outcome = serde_json::to_value(&subnet.outcome).unwrap();
     assert_has(outcome["error"].as_str().unwrap(), "network security group association changed");
+    assert_eq!(outcome["failure"]["class"], "verify_failed", "{outcome}");
 }

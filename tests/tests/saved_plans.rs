@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use trellis_cli::ops;
 use trellis_planner::cloud::CloudWrite;
-use trellis_plans::{Action, Ownership, Plan, PlanFileError, PlanSet, Summary};
+use trellis_plans::{Action, DeleteOwnership, Operation, Ownership, Plan, PlanFileError, PlanSet, Summary};
 use trellis_sim::runtime::Ccm;
 use trellis_tests::{node, user_owned, writes_to, Scenario};
 
@@ -46,11 +46,10 @@ async fn regression_tampered_plan_deleting_a_user_vnet_is_refused() {
     let s = Scenario::new("B1");
     let mut set = saved(&s).await;
     let vnet = node(&set.plans[0], "virtual_network.hub-network.hub-vnet").clone();
-    assert_eq!(vnet.ownership, Ownership::User);
+    assert_eq!(vnet.ownership(), Ownership::User);
     let user_ids = user_owned(&[&set.plans[0]]);
     let n = set.plans[0].nodes.iter_mut().find(|n| n.address == vnet.address).unwrap();
-    n.ownership = Ownership::Managed;
-    n.action = Action::Delete;
+    n.op = Operation::Delete { ownership: DeleteOwnership::Managed, changes: vec![] };
     reseal(&mut set.plans[0]);
 
     let mark = s.sim().mark();
@@ -68,9 +67,10 @@ async fn regression_tampered_plan_deleting_a_user_vnet_is_refused() {
 async fn regression_tampered_plan_with_an_edited_patch_is_refused() {
     let s = Scenario::new("A1");
     let mut set = saved(&s).await;
-    let n = set.plans[0].nodes.iter_mut().find(|n| n.action == Action::Create && n.patch.is_some()).unwrap();
+    let n = set.plans[0].nodes.iter_mut().find(|n| n.action() == Action::Create).unwrap();
     let address = n.address.clone();
-    n.patch.as_mut().unwrap()["tags"] = json!({"owner": "mallory"});
+    let Operation::Create { patch, .. } = &mut n.op else { unreachable!("found as a create") };
+    patch["tags"] = json!({"owner": "mallory"});
     reseal(&mut set.plans[0]);
     let msg = refused(&s, &set).await.expect("refused");
     assert!(msg.contains(&format!("node {address}: the patch is ")), "{msg}");
@@ -80,7 +80,7 @@ async fn regression_tampered_plan_with_an_edited_patch_is_refused() {
 async fn regression_tampered_plan_with_an_edited_id_is_refused() {
     let s = Scenario::new("A1");
     let mut set = saved(&s).await;
-    let n = set.plans[0].nodes.iter_mut().find(|n| n.action == Action::Create).unwrap();
+    let n = set.plans[0].nodes.iter_mut().find(|n| n.action() == Action::Create).unwrap();
     let address = n.address.clone();
     n.id = Some("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/victim".to_string());
     reseal(&mut set.plans[0]);
@@ -95,7 +95,7 @@ async fn regression_tampered_plan_with_an_added_node_is_refused() {
     let mut extra = set.plans[0].nodes[0].clone();
     extra.address = "azure.resource_group.victim".to_string();
     extra.id = Some("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/victim".to_string());
-    extra.action = Action::Delete;
+    extra.op = Operation::Delete { ownership: DeleteOwnership::Managed, changes: vec![] };
     set.plans[0].nodes.push(extra);
     set.plans[0].nodes.sort_by(|a, b| a.address.cmp(&b.address));
     reseal(&mut set.plans[0]);
@@ -122,7 +122,7 @@ async fn regression_tampered_plan_with_a_removed_node_is_refused() {
 async fn regression_tampered_plan_with_edited_artifacts_is_refused() {
     let s = Scenario::new("A1");
     let mut set = saved(&s).await;
-    set.plans[0].artifacts.allow_egress = !set.plans[0].artifacts.allow_egress;
+    set.plans[0].artifacts.allow_egress = set.plans[0].artifacts.allow_egress.map(|b| !b);
     reseal(&mut set.plans[0]);
     let msg = refused(&s, &set).await.expect("refused");
     assert!(msg.contains("artifact allow_egress differs"), "{msg}");

@@ -22,22 +22,43 @@ pub fn arm(rg: &str, rest: &str) -> String {
     }
 }
 
-/// A node with the common fields; `changes`, `patch`, `checks`, `depends_on` are filled in by the caller.
+/// A node with the common fields; the operation's data (`changes`, `patch`, `checks`) and `depends_on`
+/// are filled in by the caller.
 pub fn node(address: &str, kind: Kind, scope: &str, name: &str, action: Action, ownership: Ownership) -> Node {
-    Node {
+    let n = Node {
         address: address.to_string(),
         kind,
         name: name.to_string(),
         scope: scope.to_string(),
         id: None,
-        action,
-        ownership,
+        op: op(action, ownership),
         reason: String::new(),
         depends_on: Vec::new(),
-        changes: Vec::new(),
-        patch: None,
-        checks: Vec::new(),
-        detach: Vec::new(),
+    };
+    assert_eq!(n.ownership(), ownership, "{address}: a plan has no {ownership:?} node with action {action:?}");
+    n
+}
+
+/// An operation with empty data (a write's patch is `{}`).
+pub fn op(action: Action, ownership: Ownership) -> Operation {
+    match action {
+        Action::Create => Operation::Create { patch: json!({}), changes: vec![] },
+        Action::Update => Operation::Update { patch: json!({}), changes: vec![] },
+        Action::Replace => Operation::Replace { patch: json!({}), changes: vec![], detach: vec![] },
+        Action::Delete => Operation::Delete {
+            ownership: if ownership == Ownership::Runtime {
+                DeleteOwnership::Runtime
+            } else {
+                DeleteOwnership::Managed
+            },
+            changes: vec![],
+        },
+        Action::Verify => Operation::Verify { checks: vec![] },
+        Action::Read => Operation::Read {
+            ownership: if ownership == Ownership::Runtime { ReadOwnership::Runtime } else { ReadOwnership::User },
+        },
+        Action::Noop => Operation::Noop { patch: None },
+        Action::Skip => Operation::Skip { ownership },
     }
 }
 
@@ -54,9 +75,13 @@ pub fn create(
     let mut n = node(address, kind, scope, name, Action::Create, Ownership::Managed);
     n.id = Some(id);
     n.reason = reason.to_string();
-    n.changes =
-        after.iter().map(|(p, v)| Change { path: p.to_string(), before: None, after: Some(v.clone()) }).collect();
-    n.patch = Some(patch_of(after));
+    n.op = Operation::Create {
+        patch: patch_of(after),
+        changes: after
+            .iter()
+            .map(|(p, v)| Change { path: p.to_string(), before: None, after: Some(v.clone()) })
+            .collect(),
+    };
     n
 }
 
@@ -148,7 +173,7 @@ fn finish(
         format_version: FORMAT_VERSION,
         shoot: shoot.to_string(),
         provider: Provider::Azure,
-        mode,
+        mode: Some(mode),
         prior,
         digest: body_digest(&nodes, &artifacts),
         summary: Summary::of(&nodes),
@@ -258,9 +283,10 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
     let artifacts = Artifacts {
         infrastructure_status: status,
         egress_cidrs: Some(vec![]),
-        cloud_provider_config: cfg,
-        ccm_flags: ccm_flags(true),
-        allow_egress: true,
+        cloud_provider_config: Some(cfg),
+        ccm_flags: Some(ccm_flags(true)),
+        allow_egress: Some(true),
+        named: BTreeMap::new(),
     };
     finish(tn, Mode::Managed, Prior::default(), nodes, artifacts, vec![])
 }
@@ -304,15 +330,25 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
     subnet.reason =
         "user-managed egress: BYO subnet (networks.subnet set); must exist and be dedicated to this shoot".to_string();
     subnet.depends_on = vec![vnet.address.clone()];
-    subnet.checks = vec![
-        check("/properties/addressPrefix", json!("10.250.0.0/16"), "the BYO subnet's CIDR must equal networking.nodes"),
-        check(
-            "/properties/networkSecurityGroup/id",
-            json!(nsg_id),
-            "the BYO subnet must have an NSG attached (the CCM needs securityGroupName)",
-        ),
-        check("/properties/routeTable/id", json!(rt_id), "the BYO subnet must keep its route table (non-overlay CNI)"),
-    ];
+    subnet.op = Operation::Verify {
+        checks: vec![
+            check(
+                "/properties/addressPrefix",
+                json!("10.250.0.0/16"),
+                "the BYO subnet's CIDR must equal networking.nodes",
+            ),
+            check(
+                "/properties/networkSecurityGroup/id",
+                json!(nsg_id),
+                "the BYO subnet must have an NSG attached (the CCM needs securityGroupName)",
+            ),
+            check(
+                "/properties/routeTable/id",
+                json!(rt_id),
+                "the BYO subnet must keep its route table (non-overlay CNI)",
+            ),
+        ],
+    };
 
     let mut nsg = node(
         &format!("azure.network_security_group.{hub}.shoot-beta-nsg"),
@@ -327,7 +363,9 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         "user-managed egress: the NSG is discovered from the BYO subnet; the CCM and bastion write rules on it, trellis never does"
             .to_string();
     nsg.depends_on = vec![subnet.address.clone()];
-    nsg.checks = vec![check("/properties/provisioningState", json!("Succeeded"), "the NSG must be provisioned")];
+    nsg.op = Operation::Verify {
+        checks: vec![check("/properties/provisioningState", json!("Succeeded"), "the NSG must be provisioned")],
+    };
 
     let mut rt = node(
         &format!("azure.route_table.{hub}.hub-egress-rt"),
@@ -401,9 +439,10 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
     let artifacts = Artifacts {
         infrastructure_status: status,
         egress_cidrs: None,
-        cloud_provider_config: cfg,
-        ccm_flags: ccm_flags(true),
-        allow_egress: false,
+        cloud_provider_config: Some(cfg),
+        ccm_flags: Some(ccm_flags(true)),
+        allow_egress: Some(false),
+        named: BTreeMap::new(),
     };
     let warnings = vec![
         "egress CIDRs are unknown in user-managed egress mode: consumers of shoot.status.provider.egressCIDRs must handle null"
@@ -427,35 +466,34 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     let nat_addr = format!("azure.nat_gateway.{tn}.{tn}-nat-gateway");
     let nat_id = arm(tn, &format!("natGateways/{tn}-nat-gateway"));
     for n in &mut plan.nodes {
-        n.changes.clear();
-        n.patch = None;
-        n.action = Action::Noop;
+        n.op = Operation::Noop { patch: None };
         n.reason = "matches the configuration".to_string();
         if n.kind == Kind::RouteTable {
-            n.action = Action::Replace;
             n.reason = "ForceNew attribute /location differs (created in northeurope): delete, then create".to_string();
-            n.changes = vec![Change {
-                path: "/location".to_string(),
-                before: Some(json!("northeurope")),
-                after: Some(json!(REGION)),
-            }];
-            n.patch = Some(json!({"location": REGION}));
+            n.op = Operation::Replace {
+                patch: json!({"location": REGION}),
+                changes: vec![Change {
+                    path: "/location".to_string(),
+                    before: Some(json!("northeurope")),
+                    after: Some(json!(REGION)),
+                }],
+                detach: vec![],
+            };
         }
         if n.kind == Kind::Subnet {
-            n.action = Action::Update;
             n.reason =
                 "managed mode: networks.serviceEndpoints changed; the NAT gateway is no longer configured".to_string();
-            n.changes = vec![
-                Change { path: "/properties/natGateway/id".to_string(), before: Some(json!(nat_id)), after: None },
-                Change {
-                    path: "/properties/serviceEndpoints".to_string(),
-                    before: Some(json!([])),
-                    after: Some(json!([{"service": "Microsoft.Storage"}])),
-                },
-            ];
-            n.patch = Some(
-                json!({"properties": {"natGateway": null, "serviceEndpoints": [{"service": "Microsoft.Storage"}]}}),
-            );
+            n.op = Operation::Update {
+                patch: json!({"properties": {"natGateway": null, "serviceEndpoints": [{"service": "Microsoft.Storage"}]}}),
+                changes: vec![
+                    Change { path: "/properties/natGateway/id".to_string(), before: Some(json!(nat_id)), after: None },
+                    Change {
+                        path: "/properties/serviceEndpoints".to_string(),
+                        before: Some(json!([])),
+                        after: Some(json!([{"service": "Microsoft.Storage"}])),
+                    },
+                ],
+            };
         }
     }
     let mut nat =
@@ -463,7 +501,10 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     nat.id = Some(nat_id.clone());
     nat.reason = "managed: no longer desired (networks.natGateway removed from the InfrastructureConfig)".to_string();
     nat.depends_on = vec![format!("azure.subnet.{tn}.{tn}-nodes")];
-    nat.changes = vec![Change { path: "/location".to_string(), before: Some(json!(REGION)), after: None }];
+    nat.op = Operation::Delete {
+        ownership: DeleteOwnership::Managed,
+        changes: vec![Change { path: "/location".to_string(), before: Some(json!(REGION)), after: None }],
+    };
     let mut route = node(
         &format!("azure.route.{tn}.worker_route_table.{tn}-worker-z1-5f7c8"),
         Kind::Route,

@@ -69,7 +69,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     let again = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), false).await.expect("re-plan");
     let plan = &again[0].planned.plan;
     let pending: Vec<_> =
-        plan.nodes.iter().filter(|n| n.action != Action::Noop).map(|n| (&n.address, n.action)).collect();
+        plan.nodes.iter().filter(|n| n.action() != Action::Noop).map(|n| (&n.address, n.action())).collect();
     assert!(!plan.has_changes(), "the second plan has changes: {pending:?}");
     assert!(cloud.calls_since(mark).iter().all(|c| c.op == Op::Read));
     // Discovery went over HTTP, and the token was fetched once for the whole run.

@@ -295,7 +295,7 @@ fn plan_document(
         format_version: FORMAT_VERSION,
         shoot: ctx.tn.clone(),
         provider: Provider::Azure,
-        mode: if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed },
+        mode: Some(if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed }),
         prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
         digest: trellis_plans::body_digest(&nodes, &artifacts),
         summary: Summary::of(&nodes),
@@ -342,8 +342,15 @@ pub async fn plan_destroy(
     observed.fetch(cloud, retry, &ids, &lists).await?;
     let desired = desired::destroy(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure destroy"))?;
     let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
-    // A destroy produces no artifacts.
-    let artifacts = trellis_plans::Artifacts { infrastructure_status: Value::Null, ..Default::default() };
+    // A destroy produces no artifacts. The empty CCM artifacts are written as before, so a destroy
+    // plan's JSON (and digest) is what earlier versions wrote.
+    let artifacts = trellis_plans::Artifacts {
+        infrastructure_status: Value::Null,
+        cloud_provider_config: Some(Default::default()),
+        ccm_flags: Some(Default::default()),
+        allow_egress: Some(false),
+        ..Default::default()
+    };
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());
     Ok(Planned { plan, last_applied: last_applied(shoot), memory: ws.memory.clone() })
 }
@@ -352,7 +359,7 @@ pub async fn plan_destroy(
 pub fn byo_subnet_of_plan(plan: &Plan) -> Option<String> {
     plan.nodes
         .iter()
-        .find(|n| n.kind == trellis_plans::Kind::Subnet && n.ownership == trellis_plans::Ownership::User)
+        .find(|n| n.kind == trellis_plans::Kind::Subnet && n.ownership() == trellis_plans::Ownership::User)
         .and_then(|n| n.id.as_deref())
         .map(str::to_ascii_lowercase)
 }

@@ -33,11 +33,12 @@ pub fn artifacts(
     let mut ccm_flags = BTreeMap::new();
     ccm_flags.insert("configure-cloud-routes".to_string(), configure_cloud_routes(cfg, ctx));
     Ok(Artifacts {
-        cloud_provider_config: azure_json(cfg, ctx, &status),
+        cloud_provider_config: Some(azure_json(cfg, ctx, &status)),
         infrastructure_status: serde_json::to_value(&status).expect("status serialises"),
         egress_cidrs: egress_cidrs(cfg, ctx, observed, nodes)?,
-        ccm_flags,
-        allow_egress: allow_egress(ctx, outbound),
+        ccm_flags: Some(ccm_flags),
+        allow_egress: Some(allow_egress(ctx, outbound)),
+        named: BTreeMap::new(),
     })
 }
 
@@ -67,7 +68,9 @@ pub fn egress_cidrs(
         return Ok(None);
     }
     let replaced = |id: &str| {
-        nodes.iter().any(|n| n.action == Action::Replace && n.id.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(id)))
+        nodes
+            .iter()
+            .any(|n| n.action() == Action::Replace && n.id.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(id)))
     };
     let mut out = Vec::new();
     for s in layout(cfg, ctx) {
