@@ -160,14 +160,6 @@ impl FaultState {
     pub fn fired(&self) -> usize {
         self.fired.iter().sum()
     }
-
-    /// The delay of a call.
-    pub fn latency(&self, op: Op) -> Duration {
-        match op {
-            Op::Read => self.faults.latency,
-            Op::Write => self.faults.latency + self.faults.write_latency,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,54 @@
+//! [`ArmSim`]'s ARM side: the call paths behind `CloudRead` / `CloudWrite`, and the unaudited views.
+
+use crate::arm::{rules, world, ArmId};
+use crate::core::store::Origin;
+use crate::core::world::{SyncReport, WorldFile};
+use crate::{ArmSim, SimError};
+use serde_json::Value;
+use trellis_planner::cloud::CloudError;
+
+impl ArmSim {
+    /// Re-syncs the resources `world` declares; see the `arm::world` module. Not audited, not faulted.
+    pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
+        world::sync(&mut self.core.lock().store, world)
+    }
+
+    /// Every resource as a GET returns it, sorted by id (nested resources included on their own).
+    pub fn snapshot(&self) -> Vec<Value> {
+        let st = self.core.lock();
+        st.store.entries().map(|e| rules::render(&st.store, e)).collect()
+    }
+
+    /// GET without audit, latency or faults (tests, `trellis sim` commands).
+    pub fn get_now(&self, id: &str) -> Option<Value> {
+        rules::get(&self.core.lock().store, id).ok().flatten()
+    }
+
+    /// Who brought the resource into the simulated cloud.
+    pub fn origin(&self, id: &str) -> Option<Origin> {
+        let key = ArmId::parse(id).ok()?.key();
+        self.core.lock().store.get(&key).map(|e| e.origin)
+    }
+
+    pub(crate) async fn arm_get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        self.core
+            .call("GET", id.to_string(), |store| {
+                let found = rules::get(store, id)?;
+                let status = if found.is_some() { 200 } else { 404 };
+                Ok((found, status))
+            })
+            .await
+    }
+
+    pub(crate) async fn arm_list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        self.core.call("LIST", format!("{parent}/{rtype}"), |store| Ok((rules::list(store, parent, rtype)?, 200))).await
+    }
+
+    pub(crate) async fn arm_put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.core.call("PUT", id.to_string(), |store| rules::put(store, id, body)).await
+    }
+
+    pub(crate) async fn arm_delete(&self, id: &str) -> Result<(), CloudError> {
+        self.core.call("DELETE", id.to_string(), |store| Ok(((), rules::delete(store, id)?))).await
+    }
+}
