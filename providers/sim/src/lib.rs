@@ -35,9 +35,12 @@
 //!   gateways, `properties.natGateway` of public IPs, and the child arrays — a VNet's `subnets`, a route
 //!   table's `routes`, an NSG's `securityRules` (full objects, in creation order).
 //! - Rules and routes are also resources of their own (`…/securityRules/{r}`, `…/routes/{r}`): GET,
-//!   PUT and DELETE of one edit the parent's array. A PUT of an NSG or route table replaces its rules
-//!   or routes with the body's array. A PUT of a VNet does **not** touch its subnets (they are written
-//!   as resources of their own); this is simpler than ARM, which would replace them.
+//!   PUT and DELETE of one edit the parent's array. A PUT of a VNet, NSG or route table whose body
+//!   has the child array (`subnets`, `securityRules`, `routes`; `null` = empty) makes the children
+//!   exactly those: missing ones are deleted (a subnet in use is refused with
+//!   `InUseSubnetCannotBeDeleted`), new ones created, changed ones rewritten, unchanged ones kept with
+//!   their etag; a VNet's body subnets pass the subnet checks. Without the array an NSG or route table
+//!   loses its rules or routes, a VNet keeps its subnets (ARM since api-version 2023-09-01).
 //! - list(parent, type): the direct children of that type, sorted by id; a subscription lists its
 //!   resource groups; a missing resource group is 404 `ResourceGroupNotFound`.
 //!

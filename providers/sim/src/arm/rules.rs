@@ -3,8 +3,10 @@
 //! Two tables drive the kind-specific behaviour:
 //! - [`COLLECTIONS`]: children that ARM also shows as an array in their parent (a VNet's `subnets`,
 //!   a route table's `routes`, an NSG's `securityRules`). They are stored as resources of their own
-//!   and the array is computed on GET. A PUT of the parent replaces its routes and rules (as in ARM);
-//!   a PUT of a VNet leaves its subnets alone (subnets are written as resources of their own).
+//!   and the array is computed on GET. A PUT of the parent replaces them with the body's array (as
+//!   in ARM): children missing from it are deleted (refused while in use), new ones created, changed
+//!   ones rewritten, unchanged ones left as they are (same etag). Without the array a route table or
+//!   NSG loses its routes or rules, while a VNet keeps its subnets (ARM since api-version 2023-09-01).
 //! - [`LINKS`]: references from one resource to another (a subnet's `routeTable`,
 //!   `networkSecurityGroup`, `natGateway`; a NAT gateway's `publicIpAddresses`). A PUT must point at
 //!   resources that exist; a DELETE of a referenced resource is refused; the referenced resource shows
@@ -39,8 +41,9 @@ pub(crate) struct Collection {
     /// The id segment of the children (`…/subnets/{name}`).
     pub segment: &'static str,
     pub child: Kind,
-    /// Whether a PUT of the parent replaces the children with the array in its body.
-    pub replaced_by_parent_put: bool,
+    /// Whether a PUT of the parent whose body has no such array removes the children. A body with
+    /// the array (`null` counts as empty) always makes the children exactly those of the array.
+    pub absent_removes_children: bool,
 }
 
 pub(crate) const COLLECTIONS: &[Collection] = &[
@@ -49,21 +52,21 @@ pub(crate) const COLLECTIONS: &[Collection] = &[
         property: "subnets",
         segment: "subnets",
         child: Kind::Subnet,
-        replaced_by_parent_put: false,
+        absent_removes_children: false,
     },
     Collection {
         parent: Kind::RouteTable,
         property: "routes",
         segment: "routes",
         child: Kind::Route,
-        replaced_by_parent_put: true,
+        absent_removes_children: true,
     },
     Collection {
         parent: Kind::NetworkSecurityGroup,
         property: "securityRules",
         segment: "securityRules",
         child: Kind::SecurityRule,
-        replaced_by_parent_put: true,
+        absent_removes_children: true,
     },
 ];
 
@@ -345,7 +348,8 @@ pub(crate) fn normalize(id: &ArmId, body: Value) -> Result<Normalized, ArmError>
     let children = match collection_of(kind) {
         None => None,
         Some(c) => match props.remove(c.property) {
-            None | Some(Value::Null) => None,
+            None => None,
+            Some(Value::Null) => Some(Vec::new()),
             Some(Value::Array(items)) => Some(split_children(id, c, items)?),
             Some(_) => return Err(bad_format(format!("properties.{} of {id} must be an array", c.property))),
         },
@@ -507,13 +511,35 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     if kind == Kind::Subnet {
         check_subnet_region(store, &id, &value)?;
     }
-    let replaced = collection_of(kind).filter(|c| c.replaced_by_parent_put);
+    let key = id.key();
+    let replaced = match collection_of(kind) {
+        Some(c) if c.absent_removes_children => Some((c, children.unwrap_or_default())),
+        Some(c) => children.map(|kids| (c, kids)),
+        None => None,
+    };
     let mut new_children = Vec::new();
-    if replaced.is_some() {
-        for (child, body) in children.unwrap_or_default() {
+    let mut removed_children = Vec::new();
+    if let Some((c, kids)) = replaced {
+        for (child, body) in kids {
+            // A child keeps the casing it was created with.
+            let child = store.get(&child.key()).map(|e| e.id.clone()).unwrap_or(child);
             let n = normalize(&child, body)?;
-            check_links(store.map(), &child, child.kind(), &n.value)?;
-            new_children.push((child, n.value));
+            let mut child_value = n.value;
+            arm_defaults(c.child, &mut child_value);
+            check_links(store.map(), &child, c.child, &child_value)?;
+            new_children.push((child, child_value));
+        }
+        if c.child == Kind::Subnet {
+            check_subnets_of_vnet(store, &id, &value, &new_children)?;
+        }
+        let new_keys: BTreeSet<String> = new_children.iter().map(|(child, _)| child.key()).collect();
+        for old in direct_children(store, &key, c.child).filter(|e| !new_keys.contains(&e.id.key())) {
+            let doomed: BTreeSet<String> =
+                std::iter::once(old.id.key()).chain(store.descendants(&old.id.key()).map(|e| e.id.key())).collect();
+            if let Some(e) = in_use(store, &old.id, &doomed) {
+                return Err(e);
+            }
+            removed_children.push(old.id.key());
         }
     }
 
@@ -528,23 +554,21 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
         };
         value["properties"]["ipAddress"] = address;
     }
-    let key = id.key();
     let tick = store.tick();
     let (origin, seq) = existing.as_ref().map(|e| (e.origin, e.seq)).unwrap_or((Origin::Api, tick));
     store.insert(Entry::new(id.clone(), with_etag(kind, value, tick), origin, seq));
-    if let Some(c) = replaced {
-        let old: Vec<(String, Origin)> =
-            store.descendants(&key).filter(|e| e.kind == c.child).map(|e| (e.id.key(), e.origin)).collect();
-        let new_keys: BTreeSet<String> = new_children.iter().map(|(child, _)| child.key()).collect();
-        for (k, _) in old.iter().filter(|(k, _)| !new_keys.contains(k)) {
-            remove_with_descendants(store, k);
+    for k in &removed_children {
+        remove_with_descendants(store, k);
+    }
+    for (child, child_value) in new_children {
+        let old = store.get(&child.key()).cloned();
+        if old.as_ref().is_some_and(|o| without_etag(&o.value) == child_value) {
+            continue;
         }
-        for (child, value) in new_children {
-            let origin = old.iter().find(|(k, _)| *k == child.key()).map(|(_, o)| *o).unwrap_or(Origin::Api);
-            let t = store.tick();
-            let child_kind = child.kind();
-            store.insert(Entry::new(child, with_etag(child_kind, value, t), origin, t));
-        }
+        let t = store.tick();
+        let (origin, seq) = old.map(|o| (o.origin, o.seq)).unwrap_or((Origin::Api, t));
+        let child_kind = child.kind();
+        store.insert(Entry::new(child, with_etag(child_kind, child_value, t), origin, seq));
     }
     if id.is_child() {
         touch_parent(store, &id, tick);
@@ -577,6 +601,31 @@ fn overlap(a: &IpNet, b: &IpNet) -> bool {
 /// address space (`NetcfgSubnetRangeOutsideVnet`), no overlap with a sibling subnet
 /// (`NetcfgSubnetRangesOverlap`). A VNet declared without an address space accepts any range.
 fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), ArmError> {
+    let vnet = id.parent().expect("a subnet has a VNet");
+    let Some(parent) = store.get(&vnet.key()) else { return subnet_nets_checked(id, value).map(|_| ()) };
+    let key = id.key();
+    let siblings = direct_children(store, &vnet.key(), Kind::Subnet).filter(|e| e.id.key() != key);
+    check_subnet_in_vnet(id, value, parent.id.name(), &parent.value, siblings.map(|e| &e.value))
+}
+
+/// The subnets of a VNet PUT's body, checked as ARM checks them: each one's range (inside the VNet's
+/// address space, no overlap with another subnet of the body) and region.
+fn check_subnets_of_vnet(
+    store: &Store,
+    vnet: &ArmId,
+    vnet_value: &Value,
+    subnets: &[(ArmId, Value)],
+) -> Result<(), ArmError> {
+    for (i, (id, value)) in subnets.iter().enumerate() {
+        let siblings = subnets.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, (_, v))| v);
+        check_subnet_in_vnet(id, value, vnet.name(), vnet_value, siblings)?;
+        check_subnet_region_in(store, id, value, location(vnet_value))?;
+    }
+    Ok(())
+}
+
+/// A subnet's prefixes, each a CIDR (`InvalidAddressPrefixFormat` otherwise).
+fn subnet_nets_checked(id: &ArmId, value: &Value) -> Result<Vec<IpNet>, ArmError> {
     let mut nets = Vec::new();
     for prefix in subnet_prefixes(value) {
         match prefix.as_str().and_then(|p| p.parse::<IpNet>().ok()) {
@@ -591,11 +640,19 @@ fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), Ar
             }
         }
     }
-    let vnet = id.parent().expect("a subnet has a VNet");
-    let Some(parent) = store.get(&vnet.key()) else { return Ok(()) };
-    let vnet_name = parent.id.name().to_string();
-    let space: Vec<IpNet> = parent
-        .value
+    Ok(nets)
+}
+
+/// ARM's range checks of a subnet in a VNet (`vnet_value`, named `vnet_name`) beside `siblings`.
+fn check_subnet_in_vnet<'a>(
+    id: &ArmId,
+    value: &Value,
+    vnet_name: &str,
+    vnet_value: &Value,
+    siblings: impl Iterator<Item = &'a Value>,
+) -> Result<(), ArmError> {
+    let nets = subnet_nets_checked(id, value)?;
+    let space: Vec<IpNet> = vnet_value
         .pointer("/properties/addressSpace/addressPrefixes")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).filter_map(|p| p.parse().ok()).collect())
@@ -610,12 +667,8 @@ fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), Ar
             ),
         ));
     }
-    let key = id.key();
-    let siblings = store.descendants(&vnet.key()).filter(|e| {
-        e.kind == Kind::Subnet && e.id.key() != key && e.id.parent().is_some_and(|p| p.key() == vnet.key())
-    });
     for sibling in siblings {
-        if subnet_nets(&sibling.value).iter().any(|s| nets.iter().any(|n| overlap(s, n))) {
+        if subnet_nets(sibling).iter().any(|s| nets.iter().any(|n| overlap(s, n))) {
             return Err(ArmError::new(
                 400,
                 "NetcfgSubnetRangesOverlap",
@@ -633,7 +686,12 @@ fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), Ar
 /// in another region with the same answer as for a missing one.
 fn check_subnet_region(store: &Store, id: &ArmId, value: &Value) -> Result<(), ArmError> {
     let vnet = id.parent().expect("a subnet has a VNet");
-    let Some(region) = store.get(&vnet.key()).and_then(|e| location(&e.value)) else { return Ok(()) };
+    check_subnet_region_in(store, id, value, store.get(&vnet.key()).and_then(|e| location(&e.value)))
+}
+
+/// [`check_subnet_region`] with the VNet's region given (`None`: the VNet has none, nothing to check).
+fn check_subnet_region_in(store: &Store, id: &ArmId, value: &Value, region: Option<String>) -> Result<(), ArmError> {
+    let Some(region) = region else { return Ok(()) };
     for link in links(Kind::Subnet, value)? {
         let Ok(target) = ArmId::parse(&link.target) else { continue };
         let Some(other) = store.get(&target.key()).and_then(|e| location(&e.value)) else { continue };
@@ -723,6 +781,12 @@ fn in_use_by_ip_configurations(store: &Store, deleting: &ArmId, doomed: &BTreeSe
         });
     }
     None
+}
+
+/// The children of kind `kind` directly below the resource with key `key`.
+fn direct_children<'a>(store: &'a Store, key: &str, kind: Kind) -> impl Iterator<Item = &'a Entry> + 'a {
+    let key = key.to_string();
+    store.descendants(&key.clone()).filter(move |e| e.kind == kind && e.id.parent().is_some_and(|p| p.key() == key))
 }
 
 fn remove_with_descendants(store: &mut Store, key: &str) {
