@@ -50,6 +50,11 @@
 //! timeouts deterministically (see [`faults`]). A timeout that did not apply the request is recorded
 //! with status 408.
 //!
+//! Writes take their simulated latency, and ARM serialises the writes within a VNet: while a PUT or
+//! DELETE of a VNet or one of its subnets is in flight, another write in the same VNet is refused at
+//! once with 409 `AnotherOperationInProgress` (ARM's message; audited, not applied). Without latency
+//! writes are instant and never overlap.
+//!
 //! # Persistence
 //! [`ArmSim::open`] loads the simulated cloud from a `sled::Tree` (the caller keeps it next to trellis'
 //! state); every successful write is written to the tree and flushed before the call returns

@@ -23,6 +23,7 @@
 use crate::arm::defaults::arm_defaults;
 use crate::arm::{ArmId, Kind};
 use crate::core::store::{Entry, Origin, Store};
+use crate::core::Refusal;
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -700,6 +701,31 @@ fn check_subnet_region_in(store: &Store, id: &ArmId, value: &Value, region: Opti
         }
     }
     Ok(())
+}
+
+/// The scope a write to `id` holds while in flight: ARM serialises the writes within a VNet (the
+/// VNet itself, its subnets); a second one meanwhile is refused with [`another_operation_in_progress`].
+pub(crate) fn write_scope(id: &str) -> Option<(String, Refusal)> {
+    let mut top = ArmId::parse(id).ok()?;
+    while top.is_child() {
+        top = top.parent()?;
+    }
+    (top.kind() == Kind::VirtualNetwork).then(|| (top.key(), another_operation_in_progress as Refusal))
+}
+
+/// ARM's answer to a write into a VNet while operation `operation` is in flight there (409).
+pub(crate) fn another_operation_in_progress(store: &Store, vnet_key: &str, operation: u64) -> ArmError {
+    let vnet = store.get(vnet_key);
+    let region = vnet.and_then(|e| location(&e.value)).unwrap_or_else(|| "westeurope".to_string());
+    let subscription =
+        vnet.map(|e| e.id.subscription().to_string()).unwrap_or_else(|| store.subscription().to_string());
+    ArmError::new(
+        409,
+        "AnotherOperationInProgress",
+        format!(
+            "Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: https://management.azure.com/subscriptions/{subscription}/providers/Microsoft.Network/locations/{region}/operations/00000000-0000-4000-8000-{operation:012x}?api-version=2024-05-01."
+        ),
+    )
 }
 
 /// DELETE: removes the resource and everything nested in it; 200, or 204 when it did not exist.

@@ -45,10 +45,12 @@ impl ArmSim {
     }
 
     pub(crate) async fn arm_put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        self.core.call("PUT", id.to_string(), |store| rules::put(store, id, body)).await
+        self.core.call_in("PUT", id.to_string(), rules::write_scope(id), |store| rules::put(store, id, body)).await
     }
 
     pub(crate) async fn arm_delete(&self, id: &str) -> Result<(), CloudError> {
-        self.core.call("DELETE", id.to_string(), |store| Ok(((), rules::delete(store, id)?))).await
+        self.core
+            .call_in("DELETE", id.to_string(), rules::write_scope(id), |store| Ok(((), rules::delete(store, id)?)))
+            .await
     }
 }

@@ -21,6 +21,7 @@ pub mod world;
 
 use audit::AuditLog;
 use faults::{Fault, FaultState};
+use latency::InFlight;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use store::Store;
 use trellis_planner::cloud::{Call, CloudError, Op};
@@ -44,7 +45,12 @@ pub(crate) struct Core {
     pub store: Store,
     pub audit: AuditLog,
     pub faults: FaultState,
+    pub in_flight: InFlight,
 }
+
+/// A cloud module's answer to a write into a scope another write holds: given the store, the scope
+/// and the number of the operation holding it.
+pub(crate) type Refusal = fn(&Store, &str, u64) -> ApiError;
 
 /// A handle on a [`Core`]; clones share it.
 #[derive(Clone)]
@@ -54,7 +60,8 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn new(store: Store) -> Shared {
-        let core = Core { store, audit: AuditLog::default(), faults: FaultState::default() };
+        let core =
+            Core { store, audit: AuditLog::default(), faults: FaultState::default(), in_flight: InFlight::default() };
         Shared { inner: Arc::new(Mutex::new(core)) }
     }
 
@@ -69,11 +76,35 @@ impl Shared {
         target: String,
         apply: impl FnOnce(&mut Store) -> Result<(T, u16), ApiError>,
     ) -> Result<T, CloudError> {
+        self.call_in(method, target, None, apply).await
+    }
+
+    /// [`Shared::call`] for a write that holds `scope` while it is in flight (its latency): a write
+    /// arriving meanwhile in the same scope is answered with the [`Refusal`] at once, not applied.
+    pub async fn call_in<T>(
+        &self,
+        method: &'static str,
+        target: String,
+        scope: Option<(String, Refusal)>,
+        apply: impl FnOnce(&mut Store) -> Result<(T, u16), ApiError>,
+    ) -> Result<T, CloudError> {
         let op = if matches!(method, "GET" | "LIST") { Op::Read } else { Op::Write };
-        let (fault, latency) = {
+        let (fault, latency, _held) = {
             let mut st = self.lock();
             let fault = st.faults.decide(method, &target, op);
-            (fault, latency::delay(st.faults.faults(), op))
+            let applies = matches!(fault, None | Some(Fault::TimeoutAfterApply));
+            let mut held = None;
+            if let Some((scope, refusal)) = scope.filter(|_| applies) {
+                if let Some(holder) = st.in_flight.holder(&scope) {
+                    let e = refusal(&st.store, &scope, holder);
+                    let status = e.status;
+                    st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
+                    return Err(to_cloud_error(&target, e));
+                }
+                st.in_flight.start(&scope);
+                held = Some(Held { shared: self.clone(), scope });
+            }
+            (fault, latency::delay(st.faults.faults(), op), held)
         };
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
@@ -127,6 +158,18 @@ impl Shared {
         };
         st.audit.push(Call { op, method: method.to_string(), target, status });
         result
+    }
+}
+
+/// A scope held by a write in flight; released when the write completes or its caller gives up.
+struct Held {
+    shared: Shared,
+    scope: String,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.shared.lock().in_flight.finish(&self.scope);
     }
 }
 
