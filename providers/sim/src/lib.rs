@@ -41,6 +41,10 @@
 //!   `InUseSubnetCannotBeDeleted`), new ones created, changed ones rewritten, unchanged ones kept with
 //!   their etag; a VNet's body subnets pass the subnet checks. Without the array an NSG or route table
 //!   loses its rules or routes, a VNet keeps its subnets (ARM since api-version 2023-09-01).
+//! - Etags: every write gives the resource (and the parent of a nested one) a new etag `W/"<n>"`.
+//!   [`ArmSim::put_if`] / [`ArmSim::delete_if`] honour `If-Match` (`*` or an etag) and
+//!   `If-None-Match: *` atomically with the write: a failed precondition is 412 `PreconditionFailed`
+//!   and changes nothing; [`ArmSim::check_precondition`] answers the same question without a call.
 //! - list(parent, type): the direct children of that type, sorted by id; a subscription lists its
 //!   resource groups; a missing resource group is 404 `ResourceGroupNotFound`.
 //!
@@ -77,6 +81,7 @@ mod core;
 pub use crate::arm::runtime;
 pub use crate::arm::world::{AzureWorld, WorldResource};
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
+pub use crate::core::precondition::Precondition;
 pub use crate::core::store::{Origin, DEFAULT_SUBSCRIPTION};
 pub use crate::core::world::{SyncReport, WorldFile};
 

@@ -22,6 +22,7 @@
 
 use crate::arm::defaults::arm_defaults;
 use crate::arm::{ArmId, Kind};
+use crate::core::precondition::{self, Precondition};
 use crate::core::store::{Entry, Origin, Store};
 use crate::core::Refusal;
 use ipnet::IpNet;
@@ -726,6 +727,17 @@ pub(crate) fn another_operation_in_progress(store: &Store, vnet_key: &str, opera
             "Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: https://management.azure.com/subscriptions/{subscription}/providers/Microsoft.Network/locations/{region}/operations/00000000-0000-4000-8000-{operation:012x}?api-version=2024-05-01."
         ),
     )
+}
+
+/// The precondition of a write to `id`, against the stored resource's etag (see
+/// [`crate::core::precondition::check`]).
+pub(crate) fn check_precondition(store: &Store, id: &str, p: &Precondition) -> Result<(), ArmError> {
+    if *p == Precondition::none() {
+        return Ok(());
+    }
+    let parsed = parse_id(id)?;
+    let current = store.get(&parsed.key()).map(|e| e.value.get("etag").and_then(Value::as_str));
+    precondition::check(parsed.as_str(), current, p)
 }
 
 /// DELETE: removes the resource and everything nested in it; 200, or 204 when it did not exist.

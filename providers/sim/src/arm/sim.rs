@@ -1,7 +1,9 @@
 //! [`ArmSim`]'s ARM side: the call paths behind `CloudRead` / `CloudWrite`, and the unaudited views.
 
 use crate::arm::{rules, world, ArmId};
+use crate::core::precondition::Precondition;
 use crate::core::store::Origin;
+use crate::core::to_cloud_error;
 use crate::core::world::{SyncReport, WorldFile};
 use crate::{ArmSim, SimError};
 use serde_json::Value;
@@ -28,6 +30,42 @@ impl ArmSim {
     pub fn origin(&self, id: &str) -> Option<Origin> {
         let key = ArmId::parse(id).ok()?.key();
         self.core.lock().store.get(&key).map(|e| e.origin)
+    }
+
+    /// Whether a write to `id` with these preconditions would go ahead now: `Err` 412
+    /// `PreconditionFailed` when `if_match` is not the resource's etag (or the resource is missing),
+    /// or when `if_none_match_any` and the resource exists. Not audited; [`ArmSim::put_if`] and
+    /// [`ArmSim::delete_if`] check the same atomically with the write.
+    pub fn check_precondition(
+        &self,
+        id: &str,
+        if_match: Option<&str>,
+        if_none_match_any: bool,
+    ) -> Result<(), CloudError> {
+        let p = Precondition { if_match: if_match.map(str::to_string), if_none_match_any };
+        rules::check_precondition(&self.core.lock().store, id, &p).map_err(|e| to_cloud_error(id, e))
+    }
+
+    /// PUT with a precondition, checked when the write is applied (after its latency), atomically with
+    /// it: a failed one is 412 `PreconditionFailed` and changes nothing. Every write gives the resource
+    /// a new etag.
+    pub async fn put_if(&self, id: &str, body: Value, precondition: &Precondition) -> Result<Value, CloudError> {
+        self.core
+            .call_in("PUT", id.to_string(), rules::write_scope(id), |store| {
+                rules::check_precondition(store, id, precondition)?;
+                rules::put(store, id, body)
+            })
+            .await
+    }
+
+    /// DELETE with a precondition (`If-Match`), checked as in [`ArmSim::put_if`].
+    pub async fn delete_if(&self, id: &str, precondition: &Precondition) -> Result<(), CloudError> {
+        self.core
+            .call_in("DELETE", id.to_string(), rules::write_scope(id), |store| {
+                rules::check_precondition(store, id, precondition)?;
+                Ok(((), rules::delete(store, id)?))
+            })
+            .await
     }
 
     pub(crate) async fn arm_get(&self, id: &str) -> Result<Option<Value>, CloudError> {

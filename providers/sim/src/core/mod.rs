@@ -4,6 +4,7 @@
 //! - [`persist`]: the store in a `sled::Tree`, flushed before a write returns;
 //! - [`audit`]: every call, failed and faulted ones included;
 //! - [`faults`] and [`latency`]: injected faults and simulated time;
+//! - [`precondition`]: `If-Match` / `If-None-Match: *` against a resource's etag;
 //! - [`world`]: the world file, one section per cloud;
 //! - [`Shared::call`]: one cloud call — fault decision, latency, the cloud module's rule applied to
 //!   the store under the lock, persistence, the audit entry.
@@ -16,6 +17,7 @@ pub(crate) mod audit;
 pub mod faults;
 pub(crate) mod latency;
 pub(crate) mod persist;
+pub mod precondition;
 pub(crate) mod store;
 pub mod world;
 
