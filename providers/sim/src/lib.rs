@@ -11,6 +11,13 @@
 //! - Containment: a PUT needs its resource group (404 `ResourceGroupNotFound`) and, for a nested
 //!   resource, its parent (404 `ParentResourceNotFound`). DELETE removes everything nested: a resource
 //!   group its resources, a VNet its subnets, an NSG its rules, a route table its routes.
+//! - A resource-group DELETE is a long-running operation: refused at once if something outside the
+//!   group uses what is in it; else the group shows `provisioningState: Deleting` (a PUT into it, or
+//!   of it, is 409 `ResourceGroupBeingDeleted`), its resources go away one per step (users before
+//!   what they use, the write latency spread over the steps), then the group. The blocking
+//!   [`CloudWrite::delete`] waits for the end. An interrupted delete ([`Fault::Interrupted`], or a
+//!   caller that stops waiting) leaves the group `Deleting` with resources left, persisted; a later
+//!   DELETE resumes it.
 //! - PUT replaces the whole resource. The simulator fills `id`, `name`, `type` (from the id), `etag`
 //!   (`W/"<n>"`, none on resource groups), `properties.provisioningState: "Succeeded"`, and a public IP's
 //!   `properties.ipAddress`, allocated as ARM does: a new public IP gets an address this simulated

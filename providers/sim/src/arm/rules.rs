@@ -24,7 +24,7 @@ use crate::arm::defaults::arm_defaults;
 use crate::arm::{ArmId, Kind};
 use crate::core::precondition::{self, Precondition};
 use crate::core::store::{Entry, Origin, Store};
-use crate::core::Refusal;
+use crate::core::{Accepted, Refusal, Step};
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -435,11 +435,16 @@ fn check_parent(store: &Store, id: &ArmId) -> Result<(), ArmError> {
             "InvalidResourceType",
             format!("{id} is a subscription; the simulated cloud only writes resource groups and resources"),
         )),
-        Kind::ResourceGroup => Ok(()),
+        Kind::ResourceGroup => match store.get(&id.key()) {
+            Some(e) if being_deleted(e) => Err(resource_group_being_deleted(&e.id)),
+            _ => Ok(()),
+        },
         _ => {
             let rg = id.resource_group_id().expect("a resource lies in a resource group");
-            if store.get(&rg.key()).is_none() {
-                return Err(rg_not_found(&rg));
+            match store.get(&rg.key()) {
+                None => return Err(rg_not_found(&rg)),
+                Some(e) if being_deleted(e) => return Err(resource_group_being_deleted(&e.id)),
+                Some(_) => {}
             }
             if id.is_child() {
                 let parent = id.parent().expect("a nested resource has a parent");
@@ -767,6 +772,94 @@ pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
         touch_parent(store, &stored_id, tick);
     }
     Ok(200)
+}
+
+/// DELETE of a resource group, a long-running operation ([`crate::core::Shared::call_lro`]) as in
+/// ARM: accepted when nothing outside the group uses what is in it (else refused at once, nothing
+/// deleted); the group shows `provisioningState: Deleting` (writes into it are refused with
+/// `ResourceGroupBeingDeleted`), then [`resource_group_delete_step`] removes its resources one by one,
+/// then the group. A group already `Deleting` (an interrupted delete) is resumed.
+pub(crate) fn resource_group_delete_accept(store: &mut Store, rg: &ArmId) -> Result<Accepted, ArmError> {
+    let key = rg.key();
+    let Some(entry) = store.get(&key).cloned() else { return Ok(Accepted::Done(204)) };
+    let doomed: BTreeSet<String> =
+        std::iter::once(key.clone()).chain(store.descendants(&key).map(|e| e.id.key())).collect();
+    if let Some(e) = in_use(store, &entry.id, &doomed) {
+        return Err(e);
+    }
+    set_provisioning_state(store, &entry, "Deleting");
+    Ok(Accepted::Started(top_level_resources(store, &key).count() + 1))
+}
+
+/// One step of a resource-group delete: the next resource nothing left uses (with what is nested in
+/// it), or, when none is left, the group itself (200).
+pub(crate) fn resource_group_delete_step(store: &mut Store, rg: &ArmId) -> Result<Step, ArmError> {
+    let key = rg.key();
+    let mut first = None;
+    let mut next = None;
+    for e in top_level_resources(store, &key) {
+        first.get_or_insert_with(|| e.id.clone());
+        let doomed: BTreeSet<String> =
+            std::iter::once(e.id.key()).chain(store.descendants(&e.id.key()).map(|d| d.id.key())).collect();
+        if in_use(store, &e.id, &doomed).is_none() {
+            next = Some(e.id.clone());
+            break;
+        }
+    }
+    match next.or(first) {
+        Some(resource) => {
+            // Still in use by a resource outside the group (written since the delete began): ARM's
+            // delete fails with the same refusal.
+            let doomed: BTreeSet<String> =
+                std::iter::once(resource.key()).chain(store.descendants(&resource.key()).map(|d| d.id.key())).collect();
+            if let Some(e) = in_use(store, rg, &doomed) {
+                return Err(e);
+            }
+            remove_with_descendants(store, &resource.key());
+            Ok(Step::Progress)
+        }
+        None => {
+            store.remove(&key);
+            Ok(Step::Done(200))
+        }
+    }
+}
+
+/// A failed resource-group delete: the group is no longer `Deleting`; what was removed stays removed.
+pub(crate) fn resource_group_delete_abort(store: &mut Store, rg: &ArmId) {
+    if let Some(entry) = store.get(&rg.key()).cloned() {
+        set_provisioning_state(store, &entry, "Succeeded");
+    }
+}
+
+/// The resources directly in the resource group with key `rg` (not nested ones), in key order.
+fn top_level_resources<'a>(store: &'a Store, rg: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+    store.descendants(rg).filter(|e| !e.id.is_child())
+}
+
+fn set_provisioning_state(store: &mut Store, entry: &Entry, state: &str) {
+    let mut value = entry.value.clone();
+    if let Some(props) = value.get_mut("properties").and_then(Value::as_object_mut) {
+        props.insert("provisioningState".into(), Value::String(state.into()));
+    }
+    store.insert(Entry { value, ..entry.clone() });
+}
+
+/// Whether the stored resource group is being deleted.
+fn being_deleted(entry: &Entry) -> bool {
+    entry.value.pointer("/properties/provisioningState").and_then(Value::as_str) == Some("Deleting")
+}
+
+/// ARM's refusal of a write into (or of) a resource group being deleted.
+fn resource_group_being_deleted(rg: &ArmId) -> ArmError {
+    ArmError::new(
+        409,
+        "ResourceGroupBeingDeleted",
+        format!(
+            "The resource group '{}' is in deprovisioning state and cannot perform this operation; wait for its deletion to finish (delete it again to resume an interrupted deletion).",
+            rg.name()
+        ),
+    )
 }
 
 /// The refusal when a resource outside `doomed` refers to one inside it.

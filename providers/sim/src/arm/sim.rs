@@ -1,6 +1,6 @@
 //! [`ArmSim`]'s ARM side: the call paths behind `CloudRead` / `CloudWrite`, and the unaudited views.
 
-use crate::arm::{rules, world, ArmId};
+use crate::arm::{rules, world, ArmId, Kind};
 use crate::core::precondition::Precondition;
 use crate::core::store::Origin;
 use crate::core::to_cloud_error;
@@ -60,12 +60,7 @@ impl ArmSim {
 
     /// DELETE with a precondition (`If-Match`), checked as in [`ArmSim::put_if`].
     pub async fn delete_if(&self, id: &str, precondition: &Precondition) -> Result<(), CloudError> {
-        self.core
-            .call_in("DELETE", id.to_string(), rules::write_scope(id), |store| {
-                rules::check_precondition(store, id, precondition)?;
-                Ok(((), rules::delete(store, id)?))
-            })
-            .await
+        self.delete_with(id, precondition).await
     }
 
     pub(crate) async fn arm_get(&self, id: &str) -> Result<Option<Value>, CloudError> {
@@ -87,8 +82,32 @@ impl ArmSim {
     }
 
     pub(crate) async fn arm_delete(&self, id: &str) -> Result<(), CloudError> {
+        self.delete_with(id, &Precondition::none()).await
+    }
+
+    /// DELETE; a resource group's is a long-running operation (see
+    /// `rules::resource_group_delete_accept`) that this call waits for.
+    async fn delete_with(&self, id: &str, precondition: &Precondition) -> Result<(), CloudError> {
+        if let Some(rg) = ArmId::parse(id).ok().filter(|p| p.kind() == Kind::ResourceGroup) {
+            return self
+                .core
+                .call_lro(
+                    "DELETE",
+                    id.to_string(),
+                    |store| {
+                        rules::check_precondition(store, id, precondition)?;
+                        rules::resource_group_delete_accept(store, &rg)
+                    },
+                    |store| rules::resource_group_delete_step(store, &rg),
+                    |store| rules::resource_group_delete_abort(store, &rg),
+                )
+                .await;
+        }
         self.core
-            .call_in("DELETE", id.to_string(), rules::write_scope(id), |store| Ok(((), rules::delete(store, id)?)))
+            .call_in("DELETE", id.to_string(), rules::write_scope(id), |store| {
+                rules::check_precondition(store, id, precondition)?;
+                Ok(((), rules::delete(store, id)?))
+            })
             .await
     }
 }

@@ -112,37 +112,10 @@ impl Shared {
             tokio::time::sleep(latency).await;
         }
         let mut st = self.lock();
-        let (result, status) = match fault {
-            Some(Fault::Throttle { retry_after }) => {
-                (Err(CloudError::Throttled { target: target.clone(), retry_after: Some(retry_after) }), 429)
-            }
-            Some(Fault::ServerError) => (
-                Err(CloudError::Server {
-                    target: target.clone(),
-                    status: 500,
-                    message: "InternalServerError: injected fault".into(),
-                }),
-                500,
-            ),
-            Some(Fault::Forbidden) => (
-                Err(CloudError::Rejected {
-                    target: target.clone(),
-                    status: 403,
-                    code: "AuthorizationFailed".into(),
-                    message: "the client does not have authorization to perform this action (injected fault)".into(),
-                }),
-                403,
-            ),
-            Some(Fault::Timeout) => (Err(CloudError::Timeout { target: target.clone() }), 408),
-            None | Some(Fault::TimeoutAfterApply) => {
-                let applied = apply(&mut st.store).and_then(|ok| match st.store.commit() {
-                    Ok(()) => Ok(ok),
-                    Err(e) => Err(ApiError::new(
-                        500,
-                        "InternalServerError",
-                        format!("the simulated cloud could not persist the change: {e}"),
-                    )),
-                });
+        let (result, status) = match injected(fault.as_ref(), &target) {
+            Some((err, status)) => (Err(err), status),
+            None => {
+                let applied = apply(&mut st.store).and_then(|ok| commit(&mut st.store).map(|()| ok));
                 match applied {
                     Ok((_, status)) if fault.is_some() => (Err(CloudError::Timeout { target: target.clone() }), status),
                     Ok((value, status)) => (Ok(value), status),
@@ -161,6 +134,135 @@ impl Shared {
         st.audit.push(Call { op, method: method.to_string(), target, status });
         result
     }
+}
+
+impl Shared {
+    /// A long-running write: faults and the request's latency as in [`Shared::call`], then `accept`
+    /// under the lock (its checks; `Started(n)` marks the operation begun, with `n` steps to go), then
+    /// `step` under the lock until it is done, the write latency spread over the steps, the lock
+    /// released between them — so other calls see the operation in progress. Each step is persisted.
+    /// A failed step calls `abort` (the operation stops where it is) and is the call's answer.
+    /// [`Fault::Interrupted`] stops waiting after its steps and leaves the operation half done.
+    pub async fn call_lro(
+        &self,
+        method: &'static str,
+        target: String,
+        accept: impl FnOnce(&mut Store) -> Result<Accepted, ApiError>,
+        mut step: impl FnMut(&mut Store) -> Result<Step, ApiError>,
+        abort: impl FnOnce(&mut Store),
+    ) -> Result<(), CloudError> {
+        let op = Op::Write;
+        let (fault, latency, write_latency) = {
+            let mut st = self.lock();
+            let fault = st.faults.decide(method, &target, op);
+            let faults = st.faults.faults();
+            (fault, faults.latency, faults.write_latency)
+        };
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        let timed_out = |target: &str| CloudError::Timeout { target: target.to_string() };
+        let finish = |st: &mut Core, status: u16, result: Result<(), CloudError>| {
+            st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
+            result
+        };
+        let steps = {
+            let mut st = self.lock();
+            if let Some((err, status)) = injected(fault.as_ref(), &target) {
+                return finish(&mut st, status, Err(err));
+            }
+            match accept(&mut st.store).and_then(|a| commit(&mut st.store).map(|()| a)) {
+                Err(e) => {
+                    let status = e.status;
+                    let err = if fault.is_some() { timed_out(&target) } else { to_cloud_error(&target, e) };
+                    return finish(&mut st, status, Err(err));
+                }
+                Ok(Accepted::Done(status)) => {
+                    let result = if fault.is_some() { Err(timed_out(&target)) } else { Ok(()) };
+                    return finish(&mut st, status, result);
+                }
+                Ok(Accepted::Started(steps)) => steps.max(1),
+            }
+        };
+        let stop_after = match fault {
+            Some(Fault::Interrupted { after_steps }) => Some(after_steps),
+            _ => None,
+        };
+        let step_delay = write_latency / u32::try_from(steps).unwrap_or(u32::MAX);
+        let mut done = 0;
+        loop {
+            if stop_after == Some(done) {
+                return finish(&mut self.lock(), 408, Err(timed_out(&target)));
+            }
+            if !step_delay.is_zero() {
+                tokio::time::sleep(step_delay).await;
+            }
+            let mut st = self.lock();
+            match step(&mut st.store).and_then(|s| commit(&mut st.store).map(|()| s)) {
+                Ok(Step::Progress) => done += 1,
+                Ok(Step::Done(status)) => {
+                    let result = if fault.is_some() { Err(timed_out(&target)) } else { Ok(()) };
+                    return finish(&mut st, status, result);
+                }
+                Err(e) => {
+                    abort(&mut st.store);
+                    let status = match commit(&mut st.store) {
+                        Ok(()) => e.status,
+                        Err(_) => 500,
+                    };
+                    let err = if fault.is_some() { timed_out(&target) } else { to_cloud_error(&target, e) };
+                    return finish(&mut st, status, Err(err));
+                }
+            }
+        }
+    }
+}
+
+/// What a long-running operation's acceptance found.
+pub(crate) enum Accepted {
+    /// Nothing to do (e.g. 204: deleting what does not exist).
+    Done(u16),
+    /// Begun, with about this many steps to go.
+    Started(usize),
+}
+
+/// What one step of a long-running operation did.
+pub(crate) enum Step {
+    Progress,
+    /// The operation is complete, with this status.
+    Done(u16),
+}
+
+/// The answer of a fault that keeps the request from being applied, with its audit status.
+fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
+    let target = target.to_string();
+    match fault? {
+        Fault::Throttle { retry_after } => {
+            Some((CloudError::Throttled { target, retry_after: Some(*retry_after) }, 429))
+        }
+        Fault::ServerError => Some((
+            CloudError::Server { target, status: 500, message: "InternalServerError: injected fault".into() },
+            500,
+        )),
+        Fault::Forbidden => Some((
+            CloudError::Rejected {
+                target,
+                status: 403,
+                code: "AuthorizationFailed".into(),
+                message: "the client does not have authorization to perform this action (injected fault)".into(),
+            },
+            403,
+        )),
+        Fault::Timeout => Some((CloudError::Timeout { target }, 408)),
+        Fault::TimeoutAfterApply | Fault::Interrupted { .. } => None,
+    }
+}
+
+/// Persists the store's changes; a failure is the cloud's 500.
+fn commit(store: &mut Store) -> Result<(), ApiError> {
+    store.commit().map_err(|e| {
+        ApiError::new(500, "InternalServerError", format!("the simulated cloud could not persist the change: {e}"))
+    })
 }
 
 /// A scope held by a write in flight; released when the write completes or its caller gives up.
