@@ -4,6 +4,13 @@
 //! shape (what `az … show -o json` prints). It is a cheap handle (`Arc` inside), so the executor can
 //! share it across tokio tasks.
 //!
+//! # Layout
+//! `core` holds what every simulated cloud shares — the store and its persistence, the audit log,
+//! faults, latency and writes in flight, preconditions, the world file's sections — and the call
+//! pipeline (fault → latency → the cloud's rule under the lock → commit → audit). [`arm`] is the ARM
+//! module on it: ids, rules, defaults, the `azure:` world section, [`ArmSim`]'s call paths and the
+//! runtime writers. A GCE or DNS module goes beside `arm`.
+//!
 //! # ARM rules enforced
 //! - Ids are case-insensitive: looked up in lowercase, returned with the casing they were created
 //!   with (a nested resource takes its parent's casing).
@@ -25,7 +32,7 @@
 //!   so a deleted and re-created public IP gets a new address), an existing one keeps its own; an
 //!   `ipAddress` in the body is ignored. (A world file declares an address as it is.) A PUT is not
 //!   echoed: the location is stored in ARM's normal form (`westeurope`) and ARM's defaults fill what
-//!   the body leaves out (see `rules::arm_defaults`). Tracked resources
+//!   the body leaves out (see `arm::defaults::arm_defaults`). Tracked resources
 //!   (resource group, VNet, route table, NSG, NAT gateway, public IP) need a `location`
 //!   (400 `LocationRequired`) that cannot change (409 `InvalidResourceGroupLocation` /
 //!   `InvalidResourceLocation`).

@@ -98,4 +98,7 @@ async fn regression_check_precondition_answers_without_writing() {
     precondition_failed(sim.check_precondition(RG, Some(&current), false).unwrap_err());
     sim.check_precondition(RG, Some("*"), false).unwrap();
     assert!(sim.calls_since(mark).is_empty(), "not a cloud call");
+    // A resource group's delete (a long-running operation) checks If-Match too.
+    precondition_failed(sim.delete_if(RG, &Precondition::if_match(&current)).await.unwrap_err());
+    assert!(sim.get(RG).await.unwrap().is_some(), "the resource group stays");
 }
