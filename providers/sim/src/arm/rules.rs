@@ -729,7 +729,7 @@ pub(crate) fn another_operation_in_progress(store: &Store, vnet_key: &str, opera
         409,
         "AnotherOperationInProgress",
         format!(
-            "Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: https://management.azure.com/subscriptions/{subscription}/providers/Microsoft.Network/locations/{region}/operations/00000000-0000-4000-8000-{operation:012x}?api-version=2024-05-01."
+            "Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: https://management.azure.com/subscriptions/{subscription}/providers/Microsoft.Network/locations/{region}/operations/00000000-0000-4000-8000-{operation:012x}?api-version=2024-03-01."
         ),
     )
 }
