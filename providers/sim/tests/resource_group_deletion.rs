@@ -155,3 +155,17 @@ async fn resource_group_delete_refused_in_use_leaves_the_group_as_it_was() {
     assert_eq!(left(&sim), before);
     assert_eq!(state(&sim.get(RG).await.unwrap().unwrap()), "Succeeded");
 }
+
+#[tokio::test]
+async fn interrupted_on_a_call_that_is_not_long_running_acts_as_timeout_after_apply() {
+    let sim = ArmSim::in_memory("sub-1");
+    sim.put(RG, json!({"location": "westeurope"})).await.unwrap();
+    sim.set_faults(Faults::none().with_rule(FaultRule::once_at(
+        Matcher::method("PUT"),
+        1,
+        Fault::Interrupted { after_steps: 0 },
+    )));
+    let e = sim.put(&id("routeTables/rt"), json!({"location": "westeurope"})).await.unwrap_err();
+    assert!(matches!(e, CloudError::Timeout { .. }), "{e:?}");
+    assert!(sim.get(&id("routeTables/rt")).await.unwrap().is_some(), "applied all the same");
+}

@@ -94,7 +94,7 @@ impl Shared {
         let (fault, latency, _held) = {
             let mut st = self.lock();
             let fault = st.faults.decide(method, &target, op);
-            let applies = matches!(fault, None | Some(Fault::TimeoutAfterApply));
+            let applies = matches!(fault, None | Some(Fault::TimeoutAfterApply | Fault::Interrupted { .. }));
             let mut held = None;
             if let Some((scope, refusal)) = scope.filter(|_| applies) {
                 if let Some(holder) = st.in_flight.holder(&scope) {
