@@ -4,6 +4,13 @@
 //! shape (what `az … show -o json` prints). It is a cheap handle (`Arc` inside), so the executor can
 //! share it across tokio tasks.
 //!
+//! # Layout
+//! `core` holds what every simulated cloud shares — the store and its persistence, the audit log,
+//! faults, latency and writes in flight, preconditions, the world file's sections — and the call
+//! pipeline (fault → latency → the cloud's rule under the lock → commit → audit). [`arm`] is the ARM
+//! module on it: ids, rules, defaults, the `azure:` world section, [`ArmSim`]'s call paths and the
+//! runtime writers. A GCE or DNS module goes beside `arm`.
+//!
 //! # ARM rules enforced
 //! - Ids are case-insensitive: looked up in lowercase, returned with the casing they were created
 //!   with (a nested resource takes its parent's casing).
@@ -11,6 +18,13 @@
 //! - Containment: a PUT needs its resource group (404 `ResourceGroupNotFound`) and, for a nested
 //!   resource, its parent (404 `ParentResourceNotFound`). DELETE removes everything nested: a resource
 //!   group its resources, a VNet its subnets, an NSG its rules, a route table its routes.
+//! - A resource-group DELETE is a long-running operation: refused at once if something outside the
+//!   group uses what is in it; else the group shows `provisioningState: Deleting` (a PUT into it, or
+//!   of it, is 409 `ResourceGroupBeingDeleted`), its resources go away one per step (users before
+//!   what they use, the write latency spread over the steps), then the group. The blocking
+//!   [`CloudWrite::delete`] waits for the end. An interrupted delete ([`Fault::Interrupted`], or a
+//!   caller that stops waiting) leaves the group `Deleting` with resources left, persisted; a later
+//!   DELETE resumes it.
 //! - PUT replaces the whole resource. The simulator fills `id`, `name`, `type` (from the id), `etag`
 //!   (`W/"<n>"`, none on resource groups), `properties.provisioningState: "Succeeded"`, and a public IP's
 //!   `properties.ipAddress`, allocated as ARM does: a new public IP gets an address this simulated
@@ -18,7 +32,7 @@
 //!   so a deleted and re-created public IP gets a new address), an existing one keeps its own; an
 //!   `ipAddress` in the body is ignored. (A world file declares an address as it is.) A PUT is not
 //!   echoed: the location is stored in ARM's normal form (`westeurope`) and ARM's defaults fill what
-//!   the body leaves out (see `rules::arm_defaults`). Tracked resources
+//!   the body leaves out (see `arm::defaults::arm_defaults`). Tracked resources
 //!   (resource group, VNet, route table, NSG, NAT gateway, public IP) need a `location`
 //!   (400 `LocationRequired`) that cannot change (409 `InvalidResourceGroupLocation` /
 //!   `InvalidResourceLocation`).
@@ -35,9 +49,16 @@
 //!   gateways, `properties.natGateway` of public IPs, and the child arrays — a VNet's `subnets`, a route
 //!   table's `routes`, an NSG's `securityRules` (full objects, in creation order).
 //! - Rules and routes are also resources of their own (`…/securityRules/{r}`, `…/routes/{r}`): GET,
-//!   PUT and DELETE of one edit the parent's array. A PUT of an NSG or route table replaces its rules
-//!   or routes with the body's array. A PUT of a VNet does **not** touch its subnets (they are written
-//!   as resources of their own); this is simpler than ARM, which would replace them.
+//!   PUT and DELETE of one edit the parent's array. A PUT of a VNet, NSG or route table whose body
+//!   has the child array (`subnets`, `securityRules`, `routes`; `null` = empty) makes the children
+//!   exactly those: missing ones are deleted (a subnet in use is refused with
+//!   `InUseSubnetCannotBeDeleted`), new ones created, changed ones rewritten, unchanged ones kept with
+//!   their etag; a VNet's body subnets pass the subnet checks. Without the array an NSG or route table
+//!   loses its rules or routes, a VNet keeps its subnets (ARM since api-version 2023-09-01).
+//! - Etags: every write gives the resource (and the parent of a nested one) a new etag `W/"<n>"`.
+//!   [`ArmSim::put_if`] / [`ArmSim::delete_if`] honour `If-Match` (`*` or an etag) and
+//!   `If-None-Match: *` atomically with the write: a failed precondition is 412 `PreconditionFailed`
+//!   and changes nothing; [`ArmSim::check_precondition`] answers the same question without a call.
 //! - list(parent, type): the direct children of that type, sorted by id; a subscription lists its
 //!   resource groups; a missing resource group is 404 `ResourceGroupNotFound`.
 //!
@@ -46,6 +67,11 @@
 //! `<parent>/<type>`); see [`ArmSim::calls`]. [`Faults`] add latency and inject throttling, 5xx and
 //! timeouts deterministically (see [`faults`]). A timeout that did not apply the request is recorded
 //! with status 408.
+//!
+//! Writes take their simulated latency, and ARM serialises the writes within a VNet: while a PUT or
+//! DELETE of a VNet or one of its subnets is in flight, another write in the same VNet is refused at
+//! once with 409 `AnotherOperationInProgress` (ARM's message; audited, not applied). Without latency
+//! writes are instant and never overlap.
 //!
 //! # Persistence
 //! [`ArmSim::open`] loads the simulated cloud from a `sled::Tree` (the caller keeps it next to trellis'
@@ -64,23 +90,21 @@
 //! bypass the audit log and the faults.
 
 pub mod arm;
-pub mod faults;
-mod rules;
-pub mod runtime;
-mod store;
-pub mod world;
+mod core;
 
-pub use faults::{Fault, FaultRule, Faults, Matcher};
-pub use store::{Origin, DEFAULT_SUBSCRIPTION};
-pub use world::{AzureWorld, SyncReport, WorldFile, WorldResource};
+pub use crate::arm::runtime;
+pub use crate::arm::world::{AzureWorld, WorldResource};
+pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
+pub use crate::core::precondition::Precondition;
+pub use crate::core::store::{Origin, DEFAULT_SUBSCRIPTION};
+pub use crate::core::world::{SyncReport, WorldFile};
 
+use crate::core::faults::FaultState;
+use crate::core::store::Store;
+use crate::core::Shared;
 use async_trait::async_trait;
-use faults::FaultState;
-use rules::ArmError;
 use serde_json::Value;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use store::Store;
-use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op};
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite};
 
 impl From<sled::Error> for SimError {
     /// sled's own texts carry Debug output (`offset None backtrace ()`); say what happened and what to do.
@@ -115,18 +139,8 @@ pub enum SimError {
 /// The simulated ARM cloud. Clones share the same cloud.
 #[derive(Clone)]
 pub struct ArmSim {
-    inner: Arc<Mutex<State>>,
+    core: Shared,
 }
-
-struct State {
-    store: Store,
-    audit: Vec<Call>,
-    /// How much of `audit` [`ArmSim::persist_audit`] has written.
-    audit_persisted: usize,
-    faults: FaultState,
-}
-
-const AUDIT_PREFIX: &str = "audit/";
 
 impl ArmSim {
     /// A simulated cloud that lives in memory only (tests, benchmarks).
@@ -142,8 +156,7 @@ impl ArmSim {
     }
 
     fn from_store(store: Store) -> ArmSim {
-        let state = State { store, audit: Vec::new(), audit_persisted: 0, faults: FaultState::default() };
-        ArmSim { inner: Arc::new(Mutex::new(state)) }
+        ArmSim { core: Shared::new(store) }
     }
 
     /// The same simulated cloud with `faults` installed.
@@ -154,192 +167,64 @@ impl ArmSim {
 
     /// Installs `faults` (replacing the previous ones) and restarts their call counting.
     pub fn set_faults(&self, faults: Faults) {
-        self.lock().faults = FaultState::new(faults);
+        self.core.lock().faults = FaultState::new(faults);
     }
 
     /// The faults installed now.
     pub fn faults(&self) -> Faults {
-        self.lock().faults.faults().clone()
+        self.core.lock().faults.faults().clone()
     }
 
     /// How many faults were injected since the faults were installed.
     pub fn faults_fired(&self) -> usize {
-        self.lock().faults.fired()
+        self.core.lock().faults.fired()
     }
 
     /// The subscription the simulated cloud belongs to.
     pub fn subscription(&self) -> String {
-        self.lock().store.subscription().to_string()
+        self.core.lock().store.subscription().to_string()
     }
 
     /// Every call since this `ArmSim` was created (or opened).
     pub fn calls(&self) -> Vec<Call> {
-        self.lock().audit.clone()
+        self.core.lock().audit.calls().to_vec()
     }
 
     /// The calls made after [`ArmSim::mark`] returned `mark`.
     pub fn calls_since(&self, mark: usize) -> Vec<Call> {
-        self.lock().audit.get(mark..).map(<[Call]>::to_vec).unwrap_or_default()
+        self.core.lock().audit.since(mark)
     }
 
     /// A position in the audit log, for [`ArmSim::calls_since`].
     pub fn mark(&self) -> usize {
-        self.lock().audit.len()
+        self.core.lock().audit.len()
     }
 
     /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
     /// [`Call`] as JSON) in one batch, and flushes it. Returns how many calls were written.
     pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        let mut st = self.lock();
-        let calls = &st.audit[st.audit_persisted..];
-        if calls.is_empty() {
-            return Ok(0);
-        }
-        let next = match tree.scan_prefix(AUDIT_PREFIX).keys().next_back().transpose()? {
-            Some(k) => {
-                let text = String::from_utf8_lossy(&k[AUDIT_PREFIX.len()..]).into_owned();
-                text.parse::<u64>().map_err(|e| SimError::Corrupt {
-                    key: String::from_utf8_lossy(&k).into_owned(),
-                    detail: format!("not an audit sequence number: {e}"),
-                })? + 1
-            }
-            None => 0,
-        };
-        let mut batch = sled::Batch::default();
-        for (i, call) in calls.iter().enumerate() {
-            let key = format!("{AUDIT_PREFIX}{:020}", next + i as u64);
-            batch.insert(key.as_bytes(), serde_json::to_vec(call).expect("a call serialises"));
-        }
-        tree.apply_batch(batch)?;
-        tree.flush()?;
-        let n = calls.len();
-        st.audit_persisted += n;
-        Ok(n)
-    }
-
-    /// Re-syncs the resources `world` declares; see [`world`]. Not audited, not faulted.
-    pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
-        world::sync(&mut self.lock().store, world)
-    }
-
-    /// Every resource as a GET returns it, sorted by id (nested resources included on their own).
-    pub fn snapshot(&self) -> Vec<Value> {
-        let st = self.lock();
-        st.store.entries().map(|e| rules::render(&st.store, e)).collect()
-    }
-
-    /// GET without audit, latency or faults (tests, `trellis sim` commands).
-    pub fn get_now(&self, id: &str) -> Option<Value> {
-        rules::get(&self.lock().store, id).ok().flatten()
-    }
-
-    /// Who brought the resource into the simulated cloud.
-    pub fn origin(&self, id: &str) -> Option<Origin> {
-        let key = arm::ArmId::parse(id).ok()?.key();
-        self.lock().store.get(&key).map(|e| e.origin)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// One cloud call: fault decision and latency, then `apply` under the lock, then the audit entry.
-    async fn call<T>(
-        &self,
-        method: &'static str,
-        target: String,
-        apply: impl FnOnce(&mut Store) -> Result<(T, u16), ArmError>,
-    ) -> Result<T, CloudError> {
-        let op = if matches!(method, "GET" | "LIST") { Op::Read } else { Op::Write };
-        let (fault, latency) = {
-            let mut st = self.lock();
-            let fault = st.faults.decide(method, &target, op);
-            (fault, st.faults.latency(op))
-        };
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
-        let mut st = self.lock();
-        let (result, status) = match fault {
-            Some(Fault::Throttle { retry_after }) => {
-                (Err(CloudError::Throttled { target: target.clone(), retry_after: Some(retry_after) }), 429)
-            }
-            Some(Fault::ServerError) => (
-                Err(CloudError::Server {
-                    target: target.clone(),
-                    status: 500,
-                    message: "InternalServerError: injected fault".into(),
-                }),
-                500,
-            ),
-            Some(Fault::Forbidden) => (
-                Err(CloudError::Rejected {
-                    target: target.clone(),
-                    status: 403,
-                    code: "AuthorizationFailed".into(),
-                    message: "the client does not have authorization to perform this action (injected fault)".into(),
-                }),
-                403,
-            ),
-            Some(Fault::Timeout) => (Err(CloudError::Timeout { target: target.clone() }), 408),
-            None | Some(Fault::TimeoutAfterApply) => {
-                let applied = apply(&mut st.store).and_then(|ok| match st.store.commit() {
-                    Ok(()) => Ok(ok),
-                    Err(e) => Err(ArmError::new(
-                        500,
-                        "InternalServerError",
-                        format!("the simulated cloud could not persist the change: {e}"),
-                    )),
-                });
-                match applied {
-                    Ok((_, status)) if fault.is_some() => (Err(CloudError::Timeout { target: target.clone() }), status),
-                    Ok((value, status)) => (Ok(value), status),
-                    Err(e) => {
-                        let status = e.status;
-                        let err = if fault.is_some() {
-                            CloudError::Timeout { target: target.clone() }
-                        } else if status >= 500 {
-                            CloudError::Server {
-                                target: target.clone(),
-                                status,
-                                message: format!("{}: {}", e.code, e.message),
-                            }
-                        } else {
-                            CloudError::Rejected { target: target.clone(), status, code: e.code, message: e.message }
-                        };
-                        (Err(err), status)
-                    }
-                }
-            }
-        };
-        st.audit.push(Call { op, method: method.to_string(), target, status });
-        result
+        self.core.lock().audit.persist(tree)
     }
 }
 
 #[async_trait]
 impl CloudRead for ArmSim {
     async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
-        self.call("GET", id.to_string(), |store| {
-            let found = rules::get(store, id)?;
-            let status = if found.is_some() { 200 } else { 404 };
-            Ok((found, status))
-        })
-        .await
+        self.arm_get(id).await
     }
 
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
-        self.call("LIST", format!("{parent}/{rtype}"), |store| Ok((rules::list(store, parent, rtype)?, 200))).await
+        self.arm_list(parent, rtype).await
     }
 }
 
 #[async_trait]
 impl CloudWrite for ArmSim {
     async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        self.call("PUT", id.to_string(), |store| rules::put(store, id, body)).await
+        self.arm_put(id, body).await
     }
 
     async fn delete(&self, id: &str) -> Result<(), CloudError> {
-        self.call("DELETE", id.to_string(), |store| Ok(((), rules::delete(store, id)?))).await
+        self.arm_delete(id).await
     }
 }

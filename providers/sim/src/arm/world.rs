@@ -1,17 +1,5 @@
-//! The world file: what exists in the cloud before trellis runs, and re-syncing the simulator to it.
-//!
-//! ```yaml
-//! azure:
-//!   subscriptionId: 6d3a9c1e-…          # the subscription the shoot's credentials point at
-//!   otherSubscriptions: [9b1d4f2e-…]    # optional: others that resources below really live in
-//!   resources:                          # ARM JSON as a GET returns it
-//!     - id: /subscriptions/…/resourceGroups/hub-network
-//!       location: westeurope
-//!     - id: /subscriptions/…/resourceGroups/hub-network/providers/Microsoft.Network/virtualNetworks/hub-vnet/subnets/workers
-//!       properties: {addressPrefix: 10.250.0.0/16, routeTable: {id: …}}
-//! gcp: …                                # kept as is, for the GCP simulator
-//! dns: …                                # kept as is, for domains
-//! ```
+//! The `azure:` section of a world file (see `core::world` for the file): its resources, their
+//! checks, and the sync into the store.
 //!
 //! Resources may nest their children as ARM shows them (a VNet's `subnets`, an NSG's
 //! `securityRules`, a route table's `routes`); each nested child is declared as if it were listed on
@@ -25,26 +13,15 @@
 //! must be in that subscription, or in one listed under `otherSubscriptions` (a hub network in another
 //! subscription, which pre-flight rule C12 then reports); each problem names the resource and its line.
 
+use crate::arm::rules::{self, check_link, links, normalize, without_etag, LinkProblem};
 use crate::arm::{ArmId, Kind};
-use crate::rules::{self, check_link, links, normalize, without_etag, LinkProblem};
-use crate::store::{descendants, Entry, Origin, Store};
+use crate::core::store::{descendants, Entry, Origin, Store};
+use crate::core::world::{SyncReport, WorldFile};
 use crate::SimError;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// A parsed world file.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct WorldFile {
-    /// Where it was read from, for messages.
-    pub path: String,
-    pub azure: Option<AzureWorld>,
-    /// The GCP section, not interpreted yet.
-    pub gcp: Option<Value>,
-    /// The DNS section, not interpreted yet.
-    pub dns: Option<Value>,
-}
 
 /// The `azure:` section.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -64,93 +41,54 @@ pub struct WorldResource {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWorld {
-    azure: Option<RawAzure>,
-    gcp: Option<Value>,
-    dns: Option<Value>,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawAzure {
-    subscription_id: Option<String>,
+pub(crate) struct RawAzure {
+    pub subscription_id: Option<String>,
     #[serde(default)]
-    other_subscriptions: Vec<String>,
+    pub other_subscriptions: Vec<String>,
     #[serde(default)]
-    resources: Vec<Spanned<Value>>,
+    pub resources: Vec<Spanned<Value>>,
 }
 
-/// What a sync changed, as ids.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SyncReport {
-    pub added: Vec<String>,
-    pub updated: Vec<String>,
-    pub removed: Vec<String>,
-}
-
-impl SyncReport {
-    pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.updated.is_empty() && self.removed.is_empty()
-    }
-}
-
-impl WorldFile {
-    /// Parses a world file. Syntax errors, unknown keys and wrong types report `path:line:column`;
-    /// resources without a valid ARM id or with a malformed body are reported all at once.
-    pub fn parse(path: &str, text: &str) -> Result<WorldFile, SimError> {
-        if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
-            return Ok(WorldFile { path: path.to_string(), ..WorldFile::default() });
+impl AzureWorld {
+    pub(crate) fn from_raw(a: RawAzure) -> AzureWorld {
+        AzureWorld {
+            subscription_id: a.subscription_id,
+            other_subscriptions: a.other_subscriptions,
+            resources: a
+                .resources
+                .into_iter()
+                .map(|s| WorldResource { value: s.value, line: s.referenced.line(), column: s.referenced.column() })
+                .collect(),
         }
-        let raw: RawWorld = trellis_planner::yaml::from_str(text).map_err(|e| {
-            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-            let message = trellis_planner::yaml::message(&e);
-            SimError::WorldParse { path: path.to_string(), line, column, message }
-        })?;
-        let world = WorldFile {
-            path: path.to_string(),
-            azure: raw.azure.map(|a| AzureWorld {
-                subscription_id: a.subscription_id,
-                other_subscriptions: a.other_subscriptions,
-                resources: a
-                    .resources
-                    .into_iter()
-                    .map(|s| WorldResource { value: s.value, line: s.referenced.line(), column: s.referenced.column() })
-                    .collect(),
-            }),
-            gcp: raw.gcp,
-            dns: raw.dns,
-        };
-        world.declared()?;
-        Ok(world)
     }
 
-    /// The Azure resources the file declares, normalized, nested children split out, in file order.
-    fn declared(&self) -> Result<Vec<Declared>, SimError> {
+    /// The Azure resources the section declares, normalized, nested children split out, in file order.
+    pub(crate) fn declared(&self, path: &str) -> Result<Vec<Declared>, SimError> {
         let mut problems = Vec::new();
         let mut out: Vec<Declared> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
-        let resources = self.azure.as_ref().map(|a| a.resources.as_slice()).unwrap_or_default();
-        let others = self.azure.as_ref().map(|a| a.other_subscriptions.as_slice()).unwrap_or_default();
-        let sub = self.azure.as_ref().and_then(|a| a.subscription_id.as_deref());
+        let resources = self.resources.as_slice();
+        let others = self.other_subscriptions.as_slice();
+        let sub = self.subscription_id.as_deref();
         // The file's subscription, when it is one: resources are checked against it.
         let file_sub = sub.filter(|s| is_subscription_id(s));
         if let Some(sub) = sub.filter(|s| !is_subscription_id(s)) {
             problems.push(format!(
                 "world file {}: azure.subscriptionId \"{sub}\" is not a subscription id: give the id of the subscription your resources are in, a UUID such as {EXAMPLE_SUBSCRIPTION} (az account show --query id -o tsv)",
-                self.path
+                path
             ));
         }
         for (i, other) in others.iter().enumerate() {
             if !is_subscription_id(other) {
                 problems.push(format!(
                     "world file {}: azure.otherSubscriptions[{i}] \"{other}\" is not a subscription id: give the id of the other subscription your resources are in, a UUID such as {EXAMPLE_SUBSCRIPTION}",
-                    self.path
+                    path
                 ));
             } else if sub.is_some_and(|s| s.eq_ignore_ascii_case(other)) {
                 problems.push(format!(
                     "world file {}: azure.otherSubscriptions[{i}] \"{other}\" is the file's own subscription (azure.subscriptionId); remove it",
-                    self.path
+                    path
                 ));
             }
         }
@@ -161,7 +99,7 @@ impl WorldFile {
             });
             problems.push(format!(
                 "world file {}: azure.subscriptionId is not set; give the id of the subscription your resources are in{}",
-                self.path,
+                path,
                 first.unwrap_or_default()
             ));
         }
@@ -170,7 +108,7 @@ impl WorldFile {
             let Some(text) = r.value.get("id").and_then(Value::as_str) else {
                 problems.push(format!(
                     "world file {}: the resource at {at} has no `id`; give its ARM id (/subscriptions/<id>/resourceGroups/<group>/…)",
-                    self.path
+                    path
                 ));
                 continue;
             };
@@ -179,29 +117,29 @@ impl WorldFile {
                 Ok(_) => {
                     problems.push(format!(
                         "world file {}: {text} ({at}) is a subscription, not a resource; set azure.subscriptionId instead",
-                        self.path
+                        path
                     ));
                     continue;
                 }
                 Err(e) => {
-                    problems.push(format!("world file {}: resource at {at}: {e}", self.path));
+                    problems.push(format!("world file {}: resource at {at}: {e}", path));
                     continue;
                 }
             };
             if let Some(problem) = subscription_problem(&id, file_sub, others) {
-                problems.push(format!("world file {}: resource {id} ({at}) {problem}", self.path));
+                problems.push(format!("world file {}: resource {id} ({at}) {problem}", path));
                 continue;
             }
             if let Some(key) = flattened_property(&r.value) {
                 problems.push(format!(
                     "world file {}: resource {id} ({at}) has `{key}` at the top level: this looks like `az … show -o json` output, which flattens `properties`; export the ARM shape with `az rest --method get --url '{id}?api-version=2024-03-01'` (or examples/export-world.sh)",
-                    self.path
+                    path
                 ));
                 continue;
             }
             let mut found = Vec::new();
             if let Err(e) = split(&id, r.value.clone(), &mut found) {
-                problems.push(format!("world file {}: resource {id} ({at}): {}", self.path, e.message));
+                problems.push(format!("world file {}: resource {id} ({at}): {}", path, e.message));
                 continue;
             }
             for (i, (id, value)) in found.into_iter().enumerate() {
@@ -216,7 +154,7 @@ impl WorldFile {
                     Some(_) if nested => {}
                     Some(j) => problems.push(format!(
                         "world file {}: resource {} is declared twice (line {} and line {}); keep one",
-                        self.path, d.id, out[j].line, d.line
+                        path, d.id, out[j].line, d.line
                     )),
                 }
             }
@@ -224,7 +162,7 @@ impl WorldFile {
         if problems.is_empty() {
             Ok(out)
         } else {
-            Err(SimError::WorldInvalid { path: self.path.clone(), problems })
+            Err(SimError::WorldInvalid { path: path.to_string(), problems })
         }
     }
 }
@@ -259,7 +197,7 @@ fn subscription_problem(id: &ArmId, file_sub: Option<&str>, others: &[String]) -
 }
 
 /// A declared resource in stored form (no etag yet).
-struct Declared {
+pub(crate) struct Declared {
     id: ArmId,
     value: Value,
     line: u64,
@@ -282,7 +220,10 @@ fn split(id: &ArmId, body: Value, out: &mut Vec<(ArmId, Value)>) -> Result<(), r
 /// resources, removes World resources no longer declared (with what is nested in them), leaves API
 /// resources alone. Nothing changes when the result would break containment or a reference.
 pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, SimError> {
-    let declared = world.declared()?;
+    let declared = match &world.azure {
+        Some(azure) => azure.declared(&world.path)?,
+        None => Vec::new(),
+    };
     let declared_keys: BTreeSet<String> = declared.iter().map(|d| d.id.key()).collect();
 
     // The world after the sync, without etags and creation order yet.

@@ -1,25 +1,14 @@
-//! The resource store: lowercased id → resource, and its persistence in a `sled::Tree`.
+//! The resource store: lowercased id → resource, with a reverse index of references.
 //!
-//! Layout of the tree (all values JSON):
-//! - `<lowercased ARM id>` → `{"value": <resource as stored>, "origin": "world"|"api", "seq": n}`;
-//! - `#subscription` → the subscription id the simulated cloud belongs to;
-//! - `#clock` → the counter behind etags and creation order;
-//! - `#addresses` → how many public IP addresses the simulated cloud has allocated.
-//!
-//! Every change is noted as dirty; [`Store::commit`] writes the dirty keys in one batch and flushes.
+//! Persistence in a `sled::Tree`: see [`crate::core::persist`].
 
 use crate::arm::{ArmId, Kind};
-use crate::SimError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The subscription a simulated cloud belongs to when nobody said otherwise.
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
-
-const SUBSCRIPTION_KEY: &str = "#subscription";
-const CLOCK_KEY: &str = "#clock";
-const ADDRESSES_KEY: &str = "#addresses";
 
 /// Who brought a resource into the simulated cloud.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,26 +39,19 @@ impl Entry {
     }
 }
 
-#[derive(Serialize, Deserialize)]
-struct Persisted {
-    value: Value,
-    origin: Origin,
-    seq: u64,
-}
-
 pub(crate) struct Store {
-    entries: BTreeMap<String, Entry>,
+    pub(super) entries: BTreeMap<String, Entry>,
     /// Reverse index of references (subnet → route table, NAT → public IP, …): target key → keys of
     /// the resources that refer to it. Back-references on GET and in-use checks on DELETE read it
     /// instead of scanning every resource.
-    referrers: BTreeMap<String, BTreeSet<String>>,
-    subscription: String,
-    clock: u64,
+    pub(super) referrers: BTreeMap<String, BTreeSet<String>>,
+    pub(super) subscription: String,
+    pub(super) clock: u64,
     /// Public IP addresses allocated so far (see [`Store::allocate_address`]).
-    addresses: u64,
-    tree: Option<sled::Tree>,
-    dirty: BTreeSet<String>,
-    meta_dirty: bool,
+    pub(super) addresses: u64,
+    pub(super) tree: Option<sled::Tree>,
+    pub(super) dirty: BTreeSet<String>,
+    pub(super) meta_dirty: bool,
 }
 
 impl Store {
@@ -84,38 +66,6 @@ impl Store {
             dirty: BTreeSet::new(),
             meta_dirty: false,
         }
-    }
-
-    /// Loads the store from `tree`. Keys that are neither ids nor metadata (an audit log kept in the
-    /// same tree, say) are ignored.
-    pub fn open(tree: sled::Tree, subscription: Option<String>) -> Result<Store, SimError> {
-        let mut store = Store::in_memory(DEFAULT_SUBSCRIPTION);
-        for item in tree.iter() {
-            let (k, v) = item?;
-            let key = String::from_utf8_lossy(&k).into_owned();
-            let corrupt = |detail: String| SimError::Corrupt { key: key.clone(), detail };
-            if key == SUBSCRIPTION_KEY {
-                store.subscription = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-            } else if key == CLOCK_KEY {
-                store.clock = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-            } else if key == ADDRESSES_KEY {
-                store.addresses = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-            } else if key.starts_with('/') {
-                let p: Persisted = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-                let id_text = p.value.get("id").and_then(Value::as_str).unwrap_or(&key);
-                let id = ArmId::parse(id_text).map_err(corrupt)?;
-                if id.key() != key {
-                    return Err(corrupt(format!("the stored resource has id {id}")));
-                }
-                store.index(&Entry::new(id, p.value, p.origin, p.seq));
-            }
-        }
-        store.tree = Some(tree);
-        if let Some(sub) = subscription {
-            store.set_subscription(&sub);
-        }
-        store.commit()?;
-        Ok(store)
     }
 
     pub fn subscription(&self) -> &str {
@@ -181,7 +131,7 @@ impl Store {
     }
 
     /// Stores `entry` (replacing any entry with its key) and indexes its references.
-    fn index(&mut self, entry: &Entry) {
+    pub(super) fn index(&mut self, entry: &Entry) {
         let key = entry.id.key();
         if let Some(old) = self.entries.remove(&key) {
             self.unindex(&old);
@@ -203,45 +153,12 @@ impl Store {
             }
         }
     }
-
-    /// Writes every change since the last commit to the tree in one batch and flushes it.
-    /// Without a tree (in-memory store) this only forgets the changes.
-    pub fn commit(&mut self) -> Result<(), SimError> {
-        let Some(tree) = &self.tree else {
-            self.dirty.clear();
-            self.meta_dirty = false;
-            return Ok(());
-        };
-        if self.dirty.is_empty() && !self.meta_dirty {
-            return Ok(());
-        }
-        let mut batch = sled::Batch::default();
-        for key in &self.dirty {
-            match self.entries.get(key) {
-                Some(e) => {
-                    let p = Persisted { value: e.value.clone(), origin: e.origin, seq: e.seq };
-                    batch.insert(key.as_bytes(), serde_json::to_vec(&p).expect("JSON values always serialise"));
-                }
-                None => batch.remove(key.as_bytes()),
-            }
-        }
-        if self.meta_dirty {
-            batch.insert(SUBSCRIPTION_KEY, serde_json::to_vec(&self.subscription).expect("a string serialises"));
-            batch.insert(CLOCK_KEY, serde_json::to_vec(&self.clock).expect("a number serialises"));
-            batch.insert(ADDRESSES_KEY, serde_json::to_vec(&self.addresses).expect("a number serialises"));
-        }
-        tree.apply_batch(batch)?;
-        tree.flush()?;
-        self.dirty.clear();
-        self.meta_dirty = false;
-        Ok(())
-    }
 }
 
 /// The keys of the resources `entry` refers to (its links, and what its IP configurations use).
 fn link_targets(entry: &Entry) -> Vec<String> {
-    let links = crate::rules::links(entry.kind, &entry.value).unwrap_or_default().into_iter().map(|l| l.target);
-    let usages = crate::rules::usages(entry.kind, &entry.value).into_iter().map(|u| u.target);
+    let links = crate::arm::rules::links(entry.kind, &entry.value).unwrap_or_default().into_iter().map(|l| l.target);
+    let usages = crate::arm::rules::usages(entry.kind, &entry.value).into_iter().map(|u| u.target);
     links.chain(usages).filter_map(|target| ArmId::parse(&target).ok().map(|t| t.key())).collect()
 }
 

@@ -3,8 +3,10 @@
 //! Two tables drive the kind-specific behaviour:
 //! - [`COLLECTIONS`]: children that ARM also shows as an array in their parent (a VNet's `subnets`,
 //!   a route table's `routes`, an NSG's `securityRules`). They are stored as resources of their own
-//!   and the array is computed on GET. A PUT of the parent replaces its routes and rules (as in ARM);
-//!   a PUT of a VNet leaves its subnets alone (subnets are written as resources of their own).
+//!   and the array is computed on GET. A PUT of the parent replaces them with the body's array (as
+//!   in ARM): children missing from it are deleted (refused while in use), new ones created, changed
+//!   ones rewritten, unchanged ones left as they are (same etag). Without the array a route table or
+//!   NSG loses its routes or rules, while a VNet keeps its subnets (ARM since api-version 2023-09-01).
 //! - [`LINKS`]: references from one resource to another (a subnet's `routeTable`,
 //!   `networkSecurityGroup`, `natGateway`; a NAT gateway's `publicIpAddresses`). A PUT must point at
 //!   resources that exist; a DELETE of a referenced resource is refused; the referenced resource shows
@@ -18,25 +20,17 @@
 //! a sibling subnet, and the route table, NSG and NAT gateway it references must be in the VNet's
 //! region.
 
+use crate::arm::defaults::arm_defaults;
 use crate::arm::{ArmId, Kind};
-use crate::store::{Entry, Origin, Store};
+use crate::core::precondition::{self, Precondition};
+use crate::core::store::{Entry, Origin, Store};
+use crate::core::{Accepted, Refusal, Step};
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An ARM error answer: HTTP status, ARM error code, message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ArmError {
-    pub status: u16,
-    pub code: String,
-    pub message: String,
-}
-
-impl ArmError {
-    pub fn new(status: u16, code: &str, message: impl Into<String>) -> ArmError {
-        ArmError { status, code: code.to_string(), message: message.into() }
-    }
-}
+pub(crate) use crate::core::ApiError as ArmError;
 
 fn bad_format(message: impl Into<String>) -> ArmError {
     ArmError::new(400, "InvalidRequestFormat", message)
@@ -49,8 +43,9 @@ pub(crate) struct Collection {
     /// The id segment of the children (`…/subnets/{name}`).
     pub segment: &'static str,
     pub child: Kind,
-    /// Whether a PUT of the parent replaces the children with the array in its body.
-    pub replaced_by_parent_put: bool,
+    /// Whether a PUT of the parent whose body has no such array removes the children. A body with
+    /// the array (`null` counts as empty) always makes the children exactly those of the array.
+    pub absent_removes_children: bool,
 }
 
 pub(crate) const COLLECTIONS: &[Collection] = &[
@@ -59,21 +54,21 @@ pub(crate) const COLLECTIONS: &[Collection] = &[
         property: "subnets",
         segment: "subnets",
         child: Kind::Subnet,
-        replaced_by_parent_put: false,
+        absent_removes_children: false,
     },
     Collection {
         parent: Kind::RouteTable,
         property: "routes",
         segment: "routes",
         child: Kind::Route,
-        replaced_by_parent_put: true,
+        absent_removes_children: true,
     },
     Collection {
         parent: Kind::NetworkSecurityGroup,
         property: "securityRules",
         segment: "securityRules",
         child: Kind::SecurityRule,
-        replaced_by_parent_put: true,
+        absent_removes_children: true,
     },
 ];
 
@@ -355,7 +350,8 @@ pub(crate) fn normalize(id: &ArmId, body: Value) -> Result<Normalized, ArmError>
     let children = match collection_of(kind) {
         None => None,
         Some(c) => match props.remove(c.property) {
-            None | Some(Value::Null) => None,
+            None => None,
+            Some(Value::Null) => Some(Vec::new()),
             Some(Value::Array(items)) => Some(split_children(id, c, items)?),
             Some(_) => return Err(bad_format(format!("properties.{} of {id} must be an array", c.property))),
         },
@@ -427,7 +423,7 @@ pub(crate) fn without_etag(value: &Value) -> Value {
     v
 }
 
-fn location(value: &Value) -> Option<String> {
+pub(crate) fn location(value: &Value) -> Option<String> {
     value.get("location").and_then(Value::as_str).map(|l| l.replace(' ', "").to_ascii_lowercase())
 }
 
@@ -439,11 +435,16 @@ fn check_parent(store: &Store, id: &ArmId) -> Result<(), ArmError> {
             "InvalidResourceType",
             format!("{id} is a subscription; the simulated cloud only writes resource groups and resources"),
         )),
-        Kind::ResourceGroup => Ok(()),
+        Kind::ResourceGroup => match store.get(&id.key()) {
+            Some(e) if being_deleted(e) => Err(resource_group_being_deleted(&e.id)),
+            _ => Ok(()),
+        },
         _ => {
             let rg = id.resource_group_id().expect("a resource lies in a resource group");
-            if store.get(&rg.key()).is_none() {
-                return Err(rg_not_found(&rg));
+            match store.get(&rg.key()) {
+                None => return Err(rg_not_found(&rg)),
+                Some(e) if being_deleted(e) => return Err(resource_group_being_deleted(&e.id)),
+                Some(_) => {}
             }
             if id.is_child() {
                 let parent = id.parent().expect("a nested resource has a parent");
@@ -517,13 +518,35 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     if kind == Kind::Subnet {
         check_subnet_region(store, &id, &value)?;
     }
-    let replaced = collection_of(kind).filter(|c| c.replaced_by_parent_put);
+    let key = id.key();
+    let replaced = match collection_of(kind) {
+        Some(c) if c.absent_removes_children => Some((c, children.unwrap_or_default())),
+        Some(c) => children.map(|kids| (c, kids)),
+        None => None,
+    };
     let mut new_children = Vec::new();
-    if replaced.is_some() {
-        for (child, body) in children.unwrap_or_default() {
+    let mut removed_children = Vec::new();
+    if let Some((c, kids)) = replaced {
+        for (child, body) in kids {
+            // A child keeps the casing it was created with.
+            let child = store.get(&child.key()).map(|e| e.id.clone()).unwrap_or(child);
             let n = normalize(&child, body)?;
-            check_links(store.map(), &child, child.kind(), &n.value)?;
-            new_children.push((child, n.value));
+            let mut child_value = n.value;
+            arm_defaults(c.child, &mut child_value);
+            check_links(store.map(), &child, c.child, &child_value)?;
+            new_children.push((child, child_value));
+        }
+        if c.child == Kind::Subnet {
+            check_subnets_of_vnet(store, &id, &value, &new_children)?;
+        }
+        let new_keys: BTreeSet<String> = new_children.iter().map(|(child, _)| child.key()).collect();
+        for old in direct_children(store, &key, c.child).filter(|e| !new_keys.contains(&e.id.key())) {
+            let doomed: BTreeSet<String> =
+                std::iter::once(old.id.key()).chain(store.descendants(&old.id.key()).map(|e| e.id.key())).collect();
+            if let Some(e) = in_use(store, &old.id, &doomed) {
+                return Err(e);
+            }
+            removed_children.push(old.id.key());
         }
     }
 
@@ -538,23 +561,21 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
         };
         value["properties"]["ipAddress"] = address;
     }
-    let key = id.key();
     let tick = store.tick();
     let (origin, seq) = existing.as_ref().map(|e| (e.origin, e.seq)).unwrap_or((Origin::Api, tick));
     store.insert(Entry::new(id.clone(), with_etag(kind, value, tick), origin, seq));
-    if let Some(c) = replaced {
-        let old: Vec<(String, Origin)> =
-            store.descendants(&key).filter(|e| e.kind == c.child).map(|e| (e.id.key(), e.origin)).collect();
-        let new_keys: BTreeSet<String> = new_children.iter().map(|(child, _)| child.key()).collect();
-        for (k, _) in old.iter().filter(|(k, _)| !new_keys.contains(k)) {
-            remove_with_descendants(store, k);
+    for k in &removed_children {
+        remove_with_descendants(store, k);
+    }
+    for (child, child_value) in new_children {
+        let old = store.get(&child.key()).cloned();
+        if old.as_ref().is_some_and(|o| without_etag(&o.value) == child_value) {
+            continue;
         }
-        for (child, value) in new_children {
-            let origin = old.iter().find(|(k, _)| *k == child.key()).map(|(_, o)| *o).unwrap_or(Origin::Api);
-            let t = store.tick();
-            let child_kind = child.kind();
-            store.insert(Entry::new(child, with_etag(child_kind, value, t), origin, t));
-        }
+        let t = store.tick();
+        let (origin, seq) = old.map(|o| (o.origin, o.seq)).unwrap_or((Origin::Api, t));
+        let child_kind = child.kind();
+        store.insert(Entry::new(child, with_etag(child_kind, child_value, t), origin, seq));
     }
     if id.is_child() {
         touch_parent(store, &id, tick);
@@ -562,63 +583,6 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     let status = if existing.is_some() { 200 } else { 201 };
     let entry = store.get(&key).expect("inserted above");
     Ok((render(store, entry), status))
-}
-
-/// What ARM makes of a PUT body besides storing it (Microsoft's example responses in
-/// azure-rest-api-specs, `specification/network/Network.Management/examples/2025-03-01/`, and the
-/// defaults the REST reference documents): the location in its normal form (`West Europe` →
-/// `westeurope`), and the defaults of attributes the body leaves out. Only what the body leaves out
-/// is filled; nothing the caller sent is changed but the location's spelling.
-fn arm_defaults(kind: Kind, value: &mut Value) {
-    if kind.requires_location() {
-        if let Some(normal) = location(value) {
-            value["location"] = Value::String(normal);
-        }
-    }
-    let Some(object) = value.as_object_mut() else { return };
-    let mut default_sku = |sku: Value| {
-        object.entry("sku").or_insert(sku);
-    };
-    let sku_name = match kind {
-        Kind::PublicIpAddress => {
-            default_sku(json!({"name": "Basic"}));
-            let sku = object.get_mut("sku").and_then(Value::as_object_mut);
-            let name = sku.as_ref().and_then(|s| s.get("name")).and_then(Value::as_str).map(str::to_string);
-            if let Some(sku) = sku.filter(|_| name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("Standard"))) {
-                sku.entry("tier").or_insert(json!("Regional"));
-            }
-            name
-        }
-        Kind::NatGateway => {
-            default_sku(json!({"name": "Standard"}));
-            None
-        }
-        _ => None,
-    };
-    let Some(props) = object.get_mut("properties").and_then(Value::as_object_mut) else { return };
-    let mut default = |key: &str, v: Value| {
-        props.entry(key).or_insert(v);
-    };
-    match kind {
-        Kind::VirtualNetwork => {
-            default("enableDdosProtection", json!(false));
-            default("virtualNetworkPeerings", json!([]));
-        }
-        Kind::Subnet => {
-            default("privateEndpointNetworkPolicies", json!("Disabled"));
-            default("privateLinkServiceNetworkPolicies", json!("Enabled"));
-        }
-        Kind::RouteTable => default("disableBgpRoutePropagation", json!(false)),
-        Kind::NatGateway => default("idleTimeoutInMinutes", json!(4)),
-        Kind::PublicIpAddress => {
-            // A Standard public IP is always static; a Basic one is dynamic unless asked otherwise.
-            let standard = sku_name.is_some_and(|n| n.eq_ignore_ascii_case("Standard"));
-            default("publicIPAllocationMethod", json!(if standard { "Static" } else { "Dynamic" }));
-            default("publicIPAddressVersion", json!("IPv4"));
-            default("idleTimeoutInMinutes", json!(4));
-        }
-        _ => {}
-    }
 }
 
 /// A subnet's address prefixes as ARM shows them: the entries of a non-empty `addressPrefixes`, else
@@ -644,6 +608,31 @@ fn overlap(a: &IpNet, b: &IpNet) -> bool {
 /// address space (`NetcfgSubnetRangeOutsideVnet`), no overlap with a sibling subnet
 /// (`NetcfgSubnetRangesOverlap`). A VNet declared without an address space accepts any range.
 fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), ArmError> {
+    let vnet = id.parent().expect("a subnet has a VNet");
+    let Some(parent) = store.get(&vnet.key()) else { return subnet_nets_checked(id, value).map(|_| ()) };
+    let key = id.key();
+    let siblings = direct_children(store, &vnet.key(), Kind::Subnet).filter(|e| e.id.key() != key);
+    check_subnet_in_vnet(id, value, parent.id.name(), &parent.value, siblings.map(|e| &e.value))
+}
+
+/// The subnets of a VNet PUT's body, checked as ARM checks them: each one's range (inside the VNet's
+/// address space, no overlap with another subnet of the body) and region.
+fn check_subnets_of_vnet(
+    store: &Store,
+    vnet: &ArmId,
+    vnet_value: &Value,
+    subnets: &[(ArmId, Value)],
+) -> Result<(), ArmError> {
+    for (i, (id, value)) in subnets.iter().enumerate() {
+        let siblings = subnets.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, (_, v))| v);
+        check_subnet_in_vnet(id, value, vnet.name(), vnet_value, siblings)?;
+        check_subnet_region_in(store, id, value, location(vnet_value))?;
+    }
+    Ok(())
+}
+
+/// A subnet's prefixes, each a CIDR (`InvalidAddressPrefixFormat` otherwise).
+fn subnet_nets_checked(id: &ArmId, value: &Value) -> Result<Vec<IpNet>, ArmError> {
     let mut nets = Vec::new();
     for prefix in subnet_prefixes(value) {
         match prefix.as_str().and_then(|p| p.parse::<IpNet>().ok()) {
@@ -658,11 +647,19 @@ fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), Ar
             }
         }
     }
-    let vnet = id.parent().expect("a subnet has a VNet");
-    let Some(parent) = store.get(&vnet.key()) else { return Ok(()) };
-    let vnet_name = parent.id.name().to_string();
-    let space: Vec<IpNet> = parent
-        .value
+    Ok(nets)
+}
+
+/// ARM's range checks of a subnet in a VNet (`vnet_value`, named `vnet_name`) beside `siblings`.
+fn check_subnet_in_vnet<'a>(
+    id: &ArmId,
+    value: &Value,
+    vnet_name: &str,
+    vnet_value: &Value,
+    siblings: impl Iterator<Item = &'a Value>,
+) -> Result<(), ArmError> {
+    let nets = subnet_nets_checked(id, value)?;
+    let space: Vec<IpNet> = vnet_value
         .pointer("/properties/addressSpace/addressPrefixes")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).filter_map(|p| p.parse().ok()).collect())
@@ -677,12 +674,8 @@ fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), Ar
             ),
         ));
     }
-    let key = id.key();
-    let siblings = store.descendants(&vnet.key()).filter(|e| {
-        e.kind == Kind::Subnet && e.id.key() != key && e.id.parent().is_some_and(|p| p.key() == vnet.key())
-    });
     for sibling in siblings {
-        if subnet_nets(&sibling.value).iter().any(|s| nets.iter().any(|n| overlap(s, n))) {
+        if subnet_nets(sibling).iter().any(|s| nets.iter().any(|n| overlap(s, n))) {
             return Err(ArmError::new(
                 400,
                 "NetcfgSubnetRangesOverlap",
@@ -700,7 +693,12 @@ fn check_subnet_range(store: &Store, id: &ArmId, value: &Value) -> Result<(), Ar
 /// in another region with the same answer as for a missing one.
 fn check_subnet_region(store: &Store, id: &ArmId, value: &Value) -> Result<(), ArmError> {
     let vnet = id.parent().expect("a subnet has a VNet");
-    let Some(region) = store.get(&vnet.key()).and_then(|e| location(&e.value)) else { return Ok(()) };
+    check_subnet_region_in(store, id, value, store.get(&vnet.key()).and_then(|e| location(&e.value)))
+}
+
+/// [`check_subnet_region`] with the VNet's region given (`None`: the VNet has none, nothing to check).
+fn check_subnet_region_in(store: &Store, id: &ArmId, value: &Value, region: Option<String>) -> Result<(), ArmError> {
+    let Some(region) = region else { return Ok(()) };
     for link in links(Kind::Subnet, value)? {
         let Ok(target) = ArmId::parse(&link.target) else { continue };
         let Some(other) = store.get(&target.key()).and_then(|e| location(&e.value)) else { continue };
@@ -709,6 +707,42 @@ fn check_subnet_region(store: &Store, id: &ArmId, value: &Value) -> Result<(), A
         }
     }
     Ok(())
+}
+
+/// The scope a write to `id` holds while in flight: ARM serialises the writes within a VNet (the
+/// VNet itself, its subnets); a second one meanwhile is refused with [`another_operation_in_progress`].
+pub(crate) fn write_scope(id: &str) -> Option<(String, Refusal)> {
+    let mut top = ArmId::parse(id).ok()?;
+    while top.is_child() {
+        top = top.parent()?;
+    }
+    (top.kind() == Kind::VirtualNetwork).then(|| (top.key(), another_operation_in_progress as Refusal))
+}
+
+/// ARM's answer to a write into a VNet while operation `operation` is in flight there (409).
+pub(crate) fn another_operation_in_progress(store: &Store, vnet_key: &str, operation: u64) -> ArmError {
+    let vnet = store.get(vnet_key);
+    let region = vnet.and_then(|e| location(&e.value)).unwrap_or_else(|| "westeurope".to_string());
+    let subscription =
+        vnet.map(|e| e.id.subscription().to_string()).unwrap_or_else(|| store.subscription().to_string());
+    ArmError::new(
+        409,
+        "AnotherOperationInProgress",
+        format!(
+            "Another operation on this or dependent resource is in progress. To retrieve status of the operation use uri: https://management.azure.com/subscriptions/{subscription}/providers/Microsoft.Network/locations/{region}/operations/00000000-0000-4000-8000-{operation:012x}?api-version=2024-03-01."
+        ),
+    )
+}
+
+/// The precondition of a write to `id`, against the stored resource's etag (see
+/// [`crate::core::precondition::check`]).
+pub(crate) fn check_precondition(store: &Store, id: &str, p: &Precondition) -> Result<(), ArmError> {
+    if *p == Precondition::none() {
+        return Ok(());
+    }
+    let parsed = parse_id(id)?;
+    let current = store.get(&parsed.key()).map(|e| e.value.get("etag").and_then(Value::as_str));
+    precondition::check(parsed.as_str(), current, p)
 }
 
 /// DELETE: removes the resource and everything nested in it; 200, or 204 when it did not exist.
@@ -738,6 +772,94 @@ pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
         touch_parent(store, &stored_id, tick);
     }
     Ok(200)
+}
+
+/// DELETE of a resource group, a long-running operation ([`crate::core::Shared::call_lro`]) as in
+/// ARM: accepted when nothing outside the group uses what is in it (else refused at once, nothing
+/// deleted); the group shows `provisioningState: Deleting` (writes into it are refused with
+/// `ResourceGroupBeingDeleted`), then [`resource_group_delete_step`] removes its resources one by one,
+/// then the group. A group already `Deleting` (an interrupted delete) is resumed.
+pub(crate) fn resource_group_delete_accept(store: &mut Store, rg: &ArmId) -> Result<Accepted, ArmError> {
+    let key = rg.key();
+    let Some(entry) = store.get(&key).cloned() else { return Ok(Accepted::Done(204)) };
+    let doomed: BTreeSet<String> =
+        std::iter::once(key.clone()).chain(store.descendants(&key).map(|e| e.id.key())).collect();
+    if let Some(e) = in_use(store, &entry.id, &doomed) {
+        return Err(e);
+    }
+    set_provisioning_state(store, &entry, "Deleting");
+    Ok(Accepted::Started(top_level_resources(store, &key).count() + 1))
+}
+
+/// One step of a resource-group delete: the next resource nothing left uses (with what is nested in
+/// it), or, when none is left, the group itself (200).
+pub(crate) fn resource_group_delete_step(store: &mut Store, rg: &ArmId) -> Result<Step, ArmError> {
+    let key = rg.key();
+    let mut first = None;
+    let mut next = None;
+    for e in top_level_resources(store, &key) {
+        first.get_or_insert_with(|| e.id.clone());
+        let doomed: BTreeSet<String> =
+            std::iter::once(e.id.key()).chain(store.descendants(&e.id.key()).map(|d| d.id.key())).collect();
+        if in_use(store, &e.id, &doomed).is_none() {
+            next = Some(e.id.clone());
+            break;
+        }
+    }
+    match next.or(first) {
+        Some(resource) => {
+            // Still in use by a resource outside the group (written since the delete began): ARM's
+            // delete fails with the same refusal.
+            let doomed: BTreeSet<String> =
+                std::iter::once(resource.key()).chain(store.descendants(&resource.key()).map(|d| d.id.key())).collect();
+            if let Some(e) = in_use(store, rg, &doomed) {
+                return Err(e);
+            }
+            remove_with_descendants(store, &resource.key());
+            Ok(Step::Progress)
+        }
+        None => {
+            store.remove(&key);
+            Ok(Step::Done(200))
+        }
+    }
+}
+
+/// A failed resource-group delete: the group is no longer `Deleting`; what was removed stays removed.
+pub(crate) fn resource_group_delete_abort(store: &mut Store, rg: &ArmId) {
+    if let Some(entry) = store.get(&rg.key()).cloned() {
+        set_provisioning_state(store, &entry, "Succeeded");
+    }
+}
+
+/// The resources directly in the resource group with key `rg` (not nested ones), in key order.
+fn top_level_resources<'a>(store: &'a Store, rg: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+    store.descendants(rg).filter(|e| !e.id.is_child())
+}
+
+fn set_provisioning_state(store: &mut Store, entry: &Entry, state: &str) {
+    let mut value = entry.value.clone();
+    if let Some(props) = value.get_mut("properties").and_then(Value::as_object_mut) {
+        props.insert("provisioningState".into(), Value::String(state.into()));
+    }
+    store.insert(Entry { value, ..entry.clone() });
+}
+
+/// Whether the stored resource group is being deleted.
+fn being_deleted(entry: &Entry) -> bool {
+    entry.value.pointer("/properties/provisioningState").and_then(Value::as_str) == Some("Deleting")
+}
+
+/// ARM's refusal of a write into (or of) a resource group being deleted.
+fn resource_group_being_deleted(rg: &ArmId) -> ArmError {
+    ArmError::new(
+        409,
+        "ResourceGroupBeingDeleted",
+        format!(
+            "The resource group '{}' is in deprovisioning state and cannot perform this operation; wait for its deletion to finish (delete it again to resume an interrupted deletion).",
+            rg.name()
+        ),
+    )
 }
 
 /// The refusal when a resource outside `doomed` refers to one inside it.
@@ -790,6 +912,12 @@ fn in_use_by_ip_configurations(store: &Store, deleting: &ArmId, doomed: &BTreeSe
         });
     }
     None
+}
+
+/// The children of kind `kind` directly below the resource with key `key`.
+fn direct_children<'a>(store: &'a Store, key: &str, kind: Kind) -> impl Iterator<Item = &'a Entry> + 'a {
+    let key = key.to_string();
+    store.descendants(&key.clone()).filter(move |e| e.kind == kind && e.id.parent().is_some_and(|p| p.key() == key))
 }
 
 fn remove_with_descendants(store: &mut Store, key: &str) {

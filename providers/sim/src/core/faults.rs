@@ -23,6 +23,13 @@ pub enum Fault {
     /// The request is applied (a write takes effect) but the caller sees a timeout; the audit log
     /// records the status the cloud answered.
     TimeoutAfterApply,
+    /// A long-running operation (a resource-group delete, which removes one resource per step) is
+    /// accepted, and its caller stops waiting after `after_steps` steps and sees a timeout (audit
+    /// status 408) — as when trellis is interrupted while waiting. The simulated cloud advances an
+    /// operation only while its caller waits, so it is left half done (a resource group `Deleting`
+    /// with resources left), persisted as such; a later call resumes it. On any other call it acts
+    /// as [`Fault::TimeoutAfterApply`].
+    Interrupted { after_steps: usize },
 }
 
 /// Which calls a rule applies to; `None` fields match anything.
@@ -159,14 +166,6 @@ impl FaultState {
     /// How many faults have been injected since these faults were installed.
     pub fn fired(&self) -> usize {
         self.fired.iter().sum()
-    }
-
-    /// The delay of a call.
-    pub fn latency(&self, op: Op) -> Duration {
-        match op {
-            Op::Read => self.faults.latency,
-            Op::Write => self.faults.latency + self.faults.write_latency,
-        }
     }
 }
 

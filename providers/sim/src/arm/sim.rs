@@ -1,0 +1,113 @@
+//! [`ArmSim`]'s ARM side: the call paths behind `CloudRead` / `CloudWrite`, and the unaudited views.
+
+use crate::arm::{rules, world, ArmId, Kind};
+use crate::core::precondition::Precondition;
+use crate::core::store::Origin;
+use crate::core::to_cloud_error;
+use crate::core::world::{SyncReport, WorldFile};
+use crate::{ArmSim, SimError};
+use serde_json::Value;
+use trellis_planner::cloud::CloudError;
+
+impl ArmSim {
+    /// Re-syncs the resources `world` declares; see the `arm::world` module. Not audited, not faulted.
+    pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
+        world::sync(&mut self.core.lock().store, world)
+    }
+
+    /// Every resource as a GET returns it, sorted by id (nested resources included on their own).
+    pub fn snapshot(&self) -> Vec<Value> {
+        let st = self.core.lock();
+        st.store.entries().map(|e| rules::render(&st.store, e)).collect()
+    }
+
+    /// GET without audit, latency or faults (tests, `trellis sim` commands).
+    pub fn get_now(&self, id: &str) -> Option<Value> {
+        rules::get(&self.core.lock().store, id).ok().flatten()
+    }
+
+    /// Who brought the resource into the simulated cloud.
+    pub fn origin(&self, id: &str) -> Option<Origin> {
+        let key = ArmId::parse(id).ok()?.key();
+        self.core.lock().store.get(&key).map(|e| e.origin)
+    }
+
+    /// Whether a write to `id` with these preconditions would go ahead now: `Err` 412
+    /// `PreconditionFailed` when `if_match` is not the resource's etag (or the resource is missing),
+    /// or when `if_none_match_any` and the resource exists. Not audited; [`ArmSim::put_if`] and
+    /// [`ArmSim::delete_if`] check the same atomically with the write.
+    pub fn check_precondition(
+        &self,
+        id: &str,
+        if_match: Option<&str>,
+        if_none_match_any: bool,
+    ) -> Result<(), CloudError> {
+        let p = Precondition { if_match: if_match.map(str::to_string), if_none_match_any };
+        rules::check_precondition(&self.core.lock().store, id, &p).map_err(|e| to_cloud_error(id, e))
+    }
+
+    /// PUT with a precondition, checked when the write is applied (after its latency), atomically with
+    /// it: a failed one is 412 `PreconditionFailed` and changes nothing. Every write gives the resource
+    /// a new etag.
+    pub async fn put_if(&self, id: &str, body: Value, precondition: &Precondition) -> Result<Value, CloudError> {
+        self.core
+            .call_in("PUT", id.to_string(), rules::write_scope(id), |store| {
+                rules::check_precondition(store, id, precondition)?;
+                rules::put(store, id, body)
+            })
+            .await
+    }
+
+    /// DELETE with a precondition (`If-Match`), checked as in [`ArmSim::put_if`].
+    pub async fn delete_if(&self, id: &str, precondition: &Precondition) -> Result<(), CloudError> {
+        self.delete_with(id, precondition).await
+    }
+
+    pub(crate) async fn arm_get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        self.core
+            .call("GET", id.to_string(), |store| {
+                let found = rules::get(store, id)?;
+                let status = if found.is_some() { 200 } else { 404 };
+                Ok((found, status))
+            })
+            .await
+    }
+
+    pub(crate) async fn arm_list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        self.core.call("LIST", format!("{parent}/{rtype}"), |store| Ok((rules::list(store, parent, rtype)?, 200))).await
+    }
+
+    pub(crate) async fn arm_put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.core.call_in("PUT", id.to_string(), rules::write_scope(id), |store| rules::put(store, id, body)).await
+    }
+
+    pub(crate) async fn arm_delete(&self, id: &str) -> Result<(), CloudError> {
+        self.delete_with(id, &Precondition::none()).await
+    }
+
+    /// DELETE; a resource group's is a long-running operation (see
+    /// `rules::resource_group_delete_accept`) that this call waits for.
+    async fn delete_with(&self, id: &str, precondition: &Precondition) -> Result<(), CloudError> {
+        if let Some(rg) = ArmId::parse(id).ok().filter(|p| p.kind() == Kind::ResourceGroup) {
+            return self
+                .core
+                .call_lro(
+                    "DELETE",
+                    id.to_string(),
+                    |store| {
+                        rules::check_precondition(store, id, precondition)?;
+                        rules::resource_group_delete_accept(store, &rg)
+                    },
+                    |store| rules::resource_group_delete_step(store, &rg),
+                    |store| rules::resource_group_delete_abort(store, &rg),
+                )
+                .await;
+        }
+        self.core
+            .call_in("DELETE", id.to_string(), rules::write_scope(id), |store| {
+                rules::check_precondition(store, id, precondition)?;
+                Ok(((), rules::delete(store, id)?))
+            })
+            .await
+    }
+}

@@ -1,0 +1,84 @@
+//! The world file: what exists in the cloud before trellis runs, and re-syncing the simulator to it.
+//!
+//! ```yaml
+//! azure:
+//!   subscriptionId: 6d3a9c1e-…          # the subscription the shoot's credentials point at
+//!   otherSubscriptions: [9b1d4f2e-…]    # optional: others that resources below really live in
+//!   resources:                          # ARM JSON as a GET returns it
+//!     - id: /subscriptions/…/resourceGroups/hub-network
+//!       location: westeurope
+//!     - id: /subscriptions/…/resourceGroups/hub-network/providers/Microsoft.Network/virtualNetworks/hub-vnet/subnets/workers
+//!       properties: {addressPrefix: 10.250.0.0/16, routeTable: {id: …}}
+//! gcp: …                                # kept as is, for the GCP simulator
+//! dns: …                                # kept as is, for domains
+//! ```
+//!
+//!
+//! The file has one section per simulated cloud: `azure:` is interpreted by the ARM module
+//! (`arm::world`: its resources, their checks, and the sync into the store); `gcp:` and `dns:` are
+//! parsed and kept as they are until a GCE or DNS module interprets them. A new cloud module adds
+//! its section to [`WorldFile`] and validates it in [`WorldFile::parse`].
+
+use crate::arm::world::{AzureWorld, RawAzure};
+use crate::SimError;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A parsed world file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorldFile {
+    /// Where it was read from, for messages.
+    pub path: String,
+    pub azure: Option<AzureWorld>,
+    /// The GCP section, not interpreted yet.
+    pub gcp: Option<Value>,
+    /// The DNS section, not interpreted yet.
+    pub dns: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorld {
+    azure: Option<RawAzure>,
+    gcp: Option<Value>,
+    dns: Option<Value>,
+}
+
+/// What a sync changed, as ids.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub added: Vec<String>,
+    pub updated: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl SyncReport {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.updated.is_empty() && self.removed.is_empty()
+    }
+}
+
+impl WorldFile {
+    /// Parses a world file. Syntax errors, unknown keys and wrong types report `path:line:column`;
+    /// resources without a valid ARM id or with a malformed body are reported all at once.
+    pub fn parse(path: &str, text: &str) -> Result<WorldFile, SimError> {
+        if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+            return Ok(WorldFile { path: path.to_string(), ..WorldFile::default() });
+        }
+        let raw: RawWorld = trellis_planner::yaml::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            let message = trellis_planner::yaml::message(&e);
+            SimError::WorldParse { path: path.to_string(), line, column, message }
+        })?;
+        let world = WorldFile {
+            path: path.to_string(),
+            azure: raw.azure.map(AzureWorld::from_raw),
+            gcp: raw.gcp,
+            dns: raw.dns,
+        };
+        if let Some(azure) = &world.azure {
+            azure.declared(&world.path)?;
+        }
+        Ok(world)
+    }
+}
