@@ -29,7 +29,7 @@ async fn vnet_update_keeps_the_subnets() {
 
     let plan = s.plan().await.unwrap();
     let vnet_node = plan.nodes.iter().find(|n| n.id.as_deref() == Some(vnet_id.as_str())).expect("a VNet node");
-    assert_eq!(vnet_node.action, Action::Update, "the drift is planned as a VNet update");
+    assert_eq!(vnet_node.action(), Action::Update, "the drift is planned as a VNet update");
     let report = s.apply().await.unwrap();
     assert!(report.ok, "{report:#?}");
 
@@ -38,7 +38,7 @@ async fn vnet_update_keeps_the_subnets() {
     assert_eq!(vnet["properties"]["enableDdosProtection"], json!(false));
     let id = subnet["id"].as_str().unwrap();
     assert_eq!(s.sim().get(id).await.unwrap().as_ref(), Some(&subnet), "the subnet is untouched (same etag)");
-    assert!(s.plan().await.unwrap().nodes.iter().all(|n| n.action != Action::Update), "converged");
+    assert!(s.plan().await.unwrap().nodes.iter().all(|n| n.action() != Action::Update), "converged");
 }
 
 #[tokio::test]
