@@ -1,7 +1,9 @@
 //! The executor: walks the plan DAG with bounded parallelism.
 //!
-//! Per node: re-read the resource right before writing it, refuse if it moved since the plan, write,
-//! then hand the result to the [`Observer`] — which persists state — before any dependent starts.
+//! Per node: re-read the resource right before writing it, refuse if it moved since the plan, write
+//! (through [`crate::write::Writer`]: under the re-read's etag, creates as creates, one write per
+//! scope at a time), then hand the result to the [`Observer`] — which persists state — before any
+//! dependent starts.
 //! A failed node does not stop independent work; its dependents are skipped and say why.
 //!
 //! Architecture invariant: `verify` and `read` nodes run against a `&dyn CloudRead`; only create,
@@ -10,8 +12,10 @@
 use crate::cloud::{CloudRead, CloudWrite};
 use crate::diff::failed_checks;
 use crate::graph::{GraphError, PlanGraph};
+use crate::ids::IdScheme;
 use crate::json;
 use crate::retry::RetryPolicy;
+use crate::write::{WriteLocks, Writer};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -27,11 +31,18 @@ pub struct ExecOptions {
     /// A limit shared with other plans applied at the same time (a fleet): each node holds a permit
     /// while it runs, so the fleet as a whole never has more than that many nodes in flight.
     pub shared_limit: Option<Arc<tokio::sync::Semaphore>>,
+    /// The per-scope write locks ([`crate::write`]); share one between plans applied together.
+    pub write_locks: Arc<WriteLocks>,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { parallelism: 10, retry: RetryPolicy::default(), shared_limit: None }
+        ExecOptions {
+            parallelism: 10,
+            retry: RetryPolicy::default(),
+            shared_limit: None,
+            write_locks: Arc::new(WriteLocks::default()),
+        }
     }
 }
 
@@ -99,12 +110,13 @@ pub async fn execute(
             let cloud = Arc::clone(&cloud);
             let retry = opts.retry.clone();
             let limit = opts.shared_limit.clone();
+            let locks = Arc::clone(&opts.write_locks);
             running.spawn(async move {
                 let _permit = match limit {
                     Some(limit) => Some(limit.acquire_owned().await.expect("the fleet limit is never closed")),
                     None => None,
                 };
-                (i, run_node(&node, cloud.as_ref(), &retry).await)
+                (i, run_node(&node, cloud.as_ref(), &retry, &locks).await)
             });
         }
         let Some(joined) = running.join_next().await else { break };
@@ -177,15 +189,20 @@ fn skip_dependents(
     }
 }
 
-async fn run_node(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> NodeResult {
-    let (outcome, live) = match step(node, cloud, retry).await {
+async fn run_node(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy, locks: &WriteLocks) -> NodeResult {
+    let (outcome, live) = match step(node, cloud, retry, locks).await {
         Ok((outcome, live)) => (outcome, live),
         Err(error) => (Outcome::Failed { error }, None),
     };
     NodeResult { address: node.address.clone(), action: node.action, outcome, live }
 }
 
-async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Result<(Outcome, Option<Value>), String> {
+async fn step(
+    node: &Node,
+    cloud: &dyn CloudWrite,
+    retry: &RetryPolicy,
+    locks: &WriteLocks,
+) -> Result<(Outcome, Option<Value>), String> {
     if let Some(problem) = node_problem(node) {
         return Err(format!("refusing to apply: {problem}"));
     }
@@ -203,46 +220,77 @@ async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Resul
         }
         Action::Read => Ok((Outcome::Done, Some(read_existing(cloud, retry, node).await?))),
         Action::Create | Action::Update => {
-            let current = retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?;
-            check_unchanged_since_plan(node, current.as_ref())?;
-            let mut body = current.unwrap_or_else(|| Value::Object(Default::default()));
-            json::merge_patch(&mut body, node.patch.as_ref().expect("checked by node_problem"));
-            let live = retry.run(|| cloud.put(id, body.clone())).await.map_err(|e| e.to_string())?;
+            let writer = Writer { cloud, retry, locks };
+            let patch = node.patch.as_ref().expect("checked by node_problem");
+            let current = writer.get(id).await?;
+            check_unchanged_since_plan(node, current.as_ref(), locks.ids())?;
+            let live = match current {
+                Some(current) => {
+                    let mut body = current.clone();
+                    json::merge_patch(&mut body, patch);
+                    writer.update(id, &body, &current, Some(patch)).await?
+                }
+                None => {
+                    let mut body = Value::Object(Default::default());
+                    json::merge_patch(&mut body, patch);
+                    writer.create(id, &body, patch).await?
+                }
+            };
             Ok((Outcome::Done, Some(live)))
         }
         Action::Replace => {
-            let current = retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?;
-            check_unchanged_since_plan(node, current.as_ref())?;
+            let writer = Writer { cloud, retry, locks };
+            let current = writer.get(id).await?;
+            check_unchanged_since_plan(node, current.as_ref(), locks.ids())?;
+            let Some(mut current) = current else {
+                return Err(format!("{id} no longer exists; re-run `trellis plan`"));
+            };
             // Azure refuses to delete a resource that is still referenced: detach the references the
             // plan names (held by managed resources of the same plan), replace, then re-attach them.
             let mut detached = Vec::new();
             for d in &node.detach {
-                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await.map_err(|e| e.to_string())? else {
+                let Some(read) = writer.get(&d.id).await? else {
                     continue;
                 };
-                let removed = detach_reference(&mut holder, &d.path, id);
+                let mut holder = read.clone();
+                let removed = detach_reference(&mut holder, &d.path, id, locks.ids());
                 if removed != Reference::Absent {
-                    retry.run(|| cloud.put(&d.id, holder.clone())).await.map_err(|e| e.to_string())?;
+                    writer.update(&d.id, &holder, &read, None).await?;
                     detached.push((d, removed));
                 }
             }
-            retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
+            if !detached.is_empty() {
+                // Detaching may have changed the resource's version (back-references): delete the
+                // version as it is after our own writes.
+                match writer.get(id).await? {
+                    Some(now) => current = now,
+                    None => {
+                        return Err(format!(
+                            "{id} was deleted by someone else during its replacement; re-run `trellis plan`"
+                        ))
+                    }
+                }
+            }
+            writer.delete(id, &current).await?;
+            let patch = node.patch.as_ref().expect("checked by node_problem");
             let mut body = Value::Object(Default::default());
-            json::merge_patch(&mut body, node.patch.as_ref().expect("checked by node_problem"));
-            let live = retry.run(|| cloud.put(id, body.clone())).await.map_err(|e| e.to_string())?;
+            json::merge_patch(&mut body, patch);
+            let live = writer.create(id, &body, patch).await?;
             for (d, removed) in detached {
-                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await.map_err(|e| e.to_string())? else {
+                let Some(read) = writer.get(&d.id).await? else {
                     continue;
                 };
+                let mut holder = read.clone();
                 restore_reference(&mut holder, &d.path, id, removed);
-                retry.run(|| cloud.put(&d.id, holder.clone())).await.map_err(|e| e.to_string())?;
+                writer.update(&d.id, &holder, &read, None).await?;
             }
             Ok((Outcome::Done, Some(live)))
         }
         Action::Delete => {
             // Re-read first: a resource already gone (deleted by a previous, interrupted run) is done.
-            if retry.run(|| cloud.get(id)).await.map_err(|e| e.to_string())?.is_some() {
-                retry.run(|| cloud.delete(id)).await.map_err(|e| e.to_string())?;
+            let writer = Writer { cloud, retry, locks };
+            if let Some(current) = writer.get(id).await? {
+                writer.delete(id, &current).await?;
             }
             Ok((Outcome::Done, None))
         }
@@ -260,8 +308,8 @@ enum Reference {
 }
 
 /// Removes the reference to `target` at `path` in `holder`.
-fn detach_reference(holder: &mut Value, path: &str, target: &str) -> Reference {
-    let is_target = |v: &Value| v.get("id").and_then(Value::as_str).is_some_and(|id| id.eq_ignore_ascii_case(target));
+fn detach_reference(holder: &mut Value, path: &str, target: &str, ids: &dyn IdScheme) -> Reference {
+    let is_target = |v: &Value| v.get("id").and_then(Value::as_str).is_some_and(|id| ids.same(id, target));
     let (parent, key) = path.rsplit_once('/').unwrap_or(("", path));
     let Some(Value::Object(parent)) = holder.pointer_mut(parent) else { return Reference::Absent };
     match parent.get_mut(key) {
@@ -307,7 +355,7 @@ async fn read_existing(cloud: &dyn CloudRead, retry: &RetryPolicy, node: &Node) 
 }
 
 /// Refuses a write when the live resource no longer looks as it did at plan time.
-fn check_unchanged_since_plan(node: &Node, current: Option<&Value>) -> Result<(), String> {
+fn check_unchanged_since_plan(node: &Node, current: Option<&Value>, ids: &dyn IdScheme) -> Result<(), String> {
     let id = node.id.as_deref().unwrap_or_default();
     match (node.action, current) {
         (Action::Create, Some(_)) => {
@@ -319,7 +367,7 @@ fn check_unchanged_since_plan(node: &Node, current: Option<&Value>) -> Result<()
         _ => {}
     }
     if let (Some(current), Some(patch)) = (current, node.patch.as_ref()) {
-        let now = json::changes(Some(current), patch);
+        let now = json::changes_in(ids, Some(current), patch);
         let moved: Vec<&str> = node
             .changes
             .iter()

@@ -38,6 +38,11 @@
 //!   PUT and DELETE of one edit the parent's array. A PUT of an NSG or route table replaces its rules
 //!   or routes with the body's array. A PUT of a VNet does **not** touch its subnets (they are written
 //!   as resources of their own); this is simpler than ARM, which would replace them.
+//! - Conditions ([`CloudWrite`]'s write model): `create` of an existing resource is 412 (ARM's answer to
+//!   `If-None-Match: *`, [`CloudError::AlreadyExists`]); `update` and `remove` under
+//!   `Precondition::IfMatch(etag)` are 412 ([`CloudError::PreconditionFailed`]) when the resource's etag
+//!   differs — an update also when it does not exist, a delete of a missing resource succeeds. A write
+//!   to a nested resource changes its parent's etag, so a CCM route changes its route table's.
 //! - list(parent, type): the direct children of that type, sorted by id; a subscription lists its
 //!   resource groups; a missing resource group is 404 `ResourceGroupNotFound`.
 //!
@@ -80,7 +85,7 @@ use rules::ArmError;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use store::Store;
-use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op};
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op, Precondition, Sent};
 
 impl From<sled::Error> for SimError {
     /// sled's own texts carry Debug output (`offset None backtrace ()`); say what happened and what to do.
@@ -335,11 +340,72 @@ impl CloudRead for ArmSim {
 
 #[async_trait]
 impl CloudWrite for ArmSim {
-    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        self.call("PUT", id.to_string(), |store| rules::put(store, id, body)).await
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.call("PUT", id.to_string(), |store| {
+            if_none_match(store, id)?;
+            rules::put(store, id, body)
+        })
+        .await
+        .map_err(|e| arm_refusal(e, Sent::IfNoneMatch))
     }
 
-    async fn delete(&self, id: &str) -> Result<(), CloudError> {
-        self.call("DELETE", id.to_string(), |store| Ok(((), rules::delete(store, id)?))).await
+    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        self.call("PUT", id.to_string(), |store| {
+            if_match(store, id, pre, true)?;
+            rules::put(store, id, body)
+        })
+        .await
+        .map_err(|e| arm_refusal(e, Sent::of(pre)))
+    }
+
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        self.call("DELETE", id.to_string(), |store| {
+            if_match(store, id, pre, false)?;
+            Ok(((), rules::delete(store, id)?))
+        })
+        .await
+        .map_err(|e| arm_refusal(e, Sent::of(pre)))
+    }
+}
+
+/// `If-None-Match: *`: ARM answers 412 when the resource exists.
+fn if_none_match(store: &Store, id: &str) -> Result<(), ArmError> {
+    if rules::get(store, id)?.is_some() {
+        return Err(ArmError::new(
+            412,
+            "PreconditionFailed",
+            format!("The resource '{id}' already exists; the condition If-None-Match: * was not met."),
+        ));
+    }
+    Ok(())
+}
+
+/// `If-Match: <etag>`: ARM answers 412 when the resource's etag differs — or, for a PUT, when it
+/// does not exist; a DELETE of a missing resource succeeds as without a condition.
+fn if_match(store: &Store, id: &str, pre: &Precondition, put: bool) -> Result<(), ArmError> {
+    let Precondition::IfMatch(expected) = pre else { return Ok(()) };
+    let etag = match rules::get(store, id)? {
+        Some(live) => live.get("etag").and_then(Value::as_str).map(str::to_string),
+        None if put => None,
+        None => return Ok(()),
+    };
+    if etag.as_deref() != Some(expected.as_str()) {
+        let now = etag.unwrap_or_else(|| "none: it does not exist".to_string());
+        return Err(ArmError::new(
+            412,
+            "PreconditionFailed",
+            format!("The condition If-Match: {expected} was not met for '{id}' (its etag is {now})."),
+        ));
+    }
+    Ok(())
+}
+
+/// ARM's refusals of a write, classified by the condition it was sent with.
+fn arm_refusal(e: CloudError, sent: Sent) -> CloudError {
+    match e {
+        CloudError::Rejected { target, status, code, message } => {
+            CloudError::arm_refusal(&target, status, code, message, sent)
+        }
+        other => other,
     }
 }
