@@ -10,6 +10,7 @@
 //! a create for a resource that exists.
 
 use crate::cloud::{CloudError, CloudRead};
+use crate::ids::{ArmIds, IdScheme};
 use crate::retry::RetryPolicy;
 use futures::future::join_all;
 use serde_json::Value;
@@ -49,16 +50,50 @@ pub struct FetchBug {
     pub missing: NotFetched,
 }
 
-/// A snapshot of observed cloud state. Ids are compared case-insensitively, as ARM does.
-#[derive(Clone, Debug, Default)]
+/// A snapshot of observed cloud state. Ids are compared through the provider's [`IdScheme`]
+/// (ARM: case-insensitively, the default).
+#[derive(Clone)]
 pub struct Observed {
-    /// Lowercased id → the resource (`None`: looked up, does not exist).
+    ids: &'static dyn IdScheme,
+    /// Id key ([`IdScheme::key`]) → the resource (`None`: looked up, does not exist).
     resources: BTreeMap<String, Option<Value>>,
-    /// List results by request (parent lowercased), as lowercased ids.
+    /// List results by request (parent as a key), as id keys.
     lists: BTreeMap<ListReq, Vec<String>>,
 }
 
+impl Default for Observed {
+    /// A snapshot of an ARM cloud.
+    fn default() -> Self {
+        Observed::new(&ArmIds)
+    }
+}
+
+impl std::fmt::Debug for Observed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observed").field("resources", &self.resources).field("lists", &self.lists).finish()
+    }
+}
+
 impl Observed {
+    /// An empty snapshot whose ids compare under `ids`.
+    pub fn new(ids: &'static dyn IdScheme) -> Observed {
+        Observed { ids, resources: BTreeMap::new(), lists: BTreeMap::new() }
+    }
+
+    /// The id scheme ids are compared under.
+    pub fn ids(&self) -> &'static dyn IdScheme {
+        self.ids
+    }
+
+    fn key(&self, id: &str) -> String {
+        self.ids.key(id)
+    }
+
+    /// The map key of a list request: the parent compared as the scheme compares ids.
+    fn list_key(&self, req: &ListReq) -> ListReq {
+        ListReq { parent: self.key(&req.parent), rtype: req.rtype.clone() }
+    }
+
     /// GETs every id not looked up yet and runs every list not run yet, concurrently.
     pub async fn fetch(
         &mut self,
@@ -67,14 +102,14 @@ impl Observed {
         ids: &[String],
         lists: &[ListReq],
     ) -> Result<(), CloudError> {
-        let mut wanted: Vec<&String> = ids.iter().filter(|id| !self.resources.contains_key(&key(id))).collect();
-        wanted.sort();
-        wanted.dedup();
+        let mut wanted: Vec<&String> = ids.iter().filter(|id| !self.resources.contains_key(&self.key(id))).collect();
+        wanted.sort_by_key(|id| self.key(id));
+        wanted.dedup_by_key(|id| self.key(id));
         let gets = join_all(wanted.iter().map(|id| retry.run(|| cloud.get(id)))).await;
         for (id, got) in wanted.into_iter().zip(gets) {
-            self.resources.insert(key(id), got?);
+            self.resources.insert(self.key(id), got?);
         }
-        let mut todo: Vec<&ListReq> = lists.iter().filter(|l| !self.lists.contains_key(&list_key(l))).collect();
+        let mut todo: Vec<&ListReq> = lists.iter().filter(|l| !self.lists.contains_key(&self.list_key(l))).collect();
         todo.sort();
         todo.dedup();
         let listed = join_all(todo.iter().map(|l| retry.run(|| cloud.list(&l.parent, &l.rtype)))).await;
@@ -82,19 +117,19 @@ impl Observed {
             let mut ids = Vec::new();
             for item in got? {
                 if let Some(id) = item.get("id").and_then(Value::as_str) {
-                    ids.push(key(id));
-                    self.resources.insert(key(id), Some(item));
+                    ids.push(self.key(id));
+                    self.resources.insert(self.key(id), Some(item));
                 }
             }
             ids.sort();
-            self.lists.insert(list_key(req), ids);
+            self.lists.insert(self.list_key(req), ids);
         }
         Ok(())
     }
 
     /// Records a resource directly, as a GET would have (`None`: looked up, does not exist).
     pub fn insert(&mut self, id: &str, value: Option<Value>) {
-        self.resources.insert(key(id), value);
+        self.resources.insert(self.key(id), value);
     }
 
     /// Records a list result directly, as running the request would have (tests).
@@ -102,17 +137,17 @@ impl Observed {
         let mut ids = Vec::new();
         for item in items {
             if let Some(id) = item.get("id").and_then(Value::as_str) {
-                ids.push(key(id));
-                self.resources.insert(key(id), Some(item));
+                ids.push(self.key(id));
+                self.resources.insert(self.key(id), Some(item));
             }
         }
         ids.sort();
-        self.lists.insert(list_key(&ListReq { parent: parent.to_string(), rtype: rtype.to_string() }), ids);
+        self.lists.insert(self.list_key(&ListReq { parent: parent.to_string(), rtype: rtype.to_string() }), ids);
     }
 
     /// The resource: `Ok(Some)` present, `Ok(None)` looked up and absent, `Err` never looked up.
     pub fn get(&self, id: &str) -> Result<Option<&Value>, NotFetched> {
-        match self.resources.get(&key(id)) {
+        match self.resources.get(&self.key(id)) {
             Some(found) => Ok(found.as_ref()),
             None => Err(NotFetched::Resource(id.to_string())),
         }
@@ -122,23 +157,13 @@ impl Observed {
     /// unless its parent was looked up and is absent: nothing exists under a resource that does not
     /// exist (ARM's containment), so discovery need not list it.
     pub fn list(&self, parent: &str, rtype: &str) -> Result<Vec<&Value>, NotFetched> {
-        let req = list_key(&ListReq { parent: parent.to_string(), rtype: rtype.to_string() });
+        let req = self.list_key(&ListReq { parent: parent.to_string(), rtype: rtype.to_string() });
         match self.lists.get(&req) {
             Some(ids) => Ok(ids.iter().filter_map(|id| self.resources.get(id).and_then(Option::as_ref)).collect()),
-            None if matches!(self.resources.get(&key(parent)), Some(None)) => Ok(Vec::new()),
+            None if matches!(self.resources.get(&self.key(parent)), Some(None)) => Ok(Vec::new()),
             None => Err(NotFetched::List { parent: parent.to_string(), rtype: rtype.to_string() }),
         }
     }
-}
-
-/// The map key of a list request: the parent compared case-insensitively, as ARM does.
-fn list_key(req: &ListReq) -> ListReq {
-    ListReq { parent: key(&req.parent), rtype: req.rtype.clone() }
-}
-
-/// The map key of an id: ARM ids are case-insensitive.
-pub fn key(id: &str) -> String {
-    id.to_ascii_lowercase()
 }
 
 #[cfg(test)]
