@@ -342,7 +342,6 @@ impl ArmClient {
 
     fn list_url(&self, parent: &str, rtype: &str) -> Result<Url, CloudError> {
         let parent = normalize(parent);
-        let segs: Vec<&str> = parent.split('/').skip(1).collect();
         let target = format!("{parent}/{rtype}");
         let bad = |why: &str| CloudError::Rejected {
             target: target.clone(),
@@ -350,28 +349,28 @@ impl ArmClient {
             code: "InvalidResourceType".to_string(),
             message: format!("cannot list '{rtype}' under '{parent}': {why}"),
         };
-        let path = match segs.len() {
-            2 if segs[0].eq_ignore_ascii_case("subscriptions") => {
+        let parsed = ArmId::parse(parent).map_err(|_| invalid_id(parent))?;
+        let path = match parsed.depth() {
+            2 => {
                 if !rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
                     return Err(bad("a subscription lists Microsoft.Resources/resourceGroups only"));
                 }
                 format!("{parent}/resourcegroups")
             }
-            4 if rtype_of(parent).is_some() => {
+            4 => {
                 if rtype.split('/').count() != 2 {
                     return Err(bad("a resource group holds top-level types such as Microsoft.Network/natGateways"));
                 }
                 format!("{parent}/providers/{rtype}")
             }
-            n if n >= 8 && rtype_of(parent).is_some() => {
-                let own = rtype_of(parent).unwrap_or_default();
+            _ => {
+                let own = parsed.rtype();
                 let child = rtype.rsplit('/').next().unwrap_or(rtype);
                 if !rtype.eq_ignore_ascii_case(&format!("{own}/{child}")) {
                     return Err(bad(&format!("the children of a {own} have types {own}/<child>")));
                 }
                 format!("{parent}/{child}")
             }
-            _ => return Err(invalid_id(parent)),
         };
         Ok(self.url(&path, self.api_version(rtype)))
     }
