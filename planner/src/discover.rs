@@ -209,6 +209,23 @@ mod tests {
     }
 
     #[test]
+    fn regression_observed_compares_ids_through_the_scheme() {
+        let mut arm = Observed::default();
+        arm.insert(NAT, Some(json!({"id": NAT})));
+        assert!(arm.get(&NAT.to_uppercase()).unwrap().is_some(), "ARM: one resource whatever the case");
+
+        let net = "https://www.googleapis.com/compute/v1/projects/p/global/networks/Net";
+        let mut gce = Observed::new(&crate::ids::GceIds);
+        gce.insert(net, Some(json!({"selfLink": net})));
+        assert!(gce.get(net).unwrap().is_some());
+        assert_eq!(
+            gce.get(&net.to_lowercase()),
+            Err(NotFetched::Resource(net.to_lowercase())),
+            "GCE: another case is another resource"
+        );
+    }
+
+    #[test]
     fn fetch_bug_names_what_and_where() {
         let bug = NotFetched::Resource(NAT.to_string()).in_stage("diff");
         assert_eq!(
