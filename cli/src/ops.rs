@@ -13,6 +13,7 @@ use std::sync::Arc;
 use trellis_planner::cloud::{Audited, Call, CloudWrite};
 use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
+use trellis_planner::write::WriteLocks;
 use trellis_plans::{Action, Node, Plan, PlanSet};
 use trellis_providers::azure::{self, AzureError, AzureShoot};
 use trellis_providers::manifest::{self, ShootAny};
@@ -452,6 +453,7 @@ pub async fn apply(
         subscription: session.subscription(),
         opts: opts.clone(),
         limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
+        write_locks: Arc::new(WriteLocks::default()),
     };
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let mut results: Vec<Option<Result<ShootReport>>> = plans.iter().map(|_| None).collect();
@@ -498,6 +500,8 @@ struct ApplyCtx {
     opts: ApplyOptions,
     /// The fleet-wide limit of nodes in flight.
     limit: Arc<tokio::sync::Semaphore>,
+    /// The fleet-wide write scopes: shoots may write subnets into one VNet.
+    write_locks: Arc<WriteLocks>,
 }
 
 /// A progress call of one shoot's task, shown by [`apply`] on the caller's display.
@@ -566,6 +570,7 @@ async fn apply_locked(
         parallelism: opts.parallelism,
         retry: ctx.retry.clone(),
         shared_limit: Some(Arc::clone(&ctx.limit)),
+        write_locks: Arc::clone(&ctx.write_locks),
     };
     let results = {
         let mut persist = Persist { store, ws: &mut ws, operation: &opts.operation, progress };

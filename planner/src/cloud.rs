@@ -9,6 +9,15 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// Why a cloud call failed.
+///
+/// Which errors are **transient** ([`CloudError::is_transient`]: the engine's retry policy tries the
+/// call again, with backoff): throttling (429), server errors (5xx), timeouts, an unreachable cloud, and
+/// [`CloudError::Conflict`] — another operation on the same resource or its parent is running (ARM's
+/// `AnotherOperationInProgress`); it ends by itself, so waiting and retrying is right, although ARM's own
+/// SDKs treat it as final. Definitive, never retried: [`CloudError::Rejected`],
+/// [`CloudError::PreconditionFailed`] (the resource changed since it was read: re-reading and
+/// re-planning is the caller's decision) and [`CloudError::AlreadyExists`] (a create found the resource
+/// there: whether that is success depends on whose it is, which only the caller can tell).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CloudError {
     #[error("{target}: throttled (HTTP 429){}", retry_hint(*.retry_after))]
@@ -23,6 +32,18 @@ pub enum CloudError {
     /// A definitive refusal (4xx other than 429): retrying will not help.
     #[error("{target}: {code} (HTTP {status}): {message}")]
     Rejected { target: String, status: u16, code: String, message: String },
+    /// An update or delete sent with [`Precondition::IfMatch`] found another version (ARM: 412 on
+    /// `If-Match`; GCE: 412 on a stale fingerprint): someone wrote the resource since it was read.
+    #[error("{target}: changed since it was read (etag {expected}); re-run `trellis plan`")]
+    PreconditionFailed { target: String, expected: String },
+    /// A create found the resource already there (ARM: 412 on `If-None-Match: *`; GCE: 409
+    /// `alreadyExists`).
+    #[error("{target}: already exists (HTTP {status})")]
+    AlreadyExists { target: String, status: u16 },
+    /// The cloud is busy with another operation on this resource or its parent (ARM: 409
+    /// `AnotherOperationInProgress`, e.g. two subnet writes in one VNet). Transient.
+    #[error("{target}: {code} (HTTP 409): {message}")]
+    Conflict { target: String, code: String, message: String },
 }
 
 fn retry_hint(d: Option<Duration>) -> String {
@@ -32,8 +53,12 @@ fn retry_hint(d: Option<Duration>) -> String {
     }
 }
 
+/// ARM's error code for a write refused because another one on the same resource (or its parent)
+/// is still running.
+pub const ANOTHER_OPERATION_IN_PROGRESS: &str = "AnotherOperationInProgress";
+
 impl CloudError {
-    /// Whether the call may succeed when tried again (429, 5xx, timeouts).
+    /// Whether the call may succeed when tried again (429, 5xx, timeouts, [`CloudError::Conflict`]).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
@@ -41,6 +66,7 @@ impl CloudError {
                 | CloudError::Server { .. }
                 | CloudError::Timeout { .. }
                 | CloudError::Unreachable { .. }
+                | CloudError::Conflict { .. }
         )
     }
 
@@ -49,6 +75,66 @@ impl CloudError {
             CloudError::Throttled { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+
+    /// Classifies ARM's refusal (a 4xx other than 429) of a request sent with `precondition`: 412 is
+    /// [`CloudError::AlreadyExists`] for a create (`If-None-Match: *`) and
+    /// [`CloudError::PreconditionFailed`] for an `If-Match`; 409 `AnotherOperationInProgress` is
+    /// [`CloudError::Conflict`]; anything else [`CloudError::Rejected`]. The one place the ARM
+    /// implementations (simulator, HTTP server, client) classify these.
+    pub fn arm_refusal(target: &str, status: u16, code: String, message: String, sent: Sent) -> CloudError {
+        let target = target.to_string();
+        match (status, sent) {
+            (412, Sent::IfNoneMatch) => CloudError::AlreadyExists { target, status },
+            (412, Sent::IfMatch(expected)) => CloudError::PreconditionFailed { target, expected },
+            (409, _) if code.eq_ignore_ascii_case(ANOTHER_OPERATION_IN_PROGRESS) => {
+                CloudError::Conflict { target, code, message }
+            }
+            _ => CloudError::Rejected { target, status, code, message },
+        }
+    }
+}
+
+/// The condition a write was sent with, as far as classifying its refusal needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// No condition (a read, or an unconditional write).
+    Nothing,
+    /// `If-None-Match: *` (a create).
+    IfNoneMatch,
+    /// `If-Match: <etag>`.
+    IfMatch(String),
+}
+
+impl Sent {
+    /// What an update or delete with `pre` sends.
+    pub fn of(pre: &Precondition) -> Sent {
+        match pre {
+            Precondition::None => Sent::Nothing,
+            Precondition::IfMatch(e) => Sent::IfMatch(e.clone()),
+        }
+    }
+}
+
+/// The condition an update or delete is made under.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Precondition {
+    /// Whatever version is there (ARM: no `If-Match`).
+    None,
+    /// Only the version read earlier: ARM's `etag` (sent as `If-Match`), GCE's `fingerprint`. Another
+    /// version is [`CloudError::PreconditionFailed`].
+    IfMatch(String),
+}
+
+impl Precondition {
+    /// `IfMatch` with the resource's version as read (ARM `etag`, GCE `fingerprint`), `None` when it
+    /// carries none (ARM resource groups have no etag).
+    pub fn of(resource: &Value) -> Precondition {
+        ["etag", "fingerprint"]
+            .iter()
+            .find_map(|k| resource.get(*k).and_then(Value::as_str))
+            .filter(|v| !v.is_empty())
+            .map_or(Precondition::None, |v| Precondition::IfMatch(v.to_string()))
     }
 }
 
@@ -62,12 +148,36 @@ pub trait CloudRead: Send + Sync {
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError>;
 }
 
-/// Writing the cloud: PUT replaces the whole resource; DELETE removes it (and its children).
+/// Writing the cloud: create, update under a precondition, delete under a precondition.
+///
+/// The model fits ARM (PUT with `If-None-Match: *` / `If-Match: <etag>`, DELETE with `If-Match`) and
+/// GCE (insert; update/patch/delete with the `fingerprint` read). Every method returns when the
+/// cloud's operation has **ended**: a long-running operation (ARM's `Azure-AsyncOperation` or
+/// `Location` on 201/202, a GCE operation) is polled to its end by the implementation, and a failed
+/// operation is an error. Ids are the cloud's own ([`crate::ids::IdScheme`] says how they compare).
 #[async_trait]
 pub trait CloudWrite: CloudRead {
-    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError>;
-    /// Deleting a resource that does not exist succeeds (ARM answers 204).
-    async fn delete(&self, id: &str) -> Result<(), CloudError>;
+    /// Creates the resource; [`CloudError::AlreadyExists`] when it is there already (ARM: PUT with
+    /// `If-None-Match: *`). Returns the resource as the cloud answers it.
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError>;
+    /// Replaces the resource with `body` under `pre` ([`CloudError::PreconditionFailed`] when the
+    /// version differs). With [`Precondition::None`] an ARM update of a missing resource creates it
+    /// (PUT is an upsert); callers that must not create use [`CloudWrite::create`].
+    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError>;
+    /// Deletes the resource (and its children) under `pre`. Deleting a resource that does not exist
+    /// succeeds (ARM answers 204).
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError>;
+
+    /// An unconditional write — an update without precondition — as the simulated runtime writers
+    /// (the CCM, the bastion controller) and tests make them.
+    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.update(id, body, &Precondition::None).await
+    }
+
+    /// An unconditional delete.
+    async fn delete(&self, id: &str) -> Result<(), CloudError> {
+        self.remove(id, &Precondition::None).await
+    }
 }
 
 /// Whether a call reads or writes.
@@ -123,6 +233,9 @@ impl CloudError {
             CloudError::Throttled { .. } => 429,
             CloudError::Server { status, .. } | CloudError::Rejected { status, .. } => *status,
             CloudError::Timeout { .. } => 408,
+            CloudError::PreconditionFailed { .. } => 412,
+            CloudError::AlreadyExists { status, .. } => *status,
+            CloudError::Conflict { .. } => 409,
         }
     }
 }
@@ -148,14 +261,20 @@ impl CloudRead for Audited {
 
 #[async_trait]
 impl CloudWrite for Audited {
-    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        let res = self.inner.put(id, body).await;
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        let res = self.inner.create(id, body).await;
         self.record(Op::Write, "PUT", id.to_string(), &res, 200);
         res
     }
 
-    async fn delete(&self, id: &str) -> Result<(), CloudError> {
-        let res = self.inner.delete(id).await;
+    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        let res = self.inner.update(id, body, pre).await;
+        self.record(Op::Write, "PUT", id.to_string(), &res, 200);
+        res
+    }
+
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        let res = self.inner.remove(id, pre).await;
         self.record(Op::Write, "DELETE", id.to_string(), &res, 200);
         res
     }

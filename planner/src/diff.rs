@@ -34,7 +34,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
     let node = match desired {
         Desired::Managed(m) => {
             let current = observed.get(&m.res.id)?;
-            let changes = json::changes(current, &m.patch);
+            let changes = json::changes_in(observed.ids(), current, &m.patch);
             let forced: Vec<&Change> = changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
             let (op, reason) = match current {
                 None => (Operation::Create { patch: m.patch, changes }, format!("{}; does not exist yet", m.why)),

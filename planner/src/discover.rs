@@ -10,6 +10,7 @@
 //! a create for a resource that exists.
 
 use crate::cloud::{CloudError, CloudRead};
+use crate::ids::{ArmIds, IdScheme};
 use crate::retry::RetryPolicy;
 use futures::future::join_all;
 use serde_json::Value;
@@ -68,16 +69,50 @@ pub struct FetchBug {
     pub missing: NotFetched,
 }
 
-/// A snapshot of observed cloud state. Ids are compared case-insensitively, as ARM does.
-#[derive(Clone, Debug, Default)]
+/// A snapshot of observed cloud state. Ids are compared through the provider's [`IdScheme`]
+/// (ARM: case-insensitively, the default).
+#[derive(Clone)]
 pub struct Observed {
-    /// Lowercased id → the resource (`None`: looked up, does not exist).
+    ids: &'static dyn IdScheme,
+    /// Id key ([`IdScheme::key`]) → the resource (`None`: looked up, does not exist).
     resources: BTreeMap<String, Option<Value>>,
-    /// List results by (lowercased parent, type), as lowercased ids.
+    /// List results by (parent as a key, type), as id keys.
     lists: BTreeMap<(String, String), Vec<String>>,
 }
 
+impl Default for Observed {
+    /// A snapshot of an ARM cloud.
+    fn default() -> Self {
+        Observed::new(&ArmIds)
+    }
+}
+
+impl std::fmt::Debug for Observed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observed").field("resources", &self.resources).field("lists", &self.lists).finish()
+    }
+}
+
 impl Observed {
+    /// An empty snapshot whose ids compare under `ids`.
+    pub fn new(ids: &'static dyn IdScheme) -> Observed {
+        Observed { ids, resources: BTreeMap::new(), lists: BTreeMap::new() }
+    }
+
+    /// The id scheme ids are compared under.
+    pub fn ids(&self) -> &'static dyn IdScheme {
+        self.ids
+    }
+
+    fn key(&self, id: &str) -> String {
+        self.ids.key(id)
+    }
+
+    /// The map key of a list request: the parent compared as the scheme compares ids.
+    fn list_key(&self, req: &ListReq) -> (String, String) {
+        (self.key(&req.parent), req.rtype.clone())
+    }
+
     /// GETs every id not looked up yet and runs every list not run yet, all concurrently. A list
     /// under a parent known to be absent is not run (see [`ListReq`]); an id a list covers is not
     /// fetched on its own.
@@ -90,52 +125,56 @@ impl Observed {
     ) -> Result<(), CloudError> {
         let mut todo: Vec<&ListReq> = Vec::new();
         for req in lists {
-            if self.lists.contains_key(&list_key(req)) {
+            if self.lists.contains_key(&self.list_key(req)) {
                 continue;
             }
-            if matches!(self.resources.get(&key(&req.parent)), Some(None)) {
+            if matches!(self.resources.get(&self.key(&req.parent)), Some(None)) {
                 for id in &req.covers {
-                    self.resources.entry(key(id)).or_insert(None);
+                    let key = self.key(id);
+                    self.resources.entry(key).or_insert(None);
                 }
                 continue;
             }
             todo.push(req);
         }
-        todo.sort();
-        todo.dedup_by(|a, b| list_key(a) == list_key(b));
+        todo.sort_by_key(|l| self.list_key(l));
+        todo.dedup_by_key(|l| self.list_key(l));
         let covered: std::collections::BTreeSet<String> =
-            todo.iter().flat_map(|l| l.covers.iter().map(|id| key(id))).collect();
-        let mut wanted: Vec<&String> =
-            ids.iter().filter(|id| !self.resources.contains_key(&key(id)) && !covered.contains(&key(id))).collect();
-        wanted.sort();
-        wanted.dedup();
+            todo.iter().flat_map(|l| l.covers.iter().map(|id| self.key(id))).collect();
+        let mut wanted: Vec<&String> = ids
+            .iter()
+            .filter(|id| !self.resources.contains_key(&self.key(id)) && !covered.contains(&self.key(id)))
+            .collect();
+        wanted.sort_by_key(|id| self.key(id));
+        wanted.dedup_by_key(|id| self.key(id));
         let (gets, listed) = futures::join!(
             join_all(wanted.iter().map(|id| retry.run(|| cloud.get(id)))),
             join_all(todo.iter().map(|l| retry.run(|| cloud.list(&l.parent, &l.rtype))))
         );
         for (id, got) in wanted.into_iter().zip(gets) {
-            self.resources.insert(key(id), got?);
+            self.resources.insert(self.key(id), got?);
         }
         for (req, got) in todo.into_iter().zip(listed) {
             let mut ids = Vec::new();
             for item in got? {
                 if let Some(id) = item.get("id").and_then(Value::as_str) {
-                    ids.push(key(id));
-                    self.resources.insert(key(id), Some(item));
+                    ids.push(self.key(id));
+                    self.resources.insert(self.key(id), Some(item));
                 }
             }
             ids.sort();
             for id in &req.covers {
-                self.resources.entry(key(id)).or_insert(None);
+                let key = self.key(id);
+                self.resources.entry(key).or_insert(None);
             }
-            self.lists.insert(list_key(req), ids);
+            self.lists.insert(self.list_key(req), ids);
         }
         Ok(())
     }
 
     /// Records a resource directly, as a GET would have (`None`: looked up, does not exist).
     pub fn insert(&mut self, id: &str, value: Option<Value>) {
-        self.resources.insert(key(id), value);
+        self.resources.insert(self.key(id), value);
     }
 
     /// Records a list result directly, as running the request would have (tests).
@@ -143,17 +182,17 @@ impl Observed {
         let mut ids = Vec::new();
         for item in items {
             if let Some(id) = item.get("id").and_then(Value::as_str) {
-                ids.push(key(id));
-                self.resources.insert(key(id), Some(item));
+                ids.push(self.key(id));
+                self.resources.insert(self.key(id), Some(item));
             }
         }
         ids.sort();
-        self.lists.insert(list_key(&ListReq::new(parent, rtype)), ids);
+        self.lists.insert(self.list_key(&ListReq::new(parent, rtype)), ids);
     }
 
     /// The resource: `Ok(Some)` present, `Ok(None)` looked up and absent, `Err` never looked up.
     pub fn get(&self, id: &str) -> Result<Option<&Value>, NotFetched> {
-        match self.resources.get(&key(id)) {
+        match self.resources.get(&self.key(id)) {
             Some(found) => Ok(found.as_ref()),
             None => Err(NotFetched::Resource(id.to_string())),
         }
@@ -163,23 +202,13 @@ impl Observed {
     /// unless its parent was looked up and is absent: nothing exists under a resource that does not
     /// exist (ARM's containment), so discovery need not list it.
     pub fn list(&self, parent: &str, rtype: &str) -> Result<Vec<&Value>, NotFetched> {
-        let req = list_key(&ListReq::new(parent, rtype));
+        let req = self.list_key(&ListReq::new(parent, rtype));
         match self.lists.get(&req) {
             Some(ids) => Ok(ids.iter().filter_map(|id| self.resources.get(id).and_then(Option::as_ref)).collect()),
-            None if matches!(self.resources.get(&key(parent)), Some(None)) => Ok(Vec::new()),
+            None if matches!(self.resources.get(&self.key(parent)), Some(None)) => Ok(Vec::new()),
             None => Err(NotFetched::List { parent: parent.to_string(), rtype: rtype.to_string() }),
         }
     }
-}
-
-/// The map key of a list request: the parent compared case-insensitively, as ARM does.
-fn list_key(req: &ListReq) -> (String, String) {
-    (key(&req.parent), req.rtype.clone())
-}
-
-/// The map key of an id: ARM ids are case-insensitive.
-pub fn key(id: &str) -> String {
-    id.to_ascii_lowercase()
 }
 
 #[cfg(test)]
@@ -224,6 +253,23 @@ mod tests {
         assert_eq!(gone.list(RG, NATS), Ok(vec![]), "nothing exists under an absent parent");
     }
 
+    #[test]
+    fn regression_observed_compares_ids_through_the_scheme() {
+        let mut arm = Observed::default();
+        arm.insert(NAT, Some(json!({"id": NAT})));
+        assert!(arm.get(&NAT.to_uppercase()).unwrap().is_some(), "ARM: one resource whatever the case");
+
+        let net = "https://www.googleapis.com/compute/v1/projects/p/global/networks/Net";
+        let mut gce = Observed::new(&crate::ids::GceIds);
+        gce.insert(net, Some(json!({"selfLink": net})));
+        assert!(gce.get(net).unwrap().is_some());
+        assert_eq!(
+            gce.get(&net.to_lowercase()),
+            Err(NotFetched::Resource(net.to_lowercase())),
+            "GCE: another case is another resource"
+        );
+    }
+
     /// A cloud holding one RG with one NAT gateway, counting the calls it answers.
     struct OneNat(std::sync::Mutex<Vec<String>>);
 
@@ -231,11 +277,11 @@ mod tests {
     impl CloudRead for OneNat {
         async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
             self.0.lock().unwrap().push(format!("GET {id}"));
-            Ok((key(id) == key(RG) || key(id) == key(NAT)).then(|| json!({"id": id})))
+            Ok((id.eq_ignore_ascii_case(RG) || id.eq_ignore_ascii_case(NAT)).then(|| json!({"id": id})))
         }
         async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
             self.0.lock().unwrap().push(format!("LIST {parent}/{rtype}"));
-            Ok(if key(parent) == key(RG) && rtype == NATS { vec![json!({"id": NAT})] } else { vec![] })
+            Ok(if parent.eq_ignore_ascii_case(RG) && rtype == NATS { vec![json!({"id": NAT})] } else { vec![] })
         }
     }
 

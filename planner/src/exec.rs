@@ -1,7 +1,9 @@
 //! The executor: walks the plan DAG with bounded parallelism.
 //!
-//! Per node: re-read the resource right before writing it, refuse if it moved since the plan, write,
-//! then hand the result to the [`Observer`] — which persists state — before any dependent starts.
+//! Per node: re-read the resource right before writing it, refuse if it moved since the plan, write
+//! (through [`crate::write::Writer`]: under the re-read's etag, creates as creates, one write per
+//! scope at a time), then hand the result to the [`Observer`] — which persists state — before any
+//! dependent starts.
 //! A failed node does not stop independent work; its dependents are skipped and say why.
 //!
 //! Architecture invariant: the executor dispatches on the node's [`Operation`]; `verify` and `read`
@@ -13,8 +15,10 @@
 use crate::cloud::{CloudError, CloudRead, CloudWrite};
 use crate::diff::failed_checks;
 use crate::graph::{GraphError, PlanGraph};
+use crate::ids::IdScheme;
 use crate::json;
 use crate::retry::RetryPolicy;
+use crate::write::{WriteLocks, Writer};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -30,11 +34,18 @@ pub struct ExecOptions {
     /// A limit shared with other plans applied at the same time (a fleet): each node holds a permit
     /// while it runs, so the fleet as a whole never has more than that many nodes in flight.
     pub shared_limit: Option<Arc<tokio::sync::Semaphore>>,
+    /// The per-scope write locks ([`crate::write`]); share one between plans applied together.
+    pub write_locks: Arc<WriteLocks>,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { parallelism: 10, retry: RetryPolicy::default(), shared_limit: None }
+        ExecOptions {
+            parallelism: 10,
+            retry: RetryPolicy::default(),
+            shared_limit: None,
+            write_locks: Arc::new(WriteLocks::default()),
+        }
     }
 }
 
@@ -85,6 +96,9 @@ pub enum NodeError {
     /// The node was not run at all (a write without a cloud id).
     #[error("refusing to apply: {message}")]
     Refused { message: String },
+    /// A create found a resource there that is not the one the plan creates (someone else's).
+    #[error("{message}")]
+    NotOurs { message: String },
 }
 
 impl NodeError {
@@ -96,6 +110,10 @@ impl NodeError {
             NodeError::Cloud(CloudError::Timeout { .. }) => "timeout",
             NodeError::Cloud(CloudError::Unreachable { .. }) => "unreachable",
             NodeError::Cloud(CloudError::Rejected { .. }) => "rejected",
+            NodeError::Cloud(CloudError::PreconditionFailed { .. }) => "precondition_failed",
+            NodeError::Cloud(CloudError::AlreadyExists { .. }) => "already_exists",
+            NodeError::Cloud(CloudError::Conflict { .. }) => "conflict",
+            NodeError::NotOurs { .. } => "not_ours",
             NodeError::StaleSincePlan { .. } => "stale_since_plan",
             NodeError::Missing { .. } => "missing",
             NodeError::VerifyFailed { .. } => "verify_failed",
@@ -138,12 +156,19 @@ impl Serialize for NodeError {
             NodeError::Cloud(
                 CloudError::Server { target, message, .. } | CloudError::Unreachable { target, message },
             ) => (Some(target.as_str()), None, message.clone()),
-            NodeError::Cloud(e @ (CloudError::Throttled { target, .. } | CloudError::Timeout { target })) => {
-                (Some(target.as_str()), None, e.to_string())
+            NodeError::Cloud(CloudError::Conflict { target, code, message }) => {
+                (Some(target.as_str()), Some(code.as_str()), message.clone())
             }
+            NodeError::Cloud(
+                e @ (CloudError::Throttled { target, .. }
+                | CloudError::Timeout { target }
+                | CloudError::PreconditionFailed { target, .. }
+                | CloudError::AlreadyExists { target, .. }),
+            ) => (Some(target.as_str()), None, e.to_string()),
             NodeError::StaleSincePlan { message }
             | NodeError::StateCommit { message }
-            | NodeError::Refused { message } => (None, None, message.clone()),
+            | NodeError::Refused { message }
+            | NodeError::NotOurs { message } => (None, None, message.clone()),
             other => (None, None, other.to_string()),
         };
         let failure = Failure {
@@ -205,12 +230,13 @@ pub async fn execute(
             let cloud = Arc::clone(&cloud);
             let retry = opts.retry.clone();
             let limit = opts.shared_limit.clone();
+            let locks = Arc::clone(&opts.write_locks);
             running.spawn(async move {
                 let _permit = match limit {
                     Some(limit) => Some(limit.acquire_owned().await.expect("the fleet limit is never closed")),
                     None => None,
                 };
-                (i, run_node(&node, cloud.as_ref(), &retry).await)
+                (i, run_node(&node, cloud.as_ref(), &retry, &locks).await)
             });
         }
         let Some(joined) = running.join_next().await else { break };
@@ -285,67 +311,104 @@ fn skip_dependents(
     }
 }
 
-async fn run_node(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> NodeResult {
-    let (outcome, live) = match step(node, cloud, retry).await {
+async fn run_node(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy, locks: &WriteLocks) -> NodeResult {
+    let (outcome, live) = match step(node, cloud, retry, locks).await {
         Ok((outcome, live)) => (outcome, live),
         Err(error) => (Outcome::Failed { error }, None),
     };
     NodeResult { address: node.address.clone(), action: node.action(), outcome, live }
 }
 
-/// Runs one node: dispatches on its operation. Verify and read get the read half of the cloud only.
-async fn step(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy) -> Result<(Outcome, Option<Value>), NodeError> {
+/// Runs one node: dispatches on its operation. Verify and read get the read half of the cloud only;
+/// writes go through the [`Writer`] (preconditions, "already exists", per-scope serialisation).
+async fn step(
+    node: &Node,
+    cloud: &dyn CloudWrite,
+    retry: &RetryPolicy,
+    locks: &WriteLocks,
+) -> Result<(Outcome, Option<Value>), NodeError> {
     if matches!(node.op, Operation::Noop { .. } | Operation::Skip { .. }) {
         return Ok((Outcome::Unchanged, None));
     }
     let Some(id) = node.id.as_deref() else {
         return Err(NodeError::Refused { message: format!("action `{}` without a cloud id", node.action().as_str()) });
     };
+    let writer = Writer { cloud, retry, locks };
     match &node.op {
         Operation::Noop { .. } | Operation::Skip { .. } => Ok((Outcome::Unchanged, None)),
         Operation::Verify { checks } => verify(node, id, checks, cloud, retry).await,
         Operation::Read { .. } => Ok((Outcome::Done, Some(read_existing(cloud, retry, node, id).await?))),
         Operation::Create { patch, changes } | Operation::Update { patch, changes } => {
-            let current = retry.run(|| cloud.get(id)).await?;
-            check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref())?;
-            let mut body = current.unwrap_or_else(|| Value::Object(Default::default()));
-            json::merge_patch(&mut body, patch);
-            let live = retry.run(|| cloud.put(id, body.clone())).await?;
+            let current = writer.get(id).await?;
+            check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref(), locks.ids())?;
+            let live = match current {
+                Some(current) => {
+                    let mut body = current.clone();
+                    json::merge_patch(&mut body, patch);
+                    writer.update(id, &body, &current, Some(patch)).await?
+                }
+                None => {
+                    let mut body = Value::Object(Default::default());
+                    json::merge_patch(&mut body, patch);
+                    writer.create(id, &body, patch).await?
+                }
+            };
             Ok((Outcome::Done, Some(live)))
         }
         Operation::Replace { patch, changes, detach } => {
-            let current = retry.run(|| cloud.get(id)).await?;
-            check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref())?;
+            let current = writer.get(id).await?;
+            check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref(), locks.ids())?;
+            let Some(mut current) = current else {
+                return Err(NodeError::StaleSincePlan {
+                    message: format!("{id} no longer exists; re-run `trellis plan`"),
+                });
+            };
             // Azure refuses to delete a resource that is still referenced: detach the references the
             // plan names (held by managed resources of the same plan), replace, then re-attach them.
             let mut detached = Vec::new();
             for d in detach {
-                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await? else {
+                let Some(read) = writer.get(&d.id).await? else {
                     continue;
                 };
-                let removed = detach_reference(&mut holder, &d.path, id);
+                let mut holder = read.clone();
+                let removed = detach_reference(&mut holder, &d.path, id, locks.ids());
                 if removed != Reference::Absent {
-                    retry.run(|| cloud.put(&d.id, holder.clone())).await?;
+                    writer.update(&d.id, &holder, &read, None).await?;
                     detached.push((d, removed));
                 }
             }
-            retry.run(|| cloud.delete(id)).await?;
+            if !detached.is_empty() {
+                // Detaching may have changed the resource's version (back-references): delete the
+                // version as it is after our own writes.
+                match writer.get(id).await? {
+                    Some(now) => current = now,
+                    None => {
+                        return Err(NodeError::StaleSincePlan {
+                            message: format!(
+                                "{id} was deleted by someone else during its replacement; re-run `trellis plan`"
+                            ),
+                        })
+                    }
+                }
+            }
+            writer.delete(id, &current).await?;
             let mut body = Value::Object(Default::default());
             json::merge_patch(&mut body, patch);
-            let live = retry.run(|| cloud.put(id, body.clone())).await?;
+            let live = writer.create(id, &body, patch).await?;
             for (d, removed) in detached {
-                let Some(mut holder) = retry.run(|| cloud.get(&d.id)).await? else {
+                let Some(read) = writer.get(&d.id).await? else {
                     continue;
                 };
+                let mut holder = read.clone();
                 restore_reference(&mut holder, &d.path, id, removed);
-                retry.run(|| cloud.put(&d.id, holder.clone())).await?;
+                writer.update(&d.id, &holder, &read, None).await?;
             }
             Ok((Outcome::Done, Some(live)))
         }
         Operation::Delete { .. } => {
             // Re-read first: a resource already gone (deleted by a previous, interrupted run) is done.
-            if retry.run(|| cloud.get(id)).await?.is_some() {
-                retry.run(|| cloud.delete(id)).await?;
+            if let Some(current) = writer.get(id).await? {
+                writer.delete(id, &current).await?;
             }
             Ok((Outcome::Done, None))
         }
@@ -380,8 +443,8 @@ enum Reference {
 }
 
 /// Removes the reference to `target` at `path` in `holder`.
-fn detach_reference(holder: &mut Value, path: &str, target: &str) -> Reference {
-    let is_target = |v: &Value| v.get("id").and_then(Value::as_str).is_some_and(|id| id.eq_ignore_ascii_case(target));
+fn detach_reference(holder: &mut Value, path: &str, target: &str, ids: &dyn IdScheme) -> Reference {
+    let is_target = |v: &Value| v.get("id").and_then(Value::as_str).is_some_and(|id| ids.same(id, target));
     let (parent, key) = path.rsplit_once('/').unwrap_or(("", path));
     let Some(Value::Object(parent)) = holder.pointer_mut(parent) else { return Reference::Absent };
     match parent.get_mut(key) {
@@ -431,6 +494,7 @@ fn check_unchanged_since_plan(
     patch: &Value,
     changes: &[Change],
     current: Option<&Value>,
+    ids: &dyn IdScheme,
 ) -> Result<(), NodeError> {
     let stale = |message: String| Err(NodeError::StaleSincePlan { message });
     match (action, current) {
@@ -445,7 +509,7 @@ fn check_unchanged_since_plan(
         _ => {}
     }
     if let Some(current) = current {
-        let now = json::changes(Some(current), patch);
+        let now = json::changes_in(ids, Some(current), patch);
         let moved: Vec<&str> = changes
             .iter()
             .filter(|planned| !now.iter().any(|c| c.path == planned.path && c.before == planned.before))
@@ -490,7 +554,10 @@ mod tests {
 
     #[async_trait]
     impl CloudWrite for Fake {
-        async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+            self.update(id, body, &crate::cloud::Precondition::None).await
+        }
+        async fn update(&self, id: &str, body: Value, _pre: &crate::cloud::Precondition) -> Result<Value, CloudError> {
             *self.writes.lock().unwrap() += 1;
             if let Some(e) = &self.refuse_writes {
                 return Err(e.clone());
@@ -498,7 +565,7 @@ mod tests {
             self.resources.lock().unwrap().insert(id.to_string(), body.clone());
             Ok(body)
         }
-        async fn delete(&self, id: &str) -> Result<(), CloudError> {
+        async fn remove(&self, id: &str, _pre: &crate::cloud::Precondition) -> Result<(), CloudError> {
             *self.writes.lock().unwrap() += 1;
             self.resources.lock().unwrap().remove(id);
             Ok(())

@@ -1,5 +1,6 @@
 //! Small JSON helpers: RFC 7386 merge patch, JSON pointers, and attribute changes.
 
+use crate::ids::{ArmIds, IdScheme};
 use serde_json::{Map, Value};
 use trellis_plans::Change;
 
@@ -43,30 +44,44 @@ fn collect_leaves(v: &Value, prefix: String, out: &mut Vec<(String, Value)>) {
     }
 }
 
-/// Compares an ARM id or name case-insensitively where the cloud does (ids); other values exactly.
+/// [`same_value_in`] with ARM's ids.
 pub fn same_value(path: &str, a: &Value, b: &Value) -> bool {
+    same_value_in(&ArmIds, path, a, b)
+}
+
+/// Compares references (`…/id` attributes) as the provider's id scheme does (ARM: case-insensitively,
+/// GCE: exactly); other values exactly.
+pub fn same_value_in(ids: &dyn IdScheme, path: &str, a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::String(x), Value::String(y)) if path.ends_with("/id") => x.eq_ignore_ascii_case(y),
+        (Value::String(x), Value::String(y)) if path.ends_with("/id") => ids.same(x, y),
         (Value::Array(xs), Value::Array(ys)) => {
-            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_value(path, x, y))
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_value_in(ids, path, x, y))
         }
         (Value::Object(xm), Value::Object(ym)) => {
             xm.len() == ym.len()
-                && xm.iter().all(|(k, xv)| ym.get(k).is_some_and(|yv| same_value(&format!("{path}/{k}"), xv, yv)))
+                && xm
+                    .iter()
+                    .all(|(k, xv)| ym.get(k).is_some_and(|yv| same_value_in(ids, &format!("{path}/{k}"), xv, yv)))
         }
         _ => a == b,
     }
 }
 
-/// The attribute changes a merge patch makes to `current` (`None`: the resource does not exist).
+/// [`changes_in`] with ARM's ids.
 pub fn changes(current: Option<&Value>, patch: &Value) -> Vec<Change> {
+    changes_in(&ArmIds, current, patch)
+}
+
+/// The attribute changes a merge patch makes to `current` (`None`: the resource does not exist),
+/// references compared through `ids`.
+pub fn changes_in(ids: &dyn IdScheme, current: Option<&Value>, patch: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     for (path, after) in patch_leaves(patch) {
         let before = current.and_then(|c| c.pointer(&path)).cloned();
         let after = if after.is_null() { None } else { Some(after) };
         let equal = match (&before, &after) {
             (None, None) => true,
-            (Some(b), Some(a)) => same_value(&path, b, a),
+            (Some(b), Some(a)) => same_value_in(ids, &path, b, a),
             _ => false,
         };
         if !equal {
@@ -96,6 +111,14 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].path, "/properties/addressPrefix");
         assert_eq!(c[0].before, Some(json!("10.0.0.0/16")));
+    }
+
+    #[test]
+    fn regression_references_differing_only_in_case_are_no_change_for_arm_a_change_for_gce() {
+        let live = json!({"properties": {"network": {"id": "projects/p/global/networks/Net"}}});
+        let patch = json!({"properties": {"network": {"id": "projects/p/global/networks/net"}}});
+        assert!(changes_in(&ArmIds, Some(&live), &patch).is_empty());
+        assert_eq!(changes_in(&crate::ids::GceIds, Some(&live), &patch).len(), 1);
     }
 
     #[test]

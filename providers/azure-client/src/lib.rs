@@ -12,10 +12,16 @@
 //! - `list(parent, rtype)`: the direct children of that type — `{rg}/providers/{rtype}` under a
 //!   resource group, `{resource}/{childType}` under a resource (`{vnet}/subnets`),
 //!   `/subscriptions/{s}/resourcegroups` under a subscription — following `nextLink`.
-//! - `put(id, body)`: 200/201; when the answer carries `Azure-AsyncOperation` (or, on 201/202,
-//!   `Location`) the operation is polled until it ends, and the resource is read back with a GET.
-//!   Without one the response body is the resource (a GET when it is empty).
-//! - `delete(id)`: 200/204 done, 202 polled as above; 404 → `Ok`.
+//! - `create(id, body)`: `PUT` with `If-None-Match: *`; `update(id, body, pre)`: `PUT` with
+//!   `If-Match: <etag>` when `pre` is `IfMatch` (none for `Precondition::None`). 200/201; when the
+//!   answer carries `Azure-AsyncOperation` (or, on 201/202, `Location`) the operation is polled until
+//!   it ends, and the resource is read back with a GET. Without one the response body is the resource
+//!   (a GET when it is empty).
+//! - `remove(id, pre)`: `DELETE` (with `If-Match` likewise): 200/204 done, 202 polled as above; 404 → `Ok`.
+//! - A refused write — in the response or as its operation's failure — is classified by
+//!   `CloudError::arm_refusal`: 412 on `If-None-Match` → `AlreadyExists`, 412 on `If-Match` →
+//!   `PreconditionFailed`, 409 `AnotherOperationInProgress` → `Conflict` (transient: the engine retries
+//!   it with backoff, where ARM's SDKs give up).
 //!
 //! # Long-running operations
 //! Waits between polls come from `retry-after-ms`, `x-ms-retry-after-ms`, then `Retry-After`
@@ -72,13 +78,14 @@ pub use redact::{redact, REDACTED};
 pub use reqwest::Url;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, ACCEPT, LOCATION, RETRY_AFTER};
+use reqwest::header::{HeaderMap, ACCEPT, IF_MATCH, IF_NONE_MATCH, LOCATION, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
-use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition, Sent};
+use trellis_planner::ids::ArmId;
 
 /// The ARM endpoint of the public cloud.
 pub const DEFAULT_ENDPOINT: &str = "https://management.azure.com";
@@ -335,7 +342,6 @@ impl ArmClient {
 
     fn list_url(&self, parent: &str, rtype: &str) -> Result<Url, CloudError> {
         let parent = normalize(parent);
-        let segs: Vec<&str> = parent.split('/').skip(1).collect();
         let target = format!("{parent}/{rtype}");
         let bad = |why: &str| CloudError::Rejected {
             target: target.clone(),
@@ -343,28 +349,28 @@ impl ArmClient {
             code: "InvalidResourceType".to_string(),
             message: format!("cannot list '{rtype}' under '{parent}': {why}"),
         };
-        let path = match segs.len() {
-            2 if segs[0].eq_ignore_ascii_case("subscriptions") => {
+        let parsed = ArmId::parse(parent).map_err(|_| invalid_id(parent))?;
+        let path = match parsed.depth() {
+            2 => {
                 if !rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
                     return Err(bad("a subscription lists Microsoft.Resources/resourceGroups only"));
                 }
                 format!("{parent}/resourcegroups")
             }
-            4 if rtype_of(parent).is_some() => {
+            4 => {
                 if rtype.split('/').count() != 2 {
                     return Err(bad("a resource group holds top-level types such as Microsoft.Network/natGateways"));
                 }
                 format!("{parent}/providers/{rtype}")
             }
-            n if n >= 8 && rtype_of(parent).is_some() => {
-                let own = rtype_of(parent).unwrap_or_default();
+            _ => {
+                let own = parsed.rtype();
                 let child = rtype.rsplit('/').next().unwrap_or(rtype);
                 if !rtype.eq_ignore_ascii_case(&format!("{own}/{child}")) {
                     return Err(bad(&format!("the children of a {own} have types {own}/<child>")));
                 }
                 format!("{parent}/{child}")
             }
-            _ => return Err(invalid_id(parent)),
         };
         Ok(self.url(&path, self.api_version(rtype)))
     }
@@ -375,13 +381,15 @@ impl ArmClient {
             && url.port_or_known_default() == self.endpoint.port_or_known_default()
     }
 
-    /// One request with the bearer token; only transport failures are errors here.
+    /// One request with the bearer token and the condition `sent` (`If-None-Match: *`, `If-Match`);
+    /// only transport failures are errors here.
     async fn send(
         &self,
         method: Method,
         url: Url,
         body: Option<&Value>,
         target: &str,
+        sent: &Sent,
     ) -> Result<reqwest::Response, CloudError> {
         if !self.same_origin(&url) {
             return Err(CloudError::Rejected {
@@ -404,6 +412,11 @@ impl ArmClient {
             .timeout(self.request_timeout);
         if let Some(body) = body {
             req = req.json(body);
+        }
+        match sent {
+            Sent::Nothing => {}
+            Sent::IfNoneMatch => req = req.header(IF_NONE_MATCH, "*"),
+            Sent::IfMatch(etag) => req = req.header(IF_MATCH, etag.as_str()),
         }
         let resp = req.send().await.map_err(|e| transport_error(target, &e))?;
         if resp.status().is_redirection() {
@@ -436,7 +449,7 @@ impl ArmClient {
             let url = match &poll {
                 Poll::AsyncOperation(u) | Poll::Location(u) => u.clone(),
             };
-            let answer = match self.send(Method::GET, url, None, target).await {
+            let answer = match self.send(Method::GET, url, None, target, &Sent::Nothing).await {
                 Ok(resp) => read(resp, target).await,
                 Err(e) => Err(e),
             };
@@ -534,19 +547,37 @@ impl CloudRead for ArmClient {
 
 #[async_trait]
 impl CloudWrite for ArmClient {
-    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        self.put_unredacted(id, body).await.map_err(|e| self.redacted(e))
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        let sent = Sent::IfNoneMatch;
+        self.put_unredacted(id, body, &sent).await.map_err(|e| self.redacted(classify(e, sent)))
     }
 
-    async fn delete(&self, id: &str) -> Result<(), CloudError> {
-        self.delete_unredacted(id).await.map_err(|e| self.redacted(e))
+    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        let sent = Sent::of(pre);
+        self.put_unredacted(id, body, &sent).await.map_err(|e| self.redacted(classify(e, sent)))
+    }
+
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        let sent = Sent::of(pre);
+        self.delete_unredacted(id, &sent).await.map_err(|e| self.redacted(classify(e, sent)))
+    }
+}
+
+/// A refused write (in the response or by its operation) classified by the condition it was sent
+/// with: 412 → `AlreadyExists` / `PreconditionFailed`, 409 `AnotherOperationInProgress` → `Conflict`.
+fn classify(e: CloudError, sent: Sent) -> CloudError {
+    match e {
+        CloudError::Rejected { target, status, code, message } => {
+            CloudError::arm_refusal(&target, status, code, message, sent)
+        }
+        other => other,
     }
 }
 
 impl ArmClient {
     async fn get_unredacted(&self, id: &str) -> Result<Option<Value>, CloudError> {
         let url = self.resource_url(id)?;
-        let resp = self.send(Method::GET, url, None, id).await?;
+        let resp = self.send(Method::GET, url, None, id, &Sent::Nothing).await?;
         let (status, headers, body) = read(resp, id).await?;
         match status {
             StatusCode::OK => parse_json(id, status, &body).map(Some),
@@ -567,7 +598,7 @@ impl ArmClient {
         let mut url = self.list_url(parent, rtype)?;
         let mut out = Vec::new();
         for _ in 0..MAX_PAGES {
-            let resp = self.send(Method::GET, url.clone(), None, &target).await?;
+            let resp = self.send(Method::GET, url.clone(), None, &target, &Sent::Nothing).await?;
             let (status, headers, body) = read(resp, &target).await?;
             if status != StatusCode::OK {
                 return Err(response_error(&target, status, &headers, &body));
@@ -602,9 +633,9 @@ impl ArmClient {
         })
     }
 
-    async fn put_unredacted(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+    async fn put_unredacted(&self, id: &str, body: Value, sent: &Sent) -> Result<Value, CloudError> {
         let url = self.resource_url(id)?;
-        let resp = self.send(Method::PUT, url, Some(&body), id).await?;
+        let resp = self.send(Method::PUT, url, Some(&body), id, sent).await?;
         let (status, headers, answer) = read(resp, id).await?;
         if !matches!(status, StatusCode::OK | StatusCode::CREATED | StatusCode::ACCEPTED) {
             return Err(response_error(id, status, &headers, &answer));
@@ -621,9 +652,9 @@ impl ArmClient {
         })
     }
 
-    async fn delete_unredacted(&self, id: &str) -> Result<(), CloudError> {
+    async fn delete_unredacted(&self, id: &str, sent: &Sent) -> Result<(), CloudError> {
         let url = self.resource_url(id)?;
-        let resp = self.send(Method::DELETE, url, None, id).await?;
+        let resp = self.send(Method::DELETE, url, None, id, sent).await?;
         let (status, headers, body) = read(resp, id).await?;
         match status {
             StatusCode::NOT_FOUND => Ok(()),
@@ -645,29 +676,11 @@ fn normalize(id: &str) -> &str {
 }
 
 /// The REST type of an ARM id (`Microsoft.Resources/resourceGroups` for a resource group,
-/// `Microsoft.Network/virtualNetworks/subnets` for a subnet), `None` when it is not one.
+/// `Microsoft.Network/virtualNetworks/subnets` for a subnet), `None` when it is not one (or names a
+/// subscription). Parsed by the workspace's one ARM id parser, [`ArmId`].
 fn rtype_of(id: &str) -> Option<String> {
-    let rest = id.strip_prefix('/')?;
-    let segs: Vec<&str> = rest.split('/').collect();
-    if segs.iter().any(|s| s.is_empty()) || !segs[0].eq_ignore_ascii_case("subscriptions") {
-        return None;
-    }
-    match segs.len() {
-        4 if segs[2].eq_ignore_ascii_case("resourceGroups") => Some("Microsoft.Resources/resourceGroups".to_string()),
-        n if n >= 8
-            && n % 2 == 0
-            && segs[2].eq_ignore_ascii_case("resourceGroups")
-            && segs[4].eq_ignore_ascii_case("providers") =>
-        {
-            let mut t = segs[5].to_string();
-            for i in (6..n).step_by(2) {
-                t.push('/');
-                t.push_str(segs[i]);
-            }
-            Some(t)
-        }
-        _ => None,
-    }
+    let parsed = ArmId::parse(id).ok()?;
+    parsed.resource_group().is_some().then(|| parsed.rtype())
 }
 
 fn invalid_id(id: &str) -> CloudError {
@@ -801,6 +814,7 @@ pub(crate) fn snippet(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn client() -> ArmClient {
         ArmClient::new(Url::parse(DEFAULT_ENDPOINT).unwrap(), Arc::new(StaticToken("t".into()))).unwrap()
@@ -900,6 +914,35 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(RETRY_AFTER, "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn regression_write_refusals_are_classified_by_the_condition_sent() {
+        let h = HeaderMap::new();
+        let busy =
+            br#"{"error":{"code":"AnotherOperationInProgress","message":"Operation on subnet b is in progress"}}"#;
+        let conflict = classify(response_error("s", StatusCode::CONFLICT, &h, busy), Sent::Nothing);
+        assert!(matches!(&conflict, CloudError::Conflict { code, .. } if code == "AnotherOperationInProgress"));
+        assert!(conflict.is_transient(), "the engine waits for the other operation and retries");
+        // The same refusal reported by the write's long-running operation.
+        let doc = json!({"status": "Failed", "error": {"code": "AnotherOperationInProgress", "message": "busy"}});
+        let failed = classify(operation_failed("s", "failed", &doc), Sent::IfMatch("W/\"1\"".into()));
+        assert!(matches!(failed, CloudError::Conflict { .. }));
+
+        let pre = br#"{"error":{"code":"PreconditionFailed","message":"etag mismatch"}}"#;
+        assert_eq!(
+            classify(response_error("s", StatusCode::PRECONDITION_FAILED, &h, pre), Sent::IfMatch("W/\"1\"".into())),
+            CloudError::PreconditionFailed { target: "s".into(), expected: "W/\"1\"".into() }
+        );
+        assert_eq!(
+            classify(response_error("s", StatusCode::PRECONDITION_FAILED, &h, pre), Sent::IfNoneMatch),
+            CloudError::AlreadyExists { target: "s".into(), status: 412 }
+        );
+        let other = br#"{"error":{"code":"Conflict","message":"x"}}"#;
+        assert!(matches!(
+            classify(response_error("s", StatusCode::CONFLICT, &h, other), Sent::Nothing),
+            CloudError::Rejected { status: 409, .. }
+        ));
     }
 
     #[test]

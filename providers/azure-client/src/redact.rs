@@ -74,6 +74,13 @@ pub fn redact_error(e: CloudError, known: &[&str]) -> CloudError {
         CloudError::Rejected { target, status, code, message } => {
             CloudError::Rejected { target: r(target), status, code: r(code), message: r(message) }
         }
+        CloudError::PreconditionFailed { target, expected } => {
+            CloudError::PreconditionFailed { target: r(target), expected: r(expected) }
+        }
+        CloudError::AlreadyExists { target, status } => CloudError::AlreadyExists { target: r(target), status },
+        CloudError::Conflict { target, code, message } => {
+            CloudError::Conflict { target: r(target), code: r(code), message: r(message) }
+        }
     }
 }
 

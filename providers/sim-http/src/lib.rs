@@ -15,6 +15,11 @@
 //! | `GET …/{type}/{name}/{childType}` | 200 the children (`…/virtualNetworks/v/subnets`), paged |
 //! | `PUT {id}` | resource group: 201 created / 200 updated, synchronous (as ARM); any other resource: 201/200 with `Azure-AsyncOperation` and `Retry-After: 0` |
 //! | `DELETE {id}` | 204 when absent; resource group: 202 with `Location` (as ARM); any other resource: 202 with `Azure-AsyncOperation` and `Location` |
+//!
+//! Conditions, as ARM honours them: a PUT with `If-None-Match: *` of an existing resource, and a PUT or
+//! DELETE with `If-Match: <etag>` of a resource whose etag differs (a PUT also when it does not
+//! exist), are 412 `PreconditionFailed`; a write refused because another one is running is 409
+//! `AnotherOperationInProgress`.
 //! | `GET /subscriptions/{s}/providers/{Ns}/locations/{l}/operations/{op}` | `{"status": "InProgress"}` [`ServerOptions::in_progress_polls`] times, then `Succeeded` (or `Failed` with `error`) |
 //! | `GET /subscriptions/{s}/providers/{Ns}/locations/{l}/operationResults/{op}` | 202 while in progress, then 204 (or the ARM error) |
 //! | `POST /{tenant}/oauth2/v2.0/token` | a fake Entra ID client-credentials token endpoint |
@@ -55,7 +60,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
 use trellis_sim::ArmSim;
 
 /// How the server behaves beyond the simulator's own rules.
@@ -480,7 +485,11 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
             };
             let existed = srv.sim.get_now(&id).is_some();
             let created = if existed { StatusCode::OK } else { StatusCode::CREATED };
-            match srv.sim.put(&id, body.clone()).await {
+            let written = match condition(req) {
+                Condition::IfNoneMatch => srv.sim.create(&id, body.clone()).await,
+                Condition::Other(pre) => srv.sim.update(&id, body.clone(), &pre).await,
+            };
+            match written {
                 Ok(v) if is_group => with_headers(created, Some(v), &[]),
                 Ok(v) => accepted(srv, req, created, Some(v), Ok(()), false),
                 Err(CloudError::Rejected { status, code, message, .. })
@@ -494,7 +503,11 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
         }
         Method::DELETE => {
             let existed = srv.sim.get_now(&id).is_some();
-            match srv.sim.delete(&id).await {
+            let pre = match condition(req) {
+                Condition::IfNoneMatch => Precondition::None,
+                Condition::Other(pre) => pre,
+            };
+            match srv.sim.remove(&id, &pre).await {
                 Ok(()) if !existed => with_headers(StatusCode::NO_CONTENT, None, &[]),
                 Ok(()) => accepted(srv, req, StatusCode::ACCEPTED, None, Ok(()), is_group),
                 Err(CloudError::Rejected { status, code, message, .. }) if srv.shared.opts.async_errors => {
@@ -505,6 +518,23 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
             }
         }
         _ => method_not_allowed(req),
+    }
+}
+
+/// The condition a PUT or DELETE carries: `If-None-Match: *` (create only), or `If-Match: <etag>`.
+enum Condition {
+    IfNoneMatch,
+    Other(Precondition),
+}
+
+fn condition(req: &Req) -> Condition {
+    let header = |name: header::HeaderName| req.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if header(header::IF_NONE_MATCH) == Some("*") {
+        return Condition::IfNoneMatch;
+    }
+    match header(header::IF_MATCH) {
+        Some(etag) if !etag.is_empty() && etag != "*" => Condition::Other(Precondition::IfMatch(etag.to_string())),
+        _ => Condition::Other(Precondition::None),
     }
 }
 
@@ -620,6 +650,17 @@ async fn cloud_error(srv: &SimServer, e: CloudError) -> Response {
             )
         }
         CloudError::Rejected { status, code, message, .. } => arm_error(status_code(status), &code, message),
+        CloudError::PreconditionFailed { target, expected } => arm_error(
+            StatusCode::PRECONDITION_FAILED,
+            "PreconditionFailed",
+            format!("The condition If-Match: {expected} was not met for '{target}'."),
+        ),
+        CloudError::AlreadyExists { target, .. } => arm_error(
+            StatusCode::PRECONDITION_FAILED,
+            "PreconditionFailed",
+            format!("The resource '{target}' already exists; the condition If-None-Match: * was not met."),
+        ),
+        CloudError::Conflict { code, message, .. } => arm_error(StatusCode::CONFLICT, &code, message),
         // The in-process simulator always answers; should it not, say so as a gateway would.
         CloudError::Unreachable { message, .. } => arm_error(StatusCode::BAD_GATEWAY, "BadGateway", message),
     }

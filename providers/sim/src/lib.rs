@@ -59,6 +59,11 @@
 //!   [`ArmSim::put_if`] / [`ArmSim::delete_if`] honour `If-Match` (`*` or an etag) and
 //!   `If-None-Match: *` atomically with the write: a failed precondition is 412 `PreconditionFailed`
 //!   and changes nothing; [`ArmSim::check_precondition`] answers the same question without a call.
+//! - Conditions ([`CloudWrite`]'s write model): `create` of an existing resource is 412 (ARM's answer to
+//!   `If-None-Match: *`, [`CloudError::AlreadyExists`]); `update` and `remove` under
+//!   `Precondition::IfMatch(etag)` are 412 ([`CloudError::PreconditionFailed`]) when the resource's etag
+//!   differs or it does not exist. A write to a nested resource changes its parent's etag, so a CCM
+//!   route changes its route table's.
 //! - list(parent, type): the direct children of that type, sorted by id; a subscription lists its
 //!   resource groups; a missing resource group is 404 `ResourceGroupNotFound`.
 //!
@@ -104,7 +109,7 @@ use crate::core::store::Store;
 use crate::core::Shared;
 use async_trait::async_trait;
 use serde_json::Value;
-use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite};
+use trellis_planner::cloud::{self, Call, CloudError, CloudRead, CloudWrite, Sent};
 
 impl From<sled::Error> for SimError {
     /// sled's own texts carry Debug output (`offset None backtrace ()`); say what happened and what to do.
@@ -220,11 +225,34 @@ impl CloudRead for ArmSim {
 
 #[async_trait]
 impl CloudWrite for ArmSim {
-    async fn put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        self.arm_put(id, body).await
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        let pre = Precondition::if_none_match_any();
+        self.put_if(id, body, &pre).await.map_err(|e| arm_refusal(e, Sent::IfNoneMatch))
     }
 
-    async fn delete(&self, id: &str) -> Result<(), CloudError> {
-        self.arm_delete(id).await
+    async fn update(&self, id: &str, body: Value, pre: &cloud::Precondition) -> Result<Value, CloudError> {
+        self.put_if(id, body, &condition(pre)).await.map_err(|e| arm_refusal(e, Sent::of(pre)))
+    }
+
+    async fn remove(&self, id: &str, pre: &cloud::Precondition) -> Result<(), CloudError> {
+        self.delete_if(id, &condition(pre)).await.map_err(|e| arm_refusal(e, Sent::of(pre)))
+    }
+}
+
+/// The engine's precondition as the simulator's `If-Match` header.
+fn condition(pre: &cloud::Precondition) -> Precondition {
+    match pre {
+        cloud::Precondition::None => Precondition::none(),
+        cloud::Precondition::IfMatch(etag) => Precondition::if_match(etag),
+    }
+}
+
+/// ARM's refusals of a write, classified by the condition it was sent with.
+fn arm_refusal(e: CloudError, sent: Sent) -> CloudError {
+    match e {
+        CloudError::Rejected { target, status, code, message } => {
+            CloudError::arm_refusal(&target, status, code, message, sent)
+        }
+        other => other,
     }
 }

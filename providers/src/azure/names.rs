@@ -80,15 +80,11 @@ pub fn address(kind: Kind, scope: &str, name: &str) -> String {
 /// re-attached in another casing therefore renders the same id, status and `azure.json`.
 pub fn canonical_reference(reference: &str, own_id: Option<&str>, configured_groups: &[&str]) -> String {
     let base = own_id.filter(|own| own.eq_ignore_ascii_case(reference)).unwrap_or(reference);
-    let mut parts: Vec<&str> = base.split('/').collect();
-    if let Some(i) = parts.iter().position(|p| p.eq_ignore_ascii_case("resourceGroups")) {
-        if let Some(rg) = parts.get(i + 1).copied() {
-            if let Some(configured) = configured_groups.iter().find(|c| c.eq_ignore_ascii_case(rg)) {
-                parts[i + 1] = configured;
-            }
-        }
+    let Ok(parsed) = trellis_planner::ids::ArmId::parse(base) else { return base.to_string() };
+    match parsed.resource_group().and_then(|rg| configured_groups.iter().find(|c| c.eq_ignore_ascii_case(rg))) {
+        Some(configured) => parsed.with_resource_group(configured).to_string(),
+        None => base.to_string(),
     }
-    parts.join("/")
 }
 
 /// A parsed ARM id of a top-level resource or a direct child (subnet, rule, route).
@@ -103,32 +99,22 @@ pub struct ArmId {
     pub parent: Option<String>,
 }
 
-/// Parses `/subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}/{name}[/{child}/{name}]`.
+/// Parses `/subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}/{name}[/{child}/{name}]`
+/// (with [`trellis_planner::ids::ArmId`], the workspace's one ARM id parser).
 pub fn parse_id(id: &str) -> Option<ArmId> {
-    let parts: Vec<&str> = id.trim_matches('/').split('/').collect();
-    let at = |i: usize, want: &str| parts.get(i).is_some_and(|p| p.eq_ignore_ascii_case(want));
-    if !(at(0, "subscriptions") && at(2, "resourceGroups") && at(4, "providers")) {
-        return None;
-    }
-    let (subscription, resource_group) = (parts.get(1)?.to_string(), parts.get(3)?.to_string());
-    let namespace = parts.get(5)?;
-    match parts.len() {
-        8 => Some(ArmId {
-            subscription,
-            resource_group,
-            rtype: format!("{namespace}/{}", parts[6]),
-            name: parts[7].to_string(),
-            parent: None,
-        }),
-        10 => Some(ArmId {
-            subscription,
-            resource_group,
-            rtype: format!("{namespace}/{}/{}", parts[6], parts[8]),
-            name: parts[9].to_string(),
-            parent: Some(parts[7].to_string()),
-        }),
-        _ => None,
-    }
+    let parsed = trellis_planner::ids::ArmId::parse(&format!("/{}", id.trim_matches('/'))).ok()?;
+    let parent = match parsed.depth() {
+        8 => None,
+        10 => Some(parsed.parent()?.name().to_string()),
+        _ => return None,
+    };
+    Some(ArmId {
+        subscription: parsed.subscription().to_string(),
+        resource_group: parsed.resource_group()?.to_string(),
+        rtype: parsed.rtype(),
+        name: parsed.name().to_string(),
+        parent,
+    })
 }
 
 #[cfg(test)]

@@ -84,31 +84,13 @@ pub struct ArmId {
 }
 
 impl ArmId {
-    /// Parses an ARM id; the error says what is wrong and what shape is expected.
+    /// Parses an ARM id with the workspace's one parser ([`trellis_planner::ids::ArmId`]); the error
+    /// says what is wrong and what shape is expected.
     pub fn parse(id: &str) -> Result<ArmId, String> {
-        const SHAPE: &str = "expected /subscriptions/{subscription}[/resourceGroups/{group}[/providers/{Namespace}/{type}/{name}[/{childType}/{childName}]…]]";
-        let trimmed = id.trim();
-        let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-        let Some(rest) = trimmed.strip_prefix('/') else {
-            return Err(format!("'{id}' is not an ARM id: it does not start with '/'; {SHAPE}"));
-        };
-        let segments: Vec<String> = rest.split('/').map(str::to_string).collect();
-        if segments.iter().any(String::is_empty) {
-            return Err(format!("'{id}' is not an ARM id: it has an empty segment ('//'); {SHAPE}"));
-        }
-        let keyword = |i: usize, word: &str| segments.get(i).is_some_and(|s| s.eq_ignore_ascii_case(word));
-        let ok = match segments.len() {
-            2 => keyword(0, "subscriptions"),
-            4 => keyword(0, "subscriptions") && keyword(2, "resourceGroups"),
-            n if n >= 8 && n % 2 == 0 => {
-                keyword(0, "subscriptions") && keyword(2, "resourceGroups") && keyword(4, "providers")
-            }
-            _ => false,
-        };
-        if !ok {
-            return Err(format!("'{id}' is not an ARM id; {SHAPE}"));
-        }
-        Ok(ArmId { raw: trimmed.to_string(), segments })
+        let parsed = trellis_planner::ids::ArmId::parse(id)?;
+        let raw = parsed.as_str().to_string();
+        let segments = raw[1..].split('/').map(str::to_string).collect();
+        Ok(ArmId { raw, segments })
     }
 
     /// The id as written (casing preserved).

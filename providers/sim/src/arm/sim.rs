@@ -77,14 +77,6 @@ impl ArmSim {
         self.core.call("LIST", format!("{parent}/{rtype}"), |store| Ok((rules::list(store, parent, rtype)?, 200))).await
     }
 
-    pub(crate) async fn arm_put(&self, id: &str, body: Value) -> Result<Value, CloudError> {
-        self.core.call_in("PUT", id.to_string(), rules::write_scope(id), |store| rules::put(store, id, body)).await
-    }
-
-    pub(crate) async fn arm_delete(&self, id: &str) -> Result<(), CloudError> {
-        self.delete_with(id, &Precondition::none()).await
-    }
-
     /// DELETE; a resource group's is a long-running operation (see
     /// `rules::resource_group_delete_accept`) that this call waits for.
     async fn delete_with(&self, id: &str, precondition: &Precondition) -> Result<(), CloudError> {

@@ -1,0 +1,324 @@
+//! Id schemes: how a provider's resource ids compare, what contains what, and which writes the cloud
+//! serialises.
+//!
+//! The engine never compares ids as strings: it asks the provider's [`IdScheme`] for a [`IdScheme::key`]
+//! (map keys, equality). ARM ids are case-insensitive ([`ArmIds`]: `…/resourceGroups/RG/…` and
+//! `…/resourcegroups/rg/…` are one resource); GCE selfLinks are not ([`GceIds`]: `…/networks/Net` and
+//! `…/networks/net` are two). Ids keep the spelling they were written with everywhere else (plan
+//! node ids, messages); only keys are normalised.
+//!
+//! [`ArmId`] is the one parser of ARM ids in the workspace.
+
+use std::fmt;
+
+/// How a provider's ids behave. Object-safe, so the executor can hold a `&dyn IdScheme`.
+pub trait IdScheme: Send + Sync {
+    /// The key under which two ids are the same resource (map keys, equality).
+    fn key(&self, id: &str) -> String;
+
+    /// Whether `a` and `b` name the same resource.
+    fn same(&self, a: &str, b: &str) -> bool {
+        self.key(a) == self.key(b)
+    }
+
+    /// The id of the containing resource (ARM: a subnet's VNet, a VNet's resource group), `None` at
+    /// the top or for an id the scheme cannot read.
+    fn parent(&self, id: &str) -> Option<String>;
+
+    /// The key of the resource whose writes the cloud serialises with writes to `id`: the executor
+    /// writes one resource of a scope at a time. ARM serialises the writes to the children of one
+    /// resource (two subnets of one VNet at once: 409 `AnotherOperationInProgress`), so a nested
+    /// resource's scope is its parent, and a top-level resource is a scope of its own.
+    fn write_scope(&self, id: &str) -> String;
+
+    /// The id as shown to users: as written.
+    fn display<'a>(&self, id: &'a str) -> &'a str {
+        id
+    }
+}
+
+/// ARM ids: case-insensitive; nested resources' writes are serialised per parent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArmIds;
+
+impl IdScheme for ArmIds {
+    /// The id in lowercase, without surrounding spaces and a trailing `/` (what [`ArmId::key`] gives
+    /// for a valid id; anything else — a list target, a placeholder — is compared the same way).
+    fn key(&self, id: &str) -> String {
+        let id = id.trim();
+        id.strip_suffix('/').unwrap_or(id).to_ascii_lowercase()
+    }
+
+    fn parent(&self, id: &str) -> Option<String> {
+        Some(ArmId::parse(id).ok()?.parent()?.as_str().to_string())
+    }
+
+    fn write_scope(&self, id: &str) -> String {
+        match ArmId::parse(id) {
+            Ok(parsed) if parsed.is_child() => parsed.parent().map_or_else(|| parsed.key(), |p| p.key()),
+            _ => self.key(id),
+        }
+    }
+}
+
+/// GCE selfLinks (`https://www.googleapis.com/compute/v1/projects/{p}/global/networks/{n}`, or the
+/// same path without the origin): case-sensitive, as GCE compares them; no write serialisation
+/// beyond the resource itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GceIds;
+
+impl GceIds {
+    /// The path from `projects/` on, without a trailing `/`: the same resource whatever the API
+    /// origin and version prefix.
+    fn path(id: &str) -> &str {
+        let id = id.trim().trim_end_matches('/');
+        match id.find("/projects/") {
+            Some(i) => &id[i + 1..],
+            None => id.strip_prefix('/').unwrap_or(id),
+        }
+    }
+}
+
+impl IdScheme for GceIds {
+    fn key(&self, id: &str) -> String {
+        GceIds::path(id).to_string()
+    }
+
+    fn parent(&self, id: &str) -> Option<String> {
+        // projects/{p}/{global | regions/{r} | zones/{z}}/{collection}/{name}: the scope above the
+        // collection (`projects/p/regions/r`), then the project.
+        let path = GceIds::path(id);
+        let segments: Vec<&str> = path.split('/').collect();
+        if segments.len() < 4 || segments[0] != "projects" {
+            return None;
+        }
+        Some(segments[..segments.len() - 2].join("/"))
+    }
+
+    fn write_scope(&self, id: &str) -> String {
+        self.key(id)
+    }
+}
+
+/// A parsed ARM id.
+///
+/// An ARM id is `/subscriptions/{s}` (a subscription), `/subscriptions/{s}/resourceGroups/{rg}` (a
+/// resource group) or `/subscriptions/{s}/resourceGroups/{rg}/providers/{Namespace}/{type}/{name}`
+/// followed by any number of `/{childType}/{childName}` pairs. ARM compares ids case-insensitively;
+/// an [`ArmId`] keeps the casing it was written with and offers a lowercased [`ArmId::key`] for lookups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArmId {
+    /// The id as written, without surrounding spaces and a trailing `/`.
+    raw: String,
+    /// The `/`-separated segments of `raw` (without the leading empty one).
+    segments: Vec<String>,
+}
+
+/// What an ARM id looks like, for error messages.
+pub const ARM_ID_SHAPE: &str = "expected /subscriptions/{subscription}[/resourceGroups/{group}[/providers/{Namespace}/{type}/{name}[/{childType}/{childName}]…]]";
+
+impl ArmId {
+    /// Parses an ARM id; the error says what is wrong and what shape is expected.
+    pub fn parse(id: &str) -> Result<ArmId, String> {
+        let trimmed = id.trim();
+        let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+        let Some(rest) = trimmed.strip_prefix('/') else {
+            return Err(format!("'{id}' is not an ARM id: it does not start with '/'; {ARM_ID_SHAPE}"));
+        };
+        let segments: Vec<String> = rest.split('/').map(str::to_string).collect();
+        if segments.iter().any(String::is_empty) {
+            return Err(format!("'{id}' is not an ARM id: it has an empty segment ('//'); {ARM_ID_SHAPE}"));
+        }
+        let keyword = |i: usize, word: &str| segments.get(i).is_some_and(|s| s.eq_ignore_ascii_case(word));
+        let ok = match segments.len() {
+            2 => keyword(0, "subscriptions"),
+            4 => keyword(0, "subscriptions") && keyword(2, "resourceGroups"),
+            n if n >= 8 && n % 2 == 0 => {
+                keyword(0, "subscriptions") && keyword(2, "resourceGroups") && keyword(4, "providers")
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("'{id}' is not an ARM id; {ARM_ID_SHAPE}"));
+        }
+        Ok(ArmId { raw: trimmed.to_string(), segments })
+    }
+
+    /// The id as written (casing preserved).
+    pub fn as_str(&self) -> &str {
+        &self.raw
+    }
+
+    /// The lookup key: the id in lowercase.
+    pub fn key(&self) -> String {
+        self.raw.to_ascii_lowercase()
+    }
+
+    pub fn subscription(&self) -> &str {
+        &self.segments[1]
+    }
+
+    /// The resource group name, unless this is a subscription id.
+    pub fn resource_group(&self) -> Option<&str> {
+        self.segments.get(3).map(String::as_str)
+    }
+
+    /// The last name in the id (the subscription id for a subscription).
+    pub fn name(&self) -> &str {
+        self.segments.last().expect("an ARM id has at least two segments")
+    }
+
+    /// The REST type as written in the id (`Microsoft.Network/virtualNetworks/subnets` for a subnet,
+    /// `Microsoft.Resources/resourceGroups` for a resource group).
+    pub fn rtype(&self) -> String {
+        match self.segments.len() {
+            2 => "Microsoft.Resources/subscriptions".to_string(),
+            4 => "Microsoft.Resources/resourceGroups".to_string(),
+            _ => {
+                let mut t = self.segments[5].clone();
+                for pair in self.segments[6..].chunks(2) {
+                    t.push('/');
+                    t.push_str(&pair[0]);
+                }
+                t
+            }
+        }
+    }
+
+    /// Whether this is a nested resource (a subnet, a rule, …) rather than a top-level one.
+    pub fn is_child(&self) -> bool {
+        self.segments.len() > 8
+    }
+
+    /// The containing resource: the parent resource for a child, the resource group for a
+    /// top-level resource, the subscription for a resource group; `None` for a subscription.
+    pub fn parent(&self) -> Option<ArmId> {
+        match self.segments.len() {
+            2 => None,
+            4 => Some(self.prefix(2)),
+            8 => Some(self.prefix(4)),
+            n => Some(self.prefix(n - 2)),
+        }
+    }
+
+    /// The id of the resource group this id lies in (itself for a resource group).
+    pub fn resource_group_id(&self) -> Option<ArmId> {
+        (self.segments.len() >= 4).then(|| self.prefix(4))
+    }
+
+    /// The segment count: 2 a subscription, 4 a resource group, 8 a top-level resource, 10 its
+    /// direct child (a subnet), and so on.
+    pub fn depth(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The same id with its resource group spelled `group` (the rest as written); a subscription id
+    /// is returned unchanged.
+    pub fn with_resource_group(&self, group: &str) -> ArmId {
+        let mut segments = self.segments.clone();
+        if let Some(rg) = segments.get_mut(3) {
+            *rg = group.to_string();
+        }
+        let raw = format!("/{}", segments.join("/"));
+        ArmId { raw, segments }
+    }
+
+    fn prefix(&self, n: usize) -> ArmId {
+        let segments = self.segments[..n].to_vec();
+        ArmId { raw: format!("/{}", segments.join("/")), segments }
+    }
+}
+
+impl fmt::Display for ArmId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VNET: &str = "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/hub";
+
+    #[test]
+    fn regression_ids_differing_only_in_case_are_one_resource_for_arm_two_for_gce() {
+        let arm = ArmIds;
+        let lower = "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/virtualnetworks/hub";
+        assert!(arm.same(VNET, lower));
+        assert_eq!(arm.key(VNET), arm.key(lower));
+        assert_eq!(arm.key(&format!("{VNET}/")), arm.key(lower), "a trailing / names the same resource");
+
+        let gce = GceIds;
+        let a = "https://www.googleapis.com/compute/v1/projects/p/global/networks/Net";
+        let b = "https://www.googleapis.com/compute/v1/projects/p/global/networks/net";
+        assert!(!gce.same(a, b));
+        assert_ne!(gce.key(a), gce.key(b));
+        assert!(gce.same(a, "projects/p/global/networks/Net"), "the origin and API version are not part of the id");
+    }
+
+    #[test]
+    fn arm_parents_and_write_scopes() {
+        let arm = ArmIds;
+        let subnet = format!("{VNET}/subnets/web");
+        assert_eq!(arm.parent(&subnet).as_deref(), Some(VNET));
+        assert_eq!(arm.parent(VNET).as_deref(), Some("/subscriptions/s/resourceGroups/RG"));
+        assert_eq!(arm.parent("/subscriptions/s"), None);
+        // Two subnets of one VNet (in any spelling) share a write scope: the VNet, with the VNet itself.
+        let other = format!("{}/SUBNETS/db", VNET.to_uppercase());
+        assert_eq!(arm.write_scope(&subnet), arm.write_scope(&other));
+        assert_eq!(arm.write_scope(&subnet), arm.write_scope(VNET));
+        // Top-level resources of one resource group are written independently.
+        let rt = "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Network/routeTables/rt";
+        assert_ne!(arm.write_scope(rt), arm.write_scope(VNET));
+    }
+
+    #[test]
+    fn gce_parents_and_write_scopes() {
+        let gce = GceIds;
+        let sub = "https://compute.googleapis.com/compute/v1/projects/p/regions/europe-west1/subnetworks/nodes";
+        assert_eq!(gce.parent(sub).as_deref(), Some("projects/p/regions/europe-west1"));
+        assert_eq!(gce.parent("projects/p"), None);
+        let other = "projects/p/regions/europe-west1/subnetworks/internal";
+        assert_ne!(gce.write_scope(sub), gce.write_scope(other));
+    }
+
+    #[test]
+    fn parses_resource_group_resource_and_child() {
+        let rg = ArmId::parse("/subscriptions/s/resourcegroups/RG/").unwrap();
+        assert_eq!(rg.as_str(), "/subscriptions/s/resourcegroups/RG");
+        assert_eq!(rg.rtype(), "Microsoft.Resources/resourceGroups");
+        assert_eq!(rg.parent().unwrap().as_str(), "/subscriptions/s");
+
+        let vnet = ArmId::parse(VNET).unwrap();
+        assert_eq!(vnet.parent().unwrap().as_str(), "/subscriptions/s/resourceGroups/RG");
+        assert_eq!(vnet.resource_group(), Some("RG"));
+        assert!(!vnet.is_child());
+
+        let subnet = ArmId::parse(&format!("{VNET}/subnets/web")).unwrap();
+        assert_eq!(subnet.rtype(), "Microsoft.Network/virtualNetworks/subnets");
+        assert_eq!(subnet.parent().unwrap(), vnet);
+        assert_eq!(subnet.name(), "web");
+        assert_eq!(subnet.resource_group_id().unwrap().as_str(), "/subscriptions/s/resourceGroups/RG");
+        assert!(subnet.is_child());
+        assert_eq!(subnet.depth(), 10);
+        assert_eq!(subnet.with_resource_group("rg").as_str(), format!("{VNET}/subnets/web").replace("/RG/", "/rg/"));
+    }
+
+    #[test]
+    fn rejects_malformed_ids() {
+        for bad in [
+            "",
+            "subscriptions/s",
+            "/subscriptions",
+            "/subscriptions/s/resourceGroups",
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network",
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks",
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets",
+            "/subscriptions/s//resourceGroups/rg",
+            "/tenants/t/resourceGroups/rg",
+        ] {
+            assert!(ArmId::parse(bad).is_err(), "{bad} should not parse");
+        }
+    }
+}
