@@ -298,7 +298,8 @@ async fn run(cli: Cli) -> Result<u8> {
 }
 
 fn open(env: &Env, operation: &str) -> Result<Session> {
-    let azure = match env.cloud {
+    // The cloud to talk to instead of the simulator (opened before the state: a bad flag touches nothing).
+    let real_cloud = match env.cloud {
         CloudKind::Azure => Some(azure_cloud(env)?),
         CloudKind::Sim => None,
     };
@@ -312,7 +313,7 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
         write_latency: Duration::from_millis(env.sim_write_latency_ms),
         ..Default::default()
     });
-    if let Some((cloud, subscription)) = azure {
+    if let Some((cloud, subscription)) = real_cloud {
         session.use_cloud(cloud, subscription);
     }
     Ok(session)
@@ -358,8 +359,8 @@ fn validate(inputs: Inputs) -> Result<u8> {
             None => None,
         }
         .unwrap_or_else(|| trellis_state::Workspace::new(&s.id()));
-        if let Err(trellis_providers::azure::AzureError::Invalid(errs)) =
-            trellis_providers::azure::validate(&s.shoot, &ws)
+        if let Err(trellis_providers::provider::ProviderError::Invalid(errs)) =
+            s.provider.validate(s.shoot.as_ref(), &ws)
         {
             failed += 1;
             let mut text = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());

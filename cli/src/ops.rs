@@ -15,8 +15,9 @@ use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
 use trellis_planner::write::WriteLocks;
 use trellis_plans::{Action, Node, Plan, PlanSet};
-use trellis_providers::azure::{self, AzureError, AzureShoot};
-use trellis_providers::manifest::{self, ShootAny};
+use trellis_providers::manifest::{self, ManifestError};
+use trellis_providers::provider::{CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+use trellis_providers::registry::Registry;
 use trellis_sim::{ArmSim, WorldFile};
 use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
 
@@ -102,6 +103,11 @@ impl Session {
         self.subscription.clone()
     }
 
+    /// What the providers' cloud-reading calls need: the account, the retry policy, `--accept-drift`.
+    pub fn cloud_ctx(&self) -> CloudCtx {
+        CloudCtx { account: self.subscription(), retry: self.retry.clone(), accept_drift: self.accept_drift }
+    }
+
     /// Ends the command: keeps the simulated cloud's audit log of a command that writes the cloud
     /// (`apply`, `destroy`, `trellis sim …`; a plan's reads stay in memory, so a plan writes nothing), then
     /// closes the state dir (see [`SledStore::close`]).
@@ -165,10 +171,11 @@ pub fn load_world(path: &Path) -> Result<WorldFile> {
     Ok(WorldFile::parse(&path.display().to_string(), &text)?)
 }
 
-/// One shoot from the manifests.
+/// One shoot from the manifests, with the provider that parsed it.
 pub struct ShootInput {
     pub file: PathBuf,
-    pub shoot: AzureShoot,
+    pub provider: &'static dyn Provider,
+    pub shoot: Box<dyn ProviderShoot>,
 }
 
 impl ShootInput {
@@ -183,26 +190,26 @@ pub fn load_shoots(paths: &[PathBuf]) -> Result<Vec<ShootInput>> {
         bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
     }
     let loaded = manifest::load(paths)?;
-    Ok(loaded
-        .into_iter()
-        .map(|l| match l.shoot {
-            ShootAny::Azure(shoot) => ShootInput { file: l.file, shoot },
-        })
-        .collect())
+    // Seeds load (and are checked) too; nothing plans them yet.
+    if loaded.shoots.is_empty() {
+        return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
+    }
+    Ok(loaded.shoots.into_iter().map(|l| ShootInput { file: l.file, provider: l.provider, shoot: l.shoot }).collect())
 }
 
 /// A planned shoot, ready to show or apply.
 pub struct ShootPlan {
     pub input_file: PathBuf,
-    pub shoot: AzureShoot,
+    pub provider: &'static dyn Provider,
+    pub shoot: Box<dyn ProviderShoot>,
     pub workspace: Workspace,
-    pub planned: azure::Planned,
+    pub planned: Planned,
 }
 
 /// Why some shoots of a fleet could not be planned: each shoot's errors, one per line.
 #[derive(Debug)]
 pub struct FleetError {
-    pub failures: Vec<(String, PathBuf, AzureError)>,
+    pub failures: Vec<(String, PathBuf, ProviderError)>,
 }
 
 impl std::fmt::Display for FleetError {
@@ -213,12 +220,12 @@ impl std::fmt::Display for FleetError {
             }
             write!(f, "{shoot} ({}): {err}", file.display())?;
             match err {
-                AzureError::Invalid(errs) => {
+                ProviderError::Invalid(errs) => {
                     for e in errs {
                         write!(f, "\n{e}")?;
                     }
                 }
-                AzureError::Preflight(errs) => {
+                ProviderError::Preflight(errs) => {
                     for e in errs {
                         write!(f, "\n{e}")?;
                     }
@@ -234,20 +241,19 @@ impl std::error::Error for FleetError {}
 
 /// Plans every shoot (concurrently); reads only.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
-    let sub = session.subscription();
+    let ctx = Arc::new(session.cloud_ctx());
     let cloud = Arc::clone(&session.cloud);
     let mut tasks = tokio::task::JoinSet::new();
     for (i, input) in shoots.into_iter().enumerate() {
         let ws = session.store.load(&input.id())?.unwrap_or_else(|| Workspace::new(&input.id()));
         let cloud = Arc::clone(&cloud);
-        let retry = session.retry.clone();
-        let sub = sub.clone();
-        let accept_drift = session.accept_drift;
+        let ctx = Arc::clone(&ctx);
         tasks.spawn(async move {
+            let (provider, shoot) = (input.provider, input.shoot.as_ref());
             let res = if destroy {
-                azure::plan_destroy(&input.shoot, &ws, cloud.as_ref(), &retry, &sub).await
+                provider.plan_destroy(shoot, &ws, cloud.as_ref(), &ctx).await
             } else {
-                azure::plan(&input.shoot, &ws, cloud.as_ref(), &retry, &sub, accept_drift).await
+                provider.plan(shoot, &ws, cloud.as_ref(), &ctx).await
             };
             (i, input, ws, res)
         });
@@ -260,9 +266,10 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
             Ok(mut planned) => {
                 planned.plan.source = Some(trellis_plans::Source {
                     file: input.file.display().to_string(),
-                    shoot: serde_json::to_value(&input.shoot)?,
+                    shoot: input.shoot.to_json()?,
                 });
-                done.push((i, ShootPlan { input_file: input.file, shoot: input.shoot, workspace, planned }))
+                let ShootInput { file, provider, shoot } = input;
+                done.push((i, ShootPlan { input_file: file, provider, shoot, workspace, planned }))
             }
             Err(e) => failures.push((i, input.id(), input.file, e)),
         }
@@ -277,9 +284,9 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
     Ok(plans)
 }
 
-/// Fleet-wide rules: one technical id per shoot, and a BYO subnet belongs to one shoot only (spec:
-/// "The BYO subnet must not be shared across shoots") — checked across the fleet and against the
-/// shoots already applied in this state.
+/// Fleet-wide rules: one technical id per shoot, then each provider's own rules over its shoots
+/// ([`Provider::check_fleet`]; Azure: a BYO subnet belongs to one shoot only), against the fleet
+/// and the shoots already applied in this state.
 fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for p in plans {
@@ -292,36 +299,27 @@ fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
             );
         }
     }
-    let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in plans {
-        if let Some(subnet) = azure::byo_subnet_of_plan(&p.planned.plan) {
-            users.entry(subnet).or_default().push(format!("{} ({})", p.planned.plan.shoot, p.input_file.display()));
-        }
-    }
-    if !users.is_empty() {
-        let sub = session.subscription();
+    // The workspaces in state of shoots not in this fleet, read only if a provider asks.
+    let applied = || -> Result<Vec<Workspace>, ProviderError> {
+        let mut out = Vec::new();
         for summary in session.store.list()? {
             if seen.contains_key(summary.shoot.as_str()) {
                 continue;
             }
-            let Some(ws) = session.store.load(&summary.shoot)? else { continue };
-            if let Some(subnet) = azure::byo_subnet_of_workspace(&ws, &sub) {
-                if let Some(list) = users.get_mut(&subnet) {
-                    list.push(format!("{} (applied, in state)", summary.shoot));
-                }
-            }
+            out.extend(session.store.load(&summary.shoot)?);
         }
-    }
-    let shared: Vec<String> = users
-        .iter()
-        .filter(|(_, shoots)| shoots.len() > 1)
-        .map(|(subnet, shoots)| format!("subnet {subnet} is referenced by {}", shoots.join(" and ")))
-        .collect();
-    if !shared.is_empty() {
-        bail!(
-            "{}; a BYO subnet (with its route table and NSG) must be dedicated to one shoot, because the shoots' CCMs would delete each other's routes and NSG rules — give each shoot its own subnet",
-            shared.join("; ")
-        );
+        Ok(out)
+    };
+    let ctx = session.cloud_ctx();
+    for provider in Registry::builtin().providers() {
+        let fleet: Vec<FleetShoot<'_>> = plans
+            .iter()
+            .filter(|p| p.provider.type_name() == provider.type_name())
+            .map(|p| FleetShoot { plan: &p.planned.plan, file: &p.input_file })
+            .collect();
+        if !fleet.is_empty() {
+            provider.check_fleet(&fleet, &applied, &ctx)?;
+        }
     }
     Ok(())
 }
@@ -358,7 +356,7 @@ pub struct ShootReport {
     /// After a destroy in user-managed-egress mode: what the CCM and bastion controller left on the
     /// user's NSG and route table (never deleted by trellis), with the command to prune each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub orphans: Vec<azure::orphans::Orphan>,
+    pub orphans: Vec<Orphan>,
 }
 
 /// Called for every node as it starts and ends, for progress display.
@@ -449,8 +447,7 @@ pub async fn apply(
     let ctx = ApplyCtx {
         store: Arc::clone(&session.store),
         cloud: Arc::clone(&session.cloud),
-        retry: session.retry.clone(),
-        subscription: session.subscription(),
+        cloud_ctx: session.cloud_ctx(),
         opts: opts.clone(),
         limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
         write_locks: Arc::new(WriteLocks::default()),
@@ -495,8 +492,7 @@ pub async fn apply(
 struct ApplyCtx {
     store: Arc<SledStore>,
     cloud: Arc<dyn CloudWrite>,
-    retry: RetryPolicy,
-    subscription: String,
+    cloud_ctx: CloudCtx,
     opts: ApplyOptions,
     /// The fleet-wide limit of nodes in flight.
     limit: Arc<tokio::sync::Semaphore>,
@@ -568,7 +564,7 @@ async fn apply_locked(
     let cloud: Arc<dyn CloudWrite> = audited.clone();
     let exec_opts = ExecOptions {
         parallelism: opts.parallelism,
-        retry: ctx.retry.clone(),
+        retry: ctx.cloud_ctx.retry.clone(),
         shared_limit: Some(Arc::clone(&ctx.limit)),
         write_locks: Arc::clone(&ctx.write_locks),
     };
@@ -581,8 +577,7 @@ async fn apply_locked(
     let mut artifacts = None;
     let mut orphans = Vec::new();
     if ok && destroy {
-        let sub = ctx.subscription.clone();
-        match azure::orphans::scan(&p.shoot, audited.as_ref(), &ctx.retry, &sub).await {
+        match p.provider.orphans_after_destroy(p.shoot.as_ref(), audited.as_ref(), &ctx.cloud_ctx).await {
             Ok(found) => orphans = found,
             Err(e) => warnings.push(format!("{}: the orphan report could not be made: {e}", plan.shoot)),
         }
@@ -599,8 +594,11 @@ async fn apply_locked(
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
         // resources but not the new config, so the next apply re-reads and records it.
-        let sub = ctx.subscription.clone();
-        match azure::artifacts_after_apply(&p.shoot, &p.planned.memory, audited.as_ref(), &ctx.retry, &sub).await {
+        let after = p
+            .provider
+            .artifacts_after_apply(p.shoot.as_ref(), &p.planned.memory, audited.as_ref(), &ctx.cloud_ctx)
+            .await;
+        match after {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;
                 ws.outputs = Some(value.clone());
@@ -691,12 +689,14 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             let Some(source) = &p.source else {
                 bail!("{}: the plan file carries no source manifest; re-run `trellis plan --out`", p.shoot);
             };
-            let shoot: AzureShoot = serde_json::from_value(source.shoot.clone()).with_context(|| {
-                format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot)
-            })?;
+            let unreadable =
+                || format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot);
+            let provider_type = source.shoot.pointer("/spec/provider/type").and_then(Value::as_str).unwrap_or_default();
+            let provider = Registry::builtin().get(provider_type).with_context(unreadable)?;
+            let shoot = provider.shoot_from_json(&source.shoot).with_context(unreadable)?;
             // The technical id is made from the name: check it before anything uses it, as loading
             // a manifest does.
-            let errs = trellis_providers::metadata::validate(&shoot.metadata);
+            let errs = trellis_providers::metadata::validate(shoot.metadata());
             if !errs.is_empty() {
                 let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
                 bail!(
@@ -713,7 +713,7 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
                     shoot.technical_id()
                 );
             }
-            Ok(ShootInput { file: PathBuf::from(&source.file), shoot })
+            Ok(ShootInput { file: PathBuf::from(&source.file), provider, shoot })
         })
         .collect()
 }

@@ -52,7 +52,7 @@ fn unknown_infrastructure_config_field_names_file_line_and_column() {
 fn wrong_kind_or_api_version_is_refused() {
     let sb = Sandbox::new();
     for (fixture, found) in [
-        ("wrong-kind.yaml", "found core.gardener.cloud/v1beta1 Seed"),
+        ("wrong-kind.yaml", "found core.gardener.cloud/v1beta1 Shoots"),
         ("wrong-api-version.yaml", "found core.gardener.cloud/v1alpha1 Shoot"),
     ] {
         let file = data(fixture);

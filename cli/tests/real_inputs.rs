@@ -266,3 +266,22 @@ fn regression_world_resources_under_another_subscription_are_refused() {
         .code(0)
         .stdout_has("subscriptionId: \"6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17\"");
 }
+
+#[test]
+fn regression_fleet_with_upstream_seed_example_plans_and_applies_its_shoots() {
+    let sb = Sandbox::new();
+    let fleet = sb.path().join("fleet");
+    std::fs::create_dir(&fleet).expect("fleet dir");
+    std::fs::copy(upstream("gardener-50-seed.yaml"), fleet.join("00-seed.yaml")).expect("copy seed");
+    std::fs::copy(a2(), fleet.join("10-bravo.yaml")).expect("copy shoot");
+    let fleet = fleet.to_str().expect("UTF-8 path");
+    // The Seed loads beside the Shoot; nothing plans it.
+    sb.run(&["validate", "-f", fleet]).code(0).stdout_has("1 shoot(s) valid.");
+    sb.run(&["plan", "-f", fleet]).code(0).stdout_has("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete.");
+    sb.run(&["apply", "-f", fleet, "--auto-approve"]).code(0).stdout_has("shoot--dev--bravo: apply complete.");
+    assert_eq!(sb.workspaces(), ["shoot--dev--bravo"]);
+    // Seeds alone are nothing to plan: the loader's message for no Shoot at all.
+    let seed = upstream("gardener-50-seed.yaml");
+    let run = sb.run(&["plan", "-f", &seed]).code(1);
+    assert_eq!(run.stderr_lines(), vec![format!("error: no Shoot manifests found in {seed}")]);
+}

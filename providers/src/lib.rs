@@ -1,6 +1,11 @@
 //! trellis providers.
 //!
-//! - [`manifest`]: Gardener `Shoot` manifests (core.gardener.cloud/v1beta1) parsed into typed objects.
+//! - [`provider`]: the [`provider::Provider`] trait every provider implements, and the
+//!   provider-neutral shoot ([`provider::ProviderShoot`]) the engine and the CLI hold.
+//! - [`registry`]: the providers by `spec.provider.type` ([`registry::Registry::builtin`]).
+//! - [`manifest`]: Gardener `Shoot` and `Seed` manifests (core.gardener.cloud/v1beta1) parsed into typed
+//!   objects; Shoots dispatched by `spec.provider.type` through the registry.
+//! - [`seed`]: Gardener `Seed` manifests (returned by the loader beside the Shoots; not planned yet).
 //! - [`metadata`]: Gardener's rules for a Shoot's name and namespace (the technical id is made of them).
 //! - [`networking`]: Gardener's rules for a Shoot's `spec.networking` (CIDRs, IP families, CNI type).
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
@@ -12,4 +17,7 @@ pub mod field;
 pub mod manifest;
 pub mod metadata;
 pub mod networking;
+pub mod provider;
+pub mod registry;
+pub mod seed;
 pub mod strict;

@@ -1,4 +1,4 @@
-//! Gardener `Shoot` manifests (`core.gardener.cloud/v1beta1`), parsed into typed objects.
+//! Gardener `Shoot` and `Seed` manifests (`core.gardener.cloud/v1beta1`), parsed into typed objects.
 //!
 //! Every struct here is `deny_unknown_fields`, and every field defaults to its empty value, as
 //! upstream's Go types do: a missing field is for validation to report (with upstream's field
@@ -11,7 +11,8 @@
 //! symbolic link or a directory, is an error naming it, never skipped); a file may hold several
 //! documents separated by `---`. Each document is read twice over the original text, so that every
 //! location points into the file as written: a light pass for `apiVersion`, `kind` and
-//! `spec.provider.type`, then the typed pass for that provider. Then every Shoot's name and
+//! `spec.provider.type`, then the typed pass: a [`Seed`], or a Shoot parsed by the provider the
+//! registry names for its type ([`crate::registry`]). Then every Shoot's name and
 //! namespace are checked ([`crate::metadata::validate`]) before anything computes its technical id.
 
 use std::collections::BTreeMap;
@@ -22,17 +23,21 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 
-use crate::azure;
 use crate::field::ErrorList;
 use crate::metadata;
+use crate::provider::{self, ProviderShoot};
+use crate::registry::{Registry, UnknownProvider};
+pub use crate::seed::Seed;
 use crate::strict::expected_in_words;
 
 /// `apiVersion` of a Shoot.
 pub const SHOOT_API_VERSION: &str = "core.gardener.cloud/v1beta1";
 /// `kind` of a Shoot.
 pub const SHOOT_KIND: &str = "Shoot";
-/// `spec.provider.type` values trellis plans for.
-pub const SUPPORTED_PROVIDER_TYPES: &[&str] = &["azure"];
+/// `apiVersion` of a Seed.
+pub const SEED_API_VERSION: &str = "core.gardener.cloud/v1beta1";
+/// `kind` of a Seed.
+pub const SEED_KIND: &str = "Seed";
 
 /// Any YAML, kept as parsed (the parts of a manifest trellis does not interpret).
 pub type Opaque = serde_json::Value;
@@ -323,43 +328,57 @@ impl<C> Shoot<C> {
     }
 }
 
-/// A Shoot of any supported provider.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ShootAny {
-    Azure(Shoot<azure::api::InfrastructureConfig>),
+/// One Shoot document of one file, parsed by its provider.
+pub struct LoadedShoot {
+    pub file: PathBuf,
+    /// 0-based position of the document in its file (messages count from 1).
+    pub doc_index: usize,
+    /// The provider of its `spec.provider.type`, the only one that reads `shoot`.
+    pub provider: &'static dyn provider::Provider,
+    pub shoot: Box<dyn ProviderShoot>,
 }
 
-impl ShootAny {
+impl LoadedShoot {
     /// `spec.provider.type`.
     pub fn provider_type(&self) -> &'static str {
-        match self {
-            ShootAny::Azure(_) => "azure",
-        }
+        self.provider.type_name()
     }
 
     /// `shoot--<project>--<name>`.
     pub fn technical_id(&self) -> String {
-        match self {
-            ShootAny::Azure(s) => s.technical_id(),
-        }
+        self.shoot.technical_id()
     }
 
     pub fn metadata(&self) -> &ObjectMeta {
-        match self {
-            ShootAny::Azure(s) => &s.metadata,
-        }
+        self.shoot.metadata()
     }
 }
 
-/// One Shoot document of one file.
+impl fmt::Debug for LoadedShoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedShoot")
+            .field("file", &self.file)
+            .field("doc_index", &self.doc_index)
+            .field("provider", &self.provider.type_name())
+            .field("shoot", &self.shoot)
+            .finish()
+    }
+}
+
+/// One Seed document of one file.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Loaded {
+pub struct LoadedSeed {
     pub file: PathBuf,
     /// 0-based position of the document in its file (messages count from 1).
     pub doc_index: usize,
-    /// `spec.provider.type`.
-    pub provider_type: String,
-    pub shoot: ShootAny,
+    pub seed: Seed,
+}
+
+/// What manifests hold: Shoots (by provider) and Seeds, each in path, file and document order.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub shoots: Vec<LoadedShoot>,
+    pub seeds: Vec<LoadedSeed>,
 }
 
 /// Where a document is: `file` alone, or `file: document N` when the file holds several.
@@ -397,24 +416,28 @@ pub enum ManifestError {
         doc: Option<usize>,
         message: String,
     },
+    /// A document of another `apiVersion`/`kind` than a Shoot or a Seed.
     #[error(
-        "{}: document {}: expected apiVersion {SHOOT_API_VERSION}, kind {SHOOT_KIND}; found {} {}",
+        "{}: document {}: expected apiVersion {SHOOT_API_VERSION}, kind {SHOOT_KIND} or {SEED_KIND}; found {} {}",
         file.display(), doc + 1, or_none(api_version), or_none(kind)
     )]
-    NotAShoot { file: PathBuf, doc: usize, api_version: String, kind: String },
+    UnsupportedKind { file: PathBuf, doc: usize, api_version: String, kind: String },
+    /// A Shoot whose `spec.provider.type` no registered provider handles (or that sets none).
+    #[error("{}: document {}: spec.provider.type: {unknown}", file.display(), doc + 1)]
+    UnsupportedProvider { file: PathBuf, doc: usize, unknown: UnknownProvider },
     #[error(
-        "{}: document {}: spec.provider.type: {}; trellis supports: {}",
-        file.display(), doc + 1,
-        if provider_type.is_empty() { "not set".to_string() } else { format!("unsupported provider type {provider_type:?}") },
-        SUPPORTED_PROVIDER_TYPES.join(", ")
-    )]
-    UnsupportedProvider { file: PathBuf, doc: usize, provider_type: String },
-    #[error(
-        "{}: document {}: spec.provider.infrastructureConfig: expected apiVersion {}, kind {} for provider {provider_type}; found {}",
-        file.display(), doc + 1, infrastructure_config_type(provider_type).0, infrastructure_config_type(provider_type).1,
+        "{}: document {}: spec.provider.infrastructureConfig: expected apiVersion {}, kind {} for provider {}; found {}",
+        file.display(), doc + 1, provider.infrastructure_config_type().0, provider.infrastructure_config_type().1, provider.type_name(),
         if api_version.is_empty() && kind.is_empty() { "none (the infrastructureConfig is missing or has neither apiVersion nor kind)".to_string() } else { format!("{} {}", or_none(api_version), or_none(kind)) }
     )]
-    InfrastructureConfig { file: PathBuf, doc: usize, provider_type: &'static str, api_version: String, kind: String },
+    InfrastructureConfig {
+        file: PathBuf,
+        doc: usize,
+        /// The Shoot's provider ([`provider::Provider::infrastructure_config_type`]: what it reads).
+        provider: &'static dyn provider::Provider,
+        api_version: String,
+        kind: String,
+    },
     #[error("{}: no *.yaml or *.yml files in this directory", dir.display())]
     EmptyDir { dir: PathBuf },
     /// `*.yaml`/`*.yml` entries of a fleet directory that cannot be read as files, one line each.
@@ -461,14 +484,6 @@ pub enum UnreadableEntry {
     NotAFile { dir: PathBuf, path: PathBuf },
 }
 
-/// The `apiVersion` and `kind` of a provider's `InfrastructureConfig`.
-pub fn infrastructure_config_type(provider_type: &str) -> (&'static str, &'static str) {
-    match provider_type {
-        "azure" => (azure::api::API_VERSION, azure::api::INFRASTRUCTURE_CONFIG_KIND),
-        _ => ("", ""),
-    }
-}
-
 fn doc_prefix(doc: Option<usize>) -> String {
     doc.map(|d| format!("document {}: ", d + 1)).unwrap_or_default()
 }
@@ -488,7 +503,7 @@ fn or_none(s: &str) -> &str {
 /// `metadata.namespace` are checked ([`metadata::validate`]) before its technical id is used; the
 /// errors of all documents come at once. Two documents with the same technical id are an error
 /// naming both.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
+pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
@@ -499,22 +514,24 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
         }
     }
 
-    let mut loaded: Vec<(Loaded, bool)> = Vec::new();
+    let mut shoots: Vec<(LoadedShoot, bool)> = Vec::new();
+    let mut seeds = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).map_err(|cause| ManifestError::Io { path: file.clone(), cause })?;
         let docs = parse_str(file, &text)?;
-        let multi = docs.len() > 1;
-        loaded.extend(docs.into_iter().map(|d| (d, multi)));
+        let multi = docs.shoots.len() + docs.seeds.len() > 1;
+        shoots.extend(docs.shoots.into_iter().map(|d| (d, multi)));
+        seeds.extend(docs.seeds);
     }
-    if loaded.is_empty() {
+    if shoots.is_empty() && seeds.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() });
     }
 
-    let failures: Vec<(DocRef, ErrorList)> = loaded
+    let failures: Vec<(DocRef, ErrorList)> = shoots
         .iter()
         .map(|(doc, multi)| {
             let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
-            (here, metadata::validate(doc.shoot.metadata()))
+            (here, metadata::validate(doc.metadata()))
         })
         .filter(|(_, errs)| !errs.is_empty())
         .collect();
@@ -523,15 +540,15 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, ManifestError> {
     }
 
     let mut seen: BTreeMap<String, DocRef> = BTreeMap::new();
-    for (doc, multi) in &loaded {
+    for (doc, multi) in &shoots {
         let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
-        let id = doc.shoot.technical_id();
+        let id = doc.technical_id();
         if let Some(first) = seen.get(&id) {
             return Err(ManifestError::DuplicateShoot { technical_id: id, first: first.clone(), second: here });
         }
         seen.insert(id, here);
     }
-    Ok(loaded.into_iter().map(|(d, _)| d).collect())
+    Ok(Loaded { shoots: shoots.into_iter().map(|(d, _)| d).collect(), seeds })
 }
 
 /// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
@@ -584,14 +601,16 @@ impl UnreadableEntry {
     }
 }
 
-/// Parses the Shoots in `text` (the contents of `file`, which only names it in errors).
-/// Empty documents are skipped; no duplicate check across documents (see [`load`]).
-pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> {
+/// Parses the Shoots and Seeds in `text` (the contents of `file`, which only names it in errors).
+/// Empty documents are skipped; no duplicate check across documents (see [`load`]). Shoots are
+/// dispatched by `spec.provider.type` through [`Registry::builtin`].
+pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
+    let registry = Registry::builtin();
     let docs = split_documents(file, text)?;
     let multi = docs.len() > 1;
     // Byte offset of every line start, so each document is sliced out in constant time.
     let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-    let mut out = Vec::new();
+    let mut out = Loaded::default();
     for doc in &docs {
         if doc.is_null {
             continue;
@@ -604,44 +623,47 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>, ManifestError> 
         // Light pass: what is it, and for which provider?
         let head: Head = trellis_planner::yaml::from_str(padded).map_err(parse_err)?;
         let (api_version, kind) = (head.api_version.unwrap_or_default(), head.kind.unwrap_or_default());
-        if api_version != SHOOT_API_VERSION || kind != SHOOT_KIND {
-            return Err(ManifestError::NotAShoot { file: file.to_path_buf(), doc: doc.index, api_version, kind });
-        }
-        let provider = head.spec.and_then(|s| s.provider).unwrap_or_default();
-        let provider_type = provider.type_.unwrap_or_default();
-        // Any YAML here: another provider's config, or upstream's placeholder text, is not ours to read.
-        let infra = provider.infrastructure_config.unwrap_or_default();
-        let type_meta = |key: &str| infra.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        let check_infra = |provider_type: &'static str| {
-            let (a, k) = (type_meta("apiVersion"), type_meta("kind"));
-            if (a.as_str(), k.as_str()) == infrastructure_config_type(provider_type) {
-                return Ok(());
-            }
-            Err(ManifestError::InfrastructureConfig {
-                file: file.to_path_buf(),
-                doc: doc.index,
-                provider_type,
-                api_version: a,
-                kind: k,
-            })
-        };
-
-        // Typed pass.
-        let shoot = match provider_type.as_str() {
-            "azure" => {
-                let shoot: Shoot<azure::api::InfrastructureConfig> = typed(padded).map_err(parse_err)?;
-                check_infra("azure")?;
-                ShootAny::Azure(shoot)
+        match (api_version.as_str(), kind.as_str()) {
+            (SHOOT_API_VERSION, SHOOT_KIND) => {}
+            (SEED_API_VERSION, SEED_KIND) => {
+                let seed: Seed = typed(padded).map_err(parse_err)?;
+                out.seeds.push(LoadedSeed { file: file.to_path_buf(), doc_index: doc.index, seed });
+                continue;
             }
             _ => {
-                return Err(ManifestError::UnsupportedProvider {
+                return Err(ManifestError::UnsupportedKind {
                     file: file.to_path_buf(),
                     doc: doc.index,
-                    provider_type,
+                    api_version,
+                    kind,
                 })
             }
-        };
-        out.push(Loaded { file: file.to_path_buf(), doc_index: doc.index, provider_type, shoot });
+        }
+        let head_provider = head.spec.and_then(|s| s.provider).unwrap_or_default();
+        let provider_type = head_provider.type_.unwrap_or_default();
+        let provider = registry.get(&provider_type).map_err(|unknown| ManifestError::UnsupportedProvider {
+            file: file.to_path_buf(),
+            doc: doc.index,
+            unknown,
+        })?;
+
+        // Typed pass, by the provider.
+        let shoot = provider.parse_shoot(padded).map_err(parse_err)?;
+
+        // Any YAML here: another provider's config, or upstream's placeholder text, is not ours to read.
+        let infra = head_provider.infrastructure_config.unwrap_or_default();
+        let type_meta = |key: &str| infra.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let (a, k) = (type_meta("apiVersion"), type_meta("kind"));
+        if (a.as_str(), k.as_str()) != provider.infrastructure_config_type() {
+            return Err(ManifestError::InfrastructureConfig {
+                file: file.to_path_buf(),
+                doc: doc.index,
+                provider,
+                api_version: a,
+                kind: k,
+            });
+        }
+        out.shoots.push(LoadedShoot { file: file.to_path_buf(), doc_index: doc.index, provider, shoot });
     }
     Ok(out)
 }

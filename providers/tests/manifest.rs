@@ -4,16 +4,14 @@
 use std::path::{Path, PathBuf};
 
 use trellis_providers::azure::api::{InfrastructureConfig, API_VERSION, INFRASTRUCTURE_CONFIG_KIND};
-use trellis_providers::manifest::{self, Loaded, Shoot, ShootAny};
+use trellis_providers::manifest::{self, LoadedShoot, Shoot};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
-fn azure(loaded: &Loaded) -> &Shoot<InfrastructureConfig> {
-    match &loaded.shoot {
-        ShootAny::Azure(s) => s,
-    }
+fn azure(loaded: &LoadedShoot) -> &Shoot<InfrastructureConfig> {
+    loaded.shoot.downcast_ref().expect("an Azure shoot")
 }
 
 /// Writes `files` (name, contents) into a temp dir, loads `load` (names in it; "" = the dir) and
@@ -47,9 +45,9 @@ fn azure_shoot(infra_body: &str) -> String {
 
 #[test]
 fn managed_shoot_parses_typed_with_opaque_parts_kept() {
-    let loaded = manifest::load(&[data("azure-managed.yaml")]).unwrap();
+    let loaded = manifest::load(&[data("azure-managed.yaml")]).unwrap().shoots;
     assert_eq!(loaded.len(), 1);
-    assert_eq!((loaded[0].doc_index, loaded[0].provider_type.as_str()), (0, "azure"));
+    assert_eq!((loaded[0].doc_index, loaded[0].provider_type()), (0, "azure"));
     let shoot = azure(&loaded[0]);
     assert_eq!(shoot.technical_id(), "shoot--dev--payments");
     assert_eq!(shoot.spec.region, "westeurope");
@@ -71,7 +69,7 @@ fn managed_shoot_parses_typed_with_opaque_parts_kept() {
 
 #[test]
 fn byo_shoot_parses_subnet_reference() {
-    let loaded = manifest::load(&[data("azure-byo.yaml")]).unwrap();
+    let loaded = manifest::load(&[data("azure-byo.yaml")]).unwrap().shoots;
     let shoot = azure(&loaded[0]);
     assert_eq!(shoot.technical_id(), "shoot--fin--ledger");
     assert!(!shoot.overlay_enabled());
@@ -85,7 +83,7 @@ fn missing_fields_parse_to_empty_values() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.yaml");
     std::fs::write(&file, azure_shoot("")).unwrap();
-    let loaded = manifest::load(&[file]).unwrap();
+    let loaded = manifest::load(&[file]).unwrap().shoots;
     let shoot = azure(&loaded[0]);
     assert_eq!(shoot.spec.provider.infrastructure_config.networks, Default::default());
     assert_eq!(shoot.spec.region, "");
@@ -94,13 +92,13 @@ fn missing_fields_parse_to_empty_values() {
 
 #[test]
 fn namespace_garden_is_project_garden() {
-    let loaded = manifest::load(&[data("fleet/20-ledger.yml")]).unwrap();
+    let loaded = manifest::load(&[data("fleet/20-ledger.yml")]).unwrap().shoots;
     assert_eq!(loaded[0].shoot.technical_id(), "shoot--garden--ledger");
 }
 
 #[test]
 fn directory_is_a_fleet_of_yaml_files_in_name_order() {
-    let loaded = manifest::load(&[data("fleet")]).unwrap();
+    let loaded = manifest::load(&[data("fleet")]).unwrap().shoots;
     let ids: Vec<String> = loaded.iter().map(|l| l.shoot.technical_id()).collect();
     assert_eq!(ids, vec!["shoot--dev--payments", "shoot--garden--ledger"]);
     assert!(loaded[1].file.ends_with("fleet/20-ledger.yml"));
@@ -116,7 +114,7 @@ fn multi_document_file_yields_every_shoot_and_skips_empty_documents() {
         azure_shoot("      zoned: true\n").replace("name: a", "name: b"),
     );
     std::fs::write(&file, text).unwrap();
-    let loaded = manifest::load(&[file]).unwrap();
+    let loaded = manifest::load(&[file]).unwrap().shoots;
     let docs: Vec<(usize, String)> = loaded.iter().map(|l| (l.doc_index, l.shoot.technical_id())).collect();
     assert_eq!(docs, vec![(0, "shoot--p--a".to_string()), (2, "shoot--p--b".to_string())]);
 }
@@ -175,16 +173,20 @@ fn errors_in_a_multi_document_file_name_the_document() {
 #[test]
 fn wrong_kind_is_rejected() {
     check_err(
-        "apiVersion: core.gardener.cloud/v1beta1\nkind: Seed\nmetadata:\n  name: a\n",
-        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot; found core.gardener.cloud/v1beta1 Seed",
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: CloudProfile\nmetadata:\n  name: a\n",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot or Seed; found core.gardener.cloud/v1beta1 CloudProfile",
+    );
+    check_err(
+        "apiVersion: core.gardener.cloud/v1alpha1\nkind: Seed\nmetadata:\n  name: a\n",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot or Seed; found core.gardener.cloud/v1alpha1 Seed",
     );
     check_err(
         "apiVersion: v1\nkind: ConfigMap\n---\n",
-        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot; found v1 ConfigMap",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot or Seed; found v1 ConfigMap",
     );
     check_err(
         "metadata:\n  name: a\n",
-        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot; found <none> <none>",
+        "<dir>/shoot.yaml: document 1: expected apiVersion core.gardener.cloud/v1beta1, kind Shoot or Seed; found <none> <none>",
     );
 }
 
@@ -337,7 +339,7 @@ fn plain_booleans_and_integers_parse_in_every_typed_field() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shoot.yaml");
     std::fs::write(&file, EVERY_TYPED_FIELD).unwrap();
-    let loaded = manifest::load(&[file]).unwrap();
+    let loaded = manifest::load(&[file]).unwrap().shoots;
     let shoot = azure(&loaded[0]);
     assert_eq!((shoot.metadata.generation, shoot.metadata.deletion_grace_period_seconds), (Some(3), Some(30)));
     let cfg = &shoot.spec.provider.infrastructure_config;
@@ -353,7 +355,7 @@ fn plain_booleans_and_integers_parse_in_every_typed_field() {
     assert_eq!((shoot.spec.provider.workers[0].minimum, shoot.spec.provider.workers[0].maximum), (1, 2));
     // YAML 1.1 booleans written plain are booleans, as in Kubernetes' YAML reader.
     let text = EVERY_TYPED_FIELD.replace("zoned: true", "zoned: yes");
-    let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap();
+    let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap().shoots;
     assert!(azure(&loaded[0]).spec.provider.infrastructure_config.zoned);
 }
 
@@ -486,7 +488,7 @@ fn valid_names_pass() {
     ] {
         let text = azure_shoot("")
             .replace("  name: a\n  namespace: garden-p\n", &format!("  name: {name}\n  namespace: {namespace}\n"));
-        let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap();
+        let loaded = manifest::parse_str(Path::new("s.yaml"), &text).unwrap().shoots;
         assert_eq!(loaded[0].shoot.technical_id(), id);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("s.yaml"), text).unwrap();
@@ -504,7 +506,7 @@ fn upstream(name: &str) -> PathBuf {
 /// Loads an upstream Azure example and runs admission validation on it as a new shoot.
 #[track_caller]
 fn load_and_validate(name: &str) -> Shoot<InfrastructureConfig> {
-    let loaded = manifest::load(&[upstream(name)]).unwrap_or_else(|e| panic!("{name} must load: {e}"));
+    let loaded = manifest::load(&[upstream(name)]).unwrap_or_else(|e| panic!("{name} must load: {e}")).shoots;
     assert_eq!(loaded.len(), 1, "{name}");
     let shoot = azure(&loaded[0]).clone();
     let ws = trellis_state::Workspace::new(&shoot.technical_id());
@@ -563,7 +565,7 @@ fn regression_every_upstream_example_shoot_loads_or_names_its_provider() {
     assert!(files.len() >= 8, "fixtures missing in {}", dir.display());
     for file in files {
         match manifest::load(std::slice::from_ref(&file)) {
-            Ok(loaded) => assert!(loaded.iter().all(|l| l.provider_type == "azure")),
+            Ok(loaded) => assert!(loaded.shoots.iter().all(|l| l.provider_type() == "azure")),
             Err(manifest::ManifestError::UnsupportedProvider { .. }) => {}
             Err(e) => panic!("{} must load: {e}", file.display()),
         }
@@ -584,7 +586,7 @@ fn regression_long_comment_blocks_parse_anywhere() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.yaml");
     std::fs::write(&file, format!("{shoot}---\n{comments}---\n{}", shoot.replace("name: a", "name: b"))).unwrap();
-    let loaded = manifest::load(&[file]).unwrap_or_else(|e| panic!("{e}"));
+    let loaded = manifest::load(&[file]).unwrap_or_else(|e| panic!("{e}")).shoots;
     assert_eq!(loaded.len(), 2);
     let s = azure(&loaded[0]);
     assert_eq!((s.spec.region.as_str(), s.spec.networking.nodes.as_deref()), ("westeurope", Some("10.0.0.0/16")));

@@ -4,16 +4,14 @@
 use std::collections::BTreeMap;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_providers::azure::{desired, names, preflight, render, warnings, AzureShoot, Ctx};
-use trellis_providers::manifest::ShootAny;
 
 const SUB: &str = "00000000-0000-0000-0000-000000000001";
 
 fn shoot(file: &str) -> AzureShoot {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
     let text = std::fs::read_to_string(&path).unwrap();
-    match trellis_providers::manifest::parse_str(&path, &text).unwrap().into_iter().next().unwrap().shoot {
-        ShootAny::Azure(s) => s,
-    }
+    let shoot = trellis_providers::manifest::parse_str(&path, &text).unwrap().shoots.into_iter().next().unwrap().shoot;
+    shoot.downcast_ref::<AzureShoot>().expect("an Azure shoot").clone()
 }
 
 /// Round one fetched, everything absent: a new managed shoot.

@@ -409,7 +409,7 @@ fn fleet_plan(runtime: &Runtime, n: usize, render_json: bool) -> Result<FleetRun
     let mut by_shape: BTreeMap<Shape, (usize, usize)> = BTreeMap::new();
     let mut by_action: BTreeMap<&'static str, usize> = BTreeMap::new();
     for p in &plans {
-        let i: usize = p.shoot.metadata.name[1..].parse().context("generated shoot names are s<number>")?;
+        let i: usize = p.shoot.metadata().name[1..].parse().context("generated shoot names are s<number>")?;
         let e = by_shape.entry(Shape::of(i)).or_default();
         e.0 += 1;
         e.1 += p.planned.plan.nodes.len();

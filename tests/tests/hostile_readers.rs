@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::PlanSet;
-use trellis_providers::azure;
-use trellis_providers::manifest::{self, ShootAny};
+use trellis_providers::manifest;
+use trellis_providers::provider::CloudCtx;
 use trellis_sim::{ArmSim, WorldFile};
 use trellis_state::Workspace;
 
@@ -63,17 +63,9 @@ fn plan_files() -> Vec<(String, String)> {
             sim.sync_world(&WorldFile::parse("world.yaml", &text).unwrap()).unwrap();
         }
         let loaded = manifest::load(&[dir.join("shoot.yaml")]).unwrap();
-        let ShootAny::Azure(shoot) = &loaded[0].shoot;
-        let planned = rt
-            .block_on(azure::plan(
-                shoot,
-                &Workspace::new("x"),
-                &sim,
-                &RetryPolicy::immediate(1),
-                &sim.subscription(),
-                false,
-            ))
-            .unwrap();
+        let l = &loaded.shoots[0];
+        let ctx = CloudCtx { account: sim.subscription(), retry: RetryPolicy::immediate(1), accept_drift: false };
+        let planned = rt.block_on(l.provider.plan(l.shoot.as_ref(), &Workspace::new("x"), &sim, &ctx)).unwrap();
         single.push(planned.plan);
     }
     vec![
@@ -206,11 +198,11 @@ proptest! {
             Ok(loaded) => {
                 // What still parses goes through validation and planning against an empty cloud.
                 let rt = runtime();
-                for l in loaded {
-                    let ShootAny::Azure(shoot) = &l.shoot;
-                    let ws = Workspace::new(&shoot.technical_id());
+                for l in loaded.shoots {
+                    let ws = Workspace::new(&l.technical_id());
                     let sim = ArmSim::in_memory("00000000-0000-0000-0000-000000000000");
-                    let _ = rt.block_on(azure::plan(shoot, &ws, &sim, &RetryPolicy::immediate(1), &sim.subscription(), false));
+                    let ctx = CloudCtx { account: sim.subscription(), retry: RetryPolicy::immediate(1), accept_drift: false };
+                    let _ = rt.block_on(l.provider.plan(l.shoot.as_ref(), &ws, &sim, &ctx));
                 }
             }
         }

@@ -10,6 +10,7 @@
 //! - [`prefixes`]: a subnet's address prefixes in either of ARM's shapes (`addressPrefix`, `addressPrefixes`).
 //!
 //! [`plan`] runs the pipeline for one shoot: validate → discover → pre-flight → desired → diff → artifacts.
+//! [`provider::Azure`] is this module as a [`crate::provider::Provider`] (what the registry holds).
 
 pub mod api;
 pub mod byo;
@@ -19,6 +20,7 @@ pub mod orphans;
 pub mod overlay;
 pub mod prefixes;
 pub mod preflight;
+pub mod provider;
 pub mod render;
 pub mod validation;
 pub mod warnings;
@@ -35,6 +37,9 @@ use trellis_plans::{Mode, Plan, Prior, Provider, Summary, FORMAT_VERSION};
 use trellis_state::Workspace;
 
 pub type AzureShoot = Shoot<InfrastructureConfig>;
+
+/// `spec.provider.type` of an Azure Shoot.
+pub const PROVIDER_TYPE: &str = "azure";
 
 /// Workspace memory key: the zone that kept the single-subnet names after a single → multi-subnet
 /// migration (upstream's `migration.azure.provider.extensions.gardener.cloud/zone` annotation).
@@ -103,13 +108,7 @@ pub enum AzureError {
 }
 
 /// A planned shoot: the plan and what the apply needs to remember.
-pub struct Planned {
-    pub plan: Plan,
-    /// Stored as the workspace's last-applied config after a successful apply.
-    pub last_applied: Value,
-    /// Workspace memory after a successful apply.
-    pub memory: BTreeMap<String, String>,
-}
+pub use crate::provider::Planned;
 
 /// The configuration as kept in state, for update validation and migrations: the
 /// InfrastructureConfig, the networking as provider-azure's mutator leaves it, and the workers.

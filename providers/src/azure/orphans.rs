@@ -11,7 +11,6 @@ use super::api::InfrastructureConfig;
 use super::byo::discovered;
 use super::Ctx;
 use ipnet::IpNet;
-use serde::Serialize;
 use serde_json::Value;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_plans::Kind;
@@ -21,16 +20,8 @@ pub const CCM_RULE_PREFIX: &str = "k8s-azure-lb_";
 /// Suffixes of the bastion controller's four rules.
 pub const BASTION_RULE_SUFFIXES: [&str; 4] = ["-allow-ssh-ipv4", "-allow-ssh-ipv6", "-egress-worker", "-deny-all"];
 
-/// One artifact a runtime writer left behind.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
-pub struct Orphan {
-    pub kind: Kind,
-    pub id: String,
-    /// Who wrote it.
-    pub writer: &'static str,
-    /// The Azure CLI command that removes it.
-    pub prune: String,
-}
+/// One artifact a runtime writer left behind (`prune`: the Azure CLI command that removes it).
+pub use crate::provider::Orphan;
 
 /// The orphans on the BYO subnet's NSG and route table (none in managed mode: those go with the
 /// cluster resource group). The subnet, its NSG and route table must have been fetched.

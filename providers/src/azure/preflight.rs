@@ -31,6 +31,8 @@ impl std::fmt::Display for PreflightError {
     }
 }
 
+impl std::error::Error for PreflightError {}
+
 fn err(rule: &'static str, field: Option<&'static str>, message: String) -> PreflightError {
     PreflightError { rule, field, message }
 }

@@ -2,7 +2,6 @@
 
 use std::path::Path;
 use trellis_providers::azure::AzureShoot;
-use trellis_providers::manifest::ShootAny;
 
 /// The Azure shoot of the one-document manifest `text` (read as the file `path`), after `edit`: (from,
 /// to) replacements, each of which must match.
@@ -13,7 +12,6 @@ pub fn azure_shoot(path: &Path, mut text: String, edit: &[(&str, &str)]) -> Azur
     }
     let loaded = trellis_providers::manifest::parse_str(path, &text)
         .unwrap_or_else(|e| panic!("{} does not load: {e}\n{text}", path.display()));
-    match loaded.into_iter().next().expect("one document").shoot {
-        ShootAny::Azure(s) => s,
-    }
+    let shoot = loaded.shoots.into_iter().next().expect("one document").shoot;
+    shoot.downcast_ref::<AzureShoot>().expect("an Azure shoot").clone()
 }

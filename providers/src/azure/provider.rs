@@ -1,0 +1,140 @@
+//! Azure as a [`Provider`]: each method delegates to the Azure pipeline of this module's parent.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use trellis_planner::cloud::CloudRead;
+use trellis_plans::Artifacts;
+use trellis_state::Workspace;
+
+use super::{AzureError, AzureShoot};
+use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+
+/// The Azure provider, as registered in [`crate::registry`].
+pub static AZURE: Azure = Azure;
+
+/// `spec.provider.type: azure`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Azure;
+
+impl From<AzureError> for ProviderError {
+    fn from(e: AzureError) -> ProviderError {
+        match e {
+            AzureError::Invalid(errs) => ProviderError::Invalid(errs),
+            AzureError::Preflight(errs) => {
+                ProviderError::Preflight(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect())
+            }
+            other => ProviderError::Other(Box::new(other)),
+        }
+    }
+}
+
+impl Azure {
+    /// The Azure shoot behind `shoot`.
+    fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a AzureShoot, ProviderError> {
+        shoot
+            .downcast_ref::<AzureShoot>()
+            .ok_or_else(|| ProviderError::WrongShoot { provider: super::PROVIDER_TYPE, found: shoot.technical_id() })
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Azure {
+    fn type_name(&self) -> &'static str {
+        super::PROVIDER_TYPE
+    }
+
+    fn infrastructure_config_type(&self) -> (&'static str, &'static str) {
+        (super::api::API_VERSION, super::api::INFRASTRUCTURE_CONFIG_KIND)
+    }
+
+    fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
+        let shoot: AzureShoot = trellis_planner::yaml::from_str(text)?;
+        Ok(Box::new(shoot))
+    }
+
+    fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
+        let shoot: AzureShoot = serde_json::from_value(value.clone())?;
+        Ok(Box::new(shoot))
+    }
+
+    fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
+        Ok(super::validate(self.shoot(shoot)?, ws)?)
+    }
+
+    async fn plan(
+        &self,
+        shoot: &dyn ProviderShoot,
+        ws: &Workspace,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Planned, ProviderError> {
+        Ok(super::plan(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account, ctx.accept_drift).await?)
+    }
+
+    async fn plan_destroy(
+        &self,
+        shoot: &dyn ProviderShoot,
+        ws: &Workspace,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Planned, ProviderError> {
+        Ok(super::plan_destroy(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account).await?)
+    }
+
+    async fn artifacts_after_apply(
+        &self,
+        shoot: &dyn ProviderShoot,
+        memory: &BTreeMap<String, String>,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Artifacts, ProviderError> {
+        Ok(super::artifacts_after_apply(self.shoot(shoot)?, memory, cloud, &ctx.retry, &ctx.account).await?)
+    }
+
+    async fn orphans_after_destroy(
+        &self,
+        shoot: &dyn ProviderShoot,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Vec<Orphan>, ProviderError> {
+        Ok(super::orphans::scan(self.shoot(shoot)?, cloud, &ctx.retry, &ctx.account).await?)
+    }
+
+    /// A BYO subnet belongs to one shoot only (spec: "The BYO subnet must not be shared across
+    /// shoots"): checked across the fleet and against the shoots already applied in state.
+    fn check_fleet(
+        &self,
+        fleet: &[FleetShoot<'_>],
+        applied: AppliedShoots<'_>,
+        ctx: &CloudCtx,
+    ) -> Result<(), ProviderError> {
+        let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in fleet {
+            if let Some(subnet) = super::byo_subnet_of_plan(s.plan) {
+                users.entry(subnet).or_default().push(format!("{} ({})", s.plan.shoot, s.file.display()));
+            }
+        }
+        if !users.is_empty() {
+            for ws in applied()? {
+                if let Some(subnet) = super::byo_subnet_of_workspace(&ws, &ctx.account) {
+                    if let Some(list) = users.get_mut(&subnet) {
+                        list.push(format!("{} (applied, in state)", ws.shoot));
+                    }
+                }
+            }
+        }
+        let shared: Vec<String> = users
+            .iter()
+            .filter(|(_, shoots)| shoots.len() > 1)
+            .map(|(subnet, shoots)| format!("subnet {subnet} is referenced by {}", shoots.join(" and ")))
+            .collect();
+        if !shared.is_empty() {
+            return Err(ProviderError::Fleet(format!(
+                "{}; a BYO subnet (with its route table and NSG) must be dedicated to one shoot, because the shoots' CCMs would delete each other's routes and NSG rules — give each shoot its own subnet",
+                shared.join("; ")
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,217 @@
+//! The provider interface: what the engine, the loader and the CLI know about a provider.
+//!
+//! A provider (Azure today) implements [`Provider`] once and registers itself in
+//! [`crate::registry`]; nothing outside the provider's own module names its types. A loaded Shoot is
+//! provider-neutral for everyone else: a [`ProviderShoot`] (the typed manifest, erased) together with
+//! the `&'static dyn Provider` that parsed it and is the only one that reads it.
+//!
+//! Purity: [`Provider::validate`] and [`Provider::check_fleet`] do no I/O. The async methods read
+//! the cloud only through the [`CloudRead`] they are given (discovery), never write it; everything
+//! they compute from what they read is a pure function of (manifest, workspace, observed).
+//! See `docs/dev/writing-a-provider.md`.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+use trellis_planner::cloud::CloudRead;
+use trellis_planner::retry::RetryPolicy;
+use trellis_plans::{Artifacts, Kind, Plan};
+use trellis_state::{StateError, Workspace};
+
+use crate::field::ErrorList;
+use crate::manifest::{ObjectMeta, Shoot};
+
+/// A Shoot parsed by its provider: the typed manifest behind a provider-neutral face. Only the
+/// provider that parsed it looks inside ([`ProviderShoot::as_any`]).
+pub trait ProviderShoot: Any + Send + Sync + fmt::Debug {
+    /// `metadata`.
+    fn metadata(&self) -> &ObjectMeta;
+    /// `shoot--<project>--<name>`: the state key and the cloud-side name prefix.
+    fn technical_id(&self) -> String;
+    /// The manifest as JSON, as a plan file carries it (`source.shoot`); [`Provider::shoot_from_json`]
+    /// reads it back.
+    fn to_json(&self) -> Result<Value, serde_json::Error>;
+    /// For the provider's own downcast.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl dyn ProviderShoot {
+    /// The typed shoot, if it is a `T`.
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        self.as_any().downcast_ref()
+    }
+}
+
+/// Every provider's Shoot is a [`Shoot`] of its InfrastructureConfig.
+impl<C> ProviderShoot for Shoot<C>
+where
+    C: Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn technical_id(&self) -> String {
+        Shoot::technical_id(self)
+    }
+
+    fn to_json(&self) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What every cloud-reading call of a provider needs besides the shoot.
+#[derive(Clone, Debug)]
+pub struct CloudCtx {
+    /// The cloud account the shoots live in (Azure: the subscription id).
+    pub account: String,
+    pub retry: RetryPolicy,
+    /// Take out-of-band changes to the user's own resources on purpose (`--accept-drift`).
+    pub accept_drift: bool,
+}
+
+/// A planned shoot: the plan and what the apply needs to remember.
+pub struct Planned {
+    pub plan: Plan,
+    /// Stored as the workspace's last-applied config after a successful apply.
+    pub last_applied: Value,
+    /// Workspace memory after a successful apply.
+    pub memory: BTreeMap<String, String>,
+}
+
+/// One artifact a runtime writer (a cloud controller) left on the user's resources, which trellis
+/// never deletes: reported after a destroy with the command to prune it.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct Orphan {
+    pub kind: Kind,
+    pub id: String,
+    /// Who wrote it.
+    pub writer: &'static str,
+    /// The command (the cloud's CLI) that removes it.
+    pub prune: String,
+}
+
+/// One planned shoot of a fleet, as the fleet-wide checks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct FleetShoot<'a> {
+    pub plan: &'a Plan,
+    /// The manifest the shoot came from.
+    pub file: &'a Path,
+}
+
+/// The workspaces applied in state for shoots that are not in the fleet being planned (read only
+/// when a fleet-wide check needs them).
+pub type AppliedShoots<'a> = &'a dyn Fn() -> Result<Vec<Workspace>, ProviderError>;
+
+/// Why a provider cannot plan a shoot (or a fleet). Each renders as one line; [`ProviderError::Invalid`]
+/// and [`ProviderError::Preflight`] carry their errors, one per line, for the caller to list.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// Admission validation failed (create or update rules).
+    #[error("{} validation error(s)", .0.len())]
+    Invalid(ErrorList),
+    /// Runtime rules against the observed cloud failed.
+    #[error("{} pre-flight error(s)", .0.len())]
+    Preflight(Vec<Box<dyn std::error::Error + Send + Sync>>),
+    /// A fleet-wide rule is broken (e.g. a resource shared by two shoots).
+    #[error("{0}")]
+    Fleet(String),
+    /// The provider was handed a shoot another provider parsed: a bug in the caller.
+    #[error("bug: provider {provider} was handed a shoot it did not parse ({found}); please report")]
+    WrongShoot { provider: &'static str, found: String },
+    /// Anything else: the cloud, the state, a bug in discovery; the provider's own error.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<StateError> for ProviderError {
+    fn from(e: StateError) -> ProviderError {
+        ProviderError::Other(Box::new(e))
+    }
+}
+
+/// A provider: one `spec.provider.type` of Gardener Shoots.
+///
+/// Object-safe; the registry holds `&'static dyn Provider`. Every method that takes a
+/// [`ProviderShoot`] is given only shoots this provider parsed ([`Provider::parse_shoot`] or
+/// [`Provider::shoot_from_json`]); another one is [`ProviderError::WrongShoot`], never a panic.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync {
+    /// `spec.provider.type` (`azure`).
+    fn type_name(&self) -> &'static str;
+
+    /// `apiVersion` and `kind` of the provider's `spec.provider.infrastructureConfig`; the loader
+    /// refuses a Shoot whose config says otherwise.
+    fn infrastructure_config_type(&self) -> (&'static str, &'static str);
+
+    /// The typed pass over one YAML document (a Shoot of this provider). Errors keep serde-saphyr's
+    /// location; the loader turns them into `file:line:col` messages.
+    fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error>;
+
+    /// A shoot back from [`ProviderShoot::to_json`] (a saved plan's `source.shoot`).
+    fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>;
+
+    /// Admission validation, create and update rules (against `ws.last_applied`); all errors at
+    /// once as [`ProviderError::Invalid`]. No I/O.
+    fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError>;
+
+    /// Plans one shoot: validate → discover (reads through `cloud`) → pre-flight → desired → diff →
+    /// artifacts. Never writes.
+    async fn plan(
+        &self,
+        shoot: &dyn ProviderShoot,
+        ws: &Workspace,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Planned, ProviderError>;
+
+    /// Plans the deletion of one shoot (the provider's delete graph). Never writes.
+    async fn plan_destroy(
+        &self,
+        shoot: &dyn ProviderShoot,
+        ws: &Workspace,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Planned, ProviderError>;
+
+    /// The artifacts rendered again from the cloud as it is after an apply (values only known then),
+    /// with the workspace memory the plan left (`Planned::memory`).
+    async fn artifacts_after_apply(
+        &self,
+        shoot: &dyn ProviderShoot,
+        memory: &BTreeMap<String, String>,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Artifacts, ProviderError>;
+
+    /// After a destroy: what runtime writers left on the user's resources (never deleted by trellis).
+    async fn orphans_after_destroy(
+        &self,
+        shoot: &dyn ProviderShoot,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Vec<Orphan>, ProviderError>;
+
+    /// Fleet-wide rules over this provider's planned shoots (`fleet`) and the shoots already applied
+    /// in state (`applied`, read only if needed). No cloud I/O. [`ProviderError::Fleet`] when broken.
+    fn check_fleet(
+        &self,
+        fleet: &[FleetShoot<'_>],
+        applied: AppliedShoots<'_>,
+        ctx: &CloudCtx,
+    ) -> Result<(), ProviderError>;
+}
+
+impl fmt::Debug for dyn Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Provider({})", self.type_name())
+    }
+}

@@ -1,0 +1,198 @@
+//! Gardener `Seed` manifests (`core.gardener.cloud/v1beta1`), as upstream's
+//! `pkg/apis/core/v1beta1/types_seed.go` defines them (gardener/gardener, commit
+//! b312835d1784c3628983205c05452b2eaa95b645).
+//!
+//! As for Shoots ([`crate::manifest`]): every struct is `deny_unknown_fields` (an unknown field is a
+//! `file:line:col` error), every field defaults to its empty value (a missing one is for validation
+//! to report), and the parts trellis does not interpret yet are [`Opaque`]. The fields the domains
+//! work needs — `spec.provider`, `spec.dns`, `spec.ingress`, `spec.networks`, `spec.backup` — are
+//! typed. Nothing plans Seeds yet; [`crate::manifest::load`] returns them beside the Shoots.
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{ObjectMeta, Opaque};
+
+/// `core.gardener.cloud/v1beta1` `Seed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Seed {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: SeedSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Opaque>,
+}
+
+/// `spec` (`SeedSpec`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SeedSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<Backup>,
+    #[serde(default)]
+    pub dns: SeedDns,
+    #[serde(default)]
+    pub networks: SeedNetworks,
+    #[serde(default)]
+    pub provider: SeedProvider,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<Ingress>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_restrictions: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Opaque>,
+}
+
+/// `spec.backup` (`Backup`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Backup {
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_config: Option<Opaque>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_ref: Option<ObjectReference>,
+}
+
+/// `spec.dns` (`SeedDNS`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SeedDns {
+    /// The DNS provider of the seed's ingress domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<SeedDnsProvider>,
+    /// The seed's internal domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal: Option<SeedDnsProviderConfig>,
+    /// The seed's default domains; the first that matches a Shoot wins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defaults: Vec<SeedDnsProviderConfig>,
+}
+
+/// `spec.dns.provider` (`SeedDNSProvider`). Upstream's `secretRef` is tombstoned: the credentials
+/// are named by `credentialsRef`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SeedDnsProvider {
+    /// E.g. `aws-route53`, `azure-dns`.
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_ref: Option<ObjectReference>,
+}
+
+/// `spec.dns.internal`, `spec.dns.defaults[]` (`SeedDNSProviderConfig`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SeedDnsProviderConfig {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub domain: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    #[serde(default)]
+    pub credentials_ref: ObjectReference,
+}
+
+/// A `corev1.ObjectReference` (credentials: a Secret or a WorkloadIdentity).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjectReference {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_path: Option<String>,
+}
+
+/// `spec.ingress` (`Ingress`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Ingress {
+    /// The ingress domain; immutable once set.
+    #[serde(default)]
+    pub domain: String,
+    #[serde(default)]
+    pub controller: IngressController,
+}
+
+/// `spec.ingress.controller` (`IngressController`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IngressController {
+    /// E.g. `nginx`.
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_config: Option<Opaque>,
+}
+
+/// `spec.networks` (`SeedNetworks`); seed and shoot networks must be disjoint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SeedNetworks {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<String>,
+    #[serde(default)]
+    pub pods: String,
+    #[serde(default)]
+    pub services: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shoot_defaults: Option<ShootNetworks>,
+    #[serde(default, rename = "blockCIDRs", skip_serializing_if = "Vec::is_empty")]
+    pub block_cidrs: Vec<String>,
+    /// `IPv4`, `IPv6`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_families: Vec<String>,
+}
+
+/// `spec.networks.shootDefaults` (`ShootNetworks`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ShootNetworks {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services: Option<String>,
+}
+
+/// `spec.provider` (`SeedProvider`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SeedProvider {
+    /// The seed's infrastructure provider, e.g. `azure`.
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_config: Option<Opaque>,
+    #[serde(default)]
+    pub region: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
+}
