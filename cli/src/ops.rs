@@ -587,20 +587,18 @@ async fn apply_locked(
     } else if ok && destroy {
         ws.resources.clear();
         ws.outputs = None;
-        ws.last_applied = None;
-        ws.memory.clear();
+        ws.provider_state = None;
         blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
     } else if ok {
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
         // resources but not the new config, so the next apply re-reads and records it.
         let sub = ctx.subscription.clone();
-        match azure::artifacts_after_apply(&p.shoot, &p.planned.memory, audited.as_ref(), &ctx.retry, &sub).await {
+        match azure::artifacts_after_apply(&p.shoot, &p.planned.state, audited.as_ref(), &ctx.retry, &sub).await {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;
                 ws.outputs = Some(value.clone());
-                ws.last_applied = Some(p.planned.last_applied.clone());
-                ws.memory = p.planned.memory.clone();
+                ws.set_provider_state(Some(&p.planned.state))?;
                 blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
                 artifacts = Some(value);
             }
