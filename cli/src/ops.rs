@@ -599,6 +599,9 @@ async fn apply_locked(
                 let value = serde_json::to_value(&after)?;
                 ws.outputs = Some(value.clone());
                 ws.set_provider_state(Some(&p.planned.state))?;
+                for (address, id) in &p.planned.forget {
+                    ws.forget_resource(address, id);
+                }
                 blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
                 artifacts = Some(value);
             }

@@ -56,6 +56,10 @@ pub struct Ctx {
     pub overlay: bool,
     /// Σ workers[].maximum.
     pub max_nodes: i64,
+    /// The managed resources the workspace records (trellis created them): the source of the deletion
+    /// of what the configuration no longer wants ([`desired::recorded_deletes`]). Empty where no
+    /// workspace is involved (artifacts after an apply, the orphan report).
+    pub recorded: Vec<desired::Recorded>,
 }
 
 impl Ctx {
@@ -71,7 +75,14 @@ impl Ctx {
             services: shoot.spec.networking.services.clone(),
             overlay: state.overlay.unwrap_or_else(|| shoot.overlay_enabled()),
             max_nodes: shoot.max_nodes(),
+            recorded: Vec::new(),
         }
+    }
+
+    /// This context with the managed resources `ws` records.
+    pub fn with_recorded(mut self, ws: &Workspace) -> Ctx {
+        self.recorded = desired::Recorded::of(ws);
+        self
     }
 
     pub fn annotation(&self, key: &str) -> Option<&str> {
@@ -101,6 +112,9 @@ pub struct Planned {
     pub plan: Plan,
     /// The provider state to store after a successful apply.
     pub state: AzureState,
+    /// Recorded resources to forget after a successful apply, as (address, id): managed resources
+    /// the configuration no longer wants that are already gone from the cloud (no delete node).
+    pub forget: Vec<(String, String)>,
 }
 
 /// The provider state of a workspace, migrated to the current version (empty for a new workspace).
@@ -245,7 +259,7 @@ pub async fn plan(
         }
         state.migrated_zone = Some(z);
     }
-    let ctx = Ctx::new(shoot, subscription, &state);
+    let ctx = Ctx::new(shoot, subscription, &state).with_recorded(ws);
 
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
@@ -263,12 +277,13 @@ pub async fn plan(
     }
     state.byo.update(byo_facts);
     let desired = desired::desired(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure desired"))?;
+    let forget = desired::recorded_gone(&ctx, &desired, &observed).map_err(|e| e.in_stage("azure desired"))?;
     let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
     let artifacts = render::artifacts(cfg, &ctx, &observed, &nodes).map_err(|e| e.in_stage("azure render"))?;
     warnings.extend(warnings::warnings(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure warnings"))?);
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
     state.last_applied = Some(last_applied(shoot));
-    Ok(Planned { plan, state })
+    Ok(Planned { plan, state, forget })
 }
 
 /// The plan document of one shoot; `source` is filled in by the caller, which knows the file.
@@ -324,7 +339,7 @@ pub async fn plan_destroy(
 ) -> Result<Planned, AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
     let mut state = stored_state(ws)?;
-    let ctx = Ctx::new(shoot, subscription, &state);
+    let ctx = Ctx::new(shoot, subscription, &state).with_recorded(ws);
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
     let (ids, lists) =
@@ -336,7 +351,8 @@ pub async fn plan_destroy(
     let artifacts = trellis_plans::Artifacts { infrastructure_status: Value::Null, ..Default::default() };
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());
     state.last_applied = Some(last_applied(shoot));
-    Ok(Planned { plan, state })
+    // A destroy empties the workspace: nothing to forget one by one.
+    Ok(Planned { plan, state, forget: Vec::new() })
 }
 
 /// The BYO subnet a planned shoot uses (its user-owned subnet node), lowercased.
