@@ -56,8 +56,8 @@ pub struct Ctx {
     pub overlay: bool,
     /// Σ workers[].maximum.
     pub max_nodes: i64,
-    /// The managed resources the workspace records (trellis created them): the source of the deletion
-    /// of what the configuration no longer wants ([`desired::recorded_deletes`]). Empty where no
+    /// The resources the workspace records, with their owners: the source of the deletion of the
+    /// managed ones the configuration no longer wants ([`desired::recorded_deletes`]). Empty where no
     /// workspace is involved (artifacts after an apply, the orphan report).
     pub recorded: Vec<desired::Recorded>,
 }
@@ -79,7 +79,7 @@ impl Ctx {
         }
     }
 
-    /// This context with the managed resources `ws` records.
+    /// This context with the resources `ws` records.
     pub fn with_recorded(mut self, ws: &Workspace) -> Ctx {
         self.recorded = desired::Recorded::of(ws);
         self

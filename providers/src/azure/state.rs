@@ -38,8 +38,9 @@ pub struct AzureState {
 
 /// The shoot's spec as last applied: the InfrastructureConfig, the networking as provider-azure's
 /// mutator left it, and the workers. Every update rule and the mutator read the old shoot from here.
+/// Other keys are ignored, as trellis always read this value (a key it does not know is no old spec).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct LastApplied {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infrastructure_config: Option<InfrastructureConfig>,
