@@ -587,8 +587,7 @@ async fn apply_locked(
     } else if ok && destroy {
         ws.resources.clear();
         ws.outputs = None;
-        ws.last_applied = None;
-        ws.memory.clear();
+        ws.provider_state = None;
         blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
     } else if ok {
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
@@ -596,14 +595,16 @@ async fn apply_locked(
         // resources but not the new config, so the next apply re-reads and records it.
         let after = p
             .provider
-            .artifacts_after_apply(p.shoot.as_ref(), &p.planned.memory, audited.as_ref(), &ctx.cloud_ctx)
+            .artifacts_after_apply(p.shoot.as_ref(), &p.planned.state, audited.as_ref(), &ctx.cloud_ctx)
             .await;
         match after {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;
                 ws.outputs = Some(value.clone());
-                ws.last_applied = Some(p.planned.last_applied.clone());
-                ws.memory = p.planned.memory.clone();
+                ws.provider_state = Some(p.planned.state.clone());
+                for (address, id) in &p.planned.forget {
+                    ws.forget_resource(address, id);
+                }
                 blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
                 artifacts = Some(value);
             }

@@ -370,7 +370,10 @@ fn state_list_show_and_unlock() {
     assert_eq!(resources.len(), 5);
     assert!(resources.keys().all(|a| a.starts_with("azure.") && a.contains(ALPHA)), "{resources:?}");
     assert!(resources.values().all(|r| r["ownership"] == "managed"));
-    assert_eq!(ws["last_applied"]["infrastructureConfig"]["networks"]["workers"], "10.250.0.0/19");
+    assert_eq!(
+        ws["provider_state"]["data"]["last_applied"]["infrastructureConfig"]["networks"]["workers"],
+        "10.250.0.0/19"
+    );
 
     // Unknown shoot: exit 1 and a hint where to look.
     sb.run(&["state", "show", "shoot--dev--nope"])

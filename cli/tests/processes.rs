@@ -50,7 +50,7 @@ fn a_killed_apply_loses_nothing_and_the_next_apply_converges_without_duplicates(
     let clean = Sandbox::new();
     clean.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
     let expected = resources(&clean);
-    let expected_last_applied = clean.workspace(BRAVO)["last_applied"].clone();
+    let expected_last_applied = clean.workspace(BRAVO)["provider_state"]["data"]["last_applied"].clone();
     assert_eq!(expected.as_object().unwrap().len(), 7);
 
     let sb = Sandbox::new();
@@ -89,7 +89,7 @@ fn a_killed_apply_loses_nothing_and_the_next_apply_converges_without_duplicates(
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     let ws = sb.workspace(BRAVO);
     assert_eq!(ws["resources"], expected, "the same resources as an uninterrupted apply");
-    assert_eq!(ws["last_applied"], expected_last_applied);
+    assert_eq!(ws["provider_state"]["data"]["last_applied"], expected_last_applied);
     let ids: Vec<&str> = ws["resources"].as_object().unwrap().values().map(|r| r["id"].as_str().unwrap()).collect();
     let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
     assert_eq!(ids.len(), unique.len(), "no resource is recorded twice: {ids:?}");

@@ -94,7 +94,10 @@ fn regression_cilium_shoot_keeps_the_overlay_it_was_applied_with() {
     let with_overlay = scenario("C9-byo-subnet-without-route-table/shoot-overlay.yaml");
     sb.run(&["apply", "-f", &with_overlay, "--world", &world, "--auto-approve"]).code(0);
     let ws = sb.workspace("shoot--platform--byo-c9");
-    assert_eq!(ws["last_applied"]["networking"]["providerConfig"]["overlay"]["enabled"], true);
+    assert_eq!(
+        ws["provider_state"]["data"]["last_applied"]["networking"]["providerConfig"]["overlay"]["enabled"],
+        true
+    );
 
     let without = edited(&sb, &with_overlay, "shoot.yaml", &[(OVERLAY_CONFIG, "")]);
     let plan = sb.run(&["plan", "-f", &without, "--world", &world, "--output", "json", "--detailed-exitcode"]).code(0);
@@ -119,7 +122,10 @@ fn a_new_cilium_shoot_without_provider_config_runs_without_overlay() {
     let managed = edited(&sb, &common::a1(), "managed.yaml", &[("type: calico", "type: cilium")]);
     sb.run(&["apply", "-f", &managed, "--auto-approve"]).code(0);
     let ws = sb.workspace("shoot--dev--alpha");
-    assert_eq!(ws["last_applied"]["networking"]["providerConfig"], serde_json::json!({"overlay": {"enabled": false}}));
+    assert_eq!(
+        ws["provider_state"]["data"]["last_applied"]["networking"]["providerConfig"],
+        serde_json::json!({"overlay": {"enabled": false}})
+    );
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn regression_two_concurrent_first_applies_keep_the_winners_state() {
         // The winner's workspace is in the state, and it matches the cloud.
         let ws = sb.workspace(BRAVO);
         assert_eq!(ws["resources"].as_object().expect("resources").len(), 7, "round {round}: {ws}");
-        assert!(ws["last_applied"].is_object(), "round {round}: {ws}");
+        assert!(ws["provider_state"]["data"]["last_applied"].is_object(), "round {round}: {ws}");
         sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0);
     }
 }
@@ -221,12 +221,18 @@ fn regression_a_damaged_state_is_restored_from_its_backup_with_state_push() {
     assert_eq!(restored["lineage"], latest["lineage"]);
     assert_eq!(restored["serial"], 8, "above the backup's serial 7");
     assert_eq!(restored["resources"], latest["resources"], "the backup holds every resource");
-    assert!(restored["last_applied"].is_null(), "the backup is the version before the last commit");
+    assert!(
+        restored["provider_state"]["data"]["last_applied"].is_null(),
+        "the backup is the version before the last commit"
+    );
 
     // The simulated cloud was in the damaged dir too: apply creates it again and records it all.
     sb.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0).stdout_has(&format!("{BRAVO}: apply complete."));
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
-    assert_eq!(sb.workspace(BRAVO)["last_applied"], latest["last_applied"]);
+    assert_eq!(
+        sb.workspace(BRAVO)["provider_state"]["data"]["last_applied"],
+        latest["provider_state"]["data"]["last_applied"]
+    );
 
     // An older file is refused unless forced; a file whose checksum does not match is refused.
     sb.run(&["state", "push", BRAVO, &backup])

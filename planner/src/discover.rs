@@ -190,6 +190,16 @@ impl Observed {
         self.lists.insert(self.list_key(&ListReq::new(parent, rtype)), ids);
     }
 
+    /// Records the answer to a list request directly, as [`Observed::fetch`] would: the items, and
+    /// every covered id the items do not include as absent (tests of a provider's stages).
+    pub fn answer(&mut self, req: &ListReq, items: Vec<Value>) {
+        self.insert_list(&req.parent, &req.rtype, items);
+        for id in &req.covers {
+            let key = self.key(id);
+            self.resources.entry(key).or_insert(None);
+        }
+    }
+
     /// The resource: `Ok(Some)` present, `Ok(None)` looked up and absent, `Err` never looked up.
     pub fn get(&self, id: &str) -> Result<Option<&Value>, NotFetched> {
         match self.resources.get(&self.key(id)) {

@@ -11,7 +11,6 @@
 //! See `docs/dev/writing-a-provider.md`.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -20,7 +19,7 @@ use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Artifacts, Kind, Plan};
-use trellis_state::{StateError, Workspace};
+use trellis_state::{ProviderState, StateError, Workspace};
 
 use crate::field::ErrorList;
 use crate::manifest::{ObjectMeta, Shoot};
@@ -81,10 +80,12 @@ pub struct CloudCtx {
 /// A planned shoot: the plan and what the apply needs to remember.
 pub struct Planned {
     pub plan: Plan,
-    /// Stored as the workspace's last-applied config after a successful apply.
-    pub last_applied: Value,
-    /// Workspace memory after a successful apply.
-    pub memory: BTreeMap<String, String>,
+    /// The provider's state (typed by the provider, stored at its current version) to keep after a
+    /// successful apply: the last-applied configuration and what the plan decided.
+    pub state: ProviderState,
+    /// Recorded resources to forget after a successful apply, as (address, id): managed resources
+    /// the configuration no longer wants that are already gone from the cloud (no delete node).
+    pub forget: Vec<(String, String)>,
 }
 
 /// One artifact a runtime writer (a cloud controller) left on the user's resources, which trellis
@@ -183,11 +184,11 @@ pub trait Provider: Send + Sync {
     ) -> Result<Planned, ProviderError>;
 
     /// The artifacts rendered again from the cloud as it is after an apply (values only known then),
-    /// with the workspace memory the plan left (`Planned::memory`).
+    /// with the provider state the plan left (`Planned::state`).
     async fn artifacts_after_apply(
         &self,
         shoot: &dyn ProviderShoot,
-        memory: &BTreeMap<String, String>,
+        state: &ProviderState,
         cloud: &dyn CloudRead,
         ctx: &CloudCtx,
     ) -> Result<Artifacts, ProviderError>;

@@ -866,6 +866,7 @@ fn regression_project_and_shoot_name_longer_than_21_characters_is_refused_on_cre
     }
     // Upstream checks it on create only: a shoot whose configuration was applied keeps its name.
     let mut applied = new;
-    applied.last_applied = Some(azure::last_applied(&shoot));
+    let state = azure::state::AzureState { last_applied: Some(azure::last_applied(&shoot)), ..Default::default() };
+    applied.set_provider_state(Some(&state)).unwrap();
     azure::validate(&shoot, &applied).unwrap();
 }

@@ -1,7 +1,6 @@
 //! The Azure pipeline's stages read `Observed` strictly: a resource or list discovery never fetched
 //! is a bug (`NotFetched`), never "absent" — no create, no "not found" pre-flight error.
 
-use std::collections::BTreeMap;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_providers::azure::{desired, names, preflight, render, warnings, AzureShoot, Ctx};
 
@@ -27,7 +26,7 @@ fn round1_absent(shoot: &AzureShoot, ctx: &Ctx) -> Observed {
 fn regression_managed_stages_refuse_a_forgotten_round_two() {
     let shoot = shoot("azure-managed.yaml");
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let ctx = Ctx::new(&shoot, SUB, &BTreeMap::new());
+    let ctx = Ctx::new(&shoot, SUB, &Default::default());
     let mut observed = round1_absent(&shoot, &ctx);
     // Round two never ran: the route table (and the rest) were never looked up.
     let rt = names::resource_id(SUB, &ctx.tn, names::rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME);
@@ -52,7 +51,7 @@ fn regression_managed_stages_refuse_a_forgotten_round_two() {
 fn regression_preflight_does_not_call_a_forgotten_user_vnet_missing() {
     let shoot = shoot("azure-byo.yaml");
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let ctx = Ctx::new(&shoot, SUB, &BTreeMap::new());
+    let ctx = Ctx::new(&shoot, SUB, &Default::default());
     let got = preflight::check(cfg, &ctx, &Observed::default());
     assert!(matches!(got, Err(NotFetched::Resource(_))), "never looked up is not 'not found': {got:?}");
     // Looked up and absent: the user's error.
@@ -64,7 +63,7 @@ fn regression_preflight_does_not_call_a_forgotten_user_vnet_missing() {
 fn regression_a_forgotten_fetch_stops_the_plan_as_a_bug() {
     let shoot = shoot("azure-managed.yaml");
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let ctx = Ctx::new(&shoot, SUB, &BTreeMap::new());
+    let ctx = Ctx::new(&shoot, SUB, &Default::default());
     let observed = round1_absent(&shoot, &ctx);
     let err = desired::desired(cfg, &ctx, &observed).unwrap_err().in_stage("azure desired");
     let text = trellis_providers::azure::AzureError::from(err).to_string();

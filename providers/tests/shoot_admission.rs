@@ -71,7 +71,8 @@ fn validate(shoot: &AzureShoot) -> Vec<String> {
 /// A workspace in which `old` (a Calico shoot: the Shoot mutator leaves it alone) was applied.
 fn applied(old: &AzureShoot) -> Workspace {
     let mut ws = Workspace::new(&old.technical_id());
-    ws.last_applied = Some(azure::last_applied(old));
+    let state = azure::state::AzureState { last_applied: Some(azure::last_applied(old)), ..Default::default() };
+    ws.set_provider_state(Some(&state)).unwrap();
     ws.serial = 1;
     ws
 }
@@ -264,10 +265,14 @@ fn a_state_without_recorded_workers_skips_their_update_rules() {
     // Written by a trellis that kept only the InfrastructureConfig and three CIDRs.
     let old = shoot(&[]);
     let mut ws = Workspace::new(&old.technical_id());
-    ws.last_applied = Some(json!({
-        "infrastructureConfig": old.spec.provider.infrastructure_config,
-        "networking": {"nodes": "10.250.0.0/16", "pods": "100.96.0.0/11", "services": "100.64.0.0/13"},
-    }));
+    ws.provider_state = Some(trellis_state::ProviderState {
+        provider: "azure".to_string(),
+        version: 1,
+        data: json!({"last_applied": {
+            "infrastructureConfig": old.spec.provider.infrastructure_config,
+            "networking": {"nodes": "10.250.0.0/16", "pods": "100.96.0.0/11", "services": "100.64.0.0/13"},
+        }, "memory": {}}),
+    });
     let s = shoot(&[("zones: ['1', '2']", "zones: ['2', '1']"), ("    type: calico\n", "    type: cilium\n")]);
     assert_errors(validate_in(&s, &ws), &[], "legacy state");
 }

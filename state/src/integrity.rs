@@ -100,6 +100,15 @@ pub struct WorkspaceFile {
     pub workspace: Workspace,
 }
 
+/// A [`WorkspaceFile`] with the workspace as JSON, to check its checksum before reading it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkspaceFile {
+    #[serde(default)]
+    checksum: Option<String>,
+    workspace: serde_json::Value,
+}
+
 impl WorkspaceFile {
     pub fn new(workspace: Workspace) -> WorkspaceFile {
         WorkspaceFile { checksum: Some(checksum(&workspace)), workspace }
@@ -109,13 +118,16 @@ impl WorkspaceFile {
     /// checksum that does not match the workspace means the file was damaged or edited.
     pub fn parse(source: &str, text: &str) -> Result<Workspace, StateError> {
         let invalid = |detail: String| StateError::InvalidFile { file: source.to_string(), detail };
-        let file: WorkspaceFile = serde_json::from_str(text).map_err(|e| {
+        let expected_json = |e: serde_json::Error| {
             invalid(format!(
                 "{e}; expected the JSON that `trellis state pull` prints: {{\"checksum\": …, \"workspace\": {{…}}}}"
             ))
-        })?;
+        };
+        // The checksum covers the workspace as it was written, which for a file of an earlier trellis is
+        // not the form this one would write (see `WorkspaceRepr`): check it on the JSON as read.
+        let file: RawWorkspaceFile = serde_json::from_str(text).map_err(expected_json)?;
         if let Some(expected) = &file.checksum {
-            let actual = checksum(&file.workspace);
+            let actual = checksum_bytes(&serde_json::to_vec(&file.workspace).map_err(expected_json)?);
             if &actual != expected {
                 return Err(invalid(format!(
                     "its checksum {expected} does not match its workspace ({actual}): the file is damaged or was \
@@ -123,7 +135,7 @@ impl WorkspaceFile {
                 )));
             }
         }
-        Ok(file.workspace)
+        serde_json::from_value(file.workspace).map_err(expected_json)
     }
 }
 

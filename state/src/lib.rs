@@ -4,8 +4,11 @@
 //! # Workspaces, lineage and serial
 //!
 //! There is one [`Workspace`] per shoot, keyed by the shoot's technical id (`shoot--<project>--<name>`).
-//! It holds the configuration as last applied, the resources trellis knows about, the outputs of the
-//! last successful apply and a small key/value memory for provider facts. Two numbers identify a
+//! It holds the resources trellis knows about (with who owns them: the provider deletes managed
+//! resources the configuration no longer wants because they are recorded here), the outputs of the
+//! last successful apply and the provider's own state — the configuration as last applied and the
+//! decisions of earlier plans — typed and versioned by the provider, with migrations from older
+//! versions ([`ProviderState`], [`VersionedState`]; see the `provider` module). Two numbers identify a
 //! version of a workspace:
 //!
 //! * the **lineage**, a UUID v4 made once when the workspace is created ([`Workspace::new`]). A
@@ -174,9 +177,11 @@
 mod dir;
 mod group;
 mod integrity;
+mod provider;
 mod sled_store;
 
 pub use integrity::WorkspaceFile;
+pub use provider::{Migration, ProviderState, VersionedState, LEGACY_PROVIDER};
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
 
@@ -188,6 +193,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Everything trellis remembers about one shoot (technical id `shoot--<project>--<name>`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(from = "WorkspaceRepr")]
 pub struct Workspace {
     /// The shoot's technical id; also the key the workspace is stored under.
     pub shoot: String,
@@ -195,14 +201,53 @@ pub struct Workspace {
     pub lineage: String,
     /// 0 = never committed; incremented by every commit.
     pub serial: u64,
-    /// The shoot configuration as last applied (provider-defined JSON).
-    pub last_applied: Option<serde_json::Value>,
-    /// Address -> resource trellis knows about.
+    /// Address -> resource trellis knows about. The provider's deletion of managed resources the
+    /// configuration no longer wants is driven by these records.
     pub resources: BTreeMap<String, StoredResource>,
     /// Artifacts of the last successful apply.
     pub outputs: Option<serde_json::Value>,
-    /// Provider facts that must survive runs (e.g. a migrated zone).
-    pub memory: BTreeMap<String, String>,
+    /// What the provider must remember between runs (the configuration as last applied, decisions of
+    /// earlier plans), typed and versioned by the provider ([`VersionedState`]); `None` before the
+    /// first apply and after a destroy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_state: Option<ProviderState>,
+}
+
+/// A workspace as stored, by this trellis or an earlier one: workspaces written before provider
+/// state was versioned hold the Azure provider's facts at the top level, as `last_applied` and a
+/// string map `memory`. They are read as version 1 of [`LEGACY_PROVIDER`]'s state; the next commit
+/// writes `provider_state` instead.
+#[derive(Deserialize)]
+struct WorkspaceRepr {
+    shoot: String,
+    lineage: String,
+    serial: u64,
+    resources: BTreeMap<String, StoredResource>,
+    outputs: Option<serde_json::Value>,
+    #[serde(default)]
+    provider_state: Option<ProviderState>,
+    #[serde(default)]
+    last_applied: Option<serde_json::Value>,
+    #[serde(default)]
+    memory: BTreeMap<String, String>,
+}
+
+impl From<WorkspaceRepr> for Workspace {
+    fn from(r: WorkspaceRepr) -> Workspace {
+        let legacy = (r.last_applied.is_some() || !r.memory.is_empty()).then(|| ProviderState {
+            provider: LEGACY_PROVIDER.to_string(),
+            version: 1,
+            data: serde_json::json!({"last_applied": r.last_applied, "memory": r.memory}),
+        });
+        Workspace {
+            shoot: r.shoot,
+            lineage: r.lineage,
+            serial: r.serial,
+            resources: r.resources,
+            outputs: r.outputs,
+            provider_state: r.provider_state.or(legacy),
+        }
+    }
 }
 
 /// A resource trellis knows about: its kind, its cloud id and who owns it.
@@ -241,10 +286,9 @@ impl Workspace {
             shoot: shoot.to_string(),
             lineage: uuid::Uuid::new_v4().to_string(),
             serial: 0,
-            last_applied: None,
             resources: BTreeMap::new(),
             outputs: None,
-            memory: BTreeMap::new(),
+            provider_state: None,
         }
     }
 }
@@ -388,6 +432,12 @@ pub enum StateError {
     /// A workspace document (`state push` input) that cannot be used.
     #[error("{file}: {detail}")]
     InvalidFile { file: String, detail: String },
+    /// The workspace's provider state was written by a newer trellis (see [`VersionedState`]).
+    #[error(
+        "state of workspace {shoot} was written by a newer trellis ({provider} provider state version {version}; \
+         this trellis reads up to version {supported}); upgrade trellis"
+    )]
+    NewerProviderState { shoot: String, provider: String, version: u32, supported: u32 },
     #[error("state I/O error: {0}")]
     Io(String),
 }

@@ -13,12 +13,18 @@ fn open(dir: &Path) -> SledStore {
     SledStore::open(dir, "test").expect("open state dir")
 }
 
+/// Something to change between commits: `outputs[key] = value`.
+fn note(ws: &mut Workspace, key: &str, value: &str) {
+    ws.outputs.get_or_insert_with(|| serde_json::json!({}))[key] = serde_json::json!(value);
+}
+
 /// Commits `n` versions of the shoot's workspace (serials 1..=n) and closes the store.
 fn committed(dir: &Path, n: u64) -> Workspace {
     let store = open(dir);
     let mut ws = store.load(SHOOT).unwrap().unwrap_or_else(|| Workspace::new(SHOOT));
     for _ in 0..n {
-        ws.memory.insert("step".to_string(), format!("{}", ws.serial + 1));
+        let step = format!("{}", ws.serial + 1);
+        note(&mut ws, "step", &step);
         store.commit(&mut ws, "apply").unwrap();
     }
     store.close().unwrap();
@@ -188,7 +194,7 @@ fn regression_the_previous_version_is_kept_as_a_backup_that_push_restores() {
     let previous = WorkspaceFile::parse("backup", &backup).unwrap();
     assert_eq!(previous.serial, 2);
     assert_eq!(previous.lineage, latest.lineage);
-    assert_eq!(previous.memory["step"], "2");
+    assert_eq!(previous.outputs.as_ref().unwrap()["step"], "2");
 
     let store = open(dir);
     // An older version rolls the state back: refused unless forced.
@@ -339,7 +345,7 @@ fn concurrent_commits_are_all_durable_and_each_sees_its_own_serial() {
                 let shoot = format!("shoot--dev--t{t}");
                 let mut ws = Workspace::new(&shoot);
                 for n in 1..=COMMITS {
-                    ws.memory.insert("step".to_string(), n.to_string());
+                    note(&mut ws, "step", &n.to_string());
                     store.commit(&mut ws, "apply").unwrap();
                     assert_eq!(ws.serial, n, "{shoot} sees its own serial");
                     assert_eq!(head_serial(dir, &shoot), n, "{shoot}'s head is written before commit returns");
@@ -352,7 +358,7 @@ fn concurrent_commits_are_all_durable_and_each_sees_its_own_serial() {
                             .unwrap()
                             .unwrap_or_else(|| Workspace::new("shoot--dev--shared"));
                         let before = ws.serial;
-                        ws.memory.insert(format!("t{t}"), before.to_string());
+                        note(&mut ws, &format!("t{t}"), &before.to_string());
                         match store.commit(&mut ws, "apply") {
                             Ok(()) => {
                                 assert_eq!(ws.serial, before + 1);
@@ -376,7 +382,10 @@ fn concurrent_commits_are_all_durable_and_each_sees_its_own_serial() {
     for t in 0..THREADS {
         let shoot = format!("shoot--dev--t{t}");
         let ws = store.load(&shoot).unwrap().expect("stored");
-        assert_eq!((ws.serial, ws.memory["step"].as_str()), (COMMITS, COMMITS.to_string().as_str()));
+        assert_eq!(
+            (ws.serial, ws.outputs.as_ref().unwrap()["step"].as_str()),
+            (COMMITS, Some(COMMITS.to_string().as_str()))
+        );
         assert_eq!(store.history(&shoot).unwrap().len(), COMMITS as usize);
     }
     let shared = store.load("shoot--dev--shared").unwrap().expect("stored");

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use trellis_state::{
-    Acquired, Kind, LockInfo, Ownership, SledStore, StateError, StateStore, StoredResource, Workspace,
+    Acquired, Kind, LockInfo, Ownership, ProviderState, SledStore, StateError, StateStore, StoredResource, Workspace,
 };
 
 const SHOOT: &str = "shoot--dev--alpha";
@@ -28,8 +28,11 @@ fn workspace_with_one_resource() -> Workspace {
             ownership: Ownership::Managed,
         },
     );
-    ws.last_applied = Some(serde_json::json!({"networks": {"vnet": {"cidr": "10.250.0.0/16"}}}));
-    ws.memory.insert("zone".to_string(), "1".to_string());
+    ws.provider_state = Some(ProviderState {
+        provider: "azure".to_string(),
+        version: 2,
+        data: serde_json::json!({"last_applied": {"networks": {"vnet": {"cidr": "10.250.0.0/16"}}}, "migrated_zone": 1}),
+    });
     ws
 }
 
@@ -115,8 +118,8 @@ fn commit_with_a_stale_serial_is_refused_and_writes_nothing() {
     // Two runs read serial 1; the first one commits, the second one is stale.
     let mut first = store.load(SHOOT).unwrap().unwrap();
     let mut second = first.clone();
-    first.memory.insert("by".to_string(), "first".to_string());
-    second.memory.insert("by".to_string(), "second".to_string());
+    first.outputs = Some(serde_json::json!({"by": "first"}));
+    second.outputs = Some(serde_json::json!({"by": "second"}));
     store.commit(&mut first, "apply").unwrap();
 
     let err = store.commit(&mut second, "apply").unwrap_err();

@@ -166,7 +166,7 @@ async fn state_survives_and_records_every_node() {
     assert_eq!(ws.resources.len(), 7, "{:?}", ws.resources.keys().collect::<Vec<_>>());
     let history = s.session.store.history("shoot--dev--bravo").unwrap();
     assert!(history.len() >= 7, "a commit per node plus the final one: {}", history.len());
-    assert!(ws.last_applied.is_some() && ws.outputs.is_some());
+    assert!(ws.provider_state.is_some() && ws.outputs.is_some());
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use trellis_planner::discover::{ListReq, NotFetched, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, SkipSpec, VerifySpec};
 use trellis_plans::{Check, Detach, Kind, Ownership};
+use trellis_state::Workspace;
 
 /// Tags upstream puts on managed public IPs.
 const TAG_MANAGED_BY: &str = "managed-by-gardener";
@@ -148,7 +149,9 @@ pub fn discovery_round2(
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let rg_id = names::resource_group_id(&ctx.sub, &ctx.tn);
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
-    let mut ids = Vec::new();
+    // What state records as made by trellis: whatever the configuration says now, each is either
+    // wanted or a leftover to delete (or to forget, when it is gone).
+    let mut ids: Vec<String> = ctx.recorded.iter().filter(|r| r.managed()).map(|r| r.id.clone()).collect();
     let mut lists = Vec::new();
     if let Some(subnet) = &cfg.networks.subnet {
         // User-managed egress: the route table and NSG come from the subnet's associations.
@@ -234,10 +237,168 @@ pub(super) fn identity(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<Desired>
 
 /// Everything the plan says about an Azure shoot.
 pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
-    if cfg.is_using_user_managed_egress() {
-        return super::byo::desired(cfg, ctx, observed);
+    let mut out = if cfg.is_using_user_managed_egress() {
+        super::byo::desired(cfg, ctx, observed)?
+    } else {
+        managed(cfg, ctx, observed)?
+    };
+    recorded_deletes(ctx, &mut out, true);
+    Ok(out)
+}
+
+/// A resource the workspace records: its address, kind, cloud id and who owns it.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub address: String,
+    pub kind: Kind,
+    pub id: String,
+    pub ownership: Ownership,
+}
+
+impl Recorded {
+    /// Every resource `ws` records with a cloud id.
+    pub fn of(ws: &Workspace) -> Vec<Recorded> {
+        ws.resources
+            .iter()
+            .filter(|(_, r)| !r.id.is_empty())
+            .map(|(address, r)| Recorded {
+                address: address.clone(),
+                kind: r.kind,
+                id: r.id.clone(),
+                ownership: r.ownership,
+            })
+            .collect()
     }
-    managed(cfg, ctx, observed)
+
+    /// Whether trellis created it (and so may delete it).
+    pub fn managed(&self) -> bool {
+        self.ownership == Ownership::Managed
+    }
+}
+
+/// Whether state records `id` as created by trellis.
+fn recorded_managed(ctx: &Ctx, id: &str) -> bool {
+    ctx.recorded.iter().any(|r| r.managed() && r.id.eq_ignore_ascii_case(id))
+}
+
+/// Whether state records `id` as someone else's: a name scan never deletes it.
+fn recorded_foreign(ctx: &Ctx, id: &str) -> bool {
+    ctx.recorded.iter().any(|r| !r.managed() && r.id.eq_ignore_ascii_case(id))
+}
+
+/// Which source found a leftover, for its plan reason.
+fn found_by(ctx: &Ctx, id: &str) -> &'static str {
+    if recorded_managed(ctx, id) {
+        "recorded in state"
+    } else {
+        "found by name: not recorded in state, made by an earlier trellis or by upstream"
+    }
+}
+
+/// The order in which leftovers can go: what uses a resource before the resource (a subnet uses a
+/// NAT gateway, route table and NSG; a NAT gateway its public IPs; everything sits in a resource group).
+fn delete_rank(kind: Kind) -> u8 {
+    match kind {
+        Kind::Subnet | Kind::LoadBalancer => 0,
+        Kind::NatGateway => 1,
+        Kind::VirtualNetwork => 3,
+        Kind::ResourceGroup => 4,
+        _ => 2,
+    }
+}
+
+fn is_delete(d: &Desired) -> bool {
+    matches!(d, Desired::DeleteManaged { .. } | Desired::DeleteRuntime { .. })
+}
+
+/// Deletes of the managed resources state records that nothing in `out` wants and that no node of
+/// `out` deletes already: deletion driven by state, so a resource trellis created is found whatever
+/// its name or resource group (a name scan finds only names derived from the current configuration).
+/// Resources recorded as someone else's are never deleted. With `inside_cluster_group` false (a
+/// destroy, whose resource group deletion takes everything in it), only those outside the cluster
+/// resource group. Each runs after every write of the plan (which detaches what uses it) and after the
+/// deletes of what uses it; deletes of what it uses wait for it.
+pub fn recorded_deletes(ctx: &Ctx, out: &mut Vec<Desired>, inside_cluster_group: bool) {
+    let same = |d: &Desired, id: &str| d.id().is_some_and(|x| x.eq_ignore_ascii_case(id));
+    let leftovers: Vec<&Recorded> = ctx
+        .recorded
+        .iter()
+        .filter(|r| r.managed())
+        .filter(|r| inside_cluster_group || !in_cluster_group(ctx, &r.id))
+        .filter(|r| !out.iter().any(|d| same(d, &r.id)))
+        .collect();
+    if leftovers.is_empty() {
+        return;
+    }
+    let writes: Vec<String> = out
+        .iter()
+        .filter_map(|d| match d {
+            Desired::Managed(m) => Some(m.res.address.clone()),
+            _ => None,
+        })
+        .collect();
+    let deletes: Vec<(u8, String)> = out
+        .iter()
+        .filter(|d| is_delete(d))
+        .filter_map(|d| Some((delete_rank(kind_of(d)?), d.address().to_string())))
+        .chain(leftovers.iter().map(|r| (delete_rank(r.kind), r.address.clone())))
+        .collect();
+    for d in out.iter_mut() {
+        if let Desired::DeleteManaged { res, depends_on, .. } = d {
+            let rank = delete_rank(res.kind);
+            depends_on.extend(leftovers.iter().filter(|r| delete_rank(r.kind) < rank).map(|r| r.address.clone()));
+        }
+    }
+    for r in leftovers {
+        let rank = delete_rank(r.kind);
+        let mut depends_on = writes.clone();
+        depends_on.extend(deletes.iter().filter(|(k, a)| *k < rank && a != &r.address).map(|(_, a)| a.clone()));
+        let (scope, name) = match names::parse_id(&r.id) {
+            Some(p) => (p.resource_group, p.parent.map_or(p.name.clone(), |parent| format!("{parent}/{}", p.name))),
+            None => (String::new(), r.id.clone()),
+        };
+        let what = r.kind.as_str().replace('_', " ");
+        let why = if inside_cluster_group {
+            format!(
+                "{what} trellis created for this shoot (recorded in state) that the configuration no longer asks for"
+            )
+        } else {
+            format!("{what} trellis created for this shoot (recorded in state), outside the cluster resource group")
+        };
+        out.push(Desired::DeleteManaged {
+            res: Resource { address: r.address.clone(), kind: r.kind, name, scope, id: r.id.clone() },
+            depends_on,
+            why,
+        });
+    }
+}
+
+fn kind_of(d: &Desired) -> Option<Kind> {
+    match d {
+        Desired::DeleteManaged { res, .. } | Desired::DeleteRuntime { res, .. } => Some(res.kind),
+        _ => None,
+    }
+}
+
+/// Whether `id` lies in the shoot's cluster resource group (or is that group).
+fn in_cluster_group(ctx: &Ctx, id: &str) -> bool {
+    let group = names::resource_group_id(&ctx.sub, &ctx.tn);
+    id.len() >= group.len()
+        && id[..group.len()].eq_ignore_ascii_case(&group)
+        && (id.len() == group.len() || id.as_bytes()[group.len()] == b'/')
+}
+
+/// The managed resources state records that `desired` does not want and that are gone from the
+/// cloud, as (address, id): nothing to delete, only to forget after the apply.
+pub fn recorded_gone(ctx: &Ctx, desired: &[Desired], observed: &Observed) -> Result<Vec<(String, String)>, NotFetched> {
+    let mut out = Vec::new();
+    for r in ctx.recorded.iter().filter(|r| r.managed()) {
+        let wanted = desired.iter().any(|d| !is_delete(d) && d.id().is_some_and(|x| x.eq_ignore_ascii_case(&r.id)));
+        if !wanted && observed.get(&r.id)?.is_none() {
+            out.push((r.address.clone(), r.id.clone()));
+        }
+    }
+    Ok(out)
 }
 
 fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
@@ -372,13 +533,18 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     let rg_id = names::resource_group_id(&ctx.sub, tn);
     for nat in observed.list(&rg_id, rtype::NAT_GATEWAY)? {
         let Some(name) = nat.get("name").and_then(Value::as_str) else { continue };
-        if name.starts_with(tn) && !wanted_nats.iter().any(|w| w.eq_ignore_ascii_case(name)) {
+        let id = names::resource_id(&ctx.sub, tn, rtype::NAT_GATEWAY, name);
+        if name.starts_with(tn)
+            && !wanted_nats.iter().any(|w| w.eq_ignore_ascii_case(name))
+            && !recorded_foreign(ctx, &id)
+        {
             out.push(Desired::DeleteManaged {
-                res: res(Kind::NatGateway, tn, name, names::resource_id(&ctx.sub, tn, rtype::NAT_GATEWAY, name)),
+                why: format!(
+                    "NAT gateway of this shoot that the configuration no longer asks for ({}; upstream task `ensure nats`)",
+                    found_by(ctx, &id)
+                ),
+                res: res(Kind::NatGateway, tn, name, id),
                 depends_on: subnet_addresses.clone(),
-                why:
-                    "NAT gateway of this shoot that the configuration no longer asks for (upstream task `ensure nats`)"
-                        .to_string(),
             });
         }
     }
@@ -386,17 +552,22 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
         let Some(name) = ip.get("name").and_then(Value::as_str) else { continue };
         let tagged = ip.pointer(&format!("/tags/{TAG_MANAGED_BY}")).is_some()
             && ip.pointer(&format!("/tags/{TAG_SHOOT_NAME}")).is_some();
+        let id = names::resource_id(&ctx.sub, tn, rtype::PUBLIC_IP, name);
         if name.starts_with(tn)
             && tagged
             && !wanted_ips.iter().any(|w| w.eq_ignore_ascii_case(name))
             && !pinned_ips.iter().any(|p| p.eq_ignore_ascii_case(name))
+            && !recorded_foreign(ctx, &id)
         {
             let mut deps = subnet_addresses.clone();
             deps.extend(nat_addresses.iter().cloned());
             out.push(Desired::DeleteManaged {
-                res: res(Kind::PublicIpAddress, tn, name, names::resource_id(&ctx.sub, tn, rtype::PUBLIC_IP, name)),
+                why: format!(
+                    "public IP of this shoot that the configuration no longer asks for ({}; upstream task `ensure public IPs`)",
+                    found_by(ctx, &id)
+                ),
+                res: res(Kind::PublicIpAddress, tn, name, id),
                 depends_on: deps,
-                why: "public IP of this shoot that the configuration no longer asks for (upstream task `ensure public IPs`)".to_string(),
             });
         }
     }
@@ -404,11 +575,18 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     let prefix = names::subnet_name(tn, None, false);
     for s in observed.list(&vnet_id, rtype::SUBNET)? {
         let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
-        if name.starts_with(&prefix) && !subnets.iter().any(|w| w.name.eq_ignore_ascii_case(name)) {
+        let r = subnet_res(ctx, &vnet_rg, &vnet_name, name);
+        if name.starts_with(&prefix)
+            && !subnets.iter().any(|w| w.name.eq_ignore_ascii_case(name))
+            && !recorded_foreign(ctx, &r.id)
+        {
             out.push(Desired::DeleteManaged {
-                res: subnet_res(ctx, &vnet_rg, &vnet_name, name),
+                why: format!(
+                    "worker subnet of this shoot that the configuration no longer asks for ({}; upstream task `ensure subnets`)",
+                    found_by(ctx, &r.id)
+                ),
+                res: r,
                 depends_on: vec![],
-                why: "worker subnet of this shoot that the configuration no longer asks for (upstream task `ensure subnets`)".to_string(),
             });
         }
     }
@@ -547,7 +725,11 @@ pub fn destroy_discovery(
     if observed.get(&vnet_id)?.is_some() {
         lists.push(ListReq::new(vnet_id, rtype::SUBNET));
     }
-    Ok((vec![], lists))
+    // What state records as made by trellis outside the cluster resource group (its deletion takes
+    // the rest).
+    let ids =
+        ctx.recorded.iter().filter(|r| r.managed() && !in_cluster_group(ctx, &r.id)).map(|r| r.id.clone()).collect();
+    Ok((ids, lists))
 }
 
 /// The upstream delete graph (reference §2.4): load balancers and Gardener-named subnets in a user VNet,
@@ -584,14 +766,18 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
                     Ownership::User,
                     "never deleted: your subnet (networks.subnet), with its NSG and route table, stays untouched",
                 ));
-            } else if name.starts_with(tn) {
+            } else if name.starts_with(tn)
+                && !recorded_foreign(ctx, &names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, name))
+            {
                 let r = subnet_res(ctx, &vnet_rg, &vnet_name, name);
                 subnet_addresses.push(r.address.clone());
                 out.push(Desired::DeleteManaged {
+                    why: format!(
+                        "subnet of this shoot in your VNet ({}; upstream task `delete subnets in foreign resource group`)",
+                        found_by(ctx, &r.id)
+                    ),
                     res: r,
                     depends_on: lb_addresses.clone(),
-                    why: "subnet of this shoot in your VNet (upstream task `delete subnets in foreign resource group`)"
-                        .to_string(),
                 });
             }
         }
@@ -611,5 +797,6 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         depends_on: deps,
         why: "the cluster resource group and everything in it: VMs, NICs, disks, public IPs, load balancers, and in managed mode the VNet, route table, NSG and NAT gateways (upstream task `delete resource group`)".to_string(),
     });
+    recorded_deletes(ctx, &mut out, false);
     Ok(out)
 }

@@ -22,13 +22,15 @@ pub mod prefixes;
 pub mod preflight;
 pub mod provider;
 pub mod render;
+pub mod state;
 pub mod validation;
 pub mod warnings;
 
 use crate::field::{ErrorList, Path};
 use crate::manifest::{Networking, Shoot, Worker};
 use api::InfrastructureConfig;
-use serde_json::{json, Value};
+use serde_json::Value;
+use state::{AzureState, LastApplied};
 use std::collections::BTreeMap;
 use trellis_planner::cloud::{CloudError, CloudRead};
 use trellis_planner::discover::{FetchBug, Observed};
@@ -40,15 +42,6 @@ pub type AzureShoot = Shoot<InfrastructureConfig>;
 
 /// `spec.provider.type` of an Azure Shoot.
 pub const PROVIDER_TYPE: &str = "azure";
-
-/// Workspace memory key: the zone that kept the single-subnet names after a single → multi-subnet
-/// migration (upstream's `migration.azure.provider.extensions.gardener.cloud/zone` annotation).
-pub const MEMORY_MIGRATED_ZONE: &str = "azure/migrated-zone";
-
-/// Workspace memory key: whether the CNI runs an overlay (`true`/`false`), as this plan decided it
-/// ([`overlay::overlay_enabled`] of the mutated networking), so the artifacts rendered after the
-/// apply and a later destroy agree with the plan.
-pub const MEMORY_OVERLAY: &str = "azure/overlay";
 
 /// Everything the pure stages need to know about the shoot besides its InfrastructureConfig.
 #[derive(Clone, Debug)]
@@ -63,27 +56,38 @@ pub struct Ctx {
     pub nodes: Option<String>,
     pub pods: Option<String>,
     pub services: Option<String>,
-    /// Whether the CNI runs an overlay (see [`overlay`]): the plan's decision kept in memory
-    /// ([`MEMORY_OVERLAY`]), else `spec.networking.providerConfig.overlay.enabled` (false when absent).
+    /// Whether the CNI runs an overlay (see [`overlay`]): the plan's decision kept in state
+    /// ([`AzureState::overlay`]), else `spec.networking.providerConfig.overlay.enabled` (false when absent).
     pub overlay: bool,
     /// Σ workers[].maximum.
     pub max_nodes: i64,
+    /// The resources the workspace records, with their owners: the source of the deletion of the
+    /// managed ones the configuration no longer wants ([`desired::recorded_deletes`]). Empty where no
+    /// workspace is involved (artifacts after an apply, the orphan report).
+    pub recorded: Vec<desired::Recorded>,
 }
 
 impl Ctx {
-    pub fn new(shoot: &AzureShoot, subscription: &str, memory: &BTreeMap<String, String>) -> Ctx {
+    pub fn new(shoot: &AzureShoot, subscription: &str, state: &AzureState) -> Ctx {
         Ctx {
             tn: shoot.technical_id(),
             sub: subscription.to_string(),
             region: shoot.spec.region.clone(),
-            migrated_zone: memory.get(MEMORY_MIGRATED_ZONE).and_then(|z| z.parse().ok()),
+            migrated_zone: state.migrated_zone,
             annotations: shoot.metadata.annotations.clone(),
             nodes: shoot.spec.networking.nodes.clone(),
             pods: shoot.spec.networking.pods.clone(),
             services: shoot.spec.networking.services.clone(),
-            overlay: memory.get(MEMORY_OVERLAY).map_or_else(|| shoot.overlay_enabled(), |v| v == "true"),
+            overlay: state.overlay.unwrap_or_else(|| shoot.overlay_enabled()),
             max_nodes: shoot.max_nodes(),
+            recorded: Vec::new(),
         }
+    }
+
+    /// This context with the resources `ws` records.
+    pub fn with_recorded(mut self, ws: &Workspace) -> Ctx {
+        self.recorded = desired::Recorded::of(ws);
+        self
     }
 
     pub fn annotation(&self, key: &str) -> Option<&str> {
@@ -100,31 +104,41 @@ pub enum AzureError {
     Preflight(Vec<preflight::PreflightError>),
     #[error(transparent)]
     Cloud(#[from] CloudError),
-    #[error("the last-applied configuration in state cannot be read: {0}; inspect it with `trellis state show`")]
-    State(String),
+    /// The workspace's provider state cannot be read (newer than this trellis, or damaged).
+    #[error(transparent)]
+    State(Box<trellis_state::StateError>),
     /// A stage asked about something discovery never fetched (a bug in the provider's discovery).
     #[error(transparent)]
     Bug(#[from] FetchBug),
 }
 
 /// A planned shoot: the plan and what the apply needs to remember.
-pub use crate::provider::Planned;
+pub struct Planned {
+    pub plan: Plan,
+    /// The provider state to store after a successful apply.
+    pub state: AzureState,
+    /// Recorded resources to forget after a successful apply, as (address, id): managed resources
+    /// the configuration no longer wants that are already gone from the cloud (no delete node).
+    pub forget: Vec<(String, String)>,
+}
+
+/// The provider state of a workspace, migrated to the current version (empty for a new workspace).
+pub fn stored_state(ws: &Workspace) -> Result<AzureState, AzureError> {
+    Ok(ws.provider_state::<AzureState>().map_err(|e| AzureError::State(Box::new(e)))?.unwrap_or_default())
+}
 
 /// The configuration as kept in state, for update validation and migrations: the
 /// InfrastructureConfig, the networking as provider-azure's mutator leaves it, and the workers.
-pub fn last_applied(shoot: &AzureShoot) -> Value {
-    json!({
-        "infrastructureConfig": shoot.spec.provider.infrastructure_config,
-        "networking": shoot.spec.networking,
-        "workers": shoot.spec.provider.workers,
-    })
+pub fn last_applied(shoot: &AzureShoot) -> LastApplied {
+    LastApplied {
+        infrastructure_config: Some(shoot.spec.provider.infrastructure_config.clone()),
+        networking: Some(shoot.spec.networking.clone()),
+        workers: Some(shoot.spec.provider.workers.clone()),
+    }
 }
 
-fn old_config(ws: &Workspace) -> Result<Option<InfrastructureConfig>, AzureError> {
-    match ws.last_applied.as_ref().and_then(|v| v.get("infrastructureConfig")) {
-        None => Ok(None),
-        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| AzureError::State(e.to_string())),
-    }
+fn old_config(state: &AzureState) -> Option<&InfrastructureConfig> {
+    state.last_applied.as_ref()?.infrastructure_config.as_ref()
 }
 
 /// The shoot's spec as last applied, besides the InfrastructureConfig (for the update rules of
@@ -136,16 +150,10 @@ pub struct OldSpec {
     pub workers: Vec<Worker>,
 }
 
-fn old_spec(ws: &Workspace) -> Result<Option<OldSpec>, AzureError> {
-    let Some(applied) = ws.last_applied.as_ref() else { return Ok(None) };
-    let Some(workers) = applied.get("workers") else { return Ok(None) };
-    let state = |e: serde_json::Error| AzureError::State(e.to_string());
-    let workers = serde_json::from_value(workers.clone()).map_err(state)?;
-    let networking = match applied.get("networking") {
-        Some(n) => serde_json::from_value(n.clone()).map_err(state)?,
-        None => Networking::default(),
-    };
-    Ok(Some(OldSpec { networking, workers }))
+fn old_spec(state: &AzureState) -> Option<OldSpec> {
+    let applied = state.last_applied.as_ref()?;
+    let workers = applied.workers.clone()?;
+    Some(OldSpec { networking: applied.networking.clone().unwrap_or_default(), workers })
 }
 
 /// The shoot as Gardener would store it: `spec.networking` after provider-azure's Shoot mutator
@@ -153,7 +161,7 @@ fn old_spec(ws: &Workspace) -> Result<Option<OldSpec>, AzureError> {
 pub fn mutated(shoot: &AzureShoot, ws: &Workspace) -> Result<AzureShoot, AzureError> {
     let mut out = shoot.clone();
     if !shoot.spec.provider.workers.is_empty() {
-        let old = old_spec(ws)?;
+        let old = old_spec(&stored_state(ws)?);
         out.spec.networking = overlay::mutate_networking(&shoot.spec.networking, old.as_ref().map(|o| &o.networking));
     }
     Ok(out)
@@ -172,8 +180,9 @@ pub fn mutated(shoot: &AzureShoot, ws: &Workspace) -> Result<AzureShoot, AzureEr
 ///    workers.
 pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let old = old_config(ws)?;
-    let old_spec = old_spec(ws)?;
+    let stored = stored_state(ws)?;
+    let old = old_config(&stored);
+    let old_spec = old_spec(&stored);
     let workerless = shoot.spec.provider.workers.is_empty();
     let networking_path = Path::new("spec").child("networking");
     let workers_path = Path::new("spec").child("provider").child("workers");
@@ -194,7 +203,7 @@ pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
     }
     errs.extend(validation::validate_infrastructure_config(cfg, shoot));
     if let Some(old) = old {
-        errs.extend(validation::validate_infrastructure_config_update(&old, cfg, shoot));
+        errs.extend(validation::validate_infrastructure_config_update(old, cfg, shoot));
     }
     if !workerless {
         errs.extend(validation::shoot::validate_workers(&shoot.spec.provider.workers, cfg, &workers_path));
@@ -218,15 +227,15 @@ pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
 
 /// The zone that keeps the single-subnet names: remembered, or found now by a single → multi-subnet
 /// migration (the zone whose CIDR equals the old workers CIDR), as upstream's migration webhook does.
-fn migrated_zone(cfg: &InfrastructureConfig, ws: &Workspace) -> Result<Option<i32>, AzureError> {
-    if let Some(z) = ws.memory.get(MEMORY_MIGRATED_ZONE).and_then(|z| z.parse().ok()) {
-        return Ok(Some(z));
+fn migrated_zone(cfg: &InfrastructureConfig, stored: &AzureState) -> Option<i32> {
+    if let Some(z) = stored.migrated_zone {
+        return Some(z);
     }
-    let Some(old) = old_config(ws)? else { return Ok(None) };
+    let old = old_config(stored)?;
     if !old.networks.zones.is_empty() || cfg.networks.zones.is_empty() {
-        return Ok(None);
+        return None;
     }
-    Ok(old.networks.workers.as_ref().and_then(|w| cfg.networks.zones.iter().find(|z| &z.cidr == w)).map(|z| z.name))
+    old.networks.workers.as_ref().and_then(|w| cfg.networks.zones.iter().find(|z| &z.cidr == w)).map(|z| z.name)
 }
 
 /// Plans one Azure shoot against the cloud. Reads only.
@@ -241,20 +250,21 @@ pub async fn plan(
     validate(shoot, ws)?;
     let shoot = &mutated(shoot, ws)?;
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let mut memory = ws.memory.clone();
-    memory.insert(MEMORY_OVERLAY.to_string(), overlay::overlay_enabled(&shoot.spec.networking).to_string());
+    let stored = stored_state(ws)?;
+    let mut state = stored.clone();
+    state.overlay = Some(overlay::overlay_enabled(&shoot.spec.networking));
     let mut warnings = Vec::new();
-    if let Some(z) = migrated_zone(cfg, ws)? {
-        if !memory.contains_key(MEMORY_MIGRATED_ZONE) {
+    if let Some(z) = migrated_zone(cfg, &stored) {
+        if stored.migrated_zone.is_none() {
             warnings.push(format!(
                 "single → multi-subnet migration: zone {z} takes over the existing subnet {tn}-nodes (and NAT gateway {tn}-nat-gateway), as upstream's migration webhook does with annotation {}={z}",
                 api::NETWORK_LAYOUT_ZONE_MIGRATION_ANNOTATION,
                 tn = shoot.technical_id()
             ));
         }
-        memory.insert(MEMORY_MIGRATED_ZONE.to_string(), z.to_string());
+        state.migrated_zone = Some(z);
     }
-    let ctx = Ctx::new(shoot, subscription, &memory);
+    let ctx = Ctx::new(shoot, subscription, &state).with_recorded(ws);
 
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
@@ -265,20 +275,20 @@ pub async fn plan(
     let mut errs = preflight::check(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure preflight"))?;
     let byo_facts = preflight::byo_memory(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure preflight"))?;
     if !accept_drift {
-        errs.extend(preflight::drift(cfg, &ctx, &byo_facts, &ws.memory));
+        errs.extend(preflight::drift(cfg, &ctx, &byo_facts, &stored.byo));
     }
     if !errs.is_empty() {
         return Err(AzureError::Preflight(errs));
     }
-    for (key, value) in byo_facts {
-        memory.insert(key.to_string(), value);
-    }
+    state.byo.update(byo_facts);
     let desired = desired::desired(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure desired"))?;
+    let forget = desired::recorded_gone(&ctx, &desired, &observed).map_err(|e| e.in_stage("azure desired"))?;
     let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
     let artifacts = render::artifacts(cfg, &ctx, &observed, &nodes).map_err(|e| e.in_stage("azure render"))?;
     warnings.extend(warnings::warnings(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure warnings"))?);
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
-    Ok(Planned { plan, last_applied: last_applied(shoot), memory })
+    state.last_applied = Some(last_applied(shoot));
+    Ok(Planned { plan, state, forget })
 }
 
 /// The plan document of one shoot; `source` is filled in by the caller, which knows the file.
@@ -308,13 +318,13 @@ fn plan_document(
 /// Re-renders the artifacts against the cloud as it is after an apply (public IP addresses are known now).
 pub async fn artifacts_after_apply(
     shoot: &AzureShoot,
-    memory: &BTreeMap<String, String>,
+    state: &AzureState,
     cloud: &dyn CloudRead,
     retry: &RetryPolicy,
     subscription: &str,
 ) -> Result<trellis_plans::Artifacts, AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let ctx = Ctx::new(shoot, subscription, memory);
+    let ctx = Ctx::new(shoot, subscription, state);
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
     // Round two as planning does it: its lists answer for the resources in the cluster resource group.
@@ -333,7 +343,8 @@ pub async fn plan_destroy(
     subscription: &str,
 ) -> Result<Planned, AzureError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let ctx = Ctx::new(shoot, subscription, &ws.memory);
+    let mut state = stored_state(ws)?;
+    let ctx = Ctx::new(shoot, subscription, &state).with_recorded(ws);
     let mut observed = Observed::default();
     observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
     let (ids, lists) =
@@ -351,7 +362,9 @@ pub async fn plan_destroy(
         ..Default::default()
     };
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());
-    Ok(Planned { plan, last_applied: last_applied(shoot), memory: ws.memory.clone() })
+    state.last_applied = Some(last_applied(shoot));
+    // A destroy empties the workspace: nothing to forget one by one.
+    Ok(Planned { plan, state, forget: Vec::new() })
 }
 
 /// The BYO subnet a planned shoot uses (its user-owned subnet node), lowercased.
@@ -365,9 +378,9 @@ pub fn byo_subnet_of_plan(plan: &Plan) -> Option<String> {
 
 /// The BYO subnet a workspace's last-applied configuration uses, lowercased.
 pub fn byo_subnet_of_workspace(ws: &Workspace, subscription: &str) -> Option<String> {
-    let cfg: InfrastructureConfig =
-        serde_json::from_value(ws.last_applied.as_ref()?.get("infrastructureConfig")?.clone()).ok()?;
-    let subnet = cfg.networks.subnet?;
-    let (rg, vnet) = (cfg.networks.vnet.resource_group?, cfg.networks.vnet.name?);
-    Some(names::subnet_id(subscription, &rg, &vnet, &subnet.name).to_ascii_lowercase())
+    let state = ws.provider_state::<AzureState>().ok()??;
+    let cfg = old_config(&state)?;
+    let subnet = cfg.networks.subnet.as_ref()?;
+    let (rg, vnet) = (cfg.networks.vnet.resource_group.as_ref()?, cfg.networks.vnet.name.as_ref()?);
+    Some(names::subnet_id(subscription, rg, vnet, &subnet.name).to_ascii_lowercase())
 }

@@ -6,6 +6,7 @@ use super::byo::discovered;
 use super::desired::{layout, vnet};
 use super::names::{self, rtype};
 use super::prefixes::subnet_nets;
+use super::state::ByoFacts;
 use super::Ctx;
 use crate::networking::intersect;
 use ipnet::IpNet;
@@ -323,70 +324,54 @@ fn subnets_in_user_vnet(
     Ok(errs)
 }
 
-/// Workspace memory keys: what the BYO subnet looked like at the last successful apply.
-pub const MEMORY_BYO_CIDR: &str = "azure/byo/subnet-cidr";
-pub const MEMORY_BYO_NSG: &str = "azure/byo/nsg-id";
-pub const MEMORY_BYO_ROUTE_TABLE: &str = "azure/byo/route-table-id";
-
 /// The BYO facts to remember after an apply (empty in managed mode).
-pub fn byo_memory(
-    cfg: &InfrastructureConfig,
-    ctx: &Ctx,
-    observed: &Observed,
-) -> Result<Vec<(&'static str, String)>, NotFetched> {
+pub fn byo_memory(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<ByoFacts, NotFetched> {
     if !cfg.is_using_user_managed_egress() {
-        return Ok(Vec::new());
+        return Ok(ByoFacts::default());
     }
     let found = discovered(cfg, ctx, observed)?;
-    Ok([
-        (MEMORY_BYO_CIDR, found.prefixes.map(|p| p.display())),
-        (MEMORY_BYO_NSG, found.nsg_id),
-        (MEMORY_BYO_ROUTE_TABLE, found.route_table_id.or_else(|| Some(String::new()))),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.map(|v| (k, v)))
-    .collect())
+    Ok(ByoFacts {
+        subnet_cidr: found.prefixes.map(|p| p.display()),
+        nsg_id: found.nsg_id,
+        route_table_id: Some(found.route_table_id.unwrap_or_default()),
+    })
 }
 
 /// Drift of the user's resources since the last apply: the subnet's CIDR, NSG or route table changed
 /// out of band. The shoot's nodes, azure.json and the CCM all depend on them, so the plan stops and says
 /// what moved; `--accept-drift` takes the new values on purpose.
 /// `now` is [`byo_memory`] of the observed cloud.
-pub fn drift(
-    cfg: &InfrastructureConfig,
-    ctx: &Ctx,
-    now: &[(&'static str, String)],
-    remembered: &std::collections::BTreeMap<String, String>,
-) -> Vec<PreflightError> {
+pub fn drift(cfg: &InfrastructureConfig, ctx: &Ctx, now: &ByoFacts, remembered: &ByoFacts) -> Vec<PreflightError> {
     let Some(subnet) = &cfg.networks.subnet else { return Vec::new() };
     let (vnet_rg, vnet_name, _) = vnet(cfg, ctx);
     let where_ = format!("subnet {} in VNet {vnet_name} (resource group {vnet_rg})", subnet.name);
-    let now: std::collections::BTreeMap<&str, &String> = now.iter().map(|(k, v)| (*k, v)).collect();
     let mut errs = Vec::new();
-    for (key, what, consequence) in [
-        (MEMORY_BYO_CIDR, "address prefix", "the nodes' addresses and the CIDR checks depend on it"),
+    type Fact = fn(&ByoFacts) -> Option<String>;
+    let facts: [(Fact, &str, &str); 3] = [
+        (|f| f.subnet_cidr.clone(), "address prefix", "the nodes' addresses and the CIDR checks depend on it"),
         (
-            MEMORY_BYO_NSG,
+            |f| f.nsg_id.clone(),
             "network security group",
             "azure.json names it as securityGroupName; the CCM and bastion rules live on it",
         ),
         (
-            MEMORY_BYO_ROUTE_TABLE,
+            |f| f.route_table_id.clone(),
             "route table",
             "azure.json names it as routeTableName; the CCM writes per-node routes into it",
         ),
-    ] {
-        let Some(before) = remembered.get(key) else { continue };
-        let after = now.get(key).map(|v| v.as_str()).unwrap_or_default();
-        if !before.eq_ignore_ascii_case(after) {
+    ];
+    for (fact, what, consequence) in facts {
+        let Some(before) = fact(remembered) else { continue };
+        let after = fact(now).unwrap_or_default();
+        if !before.eq_ignore_ascii_case(&after) {
             let show = |v: &str| if v.is_empty() { "none".to_string() } else { v.to_string() };
             errs.push(err(
                 "drift",
                 Some("networks.subnet"),
                 format!(
                     "{where_}: the {what} changed since the last apply, from {} to {} (an out-of-band change); {consequence}. Restore it, or re-run with --accept-drift if the change is intended",
-                    show(before),
-                    show(after)
+                    show(&before),
+                    show(&after)
                 ),
             ));
         }

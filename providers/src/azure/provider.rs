@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
 use trellis_plans::Artifacts;
-use trellis_state::Workspace;
+use trellis_state::{ProviderState, Workspace};
 
+use super::state::AzureState;
 use super::{AzureError, AzureShoot};
 use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
 
@@ -69,7 +70,7 @@ impl Provider for Azure {
         cloud: &dyn CloudRead,
         ctx: &CloudCtx,
     ) -> Result<Planned, ProviderError> {
-        Ok(super::plan(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account, ctx.accept_drift).await?)
+        neutral(super::plan(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account, ctx.accept_drift).await?)
     }
 
     async fn plan_destroy(
@@ -79,17 +80,19 @@ impl Provider for Azure {
         cloud: &dyn CloudRead,
         ctx: &CloudCtx,
     ) -> Result<Planned, ProviderError> {
-        Ok(super::plan_destroy(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account).await?)
+        neutral(super::plan_destroy(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account).await?)
     }
 
     async fn artifacts_after_apply(
         &self,
         shoot: &dyn ProviderShoot,
-        memory: &BTreeMap<String, String>,
+        state: &ProviderState,
         cloud: &dyn CloudRead,
         ctx: &CloudCtx,
     ) -> Result<Artifacts, ProviderError> {
-        Ok(super::artifacts_after_apply(self.shoot(shoot)?, memory, cloud, &ctx.retry, &ctx.account).await?)
+        let shoot = self.shoot(shoot)?;
+        let state: AzureState = state.read(&shoot.technical_id())?;
+        Ok(super::artifacts_after_apply(shoot, &state, cloud, &ctx.retry, &ctx.account).await?)
     }
 
     async fn orphans_after_destroy(
@@ -137,4 +140,11 @@ impl Provider for Azure {
         }
         Ok(())
     }
+}
+
+/// Azure's plan as the engine keeps it: the typed state stored as a versioned blob.
+fn neutral(planned: super::Planned) -> Result<Planned, ProviderError> {
+    let state = ProviderState::of(&planned.state)
+        .map_err(|e| ProviderError::Other(format!("azure state does not serialise: {e}").into()))?;
+    Ok(Planned { plan: planned.plan, state, forget: planned.forget })
 }
