@@ -27,10 +27,12 @@
 //! Besides plan, plan_destroy, apply, destroy and world, a step may be `runtime:` (a runtime writer of
 //! the simulated cloud acting on the last applied shoot: `service`, `service_deleted`, `node`,
 //! `node_deleted`, `bastion`, `bastion_deleted`; its status is matched by `report`) or
-//! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on).
+//! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on) or
+//! `latency: {call_ms, write_ms}` (the simulated cloud's answers take that long from then on).
 //!
 //! Every step may say `error: [..]` (the step must fail, its error containing each string; a failed
 //! plan must write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`, `reads: N`,
+//! `no_status: [http status]` (no call of the step was answered so),
 //! `writes_only_to: [substring]` (every write's target contains one), `cloud: {id: subset}` (live
 //! resources after the step; an id starting at `/resourceGroups/` is in the scenario's subscription),
 //! `gone: [id]`, `none_exist: [substring]` (no live resource's id contains one), `unchanged: [id]` (byte-identical before and after the
@@ -91,12 +93,20 @@ pub struct Step {
     /// 403 (a revoked permission).
     #[serde(default)]
     pub forbid_writes: Option<Vec<String>>,
+    /// From this step on, the simulated cloud answers every call after `call_ms` and takes
+    /// `write_ms` more for every write (ARM's long-running operations).
+    #[serde(default)]
+    pub latency: Option<Latency>,
 
     // --- expectations ---
     #[serde(default)]
     pub error: Option<Vec<String>>,
     #[serde(default)]
     pub writes: Option<usize>,
+    /// No cloud call of the step was answered with one of these HTTP statuses (e.g. 409: no
+    /// `AnotherOperationInProgress`, not even one retried away).
+    #[serde(default)]
+    pub no_status: Vec<u16>,
     /// Cloud reads (GETs and lists) the step made.
     #[serde(default)]
     pub reads: Option<usize>,
@@ -148,6 +158,16 @@ pub struct Step {
     pub no_writes_to_user_resources: bool,
     #[serde(default)]
     pub report: Option<Value>,
+}
+
+/// Simulated latency (`latency:` step).
+#[derive(Deserialize, Debug, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    #[serde(default)]
+    pub call_ms: u64,
+    #[serde(default)]
+    pub write_ms: u64,
 }
 
 /// A runtime writer's action (Azure's simulated CCM and bastion controller, `trellis sim`).
@@ -277,6 +297,8 @@ impl Step {
             ("runtime", format!("{r:?}"))
         } else if let Some(f) = &self.forbid_writes {
             ("forbid_writes", f.join(" "))
+        } else if let Some(l) = &self.latency {
+            ("latency", format!("{l:?}"))
         } else {
             ("?", String::new())
         };
@@ -292,6 +314,7 @@ impl Step {
             self.world.is_some(),
             self.runtime.is_some(),
             self.forbid_writes.is_some(),
+            self.latency.is_some(),
         ]
         .iter()
         .filter(|b| **b)
@@ -320,12 +343,14 @@ struct Memo {
     /// The last apply's report: the runtime writers are configured from its artifacts.
     applied: Option<Value>,
     forbidden: Vec<String>,
+    latency: Latency,
 }
 
 async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Memo) -> Result<(), String> {
     if step.operations() != 1 {
         return Err(
-            "a step is exactly one of plan, plan_destroy, apply, destroy, world, runtime, forbid_writes".to_string()
+            "a step is exactly one of plan, plan_destroy, apply, destroy, world, runtime, forbid_writes, latency"
+                .to_string(),
         );
     }
     let unchanged_before: Vec<Option<Value>> =
@@ -357,7 +382,11 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         run_runtime(s, applied, runtime).await.map(Outcome::Runtime)
     } else if let Some(forbid) = &step.forbid_writes {
         memo.forbidden.extend(forbid.iter().cloned());
-        s.sim().set_faults(forbidden_writes(&memo.forbidden));
+        s.sim().set_faults(faults(memo));
+        Ok(Outcome::Synced)
+    } else if let Some(latency) = step.latency {
+        memo.latency = latency;
+        s.sim().set_faults(faults(memo));
         Ok(Outcome::Synced)
     } else {
         let world = step.world.as_deref().unwrap_or_default();
@@ -409,6 +438,9 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         if let Some(c) = writes.iter().find(|c| c.target.eq_ignore_ascii_case(id)) {
             return Err(format!("preserved_except: {id} was written ({})", c.method));
         }
+    }
+    if let Some(c) = calls.iter().find(|c| step.no_status.contains(&c.status)) {
+        return Err(format!("no_status: {} {} answered {}", c.method, c.target, c.status));
     }
     if let Some(n) = step.reads {
         let reads: Vec<&Call> = calls.iter().filter(|c| c.op == Op::Read).collect();
@@ -492,11 +524,16 @@ async fn run_runtime(s: &Scenario, applied: &Value, runtime: &Runtime) -> anyhow
     })
 }
 
-/// Faults refusing (403) every write whose target contains one of `targets`.
-fn forbidden_writes(targets: &[String]) -> trellis_sim::Faults {
+/// The simulated cloud's faults as the steps so far set them: latency, and 403 for every write whose
+/// target contains a forbidden string.
+fn faults(memo: &Memo) -> trellis_sim::Faults {
+    use std::time::Duration;
     use trellis_sim::{Fault, FaultRule, Faults, Matcher};
     Faults {
-        rules: targets
+        latency: Duration::from_millis(memo.latency.call_ms),
+        write_latency: Duration::from_millis(memo.latency.write_ms),
+        rules: memo
+            .forbidden
             .iter()
             .map(|t| FaultRule {
                 matcher: Matcher { op: Some(Op::Write), ..Matcher::target_contains(t) },
@@ -505,7 +542,6 @@ fn forbidden_writes(targets: &[String]) -> trellis_sim::Faults {
                 fault: Fault::Forbidden,
             })
             .collect(),
-        ..Faults::none()
     }
 }
 
