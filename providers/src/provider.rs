@@ -201,6 +201,13 @@ pub trait Provider: Send + Sync {
         ctx: &CloudCtx,
     ) -> Result<Vec<Orphan>, ProviderError>;
 
+    /// A plan reduced to what [`Provider::check_fleet`] reads of it, so that a fleet whose plans are
+    /// streamed out keeps only this much per shoot until the fleet-wide check at the end. `check_fleet`
+    /// must decide the same on the reduced plans as on the whole ones. The default keeps the whole plan.
+    fn fleet_facts(&self, plan: Plan) -> Plan {
+        plan
+    }
+
     /// Fleet-wide rules over this provider's planned shoots (`fleet`) and the shoots already applied
     /// in state (`applied`, read only if needed). No cloud I/O. [`ProviderError::Fleet`] when broken.
     fn check_fleet(
