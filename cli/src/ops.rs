@@ -290,9 +290,20 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
 /// ([`Provider::check_fleet`]; Azure: a BYO subnet belongs to one shoot only), against the fleet
 /// and the shoots already applied in this state.
 fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
+    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
+    for p in plans {
+        if let Some(other) = seen.insert(&p.planned.plan.shoot, &p.input_file) {
+            bail!(
+                "shoot {} is defined twice: {} and {}; each shoot must appear once",
+                p.planned.plan.shoot,
+                other.display(),
+                p.input_file.display()
+            );
+        }
+    }
     let facts: Vec<FleetFacts<'_>> =
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
-    check_fleet_facts(session, &facts)
+    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts)
 }
 
 /// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
@@ -303,24 +314,15 @@ struct FleetFacts<'a> {
     file: &'a Path,
 }
 
-/// [`check_fleet`] over the plans' facts, in technical-id order.
-fn check_fleet_facts(session: &Session, plans: &[FleetFacts<'_>]) -> Result<()> {
-    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
-    for p in plans {
-        if let Some(other) = seen.insert(&p.plan.shoot, p.file) {
-            bail!(
-                "shoot {} is defined twice: {} and {}; each shoot must appear once",
-                p.plan.shoot,
-                other.display(),
-                p.file.display()
-            );
-        }
-    }
+/// Each provider's [`Provider::check_fleet`] over the plans' facts (in technical-id order);
+/// `in_fleet` says which shoots are part of the fleet (their workspaces in state are not "applied
+/// elsewhere"), also those whose facts were dropped.
+fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: &[FleetFacts<'_>]) -> Result<()> {
     // The workspaces in state of shoots not in this fleet, read only if a provider asks.
     let applied = || -> Result<Vec<Workspace>, ProviderError> {
         let mut out = Vec::new();
         for summary in session.store.list()? {
-            if seen.contains_key(summary.shoot.as_str()) {
+            if in_fleet(summary.shoot.as_str()) {
                 continue;
             }
             out.extend(session.store.load(&summary.shoot)?);
@@ -390,8 +392,9 @@ enum DocOutcome {
 
 struct PlannedDoc {
     provider: &'static dyn Provider,
-    /// The plan reduced by [`Provider::fleet_facts`], for the fleet-wide checks at the end.
-    facts: Plan,
+    /// The plan reduced by [`Provider::fleet_facts`], for the fleet-wide checks at the end (none when
+    /// they need nothing of it).
+    facts: Option<Plan>,
     streamed: StreamedPlan,
 }
 
@@ -468,8 +471,9 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
 ///
 /// Files are worked on concurrently, each on the runtime's worker threads from reading it to
 /// rendering its plans, at most a bounded window of files at once (4 per core), so the memory held
-/// does not grow with the fleet: per shoot only its id, where it came from and its plan reduced to
-/// what the fleet-wide checks read ([`Provider::fleet_facts`]) stay until the end.
+/// does not grow with the fleet beyond a few small facts: per shoot its id and where it came from,
+/// and, if the fleet-wide checks read anything of its plan, the plan reduced to that
+/// ([`Provider::fleet_facts`]; Azure: a BYO shoot's subnet node) stay until the end.
 ///
 /// The checks that need the whole fleet are decided at the end, and fail the call with the same
 /// errors, in the same precedence, as [`load_shoots`] followed by [`plan_fleet`]: the first file
@@ -554,7 +558,9 @@ pub async fn plan_fleet_streaming(
                     summary.plans += 1;
                     summary.changes |= streamed.has_changes;
                     emit(streamed)?;
-                    facts.push((provider, reduced, doc.file));
+                    if let Some(reduced) = reduced {
+                        facts.push((provider, reduced, doc.file));
+                    }
                 }
                 DocOutcome::Planned(_) => {} // the command fails: nothing more is shown or checked
             }
@@ -583,7 +589,7 @@ pub async fn plan_fleet_streaming(
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
-    check_fleet_facts(session, &facts)?;
+    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts)?;
     Ok(summary)
 }
 

@@ -106,10 +106,14 @@ impl Provider for Azure {
 
     /// A BYO subnet belongs to one shoot only (spec: "The BYO subnet must not be shared across
     /// shoots"): checked across the fleet and against the shoots already applied in state.
-    /// `check_fleet` reads the shoot's id and its BYO subnet node ([`super::byo_subnet_of_plan`]).
-    fn fleet_facts(&self, plan: Plan) -> Plan {
-        let nodes = plan.nodes.into_iter().filter(super::is_byo_subnet_node).collect();
-        Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan }
+    /// `check_fleet` reads the shoot's id and its BYO subnet node ([`super::byo_subnet_of_plan`]);
+    /// a shoot without one (managed networking) adds nothing to it.
+    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
+        let nodes: Vec<_> = plan.nodes.iter().filter(|n| super::is_byo_subnet_node(n)).cloned().collect();
+        if nodes.is_empty() {
+            return None;
+        }
+        Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
     }
 
     fn check_fleet(
