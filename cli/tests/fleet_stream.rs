@@ -81,3 +81,21 @@ fn fleet_with_a_shared_byo_subnet_fails_with_its_message_and_writes_no_plan_file
         .stderr_has("must be dedicated to one shoot");
     assert!(!std::path::Path::new(&out).exists(), "no plan file after a failed plan");
 }
+
+#[test]
+fn streamed_plan_checks_a_byo_subnet_against_shoots_applied_in_state() {
+    let sb = Sandbox::new();
+    let (a, b) =
+        (scenario("X1-fleet-shared-byo-subnet/shoot-a.yaml"), scenario("X1-fleet-shared-byo-subnet/shoot-b.yaml"));
+    let world = scenario("X1-fleet-shared-byo-subnet/world.yaml");
+    sb.run(&["apply", "-f", &a, "--world", &world, "--auto-approve"]).code(0);
+    // The applied shoot in the fleet again is not "another shoot in state".
+    sb.run(&["plan", "-f", &a, "--output", "json"]).code(0);
+    // Another shoot on its subnet is refused, naming the applied one.
+    let out = sb.file("plan.json");
+    sb.run(&["plan", "-f", &b, "--out", &out, "--output", "json"])
+        .code(1)
+        .stderr_has("shoot--platform--byo-x1b (")
+        .stderr_has("shoot--platform--byo-x1a (applied, in state)");
+    assert!(!std::path::Path::new(&out).exists(), "no plan file after a failed plan");
+}
