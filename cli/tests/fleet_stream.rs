@@ -39,6 +39,9 @@ fn regression_fleet_plan_is_written_in_input_order() {
     let text = sb.run(&["plan", "-f", &dir]).code(0).stdout;
     let (bravo, alpha) = (text.find("shoot--dev--bravo").unwrap(), text.find("shoot--dev--alpha").unwrap());
     assert!(bravo < alpha, "{text}");
+    // A plan file in input order applies as any other.
+    sb.run(&["apply", &out]).code(0);
+    assert_eq!(sb.workspaces(), ["shoot--dev--alpha", "shoot--dev--bravo"]);
 }
 
 #[test]
