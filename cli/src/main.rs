@@ -381,26 +381,53 @@ fn validate(inputs: Inputs) -> Result<u8> {
 }
 
 async fn plan(args: PlanArgs) -> Result<u8> {
-    let shoots = ops::load_shoots(&args.inputs.files)?;
+    // Listed up front (nothing parsed yet): the fleet's order is known, and a bad path touches nothing.
+    let files = ops::list_manifest_files(&args.inputs.files)?;
     if let Some(out) = &args.out {
-        check_out_path(out, &shoots)?;
+        check_out_path(out, &files)?;
     }
     let session = open(&args.inputs.env, "plan")?;
-    let result = plan_in(&session, shoots, &args).await;
+    let result = plan_in(&session, files, &args).await;
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
 }
 
-async fn plan_in(session: &Session, shoots: Vec<ops::ShootInput>, args: &PlanArgs) -> Result<u8> {
-    let plans = ops::plan_fleet(session, shoots, false).await?;
-    let set = ops::into_plan_set(plans);
-    if let Some(out) = &args.out {
-        write_plan(out, &set)?;
+/// Plans the fleet as a stream ([`ops::plan_fleet_streaming`]): each shoot's JSON goes out in input
+/// order as soon as it and the shoots before it are planned — into `--out`'s temporary file (kept
+/// only if the whole fleet plans) and, with `--output json`, to stdout (on a failure it ends where
+/// the failure was found, and the command fails with the error). Text and markdown are rendered
+/// once the whole fleet is planned.
+async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Result<u8> {
+    let json = args.output == Output::Json;
+    let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
+    let mut stdout = json.then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(std::io::stdout())));
+    let mut kept = Vec::new();
+    let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json };
+    let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
+        if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
+            file.push(rendered.clone())?;
+        }
+        if let (Some(out), Some(rendered)) = (stdout.as_mut(), p.json) {
+            // As before: a closed pipe ends the process (SIGPIPE); other write errors are not the plan's.
+            let _ = out.push_rendered(rendered);
+        }
+        kept.extend(p.plan);
+        Ok(())
+    })
+    .await?;
+    if let Some(out) = stdout {
+        let _ = out.finish();
+    }
+    if let (Some(file), Some(out)) = (plan_file, &args.out) {
+        file.persist()?;
         eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
     }
-    print_plan(&set, args.output, args.verbose);
-    let changes = set.plans.iter().any(|p| p.has_changes());
-    Ok(if args.detailed_exitcode && changes { 2 } else { 0 })
+    if !json {
+        // In input order, as the JSON.
+        let set = PlanSet { format_version: trellis_plans::FORMAT_VERSION, plans: kept };
+        print_plan(&set, args.output, args.verbose);
+    }
+    Ok(if args.detailed_exitcode && summary.changes { 2 } else { 0 })
 }
 
 fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
@@ -421,36 +448,61 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
 
 /// `--out` may not name an input manifest (the plan would replace the Shoot it was made from) or a
 /// directory. Checked before planning, so nothing is planned for nothing.
-fn check_out_path(out: &Path, shoots: &[ops::ShootInput]) -> Result<()> {
+fn check_out_path(out: &Path, files: &[PathBuf]) -> Result<()> {
     if out.is_dir() {
         bail!("--out {}: is a directory; name the plan file to write, e.g. --out plan.json", out.display());
     }
     let Ok(target) = out.canonicalize() else { return Ok(()) };
-    if let Some(input) = shoots.iter().find(|s| s.file.canonicalize().is_ok_and(|f| f == target)) {
+    let Some(input) = files.iter().find(|f| f.canonicalize().is_ok_and(|f| f == target)) else { return Ok(()) };
+    let loaded = trellis_providers::manifest::load_file(input)?;
+    // The first Shoot of that file whose name can be shown (a technical id is computed only from
+    // valid names; an invalid one fails the plan anyway, before anything is written).
+    let shoot = loaded.shoots.iter().find(|s| trellis_providers::metadata::validate(s.metadata()).is_empty());
+    if let Some(shoot) = shoot {
         bail!(
             "--out {}: is the manifest of shoot {}; a plan file must not overwrite its input — choose another name, e.g. --out plan.json",
             out.display(),
-            input.id()
+            shoot.technical_id()
         );
     }
     Ok(())
 }
 
-/// Writes the plan file atomically: a temporary file in the same directory, synced, then renamed over
-/// `path`, so a crash leaves either the old file or the whole new one.
-fn write_plan(path: &Path, set: &PlanSet) -> Result<()> {
-    let context = || format!("cannot write plan file {}", path.display());
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::NamedTempFile::new_in(dir).with_context(context)?;
-    let mut file = std::io::BufWriter::new(tmp);
-    set.write_json(&mut file).with_context(context)?;
-    let tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
-    tmp.as_file().sync_all().with_context(context)?;
-    tmp.persist(path).map_err(|e| e.error).with_context(context)?;
-    Ok(())
+/// A plan file being written: a temporary file in the same directory, streamed into, then synced and
+/// renamed over the path ([`PlanFile::persist`]), so a crash leaves either the old file or the whole new
+/// one, and a failed plan (dropped without `persist`) leaves nothing.
+struct PlanFile {
+    path: PathBuf,
+    writer: trellis_plans::PlanSetWriter<std::io::BufWriter<tempfile::NamedTempFile>>,
+}
+
+impl PlanFile {
+    fn create(path: &Path) -> Result<PlanFile> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::NamedTempFile::new_in(dir)
+            .with_context(|| format!("cannot write plan file {}", path.display()))?;
+        Ok(PlanFile {
+            path: path.to_path_buf(),
+            writer: trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(tmp)),
+        })
+    }
+
+    fn push(&mut self, plan: trellis_plans::RenderedPlan) -> Result<()> {
+        self.writer.push_rendered(plan).with_context(|| format!("cannot write plan file {}", self.path.display()))
+    }
+
+    fn persist(self) -> Result<()> {
+        let path = self.path;
+        let context = || format!("cannot write plan file {}", path.display());
+        let file = self.writer.finish().with_context(context)?;
+        let tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+        tmp.as_file().sync_all().with_context(context)?;
+        tmp.persist(&path).map_err(|e| e.error).with_context(context)?;
+        Ok(())
+    }
 }
 
 fn read_plan(path: &Path) -> Result<PlanSet> {

@@ -7,15 +7,17 @@
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trellis_planner::cloud::{Audited, Call, CloudWrite};
 use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
 use trellis_planner::write::WriteLocks;
-use trellis_plans::{Action, Node, Plan, PlanSet};
+use trellis_plans::{Action, Node, Plan, PlanSet, RenderedPlan};
+use trellis_providers::field::ErrorList;
 use trellis_providers::manifest::{self, ManifestError};
+use trellis_providers::metadata;
 use trellis_providers::provider::{CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
 use trellis_providers::registry::Registry;
 use trellis_sim::{ArmSim, WorldFile};
@@ -299,11 +301,28 @@ fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
             );
         }
     }
+    let facts: Vec<FleetFacts<'_>> =
+        plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
+    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts)
+}
+
+/// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
+/// [`Provider::fleet_facts`].
+struct FleetFacts<'a> {
+    provider: &'static dyn Provider,
+    plan: &'a Plan,
+    file: &'a Path,
+}
+
+/// Each provider's [`Provider::check_fleet`] over the plans' facts (in technical-id order);
+/// `in_fleet` says which shoots are part of the fleet (their workspaces in state are not "applied
+/// elsewhere"), also those whose facts were dropped.
+fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: &[FleetFacts<'_>]) -> Result<()> {
     // The workspaces in state of shoots not in this fleet, read only if a provider asks.
     let applied = || -> Result<Vec<Workspace>, ProviderError> {
         let mut out = Vec::new();
         for summary in session.store.list()? {
-            if seen.contains_key(summary.shoot.as_str()) {
+            if in_fleet(summary.shoot.as_str()) {
                 continue;
             }
             out.extend(session.store.load(&summary.shoot)?);
@@ -315,13 +334,263 @@ fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
         let fleet: Vec<FleetShoot<'_>> = plans
             .iter()
             .filter(|p| p.provider.type_name() == provider.type_name())
-            .map(|p| FleetShoot { plan: &p.planned.plan, file: &p.input_file })
+            .map(|p| FleetShoot { plan: p.plan, file: p.file })
             .collect();
         if !fleet.is_empty() {
             provider.check_fleet(&fleet, &applied, &ctx)?;
         }
     }
     Ok(())
+}
+
+/// The manifest files of `paths` in input order ([`manifest::list_files`]): each path as given, a
+/// directory's `*.yaml`/`*.yml` files sorted. Lists only; nothing is parsed.
+pub fn list_manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if paths.is_empty() {
+        bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
+    }
+    Ok(manifest::list_files(paths)?)
+}
+
+/// What [`plan_fleet_streaming`] hands out per shoot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamOptions {
+    /// Render each plan's JSON on the worker that planned it ([`StreamedPlan::json`]).
+    pub json: bool,
+    /// Hand out the plan itself ([`StreamedPlan::plan`]), e.g. for the text and markdown renderers,
+    /// which need the whole fleet.
+    pub keep_plans: bool,
+}
+
+/// One planned shoot, as [`plan_fleet_streaming`] hands it out (in input order).
+pub struct StreamedPlan {
+    /// `shoot--<project>--<name>`.
+    pub shoot: String,
+    pub has_changes: bool,
+    /// With [`StreamOptions::json`].
+    pub json: Option<RenderedPlan>,
+    /// With [`StreamOptions::keep_plans`].
+    pub plan: Option<Plan>,
+}
+
+/// How many shoots a streaming plan has handed out, and whether any has changes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamSummary {
+    pub plans: usize,
+    pub changes: bool,
+}
+
+/// What happened to one Shoot document in [`plan_file`].
+enum DocOutcome {
+    /// Its name or namespace breaks Gardener's rules: not planned.
+    InvalidMetadata(ErrorList),
+    /// Its workspace could not be read, or its plan could not be completed.
+    Other(anyhow::Error),
+    Failed(ProviderError),
+    Planned(Box<PlannedDoc>),
+}
+
+struct PlannedDoc {
+    provider: &'static dyn Provider,
+    /// The plan reduced by [`Provider::fleet_facts`], for the fleet-wide checks at the end (none when
+    /// they need nothing of it).
+    facts: Option<Plan>,
+    streamed: StreamedPlan,
+}
+
+struct DocJob {
+    doc: manifest::DocRef,
+    /// The technical id (empty when the metadata is invalid: it is not computed then).
+    id: String,
+    outcome: DocOutcome,
+}
+
+/// One manifest file: parsed, then each Shoot checked, planned and rendered.
+struct FileJob {
+    result: Result<Vec<DocJob>, ManifestError>,
+    seeds: usize,
+}
+
+struct Shared {
+    store: Arc<SledStore>,
+    cloud: Arc<dyn CloudWrite>,
+    ctx: CloudCtx,
+    opts: StreamOptions,
+}
+
+/// Read → parse → metadata check → workspace → provider plan → render, for one file.
+async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
+    let loaded = match manifest::load_file(&file) {
+        Ok(loaded) => loaded,
+        Err(e) => return FileJob { result: Err(e), seeds: 0 },
+    };
+    let multi = loaded.shoots.len() + loaded.seeds.len() > 1;
+    let mut docs = Vec::with_capacity(loaded.shoots.len());
+    for l in loaded.shoots {
+        let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
+        let errs = metadata::validate(l.metadata());
+        if !errs.is_empty() {
+            docs.push(DocJob { doc, id: String::new(), outcome: DocOutcome::InvalidMetadata(errs) });
+            continue;
+        }
+        let id = l.technical_id();
+        let outcome = plan_doc(&id, l, &shared).await;
+        docs.push(DocJob { doc, id, outcome });
+    }
+    FileJob { result: Ok(docs), seeds: loaded.seeds.len() }
+}
+
+async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
+    let ws = match shared.store.load(id) {
+        Ok(ws) => ws.unwrap_or_else(|| Workspace::new(id)),
+        Err(e) => return DocOutcome::Other(e.into()),
+    };
+    let planned = match l.provider.plan(l.shoot.as_ref(), &ws, shared.cloud.as_ref(), &shared.ctx).await {
+        Ok(planned) => planned,
+        Err(e) => return DocOutcome::Failed(e),
+    };
+    let mut plan = planned.plan;
+    let shoot = match l.shoot.to_json() {
+        Ok(shoot) => shoot,
+        Err(e) => return DocOutcome::Other(e.into()),
+    };
+    plan.source = Some(trellis_plans::Source { file: l.file.display().to_string(), shoot });
+    let streamed = StreamedPlan {
+        shoot: plan.shoot.clone(),
+        has_changes: plan.has_changes(),
+        json: shared.opts.json.then(|| RenderedPlan::of(&plan)),
+        plan: shared.opts.keep_plans.then(|| plan.clone()),
+    };
+    let facts = l.provider.fleet_facts(plan);
+    DocOutcome::Planned(Box::new(PlannedDoc { provider: l.provider, facts, streamed }))
+}
+
+/// Plans the Shoots of `files` (from [`list_manifest_files`]; `paths` as given, for messages) and
+/// hands each plan to `emit` as soon as it and every shoot before it are planned, in input order
+/// (file order, then document order). Reads only.
+///
+/// Files are worked on concurrently, each on the runtime's worker threads from reading it to
+/// rendering its plans, at most a bounded window of files at once (4 per core), so the memory held
+/// does not grow with the fleet beyond a few small facts: per shoot its id and where it came from,
+/// and, if the fleet-wide checks read anything of its plan, the plan reduced to that
+/// ([`Provider::fleet_facts`]; Azure: a BYO shoot's subnet node) stay until the end.
+///
+/// The checks that need the whole fleet are decided at the end, and fail the call with the same
+/// errors, in the same precedence, as [`load_shoots`] followed by [`plan_fleet`]: the first file
+/// that cannot be read or parsed; no Shoot at all; every invalid name or namespace; a duplicate
+/// technical id; a workspace that cannot be read; every shoot that cannot be planned; the providers'
+/// [`Provider::check_fleet`] (over the shoots in technical-id order). After the first failure
+/// nothing more is emitted, so what was emitted before it is a prefix of the fleet: a caller that
+/// must not leave a partial document (a plan file) writes it only on success.
+pub async fn plan_fleet_streaming(
+    session: &Session,
+    paths: &[PathBuf],
+    files: Vec<PathBuf>,
+    opts: StreamOptions,
+    mut emit: impl FnMut(StreamedPlan) -> Result<()>,
+) -> Result<StreamSummary> {
+    use futures::StreamExt as _;
+    let shared = Arc::new(Shared {
+        store: Arc::clone(&session.store),
+        cloud: Arc::clone(&session.cloud),
+        ctx: session.cloud_ctx(),
+        opts,
+    });
+    let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let mut jobs =
+        futures::stream::iter(files).map(|file| tokio::spawn(plan_file(file, Arc::clone(&shared)))).buffered(window);
+
+    let mut summary = StreamSummary::default();
+    let (mut shoots, mut seeds) = (0usize, 0usize);
+    let mut unreadable: Option<ManifestError> = None;
+    let mut invalid: Vec<(manifest::DocRef, ErrorList)> = Vec::new();
+    let mut seen: HashMap<String, manifest::DocRef> = HashMap::new();
+    let mut duplicate: Option<ManifestError> = None;
+    let mut other: Option<anyhow::Error> = None;
+    let mut failures: Vec<(String, PathBuf, ProviderError)> = Vec::new();
+    let mut facts: Vec<(&'static dyn Provider, Plan, PathBuf)> = Vec::new();
+    let mut failed = false;
+    while let Some(joined) = jobs.next().await {
+        let job = joined.context("a planning task panicked")?;
+        let docs = match job.result {
+            Ok(docs) => docs,
+            Err(e) => {
+                unreadable.get_or_insert(e);
+                failed = true;
+                continue;
+            }
+        };
+        seeds += job.seeds;
+        for DocJob { doc, id, outcome } in docs {
+            shoots += 1;
+            if let DocOutcome::InvalidMetadata(errs) = outcome {
+                invalid.push((doc, errs));
+                failed = true;
+                continue;
+            }
+            match seen.get(&id) {
+                Some(first) => {
+                    if duplicate.is_none() {
+                        duplicate = Some(ManifestError::DuplicateShoot {
+                            technical_id: id.clone(),
+                            first: first.clone(),
+                            second: doc.clone(),
+                        });
+                    }
+                    failed = true;
+                }
+                None => {
+                    seen.insert(id.clone(), doc.clone());
+                }
+            }
+            match outcome {
+                DocOutcome::InvalidMetadata(_) => unreachable!("handled above"),
+                DocOutcome::Other(e) => {
+                    other.get_or_insert(e);
+                    failed = true;
+                }
+                DocOutcome::Failed(e) => {
+                    failures.push((id, doc.file, e));
+                    failed = true;
+                }
+                DocOutcome::Planned(planned) if !failed => {
+                    let PlannedDoc { provider, facts: reduced, streamed } = *planned;
+                    summary.plans += 1;
+                    summary.changes |= streamed.has_changes;
+                    emit(streamed)?;
+                    if let Some(reduced) = reduced {
+                        facts.push((provider, reduced, doc.file));
+                    }
+                }
+                DocOutcome::Planned(_) => {} // the command fails: nothing more is shown or checked
+            }
+        }
+    }
+    if let Some(e) = unreadable {
+        return Err(e.into());
+    }
+    if shoots == 0 {
+        // Seeds load (and are checked) too; nothing plans them yet.
+        let _ = seeds;
+        return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
+    }
+    if !invalid.is_empty() {
+        return Err(ManifestError::InvalidMetadata { failures: invalid }.into());
+    }
+    if let Some(e) = duplicate {
+        return Err(e.into());
+    }
+    if let Some(e) = other {
+        return Err(e);
+    }
+    if !failures.is_empty() {
+        return Err(FleetError { failures }.into());
+    }
+    facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
+    let facts: Vec<FleetFacts<'_>> =
+        facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
+    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts)?;
+    Ok(summary)
 }
 
 /// The plan documents of planned shoots, by value: for the fleet's plan file without copying it.

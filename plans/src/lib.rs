@@ -10,6 +10,9 @@
 pub mod diff;
 pub mod escape;
 pub mod render;
+pub mod stream;
+
+pub use stream::{PlanSetWriter, RenderedPlan};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -9,9 +9,11 @@
 //! [`load`] reads files and directories (a directory is a fleet: its `*.yaml`/`*.yml` files,
 //! sorted, not recursive; an entry of that name that cannot be read as a file, such as a dangling
 //! symbolic link or a directory, is an error naming it, never skipped); a file may hold several
-//! documents separated by `---`. Each document is read twice over the original text, so that every
-//! location points into the file as written: a light pass for `apiVersion`, `kind` and
-//! `spec.provider.type`, then the typed pass: a [`Seed`], or a Shoot parsed by the provider the
+//! documents separated by `---`. Each document is read over the original text, so that every
+//! location points into the file as written: the split pass (the YAML parser's events, which find
+//! the documents and, for a plainly written head, `apiVersion`, `kind`, `spec.provider.type` and the
+//! infrastructureConfig's `apiVersion`/`kind`), a light pass for those only when the split pass could
+//! not read them safely, then the typed pass: a [`Seed`], or a Shoot parsed by the provider the
 //! registry names for its type ([`crate::registry`]). Then every Shoot's name and
 //! namespace are checked ([`crate::metadata::validate`]) before anything computes its technical id.
 
@@ -504,21 +506,11 @@ fn or_none(s: &str) -> &str {
 /// errors of all documents come at once. Two documents with the same technical id are an error
 /// naming both.
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
-    let mut files = Vec::new();
-    for path in paths {
-        let meta = std::fs::metadata(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
-        if meta.is_dir() {
-            files.extend(fleet_files(path)?);
-        } else {
-            files.push(path.clone());
-        }
-    }
-
+    let files = list_files(paths)?;
     let mut shoots: Vec<(LoadedShoot, bool)> = Vec::new();
     let mut seeds = Vec::new();
     for file in &files {
-        let text = std::fs::read_to_string(file).map_err(|cause| ManifestError::Io { path: file.clone(), cause })?;
-        let docs = parse_str(file, &text)?;
+        let docs = load_file(file)?;
         let multi = docs.shoots.len() + docs.seeds.len() > 1;
         shoots.extend(docs.shoots.into_iter().map(|d| (d, multi)));
         seeds.extend(docs.seeds);
@@ -549,6 +541,28 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
         seen.insert(id, here);
     }
     Ok(Loaded { shoots: shoots.into_iter().map(|(d, _)| d).collect(), seeds })
+}
+
+/// The files `paths` name, in the order [`load`] reads them: each path as given, a directory's
+/// `*.yaml`/`*.yml` files sorted by name (not recursive). Only lists and inspects; reads no file, so a
+/// fleet's order is known before anything is parsed. Errors as [`load`]'s for the same paths.
+pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|cause| ManifestError::Io { path: path.clone(), cause })?;
+        if meta.is_dir() {
+            files.extend(fleet_files(path)?);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// Reads and parses one manifest file ([`parse_str`] of its text).
+pub fn load_file(file: &Path) -> Result<Loaded, ManifestError> {
+    let text = std::fs::read_to_string(file).map_err(|cause| ManifestError::Io { path: file.to_path_buf(), cause })?;
+    parse_str(file, &text)
 }
 
 /// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
@@ -620,9 +634,12 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
         let offset = (doc.first_line - 1) as u64;
         let parse_err = |e: serde_saphyr::Error| parse_error(file, text, doc_for_errors, e, offset);
 
-        // Light pass: what is it, and for which provider?
-        let head: Head = trellis_planner::yaml::from_str(padded).map_err(parse_err)?;
-        let (api_version, kind) = (head.api_version.unwrap_or_default(), head.kind.unwrap_or_default());
+        // What is it, and for which provider? Read by the split pass when it could; else a light pass.
+        let head = match &doc.head {
+            Some(head) => head.clone(),
+            None => trellis_planner::yaml::from_str::<Head>(padded).map_err(parse_err)?.facts(),
+        };
+        let HeadFacts { api_version, kind, provider_type, infrastructure_config_type } = head;
         match (api_version.as_str(), kind.as_str()) {
             (SHOOT_API_VERSION, SHOOT_KIND) => {}
             (SEED_API_VERSION, SEED_KIND) => {
@@ -639,8 +656,6 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
                 })
             }
         }
-        let head_provider = head.spec.and_then(|s| s.provider).unwrap_or_default();
-        let provider_type = head_provider.type_.unwrap_or_default();
         let provider = registry.get(&provider_type).map_err(|unknown| ManifestError::UnsupportedProvider {
             file: file.to_path_buf(),
             doc: doc.index,
@@ -650,10 +665,7 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
         // Typed pass, by the provider.
         let shoot = provider.parse_shoot(padded).map_err(parse_err)?;
 
-        // Any YAML here: another provider's config, or upstream's placeholder text, is not ours to read.
-        let infra = head_provider.infrastructure_config.unwrap_or_default();
-        let type_meta = |key: &str| infra.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        let (a, k) = (type_meta("apiVersion"), type_meta("kind"));
+        let (a, k) = infrastructure_config_type;
         if (a.as_str(), k.as_str()) != provider.infrastructure_config_type() {
             return Err(ManifestError::InfrastructureConfig {
                 file: file.to_path_buf(),
@@ -794,6 +806,231 @@ struct HeadProvider {
     infrastructure_config: Option<Opaque>,
 }
 
+/// What decides how a document is read: `apiVersion`, `kind`, `spec.provider.type` and the
+/// `apiVersion`/`kind` of `spec.provider.infrastructureConfig` (each empty when absent or not a string).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct HeadFacts {
+    api_version: String,
+    kind: String,
+    provider_type: String,
+    infrastructure_config_type: (String, String),
+}
+
+impl Head {
+    fn facts(self) -> HeadFacts {
+        let provider = self.spec.and_then(|s| s.provider).unwrap_or_default();
+        // Any YAML here: another provider's config, or upstream's placeholder text, is not ours to read.
+        let infra = provider.infrastructure_config.unwrap_or_default();
+        let type_meta = |key: &str| infra.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        HeadFacts {
+            api_version: self.api_version.unwrap_or_default(),
+            kind: self.kind.unwrap_or_default(),
+            provider_type: provider.type_.unwrap_or_default(),
+            infrastructure_config_type: (type_meta("apiVersion"), type_meta("kind")),
+        }
+    }
+}
+
+/// Where a node of the head is: the mappings and strings [`HeadFacts`] is read from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum HeadPath {
+    Root,
+    Spec,
+    Provider,
+    Infra,
+    /// Anywhere else: not read.
+    Other,
+}
+
+/// A string of the head, read from the split pass's events.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum HeadField {
+    ApiVersion,
+    Kind,
+    ProviderType,
+    InfraApiVersion,
+    InfraKind,
+}
+
+struct Frame {
+    path: HeadPath,
+    is_map: bool,
+    /// In a mapping: the next node is a key.
+    expecting_key: bool,
+    /// The key whose value comes next.
+    key: Option<String>,
+    /// Hashes of the keys seen so far, to notice a duplicate (a collision only sends the document to
+    /// the light pass).
+    keys: Vec<u64>,
+}
+
+/// Reads [`HeadFacts`] from one document's events in the split pass, so that a document is parsed
+/// twice (split, typed) instead of three times. It reads only the plain shape: the head's mappings
+/// untagged, no duplicate, tagged or complex key anywhere, its strings quoted or plain words, no alias,
+/// anchor or merge key (`<<`) anywhere, and a document far inside serde-saphyr's budget. Anything else (`unusual`) leaves the document to the light
+/// pass ([`Head`]), which reads it as serde-saphyr does, errors included.
+#[derive(Default)]
+struct HeadScan {
+    stack: Vec<Frame>,
+    facts: HeadFacts,
+    root_seen: bool,
+    unusual: bool,
+    events: usize,
+    scalar_bytes: usize,
+}
+
+impl HeadScan {
+    const MAX_EVENTS: usize = 100_000;
+    const MAX_SCALAR_BYTES: usize = 4 << 20;
+    const MAX_DEPTH: usize = 32;
+
+    fn event(&mut self, event: &Event<'_>) {
+        if self.unusual {
+            return;
+        }
+        // Far inside serde-saphyr's budget; a document near a limit is left to the light pass, which
+        // enforces the budget (and says which limit, in words). So are aliases, anchors and merge
+        // keys anywhere (counted by the budget; none is needed by a plain manifest).
+        self.events += 1;
+        let anchored = match event {
+            Event::Alias(..) => true,
+            Event::Scalar(value, _, anchor, _) => {
+                self.scalar_bytes += value.len();
+                *anchor != 0 || value.as_ref() == "<<"
+            }
+            Event::MappingStart(_, anchor, _) | Event::SequenceStart(_, anchor, _) => *anchor != 0,
+            _ => false,
+        };
+        if anchored
+            || self.events > HeadScan::MAX_EVENTS
+            || self.scalar_bytes > HeadScan::MAX_SCALAR_BYTES
+            || self.stack.len() >= HeadScan::MAX_DEPTH
+        {
+            self.unusual = true;
+            return;
+        }
+        match event {
+            Event::MappingEnd | Event::SequenceEnd => {
+                self.stack.pop();
+                return;
+            }
+            Event::Scalar(..) | Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(..) => {}
+            _ => return, // stream markers, comments, anchors' names
+        }
+        // A node: where is it?
+        let (path, field) = match self.stack.last_mut() {
+            None => {
+                if self.root_seen {
+                    self.unusual = true;
+                    return;
+                }
+                self.root_seen = true;
+                (HeadPath::Root, None)
+            }
+            Some(top) if !top.is_map => (HeadPath::Other, None),
+            Some(top) if top.expecting_key => {
+                top.expecting_key = false;
+                // serde-saphyr refuses a duplicate key anywhere, also where the light pass ignores
+                // the content: the light pass reports it. Keys are compared by their text.
+                match event {
+                    Event::Scalar(key, _, _, None) => {
+                        let hash = key_hash(key);
+                        if top.keys.contains(&hash) {
+                            self.unusual = true;
+                        } else {
+                            top.keys.push(hash);
+                            if top.path != HeadPath::Other {
+                                top.key = Some(key.to_string());
+                            }
+                        }
+                    }
+                    _ => self.unusual = true, // a tagged or complex key
+                }
+                return;
+            }
+            Some(top) => {
+                top.expecting_key = true;
+                let key = top.key.take();
+                match (top.path, key.as_deref()) {
+                    (HeadPath::Root, Some("apiVersion")) => (HeadPath::Other, Some(HeadField::ApiVersion)),
+                    (HeadPath::Root, Some("kind")) => (HeadPath::Other, Some(HeadField::Kind)),
+                    (HeadPath::Root, Some("spec")) => (HeadPath::Spec, None),
+                    (HeadPath::Spec, Some("provider")) => (HeadPath::Provider, None),
+                    (HeadPath::Provider, Some("type")) => (HeadPath::Other, Some(HeadField::ProviderType)),
+                    (HeadPath::Provider, Some("infrastructureConfig")) => (HeadPath::Infra, None),
+                    (HeadPath::Infra, Some("apiVersion")) => (HeadPath::Other, Some(HeadField::InfraApiVersion)),
+                    (HeadPath::Infra, Some("kind")) => (HeadPath::Other, Some(HeadField::InfraKind)),
+                    (HeadPath::Other, _) => (HeadPath::Other, None),
+                    // Another key of a head mapping: not read, but an alias in it could be anything.
+                    (_, _) => {
+                        if matches!(event, Event::Alias(..)) {
+                            self.unusual = true;
+                        }
+                        (HeadPath::Other, None)
+                    }
+                }
+            }
+        };
+        if let Some(field) = field {
+            match event {
+                Event::Scalar(value, style, _, None) if plain_string(value, *style) => {
+                    let slot = match field {
+                        HeadField::ApiVersion => &mut self.facts.api_version,
+                        HeadField::Kind => &mut self.facts.kind,
+                        HeadField::ProviderType => &mut self.facts.provider_type,
+                        HeadField::InfraApiVersion => &mut self.facts.infrastructure_config_type.0,
+                        HeadField::InfraKind => &mut self.facts.infrastructure_config_type.1,
+                    };
+                    *slot = value.to_string();
+                }
+                _ => self.unusual = true,
+            }
+            return;
+        }
+        match (path, event) {
+            (HeadPath::Other, Event::MappingStart(..) | Event::SequenceStart(..)) => self.push(path, event),
+            (HeadPath::Other, _) => {}
+            (_, Event::MappingStart(_, _, None)) => self.push(path, event),
+            // The root, `spec`, `spec.provider` or its infrastructureConfig is not a plain mapping.
+            _ => self.unusual = true,
+        }
+    }
+
+    fn push(&mut self, path: HeadPath, event: &Event<'_>) {
+        let is_map = matches!(event, Event::MappingStart(..));
+        self.stack.push(Frame { path, is_map, expecting_key: is_map, key: None, keys: Vec::new() });
+    }
+
+    /// The head, if the document was read to its end in the plain shape.
+    fn finish(self) -> Option<HeadFacts> {
+        (self.root_seen && !self.unusual && self.stack.is_empty()).then_some(self.facts)
+    }
+}
+
+fn key_hash(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Whether a scalar is a string as every reader sees it: quoted, or a plain word (letters, digits,
+/// `.`, `/`, `-`, `_`, starting with a letter) that YAML does not read as a null, a boolean or a number.
+fn plain_string(value: &str, style: ScalarStyle) -> bool {
+    match style {
+        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => true,
+        ScalarStyle::Plain => {
+            let word = value.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '-' | '_'));
+            let special = ["null", "true", "false", "yes", "no", "on", "off", "y", "n"]
+                .iter()
+                .any(|w| value.eq_ignore_ascii_case(w));
+            word && !special
+        }
+        _ => false,
+    }
+}
+
 /// One YAML document of a file: its lines (1-based, inclusive) and whether its root is null.
 #[derive(Debug)]
 struct DocSpan {
@@ -801,13 +1038,17 @@ struct DocSpan {
     first_line: usize,
     last_line: usize,
     is_null: bool,
+    /// What decides how to read it, when the split pass could read it safely ([`HeadScan`]); else the
+    /// light pass ([`Head`]) reads it.
+    head: Option<HeadFacts>,
 }
 
 /// Finds the documents of `text` with the YAML parser (so `---` inside block scalars and the like
 /// are handled as YAML does). Malformed YAML is reported with its location.
 fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestError> {
-    let mut starts: Vec<(usize, bool)> = Vec::new(); // (line, is_null)
+    let mut starts: Vec<(usize, bool, Option<HeadFacts>)> = Vec::new(); // (line, is_null, head)
     let mut expect_root = false;
+    let mut scan = HeadScan::default();
     for event in Parser::new_from_str_with_options(text, trellis_planner::yaml::parser_options()) {
         let (event, span) = match event {
             Ok(ev) => ev,
@@ -825,10 +1066,14 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
                 });
             }
         };
+        if !matches!(event, Event::DocumentStart(..) | Event::DocumentEnd) {
+            scan.event(&event);
+        }
         match event {
             Event::DocumentStart(..) => {
-                starts.push((span.start.line(), false));
+                starts.push((span.start.line(), false, None));
                 expect_root = true;
+                scan = HeadScan::default();
             }
             Event::Scalar(ref value, style, _, ref tag) if expect_root => {
                 let null = tag.is_none()
@@ -840,10 +1085,11 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
                 expect_root = false;
             }
             Event::DocumentEnd => {
-                if expect_root {
-                    if let Some(last) = starts.last_mut() {
+                if let Some(last) = starts.last_mut() {
+                    if expect_root {
                         last.1 = true;
                     }
+                    last.2 = std::mem::take(&mut scan).finish();
                 }
                 expect_root = false;
             }
@@ -853,9 +1099,10 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
     }
     let n_lines = text.lines().count().max(1);
     let mut docs = Vec::with_capacity(starts.len());
-    for (i, &(first_line, is_null)) in starts.iter().enumerate() {
-        let last_line = starts.get(i + 1).map(|&(next, _)| next.saturating_sub(1)).unwrap_or(n_lines);
-        docs.push(DocSpan { index: i, first_line, last_line: last_line.max(first_line), is_null });
+    let next_starts: Vec<usize> = starts.iter().skip(1).map(|s| s.0).collect();
+    for (i, (first_line, is_null, head)) in starts.into_iter().enumerate() {
+        let last_line = next_starts.get(i).map(|next| next.saturating_sub(1)).unwrap_or(n_lines);
+        docs.push(DocSpan { index: i, first_line, last_line: last_line.max(first_line), is_null, head });
     }
     Ok(docs)
 }
@@ -866,4 +1113,90 @@ fn document_text<'t>(text: &'t str, line_starts: &[usize], doc: &DocSpan) -> &'t
     let start = line_starts.get(doc.first_line - 1).copied().unwrap_or(text.len());
     let end = line_starts.get(doc.last_line).copied().unwrap_or(text.len());
     &text[start..end.max(start)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The head as the light pass reads it, for every document of `text`, beside the split pass's.
+    fn heads(text: &str) -> Vec<(Option<HeadFacts>, Result<HeadFacts, String>)> {
+        let docs = split_documents(Path::new("t.yaml"), text).expect("splits");
+        let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        docs.iter()
+            .filter(|d| !d.is_null)
+            .map(|d| {
+                let light = trellis_planner::yaml::from_str::<Head>(document_text(text, &line_starts, d))
+                    .map(Head::facts)
+                    .map_err(|e| e.to_string());
+                (d.head.clone(), light)
+            })
+            .collect()
+    }
+
+    /// Wherever the split pass reads the head, it reads what the light pass reads.
+    fn assert_agree(text: &str) -> usize {
+        let mut read = 0;
+        for (scanned, light) in heads(text) {
+            if let Some(scanned) = scanned {
+                assert_eq!(Ok(scanned), light, "in:\n{text}");
+                read += 1;
+            }
+        }
+        read
+    }
+
+    #[test]
+    fn split_pass_reads_the_head_as_the_light_pass_does() {
+        // Every manifest the repository's tests and scenarios use.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut dirs = vec![root.join("providers/tests/data"), root.join("tests/scenarios"), root.join("examples")];
+        let (mut files, mut read) = (0, 0);
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                    let Ok(text) = std::fs::read_to_string(&path) else { continue };
+                    if split_documents(&path, &text).is_ok() {
+                        files += 1;
+                        read += assert_agree(&text);
+                    }
+                }
+            }
+        }
+        assert!(files > 20 && read > 20, "{files} files, {read} heads read by the split pass");
+
+        // Shapes the split pass leaves to the light pass, or reads the same.
+        for text in [
+            "apiVersion: \"core.gardener.cloud/v1beta1\"\nkind: 'Shoot'\nspec:\n  provider: {type: azure, infrastructureConfig: {apiVersion: a/v1, kind: K}}\n",
+            "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nspec:\n  provider:\n    type: azure\n    infrastructureConfig: placeholder text\n",
+            "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nspec:\n  provider:\n    type: azure\n    infrastructureConfig:\n      apiVersion: 12\n      kind: [a]\n",
+            "kind: &k Shoot\napiVersion: *k\n",
+            "apiVersion: v1\nkind: Shoot\nspec: null\n",
+            "apiVersion: v1\nkind: Shoot\nspec:\n  provider:\n    type: true\n",
+            "apiVersion: v1\nkind: Shoot\nextra: &x {type: gcp}\nspec:\n  provider:\n    <<: *x\n",
+            "apiVersion: v1\nkind: Shoot\nspec:\n  provider:\n    type: |\n      azure\n",
+            "apiVersion: v1\nkind: !!str Shoot\nmetadata: {name: a, labels: {kind: Seed}}\n",
+            "? [complex]\n: key\napiVersion: v1\nkind: Shoot\n",
+            "apiVersion: v1\nkind: Shoot\n---\napiVersion: v1\nkind: Seed\nspec:\n  provider:\n    type: azure\n",
+            "- a\n- b\n",
+        ] {
+            assert_agree(text);
+        }
+        // Aliases, tags, merge keys, block scalars and non-strings are left to the light pass.
+        for text in [
+            "kind: &k Shoot\napiVersion: *k\n",
+            "apiVersion: v1\nkind: !!str Shoot\n",
+            "apiVersion: v1\nkind: Shoot\nmetadata:\n  name: a\n  name: b\n",
+            "apiVersion: v1\nkind: Shoot\nmetadata: &m {name: a}\n",
+            "apiVersion: v1\nkind: Shoot\nspec:\n  provider:\n    type: true\n",
+            "apiVersion: v1\nkind: Shoot\nspec:\n  provider:\n    type: |\n      azure\n",
+            "apiVersion: v1\nkind: Shoot\nspec: null\n",
+        ] {
+            assert!(heads(text).iter().all(|(scanned, _)| scanned.is_none()), "{text}");
+        }
+    }
 }

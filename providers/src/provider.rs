@@ -201,6 +201,16 @@ pub trait Provider: Send + Sync {
         ctx: &CloudCtx,
     ) -> Result<Vec<Orphan>, ProviderError>;
 
+    /// A plan reduced to what [`Provider::check_fleet`] reads of it, so that a fleet whose plans are
+    /// streamed out keeps only this much per shoot until the fleet-wide check at the end; `None` when
+    /// it reads nothing of this plan (the shoot is still part of the fleet: its workspace in state is
+    /// not among the `applied` ones). `check_fleet` must decide the same over the reduced plans as
+    /// over the whole fleet; it is not called for a provider none of whose plans has facts. The
+    /// default keeps the whole plan.
+    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
+        Some(plan)
+    }
+
     /// Fleet-wide rules over this provider's planned shoots (`fleet`) and the shoots already applied
     /// in state (`applied`, read only if needed). No cloud I/O. [`ProviderError::Fleet`] when broken.
     fn check_fleet(

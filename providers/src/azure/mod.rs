@@ -369,11 +369,12 @@ pub async fn plan_destroy(
 
 /// The BYO subnet a planned shoot uses (its user-owned subnet node), lowercased.
 pub fn byo_subnet_of_plan(plan: &Plan) -> Option<String> {
-    plan.nodes
-        .iter()
-        .find(|n| n.kind == trellis_plans::Kind::Subnet && n.ownership() == trellis_plans::Ownership::User)
-        .and_then(|n| n.id.as_deref())
-        .map(str::to_ascii_lowercase)
+    plan.nodes.iter().find(|n| is_byo_subnet_node(n)).and_then(|n| n.id.as_deref()).map(str::to_ascii_lowercase)
+}
+
+/// Whether a plan node is a BYO subnet: a user-owned subnet.
+pub fn is_byo_subnet_node(node: &trellis_plans::Node) -> bool {
+    node.kind == trellis_plans::Kind::Subnet && node.ownership() == trellis_plans::Ownership::User
 }
 
 /// The BYO subnet a workspace's last-applied configuration uses, lowercased.

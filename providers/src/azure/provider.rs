@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
-use trellis_plans::Artifacts;
+use trellis_plans::{Artifacts, Plan};
 use trellis_state::{ProviderState, Workspace};
 
 use super::state::AzureState;
@@ -106,6 +106,16 @@ impl Provider for Azure {
 
     /// A BYO subnet belongs to one shoot only (spec: "The BYO subnet must not be shared across
     /// shoots"): checked across the fleet and against the shoots already applied in state.
+    /// `check_fleet` reads the shoot's id and its BYO subnet node ([`super::byo_subnet_of_plan`]);
+    /// a shoot without one (managed networking) adds nothing to it.
+    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
+        let nodes: Vec<_> = plan.nodes.iter().filter(|n| super::is_byo_subnet_node(n)).cloned().collect();
+        if nodes.is_empty() {
+            return None;
+        }
+        Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
+    }
+
     fn check_fleet(
         &self,
         fleet: &[FleetShoot<'_>],

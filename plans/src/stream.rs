@@ -1,0 +1,109 @@
+//! Writing a plan file one plan at a time ([`PlanSetWriter`]), so a fleet's plans need not all be held
+//! in memory before the first byte is written.
+//!
+//! The bytes are exactly those of [`PlanSet::write_json`](crate::PlanSet::write_json) for the same plans in
+//! the same order: a single plan is written as the plan object itself, several as
+//! `{format_version, plans: […]}`. As the count is known only at the end, the first plan is held
+//! (as its rendered JSON) until a second one arrives or the writer is finished.
+
+use std::io::{self, Write};
+
+use crate::{Plan, FORMAT_VERSION};
+
+/// One plan's JSON, rendered on its own (pretty, as a single-plan file holds it). Rendering is the
+/// expensive part and needs only the plan, so it can run on any thread; the writer only copies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedPlan(Vec<u8>);
+
+impl RenderedPlan {
+    pub fn of(plan: &Plan) -> RenderedPlan {
+        RenderedPlan(serde_json::to_vec_pretty(plan).expect("a plan serialises to JSON"))
+    }
+
+    /// The JSON text, as a single-plan file holds it (without the final newline).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Writes plans in the order they are pushed; see the module docs.
+pub struct PlanSetWriter<W: Write> {
+    out: W,
+    /// The first plan, until it is known whether the file holds one plan or several.
+    held: Option<RenderedPlan>,
+    pushed: usize,
+}
+
+/// Indentation of a plan inside `plans` (two levels of serde_json's pretty printer).
+const NESTED: &[u8] = b"    ";
+
+impl<W: Write> PlanSetWriter<W> {
+    pub fn new(out: W) -> PlanSetWriter<W> {
+        PlanSetWriter { out, held: None, pushed: 0 }
+    }
+
+    /// How many plans were pushed.
+    pub fn len(&self) -> usize {
+        self.pushed
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pushed == 0
+    }
+
+    /// Renders and appends a plan.
+    pub fn push(&mut self, plan: &Plan) -> io::Result<()> {
+        self.push_rendered(RenderedPlan::of(plan))
+    }
+
+    /// Appends a plan rendered with [`RenderedPlan::of`].
+    pub fn push_rendered(&mut self, plan: RenderedPlan) -> io::Result<()> {
+        self.pushed += 1;
+        match self.pushed {
+            1 => self.held = Some(plan),
+            2 => {
+                write!(self.out, "{{\n  \"format_version\": {FORMAT_VERSION},\n  \"plans\": [\n")?;
+                self.out.write_all(NESTED)?;
+                let first = self.held.take().expect("the first plan is held until the second");
+                write_nested(&mut self.out, &first)?;
+                self.out.write_all(b",\n    ")?;
+                write_nested(&mut self.out, &plan)?;
+            }
+            _ => {
+                self.out.write_all(b",\n    ")?;
+                write_nested(&mut self.out, &plan)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the document (with its final newline) and hands back the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        match self.pushed {
+            0 => write!(self.out, "{{\n  \"format_version\": {FORMAT_VERSION},\n  \"plans\": []\n}}")?,
+            1 => {
+                let only = self.held.take().expect("a single plan is held until the end");
+                self.out.write_all(only.as_bytes())?;
+            }
+            _ => self.out.write_all(b"\n  ]\n}")?,
+        }
+        self.out.write_all(b"\n")?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// A plan's standalone JSON, indented as an element of `plans`. Pretty JSON has no raw newline inside
+/// a string (serde_json escapes it), so every newline byte starts a line to indent.
+fn write_nested(out: &mut impl Write, plan: &RenderedPlan) -> io::Result<()> {
+    let mut lines = plan.as_bytes().split(|b| *b == b'\n');
+    if let Some(first) = lines.next() {
+        out.write_all(first)?;
+    }
+    for line in lines {
+        out.write_all(b"\n")?;
+        out.write_all(NESTED)?;
+        out.write_all(line)?;
+    }
+    Ok(())
+}
