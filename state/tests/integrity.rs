@@ -327,9 +327,9 @@ fn regression_discard_removes_only_what_this_run_created() {
 fn head_serial(dir: &Path, shoot: &str) -> u64 {
     let raw = fs::read_to_string(dir.join("heads.log")).expect("heads journal");
     raw.lines()
+        .rev()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|head| head["shoot"] == shoot)
-        .last()
+        .find(|head| head["shoot"] == shoot)
         .expect("head record")["serial"]
         .as_u64()
         .expect("serial")
