@@ -207,12 +207,6 @@ fn regression_a_damaged_state_is_restored_from_its_backup_with_state_push() {
     assert_eq!(pulled["workspace"], latest, "state pull prints the workspace");
     let checksum = pulled["checksum"].as_str().expect("a checksum");
     assert!(checksum.starts_with("sha256:") && checksum.len() == "sha256:".len() + 64, "{checksum}");
-    // A first apply has no version before it, so no backup; a later run that commits (here a push of the
-    // pulled copy, stored at serial 9) keeps the version it found.
-    let pulled_file = sb.file("pulled.json");
-    fs::write(&pulled_file, pulled.to_string()).unwrap();
-    assert!(!Path::new(&state).join("backups").join(format!("{BRAVO}.json")).exists());
-    sb.run(&["state", "push", BRAVO, &pulled_file]).code(0);
 
     fs::write(Path::new(&state).join("db"), b"").unwrap();
     assert_refused_as_damaged(sb.run(&["plan", "-f", &a2()]), &state);
@@ -229,7 +223,7 @@ fn regression_a_damaged_state_is_restored_from_its_backup_with_state_push() {
     assert_eq!(restored["resources"], latest["resources"], "the backup holds every resource");
     assert_eq!(
         restored["provider_state"]["data"]["last_applied"], latest["provider_state"]["data"]["last_applied"],
-        "the backup is the version the push found"
+        "the backup is the version the apply left"
     );
 
     // The simulated cloud was in the damaged dir too: apply creates it again and records it all.
@@ -248,6 +242,8 @@ fn regression_a_damaged_state_is_restored_from_its_backup_with_state_push() {
     let edited = sb.file("edited.json");
     fs::write(&edited, serde_json::to_string(&pulled).unwrap().replace("\"serial\":8", "\"serial\":80")).unwrap();
     sb.run(&["state", "push", BRAVO, &edited]).code(1).stderr_has(&format!("error: {edited}: its checksum sha256:"));
+    let pulled_file = sb.file("pulled.json");
+    fs::write(&pulled_file, pulled.to_string()).unwrap();
     sb.run(&["state", "push", "shoot--dev--alpha", &pulled_file])
         .code(1)
         .stderr_has(&format!("error: {pulled_file} holds the workspace of {BRAVO}, not of shoot--dev--alpha"));
@@ -311,6 +307,7 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
     fs::remove_file(state.join("trellis-state.json")).unwrap();
     fs::remove_file(state.join("seal.json")).unwrap();
     fs::remove_file(state.join("heads.log")).unwrap();
+    fs::remove_dir_all(state.join("backups")).unwrap();
 
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     assert!(state.join("trellis-state.json").is_file(), "adopted: the marker is written");

@@ -101,7 +101,7 @@
 //! | `db`, `conf`, `blobs/`, `snap.*` | sled's files                                                     |
 //! | `heads.log`               | heads journal: one line (compact JSON: shoot, lineage, serial, checksum) per commit |
 //! | `heads/<shoot>.json`      | head record of each workspace, as format 1 wrote them (read; removed when the journal is compacted) |
-//! | `backups/<shoot>.json`    | each workspace as the last command that changed it found it (a [`WorkspaceFile`]) |
+//! | `backups/<shoot>.json`    | each workspace as the last command that changed it and closed left it (a [`WorkspaceFile`]) |
 //! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length and SHA-256 |
 //! | `holder.json`             | the process holding the dir (only while it does)                        |
 //! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
@@ -140,11 +140,12 @@
 //!   accepted only when its entry says it is a first version. The next commit rewrites the head.
 //!   Anything else — a workspace behind its head (rollback), missing, garbled, of another lineage, or a
 //!   head that is not its immediate predecessor — is [`StateError::Damaged`].
-//! * **Backups.** Before the first commit of a workspace in a run (an open of the store), the version
-//!   being replaced — the one the run found — is written to `backups/<shoot>.json` (a [`WorkspaceFile`];
-//!   replaced atomically, not synced: it is for restoring by hand, not part of the check). Once per
-//!   command, not per commit: an apply commits after every node, and a file per commit cost a new inode
-//!   each. A workspace the run created has no backup of this run.
+//! * **Backups.** When a store that committed closes ([`SledStore::close`], or [`SledStore::discard`]
+//!   of a failed command that recorded something), the version it leaves of each workspace it committed
+//!   is written to `backups/<shoot>.json` (a [`WorkspaceFile`]; replaced atomically, not synced: it is
+//!   for restoring by hand, not part of the check). Once per workspace and command, not per commit: an
+//!   apply commits after every node, and a file per commit cost a new inode each. A run that was killed
+//!   writes none, so the backups then hold the versions the run found.
 //! * **The seal.** sled would rewrite a damaged database while opening it, so it must not open one in
 //!   place. Before sled opens the files, `seal.json` is set to `open`; when the store closes and sled
 //!   has let go of its files (its file lock on `db` can be taken), the length and SHA-256 of each of

@@ -34,8 +34,8 @@ pub struct SledStore {
     group: Group,
     /// The heads journal; appended by the leader of each commit group.
     journal: Mutex<Journal>,
-    /// Workspaces whose backup this run has written (before its first commit of them).
-    backed_up: Mutex<BTreeSet<String>>,
+    /// Workspaces this run committed: their backups are written when the store closes.
+    committed: Mutex<BTreeSet<String>>,
 }
 
 /// sled's handles on the database.
@@ -78,11 +78,23 @@ impl SledStore {
     /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
     /// open and they are not sealed (the next open then verifies them on a copy first).
     pub fn close(self) -> Result<(), StateError> {
-        let compacted = self.compact_journal();
+        let compacted = self.write_backups().and(self.compact_journal());
         let SledStore { h, mut guard, .. } = self;
         drop(h);
         let finished = guard.finish(Finish::Close);
         compacted.and(finished)
+    }
+
+    /// Writes the backup of every workspace this run committed: the version it leaves (see the crate
+    /// docs, "Integrity"). Once per workspace and command, not per commit.
+    fn write_backups(&self) -> Result<(), StateError> {
+        let committed = std::mem::take(&mut *self.committed.lock().unwrap_or_else(PoisonError::into_inner));
+        for shoot in committed {
+            if let Some(ws) = self.load(&shoot)? {
+                integrity::write_backup(self.dir(), &ws).map_err(|e| self.io_error("writing a backup into", e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Compacts the heads journal if this run appended to it and it grew (see [`Journal::compact`]).
@@ -101,7 +113,7 @@ impl SledStore {
     /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
     pub fn discard(self) -> Result<(), StateError> {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
-        let compacted = if unused { Ok(()) } else { self.compact_journal() };
+        let compacted = if unused { Ok(()) } else { self.write_backups().and(self.compact_journal()) };
         let SledStore { h, mut guard, .. } = self;
         drop(h);
         let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
@@ -160,8 +172,8 @@ impl SledStore {
 
     /// Stores `next` (whose serial is already the new one) if `check` accepts the stored version, in one
     /// transaction with its history entry (which names the checksums of the version it replaces and of
-    /// `next`), and returns the bytes stored. Before it, the stored version becomes the backup beside the
-    /// database; [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
+    /// `next`), and returns the bytes stored; the workspace's backup is written when the store closes.
+    /// [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
     fn store_version(
         &self,
         next: &Workspace,
@@ -172,17 +184,6 @@ impl SledStore {
         let raw = self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))?;
         let current = raw.as_ref().map(|raw| parse_workspace(shoot, raw)).transpose()?;
         check(current.as_ref())?;
-        // A recovery aid, not part of the integrity check: replaced atomically, not synced, and written
-        // once per run — the version this run found, before its first commit of the workspace (none if
-        // the workspace was not stored yet).
-        let first = !self.backed_up.lock().unwrap_or_else(PoisonError::into_inner).contains(shoot);
-        if first {
-            if let Some(previous) = &current {
-                integrity::write_backup(self.dir(), previous).map_err(|e| self.io_error("writing a backup into", e))?;
-            }
-            self.backed_up.lock().unwrap_or_else(PoisonError::into_inner).insert(shoot.to_string());
-        }
-
         // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
         let ws_json = integrity::canonical(next);
         let entry = HistoryEntry {
@@ -215,7 +216,11 @@ impl SledStore {
             Ok(())
         });
         match outcome {
-            Ok(()) => Ok(ws_json),
+            Ok(()) => {
+                // Its backup is written when the store closes (once per run, not per commit).
+                self.committed.lock().unwrap_or_else(PoisonError::into_inner).insert(shoot.to_string());
+                Ok(ws_json)
+            }
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(self.io_error("committing to", e)),
         }
@@ -346,7 +351,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         Ok((h, heads)) => {
             guard.seal_on_close = true;
             let journal = Mutex::new(Journal::new(dir, heads));
-            Ok(Some(SledStore { h, guard, group: Group::default(), journal, backed_up: Mutex::default() }))
+            Ok(Some(SledStore { h, guard, group: Group::default(), journal, committed: Mutex::default() }))
         }
         Err(e) => {
             // A fresh dir is removed again; anything else is left exactly as it was (never sealed).

@@ -191,8 +191,8 @@ fn regression_the_previous_version_is_kept_as_a_backup_that_push_restores() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
     committed(dir, 2);
-    let latest = committed(dir, 1);
     let backup = fs::read_to_string(dir.join("backups").join(format!("{SHOOT}.json"))).unwrap();
+    let latest = committed(dir, 1);
     let previous = WorkspaceFile::parse("backup", &backup).unwrap();
     assert_eq!(previous.serial, 2);
     assert_eq!(previous.lineage, latest.lineage);
@@ -263,7 +263,7 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
         fs::remove_file(dir.join(name)).unwrap();
     }
     fs::remove_file(dir.join("heads.log")).unwrap();
-    assert!(!dir.join("backups").exists(), "one run that created the workspace: no backup");
+    fs::remove_dir_all(dir.join("backups")).unwrap();
     let store = open(dir);
     assert_eq!(store.load(SHOOT).unwrap(), Some(ws));
     store.close().unwrap();
@@ -506,22 +506,30 @@ fn regression_a_state_dir_of_format_1_with_a_head_file_per_workspace_is_read_and
 }
 
 #[test]
-fn regression_the_backup_is_the_version_a_run_found_written_once_per_run() {
+fn regression_the_backup_is_the_version_a_run_left_written_once_when_it_closes() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
+    let backup_serial = || {
+        let text = fs::read_to_string(dir.join("backups").join(format!("{SHOOT}.json"))).unwrap();
+        WorkspaceFile::parse("backup", &text).unwrap().serial
+    };
+    // A run that creates the workspace leaves its backup too.
     committed(dir, 2);
-    // One run that commits three times: the backup is the version before the run, not before its last commit.
-    committed(dir, 3);
-    let backup = fs::read_to_string(dir.join("backups").join(format!("{SHOOT}.json"))).unwrap();
-    let found = WorkspaceFile::parse("backup", &backup).unwrap();
-    assert_eq!(found.serial, 2);
-    assert_eq!(found.outputs.as_ref().unwrap()["step"], "2");
-}
-
-#[test]
-fn regression_a_run_that_creates_a_workspace_writes_no_backup_of_its_own_versions() {
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path();
-    committed(dir, 3);
-    assert!(!dir.join("backups").join(format!("{SHOOT}.json")).exists(), "nothing was there before the run");
+    assert_eq!(backup_serial(), 2);
+    // While a run commits, the backup is what the last run left; when it closes, what this one left.
+    let store = open(dir);
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    for step in ["3", "4", "5"] {
+        note(&mut ws, "step", step);
+        store.commit(&mut ws, "apply").unwrap();
+        assert_eq!(backup_serial(), 2, "not rewritten per commit");
+    }
+    store.close().unwrap();
+    assert_eq!(backup_serial(), 5);
+    // A killed run writes none: the backup is the version it found.
+    let store = open(dir);
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    store.commit(&mut ws, "apply").unwrap();
+    std::mem::forget(store);
+    assert_eq!(backup_serial(), 5);
 }
