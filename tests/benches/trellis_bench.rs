@@ -21,22 +21,26 @@
 //!    through a new inode, and ext4's inode allocation scans the inodes freed in the last 30 s
 //!    (`recently_deleted`), which dominated the kernel time at 1,000+ shoots (a second run right after
 //!    the first: 16.5 s instead of 9.1 s for 2,000).
-//!    Since then (issue #8, apply slice; same method, best of 2–3 runs and the spread, load average 2–8
-//!    from other builds): head records appended to one journal per commit group (`heads.log`) and
-//!    backups once per run: 2,000 shoots 8.4–8.5 s (main right before: 9.1–16.5 s) / 384 MiB; the
-//!    simulated cloud's flushes grouped and run outside its lock: 6.3–7.6 s; its writes sharing the
-//!    state's grouped flush (what the CLI does now): 6.8–7.4 s / 380 MiB; 10,000 shoots 57 s / 1.74
-//!    GiB (main: 65 s / 1.74 GiB, same load). Still above the 5 s goal: `strace -c` counts ~47,000
-//!    sled log writes (`pwrite` + `sync_file_range`) and ~15,000 `fsync`s for 2,000 shoots (groups are
-//!    small at parallelism 10), and sled's own I/O threads take a third of the CPU; the database grows
-//!    to 77 MiB (2,000) / 400 MiB (10,000) because every commit rewrites the whole workspace into sled's
-//!    log, and closing hashes it for the seal.
-//! 4. Apply through the CLI (`target/release/trellis`, or `TRELLIS_BENCH_BIN`; skipped when missing):
+//!    Since then (issue #8, apply slice; same method, best of 2–3 runs and the spread; the load from
+//!    other builds varied from 0.6 to 8): head records appended to one journal per commit group
+//!    (`heads.log`): 2,000 shoots 8.4–8.5 s (main right before: 9.1–19 s, its spread mostly ext4's
+//!    `recently_deleted` scan after the previous run's files were removed) / 384 MiB; the simulated
+//!    cloud's flushes grouped and run outside its lock: 6.3–7.6 s; its writes sharing the state's
+//!    grouped flush: 6.8–7.4 s; backups written once per command at close (what is merged): 7.2–8.8 s /
+//!    380 MiB. 10,000 shoots on a quiet machine: 40.6 s / 1.76 GiB (main: 51.5 s / 1.71 GiB). Still
+//!    above the 5 s goal: `strace -c` counts ~47,000 sled log writes (`pwrite` + `sync_file_range`)
+//!    and ~15,000 `fsync`s for 2,000 shoots (groups are small at parallelism 10), sled's own I/O
+//!    threads take about a third of the CPU, and the database grows to 77 MiB (2,000) / 400 MiB
+//!    (10,000) because every commit rewrites the whole workspace into sled's log; closing hashes it for
+//!    the seal (~0.8 s for 2,000).
+//! 5. Apply through the CLI (`target/release/trellis`, or `TRELLIS_BENCH_BIN`; skipped when missing):
 //!    the commit fleet applied by the binary from a fresh state dir, then the no-op re-plan of the
-//!    applied fleet against a fresh plan of it. Measured by hand for 10,000 shoots: re-plan 6.4–11.5 s
-//!    vs fresh plan 4.4–6.1 s (main: 5.7–7.6 s vs 2.8–4.2 s; the spread is the machine's load). Opening
-//!    the applied state dir alone (`trellis state list`) takes 1.5–1.8 s (sled recovers its 400 MiB log,
-//!    the seal hashes it), loading the simulated cloud's 70,000 resources about 0.5 s more.
+//!    applied fleet against a fresh plan of it. Measured by hand for 10,000 shoots on a quiet machine:
+//!    re-plan 5.1–5.8 s vs fresh plan 2.7–2.8 s (1.8–2.1×; main: 5.4–5.8 s vs 2.9 s — unchanged, the
+//!    simulated cloud is still loaded whole at open). Opening the applied state dir alone
+//!    (`trellis state list`) takes 1.5–1.8 s (sled recovers its 400 MiB log, the seal hashes it),
+//!    loading the simulated cloud's 70,000 resources about 0.5 s more; the rest is the planning of
+//!    10,000 workspaces against existing resources.
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) it runs a seconds-long smoke configuration.
 
@@ -170,7 +174,7 @@ fn main() -> Result<()> {
     println!("   (issue #8's goal: 2,000 shoots in under 5 s; see the module docs for the figures through the CLI)");
 
     println!();
-    println!("== 4. Apply through the CLI: `trellis apply -f DIR --auto-approve` from a fresh state dir, then plans");
+    println!("== 5. Apply through the CLI: `trellis apply -f DIR --auto-approve` from a fresh state dir, then plans");
     cli_apply_bench(cfg.commit_fleet)?;
 
     println!();
@@ -752,7 +756,7 @@ fn run_cli(bin: &Path, dir: &Path, args: &[&str]) -> Result<Duration> {
     Ok(wall)
 }
 
-/// Section 4: N A1-shaped shoots applied by the CLI binary from a fresh state dir (a process of its
+/// Section 5: N A1-shaped shoots applied by the CLI binary from a fresh state dir (a process of its
 /// own: state open, plan, apply, close with the seal), then the no-op re-plan of the applied fleet
 /// against a fresh plan of the same fleet (the re-plan opens the simulated cloud the apply left).
 fn cli_apply_bench(n: usize) -> Result<()> {
