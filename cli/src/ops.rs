@@ -79,13 +79,21 @@ impl Session {
                 return Err(e);
             }
         };
+        let store = Arc::new(store);
+        // The simulated cloud lives in the state's database: its writes join the state's grouped flushes,
+        // so a write and the commits made meanwhile are made durable together.
+        let weak = Arc::downgrade(&store);
+        sim.share_flush(Arc::new(move || match weak.upgrade() {
+            Some(store) => store.flush().map_err(|e| e.to_string()),
+            None => Err("the state dir was closed".to_string()),
+        }));
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
         let subscription = sim.subscription();
         Ok((
             Session {
                 cloud,
                 sim,
-                store: Arc::new(store),
+                store,
                 subscription,
                 retry: RetryPolicy::default(),
                 accept_drift: false,

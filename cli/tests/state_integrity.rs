@@ -216,14 +216,14 @@ fn regression_a_damaged_state_is_restored_from_its_backup_with_state_push() {
     let backup = format!("{moved}/backups/{BRAVO}.json");
     sb.run(&["state", "push", BRAVO, &backup])
         .code(0)
-        .stdout_has(&format!("Pushed {BRAVO} from {backup}: the state now holds it at serial 8"));
+        .stdout_has(&format!("Pushed {BRAVO} from {backup}: the state now holds it at serial 9"));
     let restored = sb.workspace(BRAVO);
     assert_eq!(restored["lineage"], latest["lineage"]);
-    assert_eq!(restored["serial"], 8, "above the backup's serial 7");
+    assert_eq!(restored["serial"], 9, "above the backup's serial 8");
     assert_eq!(restored["resources"], latest["resources"], "the backup holds every resource");
-    assert!(
-        restored["provider_state"]["data"]["last_applied"].is_null(),
-        "the backup is the version before the last commit"
+    assert_eq!(
+        restored["provider_state"]["data"]["last_applied"], latest["provider_state"]["data"]["last_applied"],
+        "the backup is the version the apply left"
     );
 
     // The simulated cloud was in the damaged dir too: apply creates it again and records it all.
@@ -237,7 +237,7 @@ fn regression_a_damaged_state_is_restored_from_its_backup_with_state_push() {
     // An older file is refused unless forced; a file whose checksum does not match is refused.
     sb.run(&["state", "push", BRAVO, &backup])
         .code(1)
-        .stderr_has(&format!("error: not pushing workspace {BRAVO}: the file is at serial 7"))
+        .stderr_has(&format!("error: not pushing workspace {BRAVO}: the file is at serial 8"))
         .stderr_has("pass --force");
     let edited = sb.file("edited.json");
     fs::write(&edited, serde_json::to_string(&pulled).unwrap().replace("\"serial\":8", "\"serial\":80")).unwrap();
@@ -306,11 +306,12 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
     // What the previous version of trellis left: sled's files (and no marker, seal, heads or backups).
     fs::remove_file(state.join("trellis-state.json")).unwrap();
     fs::remove_file(state.join("seal.json")).unwrap();
-    fs::remove_dir_all(state.join("heads")).unwrap();
+    fs::remove_file(state.join("heads.log")).unwrap();
     fs::remove_dir_all(state.join("backups")).unwrap();
 
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     assert!(state.join("trellis-state.json").is_file(), "adopted: the marker is written");
-    assert!(state.join("heads").join(format!("{BRAVO}.json")).is_file(), "adopted: the head record is written");
+    let journal = fs::read_to_string(state.join("heads.log")).unwrap();
+    assert!(journal.contains(&format!("\"shoot\":\"{BRAVO}\"")), "adopted: the head record is written");
     assert_eq!(sb.workspace(BRAVO), ws);
 }

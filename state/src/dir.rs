@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 pub(crate) const MARKER: &str = "trellis-state.json";
 /// How trellis left sled's files: [`Seal`].
 pub(crate) const SEAL: &str = "seal.json";
-/// One head record per workspace (`heads/<shoot>.json`).
+/// One head record per workspace (`heads/<shoot>.json`), as format 1 (an earlier trellis) wrote them.
 pub(crate) const HEADS: &str = "heads";
+/// The heads journal: head records appended once per commit group (format 2).
+pub(crate) const HEADS_LOG: &str = "heads.log";
 /// The previous version of each workspace (`backups/<shoot>.json`).
 pub(crate) const BACKUPS: &str = "backups";
 /// Scratch copy of sled's files, verified before the originals are opened after an unclean stop.
@@ -22,8 +24,11 @@ pub(crate) const VERIFY: &str = ".verify";
 /// The file in a state dir that names the process holding it open.
 pub(crate) const HOLDER_FILE: &str = "holder.json";
 
-/// The state format this trellis reads and writes.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The state format this trellis writes: 2, head records in `heads.log`. It also reads format 1 (head
+/// records in `heads/`), and writes the marker of format 2 before the first record of the journal.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The oldest state format this trellis reads.
+const OLDEST_FORMAT: u32 = 1;
 const MARKER_KIND: &str = "trellis-state";
 
 /// What sled 0.34 writes to `conf` with its default configuration (trellis never changes it), before
@@ -44,7 +49,8 @@ pub(crate) enum Contents {
     /// A trellis state dir of this format.
     Marked,
     /// No marker, but exactly what an earlier trellis left: sled's `conf` (with trellis' settings), `db`
-    /// and `blobs/`, maybe `snap.*`, `holder.json` and `heads/` of an adoption that was interrupted.
+    /// and `blobs/`, maybe `snap.*`, `holder.json` and `heads/` or `heads.log` of an adoption that was
+    /// interrupted.
     /// Adopted if the database also holds a `workspaces` tree.
     Legacy,
 }
@@ -101,7 +107,7 @@ fn check_marker(dir: &Path) -> Result<(), StateError> {
             ),
         });
     }
-    if marker.format_version < FORMAT_VERSION {
+    if marker.format_version < OLDEST_FORMAT {
         return Err(damaged(format!(
             "{} names state format {}, which no trellis ever wrote",
             path.display(),
@@ -113,7 +119,8 @@ fn check_marker(dir: &Path) -> Result<(), StateError> {
 
 fn looks_like_legacy(dir: &Path, names: &[String]) -> bool {
     let known = |n: &str| {
-        matches!(n, "conf" | "db" | "blobs" | HOLDER_FILE | "holder.json.tmp" | HEADS) || n.starts_with("snap.")
+        matches!(n, "conf" | "db" | "blobs" | HOLDER_FILE | "holder.json.tmp" | HEADS | HEADS_LOG | "heads.log.tmp")
+            || n.starts_with("snap.")
     };
     if !names.iter().all(|n| known(n)) {
         return false;
@@ -139,13 +146,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// content; after a power loss it may be the old one.
 pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_via_rename(path, bytes, false)
-}
-
-/// The first half of [`write_atomic`], for writing several files of one directory and syncing the
-/// directory once ([`sync_dir`]): a temporary file beside `path`, `fsync`, `rename`. Until the directory
-/// is synced, a power loss may bring back the old content.
-pub(crate) fn write_synced_rename(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via_rename(path, bytes, true)
 }
 
 /// `fsync` of a directory: the renames done in it are durable.

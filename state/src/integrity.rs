@@ -2,14 +2,14 @@
 //! for every workspace, the document `trellis state pull` prints and `state push` reads, and the check
 //! of the database against the head records (see the crate docs, "Integrity").
 
-use crate::dir::{self, BACKUPS, HEADS};
+use crate::dir::{self, BACKUPS, HEADS, HEADS_LOG};
 use crate::{HistoryEntry, StateError, Workspace};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{self, ErrorKind};
-use std::path::Path;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, ErrorKind, Write as _};
+use std::path::{Path, PathBuf};
 
 /// `sha256:<hex>` of a workspace's canonical form (compact JSON, as it is stored).
 pub(crate) fn checksum(ws: &Workspace) -> String {
@@ -46,39 +46,130 @@ impl Head {
     }
 }
 
-/// Writes the head records of one commit group (at most one per workspace), each atomically (temporary
-/// file, `fsync`, `rename`), then `fsync`s `heads/` once: when this returns, all of them are durable.
-pub(crate) fn write_heads(dir: &Path, heads: &[Head]) -> io::Result<()> {
-    if heads.is_empty() {
-        return Ok(());
-    }
-    let folder = dir.join(HEADS);
-    fs::create_dir_all(&folder)?;
-    let files = heads
-        .iter()
-        .map(|head| Ok((dir::workspace_file(dir, HEADS, &head.shoot), dir::to_pretty(head)?)))
-        .collect::<io::Result<Vec<_>>>()?;
-    if let [(path, bytes)] = files.as_slice() {
-        dir::write_synced_rename(path, bytes)?;
-    } else {
-        // The file systems' journals group `fsync`s that run at the same time, so the files of a
-        // group are written by threads of their own (a few per thread) and synced together.
-        let per_thread = files.len().div_ceil(MAX_SYNC_THREADS);
-        std::thread::scope(|s| {
-            let writers: Vec<_> = files
-                .chunks(per_thread)
-                .map(|chunk| {
-                    s.spawn(move || chunk.iter().try_for_each(|(path, bytes)| dir::write_synced_rename(path, bytes)))
-                })
-                .collect();
-            writers.into_iter().try_for_each(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        })?;
-    }
-    dir::sync_dir(&folder)
+/// Every head record a state dir holds, as read by [`read_heads`], and where the heads journal ends.
+pub(crate) struct Heads {
+    /// The latest head record of each workspace, by shoot.
+    pub map: BTreeMap<String, Head>,
+    /// Length of `heads.log` up to its last complete record (a torn record after it is ignored, and cut
+    /// off before the next append).
+    pub valid_len: u64,
+    /// Complete records in `heads.log`.
+    pub records: usize,
+    /// `heads/` (one file per workspace, written by an earlier trellis) exists.
+    pub legacy: bool,
 }
 
-/// At most this many threads write the head records of one group.
-const MAX_SYNC_THREADS: usize = 16;
+/// Every head record in `dir`, by shoot: the files in `heads/` an earlier trellis wrote, then the
+/// records of `heads.log` in order (a later record replaces an earlier one). The last record of the
+/// journal without its newline was being appended when the process died: it is ignored (its commits
+/// had not returned, so the crash rule covers them). Any other record or file that does not read is
+/// damage.
+pub(crate) fn read_heads(dir: &Path) -> Result<Heads, String> {
+    let mut heads = Heads { map: read_legacy_heads(dir)?, valid_len: 0, records: 0, legacy: false };
+    heads.legacy = dir.join(HEADS).is_dir();
+    let path = dir.join(HEADS_LOG);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(heads),
+        Err(e) => return Err(format!("{} cannot be read ({e})", path.display())),
+    };
+    let mut start = 0;
+    let mut line = 0;
+    while let Some(end) = bytes[start..].iter().position(|&b| b == b'\n').map(|i| start + i) {
+        line += 1;
+        let head: Head = serde_json::from_slice(&bytes[start..end])
+            .map_err(|e| format!("record {line} of the heads journal {} does not parse ({e})", path.display()))?;
+        heads.map.insert(head.shoot.clone(), head);
+        heads.records += 1;
+        start = end + 1;
+    }
+    heads.valid_len = start as u64;
+    Ok(heads)
+}
+
+/// The heads journal of an open store: appends the head records of each commit group as one write and
+/// one `fsync` (see the crate docs, "Integrity").
+pub(crate) struct Journal {
+    dir: PathBuf,
+    /// Open for appending once this run appended (the torn tail of a killed run cut off first).
+    file: Option<File>,
+    heads: Heads,
+    appended: bool,
+}
+
+impl Journal {
+    pub(crate) fn new(dir: &Path, heads: Heads) -> Journal {
+        Journal { dir: dir.to_path_buf(), file: None, heads, appended: false }
+    }
+
+    /// Appends `heads` (the head records of one commit group) and syncs the journal: when this
+    /// returns, all of them are durable.
+    pub(crate) fn append(&mut self, heads: &[Head]) -> io::Result<()> {
+        if heads.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join(HEADS_LOG);
+        let created = self.file.is_none() && !path.exists();
+        if self.file.is_none() {
+            if created {
+                // The journal is format 2: an earlier trellis must refuse the dir as newer, not as damaged.
+                dir::write_marker(&self.dir)?;
+            }
+            let file = OpenOptions::new().create(true).append(true).open(&path)?;
+            // A record torn by a killed run is cut off, so the next record starts on a line of its own.
+            file.set_len(self.heads.valid_len)?;
+            self.file = Some(file);
+        }
+        let mut buf = Vec::with_capacity(heads.len() * 192);
+        for head in heads {
+            serde_json::to_writer(&mut buf, head).map_err(io::Error::other)?;
+            buf.push(b'\n');
+        }
+        let file = self.file.as_mut().expect("opened above");
+        file.write_all(&buf)?;
+        file.sync_data()?;
+        if created {
+            dir::sync_dir(&self.dir)?;
+        }
+        self.heads.valid_len += buf.len() as u64;
+        self.heads.records += heads.len();
+        for head in heads {
+            self.heads.map.insert(head.shoot.clone(), head.clone());
+        }
+        self.appended = true;
+        Ok(())
+    }
+
+    /// At the end of a run that appended: rewrites the journal with one record per workspace when it
+    /// holds more than twice that many, or when `heads/` of an earlier trellis is still there (which is
+    /// then removed). Atomic and durable (temporary file, `fsync`, `rename`, `fsync` of the dir).
+    pub(crate) fn compact(&mut self) -> io::Result<()> {
+        let long = self.heads.records > 2 * self.heads.map.len();
+        if !self.appended || !(long || self.heads.legacy) {
+            return Ok(());
+        }
+        self.file = None;
+        let len = write_journal(&self.dir, self.heads.map.values())?;
+        self.heads.valid_len = len;
+        self.heads.records = self.heads.map.len();
+        if self.heads.legacy {
+            dir::remove_dir_if_present(&self.dir.join(HEADS))?;
+            self.heads.legacy = false;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `heads.log` with exactly `heads`, atomically and durably; returns its length.
+pub(crate) fn write_journal<'a>(dir: &Path, heads: impl Iterator<Item = &'a Head>) -> io::Result<u64> {
+    let mut buf = Vec::new();
+    for head in heads {
+        serde_json::to_writer(&mut buf, head).map_err(io::Error::other)?;
+        buf.push(b'\n');
+    }
+    dir::write_atomic(&dir.join(HEADS_LOG), &buf)?;
+    Ok(buf.len() as u64)
+}
 
 /// Writes the backup of a workspace: the version that is about to be replaced. It is for restoring by
 /// hand (`trellis state push`), not part of the integrity check, so it is replaced atomically but not
@@ -154,11 +245,11 @@ pub(crate) struct Stored {
 /// the version the head names (same checksum) and produced exactly the stored bytes. A workspace without
 /// a head record is accepted only when its history entry says it is the first version (its first commit
 /// was interrupted the same way). Anything else is damage: `Err(detail)`.
-pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(), String> {
-    let heads = read_heads(dir)?;
+pub(crate) fn check(dir: &Path, heads: &Heads, stored: &BTreeMap<String, Stored>) -> Result<(), String> {
+    let heads = &heads.map;
     let mut problems = Vec::new();
     for (shoot, found) in stored {
-        let file = dir::workspace_file(dir, HEADS, shoot);
+        let file = dir.join(HEADS_LOG);
         let ws = match &found.parsed {
             Ok(ws) => ws,
             Err(e) => {
@@ -178,8 +269,8 @@ pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(),
             Some(head) if replaced == Some(Some(&head.checksum)) => {} // the head write was interrupted
             None if replaced == Some(None) => {}                       // the first head write was interrupted
             Some(head) => problems.push(format!(
-                "workspace {shoot} is stored at serial {} (lineage {}, {sum}), but its head record {} says serial \
-                 {} (lineage {}, {})",
+                "workspace {shoot} is stored at serial {} (lineage {}, {sum}), but its head record in {} says \
+                 serial {} (lineage {}, {})",
                 ws.serial,
                 ws.lineage,
                 file.display(),
@@ -187,14 +278,14 @@ pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(),
                 head.lineage,
                 head.checksum
             )),
-            None => problems.push(format!("workspace {shoot} is stored but has no head record {}", file.display())),
+            None => problems.push(format!("workspace {shoot} is stored but has no head record in {}", file.display())),
         }
     }
-    for (shoot, head) in &heads {
+    for (shoot, head) in heads {
         if !stored.contains_key(shoot) {
             problems.push(format!(
-                "workspace {shoot} is missing from the database, but its head record {} says serial {}",
-                dir::workspace_file(dir, HEADS, shoot).display(),
+                "workspace {shoot} is missing from the database, but its head record in {} says serial {}",
+                dir.join(HEADS_LOG).display(),
                 head.serial
             ));
         }
@@ -206,8 +297,9 @@ pub(crate) fn check(dir: &Path, stored: &BTreeMap<String, Stored>) -> Result<(),
     }
 }
 
-/// Every head record in `dir`, by shoot. An unreadable one is damage.
-fn read_heads(dir: &Path) -> Result<BTreeMap<String, Head>, String> {
+/// The head records in `heads/`, one file per workspace, as an earlier trellis wrote them. An unreadable
+/// one is damage.
+fn read_legacy_heads(dir: &Path) -> Result<BTreeMap<String, Head>, String> {
     let heads_dir = dir.join(HEADS);
     let entries = match fs::read_dir(&heads_dir) {
         Ok(entries) => entries,

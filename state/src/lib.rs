@@ -79,8 +79,9 @@
 //! durability. If no flush is running, it runs one at once for itself and every commit that joined;
 //! if one is running, it waits for it to end and then for the next, which the first of the waiting
 //! commits runs. One flush is sled's flush, an `fsync` of `db`, then the head record of every workspace
-//! committed in the group (each a temporary file, `fsync`, `rename`; written by up to 16 threads at
-//! once, so that the file system's journal groups their `fsync`s) and one `fsync` of `heads/`. A
+//! committed in the group appended to the heads journal `heads.log` in one write, and one `fsync` of
+//! it (no file is created or renamed per commit: a new inode per commit was what made thousands of
+//! shoots slow). A
 //! commit returns only after the flush that covers it, so when [`StateStore::commit`] returns, the
 //! commit and its head record are durable, as without grouping. A workspace has at most one commit
 //! between its transaction and its durable head record (a second commit of the same workspace waits
@@ -96,16 +97,20 @@
 //!
 //! | path                      | what                                                                    |
 //! |---------------------------|-------------------------------------------------------------------------|
-//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 1}`                |
+//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 2}`                |
 //! | `db`, `conf`, `blobs/`, `snap.*` | sled's files                                                     |
-//! | `heads/<shoot>.json`      | head record of each workspace: shoot, lineage, serial, checksum          |
-//! | `backups/<shoot>.json`    | the version of each workspace before its last commit (a [`WorkspaceFile`]) |
+//! | `heads.log`               | heads journal: one line (compact JSON: shoot, lineage, serial, checksum) per commit |
+//! | `heads/<shoot>.json`      | head record of each workspace, as format 1 wrote them (read; removed when the journal is compacted) |
+//! | `backups/<shoot>.json`    | each workspace as the last command that changed it and closed left it (a [`WorkspaceFile`]) |
 //! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length and SHA-256 |
 //! | `holder.json`             | the process holding the dir (only while it does)                        |
 //! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
 //!
 //! Shoot names in file names are percent-encoded outside `[A-Za-z0-9_-]`. A format newer than this
-//! trellis reads is refused. A directory without the marker that holds exactly what an earlier trellis
+//! trellis reads is refused. Format 1 (head records in `heads/`, no journal) is read as it is: the
+//! first append to the journal writes the marker of format 2 first (so an earlier trellis refuses the
+//! dir as newer rather than as damaged), and the compaction at the end of that run moves the records
+//! of `heads/` into the journal and removes `heads/`. A directory without the marker that holds exactly what an earlier trellis
 //! left — sled's `conf` with the settings trellis uses, `db`, `blobs/`, maybe `snap.*` and `holder.json` —
 //! and whose database has a `workspaces` tree is adopted: head records are made from the workspaces as
 //! they are (nothing older can be checked), then the marker is written. Commands that only read use
@@ -119,9 +124,13 @@
 //! trellis from making it permanent:
 //!
 //! * **Head records and checksums.** Every commit writes, after the database commit and its flush, the
-//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON), atomically and durably
-//!   (temporary file, `fsync`, `rename`, `fsync` of the directory — once for all the head records of a
-//!   commit group, see "Durability"). The commit's [`HistoryEntry`],
+//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON) durably: a line appended to
+//!   `heads.log` and `fsync`ed (once for all the head records of a commit group, see "Durability"); the
+//!   latest line of a shoot is its head. A kill in the middle of an append leaves a last line without
+//!   its newline: it is ignored (its commits had not returned; the crash rule below covers them) and cut
+//!   off before this store's first append; any complete line that does not parse is damage. A run that
+//!   appended rewrites the journal at its clean close (temporary file, `fsync`, `rename`, `fsync` of the
+//!   directory) with one line per workspace when it holds more than twice that many. The commit's [`HistoryEntry`],
 //!   stored in the same sled transaction as the workspace, names the checksum of the version it stored
 //!   and of the version it replaced. Every open checks every stored workspace against its head record.
 //!   A kill between the database commit and the head write leaves the head naming the version before;
@@ -131,9 +140,12 @@
 //!   accepted only when its entry says it is a first version. The next commit rewrites the head.
 //!   Anything else — a workspace behind its head (rollback), missing, garbled, of another lineage, or a
 //!   head that is not its immediate predecessor — is [`StateError::Damaged`].
-//! * **Backups.** Before each commit, the version being replaced is written to `backups/<shoot>.json`
-//!   (a [`WorkspaceFile`]; replaced atomically, not synced: it is for restoring by hand, not part of
-//!   the check).
+//! * **Backups.** When a store that committed closes ([`SledStore::close`], or [`SledStore::discard`]
+//!   of a failed command that recorded something), the version it leaves of each workspace it committed
+//!   is written to `backups/<shoot>.json` (a [`WorkspaceFile`]; replaced atomically, not synced: it is
+//!   for restoring by hand, not part of the check). Once per workspace and command, not per commit: an
+//!   apply commits after every node, and a file per commit cost a new inode each. A run that was killed
+//!   writes none, so the backups then hold the versions the run found.
 //! * **The seal.** sled would rewrite a damaged database while opening it, so it must not open one in
 //!   place. Before sled opens the files, `seal.json` is set to `open`; when the store closes and sled
 //!   has let go of its files (its file lock on `db` can be taken), the length and SHA-256 of each of
@@ -155,8 +167,8 @@
 //! reported when it is read; history entries are checked only as the link described above), and after
 //! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
 //! the seal compares content, so opening reads sled's files once more, and a run that changed them reads
-//! them twice more and opens sled a second time at its end; every commit adds a head write (an
-//! `fsync` and a `rename`, plus one `fsync` of `heads/` per commit group) and a backup write.
+//! them twice more and opens sled a second time at its end; every commit group adds one append and
+//! `fsync` of `heads.log`, and a run one backup per workspace it changed.
 //!
 //! # Storage layout (sled backend)
 //!

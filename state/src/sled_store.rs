@@ -3,17 +3,18 @@
 
 use crate::dir::{self, Contents, DirLock, Seal, HOLDER_FILE, VERIFY};
 use crate::group::Group;
-use crate::integrity::{self, Head, Stored};
+use crate::integrity::{self, Head, Heads, Journal, Stored};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
     WorkspaceSummary,
 };
 use serde::Serialize;
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 const WORKSPACES: &str = "workspaces";
@@ -31,6 +32,10 @@ pub struct SledStore {
     guard: Guard,
     /// Groups concurrent commits into one flush (see the crate docs, "Durability").
     group: Group,
+    /// The heads journal; appended by the leader of each commit group.
+    journal: Mutex<Journal>,
+    /// Workspaces this run committed: their backups are written when the store closes.
+    committed: Mutex<BTreeSet<String>>,
 }
 
 /// sled's handles on the database.
@@ -73,9 +78,33 @@ impl SledStore {
     /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
     /// open and they are not sealed (the next open then verifies them on a copy first).
     pub fn close(self) -> Result<(), StateError> {
+        let compacted = self.write_backups().and(self.compact_journal());
         let SledStore { h, mut guard, .. } = self;
         drop(h);
-        guard.finish(Finish::Close)
+        let finished = guard.finish(Finish::Close);
+        compacted.and(finished)
+    }
+
+    /// Writes the backup of every workspace this run committed: the version it leaves (see the crate
+    /// docs, "Integrity"). Once per workspace and command, not per commit.
+    fn write_backups(&self) -> Result<(), StateError> {
+        let committed = std::mem::take(&mut *self.committed.lock().unwrap_or_else(PoisonError::into_inner));
+        for shoot in committed {
+            if let Some(ws) = self.load(&shoot)? {
+                integrity::write_backup(self.dir(), &ws).map_err(|e| self.io_error("writing a backup into", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compacts the heads journal if this run appended to it and it grew (see [`Journal::compact`]).
+    fn compact_journal(&self) -> Result<(), StateError> {
+        self.journal().compact().map_err(|e| self.io_error("compacting the heads journal of", e))
+    }
+
+    fn journal(&self) -> MutexGuard<'_, Journal> {
+        // Every change to the journal's bookkeeping follows its write: a panic leaves it consistent.
+        self.journal.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// For a command that failed: if this open made the directory a state dir (it was new or empty) and
@@ -84,9 +113,11 @@ impl SledStore {
     /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
     pub fn discard(self) -> Result<(), StateError> {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
+        let compacted = if unused { Ok(()) } else { self.write_backups().and(self.compact_journal()) };
         let SledStore { h, mut guard, .. } = self;
         drop(h);
-        guard.finish(if unused { Finish::Discard } else { Finish::Close })
+        let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
+        compacted.and(finished)
     }
 
     /// A named sled tree in the same database, for the simulated cloud that lives next to the state.
@@ -112,13 +143,13 @@ impl SledStore {
         self.group.durable(head, |heads| self.flush_group(heads)).map_err(StateError::Io)
     }
 
-    /// One group's flush: sled's flush, `fsync` of `db`, then the group's head records.
+    /// One group's flush: sled's flush, `fsync` of `db`, then the group's head records appended to the
+    /// heads journal (one write, one `fsync`).
     fn flush_group(&self, heads: &[Head]) -> Result<(), String> {
         let dir = self.dir().display();
         self.h.db.flush().map_err(|e| format!("flushing state dir {dir}: {}", e.words()))?;
         self.h.db_file.sync_all().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
-        integrity::write_heads(self.dir(), heads)
-            .map_err(|e| format!("writing a head record into state dir {dir}: {e}"))
+        self.journal().append(heads).map_err(|e| format!("writing the heads journal of state dir {dir}: {e}"))
     }
 
     fn dir(&self) -> &Path {
@@ -141,8 +172,8 @@ impl SledStore {
 
     /// Stores `next` (whose serial is already the new one) if `check` accepts the stored version, in one
     /// transaction with its history entry (which names the checksums of the version it replaces and of
-    /// `next`), and returns the bytes stored. Before it, the stored version becomes the backup beside the
-    /// database; [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
+    /// `next`), and returns the bytes stored; the workspace's backup is written when the store closes.
+    /// [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
     fn store_version(
         &self,
         next: &Workspace,
@@ -153,11 +184,6 @@ impl SledStore {
         let raw = self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))?;
         let current = raw.as_ref().map(|raw| parse_workspace(shoot, raw)).transpose()?;
         check(current.as_ref())?;
-        if let Some(previous) = &current {
-            // A recovery aid, not part of the integrity check: replaced atomically, not synced.
-            integrity::write_backup(self.dir(), previous).map_err(|e| self.io_error("writing a backup into", e))?;
-        }
-
         // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
         let ws_json = integrity::canonical(next);
         let entry = HistoryEntry {
@@ -190,7 +216,11 @@ impl SledStore {
             Ok(())
         });
         match outcome {
-            Ok(()) => Ok(ws_json),
+            Ok(()) => {
+                // Its backup is written when the store closes (once per run, not per commit).
+                self.committed.lock().unwrap_or_else(PoisonError::into_inner).insert(shoot.to_string());
+                Ok(ws_json)
+            }
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(self.io_error("committing to", e)),
         }
@@ -318,9 +348,10 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
     };
     let opened = open_locked(&mut guard, contents, operation);
     match opened {
-        Ok(h) => {
+        Ok((h, heads)) => {
             guard.seal_on_close = true;
-            Ok(Some(SledStore { h, guard, group: Group::default() }))
+            let journal = Mutex::new(Journal::new(dir, heads));
+            Ok(Some(SledStore { h, guard, group: Group::default(), journal, committed: Mutex::default() }))
         }
         Err(e) => {
             // A fresh dir is removed again; anything else is left exactly as it was (never sealed).
@@ -331,7 +362,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
 }
 
 /// The part of opening that happens under the dir lock.
-fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result<Handles, StateError> {
+fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result<(Handles, Heads), StateError> {
     let dir = guard.dir.clone();
     let open_error = |what: &str, e: std::io::Error| StateError::Open {
         dir: dir.clone(),
@@ -370,8 +401,8 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
     dir::write_seal(&dir, &Seal::Open).map_err(|e| open_error(dir::SEAL, e))?;
     guard.opened_with = Some(found);
     let h = open_handles(&dir, open_db(&dir, &dir)?)?;
-    verify(&dir, &h)?;
-    Ok(h)
+    let heads = verify(&dir, &h)?;
+    Ok((h, heads))
 }
 
 /// Opens a copy of sled's files in `<dir>/.verify` and checks it against the head records.
@@ -392,17 +423,20 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
             Some(workspaces) => read_stored(dir, &workspaces, tree(HISTORY)?.as_ref())?,
             None => BTreeMap::new(),
         };
-        integrity::check(dir, &stored).map_err(|detail| damaged(dir, detail))
+        let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
+        integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))
     });
     wait_for_release(&copy.join("db"));
     let _ = dir::remove_dir_if_present(&copy);
     result
 }
 
-/// Checks the open database against the head records.
-fn verify(dir: &Path, h: &Handles) -> Result<(), StateError> {
+/// Checks the open database against the head records, and returns them.
+fn verify(dir: &Path, h: &Handles) -> Result<Heads, StateError> {
     let stored = read_stored(dir, &h.workspaces, Some(&h.history))?;
-    integrity::check(dir, &stored).map_err(|detail| damaged(dir, detail))
+    let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
+    integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))?;
+    Ok(heads)
 }
 
 /// Every stored workspace with the history entry of its serial.
@@ -432,7 +466,7 @@ fn read_stored(
 /// Takes over a state dir of an earlier trellis (no marker): its database must hold trellis' workspaces.
 /// The head records are made from the workspaces as they are; the marker is written last, so an
 /// interrupted adoption is simply done again.
-fn adopt(dir: &Path) -> Result<Handles, StateError> {
+fn adopt(dir: &Path) -> Result<(Handles, Heads), StateError> {
     let db = open_db(dir, dir)?;
     if !db.tree_names().iter().any(|n| n == WORKSPACES.as_bytes()) {
         return Err(StateError::NotStateDir {
@@ -454,10 +488,12 @@ fn adopt(dir: &Path) -> Result<Handles, StateError> {
             Ok(Head::of(&ws, &stored.raw))
         })
         .collect::<Result<Vec<_>, StateError>>()?;
-    // One group, as a commit group is written: one `fsync` of `heads/` for all of them.
-    integrity::write_heads(dir, &heads).map_err(|e| write_error("adopting", e))?;
+    // The whole journal at once, atomically; `heads/` of an adoption by an earlier trellis goes with it.
+    integrity::write_journal(dir, heads.iter()).map_err(|e| write_error("adopting", e))?;
+    dir::remove_dir_if_present(&dir.join(dir::HEADS)).map_err(|e| write_error("adopting", e))?;
     dir::write_marker(dir).map_err(|e| write_error("adopting", e))?;
-    Ok(h)
+    let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
+    Ok((h, heads))
 }
 
 fn open_handles(dir: &Path, db: sled::Db) -> Result<Handles, StateError> {

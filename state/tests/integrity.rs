@@ -143,7 +143,8 @@ fn regression_a_silent_rollback_after_a_killed_run_is_refused() {
 fn regression_a_commit_interrupted_before_its_head_record_is_not_damage() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let head = dir.join("heads").join(format!("{SHOOT}.json"));
+    // The head records are the heads journal; a record cut off is one whose write was interrupted.
+    let head = dir.join("heads.log");
 
     // The first commit: killed after sled committed it, before its head record was written.
     committed(dir, 1);
@@ -174,7 +175,7 @@ fn regression_a_commit_interrupted_before_its_head_record_is_not_damage() {
     // A push stores a version several serials ahead; its head write can be interrupted the same way.
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let head = dir.join("heads").join(format!("{SHOOT}.json"));
+    let head = dir.join("heads.log");
     let ws = committed(dir, 1);
     let head_of_1 = fs::read(&head).unwrap();
     let store = open(dir);
@@ -189,8 +190,9 @@ fn regression_a_commit_interrupted_before_its_head_record_is_not_damage() {
 fn regression_the_previous_version_is_kept_as_a_backup_that_push_restores() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let latest = committed(dir, 3);
+    committed(dir, 2);
     let backup = fs::read_to_string(dir.join("backups").join(format!("{SHOOT}.json"))).unwrap();
+    let latest = committed(dir, 1);
     let previous = WorkspaceFile::parse("backup", &backup).unwrap();
     assert_eq!(previous.serial, 2);
     assert_eq!(previous.lineage, latest.lineage);
@@ -260,13 +262,13 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
     for name in ["trellis-state.json", "seal.json"] {
         fs::remove_file(dir.join(name)).unwrap();
     }
-    for name in ["heads", "backups"] {
-        fs::remove_dir_all(dir.join(name)).unwrap();
-    }
+    fs::remove_file(dir.join("heads.log")).unwrap();
+    fs::remove_dir_all(dir.join("backups")).unwrap();
     let store = open(dir);
     assert_eq!(store.load(SHOOT).unwrap(), Some(ws));
     store.close().unwrap();
-    assert!(dir.join("trellis-state.json").is_file() && dir.join("heads").join(format!("{SHOOT}.json")).is_file());
+    assert!(dir.join("trellis-state.json").is_file());
+    assert_eq!(head_serial(dir, SHOOT), 2, "adopted: the head record is written");
 
     // A sled database of something else is not adopted.
     let other = work.path().join("other");
@@ -284,9 +286,9 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
 fn regression_a_state_dir_of_a_newer_format_is_refused() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 2}"#).unwrap();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 3}"#).unwrap();
     let err = SledStore::open(dir, "plan").err().expect("a newer format must not open");
-    assert!(err.to_string().contains("written by a newer trellis (state format 2"), "{err}");
+    assert!(err.to_string().contains("written by a newer trellis (state format 3"), "{err}");
     assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
 }
 
@@ -321,10 +323,16 @@ fn regression_discard_removes_only_what_this_run_created() {
     assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
 }
 
-/// The serial the head record of `shoot` names, as it is on disk.
+/// The serial the head record of `shoot` names, as it is on disk: its last record in the heads journal.
 fn head_serial(dir: &Path, shoot: &str) -> u64 {
-    let raw = fs::read(dir.join("heads").join(format!("{shoot}.json"))).expect("head record");
-    serde_json::from_slice::<serde_json::Value>(&raw).unwrap()["serial"].as_u64().expect("serial")
+    let raw = fs::read_to_string(dir.join("heads.log")).expect("heads journal");
+    raw.lines()
+        .rev()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|head| head["shoot"] == shoot)
+        .expect("head record")["serial"]
+        .as_u64()
+        .expect("serial")
 }
 
 /// Commits from several threads at once share flushes, but each is durable when it returns: its head
@@ -391,4 +399,137 @@ fn concurrent_commits_are_all_durable_and_each_sees_its_own_serial() {
     let shared = store.load("shoot--dev--shared").unwrap().expect("stored");
     assert_eq!(shared.serial, 3 * THREADS as u64);
     assert_eq!(head_serial(dir.path(), "shoot--dev--shared"), shared.serial);
+}
+
+/// The records of the heads journal, parsed.
+fn journal(dir: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(dir.join("heads.log"))
+        .expect("heads journal")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a record"))
+        .collect()
+}
+
+#[test]
+fn regression_head_records_are_appended_to_one_journal_not_a_file_per_commit() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    committed(dir, 2);
+    assert!(!dir.join("heads").exists(), "no file per workspace");
+    let serials: Vec<_> = journal(dir).iter().map(|h| h["serial"].as_u64().unwrap()).collect();
+    assert_eq!(serials, [1, 2], "one record per commit, in order");
+    let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
+    assert_eq!(marker["format_version"], 2);
+
+    // A run that commits and leaves the journal more than twice as long as the workspaces compacts it.
+    committed(dir, 1);
+    let serials: Vec<_> = journal(dir).iter().map(|h| h["serial"].as_u64().unwrap()).collect();
+    assert_eq!(serials, [3], "compacted at close: one record per workspace");
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap().unwrap().serial, 3);
+}
+
+#[test]
+fn regression_a_torn_heads_journal_tail_is_recovered() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    committed(dir, 1);
+    let ws = committed(dir, 1);
+    // Killed while appending the head of serial 3: part of its record, no newline.
+    let log = dir.join("heads.log");
+    let mut bytes = fs::read(&log).unwrap();
+    let torn = br#"{"shoot":"shoot--dev--alpha","lineage":"#;
+    bytes.extend_from_slice(torn);
+    fs::write(&log, &bytes).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws.clone()), "the torn record is ignored");
+    // The next append cuts the torn record off: every record is whole again.
+    let mut ws = ws;
+    store.commit(&mut ws, "apply").unwrap();
+    assert_eq!(head_serial(dir, SHOOT), 3);
+    assert!(fs::read(&log).unwrap().ends_with(b"}\n"));
+    assert!(journal(dir).iter().all(|h| h["shoot"] == SHOOT));
+    store.close().unwrap();
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
+}
+
+#[test]
+fn regression_a_garbled_heads_journal_is_refused_and_left_as_found() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    committed(dir, 1);
+    committed(dir, 1);
+    let log = dir.join("heads.log");
+    let text = fs::read_to_string(&log).unwrap();
+    for (what, garbled) in [
+        ("garbled record", text.replacen("\"serial\"", "\"seXial\"", 1)),
+        ("garbage with a newline", format!("{text}XXXX\n")),
+        ("a record of a newer version", text.replacen("\"serial\":2", "\"serial\":7", 1)),
+    ] {
+        fs::write(&log, &garbled).unwrap();
+        // After a killed run the database is verified on a copy, so nothing may change.
+        as_if_the_last_run_was_killed(dir);
+        let before = files(dir);
+        let needle = if what.starts_with("a record") { "says serial 7" } else { "of the heads journal" };
+        let msg = assert_damaged(SledStore::open(dir, "plan"), needle);
+        assert!(msg.contains("heads.log"), "{what}: {msg}");
+        assert!(files(dir) == before, "{what}: left exactly as it was");
+    }
+}
+
+#[test]
+fn regression_a_state_dir_of_format_1_with_a_head_file_per_workspace_is_read_and_upgraded() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ws = committed(dir, 2);
+    // What the trellis before the journal left: `heads/<shoot>.json` and format 1.
+    let head = journal(dir).pop().unwrap();
+    fs::create_dir(dir.join("heads")).unwrap();
+    fs::write(dir.join("heads").join(format!("{SHOOT}.json")), serde_json::to_vec_pretty(&head).unwrap()).unwrap();
+    fs::remove_file(dir.join("heads.log")).unwrap();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 1}"#).unwrap();
+
+    // A run that only reads changes nothing.
+    let before = files(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap(), Some(ws.clone()));
+    assert_eq!(files(dir), before);
+
+    // A run that commits moves the heads into the journal and marks the dir format 2.
+    committed(dir, 1);
+    assert!(!dir.join("heads").exists());
+    assert_eq!(head_serial(dir, SHOOT), 3);
+    let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
+    assert_eq!(marker["format_version"], 2);
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
+}
+
+#[test]
+fn regression_the_backup_is_the_version_a_run_left_written_once_when_it_closes() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let backup_serial = || {
+        let text = fs::read_to_string(dir.join("backups").join(format!("{SHOOT}.json"))).unwrap();
+        WorkspaceFile::parse("backup", &text).unwrap().serial
+    };
+    // A run that creates the workspace leaves its backup too.
+    committed(dir, 2);
+    assert_eq!(backup_serial(), 2);
+    // While a run commits, the backup is what the last run left; when it closes, what this one left.
+    let store = open(dir);
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    for step in ["3", "4", "5"] {
+        note(&mut ws, "step", step);
+        store.commit(&mut ws, "apply").unwrap();
+        assert_eq!(backup_serial(), 2, "not rewritten per commit");
+    }
+    store.close().unwrap();
+    assert_eq!(backup_serial(), 5);
+    // A killed run writes none: the backup is the version it found.
+    let store = open(dir);
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    store.commit(&mut ws, "apply").unwrap();
+    std::mem::forget(store);
+    assert_eq!(backup_serial(), 5);
 }

@@ -81,7 +81,9 @@
 //! # Persistence
 //! [`ArmSim::open`] loads the simulated cloud from a `sled::Tree` (the caller keeps it next to trellis'
 //! state); every successful write is written to the tree and flushed before the call returns
-//! (key: the lowercased id; value: `{value, origin, seq}`). [`ArmSim::in_memory`]
+//! (key: the lowercased id; value: `{value, origin, seq}`). The flush runs after the cloud's lock is
+//! let go, shared by the writes made meanwhile; [`ArmSim::share_flush`] hands it to the owner of the
+//! database instead (trellis' state, whose commits then share the same flushes). [`ArmSim::in_memory`]
 //! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree.
 //!
 //! # Runtime writers
@@ -141,6 +143,9 @@ pub enum SimError {
     WorldInvalid { path: String, problems: Vec<String> },
 }
 
+/// A flush that makes everything written to a database durable (see [`ArmSim::share_flush`]).
+pub type SharedFlush = std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The simulated ARM cloud. Clones share the same cloud.
 #[derive(Clone)]
 pub struct ArmSim {
@@ -158,6 +163,13 @@ impl ArmSim {
     /// [`DEFAULT_SUBSCRIPTION`].
     pub fn open(tree: sled::Tree, subscription: Option<String>) -> Result<ArmSim, SimError> {
         Ok(ArmSim::from_store(Store::open(tree, subscription)?))
+    }
+
+    /// Makes writes durable through `flush` (which must make everything written to the tree's
+    /// database before the call durable, e.g. the state's grouped flush) instead of flushing the tree
+    /// itself. Calls of `flush` from several threads should share one flush; that is the point.
+    pub fn share_flush(&self, flush: SharedFlush) {
+        self.core.lock().store.share_flush(flush);
     }
 
     fn from_store(store: Store) -> ArmSim {

@@ -87,3 +87,35 @@ async fn regression_public_ip_addresses_are_not_handed_out_again_after_a_reopen(
     assert!(again["properties"]["ipAddress"].is_string());
     assert_ne!(again["properties"]["ipAddress"], first, "a re-created public IP gets a new address");
 }
+
+/// A write through a simulated cloud whose flush is shared with the database's owner (trellis' state)
+/// returns only after that flush ran, and a failed flush is the write's 500; reads flush nothing.
+#[tokio::test]
+async fn regression_writes_are_made_durable_by_the_shared_flush_before_they_return() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path());
+    let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+    let flushes = Arc::new(AtomicUsize::new(0));
+    let failing = Arc::new(AtomicBool::new(false));
+    let (counted, fails, owner) = (flushes.clone(), failing.clone(), db.clone());
+    sim.share_flush(Arc::new(move || {
+        if fails.load(Ordering::SeqCst) {
+            return Err("disk full".to_string());
+        }
+        owner.flush().map_err(|e| e.to_string())?;
+        counted.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }));
+    let rg = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
+    sim.put(rg, json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(flushes.load(Ordering::SeqCst), 1, "flushed before the write returned");
+    sim.get(rg).await.unwrap();
+    assert_eq!(flushes.load(Ordering::SeqCst), 1, "a read flushes nothing");
+    failing.store(true, Ordering::SeqCst);
+    let err =
+        sim.put(&format!("{rg}/providers/Microsoft.Network/routeTables/rt"), json!({"location": "westeurope"})).await;
+    let msg = format!("{:?}", err.expect_err("a write that could not be made durable fails"));
+    assert!(msg.contains("could not persist the change") && msg.contains("disk full"), "{msg}");
+}

@@ -112,10 +112,15 @@ impl Shared {
             tokio::time::sleep(latency).await;
         }
         let mut st = self.lock();
+        // The write's flush, run after the lock is let go (shared with the calls that wrote meanwhile).
+        let mut pending = None;
         let (result, status) = match injected(fault.as_ref(), &target) {
             Some((err, status)) => (Err(err), status),
             None => {
-                let applied = apply(&mut st.store).and_then(|ok| commit(&mut st.store).map(|()| ok));
+                let applied = apply(&mut st.store).and_then(|ok| {
+                    pending = write(&mut st.store)?;
+                    Ok(ok)
+                });
                 match applied {
                     Ok((_, status)) if fault.is_some() => (Err(CloudError::Timeout { target: target.clone() }), status),
                     Ok((value, status)) => (Ok(value), status),
@@ -131,7 +136,12 @@ impl Shared {
                 }
             }
         };
-        st.audit.push(Call { op, method: method.to_string(), target, status });
+        st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
+        drop(st);
+        // Durable before the call returns, as every write is.
+        if let Some(flush) = pending {
+            flush.durable().map_err(|e| to_cloud_error(&target, persist_failed(e)))?;
+        }
         result
     }
 }
@@ -260,9 +270,16 @@ fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
 
 /// Persists the store's changes; a failure is the cloud's 500.
 fn commit(store: &mut Store) -> Result<(), ApiError> {
-    store.commit().map_err(|e| {
-        ApiError::new(500, "InternalServerError", format!("the simulated cloud could not persist the change: {e}"))
-    })
+    store.commit().map_err(persist_failed)
+}
+
+/// Writes the store's changes, to be flushed after the lock is let go; a failure is the cloud's 500.
+fn write(store: &mut Store) -> Result<Option<std::sync::Arc<persist::GroupFlush>>, ApiError> {
+    store.write().map_err(persist_failed)
+}
+
+fn persist_failed(e: crate::SimError) -> ApiError {
+    ApiError::new(500, "InternalServerError", format!("the simulated cloud could not persist the change: {e}"))
 }
 
 /// A scope held by a write in flight; released when the write completes or its caller gives up.

@@ -50,6 +50,8 @@ pub(crate) struct Store {
     /// Public IP addresses allocated so far (see [`Store::allocate_address`]).
     pub(super) addresses: u64,
     pub(super) tree: Option<sled::Tree>,
+    /// Flushes `tree`, shared by the calls that wrote meanwhile (see [`crate::core::persist`]).
+    pub(super) flusher: Option<std::sync::Arc<crate::core::persist::GroupFlush>>,
     pub(super) dirty: BTreeSet<String>,
     pub(super) meta_dirty: bool,
 }
@@ -63,6 +65,7 @@ impl Store {
             clock: 0,
             addresses: 0,
             tree: None,
+            flusher: None,
             dirty: BTreeSet::new(),
             meta_dirty: false,
         }
