@@ -284,6 +284,46 @@ pub(crate) fn fingerprint(dir: &Path) -> io::Result<Vec<SealedFile>> {
         .collect()
 }
 
+/// What the file system says of one of sled's files: name, length, inode and the modification and
+/// change times (nanoseconds). A file whose stat is the same at two moments was not written in between
+/// (a write moves `mtime`, and `ctime` cannot be set back from user space).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FileStat {
+    name: String,
+    len: u64,
+    inode: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+/// The stat of each of sled's files, in [`sled_files`] order; `None` where the platform has no inode
+/// and change time (then every seal hashes the files).
+pub(crate) fn stat_files(dir: &Path) -> io::Result<Option<Vec<FileStat>>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let stats = sled_files(dir)?
+            .into_iter()
+            .map(|name| {
+                let m = fs::metadata(dir.join(&name))?;
+                Ok(FileStat {
+                    name,
+                    len: m.len(),
+                    inode: m.ino(),
+                    modified: (m.mtime(), m.mtime_nsec()),
+                    changed: (m.ctime(), m.ctime_nsec()),
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Some(stats))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(None)
+    }
+}
+
 /// The first difference between the files as sealed and as found, for the "damaged" message.
 pub(crate) fn describe_difference(dir: &Path, sealed: &[SealedFile], found: &[SealedFile]) -> String {
     let shown = |f: &SealedFile| format!("{} bytes, sha256 {}", f.len, &f.sha256[..16.min(f.sha256.len())]);

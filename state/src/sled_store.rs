@@ -254,6 +254,9 @@ struct Guard {
     seal_on_close: bool,
     /// sled's files as they were found, before sled opened them.
     opened_with: Option<Vec<dir::SealedFile>>,
+    /// Their stat at that moment: when it is the same at close, the files were not written (a plan)
+    /// and `opened_with` is their fingerprint, without hashing them again.
+    opened_stat: Option<Vec<dir::FileStat>>,
     finished: bool,
 }
 
@@ -287,7 +290,14 @@ impl Guard {
     /// files, sled opens them once more first: the sealed files are then at rest, and a command that only
     /// reads (a plan) leaves them byte for byte as they were.
     fn seal(&self) -> std::io::Result<()> {
-        let mut files = dir::fingerprint(&self.dir)?;
+        let untouched = match (&self.opened_stat, &self.opened_with) {
+            (Some(stat), Some(found)) if dir::stat_files(&self.dir)?.as_ref() == Some(stat) => Some(found.clone()),
+            _ => None,
+        };
+        let mut files = match untouched {
+            Some(found) => found,
+            None => dir::fingerprint(&self.dir)?,
+        };
         if self.opened_with.as_ref() != Some(&files) {
             let settled = sled::Config::new().path(&self.dir).open().map(drop).is_ok();
             if !(settled && wait_for_release(&self.dir.join("db"))) {
@@ -344,6 +354,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         holder_written: false,
         seal_on_close: false,
         opened_with: None,
+        opened_stat: None,
         finished: false,
     };
     let opened = open_locked(&mut guard, contents, operation);
@@ -398,6 +409,10 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
         // on a copy that what sled recovers matches the head records before letting it touch the files.
         _ => verify_on_copy(&dir)?,
     }
+    guard.opened_stat = dir::stat_files(&dir).map_err(|e| StateError::Open {
+        dir: dir.clone(),
+        detail: format!("cannot read sled's files ({e}); check their permissions"),
+    })?;
     dir::write_seal(&dir, &Seal::Open).map_err(|e| open_error(dir::SEAL, e))?;
     guard.opened_with = Some(found);
     let h = open_handles(&dir, open_db(&dir, &dir)?)?;
