@@ -223,6 +223,23 @@ impl ArmId {
         ArmId { raw, segments }
     }
 
+    /// The type segment before the name: `subnets` in `…/virtualNetworks/v/subnets/web`.
+    pub fn type_segment(&self) -> &str {
+        &self.segments[self.segments.len() - 2]
+    }
+
+    /// The id of a child of this resource: `<self>/<segment>/<name>`; the children of a resource group
+    /// are resources, named by `Namespace/type` as `segment`.
+    pub fn child(&self, segment: &str, name: &str) -> ArmId {
+        let mut segments = self.segments.clone();
+        if segments.len() == 4 {
+            segments.push("providers".to_string());
+        }
+        segments.extend(segment.split('/').map(str::to_string));
+        segments.push(name.to_string());
+        ArmId { raw: format!("/{}", segments.join("/")), segments }
+    }
+
     fn prefix(&self, n: usize) -> ArmId {
         let segments = self.segments[..n].to_vec();
         ArmId { raw: format!("/{}", segments.join("/")), segments }

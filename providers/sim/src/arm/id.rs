@@ -74,120 +74,59 @@ fn kind_of_type(rtype: &str) -> Kind {
     KNOWN_TYPES.iter().find(|(t, _)| t.eq_ignore_ascii_case(rtype)).map(|(_, k)| *k).unwrap_or(Kind::Other)
 }
 
-/// A parsed ARM id.
+/// A parsed ARM id: the workspace's one ARM id ([`trellis_planner::ids::ArmId`], whose navigation —
+/// `as_str`, `key`, `subscription`, `resource_group`, `name`, `is_child`, `type_segment` — it derefs
+/// to), plus what the simulator needs on top: the type in its canonical casing and its [`Kind`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArmId {
-    /// The id as written, without a trailing `/`.
-    raw: String,
-    /// The `/`-separated segments of `raw` (without the leading empty one).
-    segments: Vec<String>,
+pub struct ArmId(trellis_planner::ids::ArmId);
+
+impl std::ops::Deref for ArmId {
+    type Target = trellis_planner::ids::ArmId;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl ArmId {
-    /// Parses an ARM id with the workspace's one parser ([`trellis_planner::ids::ArmId`]); the error
-    /// says what is wrong and what shape is expected.
+    /// Parses an ARM id; the error says what is wrong and what shape is expected.
     pub fn parse(id: &str) -> Result<ArmId, String> {
-        let parsed = trellis_planner::ids::ArmId::parse(id)?;
-        let raw = parsed.as_str().to_string();
-        let segments = raw[1..].split('/').map(str::to_string).collect();
-        Ok(ArmId { raw, segments })
-    }
-
-    /// The id as written (casing preserved).
-    pub fn as_str(&self) -> &str {
-        &self.raw
-    }
-
-    /// The lookup key: the id in lowercase.
-    pub fn key(&self) -> String {
-        self.raw.to_ascii_lowercase()
-    }
-
-    pub fn subscription(&self) -> &str {
-        &self.segments[1]
-    }
-
-    /// The resource group name, unless this is a subscription id.
-    pub fn resource_group(&self) -> Option<&str> {
-        self.segments.get(3).map(String::as_str)
-    }
-
-    /// The id of the resource group this id lies in (itself for a resource group).
-    pub fn resource_group_id(&self) -> Option<ArmId> {
-        (self.segments.len() >= 4).then(|| self.prefix(4))
-    }
-
-    /// The last name in the id (the subscription id for a subscription).
-    pub fn name(&self) -> &str {
-        self.segments.last().expect("an ARM id has at least two segments")
+        trellis_planner::ids::ArmId::parse(id).map(ArmId)
     }
 
     /// The REST type in canonical casing, e.g. `Microsoft.Network/virtualNetworks/subnets`.
     pub fn rtype(&self) -> String {
-        match self.segments.len() {
-            2 => "Microsoft.Resources/subscriptions".to_string(),
-            4 => "Microsoft.Resources/resourceGroups".to_string(),
-            _ => {
-                let mut t = self.segments[5].clone();
-                for pair in self.segments[6..].chunks(2) {
-                    t.push('/');
-                    t.push_str(&pair[0]);
-                }
-                canonical_type(&t)
-            }
-        }
+        canonical_type(&self.0.rtype())
     }
 
     pub fn kind(&self) -> Kind {
-        match self.segments.len() {
+        match self.0.depth() {
             2 => Kind::Subscription,
             4 => Kind::ResourceGroup,
-            _ => kind_of_type(&self.rtype()),
+            _ => kind_of_type(&self.0.rtype()),
         }
     }
 
-    /// Whether this is a nested resource (a subnet, a rule, …) rather than a top-level one.
-    pub fn is_child(&self) -> bool {
-        self.segments.len() > 8
+    /// The id of the resource group this id lies in (itself for a resource group).
+    pub fn resource_group_id(&self) -> Option<ArmId> {
+        self.0.resource_group_id().map(ArmId)
     }
 
     /// The containing resource: the parent resource for a child, the resource group for a
     /// top-level resource, the subscription for a resource group; `None` for a subscription.
     pub fn parent(&self) -> Option<ArmId> {
-        match self.segments.len() {
-            2 => None,
-            4 => Some(self.prefix(2)),
-            8 => Some(self.prefix(4)),
-            n => Some(self.prefix(n - 2)),
-        }
-    }
-
-    /// The type segment before the name: `subnets` in `…/virtualNetworks/v/subnets/web`.
-    pub fn type_segment(&self) -> &str {
-        &self.segments[self.segments.len() - 2]
+        self.0.parent().map(ArmId)
     }
 
     /// The id of a child of this resource: `<self>/<segment>/<name>`.
     pub fn child(&self, segment: &str, name: &str) -> ArmId {
-        let mut segments = self.segments.clone();
-        if segments.len() == 4 {
-            // Children of a resource group are resources; callers pass `Namespace/type` as segment.
-            segments.push("providers".to_string());
-        }
-        segments.extend(segment.split('/').map(str::to_string));
-        segments.push(name.to_string());
-        ArmId { raw: format!("/{}", segments.join("/")), segments }
-    }
-
-    fn prefix(&self, n: usize) -> ArmId {
-        let segments = self.segments[..n].to_vec();
-        ArmId { raw: format!("/{}", segments.join("/")), segments }
+        ArmId(self.0.child(segment, name))
     }
 }
 
 impl fmt::Display for ArmId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.raw)
+        self.0.fmt(f)
     }
 }
 
