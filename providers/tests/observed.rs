@@ -6,12 +6,8 @@ use trellis_providers::azure::{desired, names, preflight, render, warnings, Azur
 
 const SUB: &str = "00000000-0000-0000-0000-000000000001";
 
-fn shoot(file: &str) -> AzureShoot {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let shoot = trellis_providers::manifest::parse_str(&path, &text).unwrap().shoots.into_iter().next().unwrap().shoot;
-    shoot.downcast_ref::<AzureShoot>().expect("an Azure shoot").clone()
-}
+mod common;
+use common::data_shoot as shoot;
 
 /// Round one fetched, everything absent: a new managed shoot.
 fn round1_absent(shoot: &AzureShoot, ctx: &Ctx) -> Observed {

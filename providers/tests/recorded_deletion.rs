@@ -7,16 +7,12 @@ use serde_json::json;
 use trellis_planner::discover::Observed;
 use trellis_plans::{Action, Kind, Ownership};
 use trellis_providers::azure::desired::{self, Recorded};
-use trellis_providers::azure::{names, AzureShoot, Ctx};
+use trellis_providers::azure::{names, Ctx};
 
 const SUB: &str = "00000000-0000-0000-0000-000000000001";
 
-fn shoot(file: &str) -> AzureShoot {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let shoot = trellis_providers::manifest::parse_str(&path, &text).unwrap().shoots.into_iter().next().unwrap().shoot;
-    shoot.downcast_ref::<AzureShoot>().expect("an Azure shoot").clone()
-}
+mod common;
+use common::data_shoot as shoot;
 
 fn recorded(kind: Kind, id: &str, ownership: Ownership) -> Recorded {
     let p = names::parse_id(id).unwrap();

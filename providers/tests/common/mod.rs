@@ -15,3 +15,11 @@ pub fn azure_shoot(path: &Path, mut text: String, edit: &[(&str, &str)]) -> Azur
     let shoot = loaded.shoots.into_iter().next().expect("one document").shoot;
     shoot.downcast_ref::<AzureShoot>().expect("an Azure shoot").clone()
 }
+
+/// The Azure shoot of `providers/tests/data/<file>`.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn data_shoot(file: &str) -> AzureShoot {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    azure_shoot(&path, text, &[])
+}
