@@ -58,7 +58,7 @@
 //! - Etags: every write gives the resource (and the parent of a nested one) a new etag `W/"<n>"`.
 //!   [`ArmSim::put_if`] / [`ArmSim::delete_if`] honour `If-Match` (`*` or an etag) and
 //!   `If-None-Match: *` atomically with the write: a failed precondition is 412 `PreconditionFailed`
-//!   and changes nothing; [`ArmSim::check_precondition`] answers the same question without a call.
+//!   and changes nothing.
 //! - Conditions ([`CloudWrite`]'s write model): `create` of an existing resource is 412 (ARM's answer to
 //!   `If-None-Match: *`, [`CloudError::AlreadyExists`]); `update` and `remove` under
 //!   `Precondition::IfMatch(etag)` are 412 ([`CloudError::PreconditionFailed`]) when the resource's etag

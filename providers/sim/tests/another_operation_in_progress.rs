@@ -7,8 +7,8 @@ use std::time::Duration;
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
 use trellis_sim::{ArmSim, Faults};
 
-const RG: &str = "/subscriptions/sub-1/resourceGroups/rg";
-const NET: &str = "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network";
+mod common;
+use common::{NET, RG};
 
 fn vnet(name: &str) -> String {
     format!("{NET}/virtualNetworks/{name}")

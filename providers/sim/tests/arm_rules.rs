@@ -4,20 +4,10 @@ use serde_json::{json, Value};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Op};
 use trellis_sim::ArmSim;
 
+mod common;
+use common::{id, rejected, RG};
+
 const SUB: &str = "/subscriptions/sub-1";
-const RG: &str = "/subscriptions/sub-1/resourceGroups/rg";
-const NET: &str = "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network";
-
-fn id(rest: &str) -> String {
-    format!("{NET}/{rest}")
-}
-
-fn rejected(e: CloudError) -> (u16, String, String) {
-    match e {
-        CloudError::Rejected { status, code, message, .. } => (status, code, message),
-        other => panic!("expected a rejection, got {other:?}"),
-    }
-}
 
 /// A resource group with a VNet, route table, NSG and NAT gateway (+ public IP).
 async fn base() -> ArmSim {

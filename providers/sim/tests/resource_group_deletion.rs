@@ -9,12 +9,8 @@ use std::time::Duration;
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
 use trellis_sim::{ArmSim, Fault, FaultRule, Faults, Matcher};
 
-const RG: &str = "/subscriptions/sub-1/resourceGroups/rg";
-const NET: &str = "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network";
-
-fn id(rest: &str) -> String {
-    format!("{NET}/{rest}")
-}
+mod common;
+use common::{id, NET, RG};
 
 /// sled keeps its file lock for a moment after a `Db` is dropped; a reopen in the same process waits.
 fn open_db(path: &std::path::Path) -> sled::Db {

@@ -4,15 +4,11 @@
 //! api-version 2023-09-01). A subnet in use cannot be removed that way.
 
 use serde_json::{json, Value};
-use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
+use trellis_planner::cloud::{CloudRead, CloudWrite};
 use trellis_sim::ArmSim;
 
-const RG: &str = "/subscriptions/sub-1/resourceGroups/rg";
-const NET: &str = "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network";
-
-fn id(rest: &str) -> String {
-    format!("{NET}/{rest}")
-}
+mod common;
+use common::{id, rejected, RG};
 
 fn vnet_id() -> String {
     id("virtualNetworks/vnet")
@@ -20,13 +16,6 @@ fn vnet_id() -> String {
 
 fn subnet(name: &str) -> String {
     id(&format!("virtualNetworks/vnet/subnets/{name}"))
-}
-
-fn rejected(e: CloudError) -> (u16, String, String) {
-    match e {
-        CloudError::Rejected { status, code, message, .. } => (status, code, message),
-        other => panic!("expected a rejection, got {other:?}"),
-    }
 }
 
 /// A VNet 10.0.0.0/16 with subnets a (10.0.1.0/24) and b (10.0.2.0/24), written on their own.

@@ -3,7 +3,6 @@
 use crate::arm::{rules, world, ArmId, Kind};
 use crate::core::precondition::Precondition;
 use crate::core::store::Origin;
-use crate::core::to_cloud_error;
 use crate::core::world::{SyncReport, WorldFile};
 use crate::{ArmSim, SimError};
 use serde_json::Value;
@@ -30,20 +29,6 @@ impl ArmSim {
     pub fn origin(&self, id: &str) -> Option<Origin> {
         let key = ArmId::parse(id).ok()?.key();
         self.core.lock().store.get(&key).map(|e| e.origin)
-    }
-
-    /// Whether a write to `id` with these preconditions would go ahead now: `Err` 412
-    /// `PreconditionFailed` when `if_match` is not the resource's etag (or the resource is missing),
-    /// or when `if_none_match_any` and the resource exists. Not audited; [`ArmSim::put_if`] and
-    /// [`ArmSim::delete_if`] check the same atomically with the write.
-    pub fn check_precondition(
-        &self,
-        id: &str,
-        if_match: Option<&str>,
-        if_none_match_any: bool,
-    ) -> Result<(), CloudError> {
-        let p = Precondition { if_match: if_match.map(str::to_string), if_none_match_any };
-        rules::check_precondition(&self.core.lock().store, id, &p).map_err(|e| to_cloud_error(id, e))
     }
 
     /// PUT with a precondition, checked when the write is applied (after its latency), atomically with
