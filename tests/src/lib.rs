@@ -14,7 +14,7 @@ use tempfile::TempDir;
 use trellis_cli::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
 use trellis_planner::cloud::{Call, Op};
 use trellis_planner::retry::RetryPolicy;
-use trellis_plans::{Action, Node, Ownership, Plan, PlanSet};
+use trellis_plans::{Node, Ownership, Plan, PlanSet};
 use trellis_sim::ArmSim;
 
 pub fn scenarios_dir() -> PathBuf {
@@ -141,11 +141,6 @@ pub fn node<'a>(plan: &'a Plan, suffix: &str) -> &'a Node {
     found[0]
 }
 
-/// (address, action) of every node, for compact assertions.
-pub fn actions(plan: &Plan) -> Vec<(String, Action)> {
-    plan.nodes.iter().map(|n| (n.address.clone(), n.action())).collect()
-}
-
 /// Writes in `calls` whose target is (or is inside) one of `ids`.
 pub fn writes_to<'a>(calls: &'a [Call], ids: &[String]) -> Vec<&'a Call> {
     calls
@@ -181,11 +176,6 @@ pub fn text(plan: &Plan) -> String {
         &PlanSet::new(vec![plan]),
         &trellis_plans::render::TextOptions { color: false, verbose: true },
     )
-}
-
-/// The azure.json value of a key.
-pub fn azure_json<'a>(plan: &'a Plan, key: &str) -> Option<&'a serde_json::Value> {
-    plan.artifacts.cloud_provider_config.as_ref()?.values.get(key)
 }
 
 /// The plans of a fleet, in the order they were planned.
