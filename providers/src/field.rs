@@ -107,6 +107,9 @@ impl fmt::Display for FieldError {
     }
 }
 
+/// apimachinery's `FieldImmutableErrorMsg` (`ValidateImmutableField`).
+pub const FIELD_IMMUTABLE_ERROR_MSG: &str = "field is immutable";
+
 /// All errors of one validation run; empty means valid.
 pub type ErrorList = Vec<FieldError>;
 

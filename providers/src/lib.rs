@@ -9,10 +9,13 @@
 //! - [`metadata`]: Gardener's rules for a Shoot's name and namespace (the technical id is made of them).
 //! - [`networking`]: Gardener's rules for a Shoot's `spec.networking` (CIDRs, IP families, CNI type).
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
+//! - [`cidr`]: Gardener's CIDR checks (`pkg/utils/validation/cidr`), shared by the providers' validation.
+//! - [`workers`]: Gardener-level worker rules the providers' Shoot validators share (`ValidateWorkersUpdate`).
 //! - [`strict`]: booleans and integers decoded as Kubernetes decodes them (a quoted value is a string).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
 
 pub mod azure;
+pub mod cidr;
 pub mod field;
 pub mod manifest;
 pub mod metadata;
@@ -21,3 +24,4 @@ pub mod provider;
 pub mod registry;
 pub mod seed;
 pub mod strict;
+pub mod workers;

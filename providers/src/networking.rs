@@ -31,8 +31,9 @@ use ipnet::IpNet;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde_json::{Map, Value as Json};
 
-use crate::azure::validation::cidr::{validate_cidr_is_canonical, Cidr};
+use crate::cidr::{validate_cidr_is_canonical, Cidr};
 use crate::field::{ErrorList, FieldError, Path, Value};
 use crate::manifest::Networking;
 
@@ -308,9 +309,24 @@ fn is_qualified_name(value: &str) -> bool {
     !name.is_empty() && name.len() <= 63 && QUALIFIED_NAME.is_match(name)
 }
 
+/// Upstream's `decodeNetworkConfig`: the provider config as a JSON object (`json.Unmarshal` into a
+/// `map[string]interface{}`; a JSON `null` decodes to an empty map). The error is Go's.
+pub fn decode_network_config(raw: &Json) -> Result<Map<String, Json>, String> {
+    let kind = match raw {
+        Json::Object(map) => return Ok(map.clone()),
+        Json::Null => return Ok(Map::new()),
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Number(_) => "number",
+        Json::Bool(_) => "bool",
+    };
+    Err(format!("json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn networks_intersect_when_they_share_an_address() {
@@ -335,6 +351,16 @@ mod tests {
         assert_eq!(
             validate_ip_family(&c, IP_FAMILY_IPV6)[0].to_string(),
             r#"n: Invalid value: "10.0.0.0": must be a valid IPv6 address"#
+        );
+    }
+
+    #[test]
+    fn network_config_decodes_as_go_does() {
+        assert!(decode_network_config(&json!({"overlay": {"enabled": true}})).is_ok());
+        assert!(decode_network_config(&Json::Null).unwrap().is_empty());
+        assert_eq!(
+            decode_network_config(&json!("x")).unwrap_err(),
+            "json: cannot unmarshal string into Go value of type map[string]interface {}"
         );
     }
 }

@@ -24,10 +24,12 @@
 //! - the NAT SKU change check runs only when old and new both have a NAT gateway;
 //! - the VNet CIDR expansion check compares first and last addresses and skips unparsable CIDRs.
 
-pub mod cidr;
 pub mod filter;
 pub mod gorepr;
 pub mod shoot;
+
+/// The CIDR checks moved to [`crate::cidr`] (shared with GCP); kept here under their old path.
+pub use crate::cidr;
 
 use std::collections::BTreeSet;
 
@@ -47,8 +49,7 @@ use gorepr::GoValue;
 const NAT_GATEWAY_MIN_TIMEOUT_IN_MINUTES: i32 = 4;
 const NAT_GATEWAY_MAX_TIMEOUT_IN_MINUTES: i32 = 120;
 
-/// apimachinery's `FieldImmutableErrorMsg`.
-pub const FIELD_IMMUTABLE_ERROR_MSG: &str = "field is immutable";
+pub use crate::field::FIELD_IMMUTABLE_ERROR_MSG;
 
 /// What validation needs to know about the shoot besides its InfrastructureConfig.
 ///

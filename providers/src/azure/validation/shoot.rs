@@ -27,12 +27,16 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::azure::api::{infrastructure_zone_to_string, is_using_single_subnet_layout, InfrastructureConfig};
 use crate::field::{ErrorList, FieldError, Path, Value};
-use crate::manifest::{DataVolume, Networking, Worker};
+use crate::manifest::{Networking, Worker};
 use crate::networking::{ip_families, ip_families_value, is_ipv6_single_stack};
+
+// Shared with the other providers' Shoot validators; kept here under their old paths.
+pub use crate::networking::decode_network_config;
+pub use crate::workers::{should_enforce_immutability, validate_workers_update};
 
 /// Upstream's `maxDataVolumeCount`.
 pub const MAX_DATA_VOLUME_COUNT: usize = 64;
@@ -117,20 +121,6 @@ fn invalid_enabled(provider_config_path: &Path, value: &Json) -> FieldError {
     )
 }
 
-/// Upstream's `decodeNetworkConfig`: the provider config as a JSON object (`json.Unmarshal` into a
-/// `map[string]interface{}`; a JSON `null` decodes to an empty map). The error is Go's.
-pub fn decode_network_config(raw: &Json) -> Result<Map<String, Json>, String> {
-    let kind = match raw {
-        Json::Object(map) => return Ok(map.clone()),
-        Json::Null => return Ok(Map::new()),
-        Json::String(_) => "string",
-        Json::Array(_) => "array",
-        Json::Number(_) => "number",
-        Json::Bool(_) => "bool",
-    };
-    Err(format!("json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"))
-}
-
 /// `ValidateWorkers(workers, infra, fldPath)`.
 pub fn validate_workers(workers: &[Worker], infra: &InfrastructureConfig, fld: &Path) -> ErrorList {
     let mut errs = Vec::new();
@@ -202,106 +192,4 @@ fn validate_volume(type_: Option<&str>, size: &str, encrypted: Option<bool>, fld
         errs.push(FieldError::not_supported_value(fld.child("encrypted"), Value::display(encrypted), &[]));
     }
     errs
-}
-
-/// `ValidateWorkersUpdate(oldWorkers, newWorkers, fldPath)`: each new worker against the old
-/// worker of the same name.
-pub fn validate_workers_update(old: &[Worker], new: &[Worker], fld: &Path) -> ErrorList {
-    let mut errs = Vec::new();
-    for (i, new_worker) in new.iter().enumerate() {
-        let Some(old_worker) = old.iter().find(|w| w.name == new_worker.name) else { continue };
-        let path = fld.index(i);
-        if should_enforce_immutability(&new_worker.zones, &old_worker.zones) && new_worker.zones != old_worker.zones {
-            errs.push(FieldError::invalid_value(
-                path.child("zones"),
-                strings_value(&new_worker.zones),
-                super::FIELD_IMMUTABLE_ERROR_MSG,
-            ));
-        }
-        // Changing these changes the worker pool hash; neither machine-controller-manager nor
-        // gardener-node-agent can apply that in place.
-        if new_worker.has_in_place_update_strategy() {
-            if !semantic_eq(new_worker.provider_config.as_ref(), old_worker.provider_config.as_ref()) {
-                errs.push(FieldError::invalid_value(
-                    path.child("providerConfig"),
-                    new_worker.provider_config.as_ref().map_or_else(Value::null, Value::json),
-                    "providerConfig is immutable when update strategy is in-place",
-                ));
-            }
-            if new_worker.data_volumes != old_worker.data_volumes {
-                errs.push(FieldError::invalid_value(
-                    path.child("dataVolumes"),
-                    data_volumes_value(&new_worker.data_volumes),
-                    "dataVolumes are immutable when update strategy is in-place",
-                ));
-            }
-        }
-    }
-    errs
-}
-
-/// A `[]string` as upstream renders it: JSON, `null` when empty (an omitted list is nil).
-fn strings_value(items: &[String]) -> Value {
-    if items.is_empty() {
-        return Value::raw("null");
-    }
-    Value::json(&json!(items))
-}
-
-/// Gardener's `ShouldEnforceImmutability(new, old)`: false only when `new` is `old` with zones
-/// appended at the end.
-pub fn should_enforce_immutability(new: &[String], old: &[String]) -> bool {
-    !(new.len() > old.len() && new[..old.len()] == *old)
-}
-
-/// `apiequality.Semantic.DeepEqual` of two optional raw extensions: a missing one equals `null`.
-fn semantic_eq(a: Option<&Json>, b: Option<&Json>) -> bool {
-    a.unwrap_or(&Json::Null) == b.unwrap_or(&Json::Null)
-}
-
-/// `[]core.DataVolume` as upstream renders it: JSON of the internal type, whose field names are
-/// the Go names.
-fn data_volumes_value(volumes: &[DataVolume]) -> Value {
-    if volumes.is_empty() {
-        return Value::raw("null");
-    }
-    let items: Vec<Json> = volumes
-        .iter()
-        .map(|v| {
-            json!({
-                "Name": v.name,
-                "Type": v.type_,
-                "VolumeSize": v.size,
-                "Encrypted": v.encrypted,
-            })
-        })
-        .collect();
-    Value::json(&Json::Array(items))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn immutability_is_enforced_unless_zones_were_appended() {
-        assert!(!should_enforce_immutability(&s(&["1", "2", "3"]), &s(&["1", "2"])));
-        assert!(should_enforce_immutability(&s(&["1", "2"]), &s(&["1", "2"])));
-        assert!(should_enforce_immutability(&s(&["2", "1", "3"]), &s(&["1", "2"])));
-        assert!(should_enforce_immutability(&s(&["1"]), &s(&["1", "2"])));
-    }
-
-    #[test]
-    fn network_config_decodes_as_go_does() {
-        assert!(decode_network_config(&json!({"overlay": {"enabled": true}})).is_ok());
-        assert!(decode_network_config(&Json::Null).unwrap().is_empty());
-        assert_eq!(
-            decode_network_config(&json!("x")).unwrap_err(),
-            "json: cannot unmarshal string into Go value of type map[string]interface {}"
-        );
-    }
 }

@@ -1,4 +1,5 @@
-//! CIDR checks with the semantics and messages of gardener's `pkg/utils/validation/cidr`.
+//! CIDR checks with the semantics and messages of gardener's `pkg/utils/validation/cidr`, shared by
+//! the providers' admission validation (Azure, GCP) and [`crate::networking`].
 //!
 //! - [`Cidr::validate_subset`] reports on the *subset's* path: `must be a subset of "<path>" ("<cidr>")`.
 //! - [`Cidr::validate_not_overlap`] reports on the other CIDR's path: `must not overlap with "<path>" ("<cidr>")`.
