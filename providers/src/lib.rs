@@ -13,10 +13,12 @@
 //! - [`workers`]: Gardener-level worker rules the providers' Shoot validators share (`ValidateWorkersUpdate`).
 //! - [`strict`]: booleans and integers decoded as Kubernetes decodes them (a quoted value is a string).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
+//! - [`gcp`]: the GCP provider's API types and admission validation (not registered yet).
 
 pub mod azure;
 pub mod cidr;
 pub mod field;
+pub mod gcp;
 pub mod manifest;
 pub mod metadata;
 pub mod networking;
