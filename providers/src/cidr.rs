@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::field::{go_quote, ErrorList, FieldError, Path};
+use crate::field::{escape_unprintable, go_quote, ErrorList, FieldError, Path};
 
 /// A CIDR string with the field path it came from (gardener's `cidrvalidation.CIDR`).
 #[derive(Clone, Debug)]
@@ -133,9 +133,10 @@ pub fn validate_cidr_is_canonical(path: &Path, cidr: &str) -> ErrorList {
 }
 
 /// Go's `net.ParseCIDR`: `<addr>/<decimal prefix>`; the address as written and the network.
-/// The error is Go's: `invalid CIDR address: <s>`.
+/// The error is Go's: `invalid CIDR address: <s>` (unprintable characters of `s` escaped).
 pub fn parse_cidr(s: &str) -> Result<(IpAddr, IpNet), String> {
-    let err = || format!("invalid CIDR address: {s}");
+    // Go's text embeds `s` as written; unprintable characters are shown escaped so the error stays one line.
+    let err = || format!("invalid CIDR address: {}", escape_unprintable(s));
     let (addr, prefix) = s.split_once('/').ok_or_else(err)?;
     let addr: IpAddr = addr.parse().map_err(|_| err())?;
     // Go's dtoi: decimal digits only (leading zeros allowed), below 0xFFFFFF.

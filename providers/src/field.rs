@@ -173,21 +173,39 @@ pub fn go_quote(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if is_go_printable(c) => out.push(c),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+            c => push_escaped(&mut out, c),
         }
     }
     out.push('"');
     out
+}
+
+/// Text embedded in a message as it is (Go's error texts do so, e.g. `invalid CIDR address: <s>`),
+/// with the characters [`go_quote`] would escape that are not printable shown escaped the same way:
+/// an error stays one line, and printable text is upstream's message unchanged.
+pub fn escape_unprintable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+/// One character as `strconv.Quote` writes it (`"` and `\` excepted: the caller decides).
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\u{7}' => out.push_str("\\a"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{b}' => out.push_str("\\v"),
+        c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+        c if is_go_printable(c) => out.push(c),
+        c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+        c => out.push_str(&format!("\\U{:08x}", c as u32)),
+    }
 }
 
 /// An approximation of Go's `strconv.IsPrint`: ASCII space is printable; controls, other white
@@ -306,6 +324,12 @@ mod tests {
         assert_eq!(go_quote("\u{0}\u{7f}"), r#""\x00\x7f""#);
         assert_eq!(go_quote("grüße"), "\"grüße\"");
         assert_eq!(go_quote("\u{a0}\u{200b}"), r#""\u00a0\u200b""#);
+    }
+
+    #[test]
+    fn unprintable_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape_unprintable("10.0.0.0/8 \"x\" \\ ä"), "10.0.0.0/8 \"x\" \\ ä");
+        assert_eq!(escape_unprintable("a\nb\r\u{1b}[2J\u{2028}"), r"a\nb\r\x1b[2J\u2028");
     }
 
     #[test]

@@ -960,3 +960,26 @@ spec:
     );
     assert_errors(validate_shoot(&old, Some(&old)), &[]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Findings
+
+#[test]
+fn regression_a_cidr_with_a_line_break_is_reported_on_one_line() {
+    // Go's parse error embeds the text as written; a line break in it split the error in two lines
+    // (the CLI prints one error per line). Control characters are now shown escaped, as in the value.
+    let cfg = infra("networks: {workers: \"10.250.0.0/16\\nx\", internal: \"10.10.0.0/24\\r\"}");
+    assert_errors(
+        create(&cfg),
+        &[
+            r#"networks.workers: Invalid value: "10.250.0.0/16\nx": invalid CIDR address: 10.250.0.0/16\nx"#,
+            r#"networks.internal: Invalid value: "10.10.0.0/24\r": invalid CIDR address: 10.10.0.0/24\r"#,
+        ],
+    );
+    // Printable text is Go's message unchanged.
+    let cfg = infra(r#"networks: {workers: "10.250.0.0/16 \"x\""}"#);
+    assert_errors(
+        create(&cfg),
+        &[r#"networks.workers: Invalid value: "10.250.0.0/16 \"x\"": invalid CIDR address: 10.250.0.0/16 "x""#],
+    );
+}
