@@ -44,6 +44,27 @@ impl Head {
             checksum: checksum_bytes(stored),
         }
     }
+
+    /// The head record of a stored workspace, from its identifying fields and its bytes.
+    pub(crate) fn of_stored(meta: &WorkspaceMeta, stored: &[u8]) -> Head {
+        Head {
+            shoot: meta.shoot.clone(),
+            lineage: meta.lineage.clone(),
+            serial: meta.serial,
+            checksum: checksum_bytes(stored),
+        }
+    }
+}
+
+/// What the checks at open need of a stored workspace: who it is and which version. Reading only these
+/// (serde skips the resources, outputs and provider state, checking only that they are well-formed
+/// JSON) keeps an open from building every workspace of the fleet; the stored bytes are covered by the
+/// checksum, and a workspace is read whole when it is loaded.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct WorkspaceMeta {
+    pub shoot: String,
+    pub lineage: String,
+    pub serial: u64,
 }
 
 /// Every head record a state dir holds, as read by [`read_heads`], and where the heads journal ends.
@@ -102,8 +123,8 @@ impl Journal {
         Journal { dir: dir.to_path_buf(), file: None, heads, appended: false }
     }
 
-    /// Appends `heads` (the head records of one commit group) and syncs the journal: when this
-    /// returns, all of them are durable.
+    /// Appends `heads` (the head records of one commit group) in one write. They are durable after the
+    /// next [`Journal::sync`] (done by the next commit group's flush, or when the store closes).
     pub(crate) fn append(&mut self, heads: &[Head]) -> io::Result<()> {
         if heads.is_empty() {
             return Ok(());
@@ -127,7 +148,6 @@ impl Journal {
         }
         let file = self.file.as_mut().expect("opened above");
         file.write_all(&buf)?;
-        file.sync_data()?;
         if created {
             dir::sync_dir(&self.dir)?;
         }
@@ -138,6 +158,19 @@ impl Journal {
         }
         self.appended = true;
         Ok(())
+    }
+
+    /// The journal as this store appends to it, to sync it (`None` before the first append).
+    pub(crate) fn file(&self) -> Option<&File> {
+        self.file.as_ref()
+    }
+
+    /// Makes every record appended so far durable.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        match &self.file {
+            Some(file) => file.sync_data(),
+            None => Ok(()),
+        }
     }
 
     /// At the end of a run that appended: rewrites the journal with one record per workspace when it
@@ -234,7 +267,7 @@ impl WorkspaceFile {
 /// of its serial (committed in the same transaction).
 pub(crate) struct Stored {
     pub raw: Vec<u8>,
-    pub parsed: Result<Workspace, String>,
+    pub parsed: Result<WorkspaceMeta, String>,
     pub entry: Option<HistoryEntry>,
 }
 

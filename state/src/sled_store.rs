@@ -1,14 +1,15 @@
 //! The embedded backend: one sled 0.34.7 database per state dir (see the crate docs for the layout,
 //! the lock model, the durability model and the integrity checks).
 
-use crate::dir::{self, Contents, DirLock, Seal, HOLDER_FILE, VERIFY};
-use crate::group::Group;
-use crate::integrity::{self, Head, Heads, Journal, Stored};
+use crate::dir::{self, Contents, Digest, DirLock, Seal, HOLDER_FILE, VERIFY};
+use crate::group::{Flush, Group};
+use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
     WorkspaceSummary,
 };
-use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -78,7 +79,7 @@ impl SledStore {
     /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
     /// open and they are not sealed (the next open then verifies them on a copy first).
     pub fn close(self) -> Result<(), StateError> {
-        let compacted = self.write_backups().and(self.compact_journal());
+        let compacted = self.write_backups().and(self.sync_journal()).and(self.compact_journal());
         let SledStore { h, mut guard, .. } = self;
         drop(h);
         let finished = guard.finish(Finish::Close);
@@ -97,6 +98,12 @@ impl SledStore {
         Ok(())
     }
 
+    /// Makes the head records of the last commit group durable (each group's flush syncs those of the
+    /// group before it).
+    fn sync_journal(&self) -> Result<(), StateError> {
+        self.journal().sync().map_err(|e| self.io_error("syncing the heads journal of", e))
+    }
+
     /// Compacts the heads journal if this run appended to it and it grew (see [`Journal::compact`]).
     fn compact_journal(&self) -> Result<(), StateError> {
         self.journal().compact().map_err(|e| self.io_error("compacting the heads journal of", e))
@@ -113,7 +120,8 @@ impl SledStore {
     /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
     pub fn discard(self) -> Result<(), StateError> {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
-        let compacted = if unused { Ok(()) } else { self.write_backups().and(self.compact_journal()) };
+        let compacted =
+            if unused { Ok(()) } else { self.write_backups().and(self.sync_journal()).and(self.compact_journal()) };
         let SledStore { h, mut guard, .. } = self;
         drop(h);
         let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
@@ -140,16 +148,33 @@ impl SledStore {
     /// version just stored), are durable. Concurrent callers are grouped: one flush of the database and
     /// one write of the group's head records covers all of them (see the crate docs, "Durability").
     fn make_durable(&self, head: Option<Head>) -> Result<(), StateError> {
-        self.group.durable(head, |heads| self.flush_group(heads)).map_err(StateError::Io)
+        self.group.durable(head, |job| self.flush_group(job)).map_err(StateError::Io)
     }
 
-    /// One group's flush: sled's flush, `fsync` of `db`, then the group's head records appended to the
-    /// heads journal (one write, one `fsync`).
-    fn flush_group(&self, heads: &[Head]) -> Result<(), String> {
+    /// One group's flush: sled's flush and `fdatasync` of `db` — at the same time, on a second thread,
+    /// the sync of the head records earlier groups appended —, then the group's head records appended
+    /// to the heads journal (one write; synced by the next group, or at close).
+    fn flush_group(&self, job: Flush<'_>) -> Result<(), String> {
         let dir = self.dir().display();
-        self.h.db.flush().map_err(|e| format!("flushing state dir {dir}: {}", e.words()))?;
-        self.h.db_file.sync_all().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
-        self.journal().append(heads).map_err(|e| format!("writing the heads journal of state dir {dir}: {e}"))
+        let mut journal = self.journal();
+        let journal_error = |e: std::io::Error| format!("writing the heads journal of state dir {dir}: {e}");
+        let (db, heads) = std::thread::scope(|s| {
+            let sync = job.sync_heads.then(|| journal.file().map(|file| s.spawn(|| file.sync_data()))).flatten();
+            let db = self
+                .h
+                .db
+                .flush()
+                .map_err(|e| format!("flushing state dir {dir}: {}", e.words()))
+                .and_then(|_| self.h.db_file.sync_data().map_err(|e| format!("syncing state dir {dir}: {e}")));
+            let heads = match sync {
+                Some(sync) => sync.join().unwrap_or_else(|_| Err(std::io::Error::other("the sync panicked"))),
+                None => Ok(()),
+            };
+            (db, heads)
+        });
+        db?;
+        heads.map_err(journal_error)?;
+        journal.append(job.heads).map_err(journal_error)
     }
 
     fn dir(&self) -> &Path {
@@ -252,8 +277,10 @@ struct Guard {
     holder_written: bool,
     /// The database was opened in place and verified: closing seals it.
     seal_on_close: bool,
-    /// sled's files as they were found, before sled opened them.
+    /// sled's files as they were found, before sled opened them, hashed by `digest`.
     opened_with: Option<Vec<dir::SealedFile>>,
+    /// The hash of the seal found (SHA-256 in a seal of state format 2), BLAKE3 without one.
+    digest: Digest,
     /// Their stat at that moment: when it is the same at close, the files were not written (a plan)
     /// and `opened_with` is their fingerprint, without hashing them again.
     opened_stat: Option<Vec<dir::FileStat>>,
@@ -296,14 +323,17 @@ impl Guard {
         };
         let mut files = match untouched {
             Some(found) => found,
-            None => dir::fingerprint(&self.dir)?,
+            None => dir::fingerprint(&self.dir, self.digest)?,
         };
         if self.opened_with.as_ref() != Some(&files) {
             let settled = sled::Config::new().path(&self.dir).open().map(drop).is_ok();
             if !(settled && wait_for_release(&self.dir.join("db"))) {
                 return Ok(()); // left unsealed: the next open verifies the files on a copy first
             }
-            files = dir::fingerprint(&self.dir)?;
+            // Changed files are sealed with BLAKE3, which a trellis of state format 2 cannot check:
+            // the marker says format 3 first, so that trellis refuses the dir as newer, not as damaged.
+            dir::upgrade_marker(&self.dir)?;
+            files = dir::fingerprint(&self.dir, Digest::Blake3)?;
         }
         dir::write_seal(&self.dir, &Seal::Closed { files })
     }
@@ -354,6 +384,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         holder_written: false,
         seal_on_close: false,
         opened_with: None,
+        digest: Digest::Blake3,
         opened_stat: None,
         finished: false,
     };
@@ -389,11 +420,16 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
     }
 
     dir::remove_dir_if_present(&dir.join(VERIFY)).map_err(|e| open_error(VERIFY, e))?;
-    let found = dir::fingerprint(&dir).map_err(|e| StateError::Open {
+    let seal = dir::read_seal(&dir)?;
+    guard.digest = match &seal {
+        Some(Seal::Closed { files }) => Digest::of(files),
+        _ => Digest::Blake3,
+    };
+    let found = dir::fingerprint(&dir, guard.digest).map_err(|e| StateError::Open {
         dir: dir.clone(),
         detail: format!("cannot read sled's files ({e}); check their permissions"),
     })?;
-    match dir::read_seal(&dir)? {
+    match seal {
         // Exactly as trellis left them.
         Some(Seal::Closed { files }) if files == found => {}
         // Changed after a clean close: not by trellis.
@@ -465,7 +501,7 @@ fn read_stored(
     for item in workspaces.iter() {
         let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
-        let parsed = parse_workspace(&shoot, &raw).map_err(|e| e.to_string());
+        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
         let entry = match (&parsed, history) {
             (Ok(ws), Some(history)) => history
                 .get(history_key(&shoot, ws.serial))
@@ -499,8 +535,8 @@ fn adopt(dir: &Path) -> Result<(Handles, Heads), StateError> {
     let heads = read_stored(dir, &h.workspaces, None)?
         .into_iter()
         .map(|(shoot, stored)| {
-            let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
-            Ok(Head::of(&ws, &stored.raw))
+            let meta = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
+            Ok(Head::of_stored(&meta, &stored.raw))
         })
         .collect::<Result<Vec<_>, StateError>>()?;
     // The whole journal at once, atomically; `heads/` of an adoption by an earlier trellis goes with it.
@@ -535,13 +571,13 @@ impl StateStore for SledStore {
         for item in self.h.workspaces.iter() {
             let (key, raw) = item.map_err(|e| self.io_error("listing workspaces in", e))?;
             let shoot = String::from_utf8_lossy(&key).into_owned();
-            let ws = parse_workspace(&shoot, &raw)?;
+            let ws = parse_summary(&shoot, &raw)?;
             let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
             out.push(WorkspaceSummary {
                 shoot: ws.shoot,
                 lineage: ws.lineage,
                 serial: ws.serial,
-                resources: ws.resources.len(),
+                resources: ws.resources.0,
                 locked_by,
             });
         }
@@ -571,8 +607,11 @@ impl StateStore for SledStore {
         let expected = ws.serial;
         let lineage = ws.lineage.as_str();
         let mut next = ws.clone();
-        // One commit of a workspace at a time, from its transaction until its head record is durable.
-        let _taken = self.group.begin(shoot);
+        // One commit of a workspace at a time; the head record of the one before must be durable first.
+        let taken = self.group.begin(shoot);
+        if taken.needs_sync {
+            self.make_durable(None)?;
+        }
         next.serial = expected.checked_add(1).ok_or_else(|| StateError::Corrupt {
             shoot: shoot.to_string(),
             detail: "its serial cannot be incremented any further".to_string(),
@@ -631,7 +670,10 @@ impl StateStore for SledStore {
             .checked_add(1)
             .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
         let expected = current.as_ref().map(|s| (s.lineage.clone(), s.serial));
-        let _taken = self.group.begin(shoot);
+        let taken = self.group.begin(shoot);
+        if taken.needs_sync {
+            self.make_durable(None)?;
+        }
         let stored = self.store_version(&next, "push", |stored| match (stored, &expected) {
             (None, None) => Ok(()),
             (Some(s), Some((lineage, serial))) if &s.lineage == lineage && s.serial == *serial => Ok(()),
@@ -885,6 +927,70 @@ fn parse_workspace(shoot: &str, raw: &[u8]) -> Result<Workspace, StateError> {
         });
     }
     Ok(ws)
+}
+
+/// What `list` needs of a stored workspace: its identity and how many resources it holds.
+#[derive(Deserialize)]
+struct SummaryRepr {
+    shoot: String,
+    lineage: String,
+    serial: u64,
+    resources: Count,
+}
+
+/// The number of entries of a JSON object, counted without building them.
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Count, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of resources")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
+}
+
+fn parse_summary(shoot: &str, raw: &[u8]) -> Result<SummaryRepr, StateError> {
+    let summary: SummaryRepr = serde_json::from_slice(raw).map_err(|e| StateError::Corrupt {
+        shoot: shoot.to_string(),
+        detail: format!("its stored record does not parse ({e}); restore the state dir from a backup"),
+    })?;
+    if summary.shoot != shoot {
+        return Err(StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: format!(
+                "its stored record belongs to shoot {}; restore the state dir from a backup",
+                summary.shoot
+            ),
+        });
+    }
+    Ok(summary)
+}
+
+/// Like [`parse_workspace`], reading only the fields that identify the version ([`WorkspaceMeta`]).
+fn parse_meta(shoot: &str, raw: &[u8]) -> Result<WorkspaceMeta, StateError> {
+    let meta: WorkspaceMeta = serde_json::from_slice(raw).map_err(|e| StateError::Corrupt {
+        shoot: shoot.to_string(),
+        detail: format!("its stored record does not parse ({e}); restore the state dir from a backup"),
+    })?;
+    if meta.shoot != shoot {
+        return Err(StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: format!("its stored record belongs to shoot {}; restore the state dir from a backup", meta.shoot),
+        });
+    }
+    Ok(meta)
 }
 
 fn parse_lock(shoot: &str, raw: &[u8]) -> Result<LockInfo, StateError> {
