@@ -123,8 +123,8 @@ impl Journal {
         Journal { dir: dir.to_path_buf(), file: None, heads, appended: false }
     }
 
-    /// Appends `heads` (the head records of one commit group) in one write. They are durable after the
-    /// next [`Journal::sync`] (done by the next commit group's flush, or when the store closes).
+    /// Appends `heads` (the head records of one commit group) and syncs the journal: when this
+    /// returns, all of them are durable.
     pub(crate) fn append(&mut self, heads: &[Head]) -> io::Result<()> {
         if heads.is_empty() {
             return Ok(());
@@ -148,6 +148,7 @@ impl Journal {
         }
         let file = self.file.as_mut().expect("opened above");
         file.write_all(&buf)?;
+        file.sync_data()?;
         if created {
             dir::sync_dir(&self.dir)?;
         }
@@ -158,19 +159,6 @@ impl Journal {
         }
         self.appended = true;
         Ok(())
-    }
-
-    /// The journal as this store appends to it, to sync it (`None` before the first append).
-    pub(crate) fn file(&self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
-    /// Makes every record appended so far durable.
-    pub(crate) fn sync(&self) -> io::Result<()> {
-        match &self.file {
-            Some(file) => file.sync_data(),
-            None => Ok(()),
-        }
     }
 
     /// At the end of a run that appended: rewrites the journal with one record per workspace when it

@@ -64,7 +64,7 @@
 //! * sled's `Db::flush` writes the log to the file but syncs it with `sync_file_range(2)`, which does
 //!   not persist file metadata (sled issue #1452, "Data is not written durably"); only sled's background
 //!   flusher and its `Drop` call `fsync`. That is enough against a killed process (the data is in the
-//!   kernel), not against a power loss. [`SledStore::flush`] therefore also calls `fsync` on `<dir>/db`
+//!   kernel), not against a power loss. [`SledStore::flush`] therefore also calls `fdatasync` on `<dir>/db`
 //!   itself.
 //! * Values larger than about 128 KiB (a quarter of sled's 512 KiB segment) are written by sled to
 //!   separate files under `<dir>/blobs/` that sled never `fsync`s; a very large workspace is only as
@@ -78,8 +78,9 @@
 //! their own threads) share one: a commit stores its version in a sled transaction, then waits for
 //! durability. If no flush is running, it runs one at once for itself and every commit that joined;
 //! if one is running, it waits for it to end and then for the next, which the first of the waiting
-//! commits runs. One flush is sled's flush, an `fsync` of `db`, then the head record of every workspace
-//! committed in the group appended to the heads journal `heads.log` in one write, and one `fsync` of
+//! commits runs. One flush is sled's flush, an `fdatasync` of `db` (which, unlike `fsync`, skips the
+//! timestamps; the file's length is still synced), then the head record of every workspace
+//! committed in the group appended to the heads journal `heads.log` in one write, and one `fdatasync` of
 //! it (no file is created or renamed per commit: a new inode per commit was what made thousands of
 //! shoots slow). A
 //! commit returns only after the flush that covers it, so when [`StateStore::commit`] returns, the

@@ -2,7 +2,7 @@
 //! the lock model, the durability model and the integrity checks).
 
 use crate::dir::{self, Contents, Digest, DirLock, Seal, HOLDER_FILE, VERIFY};
-use crate::group::{Flush, Group};
+use crate::group::Group;
 use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
@@ -79,7 +79,7 @@ impl SledStore {
     /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
     /// open and they are not sealed (the next open then verifies them on a copy first).
     pub fn close(self) -> Result<(), StateError> {
-        let compacted = self.write_backups().and(self.sync_journal()).and(self.compact_journal());
+        let compacted = self.write_backups().and(self.compact_journal());
         let SledStore { h, mut guard, .. } = self;
         drop(h);
         let finished = guard.finish(Finish::Close);
@@ -98,12 +98,6 @@ impl SledStore {
         Ok(())
     }
 
-    /// Makes the head records of the last commit group durable (each group's flush syncs those of the
-    /// group before it).
-    fn sync_journal(&self) -> Result<(), StateError> {
-        self.journal().sync().map_err(|e| self.io_error("syncing the heads journal of", e))
-    }
-
     /// Compacts the heads journal if this run appended to it and it grew (see [`Journal::compact`]).
     fn compact_journal(&self) -> Result<(), StateError> {
         self.journal().compact().map_err(|e| self.io_error("compacting the heads journal of", e))
@@ -120,8 +114,7 @@ impl SledStore {
     /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
     pub fn discard(self) -> Result<(), StateError> {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
-        let compacted =
-            if unused { Ok(()) } else { self.write_backups().and(self.sync_journal()).and(self.compact_journal()) };
+        let compacted = if unused { Ok(()) } else { self.write_backups().and(self.compact_journal()) };
         let SledStore { h, mut guard, .. } = self;
         drop(h);
         let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
@@ -148,33 +141,16 @@ impl SledStore {
     /// version just stored), are durable. Concurrent callers are grouped: one flush of the database and
     /// one write of the group's head records covers all of them (see the crate docs, "Durability").
     fn make_durable(&self, head: Option<Head>) -> Result<(), StateError> {
-        self.group.durable(head, |job| self.flush_group(job)).map_err(StateError::Io)
+        self.group.durable(head, |heads| self.flush_group(heads)).map_err(StateError::Io)
     }
 
-    /// One group's flush: sled's flush and `fdatasync` of `db` — at the same time, on a second thread,
-    /// the sync of the head records earlier groups appended —, then the group's head records appended
-    /// to the heads journal (one write; synced by the next group, or at close).
-    fn flush_group(&self, job: Flush<'_>) -> Result<(), String> {
+    /// One group's flush: sled's flush, `fdatasync` of `db`, then the group's head records appended to
+    /// the heads journal (one write, one `fdatasync`).
+    fn flush_group(&self, heads: &[Head]) -> Result<(), String> {
         let dir = self.dir().display();
-        let mut journal = self.journal();
-        let journal_error = |e: std::io::Error| format!("writing the heads journal of state dir {dir}: {e}");
-        let (db, heads) = std::thread::scope(|s| {
-            let sync = job.sync_heads.then(|| journal.file().map(|file| s.spawn(|| file.sync_data()))).flatten();
-            let db = self
-                .h
-                .db
-                .flush()
-                .map_err(|e| format!("flushing state dir {dir}: {}", e.words()))
-                .and_then(|_| self.h.db_file.sync_data().map_err(|e| format!("syncing state dir {dir}: {e}")));
-            let heads = match sync {
-                Some(sync) => sync.join().unwrap_or_else(|_| Err(std::io::Error::other("the sync panicked"))),
-                None => Ok(()),
-            };
-            (db, heads)
-        });
-        db?;
-        heads.map_err(journal_error)?;
-        journal.append(job.heads).map_err(journal_error)
+        self.h.db.flush().map_err(|e| format!("flushing state dir {dir}: {}", e.words()))?;
+        self.h.db_file.sync_data().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
+        self.journal().append(heads).map_err(|e| format!("writing the heads journal of state dir {dir}: {e}"))
     }
 
     fn dir(&self) -> &Path {
@@ -607,11 +583,8 @@ impl StateStore for SledStore {
         let expected = ws.serial;
         let lineage = ws.lineage.as_str();
         let mut next = ws.clone();
-        // One commit of a workspace at a time; the head record of the one before must be durable first.
-        let taken = self.group.begin(shoot);
-        if taken.needs_sync {
-            self.make_durable(None)?;
-        }
+        // One commit of a workspace at a time, from its transaction until its head record is durable.
+        let _taken = self.group.begin(shoot);
         next.serial = expected.checked_add(1).ok_or_else(|| StateError::Corrupt {
             shoot: shoot.to_string(),
             detail: "its serial cannot be incremented any further".to_string(),
@@ -670,10 +643,7 @@ impl StateStore for SledStore {
             .checked_add(1)
             .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
         let expected = current.as_ref().map(|s| (s.lineage.clone(), s.serial));
-        let taken = self.group.begin(shoot);
-        if taken.needs_sync {
-            self.make_durable(None)?;
-        }
+        let _taken = self.group.begin(shoot);
         let stored = self.store_version(&next, "push", |stored| match (stored, &expected) {
             (None, None) => Ok(()),
             (Some(s), Some((lineage, serial))) if &s.lineage == lineage && s.serial == *serial => Ok(()),
