@@ -616,3 +616,57 @@ fn regression_the_seal_hashes_with_blake3_and_format_2_seals_still_verify() {
     assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
     assert_same_files(&files(dir), &before, "a BLAKE3 seal is kept by a run that only reads");
 }
+
+#[test]
+fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_state_dir() {
+    use sha2::Digest as _;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    const BRAVO: &str = "shoot--dev--bravo";
+    let store = open(dir);
+    for shoot in [SHOOT, BRAVO] {
+        let mut ws = Workspace::new(shoot);
+        ws.record_resource(
+            "azure.resource_group.rg",
+            trellis_state::StoredResource {
+                kind: trellis_state::Kind::ResourceGroup,
+                id: "/subscriptions/s/resourceGroups/rg".to_string(),
+                ownership: trellis_state::Ownership::Managed,
+            },
+        );
+        store.commit(&mut ws, "apply").unwrap();
+    }
+    store.close().unwrap();
+
+    // A newer trellis stored alpha with a resource kind this one does not know, and its head record.
+    let (stored, checksum) = {
+        let db = sled::Config::new().path(dir).open().unwrap();
+        let workspaces = db.open_tree("workspaces").unwrap();
+        let raw = workspaces.get(SHOOT).unwrap().unwrap();
+        let newer = String::from_utf8(raw.to_vec()).unwrap().replace("\"resource_group\"", "\"storage_bucket\"");
+        assert_ne!(newer.as_bytes(), &raw[..]);
+        workspaces.insert(SHOOT, newer.as_bytes()).unwrap();
+        db.flush().unwrap();
+        let checksum = format!("sha256:{}", hex::encode(sha2::Sha256::digest(newer.as_bytes())));
+        (newer, checksum)
+    };
+    let mut heads = journal(dir);
+    for head in heads.iter_mut().filter(|h| h["shoot"] == SHOOT) {
+        head["checksum"] = serde_json::json!(checksum);
+    }
+    let lines: Vec<String> = heads.iter().map(|h| format!("{h}\n")).collect();
+    fs::write(dir.join("heads.log"), lines.concat()).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert!(stored.contains("storage_bucket"));
+
+    // The dir opens; the other workspace reads; alpha is refused when it is read, naming what is wrong.
+    let store = SledStore::open(dir, "plan").expect("one unreadable workspace does not make the dir damaged");
+    assert_eq!(store.load(BRAVO).unwrap().unwrap().serial, 1);
+    let err = store.load(SHOOT).err().expect("alpha cannot be read by this trellis");
+    assert!(matches!(err, StateError::Corrupt { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(SHOOT) && msg.contains("storage_bucket"), "{msg}");
+    assert!(!msg.contains('\n'), "{msg}");
+    let listed: Vec<_> = store.list().unwrap().into_iter().map(|w| (w.shoot, w.resources)).collect();
+    assert_eq!(listed, [(SHOOT.to_string(), 1), (BRAVO.to_string(), 1)]);
+}
