@@ -662,7 +662,7 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
     // The dir opens; the other workspace reads; alpha is refused when it is read, naming what is wrong.
     let store = SledStore::open(dir, "plan").expect("one unreadable workspace does not make the dir damaged");
     assert_eq!(store.load(BRAVO).unwrap().unwrap().serial, 1);
-    let err = store.load(SHOOT).err().expect("alpha cannot be read by this trellis");
+    let err = store.load(SHOOT).expect_err("alpha cannot be read by this trellis");
     assert!(matches!(err, StateError::Corrupt { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains(SHOOT) && msg.contains("storage_bucket"), "{msg}");
