@@ -44,6 +44,27 @@ impl Head {
             checksum: checksum_bytes(stored),
         }
     }
+
+    /// The head record of a stored workspace, from its identifying fields and its bytes.
+    pub(crate) fn of_stored(meta: &WorkspaceMeta, stored: &[u8]) -> Head {
+        Head {
+            shoot: meta.shoot.clone(),
+            lineage: meta.lineage.clone(),
+            serial: meta.serial,
+            checksum: checksum_bytes(stored),
+        }
+    }
+}
+
+/// What the checks at open need of a stored workspace: who it is and which version. Reading only these
+/// (serde skips the resources, outputs and provider state, checking only that they are well-formed
+/// JSON) keeps an open from building every workspace of the fleet; the stored bytes are covered by the
+/// checksum, and a workspace is read whole when it is loaded.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct WorkspaceMeta {
+    pub shoot: String,
+    pub lineage: String,
+    pub serial: u64,
 }
 
 /// Every head record a state dir holds, as read by [`read_heads`], and where the heads journal ends.
@@ -234,7 +255,7 @@ impl WorkspaceFile {
 /// of its serial (committed in the same transaction).
 pub(crate) struct Stored {
     pub raw: Vec<u8>,
-    pub parsed: Result<Workspace, String>,
+    pub parsed: Result<WorkspaceMeta, String>,
     pub entry: Option<HistoryEntry>,
 }
 

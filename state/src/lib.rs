@@ -64,7 +64,7 @@
 //! * sled's `Db::flush` writes the log to the file but syncs it with `sync_file_range(2)`, which does
 //!   not persist file metadata (sled issue #1452, "Data is not written durably"); only sled's background
 //!   flusher and its `Drop` call `fsync`. That is enough against a killed process (the data is in the
-//!   kernel), not against a power loss. [`SledStore::flush`] therefore also calls `fsync` on `<dir>/db`
+//!   kernel), not against a power loss. [`SledStore::flush`] therefore also calls `fdatasync` on `<dir>/db`
 //!   itself.
 //! * Values larger than about 128 KiB (a quarter of sled's 512 KiB segment) are written by sled to
 //!   separate files under `<dir>/blobs/` that sled never `fsync`s; a very large workspace is only as
@@ -78,8 +78,9 @@
 //! their own threads) share one: a commit stores its version in a sled transaction, then waits for
 //! durability. If no flush is running, it runs one at once for itself and every commit that joined;
 //! if one is running, it waits for it to end and then for the next, which the first of the waiting
-//! commits runs. One flush is sled's flush, an `fsync` of `db`, then the head record of every workspace
-//! committed in the group appended to the heads journal `heads.log` in one write, and one `fsync` of
+//! commits runs. One flush is sled's flush, an `fdatasync` of `db` (which, unlike `fsync`, skips the
+//! timestamps; the file's length is still synced), then the head record of every workspace
+//! committed in the group appended to the heads journal `heads.log` in one write, and one `fdatasync` of
 //! it (no file is created or renamed per commit: a new inode per commit was what made thousands of
 //! shoots slow). A
 //! commit returns only after the flush that covers it, so when [`StateStore::commit`] returns, the
@@ -97,20 +98,22 @@
 //!
 //! | path                      | what                                                                    |
 //! |---------------------------|-------------------------------------------------------------------------|
-//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 2}`                |
+//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 3}`                |
 //! | `db`, `conf`, `blobs/`, `snap.*` | sled's files                                                     |
 //! | `heads.log`               | heads journal: one line (compact JSON: shoot, lineage, serial, checksum) per commit |
 //! | `heads/<shoot>.json`      | head record of each workspace, as format 1 wrote them (read; removed when the journal is compacted) |
 //! | `backups/<shoot>.json`    | each workspace as the last command that changed it and closed left it (a [`WorkspaceFile`]) |
-//! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length and SHA-256 |
+//! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length and BLAKE3 (`blake3`; `sha256` in format 2) |
 //! | `holder.json`             | the process holding the dir (only while it does)                        |
 //! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
 //!
 //! Shoot names in file names are percent-encoded outside `[A-Za-z0-9_-]`. A format newer than this
-//! trellis reads is refused. Format 1 (head records in `heads/`, no journal) is read as it is: the
-//! first append to the journal writes the marker of format 2 first (so an earlier trellis refuses the
-//! dir as newer rather than as damaged), and the compaction at the end of that run moves the records
-//! of `heads/` into the journal and removes `heads/`. A directory without the marker that holds exactly what an earlier trellis
+//! trellis reads is refused. Format 2 differs from format 3 only in its seal (SHA-256 instead of
+//! BLAKE3): it is verified as it is, a run that only reads leaves it, and a run that changed sled's
+//! files writes the marker of format 3 and then a BLAKE3 seal (so a trellis of format 2 refuses the dir
+//! as newer rather than as damaged). Format 1 (head records in `heads/`, no journal) is read as it is: the
+//! first append to the journal writes the marker of format 3 first, and the compaction at the end of
+//! that run moves the records of `heads/` into the journal and removes `heads/`. A directory without the marker that holds exactly what an earlier trellis
 //! left — sled's `conf` with the settings trellis uses, `db`, `blobs/`, maybe `snap.*` and `holder.json` —
 //! and whose database has a `workspaces` tree is adopted: head records are made from the workspaces as
 //! they are (nothing older can be checked), then the marker is written. Commands that only read use
@@ -148,15 +151,19 @@
 //!   writes none, so the backups then hold the versions the run found.
 //! * **The seal.** sled would rewrite a damaged database while opening it, so it must not open one in
 //!   place. Before sled opens the files, `seal.json` is set to `open`; when the store closes and sled
-//!   has let go of its files (its file lock on `db` can be taken), the length and SHA-256 of each of
-//!   sled's files are written as `closed`. (If the run changed the files, sled opens them once more
+//!   has let go of its files (its file lock on `db` can be taken), the length and hash of each of
+//!   sled's files are written as `closed`, under the name of the algorithm: `blake3` (several times
+//!   faster than the `sha256` of format 2, whose seals still verify with SHA-256). (If the run changed the files, sled opens them once more
 //!   first, so that the sealed files are at rest: sled finishes a log it has not recovered yet — takes
 //!   a snapshot, extends its segment — on its next open, which would otherwise make the next plan
 //!   change them.) On open: files that match a `closed` seal are opened in place; files that differ from
 //!   a `closed` seal were changed by something other than trellis and are refused as damaged without
 //!   being opened; after an unclean stop (seal `open` or missing), sled first opens a *copy* of the files
 //!   in `.verify/`, which is checked against the head records, and only if it passes are the originals
-//!   opened. So a damaged state dir is refused and left byte for byte as it was found.
+//!   opened. So a damaged state dir is refused and left byte for byte as it was found. The check at
+//!   open reads of each stored workspace only what identifies its version (shoot, lineage, serial;
+//!   the rest must be well-formed JSON, and all of its bytes are covered by the checksum): a workspace
+//!   is read whole when a command loads it.
 //! * **Restoring.** [`WorkspaceFile`] is what `trellis state pull` prints (the workspace and its
 //!   checksum) and what `trellis state push` reads (the checksum, when present, must match);
 //!   [`StateStore::push`] refuses another lineage or an older serial unless forced, and stores the

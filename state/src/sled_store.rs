@@ -1,14 +1,15 @@
 //! The embedded backend: one sled 0.34.7 database per state dir (see the crate docs for the layout,
 //! the lock model, the durability model and the integrity checks).
 
-use crate::dir::{self, Contents, DirLock, Seal, HOLDER_FILE, VERIFY};
+use crate::dir::{self, Contents, Digest, DirLock, Seal, HOLDER_FILE, VERIFY};
 use crate::group::Group;
-use crate::integrity::{self, Head, Heads, Journal, Stored};
+use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
     WorkspaceSummary,
 };
-use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -143,12 +144,12 @@ impl SledStore {
         self.group.durable(head, |heads| self.flush_group(heads)).map_err(StateError::Io)
     }
 
-    /// One group's flush: sled's flush, `fsync` of `db`, then the group's head records appended to the
-    /// heads journal (one write, one `fsync`).
+    /// One group's flush: sled's flush, `fdatasync` of `db`, then the group's head records appended to
+    /// the heads journal (one write, one `fdatasync`).
     fn flush_group(&self, heads: &[Head]) -> Result<(), String> {
         let dir = self.dir().display();
         self.h.db.flush().map_err(|e| format!("flushing state dir {dir}: {}", e.words()))?;
-        self.h.db_file.sync_all().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
+        self.h.db_file.sync_data().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
         self.journal().append(heads).map_err(|e| format!("writing the heads journal of state dir {dir}: {e}"))
     }
 
@@ -252,8 +253,10 @@ struct Guard {
     holder_written: bool,
     /// The database was opened in place and verified: closing seals it.
     seal_on_close: bool,
-    /// sled's files as they were found, before sled opened them.
+    /// sled's files as they were found, before sled opened them, hashed by `digest`.
     opened_with: Option<Vec<dir::SealedFile>>,
+    /// The hash of the seal found (SHA-256 in a seal of state format 2), BLAKE3 without one.
+    digest: Digest,
     /// Their stat at that moment: when it is the same at close, the files were not written (a plan)
     /// and `opened_with` is their fingerprint, without hashing them again.
     opened_stat: Option<Vec<dir::FileStat>>,
@@ -296,14 +299,17 @@ impl Guard {
         };
         let mut files = match untouched {
             Some(found) => found,
-            None => dir::fingerprint(&self.dir)?,
+            None => dir::fingerprint(&self.dir, self.digest)?,
         };
         if self.opened_with.as_ref() != Some(&files) {
             let settled = sled::Config::new().path(&self.dir).open().map(drop).is_ok();
             if !(settled && wait_for_release(&self.dir.join("db"))) {
                 return Ok(()); // left unsealed: the next open verifies the files on a copy first
             }
-            files = dir::fingerprint(&self.dir)?;
+            // Changed files are sealed with BLAKE3, which a trellis of state format 2 cannot check:
+            // the marker says format 3 first, so that trellis refuses the dir as newer, not as damaged.
+            dir::upgrade_marker(&self.dir)?;
+            files = dir::fingerprint(&self.dir, Digest::Blake3)?;
         }
         dir::write_seal(&self.dir, &Seal::Closed { files })
     }
@@ -354,6 +360,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         holder_written: false,
         seal_on_close: false,
         opened_with: None,
+        digest: Digest::Blake3,
         opened_stat: None,
         finished: false,
     };
@@ -389,11 +396,16 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
     }
 
     dir::remove_dir_if_present(&dir.join(VERIFY)).map_err(|e| open_error(VERIFY, e))?;
-    let found = dir::fingerprint(&dir).map_err(|e| StateError::Open {
+    let seal = dir::read_seal(&dir)?;
+    guard.digest = match &seal {
+        Some(Seal::Closed { files }) => Digest::of(files),
+        _ => Digest::Blake3,
+    };
+    let found = dir::fingerprint(&dir, guard.digest).map_err(|e| StateError::Open {
         dir: dir.clone(),
         detail: format!("cannot read sled's files ({e}); check their permissions"),
     })?;
-    match dir::read_seal(&dir)? {
+    match seal {
         // Exactly as trellis left them.
         Some(Seal::Closed { files }) if files == found => {}
         // Changed after a clean close: not by trellis.
@@ -465,7 +477,7 @@ fn read_stored(
     for item in workspaces.iter() {
         let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
-        let parsed = parse_workspace(&shoot, &raw).map_err(|e| e.to_string());
+        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
         let entry = match (&parsed, history) {
             (Ok(ws), Some(history)) => history
                 .get(history_key(&shoot, ws.serial))
@@ -499,8 +511,8 @@ fn adopt(dir: &Path) -> Result<(Handles, Heads), StateError> {
     let heads = read_stored(dir, &h.workspaces, None)?
         .into_iter()
         .map(|(shoot, stored)| {
-            let ws = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
-            Ok(Head::of(&ws, &stored.raw))
+            let meta = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
+            Ok(Head::of_stored(&meta, &stored.raw))
         })
         .collect::<Result<Vec<_>, StateError>>()?;
     // The whole journal at once, atomically; `heads/` of an adoption by an earlier trellis goes with it.
@@ -535,13 +547,13 @@ impl StateStore for SledStore {
         for item in self.h.workspaces.iter() {
             let (key, raw) = item.map_err(|e| self.io_error("listing workspaces in", e))?;
             let shoot = String::from_utf8_lossy(&key).into_owned();
-            let ws = parse_workspace(&shoot, &raw)?;
+            let ws = parse_summary(&shoot, &raw)?;
             let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
             out.push(WorkspaceSummary {
                 shoot: ws.shoot,
                 lineage: ws.lineage,
                 serial: ws.serial,
-                resources: ws.resources.len(),
+                resources: ws.resources.0,
                 locked_by,
             });
         }
@@ -885,6 +897,70 @@ fn parse_workspace(shoot: &str, raw: &[u8]) -> Result<Workspace, StateError> {
         });
     }
     Ok(ws)
+}
+
+/// What `list` needs of a stored workspace: its identity and how many resources it holds.
+#[derive(Deserialize)]
+struct SummaryRepr {
+    shoot: String,
+    lineage: String,
+    serial: u64,
+    resources: Count,
+}
+
+/// The number of entries of a JSON object, counted without building them.
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Count, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of resources")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
+}
+
+fn parse_summary(shoot: &str, raw: &[u8]) -> Result<SummaryRepr, StateError> {
+    let summary: SummaryRepr = serde_json::from_slice(raw).map_err(|e| StateError::Corrupt {
+        shoot: shoot.to_string(),
+        detail: format!("its stored record does not parse ({e}); restore the state dir from a backup"),
+    })?;
+    if summary.shoot != shoot {
+        return Err(StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: format!(
+                "its stored record belongs to shoot {}; restore the state dir from a backup",
+                summary.shoot
+            ),
+        });
+    }
+    Ok(summary)
+}
+
+/// Like [`parse_workspace`], reading only the fields that identify the version ([`WorkspaceMeta`]).
+fn parse_meta(shoot: &str, raw: &[u8]) -> Result<WorkspaceMeta, StateError> {
+    let meta: WorkspaceMeta = serde_json::from_slice(raw).map_err(|e| StateError::Corrupt {
+        shoot: shoot.to_string(),
+        detail: format!("its stored record does not parse ({e}); restore the state dir from a backup"),
+    })?;
+    if meta.shoot != shoot {
+        return Err(StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: format!("its stored record belongs to shoot {}; restore the state dir from a backup", meta.shoot),
+        });
+    }
+    Ok(meta)
 }
 
 fn parse_lock(shoot: &str, raw: &[u8]) -> Result<LockInfo, StateError> {

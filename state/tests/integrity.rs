@@ -286,9 +286,9 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
 fn regression_a_state_dir_of_a_newer_format_is_refused() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 3}"#).unwrap();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 4}"#).unwrap();
     let err = SledStore::open(dir, "plan").err().expect("a newer format must not open");
-    assert!(err.to_string().contains("written by a newer trellis (state format 3"), "{err}");
+    assert!(err.to_string().contains("written by a newer trellis (state format 4"), "{err}");
     assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
 }
 
@@ -419,7 +419,7 @@ fn regression_head_records_are_appended_to_one_journal_not_a_file_per_commit() {
     let serials: Vec<_> = journal(dir).iter().map(|h| h["serial"].as_u64().unwrap()).collect();
     assert_eq!(serials, [1, 2], "one record per commit, in order");
     let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
-    assert_eq!(marker["format_version"], 2);
+    assert_eq!(marker["format_version"], 3);
 
     // A run that commits and leaves the journal more than twice as long as the workspaces compacts it.
     committed(dir, 1);
@@ -495,12 +495,12 @@ fn regression_a_state_dir_of_format_1_with_a_head_file_per_workspace_is_read_and
     assert_eq!(open(dir).load(SHOOT).unwrap(), Some(ws.clone()));
     assert_eq!(files(dir), before);
 
-    // A run that commits moves the heads into the journal and marks the dir format 2.
+    // A run that commits moves the heads into the journal and marks the dir format 3.
     committed(dir, 1);
     assert!(!dir.join("heads").exists());
     assert_eq!(head_serial(dir, SHOOT), 3);
     let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
-    assert_eq!(marker["format_version"], 2);
+    assert_eq!(marker["format_version"], 3);
     as_if_the_last_run_was_killed(dir);
     assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
 }
@@ -532,4 +532,141 @@ fn regression_the_backup_is_the_version_a_run_left_written_once_when_it_closes()
     store.commit(&mut ws, "apply").unwrap();
     std::mem::forget(store);
     assert_eq!(backup_serial(), 5);
+}
+
+/// The seal as state format 2 wrote it (byte for byte): each of sled's files with its length and SHA-256.
+fn sha256_seal(dir: &Path) -> String {
+    use sha2::Digest as _;
+    let files: Vec<String> = sled_files(dir)
+        .into_iter()
+        .map(|(rel, bytes)| {
+            format!(
+                "    {{\n      \"name\": \"{}\",\n      \"len\": {},\n      \"sha256\": \"{}\"\n    }}",
+                rel.to_string_lossy(),
+                bytes.len(),
+                hex::encode(sha2::Sha256::digest(&bytes))
+            )
+        })
+        .collect();
+    format!("{{\n  \"state\": \"closed\",\n  \"files\": [\n{}\n  ]\n}}\n", files.join(",\n"))
+}
+
+/// Whether the two snapshots of a dir are the same (without printing megabytes when they are not).
+#[track_caller]
+fn assert_same_files(now: &BTreeMap<PathBuf, Vec<u8>>, before: &BTreeMap<PathBuf, Vec<u8>>, what: &str) {
+    let changed: Vec<_> = now
+        .keys()
+        .chain(before.keys())
+        .filter(|k| now.get(*k) != before.get(*k))
+        .map(|k| k.display().to_string())
+        .collect();
+    assert!(changed.is_empty(), "{what}: changed {changed:?}");
+}
+
+fn marker_version(dir: &Path) -> u64 {
+    let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
+    marker["format_version"].as_u64().unwrap()
+}
+
+#[test]
+fn regression_the_seal_hashes_with_blake3_and_format_2_seals_still_verify() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ws = committed(dir, 2);
+    // The seal names its algorithm: BLAKE3, of state format 3.
+    let seal: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("seal.json")).unwrap()).unwrap();
+    let sealed = seal["files"].as_array().unwrap();
+    assert!(!sealed.is_empty());
+    for file in sealed {
+        assert_eq!(file["blake3"].as_str().map(str::len), Some(64), "{file}");
+        assert!(file.get("sha256").is_none(), "{file}");
+    }
+    assert_eq!(marker_version(dir), 3);
+
+    // What state format 2 left: a SHA-256 seal. It opens in place, and a run that only reads leaves it
+    // (and everything else) byte for byte as it was.
+    fs::write(dir.join("seal.json"), sha256_seal(dir)).unwrap();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 2}"#).unwrap();
+    let before = files(dir);
+    let store = open(dir);
+    assert!(!dir.join(".verify").exists(), "a matching seal opens in place, without verifying a copy");
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws));
+    store.close().unwrap();
+    assert_same_files(&files(dir), &before, "a run that only reads");
+
+    // A SHA-256 seal still catches a change to the database, which is left as found.
+    let db = dir.join("db");
+    let good = fs::read(&db).unwrap();
+    let mut bad = good.clone();
+    let at = bad.len() / 2;
+    bad[at..at + 16].copy_from_slice(b"XXXXXXXXXXXXXXXX");
+    fs::write(&db, &bad).unwrap();
+    let msg = assert_damaged(SledStore::open(dir, "plan"), "changed after trellis last closed it");
+    assert!(msg.contains("sha256"), "{msg}");
+    assert_eq!(fs::read(&db).unwrap(), bad);
+    fs::write(&db, &good).unwrap();
+
+    // The first run that writes reseals with BLAKE3 and marks the dir format 3.
+    let ws = committed(dir, 1);
+    assert_eq!(ws.serial, 3);
+    let seal: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("seal.json")).unwrap()).unwrap();
+    assert!(seal["files"].as_array().unwrap().iter().all(|f| f.get("blake3").is_some() && f.get("sha256").is_none()));
+    assert_eq!(marker_version(dir), 3);
+    let before = files(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
+    assert_same_files(&files(dir), &before, "a BLAKE3 seal is kept by a run that only reads");
+}
+
+#[test]
+fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_state_dir() {
+    use sha2::Digest as _;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    const BRAVO: &str = "shoot--dev--bravo";
+    let store = open(dir);
+    for shoot in [SHOOT, BRAVO] {
+        let mut ws = Workspace::new(shoot);
+        ws.record_resource(
+            "azure.resource_group.rg",
+            trellis_state::StoredResource {
+                kind: trellis_state::Kind::ResourceGroup,
+                id: "/subscriptions/s/resourceGroups/rg".to_string(),
+                ownership: trellis_state::Ownership::Managed,
+            },
+        );
+        store.commit(&mut ws, "apply").unwrap();
+    }
+    store.close().unwrap();
+
+    // A newer trellis stored alpha with a resource kind this one does not know, and its head record.
+    let (stored, checksum) = {
+        let db = sled::Config::new().path(dir).open().unwrap();
+        let workspaces = db.open_tree("workspaces").unwrap();
+        let raw = workspaces.get(SHOOT).unwrap().unwrap();
+        let newer = String::from_utf8(raw.to_vec()).unwrap().replace("\"resource_group\"", "\"storage_bucket\"");
+        assert_ne!(newer.as_bytes(), &raw[..]);
+        workspaces.insert(SHOOT, newer.as_bytes()).unwrap();
+        db.flush().unwrap();
+        let checksum = format!("sha256:{}", hex::encode(sha2::Sha256::digest(newer.as_bytes())));
+        (newer, checksum)
+    };
+    let mut heads = journal(dir);
+    for head in heads.iter_mut().filter(|h| h["shoot"] == SHOOT) {
+        head["checksum"] = serde_json::json!(checksum);
+    }
+    let lines: Vec<String> = heads.iter().map(|h| format!("{h}\n")).collect();
+    fs::write(dir.join("heads.log"), lines.concat()).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert!(stored.contains("storage_bucket"));
+
+    // The dir opens; the other workspace reads; alpha is refused when it is read, naming what is wrong.
+    let store = SledStore::open(dir, "plan").expect("one unreadable workspace does not make the dir damaged");
+    assert_eq!(store.load(BRAVO).unwrap().unwrap().serial, 1);
+    let err = store.load(SHOOT).expect_err("alpha cannot be read by this trellis");
+    assert!(matches!(err, StateError::Corrupt { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(SHOOT) && msg.contains("storage_bucket"), "{msg}");
+    assert!(!msg.contains('\n'), "{msg}");
+    let listed: Vec<_> = store.list().unwrap().into_iter().map(|w| (w.shoot, w.resources)).collect();
+    assert_eq!(listed, [(SHOOT.to_string(), 1), (BRAVO.to_string(), 1)]);
 }

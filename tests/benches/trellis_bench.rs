@@ -33,6 +33,21 @@
 //!    threads take about a third of the CPU, and the database grows to 77 MiB (2,000) / 400 MiB
 //!    (10,000) because every commit rewrites the whole workspace into sled's log; closing hashes it for
 //!    the seal (~0.8 s for 2,000).
+//!    State slice of issue #8 (s15-state; same-minute runs of the binary before it, load average 6–12
+//!    from four other builds, so wall times spread 2×; CPU time from `/usr/bin/time` is steadier): the
+//!    seal hashes with BLAKE3 instead of SHA-256 and commits `fdatasync` `db` instead of `fsync`:
+//!    2,000 shoots 24.8–47.0 s wall / 8.9–9.2 s CPU / 387–394 MiB against 27.8–44.1 s / 9.0–9.2 s /
+//!    383–386 MiB before — no measurable change: the apply is bound by sled's log writes (~46,000
+//!    `pwrite` + `sync_file_range`, each waiting for the device) and the flushes of small groups
+//!    (10,000+ `fsync`/`fdatasync`), not by what the state computes. Tried and dropped: syncing a
+//!    group's head records in the next group's flush on a second thread (one device wait per commit
+//!    instead of two): 12,000 commits from 10 threads took 5.2–8.6 s instead of 3.8–4.7 s (the thread
+//!    per flush and two concurrent syncs cost more than they saved). Found: writing the 2,000 backups at
+//!    close costs 0.1 s on a quiet file system but 0.8–3.4 s right after a large `rm -rf` on the same
+//!    ext4 (its inode allocator skips recently freed inodes), so benchmark runs should not delete the
+//!    previous run's state dir just before an apply. Not done: a workspace stored as one key per
+//!    resource record (a node commit would write ~300 bytes instead of ~4 KB; the workspaces are ~36 of
+//!    the ~60 MB a 2,000-shoot apply writes to sled).
 //! 4. Fleet plan through the CLI (`cli_fleet_plans`): the release binary (`TRELLIS_BIN`, default
 //!    `target/release/trellis`) runs `plan -f DIR --output json` with stdout a pipe, on fleets of A1 copies
 //!    (`TRELLIS_BENCH_CLI_SHOOTS`, default 10,000 and 30,000), each 3 times from an empty state, under
@@ -50,6 +65,16 @@
 //!    - no-op re-plan of 2,000 applied shoots: 1.38 s (1.38–1.64), 92 MiB, against 0.62 s (0.62–0.67),
 //!      21 MiB for a fresh plan: 2.2× (target ≤ 1.5×). Its extra time is opening the state (sha256 of every
 //!      workspace) and the simulated cloud (the whole store loaded at open), not the planning pipeline.
+//!    - state slice (s15-state): opening an applied state dir checks only each workspace's shoot,
+//!      lineage, serial and checksum (no workspace is built) and the seal hashes with BLAKE3.
+//!      2,000 shoots, 5 alternating runs at load average 8–10: no-op re-plan 1.58–2.48 s wall,
+//!      0.94–1.04 s CPU, 79 MiB, against 2.25–2.96 s, 1.09–1.23 s CPU, 86 MiB before; fresh plan
+//!      0.61–0.99 s wall, 0.51–0.55 s CPU (before: 0.63–1.22 s, 0.52–0.55 s CPU): the re-plan is 1.8×
+//!      the fresh plan in CPU (before 2.1×; target 1.5×). `trellis state list` of that dir:
+//!      0.11–0.12 s CPU / 36 MiB (before 0.29–0.31 s / 76 MiB). What remains of the re-plan's extra
+//!      time: planning 2,000 shoots against existing resources and the simulated cloud's open (not the
+//!      state), sled's recovery of its ~80 MiB log at open (it rewrites the free segments), and the
+//!      BLAKE3 pass at close (sled's open changed the files' mtime, so the seal hashes them again).
 //!    - not met: < 1 s for 10,000 shoots. About 0.27 ms of CPU per shoot remain (YAML split and typed
 //!      passes ~35 %, the Azure planner ~35 %, JSON rendering and digest ~15 %), so even with both
 //!      cores free a 10,000-shoot plan takes ~1.4 s.
