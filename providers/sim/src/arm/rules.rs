@@ -272,8 +272,7 @@ pub(crate) enum LinkProblem {
     Missing,
 }
 
-/// Whether `link` points at an existing resource of the right type in `map`.
-/// Checks `link` against the resources `exists` knows (by key).
+/// Whether `link` points at an existing resource of the right type (`exists` answers by key).
 pub(crate) fn check_link(exists: &dyn Fn(&str) -> bool, link: &Link) -> Result<(), LinkProblem> {
     let target = ArmId::parse(&link.target).map_err(LinkProblem::Malformed)?;
     if target.kind() != link.spec.to {
