@@ -217,6 +217,7 @@ enum StateCommand {
 }
 
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     // Usage errors exit 1 (clap's default 2 would read as "changes" under --detailed-exitcode).
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -248,6 +249,23 @@ fn main() -> ExitCode {
         Err(e) => {
             eprint_error(&error_text(&e));
             ExitCode::from(1)
+        }
+    }
+}
+
+/// glibc gives every thread that allocates while the others hold their arenas an arena of its own
+/// (up to 8 per core). An apply runs its shoots' tasks on the worker threads and on the threads that
+/// `block_in_place` starts while commits wait for their flush, so memory freed in one arena is not
+/// reused by the next allocation on another thread: 2,000 shoots applied peaked at 375 MiB, 313 MiB
+/// with two arenas (or one), at the same speed (small allocations mostly come from glibc's per-thread
+/// cache, which takes no arena lock). `MALLOC_ARENA_MAX` in the environment still decides when set.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: called first thing in `main`, before any other thread exists; mallopt only tunes
+        // how glibc's allocator picks arenas for later allocations.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
         }
     }
 }
@@ -625,7 +643,13 @@ async fn execute(
     let report = ops::apply(session, plans, &opts, &mut display).await?;
     display.done();
     if output == Output::Json {
-        out!("{}", serde_json::to_string_pretty(&report)?);
+        // Written as it is serialised (the report of a large fleet is tens of MiB); errors are ignored
+        // as `out!` ignores them: a closed stdout does not fail an apply that has happened.
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        if serde_json::to_writer_pretty(&mut stdout, &report).is_ok() {
+            let _ = writeln!(stdout);
+        }
+        let _ = stdout.flush();
     } else {
         let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
         for s in &report.shoots {

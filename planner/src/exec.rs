@@ -196,9 +196,6 @@ pub struct NodeResult {
     pub action: Action,
     #[serde(flatten)]
     pub outcome: Outcome,
-    /// The resource as the cloud returned it after the node (writes, reads, verifies).
-    #[serde(skip)]
-    pub live: Option<Value>,
 }
 
 /// Sees every node start and finish. `finished` runs before any dependent of the node starts; an
@@ -272,7 +269,6 @@ pub async fn execute(
                 address: nodes[i].address.clone(),
                 action: nodes[i].action(),
                 outcome: Outcome::Skipped { because: because.clone() },
-                live: None,
             })
         })
         .collect())
@@ -302,7 +298,6 @@ fn skip_dependents(
             outcome: Outcome::Skipped {
                 because: format!("depends on {}, which did not complete", nodes[failed].address),
             },
-            live: None,
         };
         // A skipped node changed nothing; the observer only records it.
         let _ = observer.finished(&nodes[d], &result);
@@ -312,11 +307,8 @@ fn skip_dependents(
 }
 
 async fn run_node(node: &Node, cloud: &dyn CloudWrite, retry: &RetryPolicy, locks: &WriteLocks) -> NodeResult {
-    let (outcome, live) = match step(node, cloud, retry, locks).await {
-        Ok((outcome, live)) => (outcome, live),
-        Err(error) => (Outcome::Failed { error }, None),
-    };
-    NodeResult { address: node.address.clone(), action: node.action(), outcome, live }
+    let outcome = step(node, cloud, retry, locks).await.unwrap_or_else(|error| Outcome::Failed { error });
+    NodeResult { address: node.address.clone(), action: node.action(), outcome }
 }
 
 /// Runs one node: dispatches on its operation. Verify and read get the read half of the cloud only;
@@ -326,34 +318,34 @@ async fn step(
     cloud: &dyn CloudWrite,
     retry: &RetryPolicy,
     locks: &WriteLocks,
-) -> Result<(Outcome, Option<Value>), NodeError> {
+) -> Result<Outcome, NodeError> {
     if matches!(node.op, Operation::Noop { .. } | Operation::Skip { .. }) {
-        return Ok((Outcome::Unchanged, None));
+        return Ok(Outcome::Unchanged);
     }
     let Some(id) = node.id.as_deref() else {
         return Err(NodeError::Refused { message: format!("action `{}` without a cloud id", node.action().as_str()) });
     };
     let writer = Writer { cloud, retry, locks };
     match &node.op {
-        Operation::Noop { .. } | Operation::Skip { .. } => Ok((Outcome::Unchanged, None)),
+        Operation::Noop { .. } | Operation::Skip { .. } => Ok(Outcome::Unchanged),
         Operation::Verify { checks } => verify(node, id, checks, cloud, retry).await,
-        Operation::Read { .. } => Ok((Outcome::Done, Some(read_existing(cloud, retry, node, id).await?))),
+        Operation::Read { .. } => read_existing(cloud, retry, node, id).await.map(|_| Outcome::Done),
         Operation::Create { patch, changes } | Operation::Update { patch, changes } => {
             let current = writer.get(id).await?;
             check_unchanged_since_plan(id, node.action(), patch, changes, current.as_ref(), locks.ids())?;
-            let live = match current {
+            match current {
                 Some(current) => {
                     let mut body = current.clone();
                     json::merge_patch(&mut body, patch);
-                    writer.update(id, &body, &current, Some(patch)).await?
+                    writer.update(id, &body, &current, Some(patch)).await?;
                 }
                 None => {
                     let mut body = Value::Object(Default::default());
                     json::merge_patch(&mut body, patch);
-                    writer.create(id, &body, patch).await?
+                    writer.create(id, &body, patch).await?;
                 }
-            };
-            Ok((Outcome::Done, Some(live)))
+            }
+            Ok(Outcome::Done)
         }
         Operation::Replace { patch, changes, detach } => {
             let current = writer.get(id).await?;
@@ -394,7 +386,7 @@ async fn step(
             writer.delete(id, &current).await?;
             let mut body = Value::Object(Default::default());
             json::merge_patch(&mut body, patch);
-            let live = writer.create(id, &body, patch).await?;
+            writer.create(id, &body, patch).await?;
             for (d, removed) in detached {
                 let Some(read) = writer.get(&d.id).await? else {
                     continue;
@@ -403,14 +395,14 @@ async fn step(
                 restore_reference(&mut holder, &d.path, id, removed);
                 writer.update(&d.id, &holder, &read, None).await?;
             }
-            Ok((Outcome::Done, Some(live)))
+            Ok(Outcome::Done)
         }
         Operation::Delete { .. } => {
             // Re-read first: a resource already gone (deleted by a previous, interrupted run) is done.
             if let Some(current) = writer.get(id).await? {
                 writer.delete(id, &current).await?;
             }
-            Ok((Outcome::Done, None))
+            Ok(Outcome::Done)
         }
     }
 }
@@ -422,11 +414,11 @@ async fn verify(
     checks: &[Check],
     cloud: &dyn CloudRead,
     retry: &RetryPolicy,
-) -> Result<(Outcome, Option<Value>), NodeError> {
+) -> Result<Outcome, NodeError> {
     let live = read_existing(cloud, retry, node, id).await?;
     let failed = failed_checks(checks, &live);
     if failed.is_empty() {
-        Ok((Outcome::Done, Some(live)))
+        Ok(Outcome::Done)
     } else {
         Err(NodeError::VerifyFailed { failed })
     }

@@ -119,3 +119,163 @@ async fn regression_writes_are_made_durable_by_the_shared_flush_before_they_retu
     let msg = format!("{:?}", err.expect_err("a write that could not be made durable fails"));
     assert!(msg.contains("could not persist the change") && msg.contains("disk full"), "{msg}");
 }
+
+/// A user VNet's subnet in resource group `app` that uses an NSG in resource group `shared`
+/// (references across resource groups), in `tree`.
+async fn cross_group_cloud(tree: sled::Tree) -> (String, String) {
+    let app = format!("{RG}-app");
+    let shared = format!("{RG}-shared");
+    let sim = ArmSim::open(tree, None).unwrap();
+    sim.put(&app, json!({"location": "westeurope"})).await.unwrap();
+    sim.put(&shared, json!({"location": "westeurope"})).await.unwrap();
+    let nsg = format!("{shared}/providers/Microsoft.Network/networkSecurityGroups/nsg");
+    sim.put(&nsg, json!({"location": "westeurope"})).await.unwrap();
+    let vnet = format!("{app}/providers/Microsoft.Network/virtualNetworks/v");
+    sim.put(
+        &vnet,
+        json!({"location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+    )
+    .await
+    .unwrap();
+    let subnet = format!("{vnet}/subnets/a");
+    sim.put(&subnet, json!({"properties": {"addressPrefix": "10.0.1.0/24", "networkSecurityGroup": {"id": nsg}}}))
+        .await
+        .unwrap();
+    (nsg, subnet)
+}
+
+/// What the reopened cloud says about the NSG: its back-reference to the subnet, and its deletion
+/// refused while the subnet uses it.
+async fn assert_nsg_in_use(sim: &ArmSim, nsg: &str, subnet: &str) {
+    let got = sim.get(nsg).await.unwrap().expect("the NSG is there");
+    assert_eq!(got["properties"]["subnets"], json!([{"id": subnet}]), "{got}");
+    match sim.delete(nsg).await {
+        Err(trellis_planner::cloud::CloudError::Rejected { code, .. }) => {
+            assert_eq!(code, "InUseNetworkSecurityGroupCannotBeDeleted")
+        }
+        other => panic!("expected the in-use refusal, got {other:?}"),
+    }
+}
+
+/// Opening the simulated cloud reads its metadata, not its resources (issue #8: the open of a
+/// re-plan cost ~0.5 s for 70,000 resources): a damaged resource is found by the call that reads it,
+/// which fails with one line naming its key, while the rest of the cloud answers as before.
+#[tokio::test]
+async fn regression_opening_the_simulated_cloud_reads_no_resource() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let tree = db.open_tree("sim").unwrap();
+    let other = format!("{RG}-other");
+    {
+        let sim = ArmSim::open(tree.clone(), None).unwrap();
+        sim.put(RG, json!({"location": "westeurope"})).await.unwrap();
+        sim.put(&other, json!({"location": "westeurope"})).await.unwrap();
+    }
+    let key = other.to_ascii_lowercase();
+    tree.insert(key.as_bytes(), &b"{not json"[..]).unwrap();
+
+    let sim = ArmSim::open(tree, None).expect("the open reads no resource");
+    assert!(sim.get(RG).await.unwrap().is_some(), "the rest of the cloud answers");
+    match sim.get(&other).await {
+        Err(trellis_planner::cloud::CloudError::Server { status, message, .. }) => {
+            assert_eq!(status, 500);
+            assert!(message.contains(&format!("damaged at key {key}")), "{message}");
+            assert!(!message.contains('\n'), "{message}");
+        }
+        other => panic!("expected a 500 naming the damaged key, got {other:?}"),
+    }
+    assert!(sim.get(RG).await.unwrap().is_some(), "the damage fails only the call that read it");
+}
+
+/// Back-references and in-use checks read the reverse index kept in the tree: after a reopen they
+/// hold across resource groups, before anything else was read.
+#[tokio::test]
+async fn references_across_resource_groups_hold_after_a_reopen() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let tree = db.open_tree("sim").unwrap();
+    let (nsg, subnet) = cross_group_cloud(tree.clone()).await;
+    let sim = ArmSim::open(tree.clone(), None).unwrap();
+    assert_nsg_in_use(&sim, &nsg, &subnet).await;
+    // Dropping the reference (the subnet without the NSG) frees it, also after another reopen.
+    sim.put(&subnet, json!({"properties": {"addressPrefix": "10.0.1.0/24"}})).await.unwrap();
+    drop(sim);
+    let sim = ArmSim::open(tree, None).unwrap();
+    let got = sim.get(&nsg).await.unwrap().unwrap();
+    assert!(got["properties"].get("subnets").is_none(), "{got}");
+    sim.delete(&nsg).await.unwrap();
+}
+
+/// A simulated cloud written by an earlier trellis has no reverse index, and one written since by
+/// such a trellis has an outdated one (its writes tick the clock, not the index): the open rebuilds
+/// it from every resource, once.
+#[tokio::test]
+async fn a_tree_without_a_current_reverse_index_is_indexed_at_open() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let tree = db.open_tree("sim").unwrap();
+    let (nsg, subnet) = cross_group_cloud(tree.clone()).await;
+    // As an earlier trellis left it: no `#ref …` keys, no `#refs`.
+    let index: Vec<_> = tree.scan_prefix("#ref").keys().map(Result::unwrap).collect();
+    assert!(index.len() > 1, "the index is kept in the tree");
+    for k in index {
+        tree.remove(k).unwrap();
+    }
+    let contents = |tree: &sled::Tree| -> Vec<(Vec<u8>, Vec<u8>)> {
+        tree.iter().map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect()
+    };
+    let before = contents(&tree);
+    let sim = ArmSim::open(tree.clone(), None).unwrap();
+    assert_nsg_in_use(&sim, &nsg, &subnet).await;
+    assert_eq!(contents(&tree), before, "opening and reading write nothing (a plan leaves the state dir as it was)");
+    // The next write stores the index built at open.
+    sim.put(&format!("{RG}-more"), json!({"location": "westeurope"})).await.unwrap();
+    assert!(tree.scan_prefix("#ref ").count() > 0, "the index is stored with the next write");
+    drop(sim);
+    let sim = ArmSim::open(tree.clone(), None).unwrap();
+    assert_nsg_in_use(&sim, &nsg, &subnet).await;
+    drop(sim);
+
+    // An earlier trellis writes a second subnet using the NSG (and ticks the clock), not the index.
+    let second = subnet.replace("/subnets/a", "/subnets/b");
+    let stored = json!({
+        "value": {"id": second, "name": "b", "type": "Microsoft.Network/virtualNetworks/subnets",
+                  "properties": {"addressPrefix": "10.0.2.0/24", "networkSecurityGroup": {"id": nsg}}},
+        "origin": "api", "seq": 99
+    });
+    tree.insert(second.to_ascii_lowercase().as_bytes(), serde_json::to_vec(&stored).unwrap()).unwrap();
+    let clock: u64 = serde_json::from_slice(&tree.get("#clock").unwrap().unwrap()).unwrap();
+    tree.insert("#clock", serde_json::to_vec(&(clock + 1)).unwrap()).unwrap();
+    let sim = ArmSim::open(tree, None).unwrap();
+    let got = sim.get(&nsg).await.unwrap().unwrap();
+    assert_eq!(got["properties"]["subnets"], json!([{"id": subnet}, {"id": second}]), "{got}");
+}
+
+/// A write waiting for its flush does not hold up its runtime's worker thread: on the binary's
+/// multi-threaded runtime, writes made meanwhile by other tasks reach the flush too and wait for it
+/// together (before, each waiting write blocked a worker, so at most as many writes as worker
+/// threads — two on a 2-core machine — could ever share a flush, and the other tasks could not run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn regression_writes_waiting_for_their_flush_leave_the_worker_thread_to_other_writes() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+    let (inside, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (i, m, flush_db) = (Arc::clone(&inside), Arc::clone(&most), db.clone());
+    sim.share_flush(Arc::new(move || {
+        let now = i.fetch_add(1, Ordering::SeqCst) + 1;
+        m.fetch_max(now, Ordering::SeqCst);
+        // A slow disk: long enough for the other writes to arrive while this one waits.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        i.fetch_sub(1, Ordering::SeqCst);
+        flush_db.flush().map(drop).map_err(|e| e.to_string())
+    }));
+    let writes: Vec<_> = (0..4)
+        .map(|n| {
+            let sim = sim.clone();
+            tokio::spawn(async move { sim.put(&format!("{RG}-{n}"), json!({"location": "westeurope"})).await })
+        })
+        .collect();
+    for w in writes {
+        w.await.unwrap().unwrap();
+    }
+    assert_eq!(most.load(Ordering::SeqCst), 4, "the four writes waited for a flush at the same time");
+}

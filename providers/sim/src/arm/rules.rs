@@ -272,21 +272,22 @@ pub(crate) enum LinkProblem {
     Missing,
 }
 
-/// Whether `link` points at an existing resource of the right type in `map`.
-pub(crate) fn check_link(map: &BTreeMap<String, Entry>, link: &Link) -> Result<(), LinkProblem> {
+/// Whether `link` points at an existing resource of the right type (`exists` answers by key).
+pub(crate) fn check_link(exists: &dyn Fn(&str) -> bool, link: &Link) -> Result<(), LinkProblem> {
     let target = ArmId::parse(&link.target).map_err(LinkProblem::Malformed)?;
     if target.kind() != link.spec.to {
         return Err(LinkProblem::WrongType(target.rtype()));
     }
-    match map.get(&target.key()) {
-        Some(_) => Ok(()),
-        None => Err(LinkProblem::Missing),
+    match exists(&target.key()) {
+        true => Ok(()),
+        false => Err(LinkProblem::Missing),
     }
 }
 
-fn check_links(map: &BTreeMap<String, Entry>, id: &ArmId, kind: Kind, value: &Value) -> Result<(), ArmError> {
+fn check_links(store: &Store, id: &ArmId, kind: Kind, value: &Value) -> Result<(), ArmError> {
+    let exists = |key: &str| store.get(key).is_some();
     for link in links(kind, value)? {
-        match check_link(map, &link) {
+        match check_link(&exists, &link) {
             Ok(()) => {}
             Err(LinkProblem::Malformed(detail)) => {
                 return Err(ArmError::new(
@@ -514,7 +515,7 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     if kind == Kind::Subnet {
         check_subnet_range(store, &id, &value)?;
     }
-    check_links(store.map(), &id, kind, &value)?;
+    check_links(store, &id, kind, &value)?;
     if kind == Kind::Subnet {
         check_subnet_region(store, &id, &value)?;
     }
@@ -533,7 +534,7 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
             let n = normalize(&child, body)?;
             let mut child_value = n.value;
             arm_defaults(c.child, &mut child_value);
-            check_links(store.map(), &child, c.child, &child_value)?;
+            check_links(store, &child, c.child, &child_value)?;
             new_children.push((child, child_value));
         }
         if c.child == Kind::Subnet {

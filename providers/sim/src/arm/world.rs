@@ -227,8 +227,9 @@ pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, S
     let declared_keys: BTreeSet<String> = declared.iter().map(|d| d.id.key()).collect();
 
     // The world after the sync, without etags and creation order yet.
-    let mut next: BTreeMap<String, Entry> = store.map().clone();
-    for (key, e) in store.map() {
+    let now = store.all();
+    let mut next: BTreeMap<String, Entry> = now.clone();
+    for (key, e) in &now {
         if e.origin == Origin::World && !declared_keys.contains(key) {
             let below: Vec<String> = descendants(&next, key).map(|e| e.id.key()).collect();
             next.remove(key);
@@ -254,7 +255,7 @@ pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, S
     }
 
     let mut report = SyncReport::default();
-    let gone: Vec<String> = store.map().keys().filter(|k| !next.contains_key(*k)).cloned().collect();
+    let gone: Vec<String> = now.keys().filter(|k| !next.contains_key(*k)).cloned().collect();
     for key in gone {
         if let Some(e) = store.remove(&key) {
             report.removed.push(e.id.to_string());
@@ -306,7 +307,7 @@ fn check_world(next: &BTreeMap<String, Entry>, declared: &[Declared], path: &str
             }
         }
         for link in links(e.kind, &e.value).unwrap_or_default() {
-            let problem = match check_link(next, &link) {
+            let problem = match check_link(&|key: &str| next.contains_key(key), &link) {
                 Ok(()) => continue,
                 Err(LinkProblem::Malformed(detail)) => format!("has an invalid {}: {detail}", link.path()),
                 Err(LinkProblem::WrongType(found)) => format!(

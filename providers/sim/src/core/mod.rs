@@ -112,15 +112,22 @@ impl Shared {
             tokio::time::sleep(latency).await;
         }
         let mut st = self.lock();
+        // A damaged resource an unaudited view read is not this call's.
+        let _ = st.store.take_damage();
         // The write's flush, run after the lock is let go (shared with the calls that wrote meanwhile).
         let mut pending = None;
         let (result, status) = match injected(fault.as_ref(), &target) {
             Some((err, status)) => (Err(err), status),
             None => {
-                let applied = apply(&mut st.store).and_then(|ok| {
-                    pending = write(&mut st.store)?;
-                    Ok(ok)
-                });
+                // `write` refuses (and forgets) what was decided on a damaged read.
+                let applied = apply(&mut st.store);
+                let applied = match applied {
+                    Err(e) if st.store.damage.get_mut().is_none() => Err(e),
+                    applied => write(&mut st.store).and_then(|flush| {
+                        pending = flush;
+                        applied
+                    }),
+                };
                 match applied {
                     Ok((_, status)) if fault.is_some() => (Err(CloudError::Timeout { target: target.clone() }), status),
                     Ok((value, status)) => (Ok(value), status),
@@ -279,7 +286,11 @@ fn write(store: &mut Store) -> Result<Option<std::sync::Arc<persist::GroupFlush>
 }
 
 fn persist_failed(e: crate::SimError) -> ApiError {
-    ApiError::new(500, "InternalServerError", format!("the simulated cloud could not persist the change: {e}"))
+    let message = match e {
+        crate::SimError::Corrupt { .. } => format!("the simulated cloud cannot read what it stored: {e}"),
+        e => format!("the simulated cloud could not persist the change: {e}"),
+    };
+    ApiError::new(500, "InternalServerError", message)
 }
 
 /// A scope held by a write in flight; released when the write completes or its caller gives up.

@@ -1,10 +1,21 @@
 //! The store in a `sled::Tree`.
 //!
-//! Layout of the tree (all values JSON):
+//! Layout of the tree (all values JSON unless said otherwise):
 //! - `<lowercased ARM id>` → `{"value": <resource as stored>, "origin": "world"|"api", "seq": n}`;
 //! - `#subscription` → the subscription id the simulated cloud belongs to;
 //! - `#clock` → the counter behind etags and creation order;
-//! - `#addresses` → how many public IP addresses the simulated cloud has allocated.
+//! - `#addresses` → how many public IP addresses the simulated cloud has allocated;
+//! - `#ref <target key>\0<referrer key>` → the referrer key (raw bytes): the reverse index of
+//!   references, one key per reference (a resource's links and what its IP configurations use);
+//! - `#refs` → the `#clock` value at the last write that kept the reverse index.
+//!
+//! Opening reads the metadata only; a resource is read when a call first asks for it
+//! ([`Store::get`]), the referrers of a resource when a call first asks for them, so opening costs
+//! the same whatever the cloud's size. A tree whose `#refs` is not its `#clock` — written before the
+//! index existed, or since by a trellis that does not keep it (every write ticks the clock) — is read
+//! whole at open, as every open did before, and its index is built in memory; the next write stores
+//! it (an open writes nothing: a plan leaves the state dir as it was), so it is read whole only until
+//! then.
 //!
 //! Every change is noted as dirty; [`Store::commit`] writes the dirty keys in one batch and flushes.
 //! Cloud calls use [`Store::write`] instead: the batch is written under the core's lock, and the flush
@@ -12,47 +23,105 @@
 //! ([`GroupFlush`]); each call still returns only after a flush that began after its write.
 
 use crate::arm::ArmId;
-use crate::core::store::{Entry, Origin, Store, DEFAULT_SUBSCRIPTION};
+use crate::core::store::{link_targets, Entry, Origin, Store, DEFAULT_SUBSCRIPTION};
 use crate::SimError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 const SUBSCRIPTION_KEY: &str = "#subscription";
 const CLOCK_KEY: &str = "#clock";
 const ADDRESSES_KEY: &str = "#addresses";
+const REFS_KEY: &str = "#refs";
+const REF_PREFIX: &str = "#ref ";
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Persisted {
     value: Value,
     origin: Origin,
     seq: u64,
 }
 
+/// [`Persisted`] as written, borrowing the entry's value.
+#[derive(Serialize)]
+struct PersistedRef<'a> {
+    value: &'a Value,
+    origin: Origin,
+    seq: u64,
+}
+
+/// The key of one reference in the reverse index: `#ref <target>\0<referrer>`.
+fn ref_key(target: &str, referrer: &str) -> Vec<u8> {
+    let mut key = ref_prefix(target);
+    key.extend_from_slice(referrer.as_bytes());
+    key
+}
+
+fn ref_prefix(target: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(REF_PREFIX.len() + target.len() + 1);
+    key.extend_from_slice(REF_PREFIX.as_bytes());
+    key.extend_from_slice(target.as_bytes());
+    key.push(0);
+    key
+}
+
+/// The stored resource with key `key`.
+pub(crate) fn load(tree: &sled::Tree, key: &str) -> Result<Option<Entry>, SimError> {
+    let Some(v) = tree.get(key.as_bytes())? else { return Ok(None) };
+    entry_of(key, &v).map(Some)
+}
+
+fn entry_of(key: &str, v: &[u8]) -> Result<Entry, SimError> {
+    let corrupt = |detail: String| SimError::Corrupt { key: key.to_string(), detail };
+    let p: Persisted = serde_json::from_slice(v).map_err(|e| corrupt(e.to_string()))?;
+    let id_text = p.value.get("id").and_then(Value::as_str).unwrap_or(key);
+    let id = ArmId::parse(id_text).map_err(corrupt)?;
+    if id.key() != key {
+        return Err(corrupt(format!("the stored resource has id {id}")));
+    }
+    Ok(Entry::new(id, p.value, p.origin, p.seq))
+}
+
+/// The keys of the resources that refer to `target`, from the reverse index.
+pub(crate) fn load_referrers(tree: &sled::Tree, target: &str) -> Result<BTreeSet<String>, SimError> {
+    let prefix = ref_prefix(target);
+    let mut referrers = BTreeSet::new();
+    for item in tree.scan_prefix(&prefix) {
+        let (k, v) = item?;
+        // The value is the referrer: a key of another target that merely starts with this one's bytes
+        // (`<target>\0…` as a target) is not `prefix + value`.
+        if k.len() == prefix.len() + v.len() && k.ends_with(&v) {
+            referrers.insert(String::from_utf8_lossy(&v).into_owned());
+        }
+    }
+    Ok(referrers)
+}
+
+fn meta<T: serde::de::DeserializeOwned>(tree: &sled::Tree, key: &str) -> Result<Option<T>, SimError> {
+    match tree.get(key)? {
+        Some(v) => serde_json::from_slice(&v)
+            .map(Some)
+            .map_err(|e| SimError::Corrupt { key: key.to_string(), detail: e.to_string() }),
+        None => Ok(None),
+    }
+}
+
 impl Store {
-    /// Loads the store from `tree`. Keys that are neither ids nor metadata (an audit log kept in the
-    /// same tree, say) are ignored.
+    /// Opens the store kept in `tree`: reads its metadata, not its resources (see the module docs).
+    /// Keys that are neither ids, metadata nor the reverse index (an audit log kept in the same tree,
+    /// say) are ignored.
     pub fn open(tree: sled::Tree, subscription: Option<String>) -> Result<Store, SimError> {
         let mut store = Store::in_memory(DEFAULT_SUBSCRIPTION);
-        for item in tree.iter() {
-            let (k, v) = item?;
-            let key = String::from_utf8_lossy(&k).into_owned();
-            let corrupt = |detail: String| SimError::Corrupt { key: key.clone(), detail };
-            if key == SUBSCRIPTION_KEY {
-                store.subscription = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-            } else if key == CLOCK_KEY {
-                store.clock = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-            } else if key == ADDRESSES_KEY {
-                store.addresses = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-            } else if key.starts_with('/') {
-                let p: Persisted = serde_json::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
-                let id_text = p.value.get("id").and_then(Value::as_str).unwrap_or(&key);
-                let id = ArmId::parse(id_text).map_err(corrupt)?;
-                if id.key() != key {
-                    return Err(corrupt(format!("the stored resource has id {id}")));
-                }
-                store.index(&Entry::new(id, p.value, p.origin, p.seq));
-            }
+        store.referrers_complete = false;
+        if let Some(sub) = meta(&tree, SUBSCRIPTION_KEY)? {
+            store.subscription = sub;
+        }
+        store.clock = meta(&tree, CLOCK_KEY)?.unwrap_or(0);
+        store.addresses = meta(&tree, ADDRESSES_KEY)?.unwrap_or(0);
+        if meta::<u64>(&tree, REFS_KEY)? != Some(store.clock) {
+            // Not written here (a plan writes nothing): the next write stores it whole.
+            store.index_all(&tree)?;
         }
         store.flusher = Some(Arc::new(GroupFlush::new(tree.clone())));
         store.tree = Some(tree);
@@ -85,33 +154,86 @@ impl Store {
     /// that other calls can write meanwhile and share the flush). `None`: nothing to flush (no change,
     /// or an in-memory store, which only forgets the changes).
     pub fn write(&mut self) -> Result<Option<Arc<GroupFlush>>, SimError> {
+        if let Some(damage) = self.take_damage() {
+            // What was decided on a damaged read is not written.
+            self.discard_changes();
+            return Err(damage);
+        }
         let Some(tree) = &self.tree else {
             self.dirty.clear();
+            self.referrers_dirty.clear();
             self.meta_dirty = false;
             return Ok(None);
         };
-        if self.dirty.is_empty() && !self.meta_dirty {
+        if self.dirty.is_empty() && self.referrers_dirty.is_empty() && !self.meta_dirty {
             return Ok(None);
         }
         let mut batch = sled::Batch::default();
+        if self.index_rewrite {
+            // The index was built in memory at open: it replaces whatever the tree held.
+            for k in tree.scan_prefix(REF_PREFIX.as_bytes()).keys() {
+                batch.remove(k?);
+            }
+            for (target, referrers) in self.referrers.get_mut().iter() {
+                for referrer in referrers {
+                    batch.insert(ref_key(target, referrer), referrer.as_bytes());
+                }
+            }
+            self.referrers_dirty.clear();
+            self.meta_dirty = true;
+        }
         for key in &self.dirty {
-            match self.entries.get(key) {
+            match self.cached(key) {
                 Some(e) => {
-                    let p = Persisted { value: e.value.clone(), origin: e.origin, seq: e.seq };
+                    let p = PersistedRef { value: &e.value, origin: e.origin, seq: e.seq };
                     batch.insert(key.as_bytes(), serde_json::to_vec(&p).expect("JSON values always serialise"));
                 }
                 None => batch.remove(key.as_bytes()),
+            }
+        }
+        for ((target, referrer), present) in &self.referrers_dirty {
+            let key = ref_key(target, referrer);
+            if *present {
+                batch.insert(key, referrer.as_bytes());
+            } else {
+                batch.remove(key);
             }
         }
         if self.meta_dirty {
             batch.insert(SUBSCRIPTION_KEY, serde_json::to_vec(&self.subscription).expect("a string serialises"));
             batch.insert(CLOCK_KEY, serde_json::to_vec(&self.clock).expect("a number serialises"));
             batch.insert(ADDRESSES_KEY, serde_json::to_vec(&self.addresses).expect("a number serialises"));
+            // This write keeps the index: it is current as of this clock.
+            batch.insert(REFS_KEY, serde_json::to_vec(&self.clock).expect("a number serialises"));
         }
         tree.apply_batch(batch)?;
         self.dirty.clear();
+        self.referrers_dirty.clear();
         self.meta_dirty = false;
+        self.index_rewrite = false;
         Ok(self.flusher.clone())
+    }
+}
+
+impl Store {
+    /// Reads every resource of `tree` into the cache and builds the whole reverse index from them,
+    /// for a tree without a current index (see the module docs): what every open did before the
+    /// index was kept. The next write stores the index. A damaged resource stops the open.
+    pub(super) fn index_all(&mut self, tree: &sled::Tree) -> Result<(), SimError> {
+        self.cache.as_mut().clear();
+        self.referrers.get_mut().clear();
+        for item in tree.scan_prefix(b"/") {
+            let (k, v) = item?;
+            let key = String::from_utf8_lossy(&k).into_owned();
+            let entry = entry_of(&key, &v)?;
+            for target in link_targets(&entry) {
+                self.referrers.get_mut().entry(target).or_default().insert(key.clone());
+            }
+            self.cache.as_mut().insert(key, Box::new(entry));
+        }
+        self.referrers_complete = true;
+        self.index_rewrite = true;
+        Ok(())
     }
 }
 
@@ -148,11 +270,22 @@ impl GroupFlush {
     }
 
     /// Returns once everything written to the tree before the call is flushed.
+    ///
+    /// The wait blocks its thread (a flush, or the flush of the group it joined). On a multi-threaded
+    /// runtime (the binary's) the worker thread first hands its other tasks to another thread
+    /// (`block_in_place`): otherwise every worker thread could sit in a flush wait — two on a 2-core
+    /// machine —, no other call could write meanwhile, and groups would stay as small as the thread
+    /// count. On a current-thread runtime, or outside one, it just waits.
     pub(crate) fn durable(&self) -> Result<(), SimError> {
-        if let Some(shared) = self.shared.get() {
-            return shared().map_err(SimError::Storage);
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let wait = || match self.shared.get() {
+            Some(shared) => shared().map_err(SimError::Storage),
+            None => self.durable_with(|| self.tree.flush().map(drop).map_err(|e| e.to_string())),
+        };
+        match Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+            _ => wait(),
         }
-        self.durable_with(|| self.tree.flush().map(drop).map_err(|e| e.to_string()))
     }
 
     /// [`GroupFlush::durable`] with `flush` as the flush a leader runs.

@@ -3,8 +3,11 @@
 //! Persistence in a `sled::Tree`: see [`crate::core::persist`].
 
 use crate::arm::{ArmId, Kind};
+use crate::SimError;
+use elsa::FrozenBTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The subscription a simulated cloud belongs to when nobody said otherwise.
@@ -39,12 +42,22 @@ impl Entry {
     }
 }
 
+/// The resources of a simulated cloud.
+///
+/// Without a tree (an in-memory cloud) every resource is in `cache`. With one, the tree is the
+/// record and `cache` holds what calls have read or written since the open: a resource is read from
+/// the tree the first time a call asks for it ([`Store::get`]), so opening costs the same whatever
+/// the cloud's size. Reads take `&self` (the rules hand `&Entry`s around while they look at others),
+/// so the cache only grows through them (`elsa`'s frozen map: an entry, once in, stays where it is
+/// until a `&mut` method replaces or removes it).
 pub(crate) struct Store {
-    pub(super) entries: BTreeMap<String, Entry>,
+    pub(super) cache: FrozenBTreeMap<String, Box<Entry>>,
+    /// Every key, for a store without a tree (with one, the tree and `dirty` list them).
+    mem_keys: BTreeSet<String>,
     /// Reverse index of references (subnet → route table, NAT → public IP, …): target key → keys of
     /// the resources that refer to it. Back-references on GET and in-use checks on DELETE read it
-    /// instead of scanning every resource.
-    pub(super) referrers: BTreeMap<String, BTreeSet<String>>,
+    /// instead of scanning every resource. With a tree it is kept there too and loaded per target.
+    pub(super) referrers: RefCell<BTreeMap<String, BTreeSet<String>>>,
     pub(super) subscription: String,
     pub(super) clock: u64,
     /// Public IP addresses allocated so far (see [`Store::allocate_address`]).
@@ -52,22 +65,38 @@ pub(crate) struct Store {
     pub(super) tree: Option<sled::Tree>,
     /// Flushes `tree`, shared by the calls that wrote meanwhile (see [`crate::core::persist`]).
     pub(super) flusher: Option<std::sync::Arc<crate::core::persist::GroupFlush>>,
+    /// Keys changed since the last write: in `cache` (written or replaced) or not (removed).
     pub(super) dirty: BTreeSet<String>,
+    /// Changes to the reverse index since the last write: (target, referrer) → added or removed.
+    pub(super) referrers_dirty: BTreeMap<(String, String), bool>,
     pub(super) meta_dirty: bool,
+    /// `referrers` holds every reference (an in-memory store, or a tree indexed at open): a target
+    /// missing from it has no referrers, nothing is read from the tree.
+    pub(super) referrers_complete: bool,
+    /// The tree's index is not current: the next write replaces it with `referrers` (complete).
+    pub(super) index_rewrite: bool,
+    /// The first stored resource found damaged by a read since it was last taken (see
+    /// [`Store::take_damage`]): a read of it answers "absent", and the call fails with this.
+    pub(super) damage: RefCell<Option<SimError>>,
 }
 
 impl Store {
     pub fn in_memory(subscription: &str) -> Store {
         Store {
-            entries: BTreeMap::new(),
-            referrers: BTreeMap::new(),
+            cache: FrozenBTreeMap::new(),
+            mem_keys: BTreeSet::new(),
+            referrers: RefCell::new(BTreeMap::new()),
             subscription: subscription.to_string(),
             clock: 0,
             addresses: 0,
             tree: None,
             flusher: None,
             dirty: BTreeSet::new(),
+            referrers_dirty: BTreeMap::new(),
             meta_dirty: false,
+            referrers_complete: true,
+            index_rewrite: false,
+            damage: RefCell::new(None),
         }
     }
 
@@ -99,67 +128,170 @@ impl Store {
         format!("20.{}.{}.{}", 64 + (n >> 16) % 128, (n >> 8) & 0xff, n & 0xff)
     }
 
+    /// The resource with key `key`, read from the tree on first use.
     pub fn get(&self, key: &str) -> Option<&Entry> {
-        self.entries.get(key)
+        if let Some(e) = self.cache.get(key) {
+            return Some(e);
+        }
+        // Not in the cache: absent without a tree, and removed since the last write if dirty.
+        let tree = self.tree.as_ref().filter(|_| !self.dirty.contains(key))?;
+        match crate::core::persist::load(tree, key) {
+            Ok(Some(entry)) => Some(self.cache.insert(key.to_string(), Box::new(entry))),
+            Ok(None) => None,
+            Err(e) => {
+                self.damage.borrow_mut().get_or_insert(e);
+                None
+            }
+        }
     }
 
+    /// A stored resource that a read since the last call found damaged (it read as absent).
+    pub fn take_damage(&mut self) -> Option<SimError> {
+        self.damage.get_mut().take()
+    }
+
+    /// Every resource, in key order (reads the whole tree: world sync, snapshots, subscription lists).
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.entries.values()
+        self.keys_under("/").into_iter().filter_map(|k| self.get(&k))
     }
 
-    pub fn map(&self) -> &BTreeMap<String, Entry> {
-        &self.entries
+    /// Every resource as a map (world sync works on a copy of the whole cloud).
+    pub fn all(&self) -> BTreeMap<String, Entry> {
+        self.entries().map(|e| (e.id.key(), e.clone())).collect()
     }
 
     /// The entries strictly below `key` (children, grandchildren, …), in key order.
     pub fn descendants<'a>(&'a self, key: &str) -> impl Iterator<Item = &'a Entry> + 'a {
-        descendants(&self.entries, key)
+        self.keys_under(&format!("{key}/")).into_iter().filter_map(|k| self.get(&k))
     }
 
+    /// The keys starting with `prefix`, sorted: the tree's as changed since the last write, or all.
+    fn keys_under(&self, prefix: &str) -> Vec<String> {
+        let in_memory = |set: &BTreeSet<String>| -> Vec<String> {
+            set.range(prefix.to_string()..).take_while(|k| k.starts_with(prefix)).cloned().collect()
+        };
+        let Some(tree) = &self.tree else { return in_memory(&self.mem_keys) };
+        let mut keys: BTreeSet<String> = BTreeSet::new();
+        for k in tree.scan_prefix(prefix.as_bytes()).keys() {
+            match k {
+                Ok(k) => {
+                    keys.insert(String::from_utf8_lossy(&k).into_owned());
+                }
+                Err(e) => {
+                    self.damage.borrow_mut().get_or_insert(SimError::from(e));
+                }
+            }
+        }
+        // What changed since the last write: written ones are in the cache, removed ones are not.
+        for k in in_memory(&self.dirty) {
+            if self.cache.get(&k).is_some() {
+                keys.insert(k);
+            } else {
+                keys.remove(&k);
+            }
+        }
+        keys.into_iter().collect()
+    }
+
+    /// Stores `entry` (replacing any entry with its key) and indexes its references.
     pub fn insert(&mut self, entry: Entry) {
-        self.dirty.insert(entry.id.key());
-        self.index(&entry);
+        let key = entry.id.key();
+        self.remove_cached(&key);
+        for target in link_targets(&entry) {
+            self.set_referrer(target, key.clone(), true);
+        }
+        self.dirty.insert(key.clone());
+        if self.tree.is_none() {
+            self.mem_keys.insert(key.clone());
+        }
+        self.cache.as_mut().insert(key, Box::new(entry));
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Entry> {
-        let removed = self.entries.remove(key)?;
-        self.unindex(&removed);
+        let removed = self.remove_cached(key)?;
         self.dirty.insert(key.to_string());
+        self.mem_keys.remove(key);
         Some(removed)
+    }
+
+    /// Takes the entry with `key` out of the cache (reading it first) and out of the reverse index.
+    fn remove_cached(&mut self, key: &str) -> Option<Entry> {
+        self.get(key)?;
+        let old = *self.cache.as_mut().remove(key)?;
+        for target in link_targets(&old) {
+            self.set_referrer(target, key.to_string(), false);
+        }
+        Some(old)
+    }
+
+    fn set_referrer(&mut self, target: String, referrer: String, present: bool) {
+        self.load_referrers(&target);
+        let referrers = self.referrers.get_mut();
+        let set = referrers.entry(target.clone()).or_default();
+        if present {
+            set.insert(referrer.clone());
+        } else {
+            set.remove(&referrer);
+        }
+        if self.tree.is_some() {
+            self.referrers_dirty.insert((target, referrer), present);
+        } else if set.is_empty() {
+            referrers.remove(&target);
+        }
+    }
+
+    /// Reads the referrers of `target` from the tree into the index, the first time.
+    fn load_referrers(&self, target: &str) {
+        let Some(tree) = self.tree.as_ref().filter(|_| !self.referrers_complete) else { return };
+        if self.referrers.borrow().contains_key(target) {
+            return;
+        }
+        let loaded = crate::core::persist::load_referrers(tree, target);
+        let loaded = loaded.unwrap_or_else(|e| {
+            self.damage.borrow_mut().get_or_insert(e);
+            BTreeSet::new()
+        });
+        self.referrers.borrow_mut().insert(target.to_string(), loaded);
     }
 
     /// The resources that refer to the resource with key `target`, in key order.
     pub fn referrers<'a>(&'a self, target: &str) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.referrers.get(target).into_iter().flatten().filter_map(|k| self.entries.get(k))
+        self.load_referrers(target);
+        let keys: Vec<String> = self.referrers.borrow().get(target).into_iter().flatten().cloned().collect();
+        keys.into_iter().filter_map(|k| self.get(&k))
     }
 
-    /// Stores `entry` (replacing any entry with its key) and indexes its references.
-    pub(super) fn index(&mut self, entry: &Entry) {
-        let key = entry.id.key();
-        if let Some(old) = self.entries.remove(&key) {
-            self.unindex(&old);
-        }
-        for target in link_targets(entry) {
-            self.referrers.entry(target).or_default().insert(key.clone());
-        }
-        self.entries.insert(key, entry.clone());
-    }
-
-    fn unindex(&mut self, entry: &Entry) {
-        let key = entry.id.key();
-        for target in link_targets(entry) {
-            if let Some(set) = self.referrers.get_mut(&target) {
-                set.remove(&key);
-                if set.is_empty() {
-                    self.referrers.remove(&target);
-                }
+    /// Forgets the changes since the last write (the tree keeps the version before them).
+    pub fn discard_changes(&mut self) {
+        let Some(tree) = self.tree.clone() else { return };
+        let dirty = std::mem::take(&mut self.dirty);
+        let targets = std::mem::take(&mut self.referrers_dirty).into_keys().map(|(target, _)| target);
+        if self.index_rewrite {
+            // Everything was read at open: read it again (a damaged resource fails that read, and
+            // the cloud stays as the tree has it).
+            if let Err(e) = self.index_all(&tree) {
+                self.damage.get_mut().get_or_insert(e);
             }
+            return;
         }
+        for key in dirty {
+            self.cache.as_mut().remove(&key);
+        }
+        // Read again from the tree when next asked for.
+        let referrers = self.referrers.get_mut();
+        for target in targets {
+            referrers.remove(&target);
+        }
+    }
+
+    /// The entries changed since the last write, for [`crate::core::persist`]: `Some` written, `None` removed.
+    pub(super) fn cached(&self, key: &str) -> Option<&Entry> {
+        self.cache.get(key)
     }
 }
 
 /// The keys of the resources `entry` refers to (its links, and what its IP configurations use).
-fn link_targets(entry: &Entry) -> Vec<String> {
+pub(super) fn link_targets(entry: &Entry) -> Vec<String> {
     let links = crate::arm::rules::links(entry.kind, &entry.value).unwrap_or_default().into_iter().map(|l| l.target);
     let usages = crate::arm::rules::usages(entry.kind, &entry.value).into_iter().map(|u| u.target);
     links.chain(usages).filter_map(|target| ArmId::parse(&target).ok().map(|t| t.key())).collect()
