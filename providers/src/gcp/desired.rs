@@ -16,7 +16,7 @@
 //! the router (GCE `routers.patch` with the router's `fingerprint`) that replaces or removes that one
 //! entry.
 
-use super::api::{InfrastructureConfig, Mode};
+use super::api::{InfrastructureConfig, Mode, SubnetReference};
 use super::names::{self, collection};
 use super::Ctx;
 use crate::nodes::{check, skipped_at};
@@ -199,13 +199,17 @@ pub fn first_subnet(cidr: &str, ones: u8) -> String {
 /// The reconcile graph: upstream's `buildReconcileGraph` with its BYO early return.
 pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, NotFetched> {
     match cfg.mode() {
-        Mode::UserManagedEgress { .. } => byo(cfg, ctx),
+        Mode::UserManagedEgress { workers, services } => byo(cfg, ctx, workers, services),
         Mode::Managed => managed(cfg, ctx, observed),
     }
 }
 
-fn byo(cfg: &InfrastructureConfig, ctx: &Ctx) -> Result<Vec<Desired>, NotFetched> {
-    let Mode::UserManagedEgress { workers, services } = cfg.mode() else { unreachable!("byo is called in BYO mode") };
+fn byo(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    workers: &SubnetReference,
+    services: Option<&SubnetReference>,
+) -> Result<Vec<Desired>, NotFetched> {
     let tn = ctx.tn.as_str();
     let vpc = vpc_res(cfg, ctx);
     let vpc_url = names::url(&vpc.id);
