@@ -551,3 +551,26 @@ fn byo_ipv4_warns_when_routes_approach_the_vpc_quota() {
     assert_eq!(q.len(), 1);
     assert!(q[0].contains("VPC my-vpc in project prj has 3 routes"), "{}", q[0]);
 }
+
+// ---- Ctx from a Shoot ----
+
+#[test]
+fn ctx_reads_the_shoot_as_upstream_uses_it() {
+    let path = format!("{}/tests/data/gcp/user-managed-egress-ipv4-shoot.yaml", env!("CARGO_MANIFEST_DIR"));
+    let shoot: super::GcpShoot = trellis_planner::yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let x = Ctx::new(&shoot, "prj");
+    assert_eq!(
+        (x.tn.as_str(), x.region.as_str(), x.zone.as_str()),
+        ("shoot--dev--johndoe-gcp", "europe-west1", "europe-west1-b")
+    );
+    assert_eq!(x.ip_families, vec!["IPv4".to_string()]);
+    assert_eq!(x.max_nodes, 2);
+    let conf = render::cloud_provider_config(&shoot.spec.provider.infrastructure_config, &x);
+    assert_eq!(
+        conf.content,
+        "[Global]\nproject-id=\"prj\"\nnetwork-name=\"my-vpc\"\nsubnetwork-name=\"my-workers\"\nmultizone=true\nlocal-zone=\"europe-west1-b\"\ntoken-url=nil\nnode-tags=\"shoot--dev--johndoe-gcp\"\n"
+    );
+    let mut no_families = shoot.clone();
+    no_families.spec.networking.ip_families.clear();
+    assert_eq!(Ctx::new(&no_families, "prj").ip_families, vec!["IPv4".to_string()], "Gardener's default");
+}
