@@ -157,7 +157,7 @@ impl Observed {
         for (req, got) in todo.into_iter().zip(listed) {
             let mut ids = Vec::new();
             for item in got? {
-                if let Some(id) = item.get("id").and_then(Value::as_str) {
+                if let Some(id) = self.ids.item_id(&item) {
                     ids.push(self.key(id));
                     self.resources.insert(self.key(id), Some(item));
                 }
@@ -181,7 +181,7 @@ impl Observed {
     pub fn insert_list(&mut self, parent: &str, rtype: &str, items: Vec<Value>) {
         let mut ids = Vec::new();
         for item in items {
-            if let Some(id) = item.get("id").and_then(Value::as_str) {
+            if let Some(id) = self.ids.item_id(&item) {
                 ids.push(self.key(id));
                 self.resources.insert(self.key(id), Some(item));
             }
@@ -322,6 +322,39 @@ mod tests {
         assert_eq!(observed.get(&nat), Ok(None));
         assert_eq!(observed.list(gone, NATS), Ok(vec![]));
         assert_eq!(*cloud.0.lock().unwrap(), vec![format!("GET {gone}")], "no list under an absent parent");
+    }
+
+    /// A GCE project with one firewall rule, as compute v1 lists it: `id` a number, `selfLink` the id.
+    struct OneFirewall;
+
+    const FW_URL: &str =
+        "https://www.googleapis.com/compute/v1/projects/p/global/firewalls/shoot--p--n-allow-health-checks";
+
+    #[async_trait::async_trait]
+    impl CloudRead for OneFirewall {
+        async fn get(&self, _id: &str) -> Result<Option<Value>, CloudError> {
+            Ok(None)
+        }
+        async fn list(&self, _parent: &str, _rtype: &str) -> Result<Vec<Value>, CloudError> {
+            Ok(vec![
+                json!({"id": "5012345678901234567", "name": "shoot--p--n-allow-health-checks", "selfLink": FW_URL}),
+            ])
+        }
+    }
+
+    #[tokio::test]
+    async fn regression_gce_list_items_are_keyed_by_self_link() {
+        // A GCE list item's `id` is a number: keyed by it, a listed rule was "absent" under the id the
+        // list covers, and every plan would create it again.
+        let fw = "projects/p/global/firewalls/shoot--p--n-allow-health-checks";
+        let req = ListReq::new("projects/p/global", "firewalls").covering([fw.to_string()]);
+        let mut observed = Observed::new(&crate::ids::GceIds);
+        observed.fetch(&OneFirewall, &RetryPolicy::default(), &[], std::slice::from_ref(&req)).await.unwrap();
+        assert!(observed.get(fw).unwrap().is_some(), "the listed rule is present under its selfLink");
+        assert_eq!(observed.list("projects/p/global", "firewalls").unwrap().len(), 1);
+        let mut answered = Observed::new(&crate::ids::GceIds);
+        answered.answer(&req, vec![json!({"id": "1", "selfLink": FW_URL})]);
+        assert!(answered.get(fw).unwrap().is_some(), "answer() keys items the same way");
     }
 
     #[test]

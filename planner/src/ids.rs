@@ -35,6 +35,11 @@ pub trait IdScheme: Send + Sync {
     fn display<'a>(&self, id: &'a str) -> &'a str {
         id
     }
+
+    /// The id of an item a list returned: ARM's `id`. (GCE's `id` is a number; its id is `selfLink`.)
+    fn item_id<'a>(&self, item: &'a serde_json::Value) -> Option<&'a str> {
+        item.get("id").and_then(serde_json::Value::as_str)
+    }
 }
 
 /// ARM ids: case-insensitive; nested resources' writes are serialised per parent.
@@ -97,6 +102,12 @@ impl IdScheme for GceIds {
 
     fn write_scope(&self, id: &str) -> String {
         self.key(id)
+    }
+
+    /// A GCE resource's `id` is a number (`"5012345678901234567"`); the id resources are addressed
+    /// and compared by is its `selfLink`.
+    fn item_id<'a>(&self, item: &'a serde_json::Value) -> Option<&'a str> {
+        item.get("selfLink").and_then(serde_json::Value::as_str)
     }
 }
 

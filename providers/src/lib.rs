@@ -11,6 +11,7 @@
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
 //! - [`cidr`]: Gardener's CIDR checks (`pkg/utils/validation/cidr`), shared by the providers' validation.
 //! - [`workers`]: Gardener-level worker rules the providers' Shoot validators share (`ValidateWorkersUpdate`).
+//! - [`nodes`]: skip nodes and verify checks, the provider-neutral part of a desired state.
 //! - [`strict`]: booleans and integers decoded as Kubernetes decodes them (a quoted value is a string).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
 //! - [`gcp`]: the GCP provider's API types and admission validation (not registered yet).
@@ -22,6 +23,7 @@ pub mod gcp;
 pub mod manifest;
 pub mod metadata;
 pub mod networking;
+pub mod nodes;
 pub mod provider;
 pub mod registry;
 pub mod seed;

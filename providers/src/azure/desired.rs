@@ -11,8 +11,8 @@ use super::prefixes::SubnetPrefixes;
 use super::Ctx;
 use serde_json::{json, Value};
 use trellis_planner::discover::{ListReq, NotFetched, Observed};
-use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, SkipSpec, VerifySpec};
-use trellis_plans::{Check, Detach, Kind, Ownership};
+use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, VerifySpec};
+use trellis_plans::{Detach, Kind, Ownership};
 use trellis_state::Workspace;
 
 /// Tags upstream puts on managed public IPs.
@@ -681,21 +681,11 @@ fn nat_gateway(
 
 /// A skip node for a task the configuration gates out.
 pub fn skipped(kind: Kind, scope: &str, name: &str, id: Option<String>, ownership: Ownership, why: &str) -> Desired {
-    Desired::Skip(SkipSpec {
-        address: names::address(kind, scope, name),
-        kind,
-        name: name.to_string(),
-        scope: scope.to_string(),
-        id,
-        ownership,
-        why: why.to_string(),
-    })
+    crate::nodes::skipped_at(names::address(kind, scope, name), kind, scope, name, id, ownership, why)
 }
 
 /// A verify check that an attribute equals a value.
-pub fn check(path: &str, expect: Value, message: String) -> Check {
-    Check { path: path.to_string(), expect, message }
-}
+pub use crate::nodes::check;
 
 /// The outbound access type upstream derives: NATGateway unless some subnet has no NAT.
 pub fn outbound_access_type(cfg: &InfrastructureConfig, ctx: &Ctx) -> OutboundAccessType {
