@@ -15,12 +15,14 @@
 //!   read back (an audited GET) as a client would.
 //!
 //! The rules are in `rules` (see the module list in ARCHITECTURE.md), the filter in [`filter`], the
-//! `gce:` world section in [`world`]. The store lives in memory ([`store`]); persisting it through
+//! `gce:` world section in [`world`], the runtime writers (CCM routes and Service firewall rules, the
+//! bastion controller) in [`runtime`]. The store lives in memory ([`store`]); persisting it through
 //! the state's sled database is a follow-up.
 
 pub mod filter;
 pub mod path;
 mod rules;
+pub mod runtime;
 mod store;
 pub mod world;
 

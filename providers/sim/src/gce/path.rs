@@ -18,10 +18,12 @@ pub enum Collection {
     Routes,
     ServiceAccounts,
     Operations,
+    /// VMs (zonal): the bastion's, written by the runtime writers.
+    Instances,
 }
 
 impl Collection {
-    pub const ALL: [Collection; 8] = [
+    pub const ALL: [Collection; 9] = [
         Collection::Networks,
         Collection::Subnetworks,
         Collection::Routers,
@@ -30,6 +32,7 @@ impl Collection {
         Collection::Routes,
         Collection::ServiceAccounts,
         Collection::Operations,
+        Collection::Instances,
     ];
 
     /// The collection's segment in a selfLink.
@@ -43,6 +46,7 @@ impl Collection {
             Collection::Routes => "routes",
             Collection::ServiceAccounts => "serviceAccounts",
             Collection::Operations => "operations",
+            Collection::Instances => "instances",
         }
     }
 
@@ -56,6 +60,7 @@ impl Collection {
             Collection::Firewalls => "compute#firewall",
             Collection::Routes => "compute#route",
             Collection::Operations => "compute#operation",
+            Collection::Instances => "compute#instance",
             Collection::ServiceAccounts => return None,
         })
     }
@@ -65,6 +70,7 @@ impl Collection {
             Collection::Networks | Collection::Firewalls | Collection::Routes => ScopeKind::Global,
             Collection::Subnetworks | Collection::Routers | Collection::Addresses => ScopeKind::Regional,
             Collection::ServiceAccounts => ScopeKind::Project,
+            Collection::Instances => ScopeKind::Zonal,
             Collection::Operations => ScopeKind::Either,
         }
     }
@@ -78,6 +84,7 @@ impl Collection {
 enum ScopeKind {
     Global,
     Regional,
+    Zonal,
     Project,
     Either,
 }
@@ -87,6 +94,7 @@ enum ScopeKind {
 pub enum Scope {
     Global,
     Region(String),
+    Zone(String),
     Project,
 }
 
@@ -105,7 +113,7 @@ pub struct GcePath {
     pub name: String,
 }
 
-const SHAPES: &str = "expected projects/{project}/global/{networks|firewalls|routes|operations}/{name}, projects/{project}/regions/{region}/{subnetworks|routers|addresses|operations}/{name} or projects/{project}/serviceAccounts/{email}";
+const SHAPES: &str = "expected projects/{project}/global/{networks|firewalls|routes|operations}/{name}, projects/{project}/regions/{region}/{subnetworks|routers|addresses|operations}/{name}, projects/{project}/zones/{zone}/{instances|operations}/{name} or projects/{project}/serviceAccounts/{email}";
 
 impl CollectionPath {
     /// Parses a collection path (any origin prefix).
@@ -121,14 +129,25 @@ impl CollectionPath {
         match &self.scope {
             Scope::Global => format!("projects/{}/global/{}", self.project, self.collection.segment()),
             Scope::Region(r) => format!("projects/{}/regions/{r}/{}", self.project, self.collection.segment()),
+            Scope::Zone(z) => format!("projects/{}/zones/{z}/{}", self.project, self.collection.segment()),
             Scope::Project => format!("projects/{}/{}", self.project, self.collection.segment()),
         }
     }
 
-    /// The region, for a regional collection.
+    /// The region, for a regional collection (a zonal one: its zone's region, `europe-west1-b` →
+    /// `europe-west1`).
     pub fn region(&self) -> Option<&str> {
         match &self.scope {
             Scope::Region(r) => Some(r),
+            Scope::Zone(z) => z.rsplit_once('-').map(|(r, _)| r),
+            _ => None,
+        }
+    }
+
+    /// The zone, for a zonal collection.
+    pub fn zone(&self) -> Option<&str> {
+        match &self.scope {
+            Scope::Zone(z) => Some(z),
             _ => None,
         }
     }
@@ -143,6 +162,7 @@ fn parse_collection(segments: &[&str]) -> Option<CollectionPath> {
     let (project, scope, coll) = match segments {
         ["projects", p, "global", c] => (*p, Scope::Global, *c),
         ["projects", p, "regions", r, c] if !r.is_empty() => (*p, Scope::Region(r.to_string()), *c),
+        ["projects", p, "zones", z, c] if !z.is_empty() => (*p, Scope::Zone(z.to_string()), *c),
         ["projects", p, c] => (*p, Scope::Project, *c),
         _ => return None,
     };
@@ -151,6 +171,7 @@ fn parse_collection(segments: &[&str]) -> Option<CollectionPath> {
         (collection.scope(), &scope),
         (ScopeKind::Global | ScopeKind::Either, Scope::Global)
             | (ScopeKind::Regional | ScopeKind::Either, Scope::Region(_))
+            | (ScopeKind::Zonal | ScopeKind::Either, Scope::Zone(_))
             | (ScopeKind::Project, Scope::Project)
     );
     (fits && !project.is_empty()).then(|| CollectionPath { project: project.to_string(), scope, collection })
@@ -200,7 +221,7 @@ impl GcePath {
 /// `regions/r/subnetworks/s`, resolved in `project`) — as the path of a resource of `collection`.
 pub fn resolve(reference: &str, project: &str, collection: Collection) -> Result<GcePath, String> {
     let r = reference.trim();
-    let full = if r.starts_with("global/") || r.starts_with("regions/") {
+    let full = if r.starts_with("global/") || r.starts_with("regions/") || r.starts_with("zones/") {
         format!("projects/{project}/{r}")
     } else {
         r.to_string()

@@ -37,7 +37,8 @@ pub const AUTO_MODE_SUBNETS: [(&str, &str); 12] = [
 ];
 
 /// Fields the server writes; a request's values for them are ignored.
-const OUTPUT_ONLY: [&str; 17] = [
+const OUTPUT_ONLY: [&str; 18] = [
+    "zone",
     "kind",
     "id",
     "selfLink",
@@ -301,6 +302,8 @@ fn users(store: &GceStore, path: &GcePath) -> Vec<String> {
                 refers(&e.value, "network")
             }
             (Collection::Subnetworks, Collection::Addresses) => refers(&e.value, "subnetwork"),
+            (Collection::Subnetworks, Collection::Instances) => nics(&e.value).any(|n| refers(n, "subnetwork")),
+            (Collection::Networks, Collection::Instances) => nics(&e.value).any(|n| refers(n, "network")),
             (Collection::Subnetworks, Collection::Routers) => nat_list(&e.value).any(|nat| {
                 nat.get("subnetworks")
                     .and_then(Value::as_array)
@@ -316,6 +319,10 @@ fn users(store: &GceStore, path: &GcePath) -> Vec<String> {
         }
     }
     found
+}
+
+fn nics(instance: &Value) -> impl Iterator<Item = &Value> {
+    instance.get("networkInterfaces").and_then(Value::as_array).into_iter().flatten()
 }
 
 fn nat_list(router: &Value) -> impl Iterator<Item = &Value> {
@@ -370,9 +377,9 @@ fn operation(
     error: Option<(u16, String, String)>,
 ) -> Value {
     let tick = store.tick();
-    let scope = match target.region() {
-        Some(r) => Scope::Region(r.to_string()),
-        None => Scope::Global,
+    let scope = match &target.parent.scope {
+        Scope::Region(_) | Scope::Zone(_) => target.parent.scope.clone(),
+        _ => Scope::Global,
     };
     let coll = CollectionPath { project: target.project().to_string(), scope, collection: Collection::Operations };
     let name = format!("operation-{tick:013}-{}", &numeric_id(&target.key(), tick)[..8]);
@@ -395,8 +402,10 @@ fn operation(
     if let Some(id) = target_id {
         op["targetId"] = json!(id);
     }
-    if let Some(r) = target.region() {
-        op["region"] = json!(format!("{COMPUTE_URL}projects/{}/regions/{r}", target.project()));
+    match &target.parent.scope {
+        Scope::Region(r) => op["region"] = json!(format!("{COMPUTE_URL}projects/{}/regions/{r}", target.project())),
+        Scope::Zone(z) => op["zone"] = json!(format!("{COMPUTE_URL}projects/{}/zones/{z}", target.project())),
+        _ => {}
     }
     if let Some((status, code, message)) = error {
         op["error"] = json!({"errors": [{"code": code, "message": message}]});
@@ -447,8 +456,14 @@ pub(crate) fn stamp(value: Map<String, Value>, path: &GcePath, old: Option<&Valu
             out.insert(k, v);
         }
     }
-    if let Some(r) = path.region() {
-        out.insert("region".into(), json!(format!("{COMPUTE_URL}projects/{}/regions/{r}", path.project())));
+    match &path.parent.scope {
+        Scope::Region(r) => {
+            out.insert("region".into(), json!(format!("{COMPUTE_URL}projects/{}/regions/{r}", path.project())));
+        }
+        Scope::Zone(z) => {
+            out.insert("zone".into(), json!(format!("{COMPUTE_URL}projects/{}/zones/{z}", path.project())));
+        }
+        _ => {}
     }
     out.insert("selfLink".into(), json!(path.url()));
     if let Some(id) = out.get("id").and_then(Value::as_str) {
@@ -480,6 +495,7 @@ pub(crate) fn build(
         Collection::Addresses => build_address(store, path, body, old),
         Collection::Firewalls => build_firewall(store, path, body, old),
         Collection::Routes => build_route(store, path, body),
+        Collection::Instances => build_instance(store, path, body, old),
         Collection::ServiceAccounts => {
             body.retain(|k, _| matches!(k.as_str(), "displayName" | "description" | "disabled"));
             body.entry("disabled").or_insert(json!(false));
@@ -1026,12 +1042,7 @@ fn build_address(
             ApiError::new(500, "internalError", format!("subnetwork '{}' has no ipCidrRange", subnet.key()))
         })?;
     let subnet_url = subnet.url();
-    let taken: Vec<String> = store
-        .entries
-        .iter()
-        .filter(|(k, e)| **k != key && e.value.get("subnetwork").and_then(Value::as_str) == Some(subnet_url.as_str()))
-        .filter_map(|(_, e)| e.value.get("address").and_then(Value::as_str).map(str::to_string))
-        .collect();
+    let taken = taken_in_subnet(store, &subnet_url, &key);
     // GCE reserves the network address, the gateway, the second-to-last address and the broadcast.
     let first = u32::from(range.network()) + 2;
     let last = u32::from(range.broadcast()) - 2;
@@ -1063,6 +1074,139 @@ fn build_address(
         }
     };
     body.insert("address".into(), json!(address));
+    Ok(body)
+}
+
+/// The internal IPs of a subnetwork taken by internal addresses and VM NICs (other than `except`'s).
+fn taken_in_subnet(store: &GceStore, subnet_url: &str, except: &str) -> Vec<String> {
+    let mut taken = Vec::new();
+    for (k, e) in &store.entries {
+        if k == except {
+            continue;
+        }
+        if e.value.get("subnetwork").and_then(Value::as_str) == Some(subnet_url) {
+            taken.extend(e.value.get("address").and_then(Value::as_str).map(str::to_string));
+        }
+        for nic in nics(&e.value) {
+            if nic.get("subnetwork").and_then(Value::as_str) == Some(subnet_url) {
+                taken.extend(nic.get("networkIP").and_then(Value::as_str).map(str::to_string));
+            }
+        }
+    }
+    taken
+}
+
+/// A VM: a machine type, NICs in existing subnetworks of its region (each gets a `networkIP` from
+/// the subnet and, with an access config, an external `natIP`), tags; status RUNNING.
+fn build_instance(
+    store: &mut GceStore,
+    path: &GcePath,
+    mut body: Map<String, Value>,
+    old: Option<&Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let key = path.key();
+    let zone = path.parent.zone().unwrap_or_default().to_string();
+    let machine = str_field(&body, "machineType")?
+        .ok_or_else(|| invalid("Invalid value for field 'resource.machineType': ''. The field is required"))?
+        .to_string();
+    let machine = if machine.starts_with("https://") {
+        machine
+    } else if machine.starts_with("projects/") {
+        format!("{COMPUTE_URL}{machine}")
+    } else {
+        format!(
+            "{COMPUTE_URL}projects/{}/zones/{zone}/machineTypes/{}",
+            path.project(),
+            machine.rsplit('/').next().unwrap_or_default()
+        )
+    };
+    body.insert("machineType".into(), json!(machine));
+    let given =
+        match body.remove("networkInterfaces") {
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            _ => return Err(invalid(
+                "Invalid value for field 'resource.networkInterfaces': []. A VM needs at least one network interface",
+            )),
+        };
+    let old_nics: Vec<Value> = old.map(|o| nics(o).cloned().collect()).unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, nic) in given.into_iter().enumerate() {
+        let field = format!("resource.networkInterfaces[{i}]");
+        let Value::Object(mut nic) = nic else {
+            return Err(invalid(format!("Invalid value for field '{field}'. Must be an object")));
+        };
+        let sub = reference(store, &mut nic, "subnetwork", path, Collection::Subnetworks, true)
+            .map_err(|e| ApiError { message: format!("{field}: {}", e.message), ..e })?
+            .expect("required");
+        if sub.region() != path.region() {
+            return Err(invalid(format!(
+                "Invalid value for field '{field}.subnetwork': subnetwork '{}' is not in the VM's region",
+                sub.name
+            )));
+        }
+        let subnet = &store.entries[&sub.key()].value;
+        nic.insert("network".into(), subnet["network"].clone());
+        let range: Ipv4Net = subnet["ipCidrRange"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+            ApiError::new(500, "internalError", format!("subnetwork '{}' has no ipCidrRange", sub.key()))
+        })?;
+        let ip = match old_nics.get(i).and_then(|n| n.get("networkIP")).and_then(Value::as_str) {
+            Some(ip) => ip.to_string(),
+            None => {
+                let taken = taken_in_subnet(store, &sub.url(), &key);
+                (u32::from(range.network()) + 2..=u32::from(range.broadcast()) - 2)
+                    .map(|n| Ipv4Addr::from(n).to_string())
+                    .find(|a| !taken.contains(a))
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            400,
+                            "ipSpaceExhausted",
+                            format!("subnetwork '{}' ({range}) has no free address left", sub.name),
+                        )
+                    })?
+            }
+        };
+        nic.insert("networkIP".into(), json!(ip));
+        nic.insert("name".into(), json!(format!("nic{i}")));
+        nic.insert("kind".into(), json!("compute#networkInterface"));
+        if let Some(Value::Array(configs)) = nic.remove("accessConfigs") {
+            let mut done = Vec::new();
+            for (j, c) in configs.into_iter().enumerate() {
+                let Value::Object(mut c) = c else {
+                    return Err(invalid(format!(
+                        "Invalid value for field '{field}.accessConfigs[{j}]'. Must be an object"
+                    )));
+                };
+                let kept =
+                    old_nics.get(i).and_then(|n| n["accessConfigs"].get(j)).and_then(|c| c.get("natIP")).cloned();
+                let nat_ip = match kept {
+                    Some(ip) => ip,
+                    None => {
+                        store.external_ips += 1;
+                        json!(Ipv4Addr::from(u32::from(Ipv4Addr::new(35, 190, 0, 0)) + store.external_ips).to_string())
+                    }
+                };
+                c.insert("natIP".into(), nat_ip);
+                c.entry("type").or_insert(json!("ONE_TO_ONE_NAT"));
+                c.entry("name").or_insert(json!("External NAT"));
+                c.entry("networkTier").or_insert(json!("PREMIUM"));
+                c.insert("kind".into(), json!("compute#accessConfig"));
+                done.push(Value::Object(c));
+            }
+            nic.insert("accessConfigs".into(), Value::Array(done));
+        }
+        out.push(Value::Object(nic));
+    }
+    body.insert("networkInterfaces".into(), Value::Array(out));
+    if let Some(tags) = body.get("tags") {
+        let items = tags.get("items").cloned().unwrap_or(json!([]));
+        let list: Vec<String> = serde_json::from_value(items.clone())
+            .map_err(|_| invalid("Invalid value for field 'resource.tags.items'. Must be a list of strings"))?;
+        for (i, t) in list.iter().enumerate() {
+            check_name(&format!("resource.tags.items[{i}]"), t)?;
+        }
+        body.insert("tags".into(), json!({"items": items}));
+    }
+    body.insert("status".into(), json!("RUNNING"));
     Ok(body)
 }
 

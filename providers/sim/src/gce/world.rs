@@ -127,6 +127,7 @@ fn rank(c: Collection) -> u8 {
         Collection::Addresses => 2,
         Collection::Routers => 3,
         Collection::Firewalls | Collection::Routes | Collection::ServiceAccounts | Collection::Operations => 4,
+        Collection::Instances => 5,
     }
 }
 
