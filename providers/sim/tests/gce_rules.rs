@@ -481,3 +481,29 @@ async fn malformed_ids_and_bodies_are_one_line_refusals() {
     let e = sim.insert(NETWORKS, json!({"name": "n", "mtu": 100})).await.unwrap_err();
     assert!(e.to_string().contains("between 1300 and 8896"), "{e}");
 }
+
+#[tokio::test]
+async fn regression_an_auto_mode_subnet_in_use_keeps_its_network() {
+    let sim = GceSim::in_memory();
+    sim.insert(NETWORKS, json!({"name": "auto", "autoCreateSubnetworks": true})).await.unwrap();
+    sim.insert(
+        ADDRESSES,
+        json!({"name": "ilb", "addressType": "INTERNAL", "subnetwork": "regions/europe-west1/subnetworks/auto"}),
+    )
+    .await
+    .unwrap();
+    let e = sim.delete_resource("projects/p/global/networks/auto").await.unwrap_err();
+    assert_eq!(code(&e), (400, "resourceInUseByAnotherResource".into()));
+    assert!(e.to_string().contains("addresses/ilb"), "{e}");
+    assert!(sim.get_now("projects/p/regions/europe-west1/subnetworks/auto").is_some(), "nothing deleted");
+}
+
+#[tokio::test]
+async fn regression_a_refused_subnet_insert_allocates_no_ipv6_prefix() {
+    let sim = with_vpc().await;
+    let body = |log: Value| json!({"name": "a", "network": "global/networks/vpc-a", "ipCidrRange": "10.0.0.0/24", "stackType": "IPV4_IPV6", "ipv6AccessType": "EXTERNAL", "logConfig": log});
+    let e = sim.insert(SUBNETS, body(json!({"enable": true, "flowSampling": 2}))).await.unwrap_err();
+    assert_eq!(code(&e), (400, "invalid".into()));
+    sim.insert(SUBNETS, body(json!({"enable": true}))).await.unwrap();
+    assert_eq!(sim.get_now(&format!("{SUBNETS}/a")).unwrap()["externalIpv6Prefix"], "2600:1900:4000:1::/64");
+}

@@ -277,6 +277,13 @@ pub(crate) fn delete(store: &mut GceStore, path: &GcePath) -> Result<Answer, Api
             .filter(|(_, e)| e.auto && e.value.get("network").and_then(Value::as_str) == Some(url.as_str()))
             .map(|(k, _)| k.clone())
             .collect();
+        // Its own subnets go with it, unless something uses one of them.
+        for k in &auto {
+            let Ok(sub) = GcePath::parse(k) else { continue };
+            if let Some(user) = users(store, &sub).into_iter().next() {
+                return Err(in_use(&key, &user));
+            }
+        }
         for k in auto {
             store.entries.remove(&k);
         }
@@ -775,38 +782,6 @@ fn build_subnetwork(
     if purpose.ends_with("MANAGED_PROXY") {
         one_of(&mut body, "role", &["ACTIVE", "BACKUP"], Some("ACTIVE"))?;
     }
-    let stack = one_of(&mut body, "stackType", &["IPV4_ONLY", "IPV4_IPV6"], Some("IPV4_ONLY"))?.unwrap_or_default();
-    let access = one_of(&mut body, "ipv6AccessType", &["EXTERNAL", "INTERNAL"], None)?;
-    body.remove("externalIpv6Prefix");
-    body.remove("internalIpv6Prefix");
-    match (stack.as_str(), access.as_deref()) {
-        ("IPV4_ONLY", Some(a)) => {
-            return Err(invalid(format!(
-                "Invalid value for field 'resource.ipv6AccessType': '{a}'. It needs stackType IPV4_IPV6"
-            )));
-        }
-        ("IPV4_IPV6", None) => {
-            return Err(invalid("Invalid value for field 'resource.ipv6AccessType': ''. A subnetwork with stackType IPV4_IPV6 needs ipv6AccessType EXTERNAL or INTERNAL"));
-        }
-        ("IPV4_IPV6", Some(a)) => {
-            let field = if a == "EXTERNAL" { "externalIpv6Prefix" } else { "internalIpv6Prefix" };
-            let kept = old.and_then(|o| o.get(field)).cloned();
-            let prefix = match kept {
-                Some(p) => p,
-                None => {
-                    store.ipv6_prefixes += 1;
-                    let n = store.ipv6_prefixes;
-                    if a == "EXTERNAL" {
-                        json!(format!("2600:1900:4000:{n:x}::/64"))
-                    } else {
-                        json!(format!("fd20:0:0:{n:x}::/64"))
-                    }
-                }
-            };
-            body.insert(field.into(), prefix);
-        }
-        _ => {}
-    }
     match body.remove("logConfig") {
         None | Some(Value::Null) => {}
         Some(Value::Object(mut log)) => {
@@ -842,6 +817,39 @@ fn build_subnetwork(
         Some(v) => {
             return Err(invalid(format!("Invalid value for field 'resource.logConfig': {v}. Must be an object")))
         }
+    }
+    // Allocated last: a refused insert hands out no prefix.
+    let stack = one_of(&mut body, "stackType", &["IPV4_ONLY", "IPV4_IPV6"], Some("IPV4_ONLY"))?.unwrap_or_default();
+    let access = one_of(&mut body, "ipv6AccessType", &["EXTERNAL", "INTERNAL"], None)?;
+    body.remove("externalIpv6Prefix");
+    body.remove("internalIpv6Prefix");
+    match (stack.as_str(), access.as_deref()) {
+        ("IPV4_ONLY", Some(a)) => {
+            return Err(invalid(format!(
+                "Invalid value for field 'resource.ipv6AccessType': '{a}'. It needs stackType IPV4_IPV6"
+            )));
+        }
+        ("IPV4_IPV6", None) => {
+            return Err(invalid("Invalid value for field 'resource.ipv6AccessType': ''. A subnetwork with stackType IPV4_IPV6 needs ipv6AccessType EXTERNAL or INTERNAL"));
+        }
+        ("IPV4_IPV6", Some(a)) => {
+            let field = if a == "EXTERNAL" { "externalIpv6Prefix" } else { "internalIpv6Prefix" };
+            let kept = old.and_then(|o| o.get(field)).cloned();
+            let prefix = match kept {
+                Some(p) => p,
+                None => {
+                    store.ipv6_prefixes += 1;
+                    let n = store.ipv6_prefixes;
+                    if a == "EXTERNAL" {
+                        json!(format!("2600:1900:4000:{n:x}::/64"))
+                    } else {
+                        json!(format!("fd20:0:0:{n:x}::/64"))
+                    }
+                }
+            };
+            body.insert(field.into(), prefix);
+        }
+        _ => {}
     }
     Ok(body)
 }
