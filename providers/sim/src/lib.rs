@@ -9,7 +9,9 @@
 //! faults, latency and writes in flight, preconditions, the world file's sections — and the call
 //! pipeline (fault → latency → the cloud's rule under the lock → commit → audit). [`arm`] is the ARM
 //! module on it: ids, rules, defaults, the `azure:` world section, [`ArmSim`]'s call paths and the
-//! runtime writers. A GCE or DNS module goes beside `arm`.
+//! runtime writers. [`gce`] is the GCE module beside it ([`GceSim`]: compute v1 and IAM service
+//! accounts in their REST shape, GCE's rules, the `gce:` world section), with a store of its own in
+//! memory. A DNS module goes beside them.
 //!
 //! # ARM rules enforced
 //! - Ids are case-insensitive: looked up in lowercase, returned with the casing they were created
@@ -98,6 +100,7 @@
 
 pub mod arm;
 mod core;
+pub mod gce;
 
 pub use crate::arm::runtime;
 pub use crate::arm::world::{AzureWorld, WorldResource};
@@ -105,6 +108,8 @@ pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
 pub use crate::core::precondition::Precondition;
 pub use crate::core::store::{Origin, DEFAULT_SUBSCRIPTION};
 pub use crate::core::world::{SyncReport, WorldFile};
+pub use crate::gce::world::GceWorld;
+pub use crate::gce::{GceSim, ListQuery, Quotas};
 
 use crate::core::faults::FaultState;
 use crate::core::store::Store;

@@ -9,17 +9,22 @@
 //!       location: westeurope
 //!     - id: /subscriptions/…/resourceGroups/hub-network/providers/Microsoft.Network/virtualNetworks/hub-vnet/subnets/workers
 //!       properties: {addressPrefix: 10.250.0.0/16, routeTable: {id: …}}
-//! gcp: …                                # kept as is, for the GCP simulator
+//! gce:                                  # the simulated GCE cloud (see `gce::world`)
+//!   resources:
+//!     - selfLink: projects/p/global/networks/shared-vpc
+//!       autoCreateSubnetworks: false
+//! gcp: …                                # kept as is
 //! dns: …                                # kept as is, for domains
 //! ```
 //!
 //!
 //! The file has one section per simulated cloud: `azure:` is interpreted by the ARM module
-//! (`arm::world`: its resources, their checks, and the sync into the store); `gcp:` and `dns:` are
-//! parsed and kept as they are until a GCE or DNS module interprets them. A new cloud module adds
+//! (`arm::world`: its resources, their checks, and the sync into the store), `gce:` by the GCE
+//! module (`gce::world`); `gcp:` and `dns:` are parsed and kept as they are. A new cloud module adds
 //! its section to [`WorldFile`] and validates it in [`WorldFile::parse`].
 
 use crate::arm::world::{AzureWorld, RawAzure};
+use crate::gce::world::{GceWorld, RawGce};
 use crate::SimError;
 use serde::Deserialize;
 use serde_json::Value;
@@ -30,6 +35,8 @@ pub struct WorldFile {
     /// Where it was read from, for messages.
     pub path: String,
     pub azure: Option<AzureWorld>,
+    /// The simulated GCE cloud's section.
+    pub gce: Option<GceWorld>,
     /// The GCP section, not interpreted yet.
     pub gcp: Option<Value>,
     /// The DNS section, not interpreted yet.
@@ -40,6 +47,7 @@ pub struct WorldFile {
 #[serde(deny_unknown_fields)]
 struct RawWorld {
     azure: Option<RawAzure>,
+    gce: Option<RawGce>,
     gcp: Option<Value>,
     dns: Option<Value>,
 }
@@ -73,11 +81,15 @@ impl WorldFile {
         let world = WorldFile {
             path: path.to_string(),
             azure: raw.azure.map(AzureWorld::from_raw),
+            gce: raw.gce.map(GceWorld::from_raw),
             gcp: raw.gcp,
             dns: raw.dns,
         };
         if let Some(azure) = &world.azure {
             azure.declared(&world.path)?;
+        }
+        if let Some(gce) = &world.gce {
+            gce.declared(&world.path)?;
         }
         Ok(world)
     }

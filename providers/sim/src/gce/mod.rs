@@ -1,0 +1,446 @@
+//! The simulated GCE cloud (compute v1, and IAM service accounts).
+//!
+//! [`GceSim`] keeps resources in GCE's REST JSON shape (`kind`, `id` as a decimal string, RFC 3339
+//! `creationTimestamp`, base64 `fingerprint`, full-URL `selfLink` and references), addressed by
+//! selfLink path ([`GcePath`]: `projects/P/global/networks/N`, `projects/P/regions/R/subnetworks/S`,
+//! … and `projects/P/serviceAccounts/EMAIL`), compared case-sensitively. It answers two surfaces:
+//!
+//! - GCE's REST calls: [`GceSim::insert`] (POST to the collection), [`GceSim::patch`],
+//!   [`GceSim::delete_resource`], [`GceSim::list_page`] (`filter`, `maxResults`, `pageToken`) and
+//!   GET through [`CloudRead::get`] (operations too). Compute writes answer an `Operation`, status
+//!   `DONE`; a write that fails after acceptance (over quota) answers 200 with an operation that
+//!   carries `error.errors[]` and `httpErrorStatusCode`, as GCE does — clients must look.
+//! - trellis' write model ([`CloudRead`] / [`CloudWrite`]): `create` = insert, `update` = PATCH with
+//!   the fingerprint, `remove` = delete; a failed operation becomes the error, and the resource is
+//!   read back (an audited GET) as a client would.
+//!
+//! The rules are in `rules` (see the module list in ARCHITECTURE.md), the filter in [`filter`], the
+//! `gce:` world section in [`world`], the runtime writers (CCM routes and Service firewall rules, the
+//! bastion controller) in [`runtime`]. The store lives in memory ([`store`]); persisting it through
+//! the state's sled database is a follow-up.
+
+pub mod filter;
+pub mod path;
+mod rules;
+pub mod runtime;
+mod store;
+pub mod world;
+
+pub use path::{Collection, CollectionPath, GcePath, Scope, COMPUTE_URL};
+pub use rules::{ListQuery, AUTO_MODE_SUBNETS};
+pub use store::Quotas;
+
+use crate::core::audit::AuditLog;
+use crate::core::faults::{Fault, FaultState, Faults};
+use crate::core::store::Origin;
+use crate::core::world::{SyncReport, WorldFile};
+use crate::core::{latency, ApiError};
+use crate::SimError;
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use store::GceStore;
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op, Precondition};
+
+struct GceCore {
+    store: GceStore,
+    audit: AuditLog,
+    faults: FaultState,
+}
+
+/// The simulated GCE cloud. Clones share the same cloud.
+#[derive(Clone)]
+pub struct GceSim {
+    inner: Arc<Mutex<GceCore>>,
+}
+
+impl Default for GceSim {
+    fn default() -> GceSim {
+        GceSim::in_memory()
+    }
+}
+
+impl GceSim {
+    /// An empty simulated GCE cloud in memory, with the default [`Quotas`].
+    pub fn in_memory() -> GceSim {
+        let core = GceCore { store: GceStore::default(), audit: AuditLog::default(), faults: FaultState::default() };
+        GceSim { inner: Arc::new(Mutex::new(core)) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, GceCore> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The same simulated cloud with `faults` installed.
+    pub fn with_faults(self, faults: Faults) -> GceSim {
+        self.set_faults(faults);
+        self
+    }
+
+    /// Installs `faults` (replacing the previous ones) and restarts their call counting. Methods are
+    /// GCE's: `GET`, `LIST`, `POST` (insert), `PATCH`, `DELETE`.
+    pub fn set_faults(&self, faults: Faults) {
+        self.lock().faults = FaultState::new(faults);
+    }
+
+    /// How many faults were injected since the faults were installed.
+    pub fn faults_fired(&self) -> usize {
+        self.lock().faults.fired()
+    }
+
+    /// Every call answered so far, failed and faulted ones included.
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().audit.calls().to_vec()
+    }
+
+    /// The quotas in force.
+    pub fn quotas(&self) -> Quotas {
+        self.lock().store.quotas
+    }
+
+    /// Sets the quotas (a world file's `gce.quotas` does the same).
+    pub fn set_quotas(&self, quotas: Quotas) {
+        self.lock().store.quotas = quotas;
+    }
+
+    /// Re-syncs the resources the world file's `gce:` section declares (see [`world`]). Not
+    /// audited, not faulted.
+    pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
+        world::sync(&mut self.lock().store, world)
+    }
+
+    /// Every resource as a GET returns it, sorted by selfLink path.
+    pub fn snapshot(&self) -> Vec<Value> {
+        let st = self.lock();
+        st.store
+            .entries
+            .keys()
+            .filter_map(|k| GcePath::parse(k).ok())
+            .filter_map(|p| rules::render(&st.store, &p))
+            .collect()
+    }
+
+    /// GET without audit, latency or faults (tests, `trellis sim` commands).
+    pub fn get_now(&self, id: &str) -> Option<Value> {
+        let path = GcePath::parse(id).ok()?;
+        rules::render(&self.lock().store, &path)
+    }
+
+    /// Who brought the resource into the simulated cloud.
+    pub fn origin(&self, id: &str) -> Option<Origin> {
+        let path = GcePath::parse(id).ok()?;
+        self.lock().store.entries.get(&path.key()).map(|e| e.origin)
+    }
+
+    /// POST to a collection (`projects/P/global/networks`, …): creates the resource named by the
+    /// body's `name` (service accounts: `{accountId, serviceAccount}`). Answers the Operation (IAM:
+    /// the account); a duplicate name is 409 `alreadyExists`, an invalid one 400 `invalid`.
+    pub async fn insert(&self, collection: &str, body: Value) -> Result<Value, CloudError> {
+        let coll = CollectionPath::parse(collection);
+        let target = match (&coll, body.get("name").or_else(|| body.get("accountId")).and_then(Value::as_str)) {
+            (Ok(c), Some(n)) => format!("{}/{n}", c.path()),
+            _ => collection.to_string(),
+        };
+        self.call("POST", target, None, move |store| {
+            let coll = coll.map_err(rules::invalid)?;
+            rules::insert(store, &coll, body, Origin::Api)
+        })
+        .await
+    }
+
+    /// PATCH a resource: the body's fields replace the stored ones; the body must carry the current
+    /// `fingerprint` (service accounts: `etag`), else 412 `conditionNotMet`. Answers the Operation.
+    pub async fn patch(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        let sent = body.get("fingerprint").or_else(|| body.get("etag")).and_then(Value::as_str).map(str::to_string);
+        let path = GcePath::parse(id);
+        self.call("PATCH", id.to_string(), sent, move |store| {
+            let path = path.map_err(rules::invalid)?;
+            rules::patch(store, &path, body)
+        })
+        .await
+    }
+
+    /// DELETE a resource: 404 `notFound` when missing, 400 `resourceInUseByAnotherResource` while
+    /// something uses it. Answers the Operation.
+    pub async fn delete_resource(&self, id: &str) -> Result<Value, CloudError> {
+        self.delete_checked(id, None).await
+    }
+
+    /// DELETE under a fingerprint, checked atomically with the delete (GCE's delete takes none; a
+    /// client checks it with a GET first — the simulator checks both at once).
+    async fn delete_checked(&self, id: &str, expected: Option<String>) -> Result<Value, CloudError> {
+        let path = GcePath::parse(id);
+        self.call("DELETE", id.to_string(), expected.clone(), move |store| {
+            let path = path.map_err(rules::invalid)?;
+            if let Some(expected) = &expected {
+                match rules::version_of(store, &path) {
+                    Some(have) if have == *expected => {}
+                    _ => {
+                        return Err(ApiError::new(
+                            412,
+                            "conditionNotMet",
+                            format!("'{}' changed since it was read", path.key()),
+                        ))
+                    }
+                }
+            }
+            rules::delete(store, &path)
+        })
+        .await
+    }
+
+    /// One page of a collection, in GCE's list shape, with `filter` and paging.
+    pub async fn list_page(&self, collection: &str, query: &ListQuery) -> Result<Value, CloudError> {
+        let coll = CollectionPath::parse(collection);
+        let q = query.clone();
+        self.call_read("LIST", collection.to_string(), move |store| {
+            let coll = coll.map_err(rules::invalid)?;
+            Ok((rules::list(store, &coll, &q)?, 200))
+        })
+        .await
+    }
+
+    async fn call_read<T>(
+        &self,
+        method: &'static str,
+        target: String,
+        apply: impl FnOnce(&GceStore) -> Result<(T, u16), ApiError>,
+    ) -> Result<T, CloudError> {
+        self.call(method, target, None, |store| apply(store)).await
+    }
+
+    /// One cloud call: fault decision and latency, then `apply` under the lock, then the audit entry.
+    /// `sent` is the fingerprint a conditional write carried (for a 412's message).
+    async fn call<T>(
+        &self,
+        method: &'static str,
+        target: String,
+        sent: Option<String>,
+        apply: impl FnOnce(&mut GceStore) -> Result<(T, u16), ApiError>,
+    ) -> Result<T, CloudError> {
+        let op = if matches!(method, "GET" | "LIST") { Op::Read } else { Op::Write };
+        let (fault, delay) = {
+            let mut st = self.lock();
+            let fault = st.faults.decide(method, &target, op);
+            (fault, latency::delay(st.faults.faults(), op))
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let mut st = self.lock();
+        let (result, status) = match injected(fault.as_ref(), &target) {
+            Some((err, status)) => (Err(err), status),
+            None => match apply(&mut st.store) {
+                Ok((_, status)) if fault.is_some() => (Err(CloudError::Timeout { target: target.clone() }), status),
+                Ok((v, status)) => (Ok(v), status),
+                Err(e) => {
+                    let status = e.status;
+                    let err = if fault.is_some() {
+                        CloudError::Timeout { target: target.clone() }
+                    } else {
+                        gce_error(&target, e, sent.as_deref())
+                    };
+                    (Err(err), status)
+                }
+            },
+        };
+        st.audit.push(Call { op, method: method.to_string(), target, status });
+        result
+    }
+
+    /// GET, audited: `Ok(None)` on 404.
+    async fn get_audited(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        let path = GcePath::parse(id);
+        self.call("GET", id.to_string(), None, move |store| {
+            let path = path.map_err(rules::invalid)?;
+            let found = rules::render(store, &path);
+            let status = if found.is_some() { 200 } else { 404 };
+            Ok((found, status))
+        })
+        .await
+    }
+}
+
+/// The answer of a fault that keeps the request from being applied, with its audit status.
+fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
+    let target = target.to_string();
+    match fault? {
+        Fault::Throttle { retry_after } => {
+            Some((CloudError::Throttled { target, retry_after: Some(*retry_after) }, 429))
+        }
+        Fault::ServerError => {
+            Some((CloudError::Server { target, status: 503, message: "backendError: injected fault".into() }, 503))
+        }
+        Fault::Forbidden => Some((
+            CloudError::Rejected {
+                target,
+                status: 403,
+                code: "forbidden".into(),
+                message: "Required permission is missing (injected fault)".into(),
+            },
+            403,
+        )),
+        Fault::Timeout => Some((CloudError::Timeout { target }, 408)),
+        Fault::TimeoutAfterApply | Fault::Interrupted { .. } => None,
+    }
+}
+
+/// Classifies GCE's refusal: 409 `alreadyExists` is [`CloudError::AlreadyExists`], 412
+/// `conditionNotMet` [`CloudError::PreconditionFailed`], 429 throttling, 5xx server errors, the rest
+/// [`CloudError::Rejected`].
+pub fn gce_error_of(
+    target: &str,
+    status: u16,
+    code: &str,
+    message: &str,
+    sent_fingerprint: Option<&str>,
+) -> CloudError {
+    gce_error(target, ApiError::new(status, code, message), sent_fingerprint)
+}
+
+fn gce_error(target: &str, e: ApiError, sent: Option<&str>) -> CloudError {
+    let target = target.to_string();
+    match e.status {
+        409 if e.code == "alreadyExists" => CloudError::AlreadyExists { target, status: 409 },
+        412 => CloudError::PreconditionFailed { target, expected: sent.unwrap_or("none").to_string() },
+        429 => CloudError::Throttled { target, retry_after: None },
+        s if s >= 500 => CloudError::Server { target, status: s, message: format!("{}: {}", e.code, e.message) },
+        status => CloudError::Rejected { target, status, code: e.code, message: e.message },
+    }
+}
+
+/// The error a failed (DONE, with `error.errors[]`) operation stands for, if it failed.
+pub fn operation_error(target: &str, operation: &Value) -> Option<CloudError> {
+    let first = operation.get("error")?.get("errors")?.as_array()?.first()?;
+    let status =
+        operation.get("httpErrorStatusCode").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()).unwrap_or(400);
+    let code = first.get("code").and_then(Value::as_str).unwrap_or("UNKNOWN");
+    let message = first.get("message").and_then(Value::as_str).unwrap_or("the operation failed");
+    Some(gce_error_of(target, status, code, message, None))
+}
+
+#[async_trait]
+impl CloudRead for GceSim {
+    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        self.get_audited(id).await
+    }
+
+    /// Lists `parent/rtype` (`projects/P/global` + `firewalls`, `projects/P/regions/R` +
+    /// `subnetworks`, `projects/P` + `serviceAccounts`), following `nextPageToken`: one audited
+    /// LIST per page.
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        let collection = format!("{}/{rtype}", parent.trim_end_matches('/'));
+        let mut items = Vec::new();
+        let mut query = ListQuery::default();
+        loop {
+            let page = self.list_page(&collection, &query).await?;
+            let field = if rtype == "serviceAccounts" { "accounts" } else { "items" };
+            items.extend(page.get(field).and_then(Value::as_array).cloned().unwrap_or_default());
+            match page.get("nextPageToken").and_then(Value::as_str) {
+                Some(t) => query.page_token = Some(t.to_string()),
+                None => return Ok(items),
+            }
+        }
+    }
+}
+
+/// A write's name and collection from its id.
+fn split(id: &str) -> Result<GcePath, CloudError> {
+    GcePath::parse(id).map_err(|e| CloudError::Rejected {
+        target: id.to_string(),
+        status: 400,
+        code: "invalid".into(),
+        message: e,
+    })
+}
+
+fn version_field(path: &GcePath) -> &'static str {
+    if path.collection() == Collection::ServiceAccounts {
+        "etag"
+    } else {
+        "fingerprint"
+    }
+}
+
+#[async_trait]
+impl CloudWrite for GceSim {
+    /// Insert, then GET. The body's `name` (if any) must be the id's.
+    async fn create(&self, id: &str, mut body: Value) -> Result<Value, CloudError> {
+        let path = split(id)?;
+        let rejected = |message: String| CloudError::Rejected {
+            target: id.to_string(),
+            status: 400,
+            code: "invalid".into(),
+            message,
+        };
+        if !body.is_object() {
+            return Err(rejected("the request body must be a JSON object".into()));
+        }
+        let body = if path.collection() == Collection::ServiceAccounts {
+            let suffix = format!("@{}.iam.gserviceaccount.com", path.project());
+            let Some(account_id) = path.name.strip_suffix(&suffix) else {
+                return Err(rejected(format!(
+                    "a service account of project '{}' is named <id>{suffix}",
+                    path.project()
+                )));
+            };
+            json!({"accountId": account_id, "serviceAccount": body})
+        } else {
+            match body.get("name").and_then(Value::as_str) {
+                Some(n) if n != path.name => {
+                    return Err(rejected(format!("the body's name '{n}' is not the id's '{}'", path.name)))
+                }
+                _ => body["name"] = json!(path.name),
+            }
+            body
+        };
+        let answer = self.insert(&path.parent.path(), body).await?;
+        if let Some(e) = operation_error(id, &answer) {
+            return Err(e);
+        }
+        self.get_audited(id).await?.ok_or_else(|| CloudError::Server {
+            target: id.to_string(),
+            status: 500,
+            message: "the created resource is gone".into(),
+        })
+    }
+
+    /// PATCH with the fingerprint of `pre` (without one: the current one, read first; a missing
+    /// resource is then created), then GET.
+    async fn update(&self, id: &str, mut body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        let path = split(id)?;
+        let field = version_field(&path);
+        let version = match pre {
+            Precondition::IfMatch(v) => v.clone(),
+            Precondition::None => match self.get_audited(id).await? {
+                Some(current) => current.get(field).and_then(Value::as_str).unwrap_or_default().to_string(),
+                None => return self.create(id, body).await,
+            },
+        };
+        if let Some(obj) = body.as_object_mut() {
+            obj.insert(field.to_string(), json!(version));
+        }
+        let answer = self.patch(id, body).await?;
+        if let Some(e) = operation_error(id, &answer) {
+            return Err(e);
+        }
+        self.get_audited(id).await?.ok_or_else(|| CloudError::Server {
+            target: id.to_string(),
+            status: 500,
+            message: "the patched resource is gone".into(),
+        })
+    }
+
+    /// Delete; a missing resource is fine without a precondition, 412 with one.
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        let expected = match pre {
+            Precondition::IfMatch(v) => Some(v.clone()),
+            Precondition::None => None,
+        };
+        match self.delete_checked(id, expected).await {
+            Ok(answer) => operation_error(id, &answer).map_or(Ok(()), Err),
+            Err(CloudError::Rejected { status: 404, .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

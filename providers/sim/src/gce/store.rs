@@ -1,0 +1,117 @@
+//! GCE's own in-memory store: resources by selfLink path (case-sensitive), operations, and the
+//! counters that make ids, timestamps, fingerprints and allocated addresses deterministic.
+
+use crate::core::store::Origin;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Per-project limits GCE enforces on inserts (403 `QUOTA_EXCEEDED` in a failed operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quotas {
+    /// Custom routes per VPC network (the spec's default: 400).
+    pub routes_per_network: usize,
+    /// Firewall rules per project.
+    pub firewalls_per_project: usize,
+}
+
+impl Default for Quotas {
+    fn default() -> Quotas {
+        Quotas { routes_per_network: 400, firewalls_per_project: 200 }
+    }
+}
+
+/// One stored resource.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    /// The resource as stored (computed fields such as an address's `users` are added on GET).
+    pub value: Value,
+    pub origin: Origin,
+    /// Created by GCE itself with its network (an auto-mode network's subnets): deleted with it.
+    pub auto: bool,
+    /// For a world resource: the body as the world file declared it (to tell whether a re-sync
+    /// changes it).
+    pub declared: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GceStore {
+    /// key: the selfLink path (`projects/p/global/networks/n`).
+    pub entries: BTreeMap<String, Entry>,
+    /// key: the operation's selfLink path.
+    pub operations: BTreeMap<String, Value>,
+    /// A logical clock: every write ticks it (ids, timestamps, fingerprints, operation names).
+    pub clock: u64,
+    /// External addresses handed out so far (never reused, like ARM's public IPs).
+    pub external_ips: u32,
+    /// IPv6 /64 prefixes handed out so far.
+    pub ipv6_prefixes: u32,
+    pub quotas: Quotas,
+}
+
+impl GceStore {
+    pub fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+}
+
+/// A GCE numeric id (a u64, written as a decimal string), derived from the key and the clock.
+pub(crate) fn numeric_id(key: &str, tick: u64) -> String {
+    let d = Sha256::digest(format!("id/{key}/{tick}").as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    // GCE's ids are 19-digit numbers; keep the top bit clear so they stay below i64::MAX too.
+    (u64::from_be_bytes(b) >> 1 | 1 << 60).to_string()
+}
+
+/// A fingerprint: 8 bytes, base64, new on every write.
+pub(crate) fn fingerprint(key: &str, tick: u64) -> String {
+    use base64::Engine as _;
+    let d = Sha256::digest(format!("fingerprint/{key}/{tick}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&d[..8])
+}
+
+/// The simulated time of tick `n`: 2026-01-01T00:00:00Z plus `n` seconds, RFC 3339 with
+/// milliseconds as GCE writes it.
+pub(crate) fn timestamp(n: u64) -> String {
+    let days = n / 86_400;
+    let secs = n % 86_400;
+    let (y, m, d) = civil_from_days(20_454 + days as i64); // 20454 = days from 1970-01-01 to 2026-01-01
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_from_2026() {
+        assert_eq!(timestamp(0), "2026-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(86_400 * 59 + 3_661), "2026-03-01T01:01:01.000Z");
+        assert_eq!(timestamp(86_400 * 365), "2027-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn ids_are_decimal_and_fingerprints_base64_of_8_bytes() {
+        let id = numeric_id("projects/p/global/networks/n", 1);
+        assert!(id.len() >= 18 && id.chars().all(|c| c.is_ascii_digit()), "{id}");
+        let fp = fingerprint("projects/p/global/networks/n", 1);
+        assert_eq!(fp.len(), 12, "{fp}");
+        assert!(fp.ends_with('='));
+    }
+}

@@ -1,0 +1,145 @@
+//! The world file's `gce:` section, and fixtures of real GCE response shapes (tests/data/gce/,
+//! see its README for where each shape comes from).
+
+use serde_json::{json, Value};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite};
+use trellis_sim::{GceSim, Origin, Quotas, SimError, WorldFile};
+
+const P: &str = "https://www.googleapis.com/compute/v1/projects/acme-shared";
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/data/gce/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// The fixtures plus what they reference, as a world file (JSON is YAML).
+fn fixture_world() -> WorldFile {
+    let mut central = fixture("subnetwork-auto-default.json");
+    central["selfLink"] = json!(format!("{P}/regions/us-central1/subnetworks/default"));
+    central["region"] = json!(format!("{P}/regions/us-central1"));
+    central["ipCidrRange"] = json!("10.128.0.0/20");
+    central["gatewayAddress"] = json!("10.128.0.1");
+    central["id"] = json!("2918470137623048299");
+    let shared = json!({"selfLink": format!("{P}/global/networks/shared-vpc"), "autoCreateSubnetworks": false});
+    let resources = json!([
+        fixture("firewall-gke.json"),
+        fixture("router-user-nat.json"),
+        fixture("network-auto-mode.json"),
+        fixture("subnetwork-auto-default.json"),
+        central,
+        shared,
+        fixture("subnetwork-secondary-ranges.json"),
+        fixture("address-nat.json"),
+    ]);
+    let text = serde_json::to_string(&json!({"gce": {"resources": resources}})).unwrap();
+    WorldFile::parse("world.yaml", &text).unwrap()
+}
+
+/// Every field the fixture has, the simulator answers the same.
+fn assert_shape(fixture: &Value, got: &Value) {
+    for (k, v) in fixture.as_object().unwrap() {
+        assert_eq!(got.get(k), Some(v), "field {k} of {}: got {got:#}", fixture["selfLink"]);
+    }
+}
+
+#[tokio::test]
+async fn fixtures_of_real_gce_shapes_round_trip_through_a_world_file() {
+    let sim = GceSim::in_memory();
+    let report = sim.sync_world(&fixture_world()).unwrap();
+    assert_eq!(report.added.len(), 8);
+    for name in [
+        "network-auto-mode.json",
+        "subnetwork-auto-default.json",
+        "subnetwork-secondary-ranges.json",
+        "router-user-nat.json",
+        "address-nat.json",
+        "firewall-gke.json",
+    ] {
+        let f = fixture(name);
+        let got = sim.get(f["selfLink"].as_str().unwrap()).await.unwrap().unwrap_or_else(|| panic!("{name} missing"));
+        assert_shape(&f, &got);
+        assert_eq!(sim.origin(f["selfLink"].as_str().unwrap()), Some(Origin::World));
+    }
+}
+
+#[tokio::test]
+async fn the_users_nat_keeps_its_address_and_network_from_being_deleted() {
+    let sim = GceSim::in_memory();
+    sim.sync_world(&fixture_world()).unwrap();
+    let addr = format!("{P}/regions/europe-west1/addresses/egress-nat-1");
+    let e = sim.delete(&addr).await.unwrap_err();
+    assert!(
+        matches!(&e, CloudError::Rejected { status: 400, code, .. } if code == "resourceInUseByAnotherResource"),
+        "{e:?}"
+    );
+    let e = sim.delete(&format!("{P}/global/networks/shared-vpc")).await.unwrap_err();
+    assert!(matches!(&e, CloudError::Rejected { status: 400, .. }), "{e:?}");
+    // A shoot's routes go into the user's VPC; filters find them among the user's.
+    for n in 0..2 {
+        sim.create(&format!("projects/acme-shared/global/routes/shoot--p--s-{n}"), json!({"network": format!("{P}/global/networks/shared-vpc"), "destRange": format!("100.96.{n}.0/24"), "nextHopInstance": format!("zones/europe-west1-b/instances/node-{n}")})).await.unwrap();
+    }
+    let routes = sim.list("projects/acme-shared/global", "routes").await.unwrap();
+    assert_eq!(routes.len(), 2);
+    assert_eq!(routes[0]["nextHopInstance"], json!(format!("{P}/zones/europe-west1-b/instances/node-0")));
+}
+
+#[test]
+fn the_gce_section_declares_resources_and_quotas() {
+    let text = r#"
+gce:
+  quotas: {routesPerNetwork: 250}
+  resources:
+    - selfLink: projects/p/global/networks/vpc
+    - selfLink: projects/p/regions/europe-west1/subnetworks/workers
+      network: projects/p/global/networks/vpc
+      ipCidrRange: 10.250.0.0/16
+    - name: projects/p/serviceAccounts/user-sa@p.iam.gserviceaccount.com
+      displayName: the user's account
+"#;
+    let world = WorldFile::parse("world.yaml", text).unwrap();
+    let sim = GceSim::in_memory();
+    let report = sim.sync_world(&world).unwrap();
+    assert_eq!(
+        report.added,
+        [
+            "projects/p/global/networks/vpc",
+            "projects/p/regions/europe-west1/subnetworks/workers",
+            "projects/p/serviceAccounts/user-sa@p.iam.gserviceaccount.com"
+        ]
+    );
+    assert_eq!(sim.quotas(), Quotas { routes_per_network: 250, firewalls_per_project: 200 });
+    let s = sim.get_now("projects/p/regions/europe-west1/subnetworks/workers").unwrap();
+    assert_eq!(s["gatewayAddress"], "10.250.0.1", "declared resources get GCE's defaults");
+    assert!(sim.calls().is_empty(), "world writes are not audited");
+
+    // Re-syncing the same world changes nothing; dropping a resource removes it.
+    assert!(sim.sync_world(&world).unwrap().is_empty());
+    let fewer =
+        WorldFile::parse("world.yaml", "gce:\n  resources:\n    - selfLink: projects/p/global/networks/vpc\n").unwrap();
+    let report = sim.sync_world(&fewer).unwrap();
+    assert_eq!(report.removed.len(), 2, "{report:?}");
+}
+
+#[test]
+fn a_wrong_gce_section_reports_every_problem_on_its_own_line() {
+    let e = WorldFile::parse("w.yaml", "gce:\n  resourcez: []\n").unwrap_err();
+    assert!(matches!(e, SimError::WorldParse { line: 2, .. }), "{e:?}");
+    let text = "gce:\n  resources:\n    - {name: x}\n    - selfLink: projects/p/global/widgets/w\n    - selfLink: projects/p/global/networks/a\n    - selfLink: projects/p/global/networks/a\n";
+    let e = WorldFile::parse("w.yaml", text).unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(problems.len(), 3, "{e}");
+    assert!(problems[0].contains("gce.resources[0]") && problems[0].contains("no `selfLink`"), "{}", problems[0]);
+    assert!(problems[1].contains("not a GCE resource"), "{}", problems[1]);
+    assert!(problems[2].contains("declared twice"), "{}", problems[2]);
+
+    // Rule violations are found at sync, all at once, and change nothing.
+    let text = "gce:\n  resources:\n    - selfLink: projects/p/regions/r/subnetworks/s\n      network: projects/p/global/networks/missing\n      ipCidrRange: 10.0.0.0/24\n    - selfLink: projects/p/global/networks/Bad\n";
+    let world = WorldFile::parse("w.yaml", text).unwrap();
+    let sim = GceSim::in_memory();
+    let e = sim.sync_world(&world).unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(problems.len(), 2, "{e}");
+    assert!(problems.iter().any(|p| p.contains("networks/missing") && p.contains("was not found")), "{e}");
+    assert!(problems.iter().any(|p| p.contains("networks/Bad") && p.contains("RFC 1035")), "{e}");
+    assert!(sim.snapshot().is_empty());
+}
