@@ -654,9 +654,16 @@ fn fleet_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     let mut files = Vec::new();
     let mut unreadable = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
+        let entry = entry.map_err(io)?;
+        let path = entry.path();
         let is_yaml = path.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
         if !is_yaml {
+            continue;
+        }
+        // A regular file as the directory lists it needs no further look (no `stat` per file of a
+        // large fleet); anything else is inspected as below.
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            files.push(path);
             continue;
         }
         let dir = dir.to_path_buf();
