@@ -53,6 +53,27 @@
 //!    - not met: < 1 s for 10,000 shoots. About 0.27 ms of CPU per shoot remain (YAML split and typed
 //!      passes ~35 %, the Azure planner ~35 %, JSON rendering and digest ~15 %), so even with both
 //!      cores free a 10,000-shoot plan takes ~1.4 s.
+//!    - parse slice of issue #8 (a plain single-Shoot file parsed once into a `ShootEnvelope`, the
+//!      split pass only for other files; mimalloc without transparent huge pages; 8 files per task;
+//!      the digest hashed from one buffer; no `stat` per fleet file). Against the binary right before,
+//!      run in the same minutes, interleaved (the machine at load 9–10 from other builds, so the walls
+//!      are long; CPU is user + sys): 10,000 shoots 2.37 s (2.37–3.34) and 1.80–1.87 s of CPU, 27–30 MiB,
+//!      against 3.28 s (3.28–4.27) and 2.72–2.90 s of CPU, 20 MiB before: wall ×0.72, CPU −35 %. In a
+//!      quieter minute (load ~5): 1.08–1.13 s against 1.55 s (at that point without the batches and
+//!      the stat change, worth another ~6 % of CPU). 30,000 shoots: 7.9 s (7.9–8.9), 50–56 MiB against
+//!      10.6 s, 42 MiB; 100,000 shoots: 30 s (load 9), 80 MiB. One shoot: 11–15 ms of CPU as before
+//!      (`perf stat -r 20`; its wall is the fresh state dir's syncs), 16 MiB (+2 MiB). mimalloc with
+//!      transparent huge pages had tripled the peak RSS (75 MiB for 10,000: sled's metrics histograms
+//!      touched 2 MiB pages), hence `no_thp`. The JSON is byte for byte the old binary's (same md5 on
+//!      10,000 shoots).
+//!      Where the CPU goes now (`perf`, whole stacks): the one YAML pass (serde-saphyr/granit_parser)
+//!      ~40 %, reading the files ~7 %, digest ~6 %, rendering ~6 %, writing the nested JSON (main
+//!      thread) ~3 %, the Azure planner ~25 % (validate, desired, artifacts ~5 % each). So the parser
+//!      is still the largest part: one typed pass costs ~65 µs for the 0.8 KB A1 document, half of it
+//!      the parser moving its tokens. Not done: another YAML parser (serde_yaml/libyaml or saphyr
+//!      would change what `yes`, `on` and friends are in the opaque parts, i.e. `source.shoot`, and
+//!      every error message); computing the digest from the rendered JSON (Plan.digest is part of the
+//!      provider's plan, before rendering); LTO (a workspace-wide build-time cost on a shared machine).
 //! 5. Apply through the CLI (the release binary as in section 4; skipped when missing):
 //!    the commit fleet applied by the binary from a fresh state dir (wall, peak RSS). Re-plan figures
 //!    (section 4 measures them for 2,000 shoots) measured by hand for 10,000 shoots on a quiet machine:
