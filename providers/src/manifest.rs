@@ -1357,6 +1357,57 @@ mod tests {
         }
     }
 
+    /// Tagged, quoted and YAML 1.1 scalars in the infrastructureConfig (typed from the envelope's
+    /// JSON in the one pass): read alike by both paths, or left to the general one.
+    #[test]
+    fn scalars_of_every_style_in_the_infrastructure_config_read_alike() {
+        let a1 = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/azure/A1-managed-no-nat/shoot.yaml"),
+        )
+        .unwrap();
+        let p = Path::new("t.yaml");
+        for value in [
+            "!!binary aGVsbG8=",
+            "!!str 123",
+            "!!str true",
+            "'123'",
+            "\"yes\"",
+            "yes",
+            "on",
+            "~",
+            "null",
+            "123",
+            "1e3",
+            "0x1F",
+            "0o17",
+            ".inf",
+            "!!int 5",
+            "!!float 1",
+            "|\n            block",
+            ">-\n            folded",
+            "[a]",
+            "{a: b}",
+            "\"\\u00e9\"",
+            "!custom x",
+            "2024-01-01",
+        ] {
+            for field in ["name", "cidr"] {
+                let text = a1.replace(
+                    "          cidr: 10.250.0.0/16",
+                    &format!("          cidr: 10.250.0.0/16\n          {field}: {value}")
+                        .replace("cidr: 10.250.0.0/16\n          cidr:", "cidr:"),
+                );
+                let general = parse_str_general(p, &text)
+                    .map(|l| l.shoots.iter().map(|s| s.shoot.to_json().unwrap()).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string());
+                let one = parse_str(p, &text)
+                    .map(|l| l.shoots.iter().map(|s| s.shoot.to_json().unwrap()).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string());
+                assert_eq!(one, general, "{field}: {value}");
+            }
+        }
+    }
+
     #[test]
     fn split_pass_reads_the_head_as_the_light_pass_does() {
         // Every manifest the repository's tests and scenarios use.
