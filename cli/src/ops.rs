@@ -473,7 +473,7 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
     DocOutcome::Planned(Box::new(PlannedDoc { provider: l.provider, facts, streamed }))
 }
 
-/// How many files one planning task reads and plans, in order ([`plan_fleet_streaming`]).
+/// How many files one planning task reads and plans, in order, at most ([`plan_fleet_streaming`]).
 const FILES_PER_TASK: usize = 8;
 
 /// The files of a batch task, in order, or one error if the task panicked.
@@ -489,8 +489,9 @@ fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Re
 /// (file order, then document order). Reads only.
 ///
 /// Files are worked on concurrently, each on the runtime's worker threads from reading it to
-/// rendering its plans, in batches of [`FILES_PER_TASK`] files per task, at most a bounded window of
-/// batches at once (4 per core), so the memory held
+/// rendering its plans, in batches of up to [`FILES_PER_TASK`] files per task (fewer for a fleet
+/// smaller than 8 times the window), at most a bounded window of batches at once (4 per core), so the
+/// memory held
 /// does not grow with the fleet beyond a few small facts: per shoot its id and where it came from,
 /// and, if the fleet-wide checks read anything of its plan, the plan reduced to that
 /// ([`Provider::fleet_facts`]; Azure: a BYO shoot's subnet node) stay until the end.
@@ -519,7 +520,10 @@ pub async fn plan_fleet_streaming(
     let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     // A task plans a few files one after the other: one task, and one wake-up of this loop, per
     // batch rather than per file (with a file per task the scheduler's wake-ups cost ~5 % of the CPU).
-    let batches: Vec<Vec<PathBuf>> = files.chunks(FILES_PER_TASK).map(<[PathBuf]>::to_vec).collect();
+    // A small fleet still fills the window (at least `window` batches, down to a file each), so as many
+    // files wait for the cloud at once as with a task per file.
+    let per_task = (files.len() / window).clamp(1, FILES_PER_TASK);
+    let batches: Vec<Vec<PathBuf>> = files.chunks(per_task).map(<[PathBuf]>::to_vec).collect();
     let mut jobs = futures::stream::iter(batches)
         .map(|batch| {
             let shared = Arc::clone(&shared);
