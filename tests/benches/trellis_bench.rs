@@ -56,11 +56,12 @@
 //!    - parse slice of issue #8 (a plain single-Shoot file parsed once into a `ShootEnvelope`, the
 //!      split pass only for other files; mimalloc without transparent huge pages; 8 files per task;
 //!      the digest hashed from one buffer; no `stat` per fleet file). Against the binary right before,
-//!      run in the same minutes, interleaved (the machine at load 9–10 from other builds, so the walls
-//!      are long; CPU is user + sys): 10,000 shoots 2.37 s (2.37–3.34) and 1.80–1.87 s of CPU, 27–30 MiB,
-//!      against 3.28 s (3.28–4.27) and 2.72–2.90 s of CPU, 20 MiB before: wall ×0.72, CPU −35 %. In a
-//!      quieter minute (load ~5): 1.08–1.13 s against 1.55 s (at that point without the batches and
-//!      the stat change, worth another ~6 % of CPU). 30,000 shoots: 7.9 s (7.9–8.9), 50–56 MiB against
+//!      run in the same minutes, interleaved (CPU is user + sys): at load ~5, 10,000 shoots 1.69 s
+//!      (1.69–1.97, 9 runs) and 1.76–1.90 s of CPU, 28–33 MiB, against 2.57 s (2.57–3.16) and
+//!      2.75–2.97 s of CPU, 20 MiB before: wall ×0.66, CPU −37 %; at load 9–10, 2.37 s (2.37–3.34)
+//!      against 3.28 s (3.28–4.27). In a quieter minute (load ~4, before the batches and the stat
+//!      change, worth another ~6 % of CPU): 1.08–1.13 s against 1.55 s. So on a quiet machine ~1.0 s:
+//!      the < 1 s target is at best just met, not reliably. 30,000 shoots: 7.9 s (7.9–8.9), 50–56 MiB against
 //!      10.6 s, 42 MiB; 100,000 shoots: 30 s (load 9), 80 MiB. One shoot: 11–15 ms of CPU as before
 //!      (`perf stat -r 20`; its wall is the fresh state dir's syncs), 16 MiB (+2 MiB). mimalloc with
 //!      transparent huge pages had tripled the peak RSS (75 MiB for 10,000: sled's metrics histograms
