@@ -17,7 +17,10 @@ pub struct RenderedPlan(Vec<u8>);
 
 impl RenderedPlan {
     pub fn of(plan: &Plan) -> RenderedPlan {
-        RenderedPlan(serde_json::to_vec_pretty(plan).expect("a plan serialises to JSON"))
+        // An A1 shoot's plan is ~12 KB: one allocation instead of growing from serde_json's 128 bytes.
+        let mut json = Vec::with_capacity(16 << 10);
+        serde_json::to_writer_pretty(&mut json, plan).expect("a plan serialises to JSON");
+        RenderedPlan(json)
     }
 
     /// The JSON text, as a single-plan file holds it (without the final newline).

@@ -9,8 +9,13 @@
 //! [`load`] reads files and directories (a directory is a fleet: its `*.yaml`/`*.yml` files,
 //! sorted, not recursive; an entry of that name that cannot be read as a file, such as a dangling
 //! symbolic link or a directory, is an error naming it, never skipped); a file may hold several
-//! documents separated by `---`. Each document is read over the original text, so that every
-//! location points into the file as written: the split pass (the YAML parser's events, which find
+//! documents separated by `---`. The common file — one document, a Shoot of a registered
+//! provider with that provider's infrastructureConfig type — is read in one pass into a
+//! [`ShootEnvelope`] (its infrastructureConfig kept as any YAML), which the provider then types
+//! ([`provider::Provider::shoot_from_envelope`]); any other file, and any file that pass cannot
+//! read, goes the general way, so every error and every other result is the general path's. There,
+//! each document is read over the original text, so that every location points into the file as
+//! written: the split pass (the YAML parser's events, which find
 //! the documents and, for a plainly written head, `apiVersion`, `kind`, `spec.provider.type` and the
 //! infrastructureConfig's `apiVersion`/`kind`), a light pass for those only when the split pass could
 //! not read them safely, then the typed pass: a [`Seed`], or a Shoot parsed by the provider the
@@ -330,6 +335,82 @@ impl<C> Shoot<C> {
     }
 }
 
+/// A Shoot whose `spec.provider.infrastructureConfig` is still any YAML: what the loader's one pass
+/// reads a plainly written single-document file into, before the provider types the config
+/// ([`provider::Provider::shoot_from_envelope`]).
+pub type ShootEnvelope = Shoot<Opaque>;
+
+impl ShootEnvelope {
+    /// The same Shoot with its infrastructureConfig read as a `C` (from the JSON the YAML parser
+    /// made of it: a quoted scalar is a string there too, so [`crate::strict`] fields read it as the
+    /// typed pass does). An error carries no location: the loader then reads the document again
+    /// with the typed pass, whose error has one.
+    pub fn with_infrastructure_config<C: DeserializeOwned>(self) -> Result<Shoot<C>, serde_json::Error> {
+        let Shoot { api_version, kind, metadata, spec, status } = self;
+        let ShootSpec {
+            cloud_profile_name,
+            cloud_profile,
+            region,
+            secret_binding_name,
+            credentials_binding_name,
+            seed_name,
+            seed_selector,
+            purpose,
+            kubernetes,
+            networking,
+            provider,
+            dns,
+            maintenance,
+            hibernation,
+            addons,
+            extensions,
+            resources,
+            tolerations,
+            exposure_class_name,
+            control_plane,
+            system_components,
+            scheduler_name,
+            monitoring,
+            access_restrictions,
+        } = spec;
+        let Provider { type_, infrastructure_config, control_plane_config, workers, workers_settings } = provider;
+        let provider = Provider {
+            type_,
+            infrastructure_config: serde_json::from_value(infrastructure_config)?,
+            control_plane_config,
+            workers,
+            workers_settings,
+        };
+        let spec = ShootSpec {
+            cloud_profile_name,
+            cloud_profile,
+            region,
+            secret_binding_name,
+            credentials_binding_name,
+            seed_name,
+            seed_selector,
+            purpose,
+            kubernetes,
+            networking,
+            provider,
+            dns,
+            maintenance,
+            hibernation,
+            addons,
+            extensions,
+            resources,
+            tolerations,
+            exposure_class_name,
+            control_plane,
+            system_components,
+            scheduler_name,
+            monitoring,
+            access_restrictions,
+        };
+        Ok(Shoot { api_version, kind, metadata, spec, status })
+    }
+}
+
 /// One Shoot document of one file, parsed by its provider.
 pub struct LoadedShoot {
     pub file: PathBuf,
@@ -573,9 +654,16 @@ fn fleet_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     let mut files = Vec::new();
     let mut unreadable = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
+        let entry = entry.map_err(io)?;
+        let path = entry.path();
         let is_yaml = path.extension().and_then(|e| e.to_str()).is_some_and(|e| e == "yaml" || e == "yml");
         if !is_yaml {
+            continue;
+        }
+        // A regular file as the directory lists it needs no further look (no `stat` per file of a
+        // large fleet); anything else is inspected as below.
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            files.push(path);
             continue;
         }
         let dir = dir.to_path_buf();
@@ -619,6 +707,17 @@ impl UnreadableEntry {
 /// Empty documents are skipped; no duplicate check across documents (see [`load`]). Shoots are
 /// dispatched by `spec.provider.type` through [`Registry::builtin`].
 pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
+    let registry = Registry::builtin();
+    match one_pass_shoot(registry, file, text) {
+        Some(shoot) => Ok(Loaded { shoots: vec![shoot], seeds: Vec::new() }),
+        None => parse_str_general(file, text),
+    }
+}
+
+/// [`parse_str`] without its one pass: the general path, for every file. The split pass finds the
+/// documents (and reads their heads), then each is read by the light pass if needed and the typed
+/// pass. [`parse_str`] gives the same result (or error) on every input; public so tests can check it.
+pub fn parse_str_general(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
     let registry = Registry::builtin();
     let docs = split_documents(file, text)?;
     let multi = docs.len() > 1;
@@ -678,6 +777,43 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
         out.shoots.push(LoadedShoot { file: file.to_path_buf(), doc_index: doc.index, provider, shoot });
     }
     Ok(out)
+}
+
+/// The one pass, for the common file: a single document that is a Shoot of a registered provider
+/// with that provider's infrastructureConfig type. The whole text is read once into a
+/// [`ShootEnvelope`], its head is checked as [`parse_str`] checks it, and the provider types the
+/// config from what was read. Anything else — several documents (or a file that might hold them),
+/// a Seed, another kind or provider, a parse error anywhere — is `None`, and [`parse_str`] reads
+/// the file as before (split pass, head, typed pass), so every error and every other result is
+/// exactly what that path gives; this path only ever returns a Shoot that path returns too.
+fn one_pass_shoot(registry: &Registry, file: &Path, text: &str) -> Option<LoadedShoot> {
+    if !plainly_one_document(text) {
+        return None;
+    }
+    let envelope: ShootEnvelope = trellis_planner::yaml::from_str(text).ok()?;
+    if (envelope.api_version.as_str(), envelope.kind.as_str()) != (SHOOT_API_VERSION, SHOOT_KIND) {
+        return None;
+    }
+    let provider = registry.get(&envelope.spec.provider.type_).ok()?;
+    // As [`Head::facts`] reads it: a string, else empty.
+    let infra = &envelope.spec.provider.infrastructure_config;
+    let type_meta = |key: &str| infra.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+    if (type_meta("apiVersion"), type_meta("kind")) != provider.infrastructure_config_type() {
+        return None;
+    }
+    let shoot = provider.shoot_from_envelope(envelope).ok()?;
+    Some(LoadedShoot { file: file.to_path_buf(), doc_index: 0, provider, shoot })
+}
+
+/// Whether `text` holds at most one YAML document, seen from its lines alone: no line (YAML breaks
+/// lines at `\n` and at `\r`) starts with a document marker (`---`, `...`), a directive (`%`) or a
+/// byte order mark, except a first line that is only `---`. A `false` says nothing: the split pass
+/// decides then.
+fn plainly_one_document(text: &str) -> bool {
+    text.split(['\n', '\r']).enumerate().all(|(i, line)| {
+        let marker = line.starts_with("---") || line.starts_with("...") || line.starts_with(['%', '\u{feff}']);
+        !marker || (i == 0 && line.trim_end_matches([' ', '\t']) == "---")
+    })
 }
 
 fn typed<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
@@ -1144,6 +1280,132 @@ mod tests {
             }
         }
         read
+    }
+
+    /// Every manifest file the repository's tests, scenarios and examples use, with its text.
+    fn repository_manifests() -> Vec<(PathBuf, String)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut dirs = vec![root.join("providers/tests/data"), root.join("tests/scenarios"), root.join("examples")];
+        let mut files = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                    if let Ok(text) = std::fs::read_to_string(&path) {
+                        files.push((path, text));
+                    }
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// Where the one pass reads a file, it reads what the general path reads from it.
+    fn assert_one_pass_agrees(file: &Path, text: &str) -> bool {
+        let Some(one) = one_pass_shoot(Registry::builtin(), file, text) else { return false };
+        let general = parse_str_general(file, text).expect("the one pass read it, so it loads");
+        assert!(general.seeds.is_empty() && general.shoots.len() == 1, "{}", file.display());
+        let two = &general.shoots[0];
+        assert_eq!((one.doc_index, one.provider_type()), (two.doc_index, two.provider_type()), "{}", file.display());
+        assert_eq!(one.shoot.to_json().unwrap(), two.shoot.to_json().unwrap(), "{}", file.display());
+        true
+    }
+
+    #[test]
+    fn the_one_pass_reads_what_the_general_path_reads() {
+        let files = repository_manifests();
+        let read = files.iter().filter(|(path, text)| assert_one_pass_agrees(path, text)).count();
+        assert!(files.len() > 20 && read > 20, "{} files, {read} read by the one pass", files.len());
+
+        // Shapes left to the general path, or read the same by both.
+        let a1 = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/azure/A1-managed-no-nat/shoot.yaml"),
+        )
+        .unwrap();
+        let p = Path::new("t.yaml");
+        assert!(assert_one_pass_agrees(p, &a1));
+        assert!(assert_one_pass_agrees(p, &format!("---\n{a1}")));
+        for text in [
+            format!("{a1}---\n{}", a1.replace("name: alpha", "name: beta")), // two documents
+            format!("{a1}...\n"),
+            format!("%YAML 1.2\n---\n{a1}"),
+            format!("\u{feff}{a1}"),
+            a1.replace('\n', "\r").replace("\rkind", "\r---\rkind"), // lines broken at \r alone
+            a1.replace("zoned: false", "zoned: \"false\""),          // the typed pass's error, with its location
+            a1.replace("zoned: false", "zoned: false\n      extra: 1"),
+            a1.replace("cidr: 10.250.0.0/16", "cidr: 10"),
+            a1.replace("kind: InfrastructureConfig", "kind: Other"),
+            a1.replace("type: azure", "type: gcp"),
+            a1.replace("kind: Shoot", "kind: Seed"),
+            a1.replace("  name: alpha", "  name: alpha\n  name: beta"),
+            String::new(),
+            "# only a comment\n".to_string(),
+        ] {
+            assert!(!assert_one_pass_agrees(p, &text), "read by the one pass:\n{text}");
+        }
+        // Equal results where both read the file: aliases, merge keys, flow style, quoted strings.
+        for text in [
+            a1.replace("region: westeurope", "region: &r westeurope\n  seedName: *r"),
+            a1.replace("kind: Shoot", "kind: \"Shoot\""),
+            a1.replace("      zoned: false\n", "      zoned: true\n      identity: {name: id, resourceGroup: rg}\n"),
+        ] {
+            assert!(assert_one_pass_agrees(p, &text), "not read by the one pass:\n{text}");
+        }
+    }
+
+    /// Tagged, quoted and YAML 1.1 scalars in the infrastructureConfig (typed from the envelope's
+    /// JSON in the one pass): read alike by both paths, or left to the general one.
+    #[test]
+    fn scalars_of_every_style_in_the_infrastructure_config_read_alike() {
+        let a1 = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/azure/A1-managed-no-nat/shoot.yaml"),
+        )
+        .unwrap();
+        let p = Path::new("t.yaml");
+        for value in [
+            "!!binary aGVsbG8=",
+            "!!str 123",
+            "!!str true",
+            "'123'",
+            "\"yes\"",
+            "yes",
+            "on",
+            "~",
+            "null",
+            "123",
+            "1e3",
+            "0x1F",
+            "0o17",
+            ".inf",
+            "!!int 5",
+            "!!float 1",
+            "|\n            block",
+            ">-\n            folded",
+            "[a]",
+            "{a: b}",
+            "\"\\u00e9\"",
+            "!custom x",
+            "2024-01-01",
+        ] {
+            for field in ["name", "cidr"] {
+                let text = a1.replace(
+                    "          cidr: 10.250.0.0/16",
+                    &format!("          cidr: 10.250.0.0/16\n          {field}: {value}")
+                        .replace("cidr: 10.250.0.0/16\n          cidr:", "cidr:"),
+                );
+                let general = parse_str_general(p, &text)
+                    .map(|l| l.shoots.iter().map(|s| s.shoot.to_json().unwrap()).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string());
+                let one = parse_str(p, &text)
+                    .map(|l| l.shoots.iter().map(|s| s.shoot.to_json().unwrap()).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string());
+                assert_eq!(one, general, "{field}: {value}");
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use trellis_plans::{Artifacts, Kind, Plan};
 use trellis_state::{ProviderState, StateError, Workspace};
 
 use crate::field::ErrorList;
-use crate::manifest::{ObjectMeta, Shoot};
+use crate::manifest::{ObjectMeta, Shoot, ShootEnvelope};
 
 /// A Shoot parsed by its provider: the typed manifest behind a provider-neutral face. Only the
 /// provider that parsed it looks inside ([`ProviderShoot::as_any`]).
@@ -159,6 +159,15 @@ pub trait Provider: Send + Sync {
 
     /// A shoot back from [`ProviderShoot::to_json`] (a saved plan's `source.shoot`).
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>;
+
+    /// The shoot the loader's one pass read, with its infrastructureConfig still any YAML: the
+    /// config typed as this provider's ([`ShootEnvelope::with_infrastructure_config`]). On an error
+    /// the loader reads the document with [`Provider::parse_shoot`] instead (whose error has a
+    /// location), so an `Ok` must be what `parse_shoot` gives for the same document. The default
+    /// goes through [`Provider::shoot_from_json`].
+    fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
+        self.shoot_from_json(&serde_json::to_value(&shoot)?)
+    }
 
     /// Admission validation, create and update rules (against `ws.last_applied`); all errors at
     /// once as [`ProviderError::Invalid`]. No I/O.

@@ -103,6 +103,28 @@
 //!    - not met: < 1 s for 10,000 shoots. About 0.27 ms of CPU per shoot remain (YAML split and typed
 //!      passes ~35 %, the Azure planner ~35 %, JSON rendering and digest ~15 %), so even with both
 //!      cores free a 10,000-shoot plan takes ~1.4 s.
+//!    - parse slice of issue #8 (a plain single-Shoot file parsed once into a `ShootEnvelope`, the
+//!      split pass only for other files; mimalloc without transparent huge pages; 8 files per task;
+//!      the digest hashed from one buffer; no `stat` per fleet file). Against the binary right before,
+//!      run in the same minutes, interleaved (CPU is user + sys): at load ~5, 10,000 shoots 1.69 s
+//!      (1.69–1.97, 9 runs) and 1.76–1.90 s of CPU, 28–33 MiB, against 2.57 s (2.57–3.16) and
+//!      2.75–2.97 s of CPU, 20 MiB before: wall ×0.66, CPU −37 %; at load 9–10, 2.37 s (2.37–3.34)
+//!      against 3.28 s (3.28–4.27). In a quieter minute (load ~4, before the batches and the stat
+//!      change, worth another ~6 % of CPU): 1.08–1.13 s against 1.55 s. So on a quiet machine ~1.0 s:
+//!      the < 1 s target is at best just met, not reliably. 30,000 shoots: 7.9 s (7.9–8.9), 50–56 MiB against
+//!      10.6 s, 42 MiB; 100,000 shoots: 30 s (load 9), 80 MiB. One shoot: 11–15 ms of CPU as before
+//!      (`perf stat -r 20`; its wall is the fresh state dir's syncs), 16 MiB (+2 MiB). mimalloc with
+//!      transparent huge pages had tripled the peak RSS (75 MiB for 10,000: sled's metrics histograms
+//!      touched 2 MiB pages), hence `no_thp`. The JSON is byte for byte the old binary's (same md5 on
+//!      10,000 shoots).
+//!      Where the CPU goes now (`perf`, whole stacks): the one YAML pass (serde-saphyr/granit_parser)
+//!      ~40 %, reading the files ~7 %, digest ~6 %, rendering ~6 %, writing the nested JSON (main
+//!      thread) ~3 %, the Azure planner ~25 % (validate, desired, artifacts ~5 % each). So the parser
+//!      is still the largest part: one typed pass costs ~65 µs for the 0.8 KB A1 document, half of it
+//!      the parser moving its tokens. Not done: another YAML parser (serde_yaml/libyaml or saphyr
+//!      would change what `yes`, `on` and friends are in the opaque parts, i.e. `source.shoot`, and
+//!      every error message); computing the digest from the rendered JSON (Plan.digest is part of the
+//!      provider's plan, before rendering); LTO (a workspace-wide build-time cost on a shared machine).
 //! 5. Apply through the CLI (the release binary as in section 4; skipped when missing):
 //!    the commit fleet applied by the binary from a fresh state dir (wall, peak RSS). Re-plan figures
 //!    (section 4 measures them for 2,000 shoots) measured by hand for 10,000 shoots on a quiet machine:

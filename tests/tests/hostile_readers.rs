@@ -208,6 +208,25 @@ proptest! {
         }
     }
 
+    /// The loader reads a plain single-Shoot file in one pass and anything else through the split
+    /// and typed passes; both read every mutated manifest alike (same shoots, same error).
+    #[test]
+    fn mutated_manifests_load_the_same_through_the_one_pass_and_the_general_path((name, text) in mutated(manifests())) {
+        let path = Path::new(&name);
+        match (manifest::parse_str(path, &text), manifest::parse_str_general(path, &text)) {
+            (Err(one), Err(general)) => prop_assert_eq!(one.to_string(), general.to_string()),
+            (Ok(one), Ok(general)) => {
+                prop_assert_eq!(&one.seeds, &general.seeds);
+                prop_assert_eq!(one.shoots.len(), general.shoots.len());
+                for (a, b) in one.shoots.iter().zip(&general.shoots) {
+                    prop_assert_eq!((a.doc_index, a.provider_type()), (b.doc_index, b.provider_type()));
+                    prop_assert_eq!(a.shoot.to_json().unwrap(), b.shoot.to_json().unwrap());
+                }
+            }
+            (one, general) => prop_assert!(false, "one pass: {:?}\ngeneral path: {:?}", one.map(|_| ()), general.map(|_| ())),
+        }
+    }
+
     #[test]
     fn mutated_world_files_never_panic_and_refuse_in_one_line((name, text) in mutated(worlds())) {
         match WorldFile::parse(&name, &text) {

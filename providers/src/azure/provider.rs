@@ -9,6 +9,7 @@ use trellis_state::{ProviderState, Workspace};
 
 use super::state::AzureState;
 use super::{AzureError, AzureShoot};
+use crate::manifest::ShootEnvelope;
 use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
 
 /// The Azure provider, as registered in [`crate::registry`].
@@ -56,6 +57,11 @@ impl Provider for Azure {
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
         let shoot: AzureShoot = serde_json::from_value(value.clone())?;
+        Ok(Box::new(shoot))
+    }
+
+    fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
+        let shoot: AzureShoot = shoot.with_infrastructure_config()?;
         Ok(Box::new(shoot))
     }
 
