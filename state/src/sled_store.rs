@@ -44,6 +44,8 @@ pub struct SledStore {
     journal: Mutex<Journal>,
     /// Workspaces this run committed: their backups are written when the store closes.
     committed: Mutex<BTreeSet<String>>,
+    /// Held while the trees of format 4's layout are created (see [`SledStore::layout`]).
+    creating_layout: Mutex<()>,
 }
 
 /// sled's handles on the database.
@@ -300,11 +302,15 @@ impl SledStore {
         if let Some(layout) = self.h.layout.get() {
             return Ok(layout);
         }
+        // The first commits of a fleet arrive together: one of them writes the marker and makes the trees.
+        let _creating = self.creating_layout.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(layout) = self.h.layout.get() {
+            return Ok(layout);
+        }
         dir::upgrade_marker(self.dir()).map_err(|e| self.io_error("writing the format marker of", e))?;
         let open =
             |name: &str| self.h.db.open_tree(name).map_err(|e| self.io_error(&format!("creating tree `{name}` in"), e));
         let layout = Layout { heads: open(WORKSPACE_HEADS)?, parts: open(WORKSPACE_PARTS)? };
-        // Another thread may have created them meanwhile: both handles are on the same trees.
         let _ = self.h.layout.set(layout);
         Ok(self.h.layout.get().expect("set above"))
     }
@@ -470,7 +476,14 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         Ok((h, heads)) => {
             guard.seal_on_close = true;
             let journal = Mutex::new(Journal::new(dir, heads));
-            Ok(Some(SledStore { h, guard, group: Group::default(), journal, committed: Mutex::default() }))
+            Ok(Some(SledStore {
+                h,
+                guard,
+                group: Group::default(),
+                journal,
+                committed: Mutex::default(),
+                creating_layout: Mutex::default(),
+            }))
         }
         Err(e) => {
             // A fresh dir is removed again; anything else is left exactly as it was (never sealed).

@@ -895,3 +895,28 @@ fn regression_a_format_3_state_dir_is_read_as_it_is_and_moved_to_records_by_its_
     assert_eq!(history.iter().map(|e| e.serial).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(history[1].previous.as_deref(), Some(old_checksum.as_str()));
 }
+
+#[test]
+fn regression_concurrent_first_commits_to_a_format_3_dir_all_succeed() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let mut ws = Workspace::new(SHOOT);
+    ws.serial = 1;
+    format_3_dir(dir, &ws);
+    // The first commits of a fleet apply arrive together; one of them moves the dir to format 4.
+    let store = open(dir);
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            let store = &store;
+            s.spawn(move || {
+                let mut ws = Workspace::new(&format!("shoot--dev--s{i}"));
+                rg(&mut ws, "a", "/subscriptions/s/resourceGroups/a");
+                store.commit(&mut ws, "apply").unwrap();
+            });
+        }
+    });
+    store.close().unwrap();
+    assert_eq!(marker_version(dir), 4);
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).list().unwrap().len(), 9);
+}
