@@ -24,11 +24,12 @@ pub(crate) const VERIFY: &str = ".verify";
 /// The file in a state dir that names the process holding it open.
 pub(crate) const HOLDER_FILE: &str = "holder.json";
 
-/// The state format this trellis writes: 3, head records in `heads.log` and seals that name their hash
-/// ([`Digest`]: BLAKE3). It also reads format 2 (the same, with SHA-256 seals) and format 1 (head
-/// records in `heads/`), and writes the marker of format 3 before the first record of the journal and
-/// before the first BLAKE3 seal.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// The state format this trellis writes: 4, workspaces stored as one sled key per resource record
+/// (see the `layout` module), head records in `heads.log` and seals that name their hash ([`Digest`]:
+/// BLAKE3). It also reads format 3 (each workspace one value), format 2 (format 3 with SHA-256 seals)
+/// and format 1 (head records in `heads/`), and writes the marker of format 4 before the first record
+/// of the journal, before the first commit in format 4's layout and before the first BLAKE3 seal.
+pub(crate) const FORMAT_VERSION: u32 = 4;
 /// The oldest state format this trellis reads.
 const OLDEST_FORMAT: u32 = 1;
 const MARKER_KIND: &str = "trellis-state";

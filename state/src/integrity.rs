@@ -257,6 +257,9 @@ pub(crate) struct Stored {
     pub raw: Vec<u8>,
     pub parsed: Result<WorkspaceMeta, String>,
     pub entry: Option<HistoryEntry>,
+    /// For a workspace stored in parts (format 4): whether its parts match the digest in its head value
+    /// (which `raw` is). Always `Ok` for a workspace stored whole.
+    pub parts: Result<(), String>,
 }
 
 /// Checks the stored workspaces against the head records in `dir`. Every workspace must match its
@@ -278,6 +281,10 @@ pub(crate) fn check(dir: &Path, heads: &Heads, stored: &BTreeMap<String, Stored>
                 continue;
             }
         };
+        if let Err(e) = &found.parts {
+            problems.push(e.clone());
+            continue;
+        }
         let sum = checksum_bytes(&found.raw);
         // What the stored version's own history entry says it replaced, if it vouches for these bytes.
         let replaced = found

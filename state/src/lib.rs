@@ -98,7 +98,7 @@
 //!
 //! | path                      | what                                                                    |
 //! |---------------------------|-------------------------------------------------------------------------|
-//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 3}`                |
+//! | `trellis-state.json`      | marker: `{"kind": "trellis-state", "format_version": 4}`                |
 //! | `db`, `conf`, `blobs/`, `snap.*` | sled's files                                                     |
 //! | `heads.log`               | heads journal: one line (compact JSON: shoot, lineage, serial, checksum) per commit |
 //! | `heads/<shoot>.json`      | head record of each workspace, as format 1 wrote them (read; removed when the journal is compacted) |
@@ -108,7 +108,10 @@
 //! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
 //!
 //! Shoot names in file names are percent-encoded outside `[A-Za-z0-9_-]`. A format newer than this
-//! trellis reads is refused. Format 2 differs from format 3 only in its seal (SHA-256 instead of
+//! trellis reads is refused. Format 3 differs from format 4 only in how sled holds a workspace (one
+//! value, the whole workspace; see "Storage layout"): it is read as it is, a run that only reads leaves
+//! it byte for byte, and the first commit of each workspace moves it to format 4's records in the
+//! commit's transaction (after the marker says format 4). Format 2 differs from format 3 only in its seal (SHA-256 instead of
 //! BLAKE3): it is verified as it is, a run that only reads leaves it, and a run that changed sled's
 //! files writes the marker of format 3 and then a BLAKE3 seal (so a trellis of format 2 refuses the dir
 //! as newer rather than as damaged). Format 1 (head records in `heads/`, no journal) is read as it is: the
@@ -127,7 +130,8 @@
 //! trellis from making it permanent:
 //!
 //! * **Head records and checksums.** Every commit writes, after the database commit and its flush, the
-//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON) durably: a line appended to
+//!   workspace's head record (lineage, serial, `sha256:` of the stored JSON — the head value, whose
+//!   digest covers the workspace's parts; see "Storage layout") durably: a line appended to
 //!   `heads.log` and `fsync`ed (once for all the head records of a commit group, see "Durability"); the
 //!   latest line of a shoot is its head. A kill in the middle of an append leaves a last line without
 //!   its newline: it is ignored (its commits had not returned; the crash rule below covers them) and cut
@@ -179,14 +183,27 @@
 //!
 //! # Storage layout (sled backend)
 //!
-//! | tree         | key                                  | value                 |
-//! |--------------|--------------------------------------|-----------------------|
-//! | `workspaces` | shoot                                | [`Workspace`] as JSON |
-//! | `locks`      | shoot                                | [`LockInfo`] as JSON  |
-//! | `history`    | shoot, byte `0xFF`, serial (u64, BE) | [`HistoryEntry`] JSON |
+//! | tree              | key                                       | value                              |
+//! |-------------------|-------------------------------------------|------------------------------------|
+//! | `workspace_heads` | shoot                                     | head: shoot, lineage, serial, resource count, `parts` digest (JSON) |
+//! | `workspace_parts` | shoot, `0xFF`, `r`, resource address      | [`StoredResource`] as JSON         |
+//! |                   | shoot, `0xFF`, `o`                        | the outputs (JSON), if any         |
+//! |                   | shoot, `0xFF`, `p`                        | the [`ProviderState`] JSON, if any |
+//! | `workspaces`      | shoot                                     | [`Workspace`] as JSON (formats 1–3; moved to the two trees above by the workspace's next commit) |
+//! | `locks`           | shoot                                     | [`LockInfo`] as JSON               |
+//! | `history`         | shoot, byte `0xFF`, serial (u64, BE)      | [`HistoryEntry`] JSON              |
 //!
-//! `0xFF` never occurs in UTF-8, so a shoot's history is exactly the keys that start with its name
-//! followed by `0xFF`, in serial order. Trees handed out by [`SledStore::tree`] are stored under
+//! `0xFF` never occurs in UTF-8, so a shoot's history (and its parts) are exactly the keys that start
+//! with its name followed by `0xFF`, in serial order. A workspace is stored as parts (state format 4) so
+//! that a commit — an apply commits after every node, which changes one resource record — writes, in one
+//! transaction, only the parts that changed, the head and the history entry, instead of the whole
+//! workspace. The head's `parts` digest is the XOR of the BLAKE3 hashes of every part (each hashed
+//! with its key's length, its key and its value), so it does not depend on the order of the parts and
+//! any part changed, added or removed changes it; the checksum a head record and a history entry name
+//! is the `sha256:` of the head value, so it covers every part. The check at open reads every part once
+//! (one pass over the tree) and compares each workspace's digest with its head; [`StateStore::load`]
+//! checks it again. The trees of format 4 are created by the first commit, so a run that only reads a
+//! dir of format 3 does not change its files. Trees handed out by [`SledStore::tree`] are stored under
 //! `ext/<name>` so they can never collide with these.
 
 // `StateError::Locked`/`DirInUse` carry the holder's `LockInfo` by value (the CLI prints and matches it);
@@ -196,6 +213,7 @@
 mod dir;
 mod group;
 mod integrity;
+mod layout;
 mod provider;
 mod sled_store;
 

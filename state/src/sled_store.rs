@@ -4,6 +4,7 @@
 use crate::dir::{self, Contents, Digest, DirLock, Seal, HOLDER_FILE, VERIFY};
 use crate::group::Group;
 use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
+use crate::layout::{self, HeadValue};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
     WorkspaceSummary,
@@ -15,10 +16,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+/// Whole workspaces, one value each, as state formats 1 to 3 stored them (read; each is moved to the
+/// layout of format 4 by its next commit).
 const WORKSPACES: &str = "workspaces";
+/// Format 4: the head value of each workspace ([`HeadValue`]).
+const WORKSPACE_HEADS: &str = "workspace_heads";
+/// Format 4: the parts of each workspace, one key per resource record, outputs, provider state.
+const WORKSPACE_PARTS: &str = "workspace_parts";
 const LOCKS: &str = "locks";
 const HISTORY: &str = "history";
 /// Trees handed out by [`SledStore::tree`] live under this prefix.
@@ -37,6 +44,8 @@ pub struct SledStore {
     journal: Mutex<Journal>,
     /// Workspaces this run committed: their backups are written when the store closes.
     committed: Mutex<BTreeSet<String>>,
+    /// Held while the trees of format 4's layout are created (see [`SledStore::layout`]).
+    creating_layout: Mutex<()>,
 }
 
 /// sled's handles on the database.
@@ -45,8 +54,39 @@ struct Handles {
     workspaces: sled::Tree,
     locks: sled::Tree,
     history: sled::Tree,
+    /// The trees of format 4's layout: opened when the database has them, else created by the first
+    /// commit (so that a run that only reads a dir of an earlier format leaves its files as they are).
+    layout: OnceLock<Layout>,
     /// A second handle on sled's data file, used only to `fsync` it (sled's own flush does not).
     db_file: File,
+}
+
+/// The trees of state format 4's layout (see the crate docs, "Storage layout").
+struct Layout {
+    heads: sled::Tree,
+    parts: sled::Tree,
+}
+
+/// The stored version of a workspace, in either layout.
+enum Current {
+    Absent,
+    /// Formats 1 to 3: the whole workspace as one value.
+    Whole(sled::IVec),
+    /// Format 4: the head value and the parts, full key -> value.
+    Parts {
+        head: sled::IVec,
+        parts: BTreeMap<sled::IVec, sled::IVec>,
+    },
+}
+
+impl Current {
+    /// The bytes its checksum is taken of: the whole workspace, or the head value (which covers the parts).
+    fn raw(&self) -> Option<&sled::IVec> {
+        match self {
+            Current::Absent => None,
+            Current::Whole(raw) | Current::Parts { head: raw, .. } => Some(raw),
+        }
+    }
 }
 
 impl SledStore {
@@ -179,31 +219,51 @@ impl SledStore {
         &self,
         next: &Workspace,
         operation: &str,
-        check: impl Fn(Option<&Workspace>) -> Result<(), StateError>,
+        check: impl Fn(Option<&WorkspaceMeta>) -> Result<(), StateError>,
     ) -> Result<Vec<u8>, StateError> {
         let shoot = next.shoot.as_str();
-        let raw = self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))?;
-        let current = raw.as_ref().map(|raw| parse_workspace(shoot, raw)).transpose()?;
-        check(current.as_ref())?;
+        let layout = self.layout()?;
+        let current = self.current(shoot)?;
+        let stored = current.raw().map(|raw| parse_meta(shoot, raw)).transpose()?;
+        check(stored.as_ref())?;
         // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
-        let ws_json = integrity::canonical(next);
+        let parts = layout::parts(next);
+        let head_json = layout::head_value(next, &parts);
         let entry = HistoryEntry {
             serial: next.serial,
             operation: operation.to_string(),
             at: now_rfc3339(),
             resources: next.resources.len(),
-            checksum: Some(integrity::checksum_bytes(&ws_json)),
-            previous: raw.as_deref().map(integrity::checksum_bytes),
+            checksum: Some(integrity::checksum_bytes(&head_json)),
+            previous: current.raw().map(|raw| integrity::checksum_bytes(raw)),
         };
         let entry_json = to_json(&entry).map_err(|e| self.io_error("encoding history entry for", e))?;
         let entry_key = history_key(shoot, next.serial);
+        // Only the parts that changed are written: a node commit writes one resource record and the head.
+        let (expected_head, expected_whole, removed) = match &current {
+            Current::Absent => (None, None, Vec::new()),
+            Current::Whole(raw) => (None, Some(raw.clone()), Vec::new()),
+            Current::Parts { head, parts: old } => {
+                let removed = old.keys().filter(|k| !parts.contains_key(k.as_ref())).cloned().collect();
+                (Some(head.clone()), None, removed)
+            }
+        };
+        let written: Vec<(&Vec<u8>, &Vec<u8>)> = match &current {
+            Current::Parts { parts: old, .. } => {
+                parts.iter().filter(|(k, v)| old.get(k.as_slice()).is_none_or(|o| o != v.as_slice())).collect()
+            }
+            _ => parts.iter().collect(),
+        };
 
-        let outcome = (&self.h.workspaces, &self.h.history).transaction(|(workspaces, history)| {
+        let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
+        let outcome = trees.transaction(|(workspaces, heads, parts_tree, history)| {
             // The version the history entry names as replaced must be the one replaced.
-            let now = workspaces.get(shoot.as_bytes())?;
-            if now != raw {
-                let stored = now
-                    .map(|now| parse_workspace(shoot, &now))
+            let now_head = heads.get(shoot.as_bytes())?;
+            let now_whole = workspaces.get(shoot.as_bytes())?;
+            if now_head != expected_head || now_whole != expected_whole {
+                let stored = now_head
+                    .or(now_whole)
+                    .map(|now| parse_meta(shoot, &now))
                     .transpose()
                     .map_err(ConflictableTransactionError::Abort)?;
                 check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
@@ -212,7 +272,16 @@ impl SledStore {
                     detail: "the stored workspace changed while it was being written".to_string(),
                 }));
             }
-            workspaces.insert(shoot.as_bytes(), ws_json.as_slice())?;
+            if expected_whole.is_some() {
+                workspaces.remove(shoot.as_bytes())?;
+            }
+            for key in &removed {
+                parts_tree.remove(key)?;
+            }
+            for (key, value) in &written {
+                parts_tree.insert(key.as_slice(), value.as_slice())?;
+            }
+            heads.insert(shoot.as_bytes(), head_json.as_slice())?;
             history.insert(entry_key.as_slice(), entry_json.as_slice())?;
             Ok(())
         });
@@ -220,11 +289,49 @@ impl SledStore {
             Ok(()) => {
                 // Its backup is written when the store closes (once per run, not per commit).
                 self.committed.lock().unwrap_or_else(PoisonError::into_inner).insert(shoot.to_string());
-                Ok(ws_json)
+                Ok(head_json)
             }
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(self.io_error("committing to", e)),
         }
+    }
+
+    /// The trees of format 4's layout, created (after the marker says format 4, so that an earlier
+    /// trellis refuses the dir as newer rather than as damaged) if the database does not have them yet.
+    fn layout(&self) -> Result<&Layout, StateError> {
+        if let Some(layout) = self.h.layout.get() {
+            return Ok(layout);
+        }
+        // The first commits of a fleet arrive together: one of them writes the marker and makes the trees.
+        let _creating = self.creating_layout.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(layout) = self.h.layout.get() {
+            return Ok(layout);
+        }
+        dir::upgrade_marker(self.dir()).map_err(|e| self.io_error("writing the format marker of", e))?;
+        let open =
+            |name: &str| self.h.db.open_tree(name).map_err(|e| self.io_error(&format!("creating tree `{name}` in"), e));
+        let layout = Layout { heads: open(WORKSPACE_HEADS)?, parts: open(WORKSPACE_PARTS)? };
+        let _ = self.h.layout.set(layout);
+        Ok(self.h.layout.get().expect("set above"))
+    }
+
+    /// The stored version of `shoot`, in whichever layout it is stored.
+    fn current(&self, shoot: &str) -> Result<Current, StateError> {
+        let read_error = |e| self.io_error("reading workspace from", e);
+        if let Some(layout) = self.h.layout.get() {
+            if let Some(head) = layout.heads.get(shoot.as_bytes()).map_err(read_error)? {
+                let mut parts = BTreeMap::new();
+                for item in layout.parts.scan_prefix(layout::prefix(shoot)) {
+                    let (key, value) = item.map_err(read_error)?;
+                    parts.insert(key, value);
+                }
+                return Ok(Current::Parts { head, parts });
+            }
+        }
+        Ok(match self.h.workspaces.get(shoot.as_bytes()).map_err(read_error)? {
+            Some(raw) => Current::Whole(raw),
+            None => Current::Absent,
+        })
     }
 
     /// After [`SledStore::store_version`]: makes the commit durable, then writes its head record (both
@@ -369,7 +476,14 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         Ok((h, heads)) => {
             guard.seal_on_close = true;
             let journal = Mutex::new(Journal::new(dir, heads));
-            Ok(Some(SledStore { h, guard, group: Group::default(), journal, committed: Mutex::default() }))
+            Ok(Some(SledStore {
+                h,
+                guard,
+                group: Group::default(),
+                journal,
+                committed: Mutex::default(),
+                creating_layout: Mutex::default(),
+            }))
         }
         Err(e) => {
             // A fresh dir is removed again; anything else is left exactly as it was (never sealed).
@@ -446,10 +560,15 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
             }
             db.open_tree(name).map(Some).map_err(|e| damaged(dir, format!("its `{name}` tree cannot be read ({e})")))
         };
-        let stored = match tree(WORKSPACES)? {
-            Some(workspaces) => read_stored(dir, &workspaces, tree(HISTORY)?.as_ref())?,
-            None => BTreeMap::new(),
+        let history = tree(HISTORY)?;
+        let parts = match (tree(WORKSPACE_HEADS)?, tree(WORKSPACE_PARTS)?) {
+            (Some(heads), Some(parts)) => Some(Layout { heads, parts }),
+            (None, None) => None,
+            _ => {
+                return Err(damaged(dir, "one of the trees `workspace_heads` and `workspace_parts` is missing".into()))
+            }
         };
+        let stored = read_stored(dir, tree(WORKSPACES)?.as_ref(), parts.as_ref(), history.as_ref())?;
         let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
         integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))
     });
@@ -460,32 +579,72 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
 
 /// Checks the open database against the head records, and returns them.
 fn verify(dir: &Path, h: &Handles) -> Result<Heads, StateError> {
-    let stored = read_stored(dir, &h.workspaces, Some(&h.history))?;
+    let stored = read_stored(dir, Some(&h.workspaces), h.layout.get(), Some(&h.history))?;
     let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
     integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))?;
     Ok(heads)
 }
 
-/// Every stored workspace with the history entry of its serial.
+/// Every stored workspace, in either layout, with the history entry of its serial; a workspace stored
+/// in parts also with the check of its parts against the digest in its head value.
 fn read_stored(
     dir: &Path,
-    workspaces: &sled::Tree,
+    workspaces: Option<&sled::Tree>,
+    parts: Option<&Layout>,
     history: Option<&sled::Tree>,
 ) -> Result<BTreeMap<String, Stored>, StateError> {
     let unreadable = |e: sled::Error| damaged(dir, format!("its workspaces cannot be read ({e})"));
-    let mut out = BTreeMap::new();
-    for item in workspaces.iter() {
-        let (key, raw) = item.map_err(unreadable)?;
-        let shoot = String::from_utf8_lossy(&key).into_owned();
-        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
-        let entry = match (&parsed, history) {
+    let entry_of = |shoot: &str, parsed: &Result<WorkspaceMeta, String>| -> Result<Option<HistoryEntry>, StateError> {
+        Ok(match (parsed, history) {
             (Ok(ws), Some(history)) => history
-                .get(history_key(&shoot, ws.serial))
+                .get(history_key(shoot, ws.serial))
                 .map_err(unreadable)?
                 .and_then(|raw| serde_json::from_slice(&raw).ok()),
             _ => None,
+        })
+    };
+    let mut out = BTreeMap::new();
+    for item in workspaces.into_iter().flat_map(|tree| tree.iter()) {
+        let (key, raw) = item.map_err(unreadable)?;
+        let shoot = String::from_utf8_lossy(&key).into_owned();
+        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
+        let entry = entry_of(&shoot, &parsed)?;
+        out.insert(shoot, Stored { raw: raw.to_vec(), parsed, entry, parts: Ok(()) });
+    }
+    let Some(layout) = parts else {
+        return Ok(out);
+    };
+    // One pass over every part: the digest of each workspace's parts.
+    let mut digests: BTreeMap<String, layout::Digest> = BTreeMap::new();
+    for item in layout.parts.iter() {
+        let (key, value) = item.map_err(unreadable)?;
+        let shoot = layout::shoot_of(&key)
+            .ok_or_else(|| damaged(dir, format!("a workspace record has a key trellis never writes ({key:?})")))?;
+        digests.entry(shoot.to_string()).or_default().add(&key, &value);
+    }
+    for item in layout.heads.iter() {
+        let (key, raw) = item.map_err(unreadable)?;
+        let shoot = String::from_utf8_lossy(&key).into_owned();
+        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
+        let entry = entry_of(&shoot, &parsed)?;
+        let digest = digests.remove(&shoot).unwrap_or_default();
+        let parts = match parse_head(&shoot, &raw) {
+            Ok(head) if head.parts == digest.hex() => Ok(()),
+            Ok(head) => Err(format!(
+                "the records of workspace {shoot} do not match its head (digest {} instead of {}): a record was \
+                 changed, added or removed",
+                digest.hex(),
+                head.parts
+            )),
+            Err(_) => Ok(()), // reported as a head that does not parse
         };
-        out.insert(shoot, Stored { raw: raw.to_vec(), parsed, entry });
+        let stored = Stored { raw: raw.to_vec(), parsed, entry, parts };
+        if out.insert(shoot.clone(), stored).is_some() {
+            return Err(damaged(dir, format!("workspace {shoot} is stored twice, whole and in records")));
+        }
+    }
+    if let Some(shoot) = digests.keys().next() {
+        return Err(damaged(dir, format!("records of workspace {shoot} are stored, but not its head")));
     }
     Ok(out)
 }
@@ -508,10 +667,11 @@ fn adopt(dir: &Path) -> Result<(Handles, Heads), StateError> {
     let h = open_handles(dir, db)?;
     let write_error =
         |what: &str, e: std::io::Error| StateError::Io(format!("{what} state dir {}: {e}", dir.display()));
-    let heads = read_stored(dir, &h.workspaces, None)?
+    let heads = read_stored(dir, Some(&h.workspaces), h.layout.get(), None)?
         .into_iter()
         .map(|(shoot, stored)| {
-            let meta = stored.parsed.map_err(|detail| StateError::Corrupt { shoot, detail })?;
+            let meta = stored.parsed.and_then(|meta| stored.parts.map(|()| meta));
+            let meta = meta.map_err(|detail| StateError::Corrupt { shoot, detail })?;
             Ok(Head::of_stored(&meta, &stored.raw))
         })
         .collect::<Result<Vec<_>, StateError>>()?;
@@ -529,11 +689,16 @@ fn open_handles(dir: &Path, db: sled::Db) -> Result<Handles, StateError> {
     let workspaces = open_tree(WORKSPACES)?;
     let locks = open_tree(LOCKS)?;
     let history = open_tree(HISTORY)?;
+    let layout = OnceLock::new();
+    let names = db.tree_names();
+    if names.iter().any(|n| n == WORKSPACE_HEADS.as_bytes()) || names.iter().any(|n| n == WORKSPACE_PARTS.as_bytes()) {
+        let _ = layout.set(Layout { heads: open_tree(WORKSPACE_HEADS)?, parts: open_tree(WORKSPACE_PARTS)? });
+    }
     let db_file = File::open(dir.join("db")).map_err(|e| StateError::Open {
         dir: dir.to_path_buf(),
         detail: format!("cannot open {} ({e}); check its permissions", dir.join("db").display()),
     })?;
-    Ok(Handles { db, workspaces, locks, history, db_file })
+    Ok(Handles { db, workspaces, locks, history, layout, db_file })
 }
 
 fn damaged(dir: &Path, detail: String) -> StateError {
@@ -557,6 +722,21 @@ impl StateStore for SledStore {
                 locked_by,
             });
         }
+        if let Some(layout) = self.h.layout.get() {
+            for item in layout.heads.iter() {
+                let (key, raw) = item.map_err(|e| self.io_error("listing workspaces in", e))?;
+                let shoot = String::from_utf8_lossy(&key).into_owned();
+                let head = parse_head(&shoot, &raw)?;
+                let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
+                out.push(WorkspaceSummary {
+                    shoot: head.shoot,
+                    lineage: head.lineage,
+                    serial: head.serial,
+                    resources: head.resources,
+                    locked_by,
+                });
+            }
+        }
         // A shoot locked by an apply that never committed (killed early) has a lock but no workspace.
         for item in self.h.locks.iter() {
             let (key, _) = item.map_err(|e| self.io_error("listing locks in", e))?;
@@ -572,9 +752,16 @@ impl StateStore for SledStore {
     }
 
     fn load(&self, shoot: &str) -> Result<Option<Workspace>, StateError> {
-        match self.h.workspaces.get(shoot.as_bytes()).map_err(|e| self.io_error("reading workspace from", e))? {
-            None => Ok(None),
-            Some(raw) => parse_workspace(shoot, &raw).map(Some),
+        match self.current(shoot)? {
+            Current::Absent => Ok(None),
+            Current::Whole(raw) => parse_workspace(shoot, &raw).map(Some),
+            Current::Parts { head, parts } => {
+                let head = parse_head(shoot, &head)?;
+                layout::assemble(&head, parts).map(Some).map_err(|detail| StateError::Corrupt {
+                    shoot: shoot.to_string(),
+                    detail: format!("{detail}; restore the state dir from a backup"),
+                })
+            }
         }
     }
 
@@ -961,6 +1148,21 @@ fn parse_meta(shoot: &str, raw: &[u8]) -> Result<WorkspaceMeta, StateError> {
         });
     }
     Ok(meta)
+}
+
+/// A head value of format 4's layout ([`HeadValue`]).
+fn parse_head(shoot: &str, raw: &[u8]) -> Result<HeadValue, StateError> {
+    let head: HeadValue = serde_json::from_slice(raw).map_err(|e| StateError::Corrupt {
+        shoot: shoot.to_string(),
+        detail: format!("its stored head does not parse ({e}); restore the state dir from a backup"),
+    })?;
+    if head.shoot != shoot {
+        return Err(StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: format!("its stored head belongs to shoot {}; restore the state dir from a backup", head.shoot),
+        });
+    }
+    Ok(head)
 }
 
 fn parse_lock(shoot: &str, raw: &[u8]) -> Result<LockInfo, StateError> {

@@ -286,9 +286,9 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
 fn regression_a_state_dir_of_a_newer_format_is_refused() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 4}"#).unwrap();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 5}"#).unwrap();
     let err = SledStore::open(dir, "plan").err().expect("a newer format must not open");
-    assert!(err.to_string().contains("written by a newer trellis (state format 4"), "{err}");
+    assert!(err.to_string().contains("written by a newer trellis (state format 5"), "{err}");
     assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
 }
 
@@ -419,7 +419,7 @@ fn regression_head_records_are_appended_to_one_journal_not_a_file_per_commit() {
     let serials: Vec<_> = journal(dir).iter().map(|h| h["serial"].as_u64().unwrap()).collect();
     assert_eq!(serials, [1, 2], "one record per commit, in order");
     let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
-    assert_eq!(marker["format_version"], 3);
+    assert_eq!(marker["format_version"], 4);
 
     // A run that commits and leaves the journal more than twice as long as the workspaces compacts it.
     committed(dir, 1);
@@ -495,12 +495,12 @@ fn regression_a_state_dir_of_format_1_with_a_head_file_per_workspace_is_read_and
     assert_eq!(open(dir).load(SHOOT).unwrap(), Some(ws.clone()));
     assert_eq!(files(dir), before);
 
-    // A run that commits moves the heads into the journal and marks the dir format 3.
+    // A run that commits moves the heads into the journal and marks the dir format 4.
     committed(dir, 1);
     assert!(!dir.join("heads").exists());
     assert_eq!(head_serial(dir, SHOOT), 3);
     let marker: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("trellis-state.json")).unwrap()).unwrap();
-    assert_eq!(marker["format_version"], 3);
+    assert_eq!(marker["format_version"], 4);
     as_if_the_last_run_was_killed(dir);
     assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
 }
@@ -573,7 +573,7 @@ fn regression_the_seal_hashes_with_blake3_and_format_2_seals_still_verify() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
     let ws = committed(dir, 2);
-    // The seal names its algorithm: BLAKE3, of state format 3.
+    // The seal names its algorithm: BLAKE3 (state formats 3 and 4).
     let seal: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("seal.json")).unwrap()).unwrap();
     let sealed = seal["files"].as_array().unwrap();
     assert!(!sealed.is_empty());
@@ -581,7 +581,7 @@ fn regression_the_seal_hashes_with_blake3_and_format_2_seals_still_verify() {
         assert_eq!(file["blake3"].as_str().map(str::len), Some(64), "{file}");
         assert!(file.get("sha256").is_none(), "{file}");
     }
-    assert_eq!(marker_version(dir), 3);
+    assert_eq!(marker_version(dir), 4);
 
     // What state format 2 left: a SHA-256 seal. It opens in place, and a run that only reads leaves it
     // (and everything else) byte for byte as it was.
@@ -606,12 +606,12 @@ fn regression_the_seal_hashes_with_blake3_and_format_2_seals_still_verify() {
     assert_eq!(fs::read(&db).unwrap(), bad);
     fs::write(&db, &good).unwrap();
 
-    // The first run that writes reseals with BLAKE3 and marks the dir format 3.
+    // The first run that writes reseals with BLAKE3 and marks the dir format 4.
     let ws = committed(dir, 1);
     assert_eq!(ws.serial, 3);
     let seal: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("seal.json")).unwrap()).unwrap();
     assert!(seal["files"].as_array().unwrap().iter().all(|f| f.get("blake3").is_some() && f.get("sha256").is_none()));
-    assert_eq!(marker_version(dir), 3);
+    assert_eq!(marker_version(dir), 4);
     let before = files(dir);
     assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().serial, 3);
     assert_same_files(&files(dir), &before, "a BLAKE3 seal is kept by a run that only reads");
@@ -638,16 +638,34 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
     }
     store.close().unwrap();
 
-    // A newer trellis stored alpha with a resource kind this one does not know, and its head record.
+    // A newer trellis stored alpha's resource record with a resource kind this one does not know, and
+    // its head (whose digest covers the records) and head record.
     let (stored, checksum) = {
         let db = sled::Config::new().path(dir).open().unwrap();
-        let workspaces = db.open_tree("workspaces").unwrap();
-        let raw = workspaces.get(SHOOT).unwrap().unwrap();
+        let (heads, parts) = (db.open_tree("workspace_heads").unwrap(), db.open_tree("workspace_parts").unwrap());
+        let mut prefix = SHOOT.as_bytes().to_vec();
+        prefix.push(0xFF);
+        let (key, raw) = parts.scan_prefix(&prefix).next().unwrap().unwrap();
         let newer = String::from_utf8(raw.to_vec()).unwrap().replace("\"resource_group\"", "\"storage_bucket\"");
         assert_ne!(newer.as_bytes(), &raw[..]);
-        workspaces.insert(SHOOT, newer.as_bytes()).unwrap();
+        parts.insert(&key, newer.as_bytes()).unwrap();
+        let hash = |value: &[u8]| {
+            let mut h = blake3::Hasher::new();
+            h.update(&(key.len() as u64).to_le_bytes());
+            h.update(&key);
+            h.update(value);
+            *h.finalize().as_bytes()
+        };
+        let mut head: serde_json::Value = serde_json::from_slice(&heads.get(SHOOT).unwrap().unwrap()).unwrap();
+        let mut digest = hex::decode(head["parts"].as_str().unwrap()).unwrap();
+        for (d, (a, b)) in digest.iter_mut().zip(hash(&raw).iter().zip(hash(newer.as_bytes()).iter())) {
+            *d ^= a ^ b;
+        }
+        head["parts"] = serde_json::json!(hex::encode(digest));
+        let head = serde_json::to_vec(&head).unwrap();
+        heads.insert(SHOOT, head.as_slice()).unwrap();
         db.flush().unwrap();
-        let checksum = format!("sha256:{}", hex::encode(sha2::Sha256::digest(newer.as_bytes())));
+        let checksum = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&head)));
         (newer, checksum)
     };
     let mut heads = journal(dir);
@@ -669,4 +687,236 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
     assert!(!msg.contains('\n'), "{msg}");
     let listed: Vec<_> = store.list().unwrap().into_iter().map(|w| (w.shoot, w.resources)).collect();
     assert_eq!(listed, [(SHOOT.to_string(), 1), (BRAVO.to_string(), 1)]);
+}
+
+/// A resource record with this address and resource id.
+fn rg(ws: &mut Workspace, name: &str, id: &str) {
+    ws.record_resource(
+        &format!("azure.resource_group.{name}"),
+        trellis_state::StoredResource {
+            kind: trellis_state::Kind::ResourceGroup,
+            id: id.to_string(),
+            ownership: trellis_state::Ownership::Managed,
+        },
+    );
+}
+
+/// sled's database in `dir`, opened directly (retried while a store that just closed lets go of it).
+fn raw_sled(dir: &Path) -> sled::Db {
+    for _ in 0..150 {
+        if let Ok(db) = sled::Config::new().path(dir).open() {
+            return db;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("sled's files in {} stay locked", dir.display());
+}
+
+/// Every entry of a tree (empty when the tree does not exist).
+fn tree_entries(dir: &Path, name: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = raw_sled(dir);
+    let tree = db.open_tree(name).unwrap();
+    tree.iter().map(|item| item.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+}
+
+#[test]
+fn regression_a_commit_writes_only_the_changed_resource_record_and_the_head() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let store = open(dir);
+    let mut ws = Workspace::new(SHOOT);
+    for i in 0..20 {
+        rg(&mut ws, &format!("rg{i:02}"), &format!("/subscriptions/s/resourceGroups/rg{i:02}"));
+    }
+    note(&mut ws, "step", "1");
+    store.commit(&mut ws, "apply").unwrap();
+    store.close().unwrap();
+    let before = tree_entries(dir, "workspace_parts");
+    assert_eq!(before.len(), 21, "one key per resource record, one for the outputs");
+    assert!(tree_entries(dir, "workspaces").is_empty(), "no workspace is stored whole");
+
+    // A node commit changes one resource: only its record (and the head) is written.
+    let store = open(dir);
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    rg(&mut ws, "rg07", "/subscriptions/s/resourceGroups/rg07-new");
+    store.commit(&mut ws, "apply").unwrap();
+    store.close().unwrap();
+    let after = tree_entries(dir, "workspace_parts");
+    let changed: Vec<String> = after
+        .keys()
+        .chain(before.keys())
+        .filter(|k| after.get(*k) != before.get(*k))
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert!(changed[0].ends_with("azure.resource_group.rg07"), "{changed:?}");
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws.clone()));
+    assert_eq!(store.list().unwrap()[0].resources, 20);
+
+    // A resource forgotten and the outputs dropped: their records are removed.
+    let mut ws = store.load(SHOOT).unwrap().unwrap();
+    ws.forget_resource("azure.resource_group.rg03", "");
+    ws.outputs = None;
+    store.commit(&mut ws, "apply").unwrap();
+    store.close().unwrap();
+    assert_eq!(tree_entries(dir, "workspace_parts").len(), 19);
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap(), Some(ws));
+}
+
+#[test]
+fn regression_a_changed_added_or_removed_resource_record_is_damage() {
+    let clean = tempfile::tempdir().unwrap();
+    let store = open(clean.path());
+    for shoot in [SHOOT, "shoot--dev--bravo"] {
+        let mut ws = Workspace::new(shoot);
+        rg(&mut ws, "a", "/subscriptions/s/resourceGroups/a");
+        rg(&mut ws, "b", "/subscriptions/s/resourceGroups/b");
+        store.commit(&mut ws, "apply").unwrap();
+    }
+    store.close().unwrap();
+    let mut prefix = SHOOT.as_bytes().to_vec();
+    prefix.push(0xFF);
+    type Damage = fn(&sled::Tree, &[u8], &[u8]);
+    let damages: [(&str, Damage); 3] = [
+        ("changed", |parts, key, value| {
+            let other = String::from_utf8(value.to_vec()).unwrap().replace("resourceGroups/", "resourceGroups/x");
+            parts.insert(key, other.as_bytes()).unwrap();
+        }),
+        ("removed", |parts, key, _| {
+            parts.remove(key).unwrap();
+        }),
+        ("added", |parts, key, value| {
+            let mut other = key.to_vec();
+            other.extend_from_slice(b"2");
+            parts.insert(other, value).unwrap();
+        }),
+    ];
+    for (what, damage) in damages {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("state");
+        copy_dir(clean.path(), &dir);
+        {
+            let db = raw_sled(&dir);
+            let parts = db.open_tree("workspace_parts").unwrap();
+            let (key, value) = parts.scan_prefix(&prefix).next().unwrap().unwrap();
+            damage(&parts, &key, &value);
+            db.flush().unwrap();
+        }
+        // After a killed run the records are checked against their head, on a copy.
+        as_if_the_last_run_was_killed(&dir);
+        let before = files(&dir);
+        let msg = assert_damaged(
+            SledStore::open(&dir, "plan"),
+            &format!("the records of workspace {SHOOT} do not match its head"),
+        );
+        assert!(!msg.contains("bravo"), "{what}: {msg}");
+        assert_eq!(files(&dir), before, "{what}: left as found");
+    }
+}
+
+/// A state dir as trellis of state format 3 left it: each workspace stored whole, its history entry,
+/// its head record, a BLAKE3 seal.
+fn format_3_dir(dir: &Path, ws: &Workspace) -> String {
+    use sha2::Digest as _;
+    let raw = serde_json::to_vec(ws).unwrap();
+    let checksum = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&raw)));
+    {
+        let db = raw_sled(dir);
+        db.open_tree("workspaces").unwrap().insert(SHOOT, raw.as_slice()).unwrap();
+        db.open_tree("locks").unwrap();
+        let mut key = SHOOT.as_bytes().to_vec();
+        key.push(0xFF);
+        key.extend_from_slice(&ws.serial.to_be_bytes());
+        let entry = serde_json::json!({"serial": ws.serial, "operation": "apply", "at": "2026-11-30T12:00:00Z",
+            "resources": ws.resources.len(), "checksum": checksum, "previous": "sha256:00"});
+        db.open_tree("history").unwrap().insert(key, serde_json::to_vec(&entry).unwrap()).unwrap();
+        db.flush().unwrap();
+    }
+    drop(raw_sled(dir)); // sled settles its files on the open after a write, as trellis' close does
+    let head = serde_json::json!({"shoot": SHOOT, "lineage": ws.lineage, "serial": ws.serial, "checksum": checksum});
+    fs::write(dir.join("heads.log"), format!("{head}\n")).unwrap();
+    fs::write(dir.join("trellis-state.json"), r#"{"kind": "trellis-state", "format_version": 3}"#).unwrap();
+    // The seal as trellis writes it (byte for byte), with BLAKE3.
+    let files: Vec<String> = sled_files(dir)
+        .into_iter()
+        .map(|(rel, bytes)| {
+            format!(
+                "    {{\n      \"name\": \"{}\",\n      \"len\": {},\n      \"blake3\": \"{}\"\n    }}",
+                rel.to_string_lossy(),
+                bytes.len(),
+                blake3::hash(&bytes).to_hex()
+            )
+        })
+        .collect();
+    let seal = format!("{{\n  \"state\": \"closed\",\n  \"files\": [\n{}\n  ]\n}}\n", files.join(",\n"));
+    fs::write(dir.join("seal.json"), seal).unwrap();
+    checksum
+}
+
+#[test]
+fn regression_a_format_3_state_dir_is_read_as_it_is_and_moved_to_records_by_its_first_write() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let mut ws = Workspace::new(SHOOT);
+    ws.serial = 2;
+    rg(&mut ws, "a", "/subscriptions/s/resourceGroups/a");
+    rg(&mut ws, "b", "/subscriptions/s/resourceGroups/b");
+    note(&mut ws, "step", "2");
+    let old_checksum = format_3_dir(dir, &ws);
+
+    // A run that only reads leaves it byte for byte as it was.
+    let before = files(dir);
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws.clone()));
+    assert_eq!(store.list().unwrap()[0].resources, 2);
+    store.close().unwrap();
+    assert_same_files(&files(dir), &before, "a run that only reads a format-3 dir");
+
+    // The first commit moves the workspace to one record per resource and marks the dir format 4.
+    let store = open(dir);
+    let mut next = store.load(SHOOT).unwrap().unwrap();
+    rg(&mut next, "b", "/subscriptions/s/resourceGroups/b2");
+    store.commit(&mut next, "apply").unwrap();
+    store.close().unwrap();
+    assert_eq!(marker_version(dir), 4);
+    assert!(tree_entries(dir, "workspaces").is_empty(), "no longer stored whole");
+    assert_eq!(tree_entries(dir, "workspace_parts").len(), 3, "two resource records and the outputs");
+    assert_eq!(head_serial(dir, SHOOT), 3);
+
+    // It verifies after a killed run, and its history links the new layout to the old version.
+    as_if_the_last_run_was_killed(dir);
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap(), Some(next));
+    let history = store.history(SHOOT).unwrap();
+    assert_eq!(history.iter().map(|e| e.serial).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(history[1].previous.as_deref(), Some(old_checksum.as_str()));
+}
+
+#[test]
+fn regression_concurrent_first_commits_to_a_format_3_dir_all_succeed() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let mut ws = Workspace::new(SHOOT);
+    ws.serial = 1;
+    format_3_dir(dir, &ws);
+    // The first commits of a fleet apply arrive together; one of them moves the dir to format 4.
+    let store = open(dir);
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            let store = &store;
+            s.spawn(move || {
+                let mut ws = Workspace::new(&format!("shoot--dev--s{i}"));
+                rg(&mut ws, "a", "/subscriptions/s/resourceGroups/a");
+                store.commit(&mut ws, "apply").unwrap();
+            });
+        }
+    });
+    store.close().unwrap();
+    assert_eq!(marker_version(dir), 4);
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).list().unwrap().len(), 9);
 }

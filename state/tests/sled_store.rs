@@ -357,7 +357,7 @@ fn a_corrupt_workspace_record_is_reported_with_its_shoot() {
     {
         // Damage the record behind the store's back (the layout is documented in the crate docs).
         let db = raw_sled(dir.path());
-        db.open_tree("workspaces").unwrap().insert(SHOOT, &b"{\"shoot\": \"shoot--dev--al"[..]).unwrap();
+        db.open_tree("workspace_heads").unwrap().insert(SHOOT, &b"{\"shoot\": \"shoot--dev--al"[..]).unwrap();
         db.flush().unwrap();
     }
     // After a clean close, any change to sled's files is damage.

@@ -54,9 +54,8 @@
 //!    per flush and two concurrent syncs cost more than they saved). Found: writing the 2,000 backups at
 //!    close costs 0.1 s on a quiet file system but 0.8–3.4 s right after a large `rm -rf` on the same
 //!    ext4 (its inode allocator skips recently freed inodes), so benchmark runs should not delete the
-//!    previous run's state dir just before an apply. Not done: a workspace stored as one key per
-//!    resource record (a node commit would write ~300 bytes instead of ~4 KB; the workspaces are ~36 of
-//!    the ~60 MB a 2,000-shoot apply writes to sled).
+//!    previous run's state dir just before an apply. A workspace stored as one key per resource record
+//!    was done next (state format 4; figures under section 4, "state2 slice").
 //!    Issue #8's apply slice, second pass (simulator and executor side; the state's commits are another
 //!    slice). Through the CLI as in section 5, each run against the binary of the branch point measured
 //!    in the same minute, on a machine at load 4–8 from other builds (so absolute figures are 1.5–2×
@@ -100,6 +99,16 @@
 //!      time: planning 2,000 shoots against existing resources and the simulated cloud's open (not the
 //!      state), sled's recovery of its ~80 MiB log at open (it rewrites the free segments), and the
 //!      BLAKE3 pass at close (sled's open changed the files' mtime, so the seal hashes them again).
+//!    - state2 slice (s15-state2): state format 4 stores a workspace as one sled key per resource record
+//!      (plus outputs, provider state and a small head; a node commit writes the changed record, the
+//!      head and the history entry). 2,000 shoots, original and new binary alternated in the same
+//!      minutes at load average ~9: apply 8.6–9.2 s CPU, 8.4–16.5 s wall before; 8.6–9.4 s CPU,
+//!      10.0–12.3 s wall after (unchanged: ~5 s of it is system time of the per-group syncs, not bytes);
+//!      file-system output 557 MB instead of 733 MB (−24 %), `db` 74 MB instead of 90 MB. No-op
+//!      re-plan 1.04–1.06 s CPU, 0.69–1.49 s wall, 82 MiB (before 1.14–1.21 s CPU, 1.21–2.29 s,
+//!      85 MiB); fresh plan 0.53–0.56 s CPU: the re-plan is 1.9× the fresh plan in CPU (before 2.2×;
+//!      target 1.5×). What remains of the apply: sled's log write + `sync_file_range` per flush and
+//!      the `fdatasync`s of each commit group (~5 s of system time), whatever the size of the value.
 //!    - not met: < 1 s for 10,000 shoots. About 0.27 ms of CPU per shoot remain (YAML split and typed
 //!      passes ~35 %, the Azure planner ~35 %, JSON rendering and digest ~15 %), so even with both
 //!      cores free a 10,000-shoot plan takes ~1.4 s.
