@@ -319,13 +319,21 @@ impl SledStore {
     fn current(&self, shoot: &str) -> Result<Current, StateError> {
         let read_error = |e| self.io_error("reading workspace from", e);
         if let Some(layout) = self.h.layout.get() {
-            if let Some(head) = layout.heads.get(shoot.as_bytes()).map_err(read_error)? {
+            // The head and its records are read by separate sled calls while other threads may commit
+            // this workspace (each commit one transaction that changes the head, its serial at least):
+            // the records belong to the head when the head reads the same after them; otherwise a
+            // commit landed in between, and the read starts over.
+            let mut head = layout.heads.get(shoot.as_bytes()).map_err(read_error)?;
+            while let Some(read) = head {
                 let mut parts = BTreeMap::new();
                 for item in layout.parts.scan_prefix(layout::prefix(shoot)) {
                     let (key, value) = item.map_err(read_error)?;
                     parts.insert(key, value);
                 }
-                return Ok(Current::Parts { head, parts });
+                head = layout.heads.get(shoot.as_bytes()).map_err(read_error)?;
+                if head.as_ref() == Some(&read) {
+                    return Ok(Current::Parts { head: read, parts });
+                }
             }
         }
         Ok(match self.h.workspaces.get(shoot.as_bytes()).map_err(read_error)? {

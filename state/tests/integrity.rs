@@ -920,3 +920,33 @@ fn regression_concurrent_first_commits_to_a_format_3_dir_all_succeed() {
     as_if_the_last_run_was_killed(dir);
     assert_eq!(open(dir).list().unwrap().len(), 9);
 }
+
+/// A load reads the workspace's head and its records with separate sled calls; a commit of the same
+/// workspace landing in between made the records disagree with the head read before them, and the load
+/// reported a healthy workspace as damaged ("its records do not match its head").
+#[test]
+fn regression_a_load_during_commits_of_the_same_workspace_is_never_reported_as_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (store, done) = (&store, &done);
+        s.spawn(move || {
+            let mut ws = Workspace::new(SHOOT);
+            for n in 0..400 {
+                note(&mut ws, "step", &n.to_string());
+                store.commit(&mut ws, "apply").unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        for _ in 0..2 {
+            s.spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    if let Err(e) = store.load(SHOOT) {
+                        panic!("a load while the workspace is being committed failed: {e}");
+                    }
+                }
+            });
+        }
+    });
+}
