@@ -63,6 +63,8 @@ pub enum GcpClientError {
     KeyInvalid { path: String, message: String },
     #[error("cannot build the GCE client for endpoint '{endpoint}': {message}")]
     Build { endpoint: String, message: String },
+    #[error("the endpoint '{0}' would get the credentials over plain http; use https (plain http is for a loopback emulator only)")]
+    PlainHttp(String),
     #[error("the project id '{0}' is not valid; use the GCP project id (lowercase letters, digits, hyphens)")]
     Project(String),
 }
@@ -321,6 +323,18 @@ impl GcpClient {
         // reqwest and the key signer use the process-wide rustls provider; this crate links ring
         // only. A second install (already done) is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        if let Some(url) = &endpoint {
+            let loopback = match url.host() {
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                Some(url::Host::Domain(d)) => d == "localhost",
+                None => false,
+            };
+            let signed = !matches!(creds, Credentials::Anonymous);
+            if url.scheme() != "https" && !(url.scheme() == "http" && loopback) && signed {
+                return Err(GcpClientError::PlainHttp(url.to_string()));
+            }
+        }
         let credentials = credentials(&creds)?;
         let endpoint_s = endpoint.as_ref().map(|u| u.as_str().trim_end_matches('/').to_string());
         let shown = endpoint_s.clone().unwrap_or_else(|| "https://compute.googleapis.com".into());

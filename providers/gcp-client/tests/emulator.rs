@@ -120,6 +120,15 @@ async fn a_retried_create_of_ours_is_success_and_of_a_strangers_is_already_exist
         .unwrap_err();
     assert!(matches!(e, CloudError::AlreadyExists { status: 409, .. }), "{e:?}");
     assert_eq!(sim.get_now(SUBNET).unwrap()["ipCidrRange"], "10.250.0.0/16", "the stranger's resource is untouched");
+
+    // An insert applied whose answer was lost (504): the client's retry meets our own resource.
+    sim.set_faults(Faults::none().with_rule(FaultRule::once_at(Matcher::method("POST"), 1, Fault::TimeoutAfterApply)));
+    let fw = c
+        .create(FIREWALL, json!({"network": "global/networks/vpc-a", "allowed": [{"IPProtocol": "tcp"}]}))
+        .await
+        .expect("the retried insert finds its own rule");
+    assert_eq!(fw["name"], "fw-ssh");
+    assert_eq!(sim.faults_fired(), 1);
 }
 
 #[tokio::test]
@@ -322,6 +331,12 @@ async fn unusable_credentials_are_one_line_errors_naming_the_file() {
         .unwrap();
     let e = GcpClient::new("p", url(), Credentials::KeyFile(bad)).await.unwrap_err();
     assert!(matches!(e, GcpClientError::KeyInvalid { .. }) && !e.to_string().contains("not-a-pem-secret"), "{e}");
+    let remote = Url::parse("http://compute.example.com").unwrap();
+    let e = GcpClient::new("p", Some(remote), Credentials::KeyFile(key_path())).await.unwrap_err();
+    assert!(
+        matches!(e, GcpClientError::PlainHttp(_)),
+        "signed requests never go over plain http to a remote host: {e}"
+    );
     let e = GcpClient::new("Bad Project", url(), Credentials::Anonymous).await.unwrap_err();
     assert!(matches!(e, GcpClientError::Project(_)), "{e}");
 }
