@@ -629,8 +629,17 @@ impl GcpClient {
                 format!("the router '{}' of this NAT does not exist; create the router first", id.name),
             ));
         };
-        let current = router.get("fingerprint").and_then(Value::as_str).unwrap_or_default().to_string();
-        let fingerprint = expected.unwrap_or(&current).to_string();
+        // GCE's routers carry no `fingerprint` (the simulator's do): one is sent only when the
+        // router shows one, after the precondition was checked against it.
+        let current = router.get("fingerprint").and_then(Value::as_str).map(str::to_string);
+        if let (Some(current), Some(expected)) = (&current, expected) {
+            if current != expected {
+                return Err(CloudError::PreconditionFailed {
+                    target: target.to_string(),
+                    expected: expected.to_string(),
+                });
+            }
+        }
         let mut nats: Vec<Value> = router.get("nats").and_then(Value::as_array).cloned().unwrap_or_default();
         let at = nats.iter().position(|n| n.get("name").and_then(Value::as_str) == Some(nat));
         match (at, entry) {
@@ -641,8 +650,12 @@ impl GcpClient {
             }
             (None, None) => return Ok(()),
         }
-        let body = json!({"name": id.name, "nats": nats, "fingerprint": fingerprint});
-        self.patch(target, &router_id, body, &fingerprint).await
+        let mut body = json!({"name": id.name, "nats": nats});
+        if let Some(current) = &current {
+            body["fingerprint"] = json!(current);
+        }
+        let sent = expected.map(str::to_string).or(current).unwrap_or_else(|| "none".into());
+        self.patch(target, &router_id, body, &sent).await
     }
 
     async fn get_nat(&self, target: &str, id: &Id, nat: &str) -> Result<Option<Value>, CloudError> {
@@ -766,16 +779,27 @@ impl CloudWrite for GcpClient {
             self.write_nat(id, &parsed, nat, Some(body), expected).await?;
             return self.read_back(id, &parsed).await;
         }
-        let fingerprint = match expected {
-            Some(v) => v.to_string(),
-            None => match self.get_resource(id, &parsed).await? {
-                Some(have) => have.get("fingerprint").and_then(Value::as_str).unwrap_or_default().to_string(),
-                None => return self.create(id, body).await,
-            },
+        // Read first: on GCE only some kinds carry a `fingerprint` (subnetworks do; networks,
+        // routers and firewalls do not), and a body must not carry a field its kind lacks. Where
+        // the resource shows one, the precondition is checked here and again by GCE on the PATCH.
+        let Some(have) = self.get_resource(id, &parsed).await? else {
+            return match expected {
+                Some(v) => Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() }),
+                None => self.create(id, body).await,
+            };
         };
         let mut body = named(id, body, &parsed.name)?;
-        body["fingerprint"] = json!(fingerprint);
-        self.patch(id, &parsed, body, &fingerprint).await?;
+        let sent = match (have.get("fingerprint").and_then(Value::as_str), expected) {
+            (Some(current), Some(v)) if current != v => {
+                return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() })
+            }
+            (Some(current), _) => {
+                body["fingerprint"] = json!(current);
+                current.to_string()
+            }
+            (None, v) => v.unwrap_or("none").to_string(),
+        };
+        self.patch(id, &parsed, body, &sent).await?;
         self.read_back(id, &parsed).await
     }
 

@@ -151,6 +151,21 @@ async fn a_stale_fingerprint_is_a_precondition_failure() {
 }
 
 #[tokio::test]
+async fn regression_an_update_under_a_precondition_of_a_deleted_resource_is_a_precondition_failure() {
+    let srv = serve(GceSim::in_memory(), GceOptions::default()).await;
+    let c = client(&srv, Credentials::Anonymous, fast()).await;
+    with_vpc(&c).await;
+    let read = c
+        .create(FIREWALL, json!({"network": "global/networks/vpc-a", "allowed": [{"IPProtocol": "tcp"}]}))
+        .await
+        .unwrap();
+    c.delete(FIREWALL).await.unwrap();
+    let e = c.update(FIREWALL, json!({"description": "ours"}), &Precondition::of(&read)).await.unwrap_err();
+    assert!(matches!(&e, CloudError::PreconditionFailed { .. }), "the plan's resource is gone: {e:?}");
+    assert!(c.get(FIREWALL).await.unwrap().is_none(), "nothing is re-created");
+}
+
+#[tokio::test]
 async fn throttled_and_unavailable_calls_converge() {
     let sim = GceSim::in_memory().with_faults(
         Faults::none()
