@@ -1,10 +1,12 @@
 //! The real GCP client: trellis' [`CloudRead`] / [`CloudWrite`] for GCE, through the official
-//! `google-cloud-compute-v1` clients (rustls with ring; no aws-lc), signed in with a service-account
-//! key through `google-cloud-auth`.
+//! `google-cloud-compute-v1` clients (and `google-cloud-iam-admin-v1` for service accounts; rustls
+//! with ring, no aws-lc), signed in with a service-account key through `google-cloud-auth`.
 //!
 //! Ids are GCE selfLink paths, relative (`projects/P/global/networks/N`,
 //! `projects/P/regions/R/subnetworks/S`, …) or as full URLs; `…/routers/R/nats/N` is a Cloud NAT,
-//! an entry of its router's `nats[]` (ARCHITECTURE.md's NAT sub-resource contract).
+//! an entry of its router's `nats[]` (ARCHITECTURE.md's NAT sub-resource contract);
+//! `projects/P/serviceAccounts/EMAIL` is an IAM service account (create answers the account, no
+//! operation; update is IAM's PATCH with an update mask under the `etag`).
 //!
 //! | trellis | GCE |
 //! |---|---|
@@ -28,6 +30,7 @@ use google_cloud_gax::paginator::ItemPaginator as _;
 use google_cloud_gax::retry_policy::{RetryPolicy, RetryPolicyExt as _};
 use google_cloud_gax::retry_result::RetryResult;
 use google_cloud_gax::retry_state::RetryState;
+use google_cloud_iam_admin_v1::model::ServiceAccount;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -126,6 +129,7 @@ pub struct GcpClient {
     firewalls: Firewalls,
     routes: Routes,
     addresses: Addresses,
+    iam: google_cloud_iam_admin_v1::client::Iam,
 }
 
 /// A GCE resource kind this client writes.
@@ -137,6 +141,8 @@ enum Kind {
     Subnetworks,
     Routers,
     Addresses,
+    /// IAM service accounts (`projects/P/serviceAccounts/EMAIL`), through the IAM API.
+    ServiceAccounts,
 }
 
 impl Kind {
@@ -148,6 +154,7 @@ impl Kind {
             "subnetworks" => Kind::Subnetworks,
             "routers" => Kind::Routers,
             "addresses" => Kind::Addresses,
+            "serviceAccounts" => Kind::ServiceAccounts,
             _ => return None,
         })
     }
@@ -176,7 +183,10 @@ fn parse_id(id: &str) -> Result<Id, CloudError> {
     let path = id.strip_prefix(COMPUTE_URL).unwrap_or(id).trim_matches('/');
     let segs: Vec<&str> = path.split('/').collect();
     let parsed = match segs.as_slice() {
-        ["projects", p, "global", c, n] => Kind::of(c).filter(|k| !k.regional()).map(|k| (p, "", k, n, None)),
+        ["projects", p, "global", c, n] => {
+            Kind::of(c).filter(|k| !k.regional() && *k != Kind::ServiceAccounts).map(|k| (p, "", k, n, None))
+        }
+        ["projects", p, "serviceAccounts", n] => Some((p, "", Kind::ServiceAccounts, n, None)),
         ["projects", p, "regions", r, c, n] => Kind::of(c).filter(|k| k.regional()).map(|k| (p, *r, k, n, None)),
         ["projects", p, "regions", r, "routers", n, "nats", nat] => Some((p, *r, Kind::Routers, n, Some(*nat))),
         _ => None,
@@ -194,7 +204,8 @@ fn parse_id(id: &str) -> Result<Id, CloudError> {
             400,
             "invalid",
             "not a GCE resource this client writes: expected projects/P/global/{networks,firewalls,routes}/N, \
-             projects/P/regions/R/{subnetworks,routers,addresses}/N or projects/P/regions/R/routers/N/nats/NAT",
+             projects/P/regions/R/{subnetworks,routers,addresses}/N, projects/P/regions/R/routers/N/nats/NAT \
+             or projects/P/serviceAccounts/EMAIL",
         )),
     }
 }
@@ -274,9 +285,10 @@ fn operation_error(target: &str, op: &Operation) -> Option<CloudError> {
 /// when equal, a stranger's otherwise.
 fn ours(sent: &Value, have: &Value) -> bool {
     match (sent, have) {
-        (Value::Object(s), Value::Object(h)) => {
-            s.iter().filter(|(k, _)| *k != "fingerprint").all(|(k, v)| h.get(k).is_some_and(|hv| ours(v, hv)))
-        }
+        (Value::Object(s), Value::Object(h)) => s
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "fingerprint" | "etag" | "name"))
+            .all(|(k, v)| h.get(k).is_some_and(|hv| ours(v, hv))),
         (Value::Array(s), Value::Array(h)) => s.len() == h.len() && s.iter().zip(h).all(|(a, b)| ours(a, b)),
         (Value::String(s), Value::String(h)) => {
             s == h || (s.contains('/') && (h.ends_with(&format!("/{s}")) || h.strip_prefix(COMPUTE_URL) == Some(s)))
@@ -367,6 +379,7 @@ impl GcpClient {
             firewalls: client!(Firewalls),
             routes: client!(Routes),
             addresses: client!(Addresses),
+            iam: client!(google_cloud_iam_admin_v1::client::Iam),
             opts,
         })
     }
@@ -427,6 +440,9 @@ impl GcpClient {
                 .send()
                 .await
                 .map(|v| to_json(target, &v)),
+            Kind::ServiceAccounts => {
+                self.iam.get_service_account().set_name(account_name(id)).send().await.map(|v| to_json(target, &v))
+            }
         };
         match got {
             Ok(v) => v.map(Some),
@@ -476,6 +492,27 @@ impl GcpClient {
                 let call = self.addresses.insert().set_project(p).set_region(r).set_body(b).set_request_id(rid);
                 self.finish(target, call.poller(), None).await
             }
+            Kind::ServiceAccounts => {
+                // IAM answers the account itself (no operation); the account id is the email's
+                // local part.
+                let suffix = format!("@{p}.iam.gserviceaccount.com");
+                let Some(account_id) = id.name.strip_suffix(&suffix) else {
+                    return Err(rejected(
+                        target,
+                        400,
+                        "invalid",
+                        format!("a service account of project '{p}' is named <id>{suffix}"),
+                    ));
+                };
+                let mut body = body;
+                if let Some(o) = body.as_object_mut() {
+                    o.remove("name");
+                }
+                let b: ServiceAccount = to_model(target, body)?;
+                let call =
+                    self.iam.create_service_account().set_name(format!("projects/{p}")).set_account_id(account_id);
+                call.set_service_account(b).send().await.map(|_| ()).map_err(|e| classify(target, &e, None))
+            }
         }
     }
 
@@ -511,6 +548,22 @@ impl GcpClient {
                 let call =
                     self.routers.patch().set_project(p).set_region(r).set_router(n).set_body(b).set_request_id(rid);
                 self.finish(target, call.poller(), s).await
+            }
+            Kind::ServiceAccounts => {
+                // IAM's PATCH names the fields it changes; only these two can change.
+                let mask: Vec<&str> = [("displayName", "display_name"), ("description", "description")]
+                    .into_iter()
+                    .filter(|(json, _)| body.get(*json).is_some())
+                    .map(|(_, path)| path)
+                    .collect();
+                let mut body = body;
+                if let Some(o) = body.as_object_mut() {
+                    o.insert("name".into(), json!(account_name(id)));
+                }
+                let b: ServiceAccount = to_model(target, body)?;
+                let mask = google_cloud_wkt::FieldMask::default().set_paths(mask);
+                let call = self.iam.patch_service_account().set_service_account(b).set_update_mask(mask);
+                call.send().await.map(|_| ()).map_err(|e| classify(target, &e, s))
             }
             Kind::Routes | Kind::Addresses => Err(rejected(
                 target,
@@ -553,6 +606,10 @@ impl GcpClient {
                 let call = self.addresses.delete().set_project(p).set_region(r).set_address(n).set_request_id(rid);
                 self.finish(target, call.poller(), None).await
             }
+            Kind::ServiceAccounts => match self.iam.delete_service_account().set_name(account_name(id)).send().await {
+                Err(e) if e.http_status_code() == Some(404) => Ok(()),
+                other => other.map(|_| ()).map_err(|e| classify(target, &e, None)),
+            },
         };
         match done {
             Err(CloudError::Rejected { status: 404, .. }) => Ok(()),
@@ -573,19 +630,35 @@ impl GcpClient {
         let segs: Vec<&str> = parent_path.split('/').collect();
         let (p, r) =
             match (segs.as_slice(), Kind::of(rtype)) {
-                (["projects", p, "global"], Some(k)) if !k.regional() => (p.to_string(), String::new()),
+                (["projects", p], Some(Kind::ServiceAccounts)) => (p.to_string(), String::new()),
+                (["projects", p, "global"], Some(k)) if !k.regional() && k != Kind::ServiceAccounts => {
+                    (p.to_string(), String::new())
+                }
                 (["projects", p, "regions", r], Some(k)) if k.regional() => (p.to_string(), r.to_string()),
                 _ => return Err(rejected(
                     &target,
                     400,
                     "invalid",
-                    "not a GCE collection this client lists: expected projects/P/global + networks|firewalls|routes \
-                     or projects/P/regions/R + subnetworks|routers|addresses",
+                    "not a GCE collection this client lists: expected projects/P/global + networks|firewalls|routes, \
+                     projects/P/regions/R + subnetworks|routers|addresses or projects/P + serviceAccounts",
                 )),
             };
         let filter = filter.unwrap_or_default().to_string();
         let max = self.opts.page_size.unwrap_or(500);
         let t = target.as_str();
+        if Kind::of(rtype) == Some(Kind::ServiceAccounts) {
+            if !filter.is_empty() {
+                return Err(rejected(t, 400, "invalid", "IAM's service account list takes no filter"));
+            }
+            let size = i32::try_from(max).unwrap_or(100);
+            let mut items =
+                self.iam.list_service_accounts().set_name(format!("projects/{p}")).set_page_size(size).by_item();
+            let mut out = Vec::new();
+            while let Some(item) = items.next().await {
+                out.push(to_json(t, &item.map_err(|e| classify(t, &e, None))?)?);
+            }
+            return Ok(out);
+        }
         macro_rules! drain {
             ($list:expr) => {{
                 let mut items = $list.set_filter(filter.clone()).set_max_results(max).by_item();
@@ -603,7 +676,7 @@ impl GcpClient {
             Some(Kind::Subnetworks) => drain!(self.subnetworks.list().set_project(&p).set_region(&r)),
             Some(Kind::Routers) => drain!(self.routers.list().set_project(&p).set_region(&r)),
             Some(Kind::Addresses) => drain!(self.addresses.list().set_project(&p).set_region(&r)),
-            None => Vec::new(),
+            Some(Kind::ServiceAccounts) | None => Vec::new(),
         })
     }
 
@@ -675,6 +748,20 @@ impl GcpClient {
             status: 500,
             message: "the written resource is gone right after the write".into(),
         })
+    }
+}
+
+/// A service account's resource name, `projects/P/serviceAccounts/EMAIL`.
+fn account_name(id: &Id) -> String {
+    format!("projects/{}/serviceAccounts/{}", id.project, id.name)
+}
+
+/// The field holding a resource's version: IAM's `etag`, compute's `fingerprint`.
+fn version_field(id: &Id) -> &'static str {
+    if id.kind == Kind::ServiceAccounts {
+        "etag"
+    } else {
+        "fingerprint"
     }
 }
 
@@ -789,12 +876,13 @@ impl CloudWrite for GcpClient {
             };
         };
         let mut body = named(id, body, &parsed.name)?;
-        let sent = match (have.get("fingerprint").and_then(Value::as_str), expected) {
+        let field = version_field(&parsed);
+        let sent = match (have.get(field).and_then(Value::as_str), expected) {
             (Some(current), Some(v)) if current != v => {
                 return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() })
             }
             (Some(current), _) => {
-                body["fingerprint"] = json!(current);
+                body[field] = json!(current);
                 current.to_string()
             }
             (None, v) => v.unwrap_or("none").to_string(),
@@ -816,7 +904,8 @@ impl CloudWrite for GcpClient {
         }
         if let Some(expected) = expected {
             let have = self.get_resource(id, &parsed).await?;
-            if have.as_ref().and_then(|h| h.get("fingerprint")).and_then(Value::as_str) != Some(expected) {
+            let field = version_field(&parsed);
+            if have.as_ref().and_then(|h| h.get(field)).and_then(Value::as_str) != Some(expected) {
                 return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: expected.to_string() });
             }
         }
@@ -835,7 +924,10 @@ mod tests {
         let id = parse_id(&format!("{COMPUTE_URL}projects/p/global/networks/vpc")).unwrap();
         assert_eq!((id.kind, id.region.as_str()), (Kind::Networks, ""));
         assert!(parse_id("projects/p/global/subnetworks/x").is_err());
-        assert!(parse_id("projects/p/serviceAccounts/a@p.iam.gserviceaccount.com").is_err());
+        let id = parse_id("projects/p/serviceAccounts/a@p.iam.gserviceaccount.com").unwrap();
+        assert_eq!((id.kind, id.name.as_str()), (Kind::ServiceAccounts, "a@p.iam.gserviceaccount.com"));
+        assert!(parse_id("projects/p/global/serviceAccounts/a").is_err());
+        assert!(parse_id("projects/p/zones/z/instances/i").is_err());
     }
 
     #[test]

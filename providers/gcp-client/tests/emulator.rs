@@ -103,6 +103,41 @@ async fn each_kind_is_created_read_patched_and_deleted() {
 }
 
 #[tokio::test]
+async fn a_service_account_is_created_read_patched_listed_and_deleted_through_iam() {
+    let sim = GceSim::in_memory();
+    let srv = serve(sim.clone(), GceOptions::default()).await;
+    let c = client(&srv, Credentials::Anonymous, fast()).await;
+    let sa = "projects/p/serviceAccounts/shoot--p--s@p.iam.gserviceaccount.com";
+    let made = c.create(sa, json!({"displayName": "shoot--p--s"})).await.unwrap();
+    assert_eq!(made["email"], "shoot--p--s@p.iam.gserviceaccount.com");
+    // IAM's fields at their default (`disabled: false`) are left out by the typed model; the rest
+    // is what the cloud holds.
+    let mut held = sim.get_now(sa).unwrap();
+    held.as_object_mut().unwrap().remove("disabled");
+    assert_eq!(c.get(sa).await.unwrap(), Some(held));
+    assert_eq!(c.create(sa, json!({"displayName": "shoot--p--s"})).await.unwrap(), made, "ours");
+    let e = c.create(sa, json!({"displayName": "someone else"})).await.unwrap_err();
+    assert!(matches!(e, CloudError::AlreadyExists { .. }), "{e:?}");
+
+    let patched = c.update(sa, json!({"description": "workers"}), &Precondition::of(&made)).await.unwrap();
+    assert_eq!(
+        (patched["description"].as_str(), patched["displayName"].as_str()),
+        (Some("workers"), Some("shoot--p--s"))
+    );
+    let e = c.update(sa, json!({"description": "again"}), &Precondition::of(&made)).await.unwrap_err();
+    assert!(matches!(e, CloudError::PreconditionFailed { .. }), "a stale etag: {e:?}");
+    let listed = c.list("projects/p", "serviceAccounts").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["email"], made["email"]);
+
+    c.delete(sa).await.unwrap();
+    assert_eq!(c.get(sa).await.unwrap(), None);
+    c.delete(sa).await.expect("deleting an account that is gone is done");
+    let e = c.create("projects/p/serviceAccounts/x@other.iam.gserviceaccount.com", json!({})).await.unwrap_err();
+    assert!(matches!(e, CloudError::Rejected { status: 400, .. }), "{e:?}");
+}
+
+#[tokio::test]
 async fn a_retried_create_of_ours_is_success_and_of_a_strangers_is_already_exists() {
     let sim = GceSim::in_memory();
     let srv = serve(sim.clone(), GceOptions::default()).await;

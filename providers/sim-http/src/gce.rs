@@ -240,11 +240,46 @@ async fn route(srv: &GceServer, req: Req) -> Response {
         },
         (&Method::PATCH, false) => {
             let Some(body) = json_body(&req) else { return bad_json() };
+            let body = if is_iam { iam_patch_body(body) } else { body };
             write(srv, &req, || srv.sim.patch(&path, body)).await
         }
         (&Method::DELETE, false) => write(srv, &req, || srv.sim.delete_resource(&path)).await,
         _ => gce_error(405, "methodNotAllowed", format!("{} is not allowed on /{}", req.method, req.segs.join("/"))),
     }
+}
+
+/// IAM's PATCH body `{"serviceAccount": {...}, "updateMask": "displayName,description"}` as the
+/// simulator's flat patch: the masked fields (all, without a mask) and the `etag`.
+fn iam_patch_body(body: Value) -> Value {
+    let Some(account) = body.get("serviceAccount").and_then(Value::as_object) else {
+        return body;
+    };
+    let camel = |p: &str| {
+        let mut out = String::new();
+        let mut up = false;
+        for c in p.trim().chars() {
+            match (c, up) {
+                ('_', _) => up = true,
+                (c, true) => {
+                    out.extend(c.to_uppercase());
+                    up = false;
+                }
+                (c, false) => out.push(c),
+            }
+        }
+        out
+    };
+    let mask: Option<Vec<String>> = body
+        .get("updateMask")
+        .and_then(Value::as_str)
+        .map(|m| m.split(',').filter(|p| !p.trim().is_empty()).map(camel).collect());
+    let flat: serde_json::Map<String, Value> = account
+        .iter()
+        .filter(|(k, _)| k.as_str() == "etag" || mask.as_ref().is_none_or(|m| m.contains(k)))
+        .filter(|(k, _)| k.as_str() != "name")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Value::Object(flat)
 }
 
 fn json_body(req: &Req) -> Option<Value> {
