@@ -48,6 +48,8 @@
 //! above it (cli, tests) whenever `cargo build` and `cargo test` alternate; a separate crate leaves
 //! the simulator identical in every build and compiles axum only where a test asks for it.
 
+pub mod gce;
+
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};

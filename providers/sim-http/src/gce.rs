@@ -1,0 +1,426 @@
+//! The simulated GCE cloud ([`GceSim`]) served over GCE's REST API, so the real GCP client
+//! (`trellis-gcp-client`, on google-cloud-compute-v1) is tested against the same simulator the
+//! engine uses in-process.
+//!
+//! # Routes
+//! | request | answer |
+//! |---|---|
+//! | `GET /compute/v1/projects/{p}/global/{networks,firewalls,routes}` | a list page (`filter`, `maxResults`, `pageToken`) |
+//! | `GET /compute/v1/projects/{p}/regions/{r}/{subnetworks,routers,addresses}` | the same, regional |
+//! | `POST` to one of those collections | insert: the Operation (see below) |
+//! | `GET`/`PATCH`/`DELETE …/{collection}/{name}` | the resource / patch (body carries `fingerprint`) / delete: the Operation |
+//! | `GET …/global/operations/{op}`, `GET …/regions/{r}/operations/{op}` | the operation (always `DONE`) |
+//! | `GET`/`POST`/`PATCH`/`DELETE /v1/projects/{p}/serviceAccounts[/{email}]` | IAM service accounts (as the IAM API) |
+//! | `POST /token` | a fake OAuth token endpoint (the service-account JWT-bearer flow, `token_uri`) |
+//!
+//! A write answers its Operation with `status: RUNNING` (the stored one is `DONE`), so a client
+//! polls it as it would on GCE; a write that failed after acceptance (over quota) is a 200 whose
+//! operation carries `error.errors[]` and `httpErrorStatusCode`. A write carrying `requestId` that
+//! was seen before answers the first answer again without touching the simulator (GCE's
+//! idempotency). Unknown query parameters (`$alt`, `$apiVersion`) are ignored; a missing or empty
+//! `pageToken` is the first page. [`GceOptions::page_size`] caps `maxResults`.
+//!
+//! Errors are GCE's JSON `{"error": {"code", "message", "status", "errors": [{"reason",
+//! "message"}]}}`. Faults injected into the [`GceSim`] surface as HTTP: a throttle is 429
+//! `RESOURCE_EXHAUSTED` with `Retry-After`, a server error 503 `UNAVAILABLE`, a timeout 504
+//! `DEADLINE_EXCEEDED`. The simulator's audit log records the calls the server made to it (the
+//! same as in process); [`GceServer::requests`] records every HTTP request.
+
+use crate::RequestRecord;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::net::TcpListener;
+use trellis_planner::cloud::{CloudError, CloudRead};
+use trellis_sim::{GceSim, ListQuery};
+
+/// How the GCE server behaves beyond the simulator's own rules.
+#[derive(Clone, Debug, Default)]
+pub struct GceOptions {
+    /// Cap every list page at this many items (`nextPageToken` follows); `None`: the client's
+    /// `maxResults` (default 500).
+    pub page_size: Option<u32>,
+    /// When set, every compute and IAM request must carry `Authorization: Bearer <this>`
+    /// (401 `UNAUTHENTICATED` otherwise).
+    pub required_token: Option<String>,
+}
+
+/// The access token the token endpoint hands out.
+pub const ISSUED_TOKEN: &str = "sim-gce-access-token";
+
+/// The simulated GCE cloud behind an HTTP server. Clones share the simulator and the logs.
+#[derive(Clone)]
+pub struct GceServer {
+    sim: GceSim,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    opts: GceOptions,
+    requests: Mutex<Vec<RequestRecord>>,
+    /// The first answer to each `requestId` seen on a write.
+    answered: Mutex<HashMap<String, (u16, Value)>>,
+    tokens_issued: AtomicUsize,
+    /// The `assertion`s the token endpoint received (JWTs; tests check what was signed).
+    assertions: Mutex<Vec<String>>,
+    /// The `Authorization` header of every compute / IAM request (empty when none was sent).
+    authorizations: Mutex<Vec<String>>,
+    /// The `requestId` of every write (`""` when absent).
+    request_ids: Mutex<Vec<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl GceServer {
+    pub fn new(sim: GceSim) -> GceServer {
+        GceServer::with_options(sim, GceOptions::default())
+    }
+
+    pub fn with_options(sim: GceSim, opts: GceOptions) -> GceServer {
+        let shared = Shared {
+            opts,
+            requests: Mutex::new(Vec::new()),
+            answered: Mutex::new(HashMap::new()),
+            tokens_issued: AtomicUsize::new(0),
+            assertions: Mutex::new(Vec::new()),
+            authorizations: Mutex::new(Vec::new()),
+            request_ids: Mutex::new(Vec::new()),
+        };
+        GceServer { sim, shared: Arc::new(shared) }
+    }
+
+    /// The simulator behind the server (its audit log shows the calls the server made).
+    pub fn sim(&self) -> &GceSim {
+        &self.sim
+    }
+
+    /// Every HTTP request answered so far, in order (`api_version` is GCE's `$apiVersion`).
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// How many tokens the token endpoint has issued.
+    pub fn tokens_issued(&self) -> usize {
+        self.shared.tokens_issued.load(Ordering::SeqCst)
+    }
+
+    /// The JWT assertions the token endpoint received.
+    pub fn assertions(&self) -> Vec<String> {
+        lock(&self.shared.assertions).clone()
+    }
+
+    /// The `Authorization` header of every compute / IAM request, in order (`""` when absent):
+    /// tests check what the client signed in with.
+    pub fn authorizations(&self) -> Vec<String> {
+        lock(&self.shared.authorizations).clone()
+    }
+
+    /// The `requestId` of every write (POST, PATCH, DELETE) in order, `""` when it had none.
+    pub fn request_ids(&self) -> Vec<String> {
+        lock(&self.shared.request_ids).clone()
+    }
+
+    /// The axum router: one fallback handler for everything.
+    pub fn router(&self) -> Router {
+        Router::new().fallback(handle).with_state(self.clone())
+    }
+
+    /// Binds 127.0.0.1 on an ephemeral port and serves in a background task until the returned
+    /// handle is dropped.
+    pub async fn spawn_local(self) -> std::io::Result<GceRunning> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let server = self.clone();
+        let router = self.router();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(GceRunning { addr, server, task })
+    }
+}
+
+/// A GCE server running in the background; dropping it stops the server.
+pub struct GceRunning {
+    pub addr: SocketAddr,
+    pub server: GceServer,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl GceRunning {
+    /// `http://127.0.0.1:PORT` — the compute endpoint (and the IAM one).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT/token` — a service-account key's `token_uri`.
+    pub fn token_uri(&self) -> String {
+        format!("http://{}/token", self.addr)
+    }
+}
+
+impl Drop for GceRunning {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Req {
+    method: Method,
+    /// Decoded path segments.
+    segs: Vec<String>,
+    query: Vec<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Req {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+async fn handle(State(srv): State<GceServer>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let path = uri.path().to_string();
+    let query: Vec<(String, String)> = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let req = Req { method, segs, query, headers, body };
+    let api_version = req.param("$apiVersion").map(str::to_string);
+    let method = req.method.to_string();
+    let response = route(&srv, req).await;
+    lock(&srv.shared.requests).push(RequestRecord { method, path, api_version, status: response.status().as_u16() });
+    response
+}
+
+async fn route(srv: &GceServer, req: Req) -> Response {
+    let segs: Vec<&str> = req.segs.iter().map(String::as_str).collect();
+    if segs == ["token"] {
+        return token(srv, &req);
+    }
+    let rest = match segs.as_slice() {
+        ["compute", "v1", rest @ ..] => rest,
+        ["v1", rest @ ..] if rest.len() >= 3 && rest[2] == "serviceAccounts" => rest,
+        _ => return gce_error(404, "notFound", format!("no GCE route for {} /{}", req.method, req.segs.join("/"))),
+    };
+    let sent_auth = req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    lock(&srv.shared.authorizations).push(sent_auth.to_string());
+    if let Some(required) = &srv.shared.opts.required_token {
+        let sent = req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        if sent != Some(format!("Bearer {required}").as_str()) {
+            return gce_error(401, "authError", "Request had invalid authentication credentials.");
+        }
+    }
+    let path = rest.join("/");
+    let is_collection = trellis_sim::gce::CollectionPath::parse(&path).is_ok();
+    let is_iam = rest.len() >= 3 && rest[2] == "serviceAccounts";
+    match (&req.method, is_collection) {
+        (&Method::GET, true) => list(srv, &req, &path, is_iam).await,
+        (&Method::POST, true) => {
+            let Some(body) = json_body(&req) else { return bad_json() };
+            write(srv, &req, || srv.sim.insert(&path, body)).await
+        }
+        (&Method::GET, false) => match srv.sim.get(&path).await {
+            Ok(Some(v)) => (StatusCode::OK, Js(v)).into_response(),
+            Ok(None) => gce_error(404, "notFound", format!("The resource '{path}' was not found")),
+            Err(e) => cloud_error(e),
+        },
+        (&Method::PATCH, false) => {
+            let Some(body) = json_body(&req) else { return bad_json() };
+            let body = if is_iam { iam_patch_body(body) } else { body };
+            write(srv, &req, || srv.sim.patch(&path, body)).await
+        }
+        (&Method::DELETE, false) => write(srv, &req, || srv.sim.delete_resource(&path)).await,
+        _ => gce_error(405, "methodNotAllowed", format!("{} is not allowed on /{}", req.method, req.segs.join("/"))),
+    }
+}
+
+/// IAM's PATCH body `{"serviceAccount": {...}, "updateMask": "displayName,description"}` as the
+/// simulator's flat patch: the masked fields (all, without a mask) and the `etag`.
+fn iam_patch_body(body: Value) -> Value {
+    let Some(account) = body.get("serviceAccount").and_then(Value::as_object) else {
+        return body;
+    };
+    let camel = |p: &str| {
+        let mut out = String::new();
+        let mut up = false;
+        for c in p.trim().chars() {
+            match (c, up) {
+                ('_', _) => up = true,
+                (c, true) => {
+                    out.extend(c.to_uppercase());
+                    up = false;
+                }
+                (c, false) => out.push(c),
+            }
+        }
+        out
+    };
+    let mask: Option<Vec<String>> = body
+        .get("updateMask")
+        .and_then(Value::as_str)
+        .map(|m| m.split(',').filter(|p| !p.trim().is_empty()).map(camel).collect());
+    let flat: serde_json::Map<String, Value> = account
+        .iter()
+        .filter(|(k, _)| k.as_str() == "etag" || mask.as_ref().is_none_or(|m| m.contains(k)))
+        .filter(|(k, _)| k.as_str() != "name")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Value::Object(flat)
+}
+
+fn json_body(req: &Req) -> Option<Value> {
+    serde_json::from_slice(&req.body).ok()
+}
+
+fn bad_json() -> Response {
+    gce_error(400, "parseError", "The request body is not JSON")
+}
+
+/// A write: deduplicated by `requestId`; an Operation answer is shown as still `RUNNING`.
+async fn write<F, Fut>(srv: &GceServer, req: &Req, call: F) -> Response
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<Value, CloudError>>,
+{
+    let request_id = req.param("requestId").filter(|r| !r.is_empty()).map(str::to_string);
+    lock(&srv.shared.request_ids).push(request_id.clone().unwrap_or_default());
+    if let Some(id) = &request_id {
+        if let Some((status, body)) = lock(&srv.shared.answered).get(id).cloned() {
+            return (status_code(status), Js(body)).into_response();
+        }
+    }
+    let (status, body) = match call().await {
+        Ok(mut answer) => {
+            if answer.get("kind").and_then(Value::as_str) == Some("compute#operation") {
+                answer["status"] = json!("RUNNING");
+            }
+            (200, answer)
+        }
+        Err(e) => return cloud_error(e),
+    };
+    if let Some(id) = request_id {
+        lock(&srv.shared.answered).insert(id, (status, body.clone()));
+    }
+    (status_code(status), Js(body)).into_response()
+}
+
+async fn list(srv: &GceServer, req: &Req, collection: &str, is_iam: bool) -> Response {
+    let asked = if is_iam { req.param("pageSize") } else { req.param("maxResults") };
+    let asked = asked.and_then(|m| m.parse::<u32>().ok()).filter(|m| *m > 0);
+    let max_results = match (asked, srv.shared.opts.page_size) {
+        (Some(a), Some(cap)) => Some(a.min(cap)),
+        (a, cap) => a.or(cap),
+    };
+    let query = ListQuery {
+        filter: req.param("filter").map(str::to_string),
+        max_results,
+        page_token: req.param("pageToken").filter(|t| !t.is_empty()).map(str::to_string),
+    };
+    match srv.sim.list_page(collection, &query).await {
+        Ok(page) => (StatusCode::OK, Js(page)).into_response(),
+        Err(e) => cloud_error(e),
+    }
+}
+
+/// The OAuth token endpoint: `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` with an
+/// `assertion` (a JWT signed with the service account's key) gives an access token.
+fn token(srv: &GceServer, req: &Req) -> Response {
+    if req.method != Method::POST {
+        return gce_error(405, "methodNotAllowed", "the token endpoint takes POST");
+    }
+    let form: HashMap<String, String> = form_urlencoded::parse(&req.body).into_owned().collect();
+    let grant = form.get("grant_type").map(String::as_str);
+    let assertion = form.get("assertion").filter(|a| a.split('.').count() == 3);
+    match (grant, assertion) {
+        (Some("urn:ietf:params:oauth:grant-type:jwt-bearer"), Some(assertion)) => {
+            lock(&srv.shared.assertions).push(assertion.clone());
+            srv.shared.tokens_issued.fetch_add(1, Ordering::SeqCst);
+            let token = srv.shared.opts.required_token.clone().unwrap_or_else(|| ISSUED_TOKEN.to_string());
+            Js(json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600})).into_response()
+        }
+        _ => (
+            StatusCode::BAD_REQUEST,
+            Js(json!({"error": "invalid_grant", "error_description": "expected a jwt-bearer grant with a signed assertion"})),
+        )
+            .into_response(),
+    }
+}
+
+/// A simulator error as GCE's HTTP answer.
+fn cloud_error(e: CloudError) -> Response {
+    let message = e.to_string();
+    match e {
+        CloudError::Throttled { retry_after, .. } => {
+            let mut r = gce_error(429, "rateLimitExceeded", message);
+            let secs = retry_after.map_or(1, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
+            if let Ok(v) = secs.to_string().parse() {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            r
+        }
+        CloudError::Server { status, .. } => gce_error(status, "backendError", message),
+        CloudError::Timeout { .. } => gce_error(504, "deadlineExceeded", message),
+        CloudError::Unreachable { .. } => gce_error(503, "backendError", message),
+        CloudError::Rejected { status, code, message, .. } => gce_error(status, &code, message),
+        CloudError::PreconditionFailed { .. } => gce_error(412, "conditionNotMet", message),
+        CloudError::AlreadyExists { .. } => gce_error(409, "alreadyExists", message),
+        CloudError::Conflict { code, message, .. } => gce_error(409, &code, message),
+    }
+}
+
+/// The canonical status name Google APIs put beside the HTTP code.
+fn status_name(status: u16, reason: &str) -> &'static str {
+    match (status, reason) {
+        (400, _) => "INVALID_ARGUMENT",
+        (401, _) => "UNAUTHENTICATED",
+        (403, _) => "PERMISSION_DENIED",
+        (404, _) => "NOT_FOUND",
+        (409, "alreadyExists") => "ALREADY_EXISTS",
+        (409, _) => "ABORTED",
+        (412, _) => "FAILED_PRECONDITION",
+        (429, _) => "RESOURCE_EXHAUSTED",
+        (501, _) => "UNIMPLEMENTED",
+        (503, _) => "UNAVAILABLE",
+        (504, _) => "DEADLINE_EXCEEDED",
+        (s, _) if s >= 500 => "INTERNAL",
+        _ => "UNKNOWN",
+    }
+}
+
+fn gce_error(status: u16, reason: &str, message: impl Into<String>) -> Response {
+    let message = message.into();
+    let body = json!({"error": {
+        "code": status,
+        "message": message,
+        "status": status_name(status, reason),
+        "errors": [{"reason": reason, "message": message, "domain": "global"}],
+    }});
+    (status_code(status), Js(body)).into_response()
+}
+
+fn status_code(status: u16) -> StatusCode {
+    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A JSON body (`application/json`).
+struct Js(Value);
+
+impl IntoResponse for Js {
+    fn into_response(self) -> Response {
+        ([(header::CONTENT_TYPE, "application/json")], self.0.to_string()).into_response()
+    }
+}
