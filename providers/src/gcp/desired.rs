@@ -49,6 +49,10 @@ fn res(kind: Kind, scope: String, name: &str, id: String) -> Resource {
     Resource { address: names::address(kind, &scope, name), kind, name: name.to_string(), scope, id }
 }
 
+/// How the reason of the BYO workers subnet's plan node starts: the fleet check finds a shoot's
+/// workers subnet by it ([`super::provider::is_byo_workers_subnet_node`]).
+pub const WORKERS_SUBNET_WHY: &str = "your workers subnet (networks.subnetWorkers)";
+
 pub fn vpc_res(cfg: &InfrastructureConfig, ctx: &Ctx) -> Resource {
     let name = names::vpc_name(cfg, &ctx.tn);
     res(Kind::Network, global_scope(ctx), &name, names::network_link(&ctx.project, &name))
@@ -240,7 +244,7 @@ fn byo(
     out.push(Desired::Verify(VerifySpec {
         checks: subnet_checks(&workers.name),
         depends_on: vec![vpc.address.clone()],
-        why: "your workers subnet (networks.subnetWorkers), verified only: never created or patched (upstream task `ensure worker subnet`, ensureUserManagedWorkersSubnet)".to_string(),
+        why: format!("{WORKERS_SUBNET_WHY}, verified only: never created or patched (upstream task `ensure worker subnet`, ensureUserManagedWorkersSubnet)"),
         res: w.clone(),
     }));
     if dual {
