@@ -3,6 +3,11 @@
 //! fleet check.
 
 use std::path::Path;
+use std::sync::Arc;
+
+use trellis_planner::cloud::CloudWrite;
+use trellis_planner::exec::{execute, ExecOptions, NodeResult, Observer};
+use trellis_planner::write::WriteLocks;
 
 use trellis_plans::{Action, Plan, Provider as PlanProvider};
 use trellis_providers::gcp::state::GcpState;
@@ -71,6 +76,59 @@ fn regression_gcp_is_a_registered_provider() {
         azure.ids().key("/subscriptions/S/resourceGroups/RG"),
         azure.ids().key("/subscriptions/s/resourcegroups/rg")
     );
+}
+
+/// Applies `plan` to `sim` with the provider's id scheme; every node must succeed.
+fn apply(plan: &Plan, sim: &GceSim) {
+    struct Quiet;
+    impl Observer for Quiet {
+        fn finished(&mut self, _: &trellis_plans::Node, _: &NodeResult) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let opts = ExecOptions { write_locks: Arc::new(WriteLocks::new(gcp().ids())), ..Default::default() };
+    let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
+    let results = block_on(execute(&plan.nodes, cloud, &opts, &mut Quiet)).unwrap();
+    let failed: Vec<_> = results.iter().filter(|r| !r.outcome.is_ok()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
+#[test]
+fn regression_gcp_managed_shoot_plans_applies_and_replans_no_changes_on_the_simulator() {
+    let s = shoot("managed");
+    let mut ws = Workspace::new(&s.technical_id());
+    let sim = GceSim::in_memory();
+    let planned = block_on(gcp().plan(s.as_ref(), &ws, &sim, &ctx())).unwrap();
+    assert_eq!(planned.plan.provider, PlanProvider::Gcp);
+    let creates = writes(&planned.plan);
+    for want in ["network", "subnetwork", "router", "nat", "firewall", "service_account"] {
+        assert!(creates.iter().any(|a| a.contains(want)), "no create of a {want} in {creates:?}");
+    }
+    assert!(planned.plan.artifacts.cloud_provider_config.is_some());
+    // The typed, versioned provider state.
+    assert_eq!((planned.state.provider.as_str(), planned.state.version), ("gcp", 1));
+    let state: GcpState = planned.state.read(&s.technical_id()).unwrap();
+    assert!(state.last_applied.is_some() && state.byo_workers_subnet.is_none());
+
+    // The Cloud NAT is written into the router's nats[] (the sub-resource contract).
+    apply(&planned.plan, &sim);
+    let router =
+        sim.get_now("projects/trellis-sim/regions/europe-west1/routers/shoot--platform--web-cloud-router").unwrap();
+    assert_eq!(router["nats"][0]["name"], "shoot--platform--web-cloud-nat");
+    ws.provider_state = Some(planned.state);
+    let again = block_on(gcp().plan(s.as_ref(), &ws, &sim, &ctx())).unwrap();
+    assert_eq!(writes(&again.plan), Vec::<String>::new(), "the re-plan after apply has no changes");
+    let status = &again.plan.artifacts.infrastructure_status;
+    assert!(status.to_string().contains("shoot--platform--web"), "{status}");
+
+    // A managed shoot adds no facts to the fleet check.
+    assert!(gcp().fleet_facts(again.plan).is_none());
+
+    // Destroy: every managed resource goes, and nothing is left behind.
+    let destroy = block_on(gcp().plan_destroy(s.as_ref(), &ws, &sim, &ctx())).unwrap();
+    apply(&destroy.plan, &sim);
+    assert_eq!(sim.snapshot(), Vec::<serde_json::Value>::new(), "the destroy removed everything");
+    assert!(block_on(gcp().orphans_after_destroy(s.as_ref(), &sim, &ctx())).unwrap().is_empty());
 }
 
 #[test]

@@ -20,6 +20,7 @@
 //! the state's sled database is a follow-up.
 
 pub mod filter;
+pub mod nat;
 pub mod path;
 mod rules;
 pub mod runtime;
@@ -321,8 +322,12 @@ pub fn operation_error(target: &str, operation: &Value) -> Option<CloudError> {
 
 #[async_trait]
 impl CloudRead for GceSim {
+    /// A Cloud NAT (`<router>/nats/<name>`) answers its router's entry ([`nat`]).
     async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
-        self.get_audited(id).await
+        match nat::split_nat_id(id) {
+            Some((router, name)) => self.get_nat(&router, &name).await,
+            None => self.get_audited(id).await,
+        }
     }
 
     /// Lists `parent/rtype` (`projects/P/global` + `firewalls`, `projects/P/regions/R` +
@@ -365,7 +370,11 @@ fn version_field(path: &GcePath) -> &'static str {
 #[async_trait]
 impl CloudWrite for GceSim {
     /// Insert, then GET. The body's `name` (if any) must be the id's.
+    /// A Cloud NAT is written into its router's `nats[]` ([`nat`]).
     async fn create(&self, id: &str, mut body: Value) -> Result<Value, CloudError> {
+        if let Some(nat) = nat::split_nat_id(id) {
+            return self.write_nat(id, nat, body, &Precondition::None, true).await;
+        }
         let path = split(id)?;
         let rejected = |message: String| CloudError::Rejected {
             target: id.to_string(),
@@ -408,6 +417,9 @@ impl CloudWrite for GceSim {
     /// PATCH with the fingerprint of `pre` (without one: the current one, read first; a missing
     /// resource is then created), then GET.
     async fn update(&self, id: &str, mut body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        if let Some(nat) = nat::split_nat_id(id) {
+            return self.write_nat(id, nat, body, pre, false).await;
+        }
         let path = split(id)?;
         let field = version_field(&path);
         let version = match pre {
@@ -433,6 +445,9 @@ impl CloudWrite for GceSim {
 
     /// Delete; a missing resource is fine without a precondition, 412 with one.
     async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        if let Some(nat) = nat::split_nat_id(id) {
+            return self.remove_nat(id, nat, pre).await;
+        }
         let expected = match pre {
             Precondition::IfMatch(v) => Some(v.clone()),
             Precondition::None => None,
