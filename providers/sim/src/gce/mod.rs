@@ -16,12 +16,14 @@
 //!
 //! The rules are in `rules` (see the module list in ARCHITECTURE.md), the filter in [`filter`], the
 //! `gce:` world section in [`world`], the runtime writers (CCM routes and Service firewall rules, the
-//! bastion controller) in [`runtime`]. The store lives in memory ([`store`]); persisting it through
-//! the state's sled database is a follow-up.
+//! bastion controller) in [`runtime`]. The store ([`store`]) lives in memory
+//! ([`GceSim::in_memory`]) or in a sled tree ([`GceSim::open`], `persist`: every call's changes
+//! durable before it returns); a Cloud NAT is a sub-resource of its router ([`nat`]).
 
 pub mod filter;
 pub mod nat;
 pub mod path;
+mod persist;
 mod rules;
 pub mod runtime;
 mod store;
@@ -47,6 +49,32 @@ struct GceCore {
     store: GceStore,
     audit: AuditLog,
     faults: FaultState,
+    /// Where the store is kept (`None`: in memory only).
+    persist: Option<persist::Persist>,
+}
+
+impl GceCore {
+    /// Writes the store's changes to its tree; the answer is the flush to wait for, outside the lock.
+    fn write(&mut self) -> Result<Option<Arc<crate::core::persist::GroupFlush>>, SimError> {
+        match &self.persist {
+            Some(p) => p.write(&mut self.store),
+            None => {
+                self.store.dirty.clear();
+                self.store.ops_dirty.clear();
+                self.store.meta_dirty = false;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A storage failure as the cloud call's answer.
+fn storage_error(target: &str, e: SimError) -> CloudError {
+    CloudError::Server {
+        target: target.to_string(),
+        status: 500,
+        message: format!("the simulated cloud could not store the change: {e}"),
+    }
 }
 
 /// The simulated GCE cloud. Clones share the same cloud.
@@ -64,8 +92,38 @@ impl Default for GceSim {
 impl GceSim {
     /// An empty simulated GCE cloud in memory, with the default [`Quotas`].
     pub fn in_memory() -> GceSim {
-        let core = GceCore { store: GceStore::default(), audit: AuditLog::default(), faults: FaultState::default() };
+        let core = GceCore {
+            store: GceStore::default(),
+            audit: AuditLog::default(),
+            faults: FaultState::default(),
+            persist: None,
+        };
         GceSim { inner: Arc::new(Mutex::new(core)) }
+    }
+
+    /// The simulated GCE cloud kept in `tree` (the state dir's `sim/gce`): what earlier commands left
+    /// there, and every change written back before the call that made it returns.
+    pub fn open(tree: sled::Tree) -> Result<GceSim, SimError> {
+        let (persist, store) = persist::Persist::open(tree)?;
+        let core = GceCore { store, audit: AuditLog::default(), faults: FaultState::default(), persist: Some(persist) };
+        Ok(GceSim { inner: Arc::new(Mutex::new(core)) })
+    }
+
+    /// Makes writes durable through `flush` (the database owner's grouped flush, as
+    /// [`crate::ArmSim::share_flush`]) instead of flushing the tree itself.
+    pub fn share_flush(&self, flush: crate::SharedFlush) {
+        if let Some(p) = &self.lock().persist {
+            p.share_flush(flush);
+        }
+    }
+
+    /// Writes the store's changes and waits until they are durable.
+    fn commit(&self) -> Result<(), SimError> {
+        let flush = self.lock().write()?;
+        match flush {
+            Some(f) => f.durable(),
+            None => Ok(()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, GceCore> {
@@ -100,14 +158,21 @@ impl GceSim {
     }
 
     /// Sets the quotas (a world file's `gce.quotas` does the same).
-    pub fn set_quotas(&self, quotas: Quotas) {
-        self.lock().store.quotas = quotas;
+    pub fn set_quotas(&self, quotas: Quotas) -> Result<(), SimError> {
+        {
+            let mut st = self.lock();
+            st.store.quotas = quotas;
+            st.store.meta_dirty = true;
+        }
+        self.commit()
     }
 
     /// Re-syncs the resources the world file's `gce:` section declares (see [`world`]). Not
     /// audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
-        world::sync(&mut self.lock().store, world)
+        let report = world::sync(&mut self.lock().store, world)?;
+        self.commit()?;
+        Ok(report)
     }
 
     /// Every resource as a GET returns it, sorted by selfLink path.
@@ -245,7 +310,18 @@ impl GceSim {
                 }
             },
         };
-        st.audit.push(Call { op, method: method.to_string(), target, status });
+        let flush = match st.write() {
+            Ok(flush) => flush,
+            Err(e) => {
+                st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status: 500 });
+                return Err(storage_error(&target, e));
+            }
+        };
+        st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
+        drop(st);
+        if let Some(flush) = flush {
+            flush.durable().map_err(|e| storage_error(&target, e))?;
+        }
         result
     }
 
