@@ -76,3 +76,34 @@ fn regression_a_fleet_may_mix_azure_and_gcp_shoots_each_in_its_own_cloud() {
     sb.run(&["plan", "-f", &fleet]).code(0).stdout_has("No changes.");
     assert_eq!(sb.workspaces(), vec!["shoot--dev--alpha".to_string(), "shoot--platform--web".to_string()]);
 }
+
+#[test]
+fn regression_trellis_sim_gce_drives_the_runtime_writers_and_destroy_removes_what_they_wrote() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (example("byo-ipv4/shoot.yaml"), example("byo-ipv4/world.yaml"));
+    sb.run(&["apply", "--auto-approve", "-f", &shoot, "--world", &world]).code(0);
+    let tn = "shoot--platform--payments";
+    let node = format!("{tn}-worker-a-z1-abcde,europe-west1-b,100.96.0.0/24");
+    sb.run(&["sim", "gce", "routes", "--shoot", tn, "--node", &node])
+        .code(0)
+        .stdout_has("POST projects/trellis-sim/global/routes/shoot--platform--payments-");
+    sb.run(&["sim", "gce", "service", "create", "--shoot", tn, "--name", "web", "--port", "TCP:30080"])
+        .code(0)
+        .stdout_has("firewalls/k8s-fw-");
+    // Idempotent: the same routes again write nothing.
+    sb.run(&["sim", "gce", "routes", "--shoot", tn, "--node", &node]).code(0).stdout_has("No cloud writes");
+    sb.run(&["sim", "gce", "show", "projects/trellis-sim/global/networks/my-vpc"])
+        .code(0)
+        .stdout_has("\"name\": \"my-vpc\"");
+    // The destroy's safety nets remove the CCM's route and firewall rules, and nothing of the user's.
+    let report = sb.run(&["destroy", "--auto-approve", "-f", &shoot, "--output", "json"]).code(0).json();
+    let deleted: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
+    assert!(deleted.iter().any(|t| t.contains("/routes/shoot--platform--payments-")), "{deleted:?}");
+    assert!(deleted.iter().any(|t| t.contains("/firewalls/k8s-fw-")), "{deleted:?}");
+    assert!(
+        !deleted.iter().any(|t| t.contains("my-vpc") || t.contains("my-workers") || t.contains("payments-allow")),
+        "{deleted:?}"
+    );
+    // A shoot never applied: a one-line error saying what to do.
+    sb.run(&["sim", "gce", "routes", "--shoot", "shoot--dev--nope"]).code(1).stderr_has("trellis apply");
+}

@@ -214,6 +214,7 @@ impl Provider for Gcp {
         let mut state = stored_state(ws)?;
         state.last_applied = Some(last_applied(shoot));
         state.byo_workers_subnet = byo_workers_subnet(cfg, &ctx);
+        state.region = Some(ctx.region.clone());
         neutral(plan, &state)
     }
 
