@@ -15,7 +15,7 @@ use trellis_cli::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPla
 use trellis_planner::cloud::{Call, Op};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Node, Ownership, Plan, PlanSet};
-use trellis_sim::ArmSim;
+use trellis_sim::{ArmSim, GceSim};
 
 pub fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
@@ -80,10 +80,26 @@ impl Scenario {
         &self.session.sim
     }
 
-    /// Re-syncs a world file into the simulated cloud (an out-of-band change).
+    /// The simulated GCE cloud (GCP shoots).
+    pub fn gce(&self) -> &GceSim {
+        &self.session.gce
+    }
+
+    /// Re-syncs a world file into the simulated clouds (an out-of-band change).
     pub fn sync_world(&self, file: &str) {
         let world = ops::load_world(&self.file(file)).expect("world file");
         self.session.sim.sync_world(&world).expect("world syncs");
+        self.session.gce.sync_world(&world).expect("world syncs");
+    }
+
+    /// A resource as its simulated cloud returns it: a GCE selfLink path (`projects/…`) from the
+    /// GCE simulator, an ARM id from the ARM one.
+    pub fn get_now(&self, id: &str) -> Option<serde_json::Value> {
+        if id.starts_with("projects/") {
+            self.session.gce.get_now(id)
+        } else {
+            self.session.sim.get_now(id)
+        }
     }
 
     pub async fn plan_files(&self, files: &[&str]) -> Result<Vec<ShootPlan>> {
@@ -125,7 +141,7 @@ impl Scenario {
     }
 
     pub fn exists(&self, id: &str) -> bool {
-        self.session.sim.get_now(id).is_some()
+        self.get_now(id).is_some()
     }
 }
 
