@@ -40,10 +40,12 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The directory of a scenario, found by its ID prefix (e.g. `A1`) under any provider.
+/// The directory of a scenario, found by its ID prefix: `gcp/A1` under `gcp/`, a bare ID (`A1`) under
+/// `azure/` (acceptance IDs repeat across the providers' specs).
 pub fn scenario_dir(id: &str) -> PathBuf {
+    let (provider, id) = id.split_once('/').unwrap_or(("azure", id));
     let prefix = format!("{id}-");
-    let mut found: Vec<PathBuf> = all_scenario_dirs()
+    let mut found: Vec<PathBuf> = sorted_dirs(&scenarios_dir().join(provider))
         .into_iter()
         .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
         .collect();
