@@ -720,9 +720,22 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             "never deleted: your Cloud Router (networks.vpc.cloudRouter.name); only the Cloud NAT is removed from it",
         ));
     } else {
+        // A router whose NAT holds static addresses (natIPNames) cannot be deleted while it does (GCE
+        // answers 400 resourceInUseByAnotherResource): the NAT goes first. Upstream deletes the router
+        // alone; without natIPNames so does trellis.
+        let mut router_deps = Vec::new();
+        if !nat_ip_names(cfg).is_empty() {
+            let nat = nat_res(cfg, ctx);
+            router_deps.push(nat.address.clone());
+            out.push(Desired::DeleteManaged {
+                res: nat,
+                depends_on: vec![],
+                why: "Cloud NAT holding your static addresses (networks.cloudNAT.natIPNames), removed from its router first: a router whose NAT holds addresses cannot be deleted".to_string(),
+            });
+        }
         out.push(Desired::DeleteManaged {
             res: router.clone(),
-            depends_on: vec![],
+            depends_on: router_deps,
             why: "Cloud Router, with its Cloud NAT (upstream task `ensure router deleted`)".to_string(),
         });
         vpc_deps.push(router.address.clone());
