@@ -107,3 +107,36 @@ fn regression_trellis_sim_gce_drives_the_runtime_writers_and_destroy_removes_wha
     // A shoot never applied: a one-line error saying what to do.
     sb.run(&["sim", "gce", "routes", "--shoot", "shoot--dev--nope"]).code(1).stderr_has("trellis apply");
 }
+
+/// `<repo>/tests/scenarios/gcp/<rel>`.
+fn gcp_scenario(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/gcp").join(rel);
+    assert!(path.exists(), "missing scenario file {}", path.display());
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+/// GCP spec acceptance F3: two shoots share one BYO VPC; deleting one removes its CCM routes and
+/// `k8s-fw-*` rules and leaves the other shoot's untouched.
+#[test]
+fn regression_f3_deleting_one_of_two_shoots_in_a_shared_vpc_leaves_the_others_runtime_resources() {
+    let sb = Sandbox::new();
+    let (a, b, world) = (
+        gcp_scenario("B5-byo-shoots-share-a-vpc/shoot-a.yaml"),
+        gcp_scenario("B5-byo-shoots-share-a-vpc/shoot-b.yaml"),
+        gcp_scenario("B5-byo-shoots-share-a-vpc/world.yaml"),
+    );
+    sb.run(&["apply", "--auto-approve", "-f", &a, "-f", &b, "--world", &world]).code(0);
+    for (tn, pod) in [("shoot--platform--payments", "100.96.0.0/24"), ("shoot--platform--billing", "100.96.1.0/24")] {
+        let node = format!("{tn}-worker-a-z1-abcde,europe-west1-b,{pod}");
+        sb.run(&["sim", "gce", "routes", "--shoot", tn, "--node", &node]).code(0);
+        sb.run(&["sim", "gce", "service", "create", "--shoot", tn, "--name", tn, "--port", "TCP:30080"]).code(0);
+    }
+    let report = sb.run(&["destroy", "--auto-approve", "-f", &a, "--output", "json"]).code(0).json();
+    let deleted: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
+    assert!(deleted.iter().any(|t| t.contains("/routes/shoot--platform--payments-")), "{deleted:?}");
+    assert!(deleted.iter().any(|t| t.contains("/firewalls/k8s-fw-") && t.contains("payments")), "{deleted:?}");
+    assert!(!deleted.iter().any(|t| t.contains("billing")), "the other shoot's resources: {deleted:?}");
+    assert_eq!(deleted.len(), 3, "the route, k8s-fw and k8s-hc rules of the deleted shoot: {deleted:?}");
+    // The other shoot still plans no changes, and its route is still there.
+    sb.run(&["plan", "-f", &b]).code(0).stdout_has("No changes.");
+}
