@@ -20,13 +20,18 @@ use trellis_providers::manifest::{self, ManifestError};
 use trellis_providers::metadata;
 use trellis_providers::provider::{CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
 use trellis_providers::registry::Registry;
-use trellis_sim::{ArmSim, WorldFile};
+use trellis_sim::{ArmSim, GceSim, WorldFile};
 use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
 
 /// The sled tree the simulated Azure cloud lives in, next to the state.
 pub const SIM_TREE: &str = "sim/azure";
 /// The sled tree the simulated cloud's audit log is kept in.
 pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
+/// The sled tree the simulated GCE cloud lives in, next to the state and the ARM simulator.
+pub const GCE_SIM_TREE: &str = "sim/gce";
+/// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
+/// resources in it: `projects/trellis-sim/…`).
+pub const SIM_PROJECT: &str = "trellis-sim";
 
 /// The operations that write to the cloud; only their audit log is kept in the state dir.
 const WRITING_OPERATIONS: [&str; 3] = ["apply", "destroy", "sim"];
@@ -37,6 +42,12 @@ pub struct Session {
     pub cloud: Arc<dyn CloudWrite>,
     /// The simulated cloud kept in the state dir (also when `cloud` is a real one: world files sync into it).
     pub sim: ArmSim,
+    /// The cloud GCP shoots talk to: the simulated GCE cloud ([`Session::gce`]).
+    pub gce_cloud: Arc<dyn CloudWrite>,
+    /// The simulated GCE cloud kept in the state dir (tree [`GCE_SIM_TREE`]).
+    pub gce: GceSim,
+    /// The GCP project GCP shoots live in.
+    pub project: String,
     // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
     pub store: Arc<SledStore>,
     /// The subscription the shoots' credentials point at.
@@ -58,9 +69,14 @@ impl Session {
         let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
         let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
             let sim = ArmSim::open(tree, subscription)?;
+            let gce = GceSim::open(store.tree(GCE_SIM_TREE)?)?;
             let note = match &world {
                 Some(world) => {
-                    let report = sim.sync_world(world)?;
+                    let mut report = sim.sync_world(world)?;
+                    let gce_report = gce.sync_world(world)?;
+                    report.added.extend(gce_report.added);
+                    report.updated.extend(gce_report.updated);
+                    report.removed.extend(gce_report.removed);
                     Some(format!(
                         "world: {} added, {} updated, {} removed",
                         report.added.len(),
@@ -70,9 +86,9 @@ impl Session {
                 }
                 None => None,
             };
-            Ok((sim, note))
+            Ok(((sim, gce), note))
         });
-        let (sim, note) = match opened {
+        let ((sim, gce), note) = match opened {
             Ok(opened) => opened,
             Err(e) => {
                 let _ = store.discard();
@@ -83,16 +99,22 @@ impl Session {
         // The simulated cloud lives in the state's database: its writes join the state's grouped flushes,
         // so a write and the commits made meanwhile are made durable together.
         let weak = Arc::downgrade(&store);
-        sim.share_flush(Arc::new(move || match weak.upgrade() {
+        let shared_flush: trellis_sim::SharedFlush = Arc::new(move || match weak.upgrade() {
             Some(store) => store.flush().map_err(|e| e.to_string()),
             None => Err("the state dir was closed".to_string()),
-        }));
+        });
+        sim.share_flush(Arc::clone(&shared_flush));
+        gce.share_flush(shared_flush);
+        let gce_cloud: Arc<dyn CloudWrite> = Arc::new(gce.clone());
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
         let subscription = sim.subscription();
         Ok((
             Session {
                 cloud,
                 sim,
+                gce_cloud,
+                gce,
+                project: SIM_PROJECT.to_string(),
                 store,
                 subscription,
                 retry: RetryPolicy::default(),
@@ -116,6 +138,18 @@ impl Session {
     /// What the providers' cloud-reading calls need: the account, the retry policy, `--accept-drift`.
     pub fn cloud_ctx(&self) -> CloudCtx {
         CloudCtx { account: self.subscription(), retry: self.retry.clone(), accept_drift: self.accept_drift }
+    }
+
+    /// The cloud of each provider with its context: Azure shoots talk to [`Session::cloud`] in the
+    /// subscription, GCP shoots to [`Session::gce_cloud`] in [`Session::project`].
+    pub fn clouds(&self) -> Clouds {
+        let gcp = CloudCtx { account: self.project.clone(), ..self.cloud_ctx() };
+        Clouds {
+            by_type: BTreeMap::from([
+                ("azure", (Arc::clone(&self.cloud), self.cloud_ctx())),
+                ("gcp", (Arc::clone(&self.gce_cloud), gcp)),
+            ]),
+        }
     }
 
     /// Ends the command: keeps the simulated cloud's audit log of a command that writes the cloud
@@ -168,10 +202,31 @@ impl Session {
 
     /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
     fn release(self) -> Arc<SledStore> {
-        let Session { cloud, sim, store, .. } = self;
+        let Session { cloud, sim, gce_cloud, gce, store, .. } = self;
         drop(cloud);
         drop(sim);
+        drop(gce_cloud);
+        drop(gce);
         store
+    }
+}
+
+/// The cloud each provider's shoots are planned and applied against, with the context of their
+/// calls (the account: Azure's subscription, GCP's project), by `spec.provider.type`: a fleet may mix
+/// providers, and each shoot's provider decides its cloud.
+#[derive(Clone)]
+pub struct Clouds {
+    by_type: BTreeMap<&'static str, (Arc<dyn CloudWrite>, CloudCtx)>,
+}
+
+impl Clouds {
+    /// The cloud and context of `provider`'s shoots.
+    pub fn of(&self, provider: &dyn Provider) -> Result<(&Arc<dyn CloudWrite>, &CloudCtx), ProviderError> {
+        self.by_type.get(provider.type_name()).map(|(cloud, ctx)| (cloud, ctx)).ok_or_else(|| {
+            ProviderError::Other(
+                format!("bug: no cloud is configured for provider {}; please report", provider.type_name()).into(),
+            )
+        })
     }
 }
 
@@ -251,19 +306,17 @@ impl std::error::Error for FleetError {}
 
 /// Plans every shoot (concurrently); reads only.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
-    let ctx = Arc::new(session.cloud_ctx());
-    let cloud = Arc::clone(&session.cloud);
+    let clouds = Arc::new(session.clouds());
     let mut tasks = tokio::task::JoinSet::new();
     for (i, input) in shoots.into_iter().enumerate() {
         let ws = session.store.load(&input.id())?.unwrap_or_else(|| Workspace::new(&input.id()));
-        let cloud = Arc::clone(&cloud);
-        let ctx = Arc::clone(&ctx);
+        let clouds = Arc::clone(&clouds);
         tasks.spawn(async move {
             let (provider, shoot) = (input.provider, input.shoot.as_ref());
-            let res = if destroy {
-                provider.plan_destroy(shoot, &ws, cloud.as_ref(), &ctx).await
-            } else {
-                provider.plan(shoot, &ws, cloud.as_ref(), &ctx).await
+            let res = match clouds.of(provider) {
+                Err(e) => Err(e),
+                Ok((cloud, ctx)) if destroy => provider.plan_destroy(shoot, &ws, cloud.as_ref(), ctx).await,
+                Ok((cloud, ctx)) => provider.plan(shoot, &ws, cloud.as_ref(), ctx).await,
             };
             (i, input, ws, res)
         });
@@ -337,7 +390,7 @@ fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: 
         }
         Ok(out)
     };
-    let ctx = session.cloud_ctx();
+    let clouds = session.clouds();
     for provider in Registry::builtin().providers() {
         let fleet: Vec<FleetShoot<'_>> = plans
             .iter()
@@ -345,7 +398,8 @@ fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: 
             .map(|p| FleetShoot { plan: p.plan, file: p.file })
             .collect();
         if !fleet.is_empty() {
-            provider.check_fleet(&fleet, &applied, &ctx)?;
+            let (_, ctx) = clouds.of(*provider)?;
+            provider.check_fleet(&fleet, &applied, ctx)?;
         }
     }
     Ok(())
@@ -421,8 +475,7 @@ struct FileJob {
 
 struct Shared {
     store: Arc<SledStore>,
-    cloud: Arc<dyn CloudWrite>,
-    ctx: CloudCtx,
+    clouds: Clouds,
     opts: StreamOptions,
 }
 
@@ -453,7 +506,11 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
         Ok(ws) => ws.unwrap_or_else(|| Workspace::new(id)),
         Err(e) => return DocOutcome::Other(e.into()),
     };
-    let planned = match l.provider.plan(l.shoot.as_ref(), &ws, shared.cloud.as_ref(), &shared.ctx).await {
+    let (cloud, ctx) = match shared.clouds.of(l.provider) {
+        Ok(found) => found,
+        Err(e) => return DocOutcome::Failed(e),
+    };
+    let planned = match l.provider.plan(l.shoot.as_ref(), &ws, cloud.as_ref(), ctx).await {
         Ok(planned) => planned,
         Err(e) => return DocOutcome::Failed(e),
     };
@@ -511,12 +568,7 @@ pub async fn plan_fleet_streaming(
     mut emit: impl FnMut(StreamedPlan) -> Result<()>,
 ) -> Result<StreamSummary> {
     use futures::StreamExt as _;
-    let shared = Arc::new(Shared {
-        store: Arc::clone(&session.store),
-        cloud: Arc::clone(&session.cloud),
-        ctx: session.cloud_ctx(),
-        opts,
-    });
+    let shared = Arc::new(Shared { store: Arc::clone(&session.store), clouds: session.clouds(), opts });
     let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     // A task plans a few files one after the other: one task, and one wake-up of this loop, per
     // batch rather than per file (with a file per task the scheduler's wake-ups cost ~5 % of the CPU).
@@ -753,11 +805,16 @@ pub async fn apply(
     let parallelism = opts.parallelism.max(1);
     let ctx = ApplyCtx {
         store: Arc::clone(&session.store),
-        cloud: Arc::clone(&session.cloud),
-        cloud_ctx: session.cloud_ctx(),
+        clouds: Arc::new(session.clouds()),
         opts: opts.clone(),
         limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
-        write_locks: Arc::new(WriteLocks::default()),
+        write_locks: Arc::new(
+            Registry::builtin()
+                .providers()
+                .iter()
+                .map(|p| (p.type_name(), Arc::new(WriteLocks::new(p.ids()))))
+                .collect(),
+        ),
     };
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let mut results: Vec<Option<Result<ShootReport>>> = plans.iter().map(|_| None).collect();
@@ -798,13 +855,13 @@ pub async fn apply(
 #[derive(Clone)]
 struct ApplyCtx {
     store: Arc<SledStore>,
-    cloud: Arc<dyn CloudWrite>,
-    cloud_ctx: CloudCtx,
+    clouds: Arc<Clouds>,
     opts: ApplyOptions,
     /// The fleet-wide limit of nodes in flight.
     limit: Arc<tokio::sync::Semaphore>,
-    /// The fleet-wide write scopes: shoots may write subnets into one VNet.
-    write_locks: Arc<WriteLocks>,
+    /// The fleet-wide write scopes, per provider (each under its provider's id scheme,
+    /// [`Provider::ids`]): shoots may write subnets into one VNet, NATs into one router.
+    write_locks: Arc<BTreeMap<&'static str, Arc<WriteLocks>>>,
 }
 
 /// A progress call of one shoot's task, shown by [`apply`] on the caller's display.
@@ -867,13 +924,18 @@ async fn apply_locked(
     let store: &dyn StateStore = ctx.store.as_ref();
     let mut ws = store.load(&plan.shoot)?.unwrap_or_else(|| Workspace::new(&plan.shoot));
     check_prior(plan, &ws)?;
-    let audited = Arc::new(Audited::new(Arc::clone(&ctx.cloud)));
+    let (provider_cloud, cloud_ctx) = ctx.clouds.of(p.provider)?;
+    let write_locks = match ctx.write_locks.get(p.provider.type_name()) {
+        Some(locks) => Arc::clone(locks),
+        None => bail!("bug: no write locks for provider {}; please report", p.provider.type_name()),
+    };
+    let audited = Arc::new(Audited::new(Arc::clone(provider_cloud)));
     let cloud: Arc<dyn CloudWrite> = audited.clone();
     let exec_opts = ExecOptions {
         parallelism: opts.parallelism,
-        retry: ctx.cloud_ctx.retry.clone(),
+        retry: cloud_ctx.retry.clone(),
         shared_limit: Some(Arc::clone(&ctx.limit)),
-        write_locks: Arc::clone(&ctx.write_locks),
+        write_locks,
     };
     let results = {
         let mut persist = Persist { store, ws: &mut ws, operation: &opts.operation, progress };
@@ -884,7 +946,7 @@ async fn apply_locked(
     let mut artifacts = None;
     let mut orphans = Vec::new();
     if ok && destroy {
-        match p.provider.orphans_after_destroy(p.shoot.as_ref(), audited.as_ref(), &ctx.cloud_ctx).await {
+        match p.provider.orphans_after_destroy(p.shoot.as_ref(), audited.as_ref(), cloud_ctx).await {
             Ok(found) => orphans = found,
             Err(e) => warnings.push(format!("{}: the orphan report could not be made: {e}", plan.shoot)),
         }
@@ -900,10 +962,8 @@ async fn apply_locked(
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
         // resources but not the new config, so the next apply re-reads and records it.
-        let after = p
-            .provider
-            .artifacts_after_apply(p.shoot.as_ref(), &p.planned.state, audited.as_ref(), &ctx.cloud_ctx)
-            .await;
+        let after =
+            p.provider.artifacts_after_apply(p.shoot.as_ref(), &p.planned.state, audited.as_ref(), cloud_ctx).await;
         match after {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;

@@ -16,6 +16,8 @@ use trellis_cli::ops::Session;
 use trellis_planner::cloud::{CloudWrite, Op};
 use trellis_plans::Artifacts;
 use trellis_providers::azure::prefixes::SubnetPrefixes;
+use trellis_providers::gcp::state::GcpState;
+use trellis_sim::gce::runtime::{BastionSpec, LbService, Node as GceNode, ShootNetwork};
 use trellis_sim::runtime::{Bastion, Ccm};
 use trellis_sim::ArmSim;
 use trellis_state::StateStore;
@@ -40,6 +42,82 @@ enum SimCommand {
     Show {
         /// The ARM id.
         id: String,
+    },
+    /// The simulated GCE cloud's runtime writers (GCP shoots): CCM routes and Services, the bastion.
+    #[command(subcommand)]
+    Gce(GceCommand),
+}
+
+#[derive(Subcommand)]
+enum GceCommand {
+    /// The CCM route controller: exactly one `<technicalID>-<hash>` route per node (with
+    /// --configure-cloud-routes); routes of nodes not given are deleted.
+    Routes {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        /// A node: NAME,ZONE,POD_CIDR. Repeatable; none deletes every route of the shoot.
+        #[arg(long = "node", value_name = "NAME,ZONE,POD_CIDR")]
+        nodes: Vec<String>,
+    },
+    /// The CCM service controller: a Service type=LoadBalancer (firewall rules k8s-fw-*, k8s-*-hc and
+    /// its address), tag-scoped to the shoot.
+    #[command(subcommand)]
+    Service(GceServiceCommand),
+    /// The bastion controller: 3 tag-scoped firewall rules and the bastion VM in the workers subnet.
+    #[command(subcommand)]
+    Bastion(GceBastionCommand),
+    /// Print a resource's JSON as the simulated GCE cloud returns it (a GET, not audited).
+    Show {
+        /// The selfLink (`projects/P/global/networks/N`, …).
+        id: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum GceServiceCommand {
+    /// Create or update the Service.
+    Create {
+        #[command(flatten)]
+        service: ServiceRef,
+        /// PROTOCOL:NODE_PORT, e.g. TCP:30080. Repeatable.
+        #[arg(long = "port", value_name = "PROTOCOL:NODE_PORT", required = true)]
+        ports: Vec<String>,
+        /// spec.loadBalancerSourceRanges entry. Repeatable; none means 0.0.0.0/0.
+        #[arg(long = "source-range", value_name = "CIDR")]
+        source_ranges: Vec<String>,
+        /// An internal load balancer (its address in the workers subnet).
+        #[arg(long)]
+        internal: bool,
+        /// A Service annotation, e.g. networking.gke.io/internal-load-balancer-subnet=NAME. Repeatable.
+        #[arg(long = "annotation", value_name = "KEY=VALUE")]
+        annotations: Vec<String>,
+    },
+    /// Delete the Service's firewall rules and address.
+    Delete(ServiceRef),
+}
+
+#[derive(Subcommand)]
+enum GceBastionCommand {
+    /// Create or update a bastion.
+    Create {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        zone: String,
+        /// Who may SSH in. Repeatable.
+        #[arg(long = "operator-cidr", value_name = "CIDR", required = true)]
+        operator_cidrs: Vec<String>,
+    },
+    /// Delete a bastion: its rules and VM.
+    Delete {
+        #[arg(long, value_name = "ID")]
+        shoot: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        zone: String,
     },
 }
 
@@ -148,6 +226,9 @@ pub async fn run(args: SimArgs) -> Result<u8> {
     let session = open(env, "sim")?;
     let sim = &session.sim;
     let state = env.state.as_path();
+    if let SimCommand::Gce(command) = args.command {
+        return gce(session, command, state).await;
+    }
     if let SimCommand::Show { id } = &args.command {
         let Some(value) = sim.get_now(id) else {
             bail!("{id}: not found in the simulated cloud in {}", state.display());
@@ -228,7 +309,7 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
             Bastion::new(cloud, &values)?.delete(&name).await?;
             format!("bastion {name}: deleted")
         }
-        SimCommand::Show { .. } => unreachable!("handled above"),
+        SimCommand::Show { .. } | SimCommand::Gce(_) => unreachable!("handled above"),
     })
 }
 
@@ -266,5 +347,128 @@ fn subnet_prefixes(sim: &ArmSim, subnet_id: &str) -> Result<Vec<String>> {
         .with_context(|| format!("the worker subnet {subnet_id} is not in the simulated cloud; pass --worker-cidr"))?;
     SubnetPrefixes::of(&subnet).map(|p| p.prefixes).with_context(|| {
         format!("{subnet_id} has neither properties.addressPrefix nor properties.addressPrefixes; pass --worker-cidr")
+    })
+}
+
+/// `trellis sim gce …`: the GCE runtime writers, against the simulated GCE cloud in the state dir.
+async fn gce(session: Session, command: GceCommand, state: &Path) -> Result<u8> {
+    let gce = session.gce.clone();
+    if let GceCommand::Show { id } = &command {
+        let Some(value) = gce.get_now(id) else {
+            bail!("{id}: not found in the simulated GCE cloud in {}", state.display());
+        };
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(0);
+    }
+    let mark = gce.calls().len();
+    let result = gce_write(&session, command, state).await;
+    let writes: Vec<_> = gce.calls().into_iter().skip(mark).filter(|c| c.op == Op::Write).collect();
+    for c in &writes {
+        println!("{} {} ({})", c.method, c.target, c.status);
+    }
+    session.close()?;
+    let summary = result?;
+    if writes.is_empty() {
+        println!("No cloud writes: everything was already in place.");
+    }
+    println!("{summary}");
+    Ok(0)
+}
+
+/// Where an applied GCP shoot lives, from its workspace's provider state.
+fn gce_network(session: &Session, shoot: &str, state: &Path) -> Result<(ShootNetwork, bool)> {
+    let hint = format!("run `trellis apply -f <shoot.yaml> --state {}` first", state.display());
+    let Some(ws) = session.store.load(shoot)? else {
+        bail!("no workspace for {shoot} in {} (`trellis state list` shows them); {hint}", state.display());
+    };
+    let Some(gcp) = ws.provider_state::<GcpState>().with_context(|| format!("{shoot}: not a GCP shoot"))? else {
+        bail!("{shoot} has nothing applied in {}; {hint}", state.display());
+    };
+    let Some(net) = gcp.applied_network(shoot) else {
+        bail!("{shoot} has nothing applied in {}; {hint}", state.display());
+    };
+    let routes = ws
+        .outputs
+        .and_then(|o| serde_json::from_value::<Artifacts>(o).ok())
+        .and_then(|a| a.ccm_flags.and_then(|f| f.get("configure-cloud-routes").copied()))
+        .unwrap_or(true);
+    let network = ShootNetwork {
+        project: session.project.clone(),
+        region: net.region,
+        network: net.network,
+        workers_subnet: net.workers_subnet,
+        technical_id: shoot.to_string(),
+    };
+    Ok((network, routes))
+}
+
+async fn gce_write(session: &Session, command: GceCommand, state: &Path) -> Result<String> {
+    let gce = &session.gce;
+    Ok(match command {
+        GceCommand::Show { .. } => unreachable!("answered before any write"),
+        GceCommand::Routes { shoot, nodes } => {
+            let (net, routes) = gce_network(session, &shoot, state)?;
+            if !routes {
+                return Ok(format!("--configure-cloud-routes=false for {shoot}: the CCM writes no routes"));
+            }
+            let nodes = nodes
+                .iter()
+                .map(|n| match n.split(',').collect::<Vec<_>>()[..] {
+                    [name, zone, pod] if !name.is_empty() && !zone.is_empty() => {
+                        Ok(GceNode { name: name.to_string(), zone: zone.to_string(), pod_cidrs: vec![pod.to_string()] })
+                    }
+                    _ => bail!("--node '{n}': expected NAME,ZONE,POD_CIDR"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            gce.ccm_sync_routes(&net, &nodes).await?;
+            format!("{shoot}: {} node route(s) in place", nodes.len())
+        }
+        GceCommand::Service(GceServiceCommand::Create { service, ports, source_ranges, internal, annotations }) => {
+            let (net, _) = gce_network(session, &service.shoot, state)?;
+            let ports = ports
+                .iter()
+                .map(|p| match p.split_once(':') {
+                    Some((proto, port)) => match port.parse::<u16>() {
+                        Ok(port) => Ok((proto.to_ascii_uppercase(), port)),
+                        Err(_) => bail!("--port '{p}': the node port must be a number 1-65535"),
+                    },
+                    None => bail!("--port '{p}': expected PROTOCOL:NODE_PORT, e.g. TCP:30080"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let svc = LbService {
+                namespace: service.namespace.clone(),
+                name: service.name.clone(),
+                ports,
+                source_ranges,
+                internal,
+                annotations: parse_annotations(&annotations)?.into_iter().collect(),
+            };
+            let st = gce.ccm_ensure_service(&net, &svc).await?;
+            format!(
+                "service {}/{}: address {}; firewall rules: {}",
+                svc.namespace,
+                svc.name,
+                st.ip,
+                st.firewalls.join(", ")
+            )
+        }
+        GceCommand::Service(GceServiceCommand::Delete(s)) => {
+            let (net, _) = gce_network(session, &s.shoot, state)?;
+            let svc = LbService { namespace: s.namespace.clone(), name: s.name.clone(), ..Default::default() };
+            gce.ccm_delete_service(&net, &svc).await?;
+            format!("service {}/{}: deleted", s.namespace, s.name)
+        }
+        GceCommand::Bastion(GceBastionCommand::Create { shoot, name, zone, operator_cidrs }) => {
+            let (net, _) = gce_network(session, &shoot, state)?;
+            let b = BastionSpec { name: name.clone(), zone, ingress: operator_cidrs };
+            let st = gce.bastion_ensure(&net, &b).await?;
+            format!("bastion {name}: external IP {}, internal IP {}", st.external_ip, st.internal_ip)
+        }
+        GceCommand::Bastion(GceBastionCommand::Delete { shoot, name, zone }) => {
+            let (net, _) = gce_network(session, &shoot, state)?;
+            let b = BastionSpec { name: name.clone(), zone, ingress: Vec::new() };
+            gce.bastion_delete(&net, &b).await?;
+            format!("bastion {name}: deleted")
+        }
     })
 }

@@ -21,7 +21,7 @@ fn regression_gardener_example_shoot_is_not_a_yaml_error() {
     assert_eq!(
         run.stderr_lines(),
         vec![format!(
-            "error: {file}: document 1: spec.provider.type: unsupported provider type \"<some-provider-name>\"; trellis supports: azure"
+            "error: {file}: document 1: spec.provider.type: unsupported provider type \"<some-provider-name>\"; trellis supports: azure, gcp"
         )]
     );
 }

@@ -100,8 +100,14 @@ impl IdScheme for GceIds {
         Some(segments[..segments.len() - 2].join("/"))
     }
 
+    /// A Cloud NAT (`<router>/nats/<name>`) is written as a PATCH of its router: its scope is the
+    /// router's, so the NATs of one router are written one at a time.
     fn write_scope(&self, id: &str) -> String {
-        self.key(id)
+        let key = self.key(id);
+        match key.rsplit_once("/nats/") {
+            Some((router, _)) if router.contains("/routers/") => router.to_string(),
+            _ => key,
+        }
     }
 
     /// A GCE resource's `id` is a number (`"5012345678901234567"`); the id resources are addressed

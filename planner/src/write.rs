@@ -33,18 +33,19 @@ use tokio::sync::OwnedMutexGuard;
 
 /// One async mutex per write scope; see the [module docs](self).
 pub struct WriteLocks {
-    ids: Arc<dyn IdScheme>,
+    ids: &'static dyn IdScheme,
     scopes: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl WriteLocks {
-    pub fn new(ids: Arc<dyn IdScheme>) -> WriteLocks {
+    /// Locks whose scopes are computed under `ids` (the provider's scheme, `Provider::ids`).
+    pub fn new(ids: &'static dyn IdScheme) -> WriteLocks {
         WriteLocks { ids, scopes: Mutex::new(HashMap::new()) }
     }
 
     /// The id scheme the scopes are computed with.
     pub fn ids(&self) -> &dyn IdScheme {
-        self.ids.as_ref()
+        self.ids
     }
 
     /// Waits until no other write of `id`'s scope is in flight; the scope is held until the guard drops.
@@ -68,7 +69,7 @@ impl std::fmt::Debug for WriteLocks {
 impl Default for WriteLocks {
     /// ARM's scheme.
     fn default() -> Self {
-        WriteLocks::new(Arc::new(ArmIds))
+        WriteLocks::new(&ArmIds)
     }
 }
 

@@ -17,6 +17,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
+use trellis_planner::ids::IdScheme;
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Artifacts, Kind, Plan};
 use trellis_state::{ProviderState, StateError, Workspace};
@@ -148,6 +149,11 @@ impl From<StateError> for ProviderError {
 pub trait Provider: Send + Sync {
     /// `spec.provider.type` (`azure`).
     fn type_name(&self) -> &'static str;
+
+    /// How this provider's cloud ids compare (ARM ids case-insensitively, GCE selfLinks as
+    /// written): the scheme of its [`trellis_planner::discover::Observed`] and of the executor's
+    /// write locks for its shoots.
+    fn ids(&self) -> &'static dyn IdScheme;
 
     /// `apiVersion` and `kind` of the provider's `spec.provider.infrastructureConfig`; the loader
     /// refuses a Shoot whose config says otherwise.

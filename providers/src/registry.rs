@@ -7,7 +7,7 @@
 use crate::provider::Provider;
 
 /// The providers built into trellis.
-static BUILTIN: Registry = Registry::new(&[&crate::azure::provider::AZURE]);
+static BUILTIN: Registry = Registry::new(&[&crate::azure::provider::AZURE, &crate::gcp::provider::GCP]);
 
 /// A set of providers, by `spec.provider.type`.
 pub struct Registry {

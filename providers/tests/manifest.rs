@@ -194,11 +194,11 @@ fn wrong_kind_is_rejected() {
 fn unsupported_provider_is_rejected() {
     check_err(
         &format!("{HEAD}spec:\n  provider:\n    type: aws\n"),
-        "<dir>/shoot.yaml: document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure",
+        "<dir>/shoot.yaml: document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure, gcp",
     );
     check_err(
         &format!("{HEAD}spec: {{}}\n"),
-        "<dir>/shoot.yaml: document 1: spec.provider.type: not set; trellis supports: azure",
+        "<dir>/shoot.yaml: document 1: spec.provider.type: not set; trellis supports: azure, gcp",
     );
 }
 
@@ -523,7 +523,7 @@ fn regression_gardener_example_shoot_loads() {
     assert!(matches!(err, manifest::ManifestError::UnsupportedProvider { .. }), "{err}");
     assert!(
         err.to_string().ends_with(
-            "gardener-90-shoot.yaml: document 1: spec.provider.type: unsupported provider type \"<some-provider-name>\"; trellis supports: azure"
+            "gardener-90-shoot.yaml: document 1: spec.provider.type: unsupported provider type \"<some-provider-name>\"; trellis supports: azure, gcp"
         ),
         "{err}"
     );

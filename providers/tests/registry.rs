@@ -14,12 +14,13 @@ fn data(name: &str) -> PathBuf {
 #[test]
 fn regression_registry_refuses_an_unknown_provider_type_listing_the_known_ones() {
     let registry = Registry::builtin();
-    assert_eq!(registry.types(), ["azure"]);
+    assert_eq!(registry.types(), ["azure", "gcp"]);
     assert_eq!(registry.get("azure").unwrap().type_name(), "azure");
-    let err = registry.get("gcp").expect_err("gcp is not registered");
-    assert_eq!(err, UnknownProvider { provider_type: "gcp".to_string(), supported: vec!["azure"] });
-    assert_eq!(err.to_string(), "unsupported provider type \"gcp\"; trellis supports: azure");
-    assert_eq!(registry.get("").err().unwrap().to_string(), "not set; trellis supports: azure");
+    assert_eq!(registry.get("gcp").unwrap().type_name(), "gcp");
+    let err = registry.get("aws").expect_err("aws is not registered");
+    assert_eq!(err, UnknownProvider { provider_type: "aws".to_string(), supported: vec!["azure", "gcp"] });
+    assert_eq!(err.to_string(), "unsupported provider type \"aws\"; trellis supports: azure, gcp");
+    assert_eq!(registry.get("").err().unwrap().to_string(), "not set; trellis supports: azure, gcp");
 }
 
 #[test]

@@ -353,8 +353,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
                 .to_string(),
         );
     }
-    let unchanged_before: Vec<Option<Value>> =
-        step.unchanged.iter().map(|id| s.sim().get_now(&full_id(s, id))).collect();
+    let unchanged_before: Vec<Option<Value>> = step.unchanged.iter().map(|id| s.get_now(&full_id(s, id))).collect();
     let preserved: Vec<String> = match &step.preserved_except {
         Some(except) => s
             .sim()
@@ -367,6 +366,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         None => Vec::new(),
     };
     let mark = s.sim().mark();
+    let gce_mark = s.gce().calls().len();
     let result: anyhow::Result<Outcome> = if let Some(files) = &step.plan {
         plan_json(s, files, false).await.map(Outcome::Plans)
     } else if let Some(files) = &step.plan_destroy {
@@ -391,9 +391,17 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
     } else {
         let world = step.world.as_deref().unwrap_or_default();
         let world = trellis_cli::ops::load_world(&s.file(world));
-        world.and_then(|w| s.sim().sync_world(&w).map_err(anyhow::Error::from)).map(|_| Outcome::Synced)
+        world
+            .and_then(|w| {
+                s.sim().sync_world(&w)?;
+                s.gce().sync_world(&w)?;
+                Ok(())
+            })
+            .map(|_| Outcome::Synced)
     };
-    let calls = s.sim().calls_since(mark);
+    // The calls of both simulated clouds (a fleet may mix Azure and GCP shoots).
+    let mut calls = s.sim().calls_since(mark);
+    calls.extend(s.gce().calls().into_iter().skip(gce_mark));
     let writes: Vec<&Call> = calls.iter().filter(|c| c.op == Op::Write).collect();
 
     let outcome = match (result, &step.error) {
@@ -426,7 +434,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         }
     }
     for (id, before) in step.unchanged.iter().zip(&unchanged_before) {
-        let after = s.sim().get_now(&full_id(s, id));
+        let after = s.get_now(&full_id(s, id));
         if after != *before {
             return Err(format!("unchanged: {id} changed:\nbefore: {before:?}\nafter:  {after:?}"));
         }
@@ -472,7 +480,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         Some(Outcome::Synced) | None => {}
     }
     for (id, want) in &step.cloud {
-        let live = s.sim().get_now(&full_id(s, id)).ok_or_else(|| format!("cloud: {id} does not exist"))?;
+        let live = s.get_now(&full_id(s, id)).ok_or_else(|| format!("cloud: {id} does not exist"))?;
         subset(want, &live).map_err(|e| format!("cloud: {id}: {e}"))?;
     }
     for id in &step.gone {

@@ -15,7 +15,7 @@ use trellis_cli::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPla
 use trellis_planner::cloud::{Call, Op};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Node, Ownership, Plan, PlanSet};
-use trellis_sim::ArmSim;
+use trellis_sim::{ArmSim, GceSim};
 
 pub fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
@@ -40,10 +40,12 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The directory of a scenario, found by its ID prefix (e.g. `A1`) under any provider.
+/// The directory of a scenario, found by its ID prefix: `gcp/A1` under `gcp/`, a bare ID (`A1`) under
+/// `azure/` (acceptance IDs repeat across the providers' specs).
 pub fn scenario_dir(id: &str) -> PathBuf {
+    let (provider, id) = id.split_once('/').unwrap_or(("azure", id));
     let prefix = format!("{id}-");
-    let mut found: Vec<PathBuf> = all_scenario_dirs()
+    let mut found: Vec<PathBuf> = sorted_dirs(&scenarios_dir().join(provider))
         .into_iter()
         .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
         .collect();
@@ -80,10 +82,26 @@ impl Scenario {
         &self.session.sim
     }
 
-    /// Re-syncs a world file into the simulated cloud (an out-of-band change).
+    /// The simulated GCE cloud (GCP shoots).
+    pub fn gce(&self) -> &GceSim {
+        &self.session.gce
+    }
+
+    /// Re-syncs a world file into the simulated clouds (an out-of-band change).
     pub fn sync_world(&self, file: &str) {
         let world = ops::load_world(&self.file(file)).expect("world file");
         self.session.sim.sync_world(&world).expect("world syncs");
+        self.session.gce.sync_world(&world).expect("world syncs");
+    }
+
+    /// A resource as its simulated cloud returns it: a GCE selfLink path (`projects/…`) from the
+    /// GCE simulator, an ARM id from the ARM one.
+    pub fn get_now(&self, id: &str) -> Option<serde_json::Value> {
+        if id.starts_with("projects/") {
+            self.session.gce.get_now(id)
+        } else {
+            self.session.sim.get_now(id)
+        }
     }
 
     pub async fn plan_files(&self, files: &[&str]) -> Result<Vec<ShootPlan>> {
@@ -125,7 +143,7 @@ impl Scenario {
     }
 
     pub fn exists(&self, id: &str) -> bool {
-        self.session.sim.get_now(id).is_some()
+        self.get_now(id).is_some()
     }
 }
 

@@ -244,7 +244,7 @@ async fn secondary_ranges_must_not_overlap_the_primary_nor_other_subnets() {
 #[tokio::test]
 async fn routes_and_firewalls_over_quota_fail_in_the_operation_with_403_quota_exceeded() {
     let sim = with_vpc().await;
-    sim.set_quotas(Quotas { routes_per_network: 2, firewalls_per_project: 1 });
+    sim.set_quotas(Quotas { routes_per_network: 2, firewalls_per_project: 1 }).unwrap();
     let route = |n: usize| json!({"name": format!("shoot--p--s-{n}"), "network": "global/networks/vpc-a", "destRange": format!("100.96.{n}.0/24"), "nextHopIp": "10.250.0.5"});
     sim.insert(ROUTES, route(0)).await.unwrap();
     sim.insert(ROUTES, route(1)).await.unwrap();

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
+use trellis_planner::ids::{ArmIds, IdScheme};
 use trellis_plans::{Artifacts, Plan};
 use trellis_state::{ProviderState, Workspace};
 
@@ -44,6 +45,10 @@ impl Azure {
 impl Provider for Azure {
     fn type_name(&self) -> &'static str {
         super::PROVIDER_TYPE
+    }
+
+    fn ids(&self) -> &'static dyn IdScheme {
+        &ArmIds
     }
 
     fn infrastructure_config_type(&self) -> (&'static str, &'static str) {

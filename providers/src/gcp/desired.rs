@@ -49,6 +49,10 @@ fn res(kind: Kind, scope: String, name: &str, id: String) -> Resource {
     Resource { address: names::address(kind, &scope, name), kind, name: name.to_string(), scope, id }
 }
 
+/// How the reason of the BYO workers subnet's plan node starts: the fleet check finds a shoot's
+/// workers subnet by it ([`super::provider::is_byo_workers_subnet_node`]).
+pub const WORKERS_SUBNET_WHY: &str = "your workers subnet (networks.subnetWorkers)";
+
 pub fn vpc_res(cfg: &InfrastructureConfig, ctx: &Ctx) -> Resource {
     let name = names::vpc_name(cfg, &ctx.tn);
     res(Kind::Network, global_scope(ctx), &name, names::network_link(&ctx.project, &name))
@@ -240,7 +244,7 @@ fn byo(
     out.push(Desired::Verify(VerifySpec {
         checks: subnet_checks(&workers.name),
         depends_on: vec![vpc.address.clone()],
-        why: "your workers subnet (networks.subnetWorkers), verified only: never created or patched (upstream task `ensure worker subnet`, ensureUserManagedWorkersSubnet)".to_string(),
+        why: format!("{WORKERS_SUBNET_WHY}, verified only: never created or patched (upstream task `ensure worker subnet`, ensureUserManagedWorkersSubnet)"),
         res: w.clone(),
     }));
     if dual {
@@ -716,9 +720,22 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             "never deleted: your Cloud Router (networks.vpc.cloudRouter.name); only the Cloud NAT is removed from it",
         ));
     } else {
+        // A router whose NAT holds static addresses (natIPNames) cannot be deleted while it does (GCE
+        // answers 400 resourceInUseByAnotherResource): the NAT goes first. Upstream deletes the router
+        // alone; without natIPNames so does trellis.
+        let mut router_deps = Vec::new();
+        if !nat_ip_names(cfg).is_empty() {
+            let nat = nat_res(cfg, ctx);
+            router_deps.push(nat.address.clone());
+            out.push(Desired::DeleteManaged {
+                res: nat,
+                depends_on: vec![],
+                why: "Cloud NAT holding your static addresses (networks.cloudNAT.natIPNames), removed from its router first: a router whose NAT holds addresses cannot be deleted".to_string(),
+            });
+        }
         out.push(Desired::DeleteManaged {
             res: router.clone(),
-            depends_on: vec![],
+            depends_on: router_deps,
             why: "Cloud Router, with its Cloud NAT (upstream task `ensure router deleted`)".to_string(),
         });
         vpc_deps.push(router.address.clone());

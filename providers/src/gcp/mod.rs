@@ -14,14 +14,17 @@
 //! - [`warnings`]: BYO firewall equivalents missing, routes approaching the VPC's quota.
 //!
 //! Every planning function is pure over ([`api::InfrastructureConfig`], [`Ctx`],
-//! [`trellis_planner::discover::Observed`] keyed by [`trellis_planner::ids::GceIds`]). Not registered in
-//! [`crate::registry`] yet: the `Provider` impl comes with the simulator.
+//! [`trellis_planner::discover::Observed`] keyed by [`trellis_planner::ids::GceIds`]).
+//! [`provider::Gcp`] is this module as a [`crate::provider::Provider`] (registered in
+//! [`crate::registry`]); [`state::GcpState`] is what it keeps per shoot between runs.
 
 pub mod api;
 pub mod desired;
 pub mod names;
 pub mod preflight;
+pub mod provider;
 pub mod render;
+pub mod state;
 pub mod validation;
 pub mod warnings;
 

@@ -260,8 +260,13 @@ struct FlushState {
 }
 
 impl GroupFlush {
-    fn new(tree: sled::Tree) -> GroupFlush {
+    pub(crate) fn new(tree: sled::Tree) -> GroupFlush {
         GroupFlush { tree, shared: std::sync::OnceLock::new(), state: Mutex::default(), changed: Condvar::new() }
+    }
+
+    /// Flushes through `flush` (the database owner's) from now on; the first one given stays.
+    pub(crate) fn share(&self, flush: crate::SharedFlush) {
+        let _ = self.shared.set(flush);
     }
 
     fn lock(&self) -> MutexGuard<'_, FlushState> {

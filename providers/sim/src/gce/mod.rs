@@ -16,11 +16,14 @@
 //!
 //! The rules are in `rules` (see the module list in ARCHITECTURE.md), the filter in [`filter`], the
 //! `gce:` world section in [`world`], the runtime writers (CCM routes and Service firewall rules, the
-//! bastion controller) in [`runtime`]. The store lives in memory ([`store`]); persisting it through
-//! the state's sled database is a follow-up.
+//! bastion controller) in [`runtime`]. The store ([`store`]) lives in memory
+//! ([`GceSim::in_memory`]) or in a sled tree ([`GceSim::open`], `persist`: every call's changes
+//! durable before it returns); a Cloud NAT is a sub-resource of its router ([`nat`]).
 
 pub mod filter;
+pub mod nat;
 pub mod path;
+mod persist;
 mod rules;
 pub mod runtime;
 mod store;
@@ -46,6 +49,32 @@ struct GceCore {
     store: GceStore,
     audit: AuditLog,
     faults: FaultState,
+    /// Where the store is kept (`None`: in memory only).
+    persist: Option<persist::Persist>,
+}
+
+impl GceCore {
+    /// Writes the store's changes to its tree; the answer is the flush to wait for, outside the lock.
+    fn write(&mut self) -> Result<Option<Arc<crate::core::persist::GroupFlush>>, SimError> {
+        match &self.persist {
+            Some(p) => p.write(&mut self.store),
+            None => {
+                self.store.dirty.clear();
+                self.store.ops_dirty.clear();
+                self.store.meta_dirty = false;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A storage failure as the cloud call's answer.
+fn storage_error(target: &str, e: SimError) -> CloudError {
+    CloudError::Server {
+        target: target.to_string(),
+        status: 500,
+        message: format!("the simulated cloud could not store the change: {e}"),
+    }
 }
 
 /// The simulated GCE cloud. Clones share the same cloud.
@@ -63,8 +92,38 @@ impl Default for GceSim {
 impl GceSim {
     /// An empty simulated GCE cloud in memory, with the default [`Quotas`].
     pub fn in_memory() -> GceSim {
-        let core = GceCore { store: GceStore::default(), audit: AuditLog::default(), faults: FaultState::default() };
+        let core = GceCore {
+            store: GceStore::default(),
+            audit: AuditLog::default(),
+            faults: FaultState::default(),
+            persist: None,
+        };
         GceSim { inner: Arc::new(Mutex::new(core)) }
+    }
+
+    /// The simulated GCE cloud kept in `tree` (the state dir's `sim/gce`): what earlier commands left
+    /// there, and every change written back before the call that made it returns.
+    pub fn open(tree: sled::Tree) -> Result<GceSim, SimError> {
+        let (persist, store) = persist::Persist::open(tree)?;
+        let core = GceCore { store, audit: AuditLog::default(), faults: FaultState::default(), persist: Some(persist) };
+        Ok(GceSim { inner: Arc::new(Mutex::new(core)) })
+    }
+
+    /// Makes writes durable through `flush` (the database owner's grouped flush, as
+    /// [`crate::ArmSim::share_flush`]) instead of flushing the tree itself.
+    pub fn share_flush(&self, flush: crate::SharedFlush) {
+        if let Some(p) = &self.lock().persist {
+            p.share_flush(flush);
+        }
+    }
+
+    /// Writes the store's changes and waits until they are durable.
+    fn commit(&self) -> Result<(), SimError> {
+        let flush = self.lock().write()?;
+        match flush {
+            Some(f) => f.durable(),
+            None => Ok(()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, GceCore> {
@@ -99,14 +158,21 @@ impl GceSim {
     }
 
     /// Sets the quotas (a world file's `gce.quotas` does the same).
-    pub fn set_quotas(&self, quotas: Quotas) {
-        self.lock().store.quotas = quotas;
+    pub fn set_quotas(&self, quotas: Quotas) -> Result<(), SimError> {
+        {
+            let mut st = self.lock();
+            st.store.quotas = quotas;
+            st.store.meta_dirty = true;
+        }
+        self.commit()
     }
 
     /// Re-syncs the resources the world file's `gce:` section declares (see [`world`]). Not
     /// audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
-        world::sync(&mut self.lock().store, world)
+        let report = world::sync(&mut self.lock().store, world)?;
+        self.commit()?;
+        Ok(report)
     }
 
     /// Every resource as a GET returns it, sorted by selfLink path.
@@ -244,7 +310,18 @@ impl GceSim {
                 }
             },
         };
-        st.audit.push(Call { op, method: method.to_string(), target, status });
+        let flush = match st.write() {
+            Ok(flush) => flush,
+            Err(e) => {
+                st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status: 500 });
+                return Err(storage_error(&target, e));
+            }
+        };
+        st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
+        drop(st);
+        if let Some(flush) = flush {
+            flush.durable().map_err(|e| storage_error(&target, e))?;
+        }
         result
     }
 
@@ -321,8 +398,12 @@ pub fn operation_error(target: &str, operation: &Value) -> Option<CloudError> {
 
 #[async_trait]
 impl CloudRead for GceSim {
+    /// A Cloud NAT (`<router>/nats/<name>`) answers its router's entry ([`nat`]).
     async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
-        self.get_audited(id).await
+        match nat::split_nat_id(id) {
+            Some((router, name)) => self.get_nat(&router, &name).await,
+            None => self.get_audited(id).await,
+        }
     }
 
     /// Lists `parent/rtype` (`projects/P/global` + `firewalls`, `projects/P/regions/R` +
@@ -365,7 +446,11 @@ fn version_field(path: &GcePath) -> &'static str {
 #[async_trait]
 impl CloudWrite for GceSim {
     /// Insert, then GET. The body's `name` (if any) must be the id's.
+    /// A Cloud NAT is written into its router's `nats[]` ([`nat`]).
     async fn create(&self, id: &str, mut body: Value) -> Result<Value, CloudError> {
+        if let Some(nat) = nat::split_nat_id(id) {
+            return self.write_nat(id, nat, body, &Precondition::None, true).await;
+        }
         let path = split(id)?;
         let rejected = |message: String| CloudError::Rejected {
             target: id.to_string(),
@@ -408,6 +493,9 @@ impl CloudWrite for GceSim {
     /// PATCH with the fingerprint of `pre` (without one: the current one, read first; a missing
     /// resource is then created), then GET.
     async fn update(&self, id: &str, mut body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        if let Some(nat) = nat::split_nat_id(id) {
+            return self.write_nat(id, nat, body, pre, false).await;
+        }
         let path = split(id)?;
         let field = version_field(&path);
         let version = match pre {
@@ -433,6 +521,9 @@ impl CloudWrite for GceSim {
 
     /// Delete; a missing resource is fine without a precondition, 412 with one.
     async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        if let Some(nat) = nat::split_nat_id(id) {
+            return self.remove_nat(id, nat, pre).await;
+        }
         let expected = match pre {
             Precondition::IfMatch(v) => Some(v.clone()),
             Precondition::None => None,

@@ -149,10 +149,10 @@ pub(crate) fn insert(
     let tick = store.tick();
     let value = stamp(value, &path, None, tick);
     let target_id = value.get("id").and_then(Value::as_str).map(str::to_string);
-    store.entries.insert(key.clone(), Entry { value: value.clone(), origin, auto: false, declared: None });
+    store.put(key.clone(), Entry { value: value.clone(), origin, auto: false, declared: None });
     if path.collection() == Collection::Networks && value["autoCreateSubnetworks"] == json!(true) {
         if let Err(e) = auto_subnets(store, &path, origin) {
-            store.entries.remove(&key);
+            store.take(&key);
             return Err(e);
         }
     }
@@ -177,7 +177,7 @@ fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Resu
         let value = build_subnetwork(store, &path, body, None)?;
         let tick = store.tick();
         let value = stamp(value, &path, None, tick);
-        store.entries.insert(path.key(), Entry { value, origin, auto: true, declared: None });
+        store.put(path.key(), Entry { value, origin, auto: true, declared: None });
     }
     Ok(())
 }
@@ -240,7 +240,7 @@ pub(crate) fn patch(store: &mut GceStore, path: &GcePath, body: Value) -> Result
     let tick = store.tick();
     let value = stamp(value, path, Some(&current.value), tick);
     let target_id = value.get("id").and_then(Value::as_str).map(str::to_string);
-    store.entries.insert(key, Entry { value: value.clone(), ..current });
+    store.put(key, Entry { value: value.clone(), ..current });
     if path.collection() == Collection::ServiceAccounts {
         return Ok((value, 200));
     }
@@ -285,10 +285,10 @@ pub(crate) fn delete(store: &mut GceStore, path: &GcePath) -> Result<Answer, Api
             }
         }
         for k in auto {
-            store.entries.remove(&k);
+            store.take(&k);
         }
     }
-    store.entries.remove(&key);
+    store.take(&key);
     store.tick();
     if path.collection() == Collection::ServiceAccounts {
         return Ok((json!({}), 200));
@@ -419,7 +419,7 @@ fn operation(
         op["httpErrorStatusCode"] = json!(status);
         op["httpErrorMessage"] = json!(http_reason(status));
     }
-    store.operations.insert(path.key(), op.clone());
+    store.put_operation(path.key(), op.clone());
     op
 }
 

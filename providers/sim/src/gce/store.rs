@@ -4,10 +4,10 @@
 use crate::core::store::Origin;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Per-project limits GCE enforces on inserts (403 `QUOTA_EXCEEDED` in a failed operation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Quotas {
     /// Custom routes per VPC network (the spec's default: 400).
     pub routes_per_network: usize,
@@ -22,7 +22,7 @@ impl Default for Quotas {
 }
 
 /// One stored resource.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Entry {
     /// The resource as stored (computed fields such as an address's `users` are added on GET).
     pub value: Value,
@@ -47,12 +47,37 @@ pub(crate) struct GceStore {
     /// IPv6 /64 prefixes handed out so far.
     pub ipv6_prefixes: u32,
     pub quotas: Quotas,
+    /// Keys of `entries` changed since the last write to the tree ([`super::persist`]).
+    pub dirty: BTreeSet<String>,
+    /// Keys of `operations` added since the last write to the tree.
+    pub ops_dirty: BTreeSet<String>,
+    /// The counters or quotas changed since the last write to the tree.
+    pub meta_dirty: bool,
 }
 
 impl GceStore {
     pub fn tick(&mut self) -> u64 {
         self.clock += 1;
+        self.meta_dirty = true;
         self.clock
+    }
+
+    /// Stores `entry` under `key` (noted for the next write to the tree).
+    pub fn put(&mut self, key: String, entry: Entry) {
+        self.dirty.insert(key.clone());
+        self.entries.insert(key, entry);
+    }
+
+    /// Removes the entry under `key` (noted for the next write to the tree).
+    pub fn take(&mut self, key: &str) -> Option<Entry> {
+        self.dirty.insert(key.to_string());
+        self.entries.remove(key)
+    }
+
+    /// Stores an operation (noted for the next write to the tree).
+    pub fn put_operation(&mut self, key: String, op: Value) {
+        self.ops_dirty.insert(key.clone());
+        self.operations.insert(key, op);
     }
 }
 

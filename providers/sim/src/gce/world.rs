@@ -161,7 +161,7 @@ pub(crate) fn sync(store: &mut GceStore, world: &WorldFile) -> Result<SyncReport
         .map(|(k, _)| k.clone())
         .collect();
     for k in gone {
-        next.entries.remove(&k);
+        next.take(&k);
         report.removed.push(k);
     }
     // Declared resources are rebuilt from scratch, so references between them resolve in order.
@@ -180,10 +180,10 @@ pub(crate) fn sync(store: &mut GceStore, world: &WorldFile) -> Result<SyncReport
         if !changed.contains(&key) {
             continue;
         }
-        let existed = next.entries.remove(&key).is_some();
+        let existed = next.take(&key).is_some();
         match world_value(&mut next, path, body) {
             Ok(value) => {
-                next.entries.insert(
+                next.put(
                     key.clone(),
                     Entry { value, origin: Origin::World, auto: false, declared: Some(Value::Object(body.clone())) },
                 );
@@ -203,6 +203,7 @@ pub(crate) fn sync(store: &mut GceStore, world: &WorldFile) -> Result<SyncReport
     }
     if let Some(q) = gce.quotas {
         next.quotas = q;
+        next.meta_dirty = true;
     }
     *store = next;
     Ok(report)

@@ -1,0 +1,142 @@
+//! GCP shoots end to end through the CLI against the simulated GCE cloud (kept in the state dir,
+//! tree `sim/gce`): plan, apply, the re-plan after apply, destroy; a `--world` file's `gce:`
+//! section; a fleet mixing Azure and GCP shoots.
+
+mod common;
+
+use common::{writes, Sandbox};
+use std::path::Path;
+
+/// `<repo>/examples/gcp/<rel>`.
+fn example(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gcp").join(rel);
+    assert!(path.exists(), "missing example {}", path.display());
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+#[test]
+fn regression_gcp_managed_shoot_plans_applies_replans_no_changes_and_destroys_through_the_cli() {
+    let sb = Sandbox::new();
+    let shoot = example("managed/shoot.yaml");
+    sb.run(&["plan", "-f", &shoot]).code(0).stdout_has("provider: gcp").stdout_has("gcp.cloud_nat.");
+    let report = sb.run(&["apply", "--auto-approve", "-f", &shoot, "--output", "json"]).code(0).json();
+    let written: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
+    assert!(
+        written
+            .iter()
+            .any(|t| t.ends_with("/routers/shoot--platform--web-cloud-router/nats/shoot--platform--web-cloud-nat")),
+        "{written:?}"
+    );
+    // Another process: the simulated GCE cloud and the state were kept in the state dir.
+    sb.run(&["plan", "-f", &shoot]).code(0).stdout_has("No changes.");
+    assert_eq!(sb.workspaces(), vec!["shoot--platform--web".to_string()]);
+    let ws = sb.workspace("shoot--platform--web");
+    assert_eq!(ws["provider_state"]["provider"], "gcp", "{ws}");
+    sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0).stdout_has("destroy complete");
+    sb.run(&["plan", "-f", &shoot]).code(0).stdout_has("gcp.network.trellis-sim.shoot--platform--web");
+}
+
+#[test]
+fn regression_gcp_byo_world_gce_section_is_verified_and_never_written() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (example("byo-ipv4/shoot.yaml"), example("byo-ipv4/world.yaml"));
+    sb.run(&["plan", "-f", &shoot, "--world", &world])
+        .code(0)
+        .stdout_has("mode: user-managed-egress")
+        .stdout_has("? gcp.subnetwork.trellis-sim/europe-west1.my-workers (user)");
+    let report =
+        sb.run(&["apply", "--auto-approve", "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
+    assert_eq!(writes(&report), Vec::<(String, String)>::new());
+    // Without the world file the user's network is still there (kept in the state dir).
+    sb.run(&["plan", "-f", &shoot]).code(0).stdout_has("No changes.");
+    let report = sb.run(&["destroy", "--auto-approve", "-f", &shoot, "--output", "json"]).code(0).json();
+    assert_eq!(writes(&report), Vec::<(String, String)>::new());
+    // The user's subnet is missing: a pre-flight error naming it (C13).
+    let only_vpc = sb.file("vpc-only.yaml");
+    std::fs::write(
+        &only_vpc,
+        "gce:\n  resources:\n    - selfLink: projects/trellis-sim/global/networks/my-vpc\n      autoCreateSubnetworks: false\n",
+    )
+    .unwrap();
+    let sb2 = Sandbox::new();
+    sb2.run(&["plan", "-f", &shoot, "--world", &only_vpc]).code(1).stderr_has("my-workers");
+}
+
+#[test]
+fn regression_a_fleet_may_mix_azure_and_gcp_shoots_each_in_its_own_cloud() {
+    let sb = Sandbox::new();
+    let fleet = sb.file("fleet");
+    std::fs::create_dir(&fleet).unwrap();
+    std::fs::copy(example("managed/shoot.yaml"), Path::new(&fleet).join("gcp.yaml")).unwrap();
+    std::fs::copy(common::a1(), Path::new(&fleet).join("azure.yaml")).unwrap();
+    let report = sb.run(&["apply", "--auto-approve", "-f", &fleet, "--output", "json"]).code(0).json();
+    let targets: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
+    assert!(targets.iter().any(|t| t.starts_with("/subscriptions/")), "ARM writes: {targets:?}");
+    assert!(targets.iter().any(|t| t.starts_with("projects/trellis-sim/")), "GCE writes: {targets:?}");
+    sb.run(&["plan", "-f", &fleet]).code(0).stdout_has("No changes.");
+    assert_eq!(sb.workspaces(), vec!["shoot--dev--alpha".to_string(), "shoot--platform--web".to_string()]);
+}
+
+#[test]
+fn regression_trellis_sim_gce_drives_the_runtime_writers_and_destroy_removes_what_they_wrote() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (example("byo-ipv4/shoot.yaml"), example("byo-ipv4/world.yaml"));
+    sb.run(&["apply", "--auto-approve", "-f", &shoot, "--world", &world]).code(0);
+    let tn = "shoot--platform--payments";
+    let node = format!("{tn}-worker-a-z1-abcde,europe-west1-b,100.96.0.0/24");
+    sb.run(&["sim", "gce", "routes", "--shoot", tn, "--node", &node])
+        .code(0)
+        .stdout_has("POST projects/trellis-sim/global/routes/shoot--platform--payments-");
+    sb.run(&["sim", "gce", "service", "create", "--shoot", tn, "--name", "web", "--port", "TCP:30080"])
+        .code(0)
+        .stdout_has("firewalls/k8s-fw-");
+    // Idempotent: the same routes again write nothing.
+    sb.run(&["sim", "gce", "routes", "--shoot", tn, "--node", &node]).code(0).stdout_has("No cloud writes");
+    sb.run(&["sim", "gce", "show", "projects/trellis-sim/global/networks/my-vpc"])
+        .code(0)
+        .stdout_has("\"name\": \"my-vpc\"");
+    // The destroy's safety nets remove the CCM's route and firewall rules, and nothing of the user's.
+    let report = sb.run(&["destroy", "--auto-approve", "-f", &shoot, "--output", "json"]).code(0).json();
+    let deleted: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
+    assert!(deleted.iter().any(|t| t.contains("/routes/shoot--platform--payments-")), "{deleted:?}");
+    assert!(deleted.iter().any(|t| t.contains("/firewalls/k8s-fw-")), "{deleted:?}");
+    assert!(
+        !deleted.iter().any(|t| t.contains("my-vpc") || t.contains("my-workers") || t.contains("payments-allow")),
+        "{deleted:?}"
+    );
+    // A shoot never applied: a one-line error saying what to do.
+    sb.run(&["sim", "gce", "routes", "--shoot", "shoot--dev--nope"]).code(1).stderr_has("trellis apply");
+}
+
+/// `<repo>/tests/scenarios/gcp/<rel>`.
+fn gcp_scenario(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/gcp").join(rel);
+    assert!(path.exists(), "missing scenario file {}", path.display());
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+/// GCP spec acceptance F3: two shoots share one BYO VPC; deleting one removes its CCM routes and
+/// `k8s-fw-*` rules and leaves the other shoot's untouched.
+#[test]
+fn regression_f3_deleting_one_of_two_shoots_in_a_shared_vpc_leaves_the_others_runtime_resources() {
+    let sb = Sandbox::new();
+    let (a, b, world) = (
+        gcp_scenario("B5-byo-shoots-share-a-vpc/shoot-a.yaml"),
+        gcp_scenario("B5-byo-shoots-share-a-vpc/shoot-b.yaml"),
+        gcp_scenario("B5-byo-shoots-share-a-vpc/world.yaml"),
+    );
+    sb.run(&["apply", "--auto-approve", "-f", &a, "-f", &b, "--world", &world]).code(0);
+    for (tn, pod) in [("shoot--platform--payments", "100.96.0.0/24"), ("shoot--platform--billing", "100.96.1.0/24")] {
+        let node = format!("{tn}-worker-a-z1-abcde,europe-west1-b,{pod}");
+        sb.run(&["sim", "gce", "routes", "--shoot", tn, "--node", &node]).code(0);
+        sb.run(&["sim", "gce", "service", "create", "--shoot", tn, "--name", tn, "--port", "TCP:30080"]).code(0);
+    }
+    let report = sb.run(&["destroy", "--auto-approve", "-f", &a, "--output", "json"]).code(0).json();
+    let deleted: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
+    assert!(deleted.iter().any(|t| t.contains("/routes/shoot--platform--payments-")), "{deleted:?}");
+    assert!(deleted.iter().any(|t| t.contains("/firewalls/k8s-fw-") && t.contains("payments")), "{deleted:?}");
+    assert!(!deleted.iter().any(|t| t.contains("billing")), "the other shoot's resources: {deleted:?}");
+    assert_eq!(deleted.len(), 3, "the route, k8s-fw and k8s-hc rules of the deleted shoot: {deleted:?}");
+    // The other shoot still plans no changes, and its route is still there.
+    sb.run(&["plan", "-f", &b]).code(0).stdout_has("No changes.");
+}
