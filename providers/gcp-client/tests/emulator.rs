@@ -235,7 +235,7 @@ async fn throttled_and_unavailable_calls_converge() {
 #[tokio::test]
 async fn a_failed_operation_is_reported_with_its_message() {
     let sim = GceSim::in_memory();
-    sim.set_quotas(Quotas { routes_per_network: 400, firewalls_per_project: 0 });
+    sim.set_quotas(Quotas { routes_per_network: 400, firewalls_per_project: 0 }).expect("set quotas");
     let srv = serve(sim.clone(), GceOptions::default()).await;
     let c = client(&srv, Credentials::Anonymous, fast()).await;
     with_vpc(&c).await;
