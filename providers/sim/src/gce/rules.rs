@@ -2,7 +2,7 @@
 
 use super::filter::Filter;
 use super::path::{resolve, Collection, CollectionPath, GcePath, Scope, COMPUTE_URL};
-use super::store::{fingerprint, numeric_id, timestamp, Entry, GceStore};
+use super::store::{etag, fingerprint, numeric_id, timestamp, Entry, GceStore};
 use crate::core::store::Origin;
 use crate::core::ApiError;
 use ipnet::{IpNet, Ipv4Net};
@@ -446,7 +446,7 @@ pub(crate) fn stamp(value: Map<String, Value>, path: &GcePath, old: Option<&Valu
         out.insert("uniqueId".into(), unique.clone());
         out.insert("email".into(), json!(path.name));
         out.insert("oauth2ClientId".into(), unique);
-        out.insert("etag".into(), json!(fingerprint(&key, tick)));
+        out.insert("etag".into(), json!(etag(&key, tick)));
         for (k, v) in value {
             out.entry(k).or_insert(v);
         }

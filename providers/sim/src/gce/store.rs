@@ -90,8 +90,18 @@ pub(crate) fn numeric_id(key: &str, tick: u64) -> String {
     (u64::from_be_bytes(b) >> 1 | 1 << 60).to_string()
 }
 
-/// A fingerprint: 8 bytes, base64, new on every write.
+/// A fingerprint: 8 bytes, new on every write, in the URL-safe base64 alphabet with padding (GCE's
+/// discovery format `byte`, e.g. `yfV4JOGc_sQ=`); google-cloud-compute-v1 refuses `+` and `/`.
 pub(crate) fn fingerprint(key: &str, tick: u64) -> String {
+    use base64::Engine as _;
+    let d = Sha256::digest(format!("fingerprint/{key}/{tick}").as_bytes());
+    base64::engine::general_purpose::URL_SAFE.encode(&d[..8])
+}
+
+/// An IAM service account's `etag`: 8 bytes, new on every write, in the standard base64 alphabet (IAM
+/// is a protobuf API, whose JSON writes bytes as standard base64; google-cloud-iam-admin-v1 refuses the
+/// URL-safe `-` and `_`).
+pub(crate) fn etag(key: &str, tick: u64) -> String {
     use base64::Engine as _;
     let d = Sha256::digest(format!("fingerprint/{key}/{tick}").as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&d[..8])
@@ -138,5 +148,18 @@ mod tests {
         let fp = fingerprint("projects/p/global/networks/n", 1);
         assert_eq!(fp.len(), 12, "{fp}");
         assert!(fp.ends_with('='));
+    }
+
+    /// The simulator wrote fingerprints in the standard base64 alphabet; GCE's are URL-safe (discovery
+    /// format `byte`), and the real client (google-cloud-compute-v1) failed to read a resource whose
+    /// fingerprint held a `+` or `/` ("the answer is not GCE JSON") when run against `trellis sim serve`.
+    #[test]
+    fn regression_fingerprints_use_gces_url_safe_base64_alphabet() {
+        use base64::Engine as _;
+        for tick in 0..200 {
+            let fp = fingerprint("projects/p/regions/r/subnetworks/s", tick);
+            assert!(!fp.contains(['+', '/']), "{fp}");
+            assert_eq!(base64::engine::general_purpose::URL_SAFE.decode(&fp).map(|b| b.len()), Ok(8), "{fp}");
+        }
     }
 }
