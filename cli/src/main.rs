@@ -99,12 +99,21 @@ struct Env {
     /// With --cloud azure: the ARM endpoint.
     #[arg(long, hide = true, value_name = "URL", env = "TRELLIS_AZURE_ENDPOINT", default_value = trellis_azure_client::DEFAULT_ENDPOINT, global = true)]
     azure_endpoint: String,
+    /// With --cloud gcp: the GCP project the shoots live in. Credentials come from the service-account
+    /// key file named by GOOGLE_APPLICATION_CREDENTIALS.
+    #[arg(long, value_name = "ID", env = "GOOGLE_CLOUD_PROJECT", global = true)]
+    project: Option<String>,
+    /// With --cloud azure or gcp: the API endpoint instead of the cloud's own (an emulator such as
+    /// `trellis sim serve`); plain http only on a loopback address.
+    #[arg(long, value_name = "URL", env = "TRELLIS_ENDPOINT", global = true)]
+    endpoint: Option<String>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum CloudKind {
     Sim,
     Azure,
+    Gcp,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -304,11 +313,18 @@ async fn run(cli: Cli) -> Result<u8> {
     }
 }
 
-fn open(env: &Env, operation: &str) -> Result<Session> {
+async fn open(env: &Env, operation: &str) -> Result<Session> {
     // The cloud to talk to instead of the simulator (opened before the state: a bad flag touches nothing).
-    let real_cloud = match env.cloud {
+    if env.cloud == CloudKind::Sim && env.endpoint.is_some() {
+        bail!("--endpoint needs --cloud azure or --cloud gcp: it points a real client at an emulator; the simulated cloud (--cloud sim) lives in the state dir");
+    }
+    let azure = match env.cloud {
         CloudKind::Azure => Some(azure_cloud(env)?),
-        CloudKind::Sim => None,
+        CloudKind::Sim | CloudKind::Gcp => None,
+    };
+    let gcp = match env.cloud {
+        CloudKind::Gcp => Some(gcp_cloud(env).await?),
+        CloudKind::Sim | CloudKind::Azure => None,
     };
     let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
@@ -320,8 +336,11 @@ fn open(env: &Env, operation: &str) -> Result<Session> {
         write_latency: Duration::from_millis(env.sim_write_latency_ms),
         ..Default::default()
     });
-    if let Some((cloud, subscription)) = real_cloud {
+    if let Some((cloud, subscription)) = azure {
         session.use_cloud(cloud, subscription);
+    }
+    if let Some((cloud, project)) = gcp {
+        session.use_gce_cloud(cloud, project);
     }
     Ok(session)
 }
@@ -340,10 +359,34 @@ fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::
     if subscription.contains(['/', '?', '#']) || subscription.contains(char::is_whitespace) {
         bail!("--subscription '{subscription}' is not a subscription id (expected a GUID such as 00000000-0000-0000-0000-000000000000)");
     }
-    let endpoint = trellis_azure_client::parse_url("--azure-endpoint", &env.azure_endpoint)?;
+    let endpoint = match &env.endpoint {
+        Some(url) => trellis_azure_client::parse_url("--endpoint", url)?,
+        None => trellis_azure_client::parse_url("--azure-endpoint", &env.azure_endpoint)?,
+    };
     let credential = EnvCredential::from_env().context("--cloud azure cannot sign in")?;
     let client = ArmClient::new(endpoint, std::sync::Arc::new(credential))?;
     Ok((std::sync::Arc::new(client), subscription.to_string()))
+}
+
+/// `--cloud gcp`: the GCE client (google-cloud-compute-v1) in `--project`, signed in with the
+/// service-account key file named by GOOGLE_APPLICATION_CREDENTIALS.
+async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
+    use trellis_gcp_client::{Credentials, GcpClient, Url};
+    if env.world.is_some() {
+        bail!("--world cannot be used with --cloud gcp: world files describe the simulated cloud; with --cloud gcp trellis reads the project itself");
+    }
+    let project = env.project.as_deref().map(str::trim).unwrap_or_default();
+    if project.is_empty() {
+        bail!("--cloud gcp needs a project: pass --project ID or set GOOGLE_CLOUD_PROJECT");
+    }
+    let endpoint = match &env.endpoint {
+        Some(url) => Some(Url::parse(url.trim()).map_err(|e| {
+            anyhow::anyhow!("--endpoint '{url}' is not a URL ({e}); pass e.g. https://compute.googleapis.com or http://127.0.0.1:PORT of an emulator")
+        })?),
+        None => None,
+    };
+    let client = GcpClient::new(project, endpoint, Credentials::FromEnv).await.context("--cloud gcp cannot sign in")?;
+    Ok((std::sync::Arc::new(client), project.to_string()))
 }
 
 fn validate(inputs: Inputs) -> Result<u8> {
@@ -393,7 +436,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
-    let session = open(&args.inputs.env, "plan")?;
+    let session = open(&args.inputs.env, "plan").await?;
     let result = plan_in(&session, files, &args).await;
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
@@ -576,7 +619,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
         }
         None => None,
     };
-    let session = open(&args.inputs.env, "apply")?;
+    let session = open(&args.inputs.env, "apply").await?;
     let result = apply_in(&session, &args, saved).await;
     session.finish(result)
 }
@@ -601,7 +644,7 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
-    let session = open(&args.inputs.env, "destroy")?;
+    let session = open(&args.inputs.env, "destroy").await?;
     let result = destroy_in(&session, &args).await;
     session.finish(result)
 }

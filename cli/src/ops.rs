@@ -131,6 +131,12 @@ impl Session {
         self.subscription = subscription;
     }
 
+    /// `--cloud gcp`: GCP shoots talk to the real GCE client in `project` instead of the simulated GCE cloud.
+    pub fn use_gce_cloud(&mut self, cloud: Arc<dyn CloudWrite>, project: String) {
+        self.gce_cloud = cloud;
+        self.project = project;
+    }
+
     pub fn subscription(&self) -> String {
         self.subscription.clone()
     }

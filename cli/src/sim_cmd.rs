@@ -46,6 +46,14 @@ enum SimCommand {
     /// The simulated GCE cloud's runtime writers (GCP shoots): CCM routes and Services, the bastion.
     #[command(subcommand)]
     Gce(GceCommand),
+    /// Serve the simulated clouds of the state dir over HTTP, ARM REST and GCE REST on one port, for
+    /// the real clients (`--cloud azure|gcp --endpoint URL`); until Ctrl-C.
+    Serve {
+        /// The address to listen on; a loopback address, since the clients send credentials over
+        /// plain http only to loopback. Port 0 picks a free port (printed on the first line).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+    },
 }
 
 #[derive(Subcommand)]
@@ -216,6 +224,9 @@ enum BastionCommand {
 
 pub async fn run(args: SimArgs) -> Result<u8> {
     let env = &args.env;
+    if let SimCommand::Serve { listen } = args.command {
+        return serve(env, listen).await;
+    }
     if !env.state.exists() {
         bail!(
             "state directory {} does not exist; run `trellis apply -f <shoot.yaml> --state {}` first",
@@ -223,7 +234,7 @@ pub async fn run(args: SimArgs) -> Result<u8> {
             env.state.display()
         );
     }
-    let session = open(env, "sim")?;
+    let session = open(env, "sim").await?;
     let sim = &session.sim;
     let state = env.state.as_path();
     if let SimCommand::Gce(command) = args.command {
@@ -309,7 +320,7 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
             Bastion::new(cloud, &values)?.delete(&name).await?;
             format!("bastion {name}: deleted")
         }
-        SimCommand::Show { .. } | SimCommand::Gce(_) => unreachable!("handled above"),
+        SimCommand::Show { .. } | SimCommand::Gce(_) | SimCommand::Serve { .. } => unreachable!("handled above"),
     })
 }
 
@@ -471,4 +482,30 @@ async fn gce_write(session: &Session, command: GceCommand, state: &Path) -> Resu
             format!("bastion {name}: deleted")
         }
     })
+}
+
+/// `trellis sim serve`: both simulated clouds of the state dir (with `--world` synced in) behind one
+/// HTTP listener until Ctrl-C; the audit log of what the clients did is kept as for `trellis sim …`.
+async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
+    if !listen.ip().is_loopback() {
+        bail!("--listen {listen} is not a loopback address; the emulator serves plain http, so listen on 127.0.0.1 (the real clients send credentials over http only to loopback)");
+    }
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener.local_addr().context("the listener has no address")?;
+    let session = open(env, "sim serve").await?;
+    let router = trellis_sim_http::both(
+        trellis_sim_http::SimServer::new(session.sim.clone()),
+        trellis_sim_http::gce::GceServer::new(session.gce.clone()),
+    );
+    println!(
+        "serving the simulated clouds of {} on http://{addr} (ARM and GCE REST); Ctrl-C stops",
+        env.state.display()
+    );
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("the emulator stopped");
+    session.finish(served.map(|()| 0))
 }

@@ -199,6 +199,29 @@ impl SimServer {
     }
 }
 
+/// Whether a request is GCE's (or its IAM's, or GCE's token endpoint): everything else is ARM's.
+/// GCE and IAM paths are case-sensitive and start `/compute/v1/` or `/v1/projects/`; ARM's start with
+/// `/subscriptions/` (or a tenant, for its token endpoint).
+pub fn is_gce_path(path: &str) -> bool {
+    path.starts_with("/compute/") || path.starts_with("/v1/projects/") || path == "/token"
+}
+
+/// One router for both simulated clouds on one port (`trellis sim serve`): GCE REST, IAM and GCE's
+/// token endpoint go to `gce`, everything else to `arm`.
+pub fn both(arm: SimServer, gce: gce::GceServer) -> Router {
+    use tower::ServiceExt as _;
+    let (arm, gce) = (arm.router(), gce.router());
+    Router::new().fallback(move |req: axum::extract::Request| {
+        let router = if is_gce_path(req.uri().path()) { gce.clone() } else { arm.clone() };
+        async move {
+            match router.oneshot(req).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        }
+    })
+}
+
 /// Serves `sim` over ARM REST on `listener` with the default [`ServerOptions`].
 pub async fn serve(sim: ArmSim, listener: TcpListener) -> std::io::Result<()> {
     SimServer::new(sim).serve(listener).await
