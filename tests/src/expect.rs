@@ -26,7 +26,8 @@
 //!
 //! Besides plan, plan_destroy, apply, destroy and world, a step may be `runtime:` (a runtime writer of
 //! the simulated cloud acting on the last applied shoot: `service`, `service_deleted`, `node`,
-//! `node_deleted`, `bastion`, `bastion_deleted`; its status is matched by `report`) or
+//! `node_deleted`, `bastion`, `bastion_deleted`; its status is matched by `report`; for a GCP shoot
+//! the GCE writers of `trellis sim gce`, where `node` and `bastion` take a `zone:`) or
 //! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on) or
 //! `latency: {call_ms, write_ms}` (the simulated cloud's answers take that long from then on).
 //!
@@ -35,7 +36,7 @@
 //! `no_status: [http status]` (no call of the step was answered so),
 //! `writes_only_to: [substring]` (every write's target contains one), `cloud: {id: subset}` (live
 //! resources after the step; an id starting at `/resourceGroups/` is in the scenario's subscription),
-//! `gone: [id]`, `none_exist: [substring]` (no live resource's id contains one), `unchanged: [id]` (byte-identical before and after the
+//! `gone: [id]`, `none_exist: [substring]` (no live resource's id or GCE selfLink path contains one), `unchanged: [id]` (byte-identical before and after the
 //! step, etag included) and `preserved_except: substring` (every resource that existed before the
 //! step and whose id lacks the substring still exists and was never written). Plan steps add
 //! `summary`, `no_changes`, `document` (subset of each plan document), `every_node`, `node_rules: [{when: subset, then: subset}]`, `nodes`,
