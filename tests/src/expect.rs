@@ -26,7 +26,8 @@
 //!
 //! Besides plan, plan_destroy, apply, destroy and world, a step may be `runtime:` (a runtime writer of
 //! the simulated cloud acting on the last applied shoot: `service`, `service_deleted`, `node`,
-//! `node_deleted`, `bastion`, `bastion_deleted`; its status is matched by `report`) or
+//! `node_deleted`, `bastion`, `bastion_deleted`; its status is matched by `report`; for a GCP shoot
+//! the GCE writers of `trellis sim gce`, where `node` and `bastion` take a `zone:`) or
 //! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on) or
 //! `latency: {call_ms, write_ms}` (the simulated cloud's answers take that long from then on).
 //!
@@ -35,7 +36,7 @@
 //! `no_status: [http status]` (no call of the step was answered so),
 //! `writes_only_to: [substring]` (every write's target contains one), `cloud: {id: subset}` (live
 //! resources after the step; an id starting at `/resourceGroups/` is in the scenario's subscription),
-//! `gone: [id]`, `none_exist: [substring]` (no live resource's id contains one), `unchanged: [id]` (byte-identical before and after the
+//! `gone: [id]`, `none_exist: [substring]` (no live resource's id or GCE selfLink path contains one), `unchanged: [id]` (byte-identical before and after the
 //! step, etag included) and `preserved_except: substring` (every resource that existed before the
 //! step and whose id lacks the substring still exists and was never written). Plan steps add
 //! `summary`, `no_changes`, `document` (subset of each plan document), `every_node`, `node_rules: [{when: subset, then: subset}]`, `nodes`,
@@ -170,11 +171,13 @@ pub struct Latency {
     pub write_ms: u64,
 }
 
-/// A runtime writer's action (Azure's simulated CCM and bastion controller, `trellis sim`).
+/// A runtime writer's action: Azure's or GCE's simulated CCM and bastion controller (`trellis sim`,
+/// `trellis sim gce`), whichever cloud the last applied shoot lives in.
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum Runtime {
-    /// A Service of type LoadBalancer (upstream `EnsureLoadBalancer`).
+    /// A Service of type LoadBalancer (upstream `EnsureLoadBalancer`). GCE: `port` is the node port,
+    /// the annotation `cloud.google.com/load-balancer-type: Internal` makes it an internal one.
     Service {
         name: String,
         #[serde(default = "default_namespace")]
@@ -192,22 +195,32 @@ pub enum Runtime {
         #[serde(default = "default_namespace")]
         namespace: String,
     },
-    /// A node joins: the route controller writes its pod-CIDR route.
+    /// A node joins: the route controller writes its pod-CIDR route. GCE needs the node's `zone`
+    /// (its VM is the route's next hop).
     Node {
         name: String,
         pod_cidr: String,
+        #[serde(default)]
+        zone: Option<String>,
     },
     NodeDeleted {
         name: String,
     },
-    /// A bastion: public IP, NIC in the worker subnet, four NSG rules, disk and VM.
+    /// A bastion. Azure: public IP, NIC in the worker subnet, four NSG rules (egress to `workers`),
+    /// disk and VM. GCE: the VM in `zone` with its NIC in the workers subnet and three tag-scoped
+    /// firewall rules (the workers' range is read live from the subnet, so `workers` stays empty).
     Bastion {
         name: String,
         ingress: Vec<String>,
+        #[serde(default)]
         workers: Vec<String>,
+        #[serde(default)]
+        zone: Option<String>,
     },
     BastionDeleted {
         name: String,
+        #[serde(default)]
+        zone: Option<String>,
     },
 }
 
@@ -344,6 +357,8 @@ struct Memo {
     applied: Option<Value>,
     forbidden: Vec<String>,
     latency: Latency,
+    /// The nodes the GCE route controller knows (it syncs routes for all of them at once).
+    gce_nodes: Vec<trellis_sim::gce::runtime::Node>,
 }
 
 async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Memo) -> Result<(), String> {
@@ -379,7 +394,8 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         s.destroy_files(&files).await.map(|r| Outcome::Report(to_json(&r)))
     } else if let Some(runtime) = &step.runtime {
         let applied = memo.applied.as_ref().ok_or("runtime: needs an apply step before it")?;
-        run_runtime(s, applied, runtime).await.map(Outcome::Runtime)
+        let applied = applied.clone();
+        run_runtime(s, &applied, runtime, &mut memo.gce_nodes).await.map(Outcome::Runtime)
     } else if let Some(forbid) = &step.forbid_writes {
         memo.forbidden.extend(forbid.iter().cloned());
         s.sim().set_faults(faults(memo));
@@ -489,8 +505,14 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         }
     }
     if !step.none_exist.is_empty() {
-        for r in s.sim().snapshot() {
-            let id = r["id"].as_str().unwrap_or_default();
+        // Both simulated clouds: ARM resources by id, GCE resources by selfLink path (`projects/…`;
+        // a GCE `id` is a number).
+        let arm = s.sim().snapshot().into_iter().map(|r| r["id"].as_str().unwrap_or_default().to_string());
+        let gce = s.gce().snapshot().into_iter().map(|r| {
+            let link = r["selfLink"].as_str().unwrap_or_default();
+            link.find("projects/").map_or(link, |i| &link[i..]).to_string()
+        });
+        for id in arm.chain(gce) {
             if let Some(w) = step.none_exist.iter().find(|w| id.contains(w.as_str())) {
                 return Err(format!("none_exist: {id} exists (contains `{w}`)"));
             }
@@ -500,12 +522,23 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
 }
 
 /// Runs one runtime writer's action, configured from the last apply's artifacts (azure.json values,
-/// CCM flags), as `trellis sim` does.
-async fn run_runtime(s: &Scenario, applied: &Value, runtime: &Runtime) -> anyhow::Result<Value> {
+/// CCM flags), as `trellis sim` does; for a GCP shoot, from its applied network, as `trellis sim gce`
+/// does.
+async fn run_runtime(
+    s: &Scenario,
+    applied: &Value,
+    runtime: &Runtime,
+    gce_nodes: &mut Vec<trellis_sim::gce::runtime::Node>,
+) -> anyhow::Result<Value> {
     use std::sync::Arc;
     use trellis_planner::cloud::CloudWrite;
     use trellis_sim::runtime::{Bastion, Ccm};
     let artifacts = &applied["shoots"][0]["artifacts"];
+    let shoot = applied["shoots"][0]["shoot"].as_str().unwrap_or_default();
+    if let Some(network) = gce_network(s, shoot)? {
+        let routes = artifacts["ccm_flags"]["configure-cloud-routes"].as_bool().unwrap_or(true);
+        return run_gce_runtime(s, &network, routes, runtime, gce_nodes).await;
+    }
     let values = artifacts["cloud_provider_config"]["values"].as_object().cloned().unwrap_or_default();
     let routes = artifacts["ccm_flags"]["configure-cloud-routes"].as_bool().unwrap_or(false);
     let cloud: Arc<dyn CloudWrite> = Arc::new(s.sim().clone());
@@ -519,14 +552,101 @@ async fn run_runtime(s: &Scenario, applied: &Value, runtime: &Runtime) -> anyhow
             ccm()?.ensure_load_balancer_deleted(namespace, name).await?;
             Value::Null
         }
-        Runtime::Node { name, pod_cidr } => to_json(&ccm()?.add_node(name, pod_cidr).await?),
+        Runtime::Node { name, pod_cidr, .. } => to_json(&ccm()?.add_node(name, pod_cidr).await?),
         Runtime::NodeDeleted { name } => to_json(&ccm()?.remove_node(name).await?),
-        Runtime::Bastion { name, ingress, workers } => {
+        Runtime::Bastion { name, ingress, workers, .. } => {
             let bastion = Bastion::new(Arc::clone(&cloud), &values)?;
             to_json(&bastion.create(name, ingress.clone(), workers).await?)
         }
-        Runtime::BastionDeleted { name } => {
+        Runtime::BastionDeleted { name, .. } => {
             Bastion::new(Arc::clone(&cloud), &values)?.delete(name).await?;
+            Value::Null
+        }
+    })
+}
+
+/// Where an applied GCP shoot lives (`None` for a shoot of another provider), from its workspace's
+/// provider state, as `trellis sim gce` reads it.
+fn gce_network(s: &Scenario, shoot: &str) -> anyhow::Result<Option<trellis_sim::gce::runtime::ShootNetwork>> {
+    use trellis_providers::gcp::state::GcpState;
+    use trellis_state::StateStore as _;
+    let Some(ws) = s.session.store.load(shoot)? else { return Ok(None) };
+    let Ok(Some(gcp)) = ws.provider_state::<GcpState>() else { return Ok(None) };
+    let Some(net) = gcp.applied_network(shoot) else { return Ok(None) };
+    Ok(Some(trellis_sim::gce::runtime::ShootNetwork {
+        project: s.session.project.clone(),
+        region: net.region,
+        network: net.network,
+        workers_subnet: net.workers_subnet,
+        technical_id: shoot.to_string(),
+    }))
+}
+
+/// The GCE runtime writers (`trellis sim gce`): the CCM's routes and Service firewall rules, the
+/// bastion controller.
+async fn run_gce_runtime(
+    s: &Scenario,
+    network: &trellis_sim::gce::runtime::ShootNetwork,
+    routes: bool,
+    runtime: &Runtime,
+    nodes: &mut Vec<trellis_sim::gce::runtime::Node>,
+) -> anyhow::Result<Value> {
+    use trellis_sim::gce::runtime::{BastionSpec, LbService, Node};
+    let gce = s.gce();
+    let zone = |zone: &Option<String>, what: &str| {
+        zone.clone().ok_or_else(|| anyhow::anyhow!("runtime: a GCE {what} needs `zone:`"))
+    };
+    let service = |name: &str, namespace: &str| LbService {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        ..Default::default()
+    };
+    Ok(match runtime {
+        Runtime::Service { name, namespace, port, protocol, annotations } => {
+            let internal = annotations
+                .get("cloud.google.com/load-balancer-type")
+                .is_some_and(|t| t.eq_ignore_ascii_case("internal"));
+            let svc = LbService {
+                ports: vec![(protocol.to_ascii_uppercase(), *port)],
+                internal,
+                annotations: annotations.clone().into_iter().collect(),
+                ..service(name, namespace)
+            };
+            let st = gce.ccm_ensure_service(network, &svc).await?;
+            serde_json::json!({"ip": st.ip, "firewalls": st.firewalls, "address": st.address})
+        }
+        Runtime::ServiceDeleted { name, namespace } => {
+            gce.ccm_delete_service(network, &service(name, namespace)).await?;
+            Value::Null
+        }
+        Runtime::Node { name, pod_cidr, zone: z } => {
+            nodes.retain(|n| n.name != *name);
+            nodes.push(Node { name: name.clone(), zone: zone(z, "node")?, pod_cidrs: vec![pod_cidr.clone()] });
+            if routes {
+                gce.ccm_sync_routes(network, nodes).await?;
+            }
+            serde_json::json!({"routes": routes, "nodes": nodes.len()})
+        }
+        Runtime::NodeDeleted { name } => {
+            nodes.retain(|n| n.name != *name);
+            if routes {
+                gce.ccm_sync_routes(network, nodes).await?;
+            }
+            serde_json::json!({"routes": routes, "nodes": nodes.len()})
+        }
+        Runtime::Bastion { name, ingress, workers, zone: z } => {
+            if !workers.is_empty() {
+                anyhow::bail!(
+                    "runtime: a GCE bastion reads the workers' range from the workers subnet; drop `workers:`"
+                );
+            }
+            let b = BastionSpec { name: name.clone(), zone: zone(z, "bastion")?, ingress: ingress.clone() };
+            let st = gce.bastion_ensure(network, &b).await?;
+            serde_json::json!({"external_ip": st.external_ip, "internal_ip": st.internal_ip})
+        }
+        Runtime::BastionDeleted { name, zone: z } => {
+            let b = BastionSpec { name: name.clone(), zone: zone(z, "bastion")?, ingress: Vec::new() };
+            gce.bastion_delete(network, &b).await?;
             Value::Null
         }
     })
