@@ -140,3 +140,20 @@ fn regression_f3_deleting_one_of_two_shoots_in_a_shared_vpc_leaves_the_others_ru
     // The other shoot still plans no changes, and its route is still there.
     sb.run(&["plan", "-f", &b]).code(0).stdout_has("No changes.");
 }
+
+/// The bundled Azure and GCP examples share a technical id (`shoot--platform--web`): planning the GCP
+/// one in a state dir where the Azure one was applied said the state was "corrupt" — it is not; a
+/// shoot cannot change its provider, and the message now says so and what to do.
+#[test]
+fn regression_a_shoot_that_changes_its_provider_is_refused_as_such_not_as_corrupt_state() {
+    let sb = Sandbox::new();
+    let azure = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/azure-managed/shoot.yaml");
+    sb.run(&["apply", "--auto-approve", "-f", azure.to_str().expect("UTF-8 path")]).code(0);
+    let run = sb
+        .run(&["plan", "-f", &example("managed/shoot.yaml")])
+        .code(1)
+        .stderr_has("workspace shoot--platform--web is recorded with provider type azure, but the manifest says gcp")
+        .stderr_has("destroy the azure shoot first");
+    assert_eq!(run.stderr_lines().len(), 1, "{:?}", run.stderr_lines());
+    assert!(!run.stderr_lines()[0].contains("corrupt"), "{:?}", run.stderr_lines());
+}

@@ -453,6 +453,10 @@ pub enum StateError {
     Locked { shoot: String, holder: LockInfo },
     #[error("state of workspace {shoot} changed since it was read: {detail}; re-run `trellis plan`")]
     Conflict { shoot: String, detail: String },
+    /// The workspace was applied as a shoot of another provider: the same technical id (project and
+    /// name) now names a shoot of `wanted`. Not damage: a shoot cannot change its provider.
+    #[error("workspace {shoot} is recorded with provider type {stored}, but the manifest says {wanted}; a shoot cannot change its provider: destroy the {stored} shoot first (`trellis destroy -f` its manifest), or use another --state for this one")]
+    ProviderChanged { shoot: String, stored: String, wanted: String },
     /// `detail` says what is unreadable and what to do about it.
     #[error("state of workspace {shoot} is corrupt: {detail}")]
     Corrupt { shoot: String, detail: String },

@@ -68,12 +68,11 @@ impl ProviderState {
     pub fn read<T: VersionedState>(&self, shoot: &str) -> Result<T, StateError> {
         let corrupt = |detail: String| StateError::Corrupt { shoot: shoot.to_string(), detail };
         if self.provider != T::PROVIDER {
-            return Err(corrupt(format!(
-                "its provider state belongs to provider {:?}, not {}; a shoot cannot change its provider — \
-                 inspect it with `trellis state pull {shoot}`",
-                self.provider,
-                T::PROVIDER
-            )));
+            return Err(StateError::ProviderChanged {
+                shoot: shoot.to_string(),
+                stored: self.provider.clone(),
+                wanted: T::PROVIDER.to_string(),
+            });
         }
         let current = T::version();
         if self.version > current {
@@ -197,7 +196,7 @@ mod tests {
         let mut ws = stored(3, json!({"count": 1}));
         ws.provider_state.as_mut().unwrap().provider = "gcp".into();
         let err = ws.provider_state::<Counter>().unwrap_err().to_string();
-        assert!(err.contains("\"gcp\""), "{err}");
+        assert!(err.contains("recorded with provider type gcp"), "{err}");
         let err = stored(0, json!({})).provider_state::<Counter>().unwrap_err().to_string();
         assert!(err.contains("version 0"), "{err}");
     }
