@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use trellis_cli::ops::Session;
-use trellis_planner::cloud::{CloudWrite, Op};
+use trellis_planner::cloud::{Call, CloudWrite, Op};
 use trellis_plans::Artifacts;
 use trellis_providers::azure::prefixes::SubnetPrefixes;
 use trellis_providers::gcp::state::GcpState;
@@ -250,8 +250,14 @@ pub async fn run(args: SimArgs) -> Result<u8> {
 
     let mark = sim.mark();
     let result = write(&session, args.command, state).await;
-    // What was written is printed (and kept in the audit log) also when a later call failed.
-    let writes: Vec<_> = sim.calls_since(mark).into_iter().filter(|c| c.op == Op::Write).collect();
+    let calls = sim.calls_since(mark);
+    report(session, calls, result)
+}
+
+/// Prints the writes a `trellis sim …` command made — also when a later call failed, as the audit log
+/// keeps them — closes the session, then the command's summary or its error.
+fn report(session: Session, calls: Vec<Call>, result: Result<String>) -> Result<u8> {
+    let writes: Vec<_> = calls.into_iter().filter(|c| c.op == Op::Write).collect();
     for c in &writes {
         println!("{} {} ({})", c.method, c.target, c.status);
     }
@@ -373,17 +379,8 @@ async fn gce(session: Session, command: GceCommand, state: &Path) -> Result<u8> 
     }
     let mark = gce.calls().len();
     let result = gce_write(&session, command, state).await;
-    let writes: Vec<_> = gce.calls().into_iter().skip(mark).filter(|c| c.op == Op::Write).collect();
-    for c in &writes {
-        println!("{} {} ({})", c.method, c.target, c.status);
-    }
-    session.close()?;
-    let summary = result?;
-    if writes.is_empty() {
-        println!("No cloud writes: everything was already in place.");
-    }
-    println!("{summary}");
-    Ok(0)
+    let calls = gce.calls().into_iter().skip(mark).collect();
+    report(session, calls, result)
 }
 
 /// Where an applied GCP shoot lives, from its workspace's provider state.
