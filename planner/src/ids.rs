@@ -117,6 +117,45 @@ impl IdScheme for GceIds {
     }
 }
 
+/// Ids of the domains provider (GEP-0066), path-like and compared case-insensitively (DNS names are
+/// case-insensitive; Kubernetes object names are lowercase anyway):
+/// - a seed's `DNSRecord` object (`extensions.gardener.cloud/v1alpha1`), what trellis writes:
+///   `/seeds/{seed}/namespaces/{namespace}/dnsrecords/{name}` (namespace: the shoot's technical id);
+/// - a record in a DNS zone, what the DNS extension makes of it (read only for trellis):
+///   `/dns/zones/{zone}/records/{fqdn}/{type}`.
+///
+/// Each record is its own write scope (DNS providers do not serialise writes within a zone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DnsIds;
+
+impl IdScheme for DnsIds {
+    /// Lowercase, without surrounding spaces and a trailing `/`.
+    fn key(&self, id: &str) -> String {
+        let id = id.trim();
+        id.strip_suffix('/').unwrap_or(id).to_ascii_lowercase()
+    }
+
+    /// A `DNSRecord`'s namespace (`/seeds/{seed}/namespaces/{ns}`), a zone record's zone
+    /// (`/dns/zones/{zone}`), a zone's or namespace's container; `None` for anything else.
+    fn parent(&self, id: &str) -> Option<String> {
+        let key = self.key(id);
+        let segments: Vec<&str> = key.split('/').collect();
+        // ["", "seeds", s, "namespaces", ns, "dnsrecords", name] | ["", "dns", "zones", z, "records", fqdn, type]
+        let keep = match segments.as_slice() {
+            ["", "seeds", _, "namespaces", _, "dnsrecords", _] => 5,
+            ["", "seeds", _, "namespaces", _] => 3,
+            ["", "dns", "zones", _, "records", _, _] => 4,
+            ["", "dns", "zones", _] => 2,
+            _ => return None,
+        };
+        Some(segments[..keep].join("/"))
+    }
+
+    fn write_scope(&self, id: &str) -> String {
+        self.key(id)
+    }
+}
+
 /// A parsed ARM id.
 ///
 /// An ARM id is `/subscriptions/{s}` (a subscription), `/subscriptions/{s}/resourceGroups/{rg}` (a
@@ -272,6 +311,20 @@ impl fmt::Display for ArmId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns_ids_are_case_insensitive_and_name_their_namespace_or_zone_as_parent() {
+        let dns = DnsIds;
+        let rec = "/seeds/aws-eu1/namespaces/shoot--dev--a/dnsrecords/a-external";
+        assert!(dns.same(rec, "/Seeds/aws-eu1/namespaces/shoot--dev--a/dnsrecords/A-External/"));
+        assert_eq!(dns.parent(rec).as_deref(), Some("/seeds/aws-eu1/namespaces/shoot--dev--a"));
+        assert_eq!(dns.parent("/seeds/aws-eu1/namespaces/shoot--dev--a").as_deref(), Some("/seeds/aws-eu1"));
+        let zrec = "/dns/zones/example.com/records/api.a.example.com/A";
+        assert_eq!(dns.parent(zrec).as_deref(), Some("/dns/zones/example.com"));
+        assert_eq!(dns.parent("/dns/zones/example.com").as_deref(), Some("/dns"));
+        assert_eq!(dns.parent("/something/else"), None);
+        assert_eq!(dns.write_scope(rec), dns.key(rec), "records are written independently");
+    }
 
     const VNET: &str = "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/hub";
 

@@ -8,6 +8,7 @@
 //! - [`seed`]: Gardener `Seed` manifests (returned by the loader beside the Shoots; not planned yet).
 //! - [`metadata`]: Gardener's rules for a Shoot's name and namespace (the technical id is made of them).
 //! - [`networking`]: Gardener's rules for a Shoot's `spec.networking` (CIDRs, IP families, CNI type).
+//! - [`features`]: Gardener feature gates (`--feature-gates`, e.g. `MutableShootDomains`).
 //! - [`field`]: Kubernetes-style field errors (`field.path: Type: detail`).
 //! - [`cidr`]: Gardener's CIDR checks (`pkg/utils/validation/cidr`), shared by the providers' validation.
 //! - [`workers`]: Gardener-level worker rules the providers' Shoot validators share (`ValidateWorkersUpdate`).
@@ -18,6 +19,7 @@
 
 pub mod azure;
 pub mod cidr;
+pub mod features;
 pub mod field;
 pub mod gcp;
 pub mod manifest;
