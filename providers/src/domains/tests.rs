@@ -633,3 +633,12 @@ fn record_types_follow_the_address_and_unmanaged_domains_get_no_record() {
     assert_eq!(actions(&p.plan), vec![("a-internal".into(), "create")]);
     assert_eq!(named(&p.plan, "kubeconfig_server"), "https://api.a.dev.internal.int.example.com");
 }
+
+#[test]
+fn regression_an_empty_ca_rotation_phase_reads_as_never_rotated() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut sh = shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]);
+    sh["status"] = json!({"credentials": {"rotation": {"certificateAuthorities": {"phase": ""}}}});
+    let p = ok(World::new().plan(&paired(&sh, &seed, true)));
+    assert_eq!(named(&p.plan, "domains")["phase"], "Preparing");
+}
