@@ -86,7 +86,12 @@ pub(crate) struct Store {
     /// nothing changes in between: one scan answers them all. Emptied by every change of the key set
     /// ([`Store::keys_changed`]), so it never answers what a scan now would not.
     scans: RefCell<HashMap<String, Arc<[String]>>>,
+    /// [`CACHE_LIMIT`], smaller in tests.
+    pub(super) cache_limit: usize,
 }
+
+/// How many resources a store with a tree keeps read between calls at most ([`Store::trim`]).
+pub(crate) const CACHE_LIMIT: usize = 4096;
 
 /// Keys answered by [`Store::keys_under`]: `all[range]`, sorted.
 struct Keys {
@@ -118,6 +123,7 @@ impl Store {
             index_rewrite: false,
             damage: RefCell::new(None),
             scans: RefCell::new(HashMap::new()),
+            cache_limit: CACHE_LIMIT,
         }
     }
 
@@ -254,6 +260,24 @@ impl Store {
         Some(Keys { all: Arc::clone(all), range: start..start + len })
     }
 
+    /// Between calls: a store with a tree forgets what it has read once that is more than its limit
+    /// (the tree has all of it; a later call reads again what it needs). A fleet's plan reads each
+    /// shoot's resources once, so without this the cache grew with the fleet (every resource of a
+    /// no-op re-plan, ~35 KiB per shoot) and with it the page faults of filling it. Nothing is
+    /// forgotten while a change is not written yet, nor the reverse index when it is held whole
+    /// (a tree indexed at open, whose index is not stored yet).
+    pub fn trim(&mut self) {
+        let clean = self.dirty.is_empty() && self.referrers_dirty.is_empty() && !self.index_rewrite;
+        if self.tree.is_none() || !clean || self.cache.len() <= self.cache_limit {
+            return;
+        }
+        self.cache.as_mut().clear();
+        self.scans.get_mut().clear();
+        if !self.referrers_complete {
+            self.referrers.get_mut().clear();
+        }
+    }
+
     /// Forgets the kept scans: called by every change of the key set (a key written, removed or
     /// forgotten, the tree read whole or written).
     pub(super) fn keys_changed(&self) {
@@ -376,4 +400,66 @@ pub(super) fn link_targets(entry: &Entry) -> Vec<String> {
 pub(crate) fn descendants<'a>(map: &'a BTreeMap<String, Entry>, key: &str) -> impl Iterator<Item = &'a Entry> + 'a {
     let prefix = format!("{key}/");
     map.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix)).map(|(_, e)| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const RG: &str = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
+
+    fn entry(id: &str, value: Value, seq: u64) -> Entry {
+        let mut value = value;
+        value["id"] = json!(id);
+        Entry::new(ArmId::parse(id).unwrap(), value, Origin::Api, seq)
+    }
+
+    fn keys(store: &Store, key: &str) -> Vec<String> {
+        store.descendants(key).map(|e| e.id.key()).collect()
+    }
+
+    /// A store with a tree forgets what it read once that passes its limit, never a change not
+    /// written yet; what it forgot is read again from the tree, resources, scans and referrers alike,
+    /// and a change made after a trim is seen.
+    #[test]
+    fn a_trimmed_store_answers_as_before_from_its_tree() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let mut store = Store::open(db.open_tree("sim").unwrap(), None).unwrap();
+        store.cache_limit = 2;
+        let net = format!("{RG}/providers/Microsoft.Network");
+        let nsg = format!("{net}/networkSecurityGroups/nsg");
+        let subnet = |name: &str| format!("{net}/virtualNetworks/v/subnets/{name}");
+        store.insert(entry(RG, json!({"location": "westeurope"}), 1));
+        store.insert(entry(&nsg, json!({"location": "westeurope"}), 2));
+        store.insert(entry(&format!("{net}/virtualNetworks/v"), json!({"location": "westeurope"}), 3));
+        let uses_nsg = json!({"properties": {"networkSecurityGroup": {"id": nsg}}});
+        store.insert(entry(&subnet("a"), uses_nsg.clone(), 4));
+        store.trim();
+        assert_eq!(store.cache.len(), 4, "a change not written yet is never forgotten");
+
+        store.commit().unwrap();
+        let rg = ArmId::parse(RG).unwrap().key();
+        let nsg_key = ArmId::parse(&nsg).unwrap().key();
+        let before = keys(&store, &rg);
+        let referrers: Vec<String> = store.referrers(&nsg_key).map(|e| e.id.key()).collect();
+        assert_eq!(referrers, vec![ArmId::parse(&subnet("a")).unwrap().key()]);
+        let value = store.get(&nsg_key).unwrap().value.clone();
+        store.trim();
+        assert_eq!(store.cache.len(), 0, "over its limit, the store forgets what it read");
+        assert_eq!(keys(&store, &rg), before);
+        assert_eq!(store.get(&nsg_key).unwrap().value, value);
+        assert_eq!(store.referrers(&nsg_key).count(), 1);
+
+        store.insert(entry(&subnet("b"), uses_nsg, 5));
+        store.commit().unwrap();
+        store.trim();
+        assert_eq!(store.referrers(&nsg_key).count(), 2, "a reference written after a trim is seen");
+        assert_eq!(keys(&store, &rg).len(), before.len() + 1);
+        store.remove(&ArmId::parse(&subnet("a")).unwrap().key());
+        store.commit().unwrap();
+        store.trim();
+        assert_eq!(keys(&store, &rg).len(), before.len());
+        assert_eq!(store.referrers(&nsg_key).count(), 1);
+    }
 }
