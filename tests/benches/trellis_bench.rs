@@ -165,18 +165,18 @@
 //!      within the noise, the memory saving (−18 %) is not.
 //!    - one shoot planned against that applied dir: 0.24–0.64 s wall, 0.13–0.15 s CPU (before and
 //!      after), against 0.01 s CPU in a fresh dir — far above the 50 ms of a single-shoot plan.
-//!    Where the re-plan's CPU goes now (`perf`, DWARF stacks, 2,000 shoots): the simulated cloud's
-//!    reads ~17 % (render: clone + child arrays + back-references from the tree's index ~7 %, JSON
-//!    of each stored resource ~4 %, sled lookups), the state's open ~8 % (`verify` reads every part
-//!    of every workspace plus one random `history` get per workspace, ~4 %; the seal's BLAKE3 of
-//!    sled's files ~3 %), loading the workspaces ~7 % (parts scan + parse + digest), close ~4 %
-//!    (BLAKE3 of `db` again: sled's open rewrote its free segments, so its mtime changed), the rest
-//!    the same per-shoot pipeline as a fresh plan. The fixed part (the one-shoot figure) is ~0.14 s
-//!    of CPU and, on the wall, sled's open zeroing its free segments (~34 MB of `pwrite` for this
-//!    dir) and the fsync of them by its flusher thread (0.25 s under strace). Next steps: verify
-//!    at open without the per-workspace `history` gets (or only the workspaces a command loads), no
-//!    second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
-//!    from the stored JSON without building a `Value` per resource.
+//!    - where the re-plan's CPU goes now (`perf`, DWARF stacks, 2,000 shoots): the simulated cloud's
+//!      reads ~17 % (render: clone + child arrays + back-references from the tree's index ~7 %, JSON
+//!      of each stored resource ~4 %, sled lookups), the state's open ~8 % (`verify` reads every part
+//!      of every workspace plus one random `history` get per workspace, ~4 %; the seal's BLAKE3 of
+//!      sled's files ~3 %), loading the workspaces ~7 % (parts scan + parse + digest), close ~4 %
+//!      (BLAKE3 of `db` again: sled's open rewrote its free segments, so its mtime changed), the rest
+//!      the same per-shoot pipeline as a fresh plan. The fixed part (the one-shoot figure) is ~0.14 s
+//!      of CPU and, on the wall, sled's open zeroing its free segments (~34 MB of `pwrite` for this
+//!      dir) and the fsync of them by its flusher thread (0.25 s under strace). Next steps: verify
+//!      at open without the per-workspace `history` gets (or only the workspaces a command loads), no
+//!      second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
+//!      from the stored JSON without building a `Value` per resource.
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) it runs a seconds-long smoke configuration.
 
