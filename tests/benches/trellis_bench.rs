@@ -165,16 +165,23 @@
 //!      within the noise, the memory saving (−18 %) is not.
 //!    - one shoot planned against that applied dir: 0.24–0.64 s wall, 0.13–0.15 s CPU (before and
 //!      after), against 0.01 s CPU in a fresh dir — far above the 50 ms of a single-shoot plan.
+//!    - then the state's open reading a workspace's `history` entry only when its head record does
+//!      not name the stored version (was: one random `get` per workspace). Last same-minute runs
+//!      (load 6–8): one shoot against the applied 2,000: 0.37–0.59 s wall, 0.12–0.13 s CPU, 43 MiB
+//!      (before 0.34–0.59 s, 0.14–0.16 s, 48 MiB); no-op re-plan of the 2,000: 1.57–1.97 s,
+//!      0.87–0.88 s CPU, 72–73 MiB (before 1.24–2.08 s, 0.85–0.92 s, 95 MiB); fresh 2,000 0.42–0.68 s,
+//!      0.34–0.41 s CPU either binary. So: peak RSS −24 %, CPU unchanged within the noise, the
+//!      re-plan still ~2.5× the fresh plan in CPU.
 //!    - where the re-plan's CPU goes now (`perf`, DWARF stacks, 2,000 shoots): the simulated cloud's
 //!      reads ~17 % (render: clone + child arrays + back-references from the tree's index ~7 %, JSON
 //!      of each stored resource ~4 %, sled lookups), the state's open ~8 % (`verify` reads every part
-//!      of every workspace plus one random `history` get per workspace, ~4 %; the seal's BLAKE3 of
+//!      of every workspace, ~4 % with the `history` gets now gone; the seal's BLAKE3 of
 //!      sled's files ~3 %), loading the workspaces ~7 % (parts scan + parse + digest), close ~4 %
 //!      (BLAKE3 of `db` again: sled's open rewrote its free segments, so its mtime changed), the rest
 //!      the same per-shoot pipeline as a fresh plan. The fixed part (the one-shoot figure) is ~0.14 s
 //!      of CPU and, on the wall, sled's open zeroing its free segments (~34 MB of `pwrite` for this
 //!      dir) and the fsync of them by its flusher thread (0.25 s under strace). Next steps: verify
-//!      at open without the per-workspace `history` gets (or only the workspaces a command loads), no
+//!      at open only the workspaces a command loads (the load checks their digest anyway), no
 //!      second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
 //!      from the stored JSON without building a `Value` per resource.
 //!
