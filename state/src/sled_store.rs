@@ -576,8 +576,10 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
                 return Err(damaged(dir, "one of the trees `workspace_heads` and `workspace_parts` is missing".into()))
             }
         };
-        let stored = read_stored(dir, tree(WORKSPACES)?.as_ref(), parts.as_ref(), history.as_ref())?;
-        let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
+        let heads = integrity::read_heads(dir);
+        let history = history.as_ref().map(|tree| (tree, heads.as_ref().ok()));
+        let stored = read_stored(dir, tree(WORKSPACES)?.as_ref(), parts.as_ref(), history)?;
+        let heads = heads.map_err(|detail| damaged(dir, detail))?;
         integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))
     });
     wait_for_release(&copy.join("db"));
@@ -587,36 +589,52 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
 
 /// Checks the open database against the head records, and returns them.
 fn verify(dir: &Path, h: &Handles) -> Result<Heads, StateError> {
-    let stored = read_stored(dir, Some(&h.workspaces), h.layout.get(), Some(&h.history))?;
-    let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
+    // Read first, reported after the workspaces as before: `read_stored` needs the history entries only
+    // of the workspaces whose head record does not vouch for them.
+    let heads = integrity::read_heads(dir);
+    let stored = read_stored(dir, Some(&h.workspaces), h.layout.get(), Some((&h.history, heads.as_ref().ok())))?;
+    let heads = heads.map_err(|detail| damaged(dir, detail))?;
     integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))?;
     Ok(heads)
 }
 
 /// Every stored workspace, in either layout, with the history entry of its serial; a workspace stored
 /// in parts also with the check of its parts against the digest in its head value.
+///
+/// With the head records (`history.1`), the history entry is read only for a workspace whose head
+/// record does not name exactly its stored version (lineage, serial, checksum): [`integrity::check`]
+/// reads the entry of no other, and a random `get` per workspace was most of an open's reads of
+/// `history` (issue #8: a one-shoot plan against 2,000 applied shoots).
 fn read_stored(
     dir: &Path,
     workspaces: Option<&sled::Tree>,
     parts: Option<&Layout>,
-    history: Option<&sled::Tree>,
+    history: Option<(&sled::Tree, Option<&Heads>)>,
 ) -> Result<BTreeMap<String, Stored>, StateError> {
     let unreadable = |e: sled::Error| damaged(dir, format!("its workspaces cannot be read ({e})"));
-    let entry_of = |shoot: &str, parsed: &Result<WorkspaceMeta, String>| -> Result<Option<HistoryEntry>, StateError> {
-        Ok(match (parsed, history) {
-            (Ok(ws), Some(history)) => history
-                .get(history_key(shoot, ws.serial))
-                .map_err(unreadable)?
-                .and_then(|raw| serde_json::from_slice(&raw).ok()),
-            _ => None,
+    let vouched = |shoot: &str, ws: &WorkspaceMeta, raw: &[u8]| -> bool {
+        let head = history.and_then(|(_, heads)| heads).and_then(|heads| heads.map.get(shoot));
+        head.is_some_and(|head| {
+            head.lineage == ws.lineage && head.serial == ws.serial && head.checksum == integrity::checksum_bytes(raw)
         })
     };
+    let entry_of =
+        |shoot: &str, parsed: &Result<WorkspaceMeta, String>, raw: &[u8]| -> Result<Option<HistoryEntry>, StateError> {
+            Ok(match (parsed, history) {
+                (Ok(ws), Some(_)) if vouched(shoot, ws, raw) => None,
+                (Ok(ws), Some((history, _))) => history
+                    .get(history_key(shoot, ws.serial))
+                    .map_err(unreadable)?
+                    .and_then(|raw| serde_json::from_slice(&raw).ok()),
+                _ => None,
+            })
+        };
     let mut out = BTreeMap::new();
     for item in workspaces.into_iter().flat_map(|tree| tree.iter()) {
         let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
         let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
-        let entry = entry_of(&shoot, &parsed)?;
+        let entry = entry_of(&shoot, &parsed, &raw)?;
         out.insert(shoot, Stored { raw: raw.to_vec(), parsed, entry, parts: Ok(()) });
     }
     let Some(layout) = parts else {
@@ -634,7 +652,7 @@ fn read_stored(
         let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
         let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
-        let entry = entry_of(&shoot, &parsed)?;
+        let entry = entry_of(&shoot, &parsed, &raw)?;
         let digest = digests.remove(&shoot).unwrap_or_default();
         let parts = match parse_head(&shoot, &raw) {
             Ok(head) if head.parts == digest.hex() => Ok(()),

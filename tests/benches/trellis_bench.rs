@@ -151,6 +151,39 @@
 //!    1.56–1.81 s before, 1.70–2.30 s after (fresh plans 0.63–1.16 s; load 7–8).
 //!    Apply of 2,000 shoots by the binary at load 12–14 (`apply_bench` above; section 5 of one run):
 //!    14.3 s / 333 MiB; 10,000 shoots 70.3 s / 1.45 GiB.
+//!    Plan slice of issue #8, s16 (the simulated cloud's read path: prefix scans kept until the key
+//!    set changes and answering the prefixes inside them, the scanned resources read on the way,
+//!    the cache trimmed past 4,096 resources between calls). `/usr/bin/time`, A1 fleets as in
+//!    section 4, the branch point's binary and the new one alternated in the same minutes at load
+//!    average 6–9 from other builds (CPU = user + sys; walls spread ~2× at this load):
+//!    - fresh plan of 10,000: before 3.11 s (3.11–4.79), 1.82–1.96 s CPU, 29–30 MiB; after 3.54 s
+//!      (3.54–4.00), 1.78–1.84 s CPU, 29–33 MiB — unchanged (nothing here is on its path).
+//!    - 2,000 applied, no-op re-plan: before 2.23 s (2.23–2.51), 0.92–0.97 s CPU, 95 MiB; after
+//!      1.34 s (1.34–2.59), 0.85–1.03 s CPU, 76–79 MiB. Fresh plan of the same 2,000: 0.61–0.99 s,
+//!      0.35–0.39 s CPU, either binary. Re-plan ÷ fresh: 2.2 by best walls (before 3.1 in the same
+//!      minutes), ~2.5 in CPU (before ~2.6): the target (≤ 1.5) is not met; the CPU saving is
+//!      within the noise, the memory saving (−18 %) is not.
+//!    - one shoot planned against that applied dir: 0.24–0.64 s wall, 0.13–0.15 s CPU (before and
+//!      after), against 0.01 s CPU in a fresh dir — far above the 50 ms of a single-shoot plan.
+//!    - then the state's open reading a workspace's `history` entry only when its head record does
+//!      not name the stored version (was: one random `get` per workspace). Last same-minute runs
+//!      (load 6–8): one shoot against the applied 2,000: 0.37–0.59 s wall, 0.12–0.13 s CPU, 43 MiB
+//!      (before 0.34–0.59 s, 0.14–0.16 s, 48 MiB); no-op re-plan of the 2,000: 1.57–1.97 s,
+//!      0.87–0.88 s CPU, 72–73 MiB (before 1.24–2.08 s, 0.85–0.92 s, 95 MiB); fresh 2,000 0.42–0.68 s,
+//!      0.34–0.41 s CPU either binary. So: peak RSS −24 %, CPU unchanged within the noise, the
+//!      re-plan still ~2.5× the fresh plan in CPU.
+//!    - where the re-plan's CPU goes now (`perf`, DWARF stacks, 2,000 shoots): the simulated cloud's
+//!      reads ~17 % (render: clone + child arrays + back-references from the tree's index ~7 %, JSON
+//!      of each stored resource ~4 %, sled lookups), the state's open ~8 % (`verify` reads every part
+//!      of every workspace, ~4 % with the `history` gets now gone; the seal's BLAKE3 of
+//!      sled's files ~3 %), loading the workspaces ~7 % (parts scan + parse + digest), close ~4 %
+//!      (BLAKE3 of `db` again: sled's open rewrote its free segments, so its mtime changed), the rest
+//!      the same per-shoot pipeline as a fresh plan. The fixed part (the one-shoot figure) is ~0.14 s
+//!      of CPU and, on the wall, sled's open zeroing its free segments (~34 MB of `pwrite` for this
+//!      dir) and the fsync of them by its flusher thread (0.25 s under strace). Next steps: verify
+//!      at open only the workspaces a command loads (the load checks their digest anyway), no
+//!      second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
+//!      from the stored JSON without building a `Value` per resource.
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) it runs a seconds-long smoke configuration.
 

@@ -279,3 +279,74 @@ async fn regression_writes_waiting_for_their_flush_leave_the_worker_thread_to_ot
     }
     assert_eq!(most.load(Ordering::SeqCst), 4, "the four writes waited for a flush at the same time");
 }
+
+/// The ids a LIST answers, in order.
+async fn listed(sim: &ArmSim, parent: &str, rtype: &str) -> Vec<String> {
+    let items = sim.list(parent, rtype).await.unwrap();
+    items.iter().map(|v| v["id"].as_str().unwrap().to_string()).collect()
+}
+
+/// The ids in a GET's collection array (a VNet's `subnets`).
+async fn children(sim: &ArmSim, id: &str, property: &str) -> Vec<String> {
+    let got = sim.get(id).await.unwrap().unwrap();
+    let items = got["properties"][property].as_array().cloned().unwrap_or_default();
+    items.iter().map(|v| v["id"].as_str().unwrap().to_string()).collect()
+}
+
+/// The simulated cloud keeps its prefix scans of the tree (a plan lists one resource group several
+/// times; a VNet's subnets are answered from its resource group's scan) until its set of keys
+/// changes: within their lifetime they are never stale — every write, delete, refused write and
+/// world sync is seen by the next list and GET, also in sibling resources sharing a name prefix.
+#[tokio::test]
+async fn kept_prefix_scans_never_answer_what_the_tree_no_longer_holds() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let tree = db.open_tree("sim").unwrap();
+    let net = format!("{RG}/providers/Microsoft.Network");
+    let (v, v2) = (format!("{net}/virtualNetworks/v"), format!("{net}/virtualNetworks/v2"));
+    let (rt1, rt2) = (format!("{net}/routeTables/rt1"), format!("{net}/routeTables/rt2"));
+    let space = json!({"location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}});
+    {
+        let sim = ArmSim::open(tree.clone(), None).unwrap();
+        sim.put(RG, json!({"location": "westeurope"})).await.unwrap();
+        sim.put(&v, space.clone()).await.unwrap();
+        sim.put(&v2, space.clone()).await.unwrap();
+        sim.put(&format!("{v}/subnets/a"), json!({"properties": {"addressPrefix": "10.0.1.0/24"}})).await.unwrap();
+        sim.put(&format!("{v2}/subnets/z"), json!({"properties": {"addressPrefix": "10.0.9.0/24"}})).await.unwrap();
+        sim.put(&rt1, json!({"location": "westeurope"})).await.unwrap();
+    }
+    // Reopened: nothing is read yet, every answer below comes from the tree and the kept scans.
+    let sim = ArmSim::open(tree, None).unwrap();
+    let route_tables = "Microsoft.Network/routeTables";
+    let subnets = "Microsoft.Network/virtualNetworks/subnets";
+    assert_eq!(listed(&sim, RG, route_tables).await, vec![rt1.clone()]);
+    assert_eq!(listed(&sim, &v, subnets).await, vec![format!("{v}/subnets/a")], "v2's subnet is not v's");
+    assert_eq!(children(&sim, &v, "subnets").await, vec![format!("{v}/subnets/a")]);
+
+    sim.put(&rt2, json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(listed(&sim, RG, route_tables).await, vec![rt1.clone(), rt2.clone()], "a create is listed");
+    sim.put(&format!("{v}/subnets/b"), json!({"properties": {"addressPrefix": "10.0.2.0/24"}})).await.unwrap();
+    let both = vec![format!("{v}/subnets/a"), format!("{v}/subnets/b")];
+    assert_eq!(listed(&sim, &v, subnets).await, both);
+    assert_eq!(children(&sim, &v, "subnets").await, both, "a GET's child array sees the new child");
+
+    sim.delete(&rt1).await.unwrap();
+    assert_eq!(listed(&sim, RG, route_tables).await, vec![rt2.clone()], "a delete is not listed");
+    // A refused write (a subnet outside the VNet's address space) changes nothing.
+    let refused = sim.put(&format!("{v}/subnets/c"), json!({"properties": {"addressPrefix": "192.168.0.0/24"}})).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(listed(&sim, &v, subnets).await, both);
+
+    // The whole cloud listed (a world sync reads every resource), then one VNet deleted by ARM.
+    let world = WorldFile::parse(
+        "w.yaml",
+        &format!("azure:\n  subscriptionId: {SUB}\n  resources:\n    - {{id: {RG}, location: westeurope}}\n"),
+    )
+    .unwrap();
+    sim.sync_world(&world).unwrap();
+    sim.delete(&v2).await.unwrap();
+    assert!(sim.get(&v2).await.unwrap().is_none());
+    assert!(sim.get(&format!("{v2}/subnets/z")).await.unwrap().is_none(), "its subnet went with it");
+    assert_eq!(children(&sim, &v, "subnets").await, both);
+    let snapshot: Vec<String> = sim.snapshot().iter().map(|v| v["id"].as_str().unwrap().to_string()).collect();
+    assert!(!snapshot.iter().any(|id| id.contains("virtualNetworks/v2")), "{snapshot:?}");
+}

@@ -143,6 +143,7 @@ impl Shared {
                 }
             }
         };
+        st.store.trim();
         st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
         drop(st);
         // Durable before the call returns, as every write is.

@@ -72,7 +72,8 @@ pub(crate) fn load(tree: &sled::Tree, key: &str) -> Result<Option<Entry>, SimErr
     entry_of(key, &v).map(Some)
 }
 
-fn entry_of(key: &str, v: &[u8]) -> Result<Entry, SimError> {
+/// The stored resource `v` at key `key`.
+pub(crate) fn entry_of(key: &str, v: &[u8]) -> Result<Entry, SimError> {
     let corrupt = |detail: String| SimError::Corrupt { key: key.to_string(), detail };
     let p: Persisted = serde_json::from_slice(v).map_err(|e| corrupt(e.to_string()))?;
     let id_text = p.value.get("id").and_then(Value::as_str).unwrap_or(key);
@@ -207,6 +208,7 @@ impl Store {
             batch.insert(REFS_KEY, serde_json::to_vec(&self.clock).expect("a number serialises"));
         }
         tree.apply_batch(batch)?;
+        self.keys_changed();
         self.dirty.clear();
         self.referrers_dirty.clear();
         self.meta_dirty = false;
@@ -220,6 +222,7 @@ impl Store {
     /// for a tree without a current index (see the module docs): what every open did before the
     /// index was kept. The next write stores the index. A damaged resource stops the open.
     pub(super) fn index_all(&mut self, tree: &sled::Tree) -> Result<(), SimError> {
+        self.keys_changed();
         self.cache.as_mut().clear();
         self.referrers.get_mut().clear();
         for item in tree.scan_prefix(b"/") {

@@ -8,7 +8,9 @@ use elsa::FrozenBTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Range;
+use std::sync::Arc;
 
 /// The subscription a simulated cloud belongs to when nobody said otherwise.
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
@@ -78,6 +80,29 @@ pub(crate) struct Store {
     /// The first stored resource found damaged by a read since it was last taken (see
     /// [`Store::take_damage`]): a read of it answers "absent", and the call fails with this.
     pub(super) damage: RefCell<Option<SimError>>,
+    /// The tree's prefix scans since the set of keys last changed: prefix → the keys under it, sorted
+    /// ([`Store::keys_under`]). A plan lists the same resource group several times (route tables,
+    /// NSGs, NAT gateways, public IPs, the VNet's subnets and each listed resource's children), and
+    /// nothing changes in between: one scan answers them all. Emptied by every change of the key set
+    /// ([`Store::keys_changed`]), so it never answers what a scan now would not.
+    scans: RefCell<HashMap<String, Arc<[String]>>>,
+    /// [`CACHE_LIMIT`], smaller in tests.
+    pub(super) cache_limit: usize,
+}
+
+/// How many resources a store with a tree keeps read between calls at most ([`Store::trim`]).
+pub(crate) const CACHE_LIMIT: usize = 4096;
+
+/// Keys answered by [`Store::keys_under`]: `all[range]`, sorted.
+struct Keys {
+    all: Arc<[String]>,
+    range: Range<usize>,
+}
+
+impl Keys {
+    fn whole(all: Arc<[String]>) -> Keys {
+        Keys { range: 0..all.len(), all }
+    }
 }
 
 impl Store {
@@ -97,6 +122,8 @@ impl Store {
             referrers_complete: true,
             index_rewrite: false,
             damage: RefCell::new(None),
+            scans: RefCell::new(HashMap::new()),
+            cache_limit: CACHE_LIMIT,
         }
     }
 
@@ -152,7 +179,7 @@ impl Store {
 
     /// Every resource, in key order (reads the whole tree: world sync, snapshots, subscription lists).
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.keys_under("/").into_iter().filter_map(|k| self.get(&k))
+        self.entries_under("/")
     }
 
     /// Every resource as a map (world sync works on a copy of the whole cloud).
@@ -162,40 +189,105 @@ impl Store {
 
     /// The entries strictly below `key` (children, grandchildren, …), in key order.
     pub fn descendants<'a>(&'a self, key: &str) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.keys_under(&format!("{key}/")).into_iter().filter_map(|k| self.get(&k))
+        self.entries_under(&format!("{key}/"))
+    }
+
+    fn entries_under<'a>(&'a self, prefix: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let keys = self.keys_under(prefix);
+        keys.range.clone().filter_map(move |i| self.get(&keys.all[i]))
     }
 
     /// The keys starting with `prefix`, sorted: the tree's as changed since the last write, or all.
-    fn keys_under(&self, prefix: &str) -> Vec<String> {
-        let in_memory = |set: &BTreeSet<String>| -> Vec<String> {
-            set.range(prefix.to_string()..).take_while(|k| k.starts_with(prefix)).cloned().collect()
+    /// With a tree, the resources scanned are read into the cache on the way, and a scan is kept
+    /// until the key set changes and answers the scans of the prefixes inside it too (a VNet's
+    /// subnets from its resource group's scan).
+    fn keys_under(&self, prefix: &str) -> Keys {
+        let Some(tree) = &self.tree else {
+            let keys: Vec<String> = in_memory(&self.mem_keys, prefix);
+            return Keys::whole(keys.into());
         };
-        let Some(tree) = &self.tree else { return in_memory(&self.mem_keys) };
+        if let Some(keys) = self.scanned(prefix) {
+            return keys;
+        }
         let mut keys: BTreeSet<String> = BTreeSet::new();
-        for k in tree.scan_prefix(prefix.as_bytes()).keys() {
-            match k {
-                Ok(k) => {
-                    keys.insert(String::from_utf8_lossy(&k).into_owned());
+        let mut damaged = false;
+        for item in tree.scan_prefix(prefix.as_bytes()) {
+            match item {
+                Ok((k, v)) => {
+                    let key = String::from_utf8_lossy(&k).into_owned();
+                    // Every caller reads what it scanned, and the scan has the value at hand: a
+                    // resource not read yet is read here (a damaged one is left to `get`, which
+                    // reports it), not looked up again key by key.
+                    if self.cache.get(&key).is_none() && !self.dirty.contains(&key) {
+                        if let Ok(entry) = crate::core::persist::entry_of(&key, &v) {
+                            self.cache.insert(key.clone(), Box::new(entry));
+                        }
+                    }
+                    keys.insert(key);
                 }
                 Err(e) => {
+                    damaged = true;
                     self.damage.borrow_mut().get_or_insert(SimError::from(e));
                 }
             }
         }
         // What changed since the last write: written ones are in the cache, removed ones are not.
-        for k in in_memory(&self.dirty) {
+        for k in in_memory(&self.dirty, prefix) {
             if self.cache.get(&k).is_some() {
                 keys.insert(k);
             } else {
                 keys.remove(&k);
             }
         }
-        keys.into_iter().collect()
+        let keys: Arc<[String]> = keys.into_iter().collect();
+        // A scan that failed halfway is not kept: the next call scans (and fails) again.
+        if !damaged {
+            self.scans.borrow_mut().insert(prefix.to_string(), Arc::clone(&keys));
+        }
+        Keys::whole(keys)
+    }
+
+    /// The keys under `prefix` from a kept scan of `prefix` or of a prefix of it ending in `/`.
+    fn scanned(&self, prefix: &str) -> Option<Keys> {
+        let scans = self.scans.borrow();
+        if let Some(all) = scans.get(prefix) {
+            return Some(Keys::whole(Arc::clone(all)));
+        }
+        let outer = prefix.char_indices().filter(|&(_, c)| c == '/').map(|(i, _)| &prefix[..=i]);
+        let all = outer.filter(|outer| outer.len() < prefix.len()).find_map(|outer| scans.get(outer))?;
+        let start = all.partition_point(|k| k.as_str() < prefix);
+        let len = all[start..].iter().take_while(|k| k.starts_with(prefix)).count();
+        Some(Keys { all: Arc::clone(all), range: start..start + len })
+    }
+
+    /// Between calls: a store with a tree forgets what it has read once that is more than its limit
+    /// (the tree has all of it; a later call reads again what it needs). A fleet's plan reads each
+    /// shoot's resources once, so without this the cache grew with the fleet (every resource of a
+    /// no-op re-plan, ~35 KiB per shoot) and with it the page faults of filling it. Nothing is
+    /// forgotten while a change is not written yet, nor the reverse index when it is held whole
+    /// (a tree indexed at open, whose index is not stored yet).
+    pub fn trim(&mut self) {
+        let clean = self.dirty.is_empty() && self.referrers_dirty.is_empty() && !self.index_rewrite;
+        if self.tree.is_none() || !clean || self.cache.len() <= self.cache_limit {
+            return;
+        }
+        self.cache.as_mut().clear();
+        self.scans.get_mut().clear();
+        if !self.referrers_complete {
+            self.referrers.get_mut().clear();
+        }
+    }
+
+    /// Forgets the kept scans: called by every change of the key set (a key written, removed or
+    /// forgotten, the tree read whole or written).
+    pub(super) fn keys_changed(&self) {
+        self.scans.borrow_mut().clear();
     }
 
     /// Stores `entry` (replacing any entry with its key) and indexes its references.
     pub fn insert(&mut self, entry: Entry) {
         let key = entry.id.key();
+        self.keys_changed();
         self.remove_cached(&key);
         for target in link_targets(&entry) {
             self.set_referrer(target, key.clone(), true);
@@ -208,6 +300,7 @@ impl Store {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Entry> {
+        self.keys_changed();
         let removed = self.remove_cached(key)?;
         self.dirty.insert(key.to_string());
         self.mem_keys.remove(key);
@@ -263,6 +356,7 @@ impl Store {
 
     /// Forgets the changes since the last write (the tree keeps the version before them).
     pub fn discard_changes(&mut self) {
+        self.keys_changed();
         let Some(tree) = self.tree.clone() else { return };
         let dirty = std::mem::take(&mut self.dirty);
         let targets = std::mem::take(&mut self.referrers_dirty).into_keys().map(|(target, _)| target);
@@ -290,6 +384,11 @@ impl Store {
     }
 }
 
+/// The keys of `set` starting with `prefix`, sorted.
+fn in_memory(set: &BTreeSet<String>, prefix: &str) -> Vec<String> {
+    set.range(prefix.to_string()..).take_while(|k| k.starts_with(prefix)).cloned().collect()
+}
+
 /// The keys of the resources `entry` refers to (its links, and what its IP configurations use).
 pub(super) fn link_targets(entry: &Entry) -> Vec<String> {
     let links = crate::arm::rules::links(entry.kind, &entry.value).unwrap_or_default().into_iter().map(|l| l.target);
@@ -301,4 +400,66 @@ pub(super) fn link_targets(entry: &Entry) -> Vec<String> {
 pub(crate) fn descendants<'a>(map: &'a BTreeMap<String, Entry>, key: &str) -> impl Iterator<Item = &'a Entry> + 'a {
     let prefix = format!("{key}/");
     map.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix)).map(|(_, e)| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const RG: &str = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
+
+    fn entry(id: &str, value: Value, seq: u64) -> Entry {
+        let mut value = value;
+        value["id"] = json!(id);
+        Entry::new(ArmId::parse(id).unwrap(), value, Origin::Api, seq)
+    }
+
+    fn keys(store: &Store, key: &str) -> Vec<String> {
+        store.descendants(key).map(|e| e.id.key()).collect()
+    }
+
+    /// A store with a tree forgets what it read once that passes its limit, never a change not
+    /// written yet; what it forgot is read again from the tree, resources, scans and referrers alike,
+    /// and a change made after a trim is seen.
+    #[test]
+    fn a_trimmed_store_answers_as_before_from_its_tree() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let mut store = Store::open(db.open_tree("sim").unwrap(), None).unwrap();
+        store.cache_limit = 2;
+        let net = format!("{RG}/providers/Microsoft.Network");
+        let nsg = format!("{net}/networkSecurityGroups/nsg");
+        let subnet = |name: &str| format!("{net}/virtualNetworks/v/subnets/{name}");
+        store.insert(entry(RG, json!({"location": "westeurope"}), 1));
+        store.insert(entry(&nsg, json!({"location": "westeurope"}), 2));
+        store.insert(entry(&format!("{net}/virtualNetworks/v"), json!({"location": "westeurope"}), 3));
+        let uses_nsg = json!({"properties": {"networkSecurityGroup": {"id": nsg}}});
+        store.insert(entry(&subnet("a"), uses_nsg.clone(), 4));
+        store.trim();
+        assert_eq!(store.cache.len(), 4, "a change not written yet is never forgotten");
+
+        store.commit().unwrap();
+        let rg = ArmId::parse(RG).unwrap().key();
+        let nsg_key = ArmId::parse(&nsg).unwrap().key();
+        let before = keys(&store, &rg);
+        let referrers: Vec<String> = store.referrers(&nsg_key).map(|e| e.id.key()).collect();
+        assert_eq!(referrers, vec![ArmId::parse(&subnet("a")).unwrap().key()]);
+        let value = store.get(&nsg_key).unwrap().value.clone();
+        store.trim();
+        assert_eq!(store.cache.len(), 0, "over its limit, the store forgets what it read");
+        assert_eq!(keys(&store, &rg), before);
+        assert_eq!(store.get(&nsg_key).unwrap().value, value);
+        assert_eq!(store.referrers(&nsg_key).count(), 1);
+
+        store.insert(entry(&subnet("b"), uses_nsg, 5));
+        store.commit().unwrap();
+        store.trim();
+        assert_eq!(store.referrers(&nsg_key).count(), 2, "a reference written after a trim is seen");
+        assert_eq!(keys(&store, &rg).len(), before.len() + 1);
+        store.remove(&ArmId::parse(&subnet("a")).unwrap().key());
+        store.commit().unwrap();
+        store.trim();
+        assert_eq!(keys(&store, &rg).len(), before.len());
+        assert_eq!(store.referrers(&nsg_key).count(), 1);
+    }
 }
