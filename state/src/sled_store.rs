@@ -199,7 +199,13 @@ impl SledStore {
             }
         }
         let mut flushed = Flushed::default();
-        if let Some(layout) = self.h.layout.get().filter(|_| !versions.is_empty()) {
+        if !versions.is_empty() {
+            // Every member created the layout's trees before staging its version.
+            let Some(layout) = self.h.layout.get() else {
+                let message = format!("committing to state dir {}: its trees are missing", self.dir().display());
+                flushed.failed = Some((message, false));
+                return flushed;
+            };
             let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
             let outcome = trees.transaction(|tx| {
                 let mut refused = Vec::new();
