@@ -97,13 +97,15 @@ impl Session {
         };
         let store = Arc::new(store);
         // The simulated cloud lives in the state's database: its writes join the state's grouped flushes,
-        // so a write and the commits made meanwhile are made durable together.
+        // so a write and the commits made meanwhile are made durable together. An ARM call's write does
+        // not wait for a flush: the state commit of its node (a flush of the same database, begun after
+        // the write) makes it durable before the node counts as done (see `Persist::record`).
         let weak = Arc::downgrade(&store);
         let shared_flush: trellis_sim::SharedFlush = Arc::new(move || match weak.upgrade() {
             Some(store) => store.flush().map_err(|e| e.to_string()),
             None => Err("the state dir was closed".to_string()),
         });
-        sim.share_flush(Arc::clone(&shared_flush));
+        sim.leave_flushes_to_owner(Arc::clone(&shared_flush));
         gce.share_flush(shared_flush);
         let gce_cloud: Arc<dyn CloudWrite> = Arc::new(gce.clone());
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
@@ -737,7 +739,7 @@ impl Progress for Quiet {}
 
 /// Persists state after every node, then tells the progress display.
 struct Persist<'a> {
-    store: &'a dyn StateStore,
+    store: &'a SledStore,
     ws: &'a mut Workspace,
     operation: &'a str,
     progress: &'a mut dyn Progress,
@@ -771,8 +773,13 @@ impl Persist<'_> {
             Action::Skip => false,
         };
         if changed {
-            // Returns once the commit is durable; commits of other shoots made meanwhile share its flush.
+            // Returns once the commit is durable; commits of other shoots made meanwhile share its flush,
+            // and so do the simulated cloud's writes made before it (this node's among them).
             blocking(|| self.store.commit(self.ws, self.operation).map_err(|e| e.to_string()))?;
+        } else if node.action().is_write() {
+            // Nothing new to record, but the node wrote to the cloud: its writes are durable before the
+            // node counts as done (the simulated cloud leaves its flushes to the state's).
+            blocking(|| self.store.flush().map_err(|e| e.to_string()))?;
         }
         Ok(())
     }
@@ -944,7 +951,7 @@ async fn apply_locked(
         write_locks,
     };
     let results = {
-        let mut persist = Persist { store, ws: &mut ws, operation: &opts.operation, progress };
+        let mut persist = Persist { store: ctx.store.as_ref(), ws: &mut ws, operation: &opts.operation, progress };
         exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?
     };
     let mut ok = results.iter().all(|r| r.outcome.is_ok());

@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 const BRAVO: &str = "shoot--dev--bravo";
@@ -122,4 +123,64 @@ fn state_unlock_removes_the_lock_a_killed_apply_left() {
     let resumed = sb.run(&["apply", "-f", &a2(), "--auto-approve", "--output", "json"]).code(0).json();
     assert!(resumed["shoots"][0].get("warnings").is_none(), "{resumed}");
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0);
+}
+
+/// A fleet of `n` copies of the A1 shoot (`s1` … `sN`) in `<sandbox>/fleet`; returns the dir.
+fn a1_fleet(sb: &Sandbox, n: usize) -> String {
+    let text = std::fs::read_to_string(a1()).expect("A1 shoot");
+    let dir = sb.file("fleet");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 1..=n {
+        let shoot = text.replacen("name: alpha", &format!("name: s{i}"), 1);
+        std::fs::write(Path::new(&dir).join(format!("s{i}.yaml")), shoot).unwrap();
+    }
+    dir
+}
+
+/// The grouped path: several shoots' commits (and the simulated cloud's writes, which the commits make
+/// durable) share transactions and flushes. A fleet apply killed mid-way keeps every node it
+/// acknowledged, with its cloud resource; the next apply writes only what is missing, once.
+#[test]
+fn regression_a_killed_fleet_apply_with_grouped_commits_loses_no_committed_node_and_converges() {
+    let sb = Sandbox::new();
+    let fleet = a1_fleet(&sb, 6);
+    let mut apply = sb.spawn(&["apply", "-f", &fleet, "--auto-approve", "--sim-write-latency-ms", "400"]);
+    // Each shoot's resource group first, then the rest: kill once several nodes of several shoots
+    // were acknowledged (a node's line comes after its commit is durable).
+    for _ in 0..8 {
+        apply.wait_for_line(|l| l.ends_with(": created"));
+    }
+    apply.kill();
+
+    let shoots = sb.workspaces();
+    assert!(!shoots.is_empty(), "some shoots were committed before the kill");
+    let kept: BTreeSet<String> = shoots.iter().flat_map(|s| sb.resource_ids(s)).collect();
+    assert!(kept.len() >= 6, "the acknowledged nodes are in the state: {kept:?}");
+    assert!(kept.len() < 30, "the apply was killed early: {kept:?}");
+
+    // Every committed node's resource is in the simulated cloud: the next plan creates none of them.
+    for shoot in &shoots {
+        let file = format!("{fleet}/{}.yaml", shoot.trim_start_matches("shoot--dev--"));
+        let plan = sb.run(&["plan", "-f", &file, "--output", "json"]).code(0).json();
+        let created = plan_ids(&plan, "create");
+        let lost: Vec<&String> = created.iter().filter(|id| kept.contains(*id)).collect();
+        assert!(lost.is_empty(), "{shoot}: committed but not in the cloud: {lost:?}");
+    }
+
+    // Resume: nothing committed is written again, and the fleet converges.
+    let resumed = sb.run(&["apply", "-f", &fleet, "--auto-approve", "--output", "json"]).code(0).json();
+    assert_eq!(resumed["ok"], true);
+    for (method, target) in writes(&resumed) {
+        assert!(!kept.contains(&target), "{method} {target} was committed before the kill and is written again");
+    }
+    sb.run(&["plan", "-f", &fleet, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+    assert_eq!(sb.workspaces().len(), 6);
+    let mut all = Vec::new();
+    for shoot in sb.workspaces() {
+        let ids = sb.resource_ids(&shoot);
+        assert_eq!(ids.len(), 5, "{shoot}: every resource of an A1 shoot: {ids:?}");
+        all.extend(ids);
+    }
+    let unique: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(unique.len(), all.len(), "no resource is recorded twice");
 }

@@ -1,49 +1,93 @@
-//! Group commit: the commits of several workspaces made durable by one flush (see the crate docs,
-//! "Durability").
+//! Group commit: the commits of several workspaces stored and made durable together (see the crate
+//! docs, "Durability").
 //!
-//! A committer stores its version in sled (in memory), then calls [`Group::durable`] with the head
-//! record of that version. Commits that arrive while a flush is running wait for the next one; that
-//! flush — sled's flush and `fsync` of `db`, then the head records of every workspace of the group and
-//! one `fsync` of `heads/` — is done by the first of them to find no flush running (the leader), and
-//! makes all of them durable. Every committer returns only after the flush that covers its commit.
+//! A committer prepares its version (reads what is stored, checks it, computes the changed records),
+//! then calls [`Group::durable`] with it. Commits that arrive while a flush is running wait for the
+//! next one; that flush is run by the first of them to find no flush running (the leader): one sled
+//! transaction stores the versions of every member of the group, then sled's flush and `fdatasync`
+//! of `db`, then the head records of the group appended to `heads.log` in one write and one
+//! `fdatasync`. sled seals and writes its log buffer (two synchronous writes) around every transaction
+//! or batch, so one transaction per group instead of one per commit is what makes a group cheap.
+//! Every committer returns only after the flush that covers its commit.
 //!
 //! The crash rule (a head may name only the version right before the stored one) needs each
 //! workspace to have at most one commit between its sled transaction and its head record: a
 //! committer takes its workspace with [`Group::begin`] before the transaction and lets go when its
 //! commit is durable (or failed), so a second commit of the same workspace waits for the first.
 
-use crate::integrity::Head;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-#[derive(Default)]
-pub(crate) struct Group {
-    state: Mutex<State>,
+pub(crate) struct Group<T> {
+    state: Mutex<State<T>>,
     changed: Condvar,
 }
 
-#[derive(Default)]
-struct State {
+impl<T> Default for Group<T> {
+    fn default() -> Self {
+        Group { state: Mutex::new(State::default()), changed: Condvar::new() }
+    }
+}
+
+struct State<T> {
     /// Number of the group collecting commits now. Groups below `done` are durable (or failed); when
     /// no flush runs, `done == collecting`, and while one runs, it flushes group `collecting - 1`.
     collecting: u64,
     done: u64,
     flushing: bool,
-    /// Head records of the collecting group.
-    heads: Vec<Head>,
+    /// What the members of the collecting group hand to its flush, by ticket.
+    staged: Vec<(u64, T)>,
+    /// The ticket the next member gets.
+    next_ticket: u64,
     /// Workspaces with a commit between its transaction and its head record.
     busy: BTreeSet<String>,
-    /// Groups whose flush failed, with what went wrong.
-    failed: BTreeMap<u64, String>,
+    /// Groups whose flush failed: what went wrong, and whether their members' versions were stored.
+    failed: BTreeMap<u64, (String, bool)>,
+    /// Members whose staged version the flush refused (it was not stored), by ticket, with the reason;
+    /// each member takes its own entry out.
+    refused: BTreeMap<u64, String>,
+}
+
+impl<T> Default for State<T> {
+    fn default() -> Self {
+        State {
+            collecting: 0,
+            done: 0,
+            flushing: false,
+            staged: Vec::new(),
+            next_ticket: 0,
+            busy: BTreeSet::new(),
+            failed: BTreeMap::new(),
+            refused: BTreeMap::new(),
+        }
+    }
+}
+
+/// What the flush of one group did.
+#[derive(Debug, Default)]
+pub(crate) struct Flushed {
+    /// Staged members whose version was not stored, by ticket, with the reason.
+    pub refused: BTreeMap<u64, String>,
+    /// What went wrong for the whole group, and whether the versions it did not refuse were stored.
+    pub failed: Option<(String, bool)>,
+}
+
+/// Why a member's commit is not durable.
+#[derive(Debug, PartialEq)]
+pub(crate) enum NotDurable {
+    /// Its staged version was not stored (the flush refused it): nothing changed.
+    Refused(String),
+    /// Its group's flush failed; `stored`: its version is in the database (not necessarily durable).
+    Failed { message: String, stored: bool },
 }
 
 /// A workspace taken with [`Group::begin`]; dropping it lets the next commit of the workspace go on.
-pub(crate) struct Taken<'g> {
-    group: &'g Group,
+pub(crate) struct Taken<'g, T> {
+    group: &'g Group<T>,
     shoot: String,
 }
 
-impl Drop for Taken<'_> {
+impl<T> Drop for Taken<'_, T> {
     fn drop(&mut self) {
         let mut st = self.group.lock();
         st.busy.remove(&self.shoot);
@@ -52,18 +96,18 @@ impl Drop for Taken<'_> {
     }
 }
 
-impl Group {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl<T> Group<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
         // A committer that panicked left the state consistent (every change is a single step).
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn wait<'a>(&self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+    fn wait<'a>(&self, st: MutexGuard<'a, State<T>>) -> MutexGuard<'a, State<T>> {
         self.changed.wait(st).unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Takes `shoot` for one commit, waiting while an earlier commit of it is not durable yet.
-    pub(crate) fn begin(&self, shoot: &str) -> Taken<'_> {
+    pub(crate) fn begin(&self, shoot: &str) -> Taken<'_, T> {
         let mut st = self.lock();
         while st.busy.contains(shoot) {
             st = self.wait(st);
@@ -72,41 +116,58 @@ impl Group {
         Taken { group: self, shoot: shoot.to_string() }
     }
 
-    /// Returns once everything written to sled before the call, and `head`, are durable. `flush` is
-    /// called by the leader of a group with the group's head records; its error is every member's.
+    /// Returns once `staged` (a version to store, or a head record of one stored already) and
+    /// everything written to sled before the call are durable. `flush` is called by the leader of a
+    /// group with everything its members staged; it stores and flushes them all at once, and its
+    /// failure is every member's.
     pub(crate) fn durable(
         &self,
-        head: Option<Head>,
-        flush: impl Fn(&[Head]) -> Result<(), String>,
-    ) -> Result<(), String> {
+        staged: Option<T>,
+        flush: impl FnOnce(Vec<(u64, T)>) -> Flushed,
+    ) -> Result<(), NotDurable> {
         let mut st = self.lock();
         let mine = st.collecting;
-        if let Some(head) = head {
-            st.heads.push(head);
-        }
+        let ticket = staged.map(|staged| {
+            let ticket = st.next_ticket;
+            st.next_ticket += 1;
+            st.staged.push((ticket, staged));
+            ticket
+        });
+        let mut flush = Some(flush);
         loop {
             if st.done > mine {
+                if let Some(reason) = ticket.and_then(|t| st.refused.remove(&t)) {
+                    return Err(NotDurable::Refused(reason));
+                }
                 return match st.failed.get(&mine) {
-                    Some(e) => Err(e.clone()),
+                    Some((message, stored)) => Err(NotDurable::Failed { message: message.clone(), stored: *stored }),
                     None => Ok(()),
                 };
             }
             if !st.flushing {
                 // No flush runs, so `done == collecting == mine`: this committer leads its own group.
-                let heads = std::mem::take(&mut st.heads);
+                let staged = std::mem::take(&mut st.staged);
                 st.collecting += 1;
                 st.flushing = true;
                 drop(st);
+                let flush = flush.take().expect("a committer leads at most one group: its own");
                 // A panic in the flush would leave `flushing` set and every later commit waiting.
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush(&heads))).unwrap_or_else(|_| {
-                        Err("writing the state dir to disk failed unexpectedly; plan and apply again".to_string())
+                let flushed =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush(staged))).unwrap_or_else(|_| {
+                        Flushed {
+                            refused: BTreeMap::new(),
+                            failed: Some((
+                                "writing the state dir to disk failed unexpectedly; plan and apply again".to_string(),
+                                false,
+                            )),
+                        }
                     });
                 st = self.lock();
                 st.flushing = false;
                 st.done = mine + 1;
-                if let Err(e) = result {
-                    st.failed.insert(mine, e);
+                st.refused.extend(flushed.refused);
+                if let Some(failed) = flushed.failed {
+                    st.failed.insert(mine, failed);
                 }
                 self.changed.notify_all();
                 continue;
@@ -121,40 +182,60 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn head(shoot: &str) -> Head {
-        Head { shoot: shoot.into(), lineage: "l".into(), serial: 1, checksum: "c".into() }
+    fn failed(message: &str) -> Flushed {
+        Flushed { refused: BTreeMap::new(), failed: Some((message.to_string(), true)) }
+    }
+
+    fn shoots(staged: &[(u64, &'static str)]) -> Vec<&'static str> {
+        let mut shoots: Vec<&str> = staged.iter().map(|(_, s)| *s).collect();
+        shoots.sort();
+        shoots
     }
 
     #[test]
     fn a_flush_that_panics_is_an_error_and_later_commits_go_on() {
-        let group = Group::default();
-        let failed = group.durable(Some(head("a")), |_| panic!("boom"));
-        assert!(failed.is_err_and(|e| e.contains("failed unexpectedly")));
-        assert_eq!(group.durable(Some(head("a")), |_| Ok(())), Ok(()));
+        let group = Group::<&str>::default();
+        let failed = group.durable(Some("a"), |_| panic!("boom"));
+        assert!(
+            matches!(failed, Err(NotDurable::Failed { message, stored: false }) if message.contains("failed unexpectedly"))
+        );
+        assert_eq!(group.durable(Some("a"), |_| Flushed::default()), Ok(()));
+    }
+
+    #[test]
+    fn a_refused_member_gets_its_reason_and_the_others_are_durable() {
+        let group = Group::<&str>::default();
+        let refused = group.durable(Some("a"), |staged| Flushed {
+            refused: staged.iter().map(|(t, _)| (*t, "changed".to_string())).collect(),
+            failed: None,
+        });
+        assert_eq!(refused, Err(NotDurable::Refused("changed".to_string())));
+        assert_eq!(group.durable(Some("b"), |_| Flushed::default()), Ok(()));
     }
 
     #[test]
     fn a_failed_flush_fails_every_member_of_its_group_only() {
-        let group = Group::default();
-        assert_eq!(group.durable(Some(head("a")), |_| Err("disk full".to_string())), Err("disk full".to_string()));
+        let group = Group::<&str>::default();
+        let disk_full = Err(NotDurable::Failed { message: "disk full".to_string(), stored: true });
+        assert_eq!(group.durable(Some("a"), |_| failed("disk full")), disk_full);
         let flushes = AtomicUsize::new(0);
-        let ok = group.durable(Some(head("b")), |heads| {
-            assert_eq!(heads, &[head("b")]);
+        let ok = group.durable(Some("b"), |staged| {
+            assert_eq!(shoots(&staged), ["b"]);
             flushes.fetch_add(1, Ordering::SeqCst);
-            Ok(())
+            Flushed::default()
         });
         assert_eq!(ok, Ok(()));
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
 
-        // Two commits that arrive while a flush runs form the next group: one flush of both head
-        // records, whose error both of them get.
+        // Two commits that arrive while a flush runs form the next group: one flush (one transaction)
+        // of both versions, whose error both of them get.
         std::thread::scope(|s| {
             let leader = s.spawn(|| {
-                group.durable(Some(head("c")), |_| {
-                    while group.lock().heads.len() < 2 {
+                group.durable(Some("c"), |_| {
+                    while group.lock().staged.len() < 2 {
                         std::thread::yield_now();
                     }
-                    Ok(())
+                    Flushed::default()
                 })
             });
             while !group.lock().flushing {
@@ -164,12 +245,10 @@ mod tests {
                 .map(|shoot| {
                     let (group, flushes) = (&group, &flushes);
                     s.spawn(move || {
-                        group.durable(Some(head(shoot)), |heads| {
-                            let mut shoots: Vec<&str> = heads.iter().map(|h| h.shoot.as_str()).collect();
-                            shoots.sort();
-                            assert_eq!(shoots, ["d", "e"]);
+                        group.durable(Some(shoot), |staged| {
+                            assert_eq!(shoots(&staged), ["d", "e"]);
                             flushes.fetch_add(1, Ordering::SeqCst);
-                            Err("disk full".to_string())
+                            failed("disk full")
                         })
                     })
                 })
@@ -177,7 +256,7 @@ mod tests {
                 .collect();
             assert_eq!(leader.join().unwrap(), Ok(()));
             for member in members {
-                assert_eq!(member.join().unwrap(), Err("disk full".to_string()));
+                assert_eq!(member.join().unwrap(), disk_full);
             }
         });
         assert_eq!(flushes.load(Ordering::SeqCst), 2, "one flush for the group of two");

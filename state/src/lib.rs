@@ -58,8 +58,14 @@
 //! # Durability
 //!
 //! Design invariant 4 says that killing trellis at any moment loses nothing. sled 0.34.7 writes to its
-//! log in memory and flushes it every 500 ms in the background, so every commit, lock and unlock ends
-//! with a flush ([`SledStore::flush`]) before returning. Its caveats, and what this crate does about them:
+//! log in memory and flushes it every 500 ms in the background, so every commit ends with a flush
+//! ([`SledStore::flush`]) before returning. Locks and unlocks do not: a workspace lock is made durable
+//! by the next flush — at the latest the first commit made under it, so a killed run whose lock was
+//! lost had committed nothing under it —, an unlock by the next flush or the store's close (a run
+//! killed right after an unlock may leave the lock of a gone process, which the next apply takes
+//! over, as after any killed run). The state dir itself is locked by one process at a time, so a
+//! workspace lock only tells the next run about a killed one. Its caveats, and what this crate does
+//! about them:
 //!
 //! * sled's `Db::flush` writes the log to the file but syncs it with `sync_file_range(2)`, which does
 //!   not persist file metadata (sled issue #1452, "Data is not written durably"); only sled's background
@@ -88,8 +94,9 @@
 //! between its transaction and its durable head record (a second commit of the same workspace waits
 //! before its transaction), so the crash rule below holds per workspace whatever a group holds; a kill
 //! in the middle of a group's head writes leaves each workspace's head at its new version or the one
-//! right before it. A failed flush fails every commit of its group. Locks and unlocks take part in
-//! groups too (without a head record). A lone commit costs what it did: one flush, its head.
+//! right before it. A failed flush fails every commit of its group. Other writes to the database made
+//! before a flush (locks, the simulated cloud's writes) are made durable by it too, without a head
+//! record. A lone commit costs what it did: one flush, its head.
 //!
 //! # State dir
 //!

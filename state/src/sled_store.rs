@@ -2,7 +2,7 @@
 //! the lock model, the durability model and the integrity checks).
 
 use crate::dir::{self, Contents, Digest, DirLock, Seal, HOLDER_FILE, VERIFY};
-use crate::group::Group;
+use crate::group::{Flushed, Group, NotDurable};
 use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
 use crate::layout::{self, HeadValue};
 use crate::{
@@ -38,8 +38,8 @@ pub struct SledStore {
     // Declared before `guard`: the sled handles are dropped first, then the guard seals and unlocks.
     h: Handles,
     guard: Guard,
-    /// Groups concurrent commits into one flush (see the crate docs, "Durability").
-    group: Group,
+    /// Groups concurrent commits into one transaction and one flush (see the crate docs, "Durability").
+    group: Group<Staged>,
     /// The heads journal; appended by the leader of each commit group.
     journal: Mutex<Journal>,
     /// Workspaces this run committed: their backups are written when the store closes.
@@ -181,12 +181,72 @@ impl SledStore {
     /// version just stored), are durable. Concurrent callers are grouped: one flush of the database and
     /// one write of the group's head records covers all of them (see the crate docs, "Durability").
     fn make_durable(&self, head: Option<Head>) -> Result<(), StateError> {
-        self.group.durable(head, |heads| self.flush_group(heads)).map_err(StateError::Io)
+        self.group.durable(head.map(Staged::Head), |staged| self.flush_group(staged)).map_err(|e| match e {
+            NotDurable::Refused(detail) | NotDurable::Failed { message: detail, .. } => StateError::Io(detail),
+        })
     }
 
-    /// One group's flush: sled's flush, `fdatasync` of `db`, then the group's head records appended to
-    /// the heads journal (one write, one `fdatasync`).
-    fn flush_group(&self, heads: &[Head]) -> Result<(), String> {
+    /// One group's flush: the versions its members staged stored in one transaction, then sled's
+    /// flush, `fdatasync` of `db`, and the group's head records appended to the heads journal (one
+    /// write, one `fdatasync`).
+    fn flush_group(&self, staged: Vec<(u64, Staged)>) -> Flushed {
+        let mut heads = Vec::new();
+        let mut versions = Vec::new();
+        for (ticket, staged) in staged {
+            match staged {
+                Staged::Head(head) => heads.push(head),
+                Staged::Version(version) => versions.push((ticket, version)),
+            }
+        }
+        let mut flushed = Flushed::default();
+        if !versions.is_empty() {
+            // Every member created the layout's trees before staging its version.
+            let Some(layout) = self.h.layout.get() else {
+                let message = format!("committing to state dir {}: its trees are missing", self.dir().display());
+                flushed.failed = Some((message, false));
+                return flushed;
+            };
+            let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
+            let outcome = trees.transaction(|tx| {
+                let mut refused = Vec::new();
+                for (ticket, version) in &versions {
+                    if write_prepared(tx, version)?.is_err() {
+                        refused.push(*ticket);
+                    }
+                }
+                Ok::<_, ConflictableTransactionError<()>>(refused)
+            });
+            let refused = match outcome {
+                Ok(refused) => refused,
+                Err(e) => {
+                    let e = match e {
+                        TransactionError::Storage(e) => e.words(),
+                        TransactionError::Abort(()) => "the transaction was aborted".to_string(),
+                    };
+                    flushed.failed = Some((format!("committing to state dir {}: {e}", self.dir().display()), false));
+                    return flushed;
+                }
+            };
+            let mut committed = self.committed.lock().unwrap_or_else(PoisonError::into_inner);
+            for (ticket, version) in versions {
+                if refused.contains(&ticket) {
+                    let detail = "the stored workspace changed while it was being written".to_string();
+                    flushed.refused.insert(ticket, detail);
+                } else {
+                    // Its backup is written when the store closes (once per run, not per commit).
+                    committed.insert(version.shoot);
+                    heads.push(version.head);
+                }
+            }
+        }
+        if let Err(e) = self.flush_heads(&heads) {
+            flushed.failed = Some((e, true));
+        }
+        flushed
+    }
+
+    /// sled's flush, `fdatasync` of `db`, then `heads` appended to the heads journal.
+    fn flush_heads(&self, heads: &[Head]) -> Result<(), String> {
         let dir = self.dir().display();
         self.h.db.flush().map_err(|e| format!("flushing state dir {dir}: {}", e.words()))?;
         self.h.db_file.sync_data().map_err(|e| format!("syncing state dir {dir}: {e}"))?;
@@ -211,22 +271,21 @@ impl SledStore {
         }
     }
 
-    /// Stores `next` (whose serial is already the new one) if `check` accepts the stored version, in one
-    /// transaction with its history entry (which names the checksums of the version it replaces and of
-    /// `next`), and returns the bytes stored; the workspace's backup is written when the store closes.
-    /// [`SledStore::seal_version`] must follow (see the crate docs, "Integrity").
-    fn store_version(
+    /// Reads the stored version of `next`'s workspace, lets `check` judge it, and prepares what storing
+    /// `next` (whose serial is already the new one) writes: the changed parts, the head and the history
+    /// entry (which names the checksums of the version it replaces and of `next`). Creates the layout's
+    /// trees if needed.
+    fn prepare_version(
         &self,
         next: &Workspace,
         operation: &str,
         check: impl Fn(Option<&WorkspaceMeta>) -> Result<(), StateError>,
-    ) -> Result<Vec<u8>, StateError> {
+    ) -> Result<Prepared, StateError> {
         let shoot = next.shoot.as_str();
-        let layout = self.layout()?;
+        self.layout()?;
         let current = self.current(shoot)?;
         let stored = current.raw().map(|raw| parse_meta(shoot, raw)).transpose()?;
         check(stored.as_ref())?;
-        // Everything the transaction writes is prepared outside it: sled may run the closure more than once.
         let parts = layout::parts(next);
         let head_json = layout::head_value(next, &parts);
         let entry = HistoryEntry {
@@ -238,58 +297,62 @@ impl SledStore {
             previous: current.raw().map(|raw| integrity::checksum_bytes(raw)),
         };
         let entry_json = to_json(&entry).map_err(|e| self.io_error("encoding history entry for", e))?;
-        let entry_key = history_key(shoot, next.serial);
         // Only the parts that changed are written: a node commit writes one resource record and the head.
-        let (expected_head, expected_whole, removed) = match &current {
-            Current::Absent => (None, None, Vec::new()),
-            Current::Whole(raw) => (None, Some(raw.clone()), Vec::new()),
+        let (expected_head, expected_whole, removed, written) = match current {
+            Current::Absent => (None, None, Vec::new(), parts.into_iter().collect()),
+            Current::Whole(raw) => (None, Some(raw), Vec::new(), parts.into_iter().collect()),
             Current::Parts { head, parts: old } => {
                 let removed = old.keys().filter(|k| !parts.contains_key(k.as_ref())).cloned().collect();
-                (Some(head.clone()), None, removed)
+                let written = parts
+                    .into_iter()
+                    .filter(|(k, v)| old.get(k.as_slice()).is_none_or(|o| o != v.as_slice()))
+                    .collect();
+                (Some(head), None, removed, written)
             }
         };
-        let written: Vec<(&Vec<u8>, &Vec<u8>)> = match &current {
-            Current::Parts { parts: old, .. } => {
-                parts.iter().filter(|(k, v)| old.get(k.as_slice()).is_none_or(|o| o != v.as_slice())).collect()
-            }
-            _ => parts.iter().collect(),
-        };
+        Ok(Prepared {
+            shoot: shoot.to_string(),
+            head: Head::of(next, &head_json),
+            expected_head,
+            expected_whole,
+            removed,
+            written,
+            head_json,
+            entry_key: history_key(shoot, next.serial),
+            entry_json,
+        })
+    }
 
+    /// Stores `next` (whose serial is already the new one) if `check` accepts the stored version, in one
+    /// transaction of its own with its history entry, and returns the bytes stored; the workspace's
+    /// backup is written when the store closes. [`SledStore::seal_version`] must follow (see the crate
+    /// docs, "Integrity"). Commits go through [`SledStore::commit`]'s group transaction instead.
+    fn store_version(
+        &self,
+        next: &Workspace,
+        operation: &str,
+        check: impl Fn(Option<&WorkspaceMeta>) -> Result<(), StateError>,
+    ) -> Result<Vec<u8>, StateError> {
+        let shoot = next.shoot.as_str();
+        let version = self.prepare_version(next, operation, &check)?;
+        let layout = self.layout()?;
         let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
-        let outcome = trees.transaction(|(workspaces, heads, parts_tree, history)| {
+        let outcome = trees.transaction(|tx| {
+            let Err(now) = write_prepared(tx, &version)? else { return Ok(()) };
             // The version the history entry names as replaced must be the one replaced.
-            let now_head = heads.get(shoot.as_bytes())?;
-            let now_whole = workspaces.get(shoot.as_bytes())?;
-            if now_head != expected_head || now_whole != expected_whole {
-                let stored = now_head
-                    .or(now_whole)
-                    .map(|now| parse_meta(shoot, &now))
-                    .transpose()
-                    .map_err(ConflictableTransactionError::Abort)?;
-                check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
-                return Err(ConflictableTransactionError::Abort(StateError::Conflict {
-                    shoot: shoot.to_string(),
-                    detail: "the stored workspace changed while it was being written".to_string(),
-                }));
-            }
-            if expected_whole.is_some() {
-                workspaces.remove(shoot.as_bytes())?;
-            }
-            for key in &removed {
-                parts_tree.remove(key)?;
-            }
-            for (key, value) in &written {
-                parts_tree.insert(key.as_slice(), value.as_slice())?;
-            }
-            heads.insert(shoot.as_bytes(), head_json.as_slice())?;
-            history.insert(entry_key.as_slice(), entry_json.as_slice())?;
-            Ok(())
+            let stored =
+                now.map(|now| parse_meta(shoot, &now)).transpose().map_err(ConflictableTransactionError::Abort)?;
+            check(stored.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+            Err(ConflictableTransactionError::Abort(StateError::Conflict {
+                shoot: shoot.to_string(),
+                detail: "the stored workspace changed while it was being written".to_string(),
+            }))
         });
         match outcome {
             Ok(()) => {
                 // Its backup is written when the store closes (once per run, not per commit).
                 self.committed.lock().unwrap_or_else(PoisonError::into_inner).insert(shoot.to_string());
-                Ok(head_json)
+                Ok(version.head_json)
             }
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(self.io_error("committing to", e)),
@@ -347,6 +410,65 @@ impl SledStore {
     fn seal_version(&self, next: &Workspace, stored: &[u8]) -> Result<(), StateError> {
         self.make_durable(Some(Head::of(next, stored)))
     }
+}
+
+/// A version of a workspace ready to be stored ([`SledStore::prepare_version`]).
+struct Prepared {
+    shoot: String,
+    /// Its head record, once stored.
+    head: Head,
+    /// What must be stored when it is written: the head value (format 4) or the whole workspace
+    /// (formats 1 to 3), or nothing.
+    expected_head: Option<sled::IVec>,
+    expected_whole: Option<sled::IVec>,
+    /// Parts keys to remove, and parts to write (those that changed).
+    removed: Vec<sled::IVec>,
+    written: Vec<(Vec<u8>, Vec<u8>)>,
+    head_json: Vec<u8>,
+    entry_key: Vec<u8>,
+    entry_json: Vec<u8>,
+}
+
+/// What a member of a commit group hands to the group's flush.
+enum Staged {
+    /// A version to store in the group's transaction (a commit).
+    Version(Box<Prepared>),
+    /// The head record of a version stored already (a push).
+    Head(Head),
+}
+
+type Trees = (
+    sled::transaction::TransactionalTree,
+    sled::transaction::TransactionalTree,
+    sled::transaction::TransactionalTree,
+    sled::transaction::TransactionalTree,
+);
+
+/// Writes `version` in a transaction over (workspaces, heads, parts, history) if what is stored is
+/// still what it was prepared against; otherwise writes nothing and answers what is stored now.
+#[allow(clippy::type_complexity)]
+fn write_prepared(
+    (workspaces, heads, parts, history): &Trees,
+    version: &Prepared,
+) -> Result<Result<(), Option<sled::IVec>>, sled::transaction::UnabortableTransactionError> {
+    let shoot = version.shoot.as_bytes();
+    let now_head = heads.get(shoot)?;
+    let now_whole = workspaces.get(shoot)?;
+    if now_head != version.expected_head || now_whole != version.expected_whole {
+        return Ok(Err(now_head.or(now_whole)));
+    }
+    if version.expected_whole.is_some() {
+        workspaces.remove(shoot)?;
+    }
+    for key in &version.removed {
+        parts.remove(key)?;
+    }
+    for (key, value) in &version.written {
+        parts.insert(key.as_slice(), value.as_slice())?;
+    }
+    heads.insert(shoot, version.head_json.as_slice())?;
+    history.insert(version.entry_key.as_slice(), version.entry_json.as_slice())?;
+    Ok(Ok(()))
 }
 
 /// What the guard does when the store ends.
@@ -802,7 +924,7 @@ impl StateStore for SledStore {
             shoot: shoot.to_string(),
             detail: "its serial cannot be incremented any further".to_string(),
         })?;
-        let stored = self.store_version(&next, operation, |stored| {
+        let version = self.prepare_version(&next, operation, |stored| {
             let conflict = |detail: String| StateError::Conflict { shoot: shoot.to_string(), detail };
             match stored {
                 Some(stored) if stored.lineage != lineage => Err(conflict(format!(
@@ -821,10 +943,23 @@ impl StateStore for SledStore {
                 _ => Ok(()),
             }
         })?;
-        // The commit is now in the database (in memory); the caller's copy must follow it even if what
-        // follows fails, or its next commit would conflict with itself.
-        ws.serial = next.serial;
-        self.seal_version(&next, &stored)
+        // Stored by the leader of its group, in one transaction with the versions of the other members,
+        // then made durable with them.
+        match self.group.durable(Some(Staged::Version(Box::new(version))), |staged| self.flush_group(staged)) {
+            Ok(()) => {
+                ws.serial = next.serial;
+                Ok(())
+            }
+            Err(NotDurable::Refused(detail)) => Err(StateError::Conflict { shoot: shoot.to_string(), detail }),
+            Err(NotDurable::Failed { message, stored }) => {
+                // The commit is in the database (in memory): the caller's copy must follow it, or its next
+                // commit would conflict with itself.
+                if stored {
+                    ws.serial = next.serial;
+                }
+                Err(StateError::Io(message))
+            }
+        }
     }
 
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError> {
@@ -894,10 +1029,8 @@ impl StateStore for SledStore {
                 .compare_and_swap(key, None as Option<&[u8]>, Some(new.as_slice()))
                 .map_err(|e| self.io_error("writing lock to", e))?;
             let current = match swapped {
-                Ok(()) => {
-                    self.flush()?;
-                    return Ok(Acquired::Fresh);
-                }
+                // Not flushed here: the next flush (its first commit's) makes it durable (crate docs, "Durability").
+                Ok(()) => return Ok(Acquired::Fresh),
                 Err(cas) => match cas.current {
                     Some(current) => current,
                     None => continue, // released in between: try again from "no lock"
@@ -917,7 +1050,6 @@ impl StateStore for SledStore {
                 .compare_and_swap(key, Some(&current), Some(new.as_slice()))
                 .map_err(|e| self.io_error("writing lock to", e))?;
             if swapped.is_ok() {
-                self.flush()?;
                 return Ok(Acquired::BrokeStale(holder));
             }
         }
@@ -937,7 +1069,8 @@ impl StateStore for SledStore {
                 .compare_and_swap(shoot.as_bytes(), Some(&current), None as Option<&[u8]>)
                 .map_err(|e| self.io_error("removing lock from", e))?;
             if swapped.is_ok() {
-                return self.flush();
+                // Not flushed here either: the next flush, or closing the store, makes it durable.
+                return Ok(());
             }
         }
     }

@@ -184,6 +184,29 @@
 //!      at open only the workspaces a command loads (the load checks their digest anyway), no
 //!      second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
 //!      from the stored JSON without building a `Value` per resource.
+//!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
+//!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
+//!    user + sys). What a commit cost was not the flush but sled's write batches: sled seals its log
+//!    buffer and writes it synchronously (`pwrite` + `sync_file_range`) before and after every
+//!    transaction or batch, so each of the 12,000 node commits and 10,000 cloud writes paid two device
+//!    writes however commits were grouped into flushes. Now a commit group's versions are stored in one
+//!    transaction by the group's leader, the simulated ARM cloud's writes are made durable by the node's
+//!    state commit instead of a flush of their own, and workspace locks/unlocks are not flushed (the
+//!    next flush covers them). `strace -c -f`: `pwrite64` 46,321 → 28,998, `sync_file_range` 46,304 →
+//!    28,979, `fdatasync` 14,203 → 7,122 (commit groups ~7,100 → ~3,560). Original 9.13 s
+//!    (9.13–11.38) wall, 8.2–9.5 s CPU, 374–384 MiB; after 7.48 s (7.31–8.46), 6.2–6.8 s CPU,
+//!    361–370 MiB: wall ×0.8, CPU −25 %, apply report and state unchanged. The peak RSS was the last
+//!    second of the run (sampled: ~175 MiB during the apply, then 370 MiB): the simulated cloud's
+//!    audit log (34,000 calls) persisted at close in one sled batch, which keeps every replaced version
+//!    of a node until it ends; in batches of 1,000 calls: 202–227 MiB. Last same-minute pairs
+//!    (load 6–10): original 10.10 s (10.10–11.54), 8.9–9.6 s CPU, 368–378 MiB; now 7.28 s
+//!    (7.28–8.21), 6.1–6.8 s CPU, 217–227 MiB (wall ×0.72, RSS −40 %). Still above 5 s at this
+//!    load; what remains: the 10,000 cloud writes' own sled batches (20,000 of the 29,000 log writes:
+//!    deferring them to the state's flush needs the store's read path to see batches not yet
+//!    written), one transaction per group of at most `--parallelism` shoots (one commit per workspace
+//!    in flight), and sled's CPU (a zeroed 512 KiB buffer per sealed log buffer, a copy of the leaf
+//!    node per write). Tried: 4× `--parallelism` shoots in flight (same node limit): 6.5 s instead of
+//!    7.3–7.7 s but 433–442 MiB (each blocked shoot's `block_in_place` adds a worker thread); not kept.
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) it runs a seconds-long smoke configuration.
 

@@ -82,10 +82,12 @@
 //!
 //! # Persistence
 //! [`ArmSim::open`] loads the simulated cloud from a `sled::Tree` (the caller keeps it next to trellis'
-//! state); every successful write is written to the tree and flushed before the call returns
-//! (key: the lowercased id; value: `{value, origin, seq}`). The flush runs after the cloud's lock is
-//! let go, shared by the writes made meanwhile; [`ArmSim::share_flush`] hands it to the owner of the
-//! database instead (trellis' state, whose commits then share the same flushes). [`ArmSim::in_memory`]
+//! state); every successful write is written to the tree (key: the lowercased id; value:
+//! `{value, origin, seq}`) and flushed before the call returns. The flush runs after the cloud's lock
+//! is let go, shared by the writes made meanwhile; [`ArmSim::share_flush`] hands it to the owner of the
+//! database instead (trellis' state, whose commits then share the same flushes), and
+//! [`ArmSim::leave_flushes_to_owner`] leaves it to the owner's next flush altogether (the CLI: the
+//! state commit of the node that made the write). [`ArmSim::in_memory`]
 //! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree.
 //!
 //! # Runtime writers
@@ -175,6 +177,19 @@ impl ArmSim {
     /// itself. Calls of `flush` from several threads should share one flush; that is the point.
     pub fn share_flush(&self, flush: SharedFlush) {
         self.core.lock().store.share_flush(flush);
+    }
+
+    /// Hands the durability of writes to the owner of the tree's database (trellis' state): like
+    /// [`ArmSim::share_flush`], but a call's write returns once it is written to the tree, without
+    /// waiting for a flush; the owner's next flush makes it durable. The owner must flush (through its
+    /// own flushes; `flush` makes everything written so far durable) before it acknowledges anything
+    /// that depends on the call: the CLI's executor commits the node's state — a flush of the same
+    /// database, begun after the write — before the node counts as done, so a write the executor was
+    /// told succeeded is durable before its node is acknowledged, and a kill before that loses the
+    /// write and the node's commit together. Commits outside calls (a long-running operation's steps)
+    /// still wait for `flush`.
+    pub fn leave_flushes_to_owner(&self, flush: SharedFlush) {
+        self.core.lock().store.leave_flushes_to_owner(flush);
     }
 
     fn from_store(store: Store) -> ArmSim {

@@ -120,6 +120,40 @@ async fn regression_writes_are_made_durable_by_the_shared_flush_before_they_retu
     assert!(msg.contains("could not persist the change") && msg.contains("disk full"), "{msg}");
 }
 
+/// A simulated cloud that leaves its flushes to the database's owner (trellis' state): a write returns
+/// without flushing — the owner's next flush (the node's state commit) makes it durable — so a fleet's
+/// thousands of writes cost no flush of their own; the owner's flush brings every write made before it
+/// to disk; commits outside calls still run the owner's flush.
+#[tokio::test]
+async fn writes_left_to_the_owner_return_without_a_flush_and_the_owners_flush_makes_them_durable() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path());
+    let flushes = Arc::new(AtomicUsize::new(0));
+    {
+        let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+        let (counted, owner) = (flushes.clone(), db.clone());
+        sim.leave_flushes_to_owner(Arc::new(move || {
+            owner.flush().map_err(|e| e.to_string())?;
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        for n in 0..3 {
+            sim.put(&format!("{RG}-{n}"), json!({"location": "westeurope"})).await.unwrap();
+        }
+        assert_eq!(flushes.load(Ordering::SeqCst), 0, "no write waited for a flush");
+        // The owner's flush (a state commit) covers every write made before it.
+        db.flush().unwrap();
+    }
+    drop(db);
+    let db = open_db(dir.path());
+    let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+    for n in 0..3 {
+        assert!(sim.get(&format!("{RG}-{n}")).await.unwrap().is_some(), "write {n} is durable");
+    }
+}
+
 /// A user VNet's subnet in resource group `app` that uses an NSG in resource group `shared`
 /// (references across resource groups), in `tree`.
 async fn cross_group_cloud(tree: sled::Tree) -> (String, String) {

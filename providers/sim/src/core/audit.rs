@@ -4,6 +4,8 @@ use crate::SimError;
 use trellis_planner::cloud::Call;
 
 const AUDIT_PREFIX: &str = "audit/";
+/// Calls written per sled batch by [`AuditLog::persist`].
+const AUDIT_BATCH: usize = 1_000;
 
 /// The calls in memory, and how many of them [`AuditLog::persist`] has written.
 #[derive(Default)]
@@ -31,7 +33,7 @@ impl AuditLog {
     }
 
     /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
-    /// [`Call`] as JSON) in one batch, and flushes it. Returns how many calls were written.
+    /// [`Call`] as JSON) in batches of [`AUDIT_BATCH`], and flushes them. Returns how many calls were written.
     pub fn persist(&mut self, tree: &sled::Tree) -> Result<usize, SimError> {
         let calls = &self.calls[self.persisted..];
         if calls.is_empty() {
@@ -47,15 +49,56 @@ impl AuditLog {
             }
             None => 0,
         };
-        let mut batch = sled::Batch::default();
-        for (i, call) in calls.iter().enumerate() {
-            let key = format!("{AUDIT_PREFIX}{:020}", next + i as u64);
-            batch.insert(key.as_bytes(), serde_json::to_vec(call).expect("a call serialises"));
+        // In batches of a bounded size: sled keeps every version of a node a batch replaces until the
+        // batch ends, so one batch of a fleet's tens of thousands of calls doubled the apply's peak memory.
+        for (n, chunk) in calls.chunks(AUDIT_BATCH).enumerate() {
+            let mut batch = sled::Batch::default();
+            for (i, call) in chunk.iter().enumerate() {
+                let key = format!("{AUDIT_PREFIX}{:020}", next + (n * AUDIT_BATCH + i) as u64);
+                batch.insert(key.as_bytes(), serde_json::to_vec(call).expect("a call serialises"));
+            }
+            tree.apply_batch(batch)?;
         }
-        tree.apply_batch(batch)?;
         tree.flush()?;
         let n = calls.len();
         self.persisted += n;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trellis_planner::cloud::Op;
+
+    fn call(n: usize) -> Call {
+        Call { op: Op::Read, method: "GET".into(), target: format!("/t/{n}"), status: 200 }
+    }
+
+    /// A fleet's audit log is written in several batches (bounded memory): every call, in order, under
+    /// consecutive keys, and a later persist continues after the last one.
+    #[test]
+    fn calls_persisted_in_several_batches_keep_their_order_and_numbering() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree("audit").unwrap();
+        let mut log = AuditLog::default();
+        let first = 2 * AUDIT_BATCH + 7;
+        (0..first).for_each(|n| log.push(call(n)));
+        assert_eq!(log.persist(&tree).unwrap(), first);
+        (first..first + 3).for_each(|n| log.push(call(n)));
+        assert_eq!(log.persist(&tree).unwrap(), 3);
+        let stored: Vec<(String, String)> = tree
+            .iter()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                let call: serde_json::Value = serde_json::from_slice(&v).unwrap();
+                (String::from_utf8(k.to_vec()).unwrap(), call["target"].as_str().unwrap().to_string())
+            })
+            .collect();
+        assert_eq!(stored.len(), first + 3);
+        for (n, (key, target)) in stored.iter().enumerate() {
+            assert_eq!(key, &format!("audit/{n:020}"));
+            assert_eq!(target, &format!("/t/{n}"));
+        }
     }
 }

@@ -137,7 +137,7 @@ impl Store {
     /// Without a tree (in-memory store) this only forgets the changes.
     pub fn commit(&mut self) -> Result<(), SimError> {
         match self.write()? {
-            Some(flush) => flush.durable(),
+            Some(flush) => flush.flush(),
             None => Ok(()),
         }
     }
@@ -146,7 +146,15 @@ impl Store {
     /// nothing to flush.
     pub fn share_flush(&mut self, flush: crate::SharedFlush) {
         if let Some(flusher) = &self.flusher {
-            let _ = flusher.shared.set(flush);
+            flusher.share(flush);
+        }
+    }
+
+    /// Like [`Store::share_flush`], and calls' writes no longer wait for a flush: the owner's next
+    /// flush makes them durable (see [`crate::ArmSim::leave_flushes_to_owner`]).
+    pub fn leave_flushes_to_owner(&mut self, flush: crate::SharedFlush) {
+        if let Some(flusher) = &self.flusher {
+            flusher.leave_to_owner(flush);
         }
     }
 
@@ -245,7 +253,7 @@ impl Store {
 pub(crate) struct GroupFlush {
     tree: sled::Tree,
     /// The database owner's flush, used instead of flushing `tree` (see [`crate::ArmSim::share_flush`]).
-    shared: std::sync::OnceLock<crate::SharedFlush>,
+    shared: std::sync::OnceLock<Owner>,
     state: Mutex<FlushState>,
     changed: Condvar,
 }
@@ -262,14 +270,40 @@ struct FlushState {
     waiting: usize,
 }
 
+/// The owner of the database the tree lives in, once it takes over the flushes.
+struct Owner {
+    flush: crate::SharedFlush,
+    /// Calls' writes wait for `flush` ([`GroupFlush::share`]), or the owner's own next flush makes
+    /// them durable ([`GroupFlush::leave_to_owner`]).
+    calls_wait: bool,
+}
+
 impl GroupFlush {
     pub(crate) fn new(tree: sled::Tree) -> GroupFlush {
         GroupFlush { tree, shared: std::sync::OnceLock::new(), state: Mutex::default(), changed: Condvar::new() }
     }
 
-    /// Flushes through `flush` (the database owner's) from now on; the first one given stays.
+    /// Flushes through `flush` (the database owner's) from now on; the first owner given stays.
     pub(crate) fn share(&self, flush: crate::SharedFlush) {
-        let _ = self.shared.set(flush);
+        let _ = self.shared.set(Owner { flush, calls_wait: true });
+    }
+
+    /// Like [`GroupFlush::share`], but [`GroupFlush::durable`] (a call's write) returns at once: the
+    /// owner flushes everything written to its database before it acknowledges anything that follows
+    /// the call (trellis: the node's state commit). [`GroupFlush::flush`] still runs `flush`.
+    pub(crate) fn leave_to_owner(&self, flush: crate::SharedFlush) {
+        let _ = self.shared.set(Owner { flush, calls_wait: false });
+    }
+
+    /// Returns once everything written to the tree before the call is flushed: the owner's flush if
+    /// there is one, else the tree's own, grouped ([`GroupFlush::durable_with`]). Blocks as
+    /// [`GroupFlush::durable`] does.
+    pub(crate) fn flush(&self) -> Result<(), SimError> {
+        let wait = || match self.shared.get() {
+            Some(owner) => (owner.flush)().map_err(SimError::Storage),
+            None => self.durable_with(|| self.tree.flush().map(drop).map_err(|e| e.to_string())),
+        };
+        leave_worker_and(wait)
     }
 
     fn lock(&self) -> MutexGuard<'_, FlushState> {
@@ -277,7 +311,9 @@ impl GroupFlush {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Returns once everything written to the tree before the call is flushed.
+    /// A call's write: returns once everything written to the tree before the call is flushed
+    /// ([`GroupFlush::flush`]) — or at once when the owner makes it durable with its own next flush
+    /// ([`GroupFlush::leave_to_owner`]).
     ///
     /// The wait blocks its thread (a flush, or the flush of the group it joined). On a multi-threaded
     /// runtime (the binary's) the worker thread first hands its other tasks to another thread
@@ -285,14 +321,9 @@ impl GroupFlush {
     /// machine —, no other call could write meanwhile, and groups would stay as small as the thread
     /// count. On a current-thread runtime, or outside one, it just waits.
     pub(crate) fn durable(&self) -> Result<(), SimError> {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        let wait = || match self.shared.get() {
-            Some(shared) => shared().map_err(SimError::Storage),
-            None => self.durable_with(|| self.tree.flush().map(drop).map_err(|e| e.to_string())),
-        };
-        match Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
-            _ => wait(),
+        match self.shared.get() {
+            Some(Owner { calls_wait: false, .. }) => Ok(()),
+            _ => self.flush(),
         }
     }
 
@@ -328,6 +359,16 @@ impl GroupFlush {
             st = self.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             st.waiting -= 1;
         }
+    }
+}
+
+/// Runs `wait` (which blocks on a flush); on a multi-threaded runtime the worker thread first hands
+/// its other tasks to another thread (see [`GroupFlush::durable`]).
+fn leave_worker_and<T>(wait: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+        _ => wait(),
     }
 }
 
