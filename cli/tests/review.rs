@@ -159,13 +159,14 @@ fn diff_json_lists_each_change_class() {
         subnet["changes"].as_array().unwrap().iter().any(|c| c["path"] == "/properties/natGateway/id"),
         "{subnet:#}"
     );
-    // An artifact as a text diff.
-    let config = &shoot["artifacts"]["cloud_provider_config"];
-    assert_eq!(config["name"], "azure.json", "{config:#}");
-    let unified = config["unified"].as_str().unwrap();
+    // An artifact as a text diff, and a plain artifact change.
+    assert_eq!(shoot["artifacts"]["allow_egress"], serde_json::json!({"old": true, "new": false}));
+    let status = &shoot["artifacts"]["infrastructure_status"];
+    assert_eq!(status["name"], "status.json", "{status:#}");
+    let unified = status["unified"].as_str().unwrap();
     assert!(
         unified.lines().any(|l| l.starts_with('+') && l.contains("\"outboundAccessType\": \"NATGateway\"")),
-        "{config:#}"
+        "{status:#}"
     );
 }
 

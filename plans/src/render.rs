@@ -411,9 +411,25 @@ impl Style {
 // ---------------------------------------------------------------------------------------------------
 // Markdown
 
-/// The markdown rendering for a pull-request comment: a counts table, a loud line when something is
-/// deleted or replaced, then one collapsed section per shoot with changes (one line per shoot without).
+/// The markdown rendering for a pull-request comment: the verdict (`Plan: …` counts of the whole
+/// file), a bold warning when something is deleted or replaced, a counts table, then one collapsed
+/// section per shoot with changes (one line per shoot without). At most [`MARKDOWN_BUDGET`] bytes:
+/// detail that does not fit is left out with a notice, the summary never is.
 pub fn markdown(set: &PlanSet) -> String {
+    markdown_within(set, MARKDOWN_BUDGET)
+}
+
+/// The most bytes [`markdown`] writes: under GitHub's 65,536-character limit for a comment (a byte
+/// count is never below the character count), with room for a CI tool's own header.
+pub const MARKDOWN_BUDGET: usize = 65_000;
+
+/// The most deleted or replaced addresses the warning names; the rest are counted.
+const WARNING_ADDRESSES: usize = 20;
+
+/// [`markdown`] with at most `budget` bytes: the summary (heading, verdict, the deletion warning) is
+/// always written; the table rows and the shoots' sections follow while they fit, then a notice says
+/// how many were left out.
+pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
     let mut out = String::new();
     let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
     let _ = writeln!(
@@ -423,37 +439,65 @@ pub fn markdown(set: &PlanSet) -> String {
         set.plans.len(),
         if set.plans.len() == 1 { "" } else { "s" }
     );
-    out.push_str("| shoot | create | update | replace | delete | verify | skip |\n");
-    out.push_str("|:--|--:|--:|--:|--:|--:|--:|\n");
-    for plan in &set.plans {
-        let _ = writeln!(out, "| {} | {} |", escape::md_code(&plan.shoot, Md::Cell), table_counts(&plan.summary));
-    }
-    if set.plans.len() > 1 {
-        let _ = writeln!(out, "| **total** | {} |", table_counts(&set.summary()));
-    }
+    let _ = writeln!(out, "**{}**", counts_line(&set.summary()));
 
-    let destructive: Vec<String> = set
+    let destructive: Vec<&Node> = set
         .plans
         .iter()
         .flat_map(|p| &p.nodes)
         .filter(|n| matches!(n.action(), Action::Delete | Action::Replace))
-        .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action().as_str()))
         .collect();
     if !destructive.is_empty() {
+        let mut named: Vec<String> = destructive
+            .iter()
+            .take(WARNING_ADDRESSES)
+            .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action().as_str()))
+            .collect();
+        if destructive.len() > WARNING_ADDRESSES {
+            named.push(format!("and {} more", destructive.len() - WARNING_ADDRESSES));
+        }
         out.push_str("\n> [!WARNING]\n");
-        let _ = writeln!(out, "> This plan deletes or replaces resources: {}.", destructive.join(", "));
+        let _ = writeln!(out, "> **This plan deletes or replaces resources:** {}.", named.join(", "));
     }
 
+    // The detail, in order; each part is written whole or not at all.
+    let mut parts: Vec<String> = Vec::new();
+    parts.push(
+        "\n| shoot | create | update | replace | delete | verify | skip |\n|:--|--:|--:|--:|--:|--:|--:|\n".to_string(),
+    );
     for plan in &set.plans {
-        out.push('\n');
+        parts.push(format!("| {} | {} |\n", escape::md_code(&plan.shoot, Md::Cell), table_counts(&plan.summary)));
+    }
+    if set.plans.len() > 1 {
+        parts.push(format!("| **total** | {} |\n", table_counts(&set.summary())));
+    }
+    for plan in &set.plans {
+        let mut section = String::from("\n");
         if plan.has_changes() {
-            plan_markdown(&mut out, plan);
+            plan_markdown(&mut section, plan);
         } else {
-            let _ = writeln!(out, "{}: {}", escape::md_code(&plan.shoot, Md::Inline), counts_line(&plan.summary));
+            let _ = writeln!(section, "{}: {}", escape::md_code(&plan.shoot, Md::Inline), counts_line(&plan.summary));
         }
+        parts.push(section);
+    }
+
+    let total = parts.len();
+    for (i, part) in parts.into_iter().enumerate() {
+        if out.len() + part.len() + TRUNCATED_NOTICE_MAX > budget {
+            let _ = writeln!(
+                out,
+                "\n---\n**Truncated:** {} of {total} parts of the detail (table rows, shoot sections) left out to stay under {budget} characters (GitHub's comment limit is 65,536). `trellis show PLAN` renders the whole plan.",
+                total - i
+            );
+            return out;
+        }
+        out.push_str(&part);
     }
     out
 }
+
+/// Room kept for the truncation notice.
+const TRUNCATED_NOTICE_MAX: usize = 300;
 
 fn table_counts(s: &Summary) -> String {
     [s.create, s.update, s.replace, s.delete, s.verify, s.skip].map(|n| n.to_string()).join(" | ")
