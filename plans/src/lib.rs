@@ -9,6 +9,7 @@
 
 pub mod diff;
 pub mod escape;
+pub mod graphs;
 pub mod render;
 pub mod stream;
 pub mod terraform;

@@ -666,52 +666,5 @@ pub fn md_inline(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------------
 // Graphviz
 
-/// The plan's DAG in graphviz DOT. An edge `a -> b` means `b` depends on `a` (apply order).
-/// Nodes are coloured by action; skipped nodes are dashed.
-pub fn dot(plan: &Plan) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "digraph {} {{", dot_id(&plan.shoot));
-    let _ = writeln!(
-        out,
-        "  label={};\n  labelloc=t;\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\"];",
-        dot_id(&format!("{} ({})", plan.shoot, plan.provider_and_mode()))
-    );
-    for n in &plan.nodes {
-        let label = match n.action() {
-            Action::Noop => n.address.clone(),
-            a => format!("{} {}", a.symbol(), n.address),
-        };
-        let style = if n.action() == Action::Skip { ", style=\"rounded,filled,dashed\"" } else { "" };
-        let _ = writeln!(
-            out,
-            "  {} [label={}, fillcolor=\"{}\"{}];",
-            dot_id(&n.address),
-            dot_id(&label),
-            dot_fill(n.action()),
-            style
-        );
-    }
-    for n in &plan.nodes {
-        for dep in &n.depends_on {
-            let _ = writeln!(out, "  {} -> {};", dot_id(dep), dot_id(&n.address));
-        }
-    }
-    out.push_str("}\n");
-    out
-}
-
-fn dot_fill(a: Action) -> &'static str {
-    match a {
-        Action::Create => "palegreen",
-        Action::Update => "khaki",
-        Action::Replace | Action::Delete => "lightcoral",
-        Action::Verify | Action::Read => "lightcyan",
-        Action::Skip => "gray90",
-        Action::Noop => "white",
-    }
-}
-
-/// A quoted DOT id: control characters escaped as [`escape::text`], then `\` and `"`.
-fn dot_id(s: &str) -> String {
-    format!("\"{}\"", escape::text(s).replace('\\', "\\\\").replace('"', "\\\""))
-}
+/// The DAG as DOT; it lives in [`crate::graphs`] with the other graph renderers.
+pub use crate::graphs::dot;
