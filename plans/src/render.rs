@@ -499,6 +499,14 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
 /// Room kept for the truncation notice.
 const TRUNCATED_NOTICE_MAX: usize = 300;
 
+/// The ownership column: a user-owned resource trellis checks says that it is never written.
+fn ownership_cell(n: &Node) -> &'static str {
+    match (n.ownership(), n.action()) {
+        (Ownership::User, Action::Verify) => "user: verified, never written",
+        (ownership, _) => ownership.as_str(),
+    }
+}
+
 fn table_counts(s: &Summary) -> String {
     [s.create, s.update, s.replace, s.delete, s.verify, s.skip].map(|n| n.to_string()).join(" | ")
 }
@@ -532,13 +540,20 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
                 "| {} | {} | {} | {} |",
                 n.action().as_str(),
                 escape::md_code(&n.address, Md::Cell),
-                n.ownership().as_str(),
+                ownership_cell(n),
                 md_cell(&n.reason)
             );
         }
     }
     if plan.summary.noop > 0 {
         let _ = writeln!(out, "\n{} unchanged.", plan.summary.noop);
+    }
+
+    // The DAG of the nodes that write (GitHub renders a ```mermaid block as a graph).
+    if listed.iter().any(|n| n.action().is_write()) {
+        let graph = crate::graphs::mermaid(plan, true);
+        let fence = escape::fence_for(&graph);
+        let _ = write!(out, "\n{fence}mermaid\n{graph}{fence}\n");
     }
 
     let mut diff = String::new();

@@ -306,3 +306,25 @@ fn markdown_of_a_large_fleet_stays_under_the_comment_limit_and_keeps_the_summary
     let tiny = render::markdown_within(&s, 10);
     assert!(tiny.contains("**Plan: 2000 to create,") && tiny.contains("**Truncated:** "), "{tiny}");
 }
+
+#[test]
+fn markdown_shows_the_graph_of_changed_nodes_and_user_resources_as_never_written() {
+    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag};
+    let md = render::markdown(&fleet());
+    let graphs: Vec<String> = Parser::new(&md)
+        .filter_map(|e| match e {
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => Some(info.to_string()),
+            _ => None,
+        })
+        .filter(|info| info == "mermaid")
+        .collect();
+    // One graph: the shoot with changes (the other has none to draw).
+    assert_eq!(graphs.len(), 1, "{md}");
+    assert!(md.contains("```mermaid\nflowchart LR\n"), "{md}");
+    // A user-owned resource trellis checks says that it is never written.
+    let byo = render::markdown(&set(vec![byo_first_plan()]));
+    assert!(
+        byo.contains("| verify | `azure.subnet.hub-network.shoot-beta-workers` | user: verified, never written |"),
+        "{byo}"
+    );
+}
