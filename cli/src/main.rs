@@ -53,7 +53,8 @@ enum Command {
     Destroy(DestroyArgs),
     /// Render a saved plan.
     Show(ShowArgs),
-    /// Semantic diff of two saved plans, for reviews.
+    /// Semantic diff of two saved plans, for reviews. Exits 0 when they are equal, 2 when they
+    /// differ, 1 on error.
     Diff(DiffArgs),
     /// Inspect and repair the state.
     #[command(subcommand)]
@@ -144,10 +145,11 @@ struct PlanArgs {
 struct ApplyArgs {
     /// A plan file written by `trellis plan --out`.
     plan: Option<PathBuf>,
-    /// Apply the plan file only if each of its shoots' plan digests (shown by `trellis show PLAN`) is
-    /// one of these: pins exactly what a reviewer approved. Repeat once per shoot of a fleet.
-    #[arg(long, value_name = "SHA256", requires = "plan", value_parser = parse_digest)]
-    digest: Vec<String>,
+    /// Apply the plan file only if each of its shoots' plan digests (printed by `trellis plan` and
+    /// `trellis show PLAN`) is one of these: pins exactly what a reviewer approved. Repeat once per
+    /// shoot of a fleet. `--digest` is the older name of the same flag.
+    #[arg(long, visible_alias = "digest", value_name = "SHA256", requires = "plan", value_parser = parse_digest)]
+    expect_digest: Vec<String>,
     #[command(flatten)]
     inputs: Inputs,
     #[command(flatten)]
@@ -178,10 +180,20 @@ struct RunFlags {
 #[derive(Args)]
 struct ShowArgs {
     plan: PathBuf,
-    #[arg(long, value_enum, default_value_t = Output::Text)]
-    output: Output,
+    #[arg(long, value_enum, default_value_t = ShowOutput::Text)]
+    output: ShowOutput,
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// What `show` renders a saved plan as: what `plan` prints, or Terraform's JSON plan representation.
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum ShowOutput {
+    Text,
+    Json,
+    Markdown,
+    /// Terraform's JSON plan representation (`terraform show -json`), for policy and review tools.
+    TerraformJson,
 }
 
 #[derive(Args)]
@@ -195,6 +207,7 @@ struct DiffArgs {
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum DiffOutput {
     Text,
+    Json,
     Markdown,
 }
 
@@ -560,7 +573,7 @@ fn read_plan(path: &Path) -> Result<PlanSet> {
     Ok(PlanSet::from_json(&path.display().to_string(), &text)?)
 }
 
-/// A `--digest` value: the 64 hex digits of a sha256, as plans show it.
+/// An `--expect-digest` value: the 64 hex digits of a sha256, as plans show it.
 fn parse_digest(value: &str) -> Result<String, String> {
     let value = value.trim().to_ascii_lowercase();
     if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -570,7 +583,7 @@ fn parse_digest(value: &str) -> Result<String, String> {
     }
 }
 
-/// `apply PLAN --digest …`: every plan of the file has one of the approved digests, and every approved
+/// `apply PLAN --expect-digest …`: every plan of the file has one of the approved digests, and every approved
 /// digest names a plan of the file.
 fn check_pinned(saved: &PlanSet, approved: &[String]) -> Result<()> {
     if approved.is_empty() {
@@ -578,13 +591,13 @@ fn check_pinned(saved: &PlanSet, approved: &[String]) -> Result<()> {
     }
     if let Some(p) = saved.plans.iter().find(|p| !approved.contains(&p.digest)) {
         bail!(
-            "{}: its plan digest {} is not one of the approved --digest values; this is not the plan that was approved — review it again",
+            "{}: its plan digest {} is not one of the approved --expect-digest values; this is not the plan that was approved — review it again",
             p.shoot,
             p.digest
         );
     }
     if let Some(d) = approved.iter().find(|d| !saved.plans.iter().any(|p| &&p.digest == d)) {
-        bail!("--digest {d} matches no plan in the plan file; check that you pass the approved plan file");
+        bail!("--expect-digest {d} matches no plan in the plan file; check that you pass the approved plan file");
     }
     Ok(())
 }
@@ -613,7 +626,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     let saved = match &args.plan {
         Some(path) => {
             let saved = read_plan(path)?;
-            check_pinned(&saved, &args.digest)?;
+            check_pinned(&saved, &args.expect_digest)?;
             let shoots = ops::shoots_from_plan(&saved)?;
             Some((saved, shoots))
         }
@@ -712,7 +725,17 @@ async fn execute(
 
 fn show(args: ShowArgs) -> Result<u8> {
     let set = read_plan(&args.plan)?;
-    print_plan(&set, args.output, args.verbose);
+    let output = match args.output {
+        ShowOutput::Text => Output::Text,
+        ShowOutput::Json => Output::Json,
+        ShowOutput::Markdown => Output::Markdown,
+        ShowOutput::TerraformJson => {
+            let doc = trellis_plans::terraform::plan_json(&set, env!("CARGO_PKG_VERSION"));
+            out!("{doc:#}");
+            return Ok(0);
+        }
+    };
+    print_plan(&set, output, args.verbose);
     Ok(0)
 }
 
@@ -722,11 +745,13 @@ fn diff(args: DiffArgs) -> Result<u8> {
     let d = trellis_plans::diff::diff(&old, &new);
     match args.output {
         DiffOutput::Markdown => print!("{}", trellis_plans::diff::diff_markdown(&d)),
+        DiffOutput::Json => println!("{:#}", trellis_plans::diff::diff_json(&d)),
         DiffOutput::Text => {
             print!("{}", trellis_plans::diff::render_diff(&d, color_for(std::io::stdout().is_terminal())))
         }
     }
-    Ok(0)
+    // As `diff(1)` and `plan --detailed-exitcode`: CI gates on "the plans differ" without parsing.
+    Ok(if d.is_empty() { 0 } else { 2 })
 }
 
 /// Opens an existing state dir for the `state` commands that read (which never create one).

@@ -336,7 +336,7 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
         match res {
             Ok(mut planned) => {
                 planned.plan.source = Some(trellis_plans::Source {
-                    file: input.file.display().to_string(),
+                    file: trellis_plans::Source::file_of(&input.file, std::env::current_dir().ok().as_deref()),
                     shoot: input.shoot.to_json()?,
                 });
                 let ShootInput { file, provider, shoot } = input;
@@ -527,7 +527,8 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
         Ok(shoot) => shoot,
         Err(e) => return DocOutcome::Other(e.into()),
     };
-    plan.source = Some(trellis_plans::Source { file: l.file.display().to_string(), shoot });
+    let file = trellis_plans::Source::file_of(&l.file, std::env::current_dir().ok().as_deref());
+    plan.source = Some(trellis_plans::Source { file, shoot });
     let streamed = StreamedPlan {
         shoot: plan.shoot.clone(),
         has_changes: plan.has_changes(),

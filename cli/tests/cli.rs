@@ -135,13 +135,18 @@ fn regression_apply_digest_pins_the_approved_plan() {
     let doc = sb.run(&["plan", "-f", &a1(), "--out", &plan_file, "--output", "json"]).code(0).json();
     let digest = doc["digest"].as_str().unwrap().to_string();
     sb.run_raw(&["show", &plan_file]).code(0).stdout_has(&format!("Digest: {digest}"));
-    sb.run(&["apply", &plan_file, "--digest", "abc"]).code(1).stderr_has("expected the 64 hex digits of a plan digest");
-    let other = "0".repeat(64);
-    sb.run(&["apply", &plan_file, "--digest", &other])
+    sb.run(&["plan", "-f", &a1()]).code(0).stdout_has(&format!("Digest: {digest}"));
+    sb.run(&["apply", &plan_file, "--expect-digest", "abc"])
         .code(1)
-        .stderr_has(&format!("{ALPHA}: its plan digest {digest} is not one of the approved --digest values"));
+        .stderr_has("expected the 64 hex digits of a plan digest");
+    let other = "0".repeat(64);
+    sb.run(&["apply", &plan_file, "--expect-digest", &other])
+        .code(1)
+        .stderr_has(&format!("{ALPHA}: its plan digest {digest} is not one of the approved --expect-digest values"));
+    // `--digest`, the flag's older name, pins the same way.
+    sb.run(&["apply", &plan_file, "--digest", &other]).code(1).stderr_has("is not one of the approved");
     sb.assert_no_workspaces();
-    sb.run(&["apply", &plan_file, "--digest", &digest.to_uppercase()]).code(0).stdout_has("apply complete.");
+    sb.run(&["apply", &plan_file, "--expect-digest", &digest.to_uppercase()]).code(0).stdout_has("apply complete.");
 }
 
 #[test]
@@ -156,7 +161,7 @@ fn diff_of_plans_before_and_after_a_config_change_shows_the_change() {
         .code(0)
         .stdout_has("Plan: 2 to create, 1 to update, 0 to replace, 0 to delete.");
 
-    let d = sb.run_raw(&["diff", &before, &after]).code(0);
+    let d = sb.run_raw(&["diff", &before, &after]).code(2);
     for expected in [
         "Plan diff: 1 shoot changed, 0 added, 0 removed.",
         &format!("~ shoot {ALPHA}"),
@@ -172,7 +177,7 @@ fn diff_of_plans_before_and_after_a_config_change_shows_the_change() {
     }
     // Markdown for pull requests carries the same change.
     sb.run_raw(&["diff", &before, &after, "--output", "markdown"])
-        .code(0)
+        .code(2)
         .stdout_has(&format!("- added node `azure.nat_gateway.{ALPHA}.{ALPHA}-nat-gateway` (create, managed)"));
     // A plan against itself: no differences.
     sb.run_raw(&["diff", &after, &after]).code(0).stdout_has("No semantic differences between the plans.");
@@ -474,10 +479,10 @@ fn regression_show_and_diff_escape_hostile_plan_files() {
     assert_eq!(raw_controls(&md), Vec::<char>::new(), "{md}");
     assert_eq!(html_tags(&md), ["<details>", "<summary>", "<code>", "</code>", "</summary>", "</details>"], "{md}");
 
-    let out = sb.run_raw(&["diff", &plan, &hostile]).code(0).stdout;
+    let out = sb.run_raw(&["diff", &plan, &hostile]).code(2).stdout;
     assert_eq!(raw_controls(&out), Vec::<char>::new(), "{out}");
     assert!(out.contains("+ shoot shoot--dev--bravoBEGIN\\x1b]0;owned"), "{out}");
-    let md = sb.run_raw(&["diff", &plan, &hostile, "--output", "markdown"]).code(0).stdout;
+    let md = sb.run_raw(&["diff", &plan, &hostile, "--output", "markdown"]).code(2).stdout;
     assert_eq!(raw_controls(&md), Vec::<char>::new(), "{md}");
     assert_eq!(html_tags(&md), Vec::<String>::new(), "{md}");
 }

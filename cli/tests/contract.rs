@@ -10,7 +10,7 @@ fn usage_errors_exit_1_not_2() {
     let sb = Sandbox::new();
     sb.run(&["plan", "-f", &a1(), "--detailed-exitcode", "--bogus"]).code(1).stderr_has("--bogus");
     sb.run(&["plan", "-f", &a1(), "--output", "yaml"]).code(1).stderr_has("yaml");
-    sb.run(&["diff", "a.json", "b.json", "--output", "json"]).code(1);
+    sb.run_raw(&["diff", "a.json", "b.json", "--output", "yaml"]).code(1).stderr_has("yaml");
     sb.run_raw(&["--help"]).code(0).stdout_has("Usage");
 }
 

@@ -11,12 +11,13 @@
 use crate::escape::{self, Md};
 use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, md_inline, prior_text};
 use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, Summary};
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// What changed between two plan files.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize)]
 pub struct PlanDiff {
     /// Shoots only in the new plan file, by technical id.
     pub added: Vec<ShootRef>,
@@ -27,14 +28,14 @@ pub struct PlanDiff {
 }
 
 /// An attribute that differs: its value in the old and in the new plan.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Delta<T> {
     pub old: T,
     pub new: T,
 }
 
 /// A unified line diff of a text artifact.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TextDiff {
     /// The file name in the `--- old/NAME` / `+++ new/NAME` headers, e.g. `azure.json`.
     pub name: String,
@@ -42,7 +43,7 @@ pub struct TextDiff {
 }
 
 /// A shoot that is in only one of the two plan files.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ShootRef {
     pub shoot: String,
     pub provider: Provider,
@@ -51,7 +52,7 @@ pub struct ShootRef {
 }
 
 /// The differences of one shoot's plan.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize)]
 pub struct ShootDiff {
     pub shoot: String,
     pub provider: Option<Delta<Provider>>,
@@ -69,7 +70,7 @@ pub struct ShootDiff {
 }
 
 /// A node that is in only one of the two plans.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NodeRef {
     pub address: String,
     pub action: Action,
@@ -77,7 +78,7 @@ pub struct NodeRef {
 }
 
 /// The differences of one node (same address in both plans). `None` / empty means unchanged.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize)]
 pub struct NodeDiff {
     pub address: String,
     pub action: Option<Delta<Action>>,
@@ -95,7 +96,7 @@ pub struct NodeDiff {
 }
 
 /// One attribute path whose planned change differs between the two plans.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChangeDiff {
     pub path: String,
     pub old: Option<Change>,
@@ -103,7 +104,7 @@ pub struct ChangeDiff {
 }
 
 /// Artifact differences. Text artifacts carry a unified diff.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize)]
 pub struct ArtifactsDiff {
     /// Unified diff of the InfrastructureStatus as pretty JSON.
     pub infrastructure_status: Option<TextDiff>,
@@ -112,13 +113,21 @@ pub struct ArtifactsDiff {
     pub egress_cidrs: Option<Delta<Option<Vec<String>>>>,
     pub allow_egress: Option<Delta<Option<bool>>>,
     /// Per flag that differs: old and new value (`None`: not set).
-    pub ccm_flags: Vec<(String, Option<bool>, Option<bool>)>,
+    pub ccm_flags: Vec<FlagDiff>,
     /// Unified diff of each provider-specific artifact that differs (pretty JSON), by name.
     pub named: Vec<TextDiff>,
 }
 
+/// A CCM flag whose value differs (`None`: not set in that plan).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlagDiff {
+    pub flag: String,
+    pub old: Option<bool>,
+    pub new: Option<bool>,
+}
+
 /// The state a plan was made against, when it moved.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StateDiff {
     pub digest: Option<Delta<String>>,
     /// `prior` rendered as `lineage …, serial N` / `new workspace`.
@@ -166,6 +175,19 @@ impl ArtifactsDiff {
             && self.ccm_flags.is_empty()
             && self.named.is_empty()
     }
+}
+
+/// The diff as a JSON document for tools (`trellis diff --output json`): `equal` (no semantic
+/// difference: what the exit code 0 says), the headline, and every difference as [`PlanDiff`] holds it.
+pub fn diff_json(d: &PlanDiff) -> Value {
+    serde_json::json!({
+        "format": "trellis-plan-diff",
+        "equal": d.is_empty(),
+        "headline": headline(d),
+        "added": d.added,
+        "removed": d.removed,
+        "changed": d.changed,
+    })
 }
 
 /// Compares two plan files.
@@ -319,7 +341,7 @@ fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
     for flag in flags {
         let (ov, nv) = (of.get(flag).copied(), nf.get(flag).copied());
         if ov != nv {
-            d.ccm_flags.push((flag.clone(), ov, nv));
+            d.ccm_flags.push(FlagDiff { flag: flag.clone(), old: ov, new: nv });
         }
     }
     let names: BTreeSet<&String> = oa.named.keys().chain(na.named.keys()).collect();
@@ -564,7 +586,7 @@ fn artifact_lines(a: &ArtifactsDiff) -> Vec<String> {
     if let Some(Delta { old: o, new: n }) = a.allow_egress {
         lines.push(format!("allow-egress Services: {} -> {}", deployed(o), deployed(n)));
     }
-    for (flag, o, n) in &a.ccm_flags {
+    for FlagDiff { flag, old: o, new: n } in &a.ccm_flags {
         lines.push(format!("CCM flag --{}: {} -> {}", escape::text(flag), opt_flag(*o), opt_flag(*n)));
     }
     lines

@@ -78,8 +78,11 @@ pub enum Md {
 }
 
 /// Text for markdown, on one line: white space runs (newlines included) become one space, control
-/// characters are escaped as in [`text`], `\`, `|`, `<`, `>`, `&`, `[` and `]` are escaped so that
-/// no HTML (`<details>`), no entity, no table cell and no link or image can be injected.
+/// characters are escaped as in [`text`], `\`, `|`, `<`, `&`, `[` and `]` are escaped so that
+/// no HTML (`<details>`), no entity, no table cell and no link or image can be injected. `>` starts
+/// nothing after the first character (HTML and autolinks need a `<`), so it stays as it is (`a -> b`,
+/// not `a -&gt; b`, which reads as noise in the raw comment); only a leading `>`, which would open a
+/// block quote in a list item, is escaped as `\>`.
 ///
 /// Code spans the text contains (`` `<tn>-nodes` ``, as trellis writes reasons) are kept, closed
 /// exactly as CommonMark closes them (a backtick run of the same length); a backtick that opens no
@@ -120,7 +123,7 @@ pub fn md_inline(s: &str, at: Md) -> String {
             '\\' => out.push_str("\\\\"),
             '|' => out.push_str("\\|"),
             '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
+            '>' if i == 0 => out.push_str("\\>"),
             '&' => out.push_str("&amp;"),
             '[' => out.push_str("\\["),
             ']' => out.push_str("\\]"),
@@ -217,15 +220,15 @@ mod tests {
     fn md_inline_keeps_code_spans_and_escapes_the_rest() {
         assert_eq!(
             md_inline("a | b <tn>-nodes `<tn>-workers`\nnext", Md::Cell),
-            "a \\| b &lt;tn&gt;-nodes `<tn>-workers` next"
+            "a \\| b &lt;tn>-nodes `<tn>-workers` next"
         );
         assert_eq!(md_inline("`a|b`", Md::Cell), "`a\\|b`");
         assert_eq!(md_inline("`a|b`", Md::Inline), "`a|b`");
         // A backtick that opens nothing cannot hide HTML from the escaping.
-        assert_eq!(md_inline("x ` <details><summary>y", Md::Inline), "x \\` &lt;details&gt;&lt;summary&gt;y");
+        assert_eq!(md_inline("x ` <details><summary>y", Md::Inline), "x \\` &lt;details>&lt;summary>y");
         // Runs close only on a run of the same length.
-        assert_eq!(md_inline("``a`b`` <c>", Md::Inline), "``a`b`` &lt;c&gt;");
-        assert_eq!(md_inline("``a` <c>", Md::Inline), "\\`\\`a\\` &lt;c&gt;");
+        assert_eq!(md_inline("``a`b`` <c>", Md::Inline), "``a`b`` &lt;c>");
+        assert_eq!(md_inline("``a` <c>", Md::Inline), "\\`\\`a\\` &lt;c>");
         assert_eq!(md_inline("a\\b & c", Md::Inline), "a\\\\b &amp; c");
         assert_eq!(md_inline("![x](http://y) zones[1]", Md::Inline), "!\\[x\\](http://y) zones\\[1\\]");
     }

@@ -9,8 +9,10 @@
 
 pub mod diff;
 pub mod escape;
+pub mod graphs;
 pub mod render;
 pub mod stream;
+pub mod terraform;
 
 pub use stream::{PlanSetWriter, RenderedPlan};
 
@@ -638,7 +640,7 @@ pub struct Plan {
     pub prior: Prior,
     /// sha256 (hex) of the plan body — its nodes and artifacts ([`body_digest`]). `PlanSet::from_json`
     /// refuses a file whose body does not match it, so a reviewer can pin exactly what was approved
-    /// (`trellis apply PLAN --digest …`).
+    /// (`trellis apply PLAN --expect-digest …`).
     pub digest: String,
     /// Sorted by address.
     pub nodes: Vec<Node>,
@@ -654,10 +656,34 @@ pub struct Plan {
 /// Where a plan came from.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Source {
-    /// The manifest file, as given on the command line.
+    /// The manifest file, relative to the working directory when it is inside it ([`Source::file_of`]).
     pub file: String,
     /// The Shoot, as parsed (JSON).
     pub shoot: Value,
+}
+
+impl Source {
+    /// How a plan records the manifest file `path`: relative to the working directory `cwd` when it is
+    /// inside it (`/ci/checkout/shoots/a.yaml` and `./shoots/a.yaml` from `/ci/checkout` are both
+    /// `shoots/a.yaml`), so the same inputs give byte-identical plans in any checkout; a path outside
+    /// the working directory is kept as given. `/`-separated on every system.
+    pub fn file_of(path: &std::path::Path, cwd: Option<&std::path::Path>) -> String {
+        let inside = path.is_absolute().then(|| cwd.and_then(|cwd| path.strip_prefix(cwd).ok())).flatten();
+        let path = inside.unwrap_or(path);
+        let parts: Vec<String> = path
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .map(|c| match c {
+                std::path::Component::RootDir => String::new(),
+                other => other.as_os_str().to_string_lossy().into_owned(),
+            })
+            .collect();
+        match parts.as_slice() {
+            [] => ".".to_string(),
+            [root] if root.is_empty() => "/".to_string(),
+            _ => parts.join("/"),
+        }
+    }
 }
 
 impl Plan {

@@ -411,9 +411,25 @@ impl Style {
 // ---------------------------------------------------------------------------------------------------
 // Markdown
 
-/// The markdown rendering for a pull-request comment: a counts table, a loud line when something is
-/// deleted or replaced, then one collapsed section per shoot with changes (one line per shoot without).
+/// The markdown rendering for a pull-request comment: the verdict (`Plan: …` counts of the whole
+/// file), a bold warning when something is deleted or replaced, a counts table, then one collapsed
+/// section per shoot with changes (one line per shoot without). At most [`MARKDOWN_BUDGET`] bytes:
+/// detail that does not fit is left out with a notice, the summary never is.
 pub fn markdown(set: &PlanSet) -> String {
+    markdown_within(set, MARKDOWN_BUDGET)
+}
+
+/// The most bytes [`markdown`] writes: under GitHub's 65,536-character limit for a comment (a byte
+/// count is never below the character count), with room for a CI tool's own header.
+pub const MARKDOWN_BUDGET: usize = 65_000;
+
+/// The most deleted or replaced addresses the warning names; the rest are counted.
+const WARNING_ADDRESSES: usize = 20;
+
+/// [`markdown`] with at most `budget` bytes: the summary (heading, verdict, the deletion warning) is
+/// always written; the table rows and the shoots' sections follow while they fit, then a notice says
+/// how many were left out.
+pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
     let mut out = String::new();
     let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
     let _ = writeln!(
@@ -423,36 +439,72 @@ pub fn markdown(set: &PlanSet) -> String {
         set.plans.len(),
         if set.plans.len() == 1 { "" } else { "s" }
     );
-    out.push_str("| shoot | create | update | replace | delete | verify | skip |\n");
-    out.push_str("|:--|--:|--:|--:|--:|--:|--:|\n");
-    for plan in &set.plans {
-        let _ = writeln!(out, "| {} | {} |", escape::md_code(&plan.shoot, Md::Cell), table_counts(&plan.summary));
-    }
-    if set.plans.len() > 1 {
-        let _ = writeln!(out, "| **total** | {} |", table_counts(&set.summary()));
-    }
+    let _ = writeln!(out, "**{}**", counts_line(&set.summary()));
 
-    let destructive: Vec<String> = set
+    let destructive: Vec<&Node> = set
         .plans
         .iter()
         .flat_map(|p| &p.nodes)
         .filter(|n| matches!(n.action(), Action::Delete | Action::Replace))
-        .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action().as_str()))
         .collect();
     if !destructive.is_empty() {
+        let mut named: Vec<String> = destructive
+            .iter()
+            .take(WARNING_ADDRESSES)
+            .map(|n| format!("{} ({})", escape::md_code(&n.address, Md::Inline), n.action().as_str()))
+            .collect();
+        if destructive.len() > WARNING_ADDRESSES {
+            named.push(format!("and {} more", destructive.len() - WARNING_ADDRESSES));
+        }
         out.push_str("\n> [!WARNING]\n");
-        let _ = writeln!(out, "> This plan deletes or replaces resources: {}.", destructive.join(", "));
+        let _ = writeln!(out, "> **This plan deletes or replaces resources:** {}.", named.join(", "));
     }
 
+    // The detail, in order; each part is written whole or not at all.
+    let mut parts: Vec<String> = Vec::new();
+    parts.push(
+        "\n| shoot | create | update | replace | delete | verify | skip |\n|:--|--:|--:|--:|--:|--:|--:|\n".to_string(),
+    );
     for plan in &set.plans {
-        out.push('\n');
+        parts.push(format!("| {} | {} |\n", escape::md_code(&plan.shoot, Md::Cell), table_counts(&plan.summary)));
+    }
+    if set.plans.len() > 1 {
+        parts.push(format!("| **total** | {} |\n", table_counts(&set.summary())));
+    }
+    for plan in &set.plans {
+        let mut section = String::from("\n");
         if plan.has_changes() {
-            plan_markdown(&mut out, plan);
+            plan_markdown(&mut section, plan);
         } else {
-            let _ = writeln!(out, "{}: {}", escape::md_code(&plan.shoot, Md::Inline), counts_line(&plan.summary));
+            let _ = writeln!(section, "{}: {}", escape::md_code(&plan.shoot, Md::Inline), counts_line(&plan.summary));
         }
+        parts.push(section);
+    }
+
+    let total = parts.len();
+    for (i, part) in parts.into_iter().enumerate() {
+        if out.len() + part.len() + TRUNCATED_NOTICE_MAX > budget {
+            let _ = writeln!(
+                out,
+                "\n---\n**Truncated:** {} of {total} parts of the detail (table rows, shoot sections) left out to stay under {budget} characters (GitHub's comment limit is 65,536). `trellis show PLAN` renders the whole plan.",
+                total - i
+            );
+            return out;
+        }
+        out.push_str(&part);
     }
     out
+}
+
+/// Room kept for the truncation notice.
+const TRUNCATED_NOTICE_MAX: usize = 300;
+
+/// The ownership column: a user-owned resource trellis checks says that it is never written.
+fn ownership_cell(n: &Node) -> &'static str {
+    match (n.ownership(), n.action()) {
+        (Ownership::User, Action::Verify) => "user: verified, never written",
+        (ownership, _) => ownership.as_str(),
+    }
 }
 
 fn table_counts(s: &Summary) -> String {
@@ -488,13 +540,20 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
                 "| {} | {} | {} | {} |",
                 n.action().as_str(),
                 escape::md_code(&n.address, Md::Cell),
-                n.ownership().as_str(),
+                ownership_cell(n),
                 md_cell(&n.reason)
             );
         }
     }
     if plan.summary.noop > 0 {
         let _ = writeln!(out, "\n{} unchanged.", plan.summary.noop);
+    }
+
+    // The DAG of the nodes that write (GitHub renders a ```mermaid block as a graph).
+    if listed.iter().any(|n| n.action().is_write()) {
+        let graph = crate::graphs::mermaid(plan, true);
+        let fence = escape::fence_for(&graph);
+        let _ = write!(out, "\n{fence}mermaid\n{graph}{fence}\n");
     }
 
     let mut diff = String::new();
@@ -622,52 +681,5 @@ pub fn md_inline(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------------
 // Graphviz
 
-/// The plan's DAG in graphviz DOT. An edge `a -> b` means `b` depends on `a` (apply order).
-/// Nodes are coloured by action; skipped nodes are dashed.
-pub fn dot(plan: &Plan) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "digraph {} {{", dot_id(&plan.shoot));
-    let _ = writeln!(
-        out,
-        "  label={};\n  labelloc=t;\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\"];",
-        dot_id(&format!("{} ({})", plan.shoot, plan.provider_and_mode()))
-    );
-    for n in &plan.nodes {
-        let label = match n.action() {
-            Action::Noop => n.address.clone(),
-            a => format!("{} {}", a.symbol(), n.address),
-        };
-        let style = if n.action() == Action::Skip { ", style=\"rounded,filled,dashed\"" } else { "" };
-        let _ = writeln!(
-            out,
-            "  {} [label={}, fillcolor=\"{}\"{}];",
-            dot_id(&n.address),
-            dot_id(&label),
-            dot_fill(n.action()),
-            style
-        );
-    }
-    for n in &plan.nodes {
-        for dep in &n.depends_on {
-            let _ = writeln!(out, "  {} -> {};", dot_id(dep), dot_id(&n.address));
-        }
-    }
-    out.push_str("}\n");
-    out
-}
-
-fn dot_fill(a: Action) -> &'static str {
-    match a {
-        Action::Create => "palegreen",
-        Action::Update => "khaki",
-        Action::Replace | Action::Delete => "lightcoral",
-        Action::Verify | Action::Read => "lightcyan",
-        Action::Skip => "gray90",
-        Action::Noop => "white",
-    }
-}
-
-/// A quoted DOT id: control characters escaped as [`escape::text`], then `\` and `"`.
-fn dot_id(s: &str) -> String {
-    format!("\"{}\"", escape::text(s).replace('\\', "\\\\").replace('"', "\\\""))
-}
+/// The DAG as DOT; it lives in [`crate::graphs`] with the other graph renderers.
+pub use crate::graphs::dot;

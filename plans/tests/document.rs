@@ -117,3 +117,17 @@ fn from_json_refuses_a_summary_that_does_not_match_the_nodes() {
     let err = PlanSet::from_json("edited.tfplan", &set(vec![plan]).to_json()).unwrap_err().to_string();
     assert!(err.contains("the summary does not match the nodes"), "{err}");
 }
+
+#[test]
+fn source_file_is_recorded_relative_to_the_working_directory() {
+    use std::path::Path;
+    use trellis_plans::Source;
+    let cwd = Some(Path::new("/ci/checkout"));
+    assert_eq!(Source::file_of(Path::new("/ci/checkout/shoots/a.yaml"), cwd), "shoots/a.yaml");
+    assert_eq!(Source::file_of(Path::new("./shoots/a.yaml"), cwd), "shoots/a.yaml");
+    assert_eq!(Source::file_of(Path::new("shoots/./a.yaml"), cwd), "shoots/a.yaml");
+    // Outside the working directory, or without one: as given.
+    assert_eq!(Source::file_of(Path::new("/elsewhere/a.yaml"), cwd), "/elsewhere/a.yaml");
+    assert_eq!(Source::file_of(Path::new("../a.yaml"), cwd), "../a.yaml");
+    assert_eq!(Source::file_of(Path::new("/ci/checkout/a.yaml"), None), "/ci/checkout/a.yaml");
+}

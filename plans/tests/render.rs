@@ -137,10 +137,7 @@ fn renderers_are_deterministic() {
 
 #[test]
 fn markdown_escapes_table_cells() {
-    assert_eq!(
-        render::md_cell("a | b <tn>-nodes `<tn>-workers`\nnext"),
-        "a \\| b &lt;tn&gt;-nodes `<tn>-workers` next"
-    );
+    assert_eq!(render::md_cell("a | b <tn>-nodes `<tn>-workers`\nnext"), "a \\| b &lt;tn>-nodes `<tn>-workers` next");
 }
 
 /// A fleet of hostile plans (every string carries `payload`): one with every kind of change and a
@@ -261,6 +258,73 @@ fn byo_first_plan() -> trellis_plans::Plan {
 fn markdown_lists_verify_checks() {
     let md = render::markdown(&set(vec![byo_first_plan()]));
     assert!(md.contains("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n"), "{md}");
-    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn&gt;-nodes |"), "{md}");
+    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn>-nodes |"), "{md}");
     insta::assert_snapshot!("markdown_user_managed_first_plan", md);
+}
+
+/// `>` in markdown text is shown as `>`: `noop -> update`, not `noop -&gt; update` (an entity is noise
+/// in the raw comment and is shown literally wherever it lands in code); a leading `>` still cannot
+/// open a block quote, and `<` still cannot open HTML.
+#[test]
+fn regression_markdown_does_not_escape_gt_needlessly() {
+    use pulldown_cmark::{Event, Parser, Tag};
+    use trellis_plans::escape::{md_inline, Md};
+    assert_eq!(md_inline("action: noop -> update", Md::Inline), "action: noop -> update");
+    assert_eq!(md_inline("a > b", Md::Cell), "a > b");
+    let quoted = md_inline("> quoted <b>", Md::Inline);
+    assert_eq!(quoted, "\\> quoted &lt;b>");
+    let item = format!("- {quoted}\n");
+    let events: Vec<Event> = Parser::new(&item).collect();
+    assert!(!events.iter().any(|e| matches!(e, Event::Start(Tag::BlockQuote(_)))), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, Event::Html(_) | Event::InlineHtml(_))), "{events:?}");
+    let text: String =
+        events.iter().filter_map(|e| if let Event::Text(t) = e { Some(t.to_string()) } else { None }).collect();
+    assert_eq!(text, "> quoted <b>");
+}
+
+#[test]
+fn markdown_of_a_large_fleet_stays_under_the_comment_limit_and_keeps_the_summary() {
+    let plans: Vec<_> = (0..400).map(|i| azure_managed_plan(&format!("shoot--fleet--s{i:03}"))).collect();
+    let s = set(plans);
+    let md = render::markdown(&s);
+    assert!(md.len() <= render::MARKDOWN_BUDGET, "{} bytes", md.len());
+    // The summary, whole: heading, verdict of the whole file.
+    assert!(
+        md.starts_with("### trellis plan: 400 of 400 shoots with changes\n\n**Plan: 2000 to create,"),
+        "{}",
+        &md[..300]
+    );
+    // Detail was left out, and the notice says so, last.
+    let notice = md.lines().last().unwrap();
+    assert!(notice.starts_with("**Truncated:** ") && notice.contains("trellis show PLAN"), "{notice}");
+    // Each part is whole: every section that was started is closed.
+    assert_eq!(md.matches("<details>").count(), md.matches("</details>").count());
+    // A small plan is never truncated.
+    let small = render::markdown(&fleet());
+    assert!(!small.contains("Truncated"), "{small}");
+    // A budget smaller than the summary still writes the summary.
+    let tiny = render::markdown_within(&s, 10);
+    assert!(tiny.contains("**Plan: 2000 to create,") && tiny.contains("**Truncated:** "), "{tiny}");
+}
+
+#[test]
+fn markdown_shows_the_graph_of_changed_nodes_and_user_resources_as_never_written() {
+    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag};
+    let md = render::markdown(&fleet());
+    let graphs: Vec<String> = Parser::new(&md)
+        .filter_map(|e| match e {
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => Some(info.to_string()),
+            _ => None,
+        })
+        .filter(|info| info == "mermaid")
+        .collect();
+    // One graph: the shoot with changes (the other has none to draw).
+    assert_eq!(graphs.len(), 1, "{md}");
+    assert!(md.contains("```mermaid\nflowchart LR\n"), "{md}");
+    // A user-owned resource trellis checks says that it is never written.
+    let byo = render::markdown(&set(vec![byo_first_plan()]));
+    assert!(
+        byo.contains("| verify | `azure.subnet.hub-network.shoot-beta-workers` | user: verified, never written |"),
+        "{byo}"
+    );
 }
