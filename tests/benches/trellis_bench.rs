@@ -184,6 +184,7 @@
 //!      at open only the workspaces a command loads (the load checks their digest anyway), no
 //!      second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
 //!      from the stored JSON without building a `Value` per resource.
+//!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
 //!    user + sys). What a commit cost was not the flush but sled's write batches: sled seals its log
