@@ -9,6 +9,7 @@ use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_plans::{escape, render, PlanSet};
+use trellis_providers::provider::FleetWarning;
 use trellis_state::{SledStore, StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
@@ -467,13 +468,18 @@ async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Res
     .await?;
     if let Some(out) = stdout {
         let _ = out.finish();
+        // The shoots' JSON went out before the fleet checks ended: their warnings follow on stderr.
+        for w in &summary.fleet_warnings {
+            eprintln!("warning: {}: {}", w.shoot, w.message);
+        }
     }
     if let (Some(file), Some(out)) = (plan_file, &args.out) {
-        file.persist()?;
+        file.persist(&summary.fleet_warnings)?;
         eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
     }
     if !json {
         // In input order, as the JSON.
+        ops::add_fleet_warnings(kept.iter_mut(), summary.fleet_warnings);
         let set = PlanSet { format_version: trellis_plans::FORMAT_VERSION, plans: kept };
         print_plan(&set, args.output, args.verbose);
     }
@@ -527,13 +533,17 @@ struct PlanFile {
 }
 
 impl PlanFile {
-    fn create(path: &Path) -> Result<PlanFile> {
+    /// A temporary file in `path`'s directory (renamed onto it in the end).
+    fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        let tmp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("cannot write plan file {}", path.display()))?;
+        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write plan file {}", path.display()))
+    }
+
+    fn create(path: &Path) -> Result<PlanFile> {
+        let tmp = PlanFile::temp_beside(path)?;
         Ok(PlanFile {
             path: path.to_path_buf(),
             writer: trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(tmp)),
@@ -544,11 +554,22 @@ impl PlanFile {
         self.writer.push_rendered(plan).with_context(|| format!("cannot write plan file {}", self.path.display()))
     }
 
-    fn persist(self) -> Result<()> {
+    /// Renames the written plan onto `--out`; with the fleet checks' warnings (known only at the
+    /// end, after the plans were written) added to the plans they are for.
+    fn persist(self, fleet_warnings: &[FleetWarning]) -> Result<()> {
         let path = self.path;
         let context = || format!("cannot write plan file {}", path.display());
         let file = self.writer.finish().with_context(context)?;
-        let tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+        let mut tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+        if !fleet_warnings.is_empty() {
+            let mut set = read_plan(tmp.path())?;
+            ops::add_fleet_warnings(set.plans.iter_mut(), fleet_warnings.to_vec());
+            tmp = PlanFile::temp_beside(&path)?;
+            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+            set.write_json(&mut w).with_context(context)?;
+            w.flush().with_context(context)?;
+            drop(w);
+        }
         tmp.as_file().sync_all().with_context(context)?;
         tmp.persist(&path).map_err(|e| e.error).with_context(context)?;
         Ok(())

@@ -5,9 +5,9 @@
 //! provider-neutral for everyone else: a [`ProviderShoot`] (the typed manifest, erased) together with
 //! the `&'static dyn Provider` that parsed it and is the only one that reads it.
 //!
-//! Purity: [`Provider::validate`] and [`Provider::check_fleet`] do no I/O. The async methods read
-//! the cloud only through the [`CloudRead`] they are given (discovery), never write it; everything
-//! they compute from what they read is a pure function of (manifest, workspace, observed).
+//! Purity: [`Provider::validate`] does no I/O. The async methods (and [`Provider::check_fleet`])
+//! read the cloud only through the [`CloudRead`] they are given (discovery), never write it;
+//! everything they compute from what they read is a pure function of (manifest, workspace, observed).
 //! See `docs/dev/writing-a-provider.md`.
 
 use std::any::Any;
@@ -111,7 +111,17 @@ pub struct FleetShoot<'a> {
 
 /// The workspaces applied in state for shoots that are not in the fleet being planned (read only
 /// when a fleet-wide check needs them).
-pub type AppliedShoots<'a> = &'a dyn Fn() -> Result<Vec<Workspace>, ProviderError>;
+pub type AppliedShoots<'a> = &'a (dyn Fn() -> Result<Vec<Workspace>, ProviderError> + Sync);
+
+/// What a fleet-wide check found that does not refuse the fleet: a warning for one planned shoot,
+/// which the caller adds to that shoot's plan (`Plan::warnings`), as the plan's own warnings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FleetWarning {
+    /// The technical id of the shoot whose plan carries the warning (one of the fleet's).
+    pub shoot: String,
+    /// One line, like a plan's own warnings.
+    pub message: String,
+}
 
 /// Why a provider cannot plan a shoot (or a fleet). Each renders as one line; [`ProviderError::Invalid`]
 /// and [`ProviderError::Preflight`] carry their errors, one per line, for the caller to list.
@@ -227,13 +237,17 @@ pub trait Provider: Send + Sync {
     }
 
     /// Fleet-wide rules over this provider's planned shoots (`fleet`) and the shoots already applied
-    /// in state (`applied`, read only if needed). No cloud I/O. [`ProviderError::Fleet`] when broken.
-    fn check_fleet(
+    /// in state (`applied`, read only if needed): [`ProviderError::Fleet`] when one is broken (the
+    /// fleet is refused), else the warnings for shoots of the fleet ([`FleetWarning`]; GCP: B5's
+    /// untargeted firewall rules in a VPC shared by shoots). Reads the cloud only through `cloud`,
+    /// and only what a check needs beyond the plans' facts.
+    async fn check_fleet(
         &self,
         fleet: &[FleetShoot<'_>],
         applied: AppliedShoots<'_>,
+        cloud: &dyn CloudRead,
         ctx: &CloudCtx,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<Vec<FleetWarning>, ProviderError>;
 }
 
 impl fmt::Debug for dyn Provider {

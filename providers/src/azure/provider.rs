@@ -11,7 +11,9 @@ use trellis_state::{ProviderState, Workspace};
 use super::state::AzureState;
 use super::{AzureError, AzureShoot};
 use crate::manifest::ShootEnvelope;
-use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+use crate::provider::{
+    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
+};
 
 /// The Azure provider, as registered in [`crate::registry`].
 pub static AZURE: Azure = Azure;
@@ -127,12 +129,13 @@ impl Provider for Azure {
         Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
     }
 
-    fn check_fleet(
+    async fn check_fleet(
         &self,
         fleet: &[FleetShoot<'_>],
         applied: AppliedShoots<'_>,
+        _cloud: &dyn CloudRead,
         ctx: &CloudCtx,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<Vec<FleetWarning>, ProviderError> {
         let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for s in fleet {
             if let Some(subnet) = super::byo_subnet_of_plan(s.plan) {
@@ -159,7 +162,7 @@ impl Provider for Azure {
                 shared.join("; ")
             )));
         }
-        Ok(())
+        Ok(Vec::new())
     }
 }
 
