@@ -100,8 +100,9 @@ struct Env {
     /// With --cloud azure: the ARM endpoint.
     #[arg(long, hide = true, value_name = "URL", env = "TRELLIS_AZURE_ENDPOINT", default_value = trellis_azure_client::DEFAULT_ENDPOINT, global = true)]
     azure_endpoint: String,
-    /// With --cloud gcp: the GCP project the shoots live in. Credentials come from the service-account
-    /// key file named by GOOGLE_APPLICATION_CREDENTIALS.
+    /// The GCP project the shoots live in. With --cloud gcp, credentials come from the service-account
+    /// key file named by GOOGLE_APPLICATION_CREDENTIALS; with the simulated cloud it names the simulated
+    /// project (default trellis-sim).
     #[arg(long, value_name = "ID", env = "GOOGLE_CLOUD_PROJECT", global = true)]
     project: Option<String>,
     /// With --cloud azure or gcp: the API endpoint instead of the cloud's own (an emulator such as
@@ -327,8 +328,17 @@ async fn open(env: &Env, operation: &str) -> Result<Session> {
         CloudKind::Gcp => Some(gcp_cloud(env).await?),
         CloudKind::Sim | CloudKind::Azure => None,
     };
+    let sim_project = match env.cloud {
+        CloudKind::Sim => {
+            env.project.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(project_id).transpose()?
+        }
+        CloudKind::Azure | CloudKind::Gcp => None,
+    };
     let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
+    if let Some(project) = sim_project {
+        session.project = project;
+    }
     if let Some(note) = note {
         eprintln!("{note}");
     }
@@ -369,6 +379,20 @@ fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::
     Ok((std::sync::Arc::new(client), subscription.to_string()))
 }
 
+/// `--project` (or GOOGLE_CLOUD_PROJECT), checked against GCP's rule for project ids: 6 to 30
+/// lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen. With the
+/// simulated cloud it names the simulated project (default `trellis-sim`).
+fn project_id(project: &str) -> Result<String> {
+    let ok = (6..=30).contains(&project.len())
+        && project.starts_with(|c: char| c.is_ascii_lowercase())
+        && !project.ends_with('-')
+        && project.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !ok {
+        bail!("--project '{project}' is not a GCP project id (6 to 30 lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen), e.g. acme-prod");
+    }
+    Ok(project.to_string())
+}
+
 /// `--cloud gcp`: the GCE client (google-cloud-compute-v1) in `--project`, signed in with the
 /// service-account key file named by GOOGLE_APPLICATION_CREDENTIALS.
 async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
@@ -380,6 +404,8 @@ async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::clo
     if project.is_empty() {
         bail!("--cloud gcp needs a project: pass --project ID or set GOOGLE_CLOUD_PROJECT");
     }
+    let project = project_id(project)?;
+    let project = project.as_str();
     let endpoint = match &env.endpoint {
         Some(url) => Some(Url::parse(url.trim()).map_err(|e| {
             anyhow::anyhow!("--endpoint '{url}' is not a URL ({e}); pass e.g. https://compute.googleapis.com or http://127.0.0.1:PORT of an emulator")

@@ -29,6 +29,8 @@ use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, W
 pub const SIM_TREE: &str = "sim/azure";
 /// The sled tree the simulated cloud's audit log is kept in.
 pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
+/// The sled tree the simulated GCE cloud's audit log is kept in.
+pub const SIM_GCE_AUDIT_TREE: &str = "sim/gce-audit";
 /// The sled tree the simulated GCE cloud lives in, next to the state and the ARM simulator.
 pub const GCE_SIM_TREE: &str = "sim/gce";
 /// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
@@ -204,6 +206,8 @@ impl Session {
         if self.keep_audit {
             let tree = self.store.tree(SIM_AUDIT_TREE)?;
             self.sim.persist_audit(&tree)?;
+            let tree = self.store.tree(SIM_GCE_AUDIT_TREE)?;
+            self.gce.persist_audit(&tree)?;
         }
         Ok(())
     }

@@ -189,3 +189,42 @@ fn regression_gcp_fleet_warning_reaches_text_plan_file_and_json_output() {
         assert!(lines.iter().any(|l| l.starts_with(&format!("warning: {shoot}: ")) && l.contains(flag)), "{lines:?}");
     }
 }
+
+/// `--project` names the simulated GCE project too (default `trellis-sim`): the shoot's ids and the
+/// fleet's messages are in that project; an id that is not a GCP project id is refused in one line.
+#[test]
+fn regression_sim_project_flag_names_the_simulated_project() {
+    let sb = Sandbox::new();
+    let shoot = example("byo-ipv4/shoot.yaml");
+    let world = sb.file("acme-world.yaml");
+    let text = std::fs::read_to_string(example("byo-ipv4/world.yaml"))
+        .unwrap()
+        .replace("projects/trellis-sim/", "projects/acme-prod/");
+    std::fs::write(&world, text).unwrap();
+    sb.run(&["plan", "-f", &shoot, "--world", &world, "--project", "acme-prod"])
+        .code(0)
+        .stdout_has("gcp.subnetwork.acme-prod/europe-west1.my-workers (user)");
+    // The same world in the default project has no such VPC: the pre-flight names the project.
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(1).stderr_has("trellis-sim");
+    let report = sb
+        .run(&[
+            "apply",
+            "--auto-approve",
+            "-f",
+            &shoot,
+            "--world",
+            &world,
+            "--project",
+            "acme-prod",
+            "--output",
+            "json",
+        ])
+        .code(0)
+        .json();
+    assert_eq!(writes(&report), Vec::<(String, String)>::new());
+    sb.run(&["plan", "-f", &shoot, "--project", "acme-prod"]).code(0).stdout_has("No changes.");
+    sb.run(&["sim", "gce", "show", "projects/acme-prod/global/networks/my-vpc"]).code(0).stdout_has("my-vpc");
+    let run = sb.run(&["plan", "-f", &shoot, "--project", "Acme_Prod"]).code(1);
+    assert_eq!(run.stderr_lines().len(), 1, "{:?}", run.stderr_lines());
+    run.stderr_has("--project 'Acme_Prod' is not a GCP project id");
+}
