@@ -142,6 +142,19 @@ fn subnet_ranges(subnet: &Value) -> Vec<IpNet> {
     out.iter().filter_map(|s| s.parse().ok()).collect()
 }
 
+/// How many shoots a warning names before it says how many more there are.
+const NAMED: usize = 5;
+
+/// `a, b, c` — the first [`NAMED`] of `shoots`, then `and N more`, so that a VPC shared by thousands of
+/// shoots gives warnings of one bounded line each.
+fn some_of(shoots: &[&str]) -> String {
+    let mut out = shoots.iter().take(NAMED).copied().collect::<Vec<_>>().join(", ");
+    if shoots.len() > NAMED {
+        out.push_str(&format!(" and {} more", shoots.len() - NAMED));
+    }
+    out
+}
+
 fn other(e: impl std::error::Error + Send + Sync + 'static) -> ProviderError {
     ProviderError::Other(Box::new(e))
 }
@@ -196,7 +209,8 @@ pub async fn check(
     let mut out = BTreeSet::new();
     for (vpc, rules) in &candidates {
         let group = &by_vpc[vpc];
-        let shoots: Vec<&str> = group.iter().map(|m| m.shoot.as_str()).collect();
+        let mut shoots: Vec<&str> = group.iter().map(|m| m.shoot.as_str()).collect();
+        shoots.sort_unstable();
         for (rule, sources) in rules {
             let mut reaching = Vec::new();
             for m in group {
@@ -208,6 +222,7 @@ pub async fn check(
             if reaching.is_empty() {
                 continue;
             }
+            reaching.sort_unstable();
             let srcs: Vec<String> = sources.iter().map(IpNet::to_string).collect();
             for m in group.iter().filter(|m| m.in_fleet) {
                 out.insert(FleetWarning {
@@ -215,8 +230,8 @@ pub async fn check(
                     message: format!(
                         "user-managed egress: firewall rule {rule} of VPC {vpc} in project {project} has no target tags or service accounts, so it applies to every VM in the VPC, and its source ranges ({}) include the nodes of {}: the shoots sharing this VPC ({}) can reach each other's nodes through it; scope it to one shoot, e.g.: gcloud compute firewall-rules update {rule} --project={project} --target-tags={}",
                         srcs.join(","),
-                        reaching.join(", "),
-                        shoots.join(", "),
+                        some_of(&reaching),
+                        some_of(&shoots),
                         m.shoot
                     ),
                 });
@@ -224,4 +239,20 @@ pub async fn check(
         }
     }
     Ok(out.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::some_of;
+
+    #[test]
+    fn regression_b5_warning_names_a_bounded_number_of_shoots() {
+        assert_eq!(some_of(&["a", "b"]), "a, b");
+        let many: Vec<String> = (0..5000).map(|i| format!("shoot--p--s{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(
+            some_of(&many),
+            "shoot--p--s0, shoot--p--s1, shoot--p--s2, shoot--p--s3, shoot--p--s4 and 4995 more"
+        );
+    }
 }
