@@ -163,8 +163,8 @@ pub(crate) fn insert(
 }
 
 /// An auto-mode network's subnetworks: one named after the network in each region of
-/// [`AUTO_MODE_SUBNETS`].
-fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Result<(), ApiError> {
+/// [`AUTO_MODE_SUBNETS`] (a subnetwork of that name already there is kept as it is).
+pub(crate) fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Result<(), ApiError> {
     for (region, cidr) in AUTO_MODE_SUBNETS {
         let coll = CollectionPath {
             project: network.project().to_string(),
@@ -172,6 +172,9 @@ fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Resu
             collection: Collection::Subnetworks,
         };
         let path = coll.child(&network.name);
+        if store.entries.contains_key(&path.key()) {
+            continue;
+        }
         let body = Map::from_iter([
             ("name".to_string(), json!(network.name)),
             ("network".to_string(), json!(network.url())),
