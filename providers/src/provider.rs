@@ -14,6 +14,7 @@ use std::any::Any;
 use std::fmt;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
@@ -148,6 +149,34 @@ impl From<StateError> for ProviderError {
     fn from(e: StateError) -> ProviderError {
         ProviderError::Other(Box::new(e))
     }
+}
+
+/// [`Provider::parse_shoot`] of a provider whose Shoots are `Shoot<C>` (`C`: its
+/// infrastructureConfig): the typed pass, the same for every provider.
+pub fn parse_typed_shoot<C>(text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error>
+where
+    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    let shoot: Shoot<C> = trellis_planner::yaml::from_str(text)?;
+    Ok(Box::new(shoot))
+}
+
+/// [`Provider::shoot_from_json`] of a provider whose Shoots are `Shoot<C>`.
+pub fn typed_shoot_from_json<C>(value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
+where
+    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    let shoot: Shoot<C> = serde_json::from_value(value.clone())?;
+    Ok(Box::new(shoot))
+}
+
+/// [`Provider::shoot_from_envelope`] of a provider whose Shoots are `Shoot<C>`.
+pub fn typed_shoot_from_envelope<C>(shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
+where
+    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    let shoot: Shoot<C> = shoot.with_infrastructure_config()?;
+    Ok(Box::new(shoot))
 }
 
 /// A provider: one `spec.provider.type` of Gardener Shoots.

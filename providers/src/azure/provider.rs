@@ -58,18 +58,15 @@ impl Provider for Azure {
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        let shoot: AzureShoot = trellis_planner::yaml::from_str(text)?;
-        Ok(Box::new(shoot))
+        crate::provider::parse_typed_shoot::<super::api::InfrastructureConfig>(text)
     }
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: AzureShoot = serde_json::from_value(value.clone())?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_json::<super::api::InfrastructureConfig>(value)
     }
 
     fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: AzureShoot = shoot.with_infrastructure_config()?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_envelope::<super::api::InfrastructureConfig>(shoot)
     }
 
     fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
