@@ -1381,14 +1381,7 @@ pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     match path.collection() {
         Collection::Networks => {
             let url = path.url();
-            let subnets: Vec<Value> = store
-                .entries
-                .iter()
-                .filter(|(k, e)| {
-                    k.contains("/subnetworks/") && e.value.get("network").and_then(Value::as_str) == Some(url.as_str())
-                })
-                .filter_map(|(_, e)| e.value.get("selfLink").cloned())
-                .collect();
+            let subnets: Vec<Value> = store.subnets_of(&url).filter_map(|e| e.value.get("selfLink").cloned()).collect();
             if !subnets.is_empty() {
                 v["subnetworks"] = Value::Array(subnets);
             }
@@ -1439,10 +1432,18 @@ pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Re
         })?,
     };
     let prefix = format!("{}/", coll.path());
+    // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
+    let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
     let keys: Vec<&String> = if coll.collection == Collection::Operations {
-        store.operations.keys().filter(|k| k.starts_with(&prefix)).collect()
+        store.operations.range::<str, _>(from).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).collect()
     } else {
-        store.entries.keys().filter(|k| k.starts_with(&prefix) && !k[prefix.len()..].contains('/')).collect()
+        store
+            .entries
+            .range::<str, _>(from)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix))
+            .filter(|k| !k[prefix.len()..].contains('/'))
+            .collect()
     };
     let all: Vec<Value> = keys
         .into_iter()
