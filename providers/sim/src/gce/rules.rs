@@ -1381,7 +1381,7 @@ pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     match path.collection() {
         Collection::Networks => {
             let url = path.url();
-            let subnets: Vec<Value> = store.subnets_of(&url).filter_map(|e| e.value.get("selfLink").cloned()).collect();
+            let subnets: Vec<Value> = store.subnets_of(&url).cloned().collect();
             if !subnets.is_empty() {
                 v["subnetworks"] = Value::Array(subnets);
             }

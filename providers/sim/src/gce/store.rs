@@ -53,10 +53,10 @@ pub(crate) struct GceStore {
     pub ops_dirty: BTreeSet<String>,
     /// The counters or quotas changed since the last write to the tree.
     pub meta_dirty: bool,
-    /// The keys of the subnetworks of each network (by the network's URL, as subnetworks name it),
-    /// kept by [`GceStore::put`], [`GceStore::take`] and [`GceStore::load`]: a network's GET lists
-    /// its subnetworks without a scan of every entry.
-    subnets_of: BTreeMap<String, BTreeSet<String>>,
+    /// The subnetworks of each network (by the network's URL, as subnetworks name it): key → the
+    /// subnetwork's selfLink, kept by [`GceStore::put`], [`GceStore::take`] and [`GceStore::load`]:
+    /// a network's GET lists its subnetworks without a scan or a lookup per subnetwork.
+    subnets_of: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 /// The network (URL) a subnetwork entry belongs to; `None` for anything else.
@@ -84,7 +84,8 @@ impl GceStore {
     /// Stores `entry` under `key` as read from the tree (not noted for a write).
     pub fn load(&mut self, key: String, entry: Entry) {
         if let Some(network) = subnet_network(&key, &entry) {
-            self.subnets_of.entry(network.to_string()).or_default().insert(key.clone());
+            let link = entry.value.get("selfLink").cloned().unwrap_or(Value::Null);
+            self.subnets_of.entry(network.to_string()).or_default().insert(key.clone(), link);
         }
         if let Some(old) = self.entries.insert(key.clone(), entry) {
             self.unindex(&key, &old);
@@ -114,9 +115,9 @@ impl GceStore {
         }
     }
 
-    /// The entries of the subnetworks of the network `url`, in key order.
-    pub fn subnets_of(&self, url: &str) -> impl Iterator<Item = &Entry> {
-        self.subnets_of.get(url).into_iter().flatten().filter_map(|k| self.entries.get(k))
+    /// The selfLinks of the subnetworks of the network `url`, in key order.
+    pub fn subnets_of(&self, url: &str) -> impl Iterator<Item = &Value> {
+        self.subnets_of.get(url).into_iter().flat_map(BTreeMap::values).filter(|link| !link.is_null())
     }
 
     /// Stores an operation (noted for the next write to the tree).
@@ -180,7 +181,12 @@ mod tests {
     use super::*;
 
     fn subnet(network: &str) -> Entry {
-        Entry { value: serde_json::json!({"network": network}), origin: Origin::Api, auto: false, declared: None }
+        Entry {
+            value: serde_json::json!({"network": network, "selfLink": "x"}),
+            origin: Origin::Api,
+            auto: false,
+            declared: None,
+        }
     }
 
     #[test]
