@@ -1209,11 +1209,12 @@ fn cli_fleet_plans(cfg: &Config) -> Result<()> {
 
 /// `n` GCP shoots, one file each, and the world they need: odd-numbered shoots are copies of
 /// examples/gcp/managed (`gNNNNNN`), even-numbered ones copies of examples/gcp/byo-ipv4 (`bNNNNNN`),
-/// each BYO shoot on its own workers subnet (a /24 of 10.0.0.0/8, its `networking.nodes`) in one of ten
-/// user VPCs (`fleet-vpc-K`) without firewall rules (so each BYO plan warns about the missing
+/// each BYO shoot on its own workers subnet (a /24 of 10.0.0.0/8, its `networking.nodes`) in one of 50
+/// user VPCs (`fleet-vpc-K`, 100 subnets each for 10,000 shoots) without firewall rules (so each BYO plan warns about the missing
 /// allow-internal / allow-health-checks equivalents, and the fleet check lists the firewall rules once
 /// and finds none to flag). Returns the fleet dir and the world file.
 fn gcp_fleet(dir: &Path, n: usize) -> Result<(PathBuf, PathBuf)> {
+    const VPCS: usize = 50;
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gcp");
     let read = |rel: &str| {
         let path = examples.join(rel);
@@ -1226,7 +1227,7 @@ fn gcp_fleet(dir: &Path, n: usize) -> Result<(PathBuf, PathBuf)> {
     let fleet = dir.join("gcp-fleet");
     std::fs::create_dir_all(&fleet)?;
     let mut world = String::from("gce:\n  resources:\n");
-    for k in 0..10 {
+    for k in 0..VPCS {
         world.push_str(&format!(
             "    - selfLink: projects/trellis-sim/global/networks/fleet-vpc-{k}\n      autoCreateSubnetworks: false\n"
         ));
@@ -1238,7 +1239,7 @@ fn gcp_fleet(dir: &Path, n: usize) -> Result<(PathBuf, PathBuf)> {
         } else {
             let (name, j) = (format!("b{i:06}"), i / 2 - 1);
             let (vpc, subnet, range) =
-                (format!("fleet-vpc-{}", j % 10), format!("w{i:06}"), format!("10.{}.{}.0/24", j / 256, j % 256));
+                (format!("fleet-vpc-{}", j % VPCS), format!("w{i:06}"), format!("10.{}.{}.0/24", j / 256, j % 256));
             world.push_str(&format!(
                 "    - selfLink: projects/trellis-sim/regions/europe-west1/subnetworks/{subnet}\n      network: projects/trellis-sim/global/networks/{vpc}\n      ipCidrRange: {range}\n"
             ));
