@@ -9,6 +9,7 @@ use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_plans::{escape, render, PlanSet};
+use trellis_providers::provider::FleetWarning;
 use trellis_state::{SledStore, StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
@@ -100,8 +101,9 @@ struct Env {
     /// With --cloud azure: the ARM endpoint.
     #[arg(long, hide = true, value_name = "URL", env = "TRELLIS_AZURE_ENDPOINT", default_value = trellis_azure_client::DEFAULT_ENDPOINT, global = true)]
     azure_endpoint: String,
-    /// With --cloud gcp: the GCP project the shoots live in. Credentials come from the service-account
-    /// key file named by GOOGLE_APPLICATION_CREDENTIALS.
+    /// The GCP project the shoots live in. With --cloud gcp, credentials come from the service-account
+    /// key file named by GOOGLE_APPLICATION_CREDENTIALS; with the simulated cloud it names the simulated
+    /// project (default trellis-sim).
     #[arg(long, value_name = "ID", env = "GOOGLE_CLOUD_PROJECT", global = true)]
     project: Option<String>,
     /// With --cloud azure or gcp: the API endpoint instead of the cloud's own (an emulator such as
@@ -339,8 +341,17 @@ async fn open(env: &Env, operation: &str) -> Result<Session> {
         CloudKind::Gcp => Some(gcp_cloud(env).await?),
         CloudKind::Sim | CloudKind::Azure => None,
     };
+    let sim_project = match env.cloud {
+        CloudKind::Sim => {
+            env.project.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(project_id).transpose()?
+        }
+        CloudKind::Azure | CloudKind::Gcp => None,
+    };
     let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
+    if let Some(project) = sim_project {
+        session.project = project;
+    }
     if let Some(note) = note {
         eprintln!("{note}");
     }
@@ -381,6 +392,20 @@ fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::
     Ok((std::sync::Arc::new(client), subscription.to_string()))
 }
 
+/// `--project` (or GOOGLE_CLOUD_PROJECT), checked against GCP's rule for project ids: 6 to 30
+/// lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen. With the
+/// simulated cloud it names the simulated project (default `trellis-sim`).
+fn project_id(project: &str) -> Result<String> {
+    let ok = (6..=30).contains(&project.len())
+        && project.starts_with(|c: char| c.is_ascii_lowercase())
+        && !project.ends_with('-')
+        && project.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !ok {
+        bail!("--project '{project}' is not a GCP project id (6 to 30 lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen), e.g. acme-prod");
+    }
+    Ok(project.to_string())
+}
+
 /// `--cloud gcp`: the GCE client (google-cloud-compute-v1) in `--project`, signed in with the
 /// service-account key file named by GOOGLE_APPLICATION_CREDENTIALS.
 async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
@@ -392,6 +417,8 @@ async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::clo
     if project.is_empty() {
         bail!("--cloud gcp needs a project: pass --project ID or set GOOGLE_CLOUD_PROJECT");
     }
+    let project = project_id(project)?;
+    let project = project.as_str();
     let endpoint = match &env.endpoint {
         Some(url) => Some(Url::parse(url.trim()).map_err(|e| {
             anyhow::anyhow!("--endpoint '{url}' is not a URL ({e}); pass e.g. https://compute.googleapis.com or http://127.0.0.1:PORT of an emulator")
@@ -480,13 +507,18 @@ async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Res
     .await?;
     if let Some(out) = stdout {
         let _ = out.finish();
+        // The shoots' JSON went out before the fleet checks ended: their warnings follow on stderr.
+        for w in &summary.fleet_warnings {
+            eprintln!("warning: {}: {}", w.shoot, w.message);
+        }
     }
     if let (Some(file), Some(out)) = (plan_file, &args.out) {
-        file.persist()?;
+        file.persist(&summary.fleet_warnings)?;
         eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
     }
     if !json {
         // In input order, as the JSON.
+        ops::add_fleet_warnings(kept.iter_mut(), summary.fleet_warnings);
         let set = PlanSet { format_version: trellis_plans::FORMAT_VERSION, plans: kept };
         print_plan(&set, args.output, args.verbose);
     }
@@ -540,13 +572,17 @@ struct PlanFile {
 }
 
 impl PlanFile {
-    fn create(path: &Path) -> Result<PlanFile> {
+    /// A temporary file in `path`'s directory (renamed onto it in the end).
+    fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        let tmp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("cannot write plan file {}", path.display()))?;
+        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write plan file {}", path.display()))
+    }
+
+    fn create(path: &Path) -> Result<PlanFile> {
+        let tmp = PlanFile::temp_beside(path)?;
         Ok(PlanFile {
             path: path.to_path_buf(),
             writer: trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(tmp)),
@@ -557,11 +593,22 @@ impl PlanFile {
         self.writer.push_rendered(plan).with_context(|| format!("cannot write plan file {}", self.path.display()))
     }
 
-    fn persist(self) -> Result<()> {
+    /// Renames the written plan onto `--out`; with the fleet checks' warnings (known only at the
+    /// end, after the plans were written) added to the plans they are for.
+    fn persist(self, fleet_warnings: &[FleetWarning]) -> Result<()> {
         let path = self.path;
         let context = || format!("cannot write plan file {}", path.display());
         let file = self.writer.finish().with_context(context)?;
-        let tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+        let mut tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
+        if !fleet_warnings.is_empty() {
+            let mut set = read_plan(tmp.path())?;
+            ops::add_fleet_warnings(set.plans.iter_mut(), fleet_warnings.to_vec());
+            tmp = PlanFile::temp_beside(&path)?;
+            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+            set.write_json(&mut w).with_context(context)?;
+            w.flush().with_context(context)?;
+            drop(w);
+        }
         tmp.as_file().sync_all().with_context(context)?;
         tmp.persist(&path).map_err(|e| e.error).with_context(context)?;
         Ok(())

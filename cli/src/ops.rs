@@ -18,7 +18,9 @@ use trellis_plans::{Action, Node, Plan, PlanSet, RenderedPlan};
 use trellis_providers::field::ErrorList;
 use trellis_providers::manifest::{self, ManifestError};
 use trellis_providers::metadata;
-use trellis_providers::provider::{CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+use trellis_providers::provider::{
+    CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
+};
 use trellis_providers::registry::Registry;
 use trellis_sim::{ArmSim, GceSim, WorldFile};
 use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
@@ -27,6 +29,8 @@ use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, W
 pub const SIM_TREE: &str = "sim/azure";
 /// The sled tree the simulated cloud's audit log is kept in.
 pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
+/// The sled tree the simulated GCE cloud's audit log is kept in.
+pub const SIM_GCE_AUDIT_TREE: &str = "sim/gce-audit";
 /// The sled tree the simulated GCE cloud lives in, next to the state and the ARM simulator.
 pub const GCE_SIM_TREE: &str = "sim/gce";
 /// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
@@ -204,6 +208,8 @@ impl Session {
         if self.keep_audit {
             let tree = self.store.tree(SIM_AUDIT_TREE)?;
             self.sim.persist_audit(&tree)?;
+            let tree = self.store.tree(SIM_GCE_AUDIT_TREE)?;
+            self.gce.persist_audit(&tree)?;
         }
         Ok(())
     }
@@ -350,15 +356,33 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
         return Err(FleetError { failures: failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect() }.into());
     }
     done.sort_by(|a, b| a.1.planned.plan.shoot.cmp(&b.1.planned.plan.shoot));
-    let plans: Vec<ShootPlan> = done.into_iter().map(|(_, p)| p).collect();
-    check_fleet(session, &plans)?;
+    let mut plans: Vec<ShootPlan> = done.into_iter().map(|(_, p)| p).collect();
+    let warnings = check_fleet(session, &plans).await?;
+    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), warnings);
     Ok(plans)
+}
+
+/// Adds the fleet checks' warnings ([`Provider::check_fleet`]) to the plans of the shoots they are
+/// for, after the plans' own warnings.
+pub fn add_fleet_warnings<'a>(plans: impl Iterator<Item = &'a mut Plan>, warnings: Vec<FleetWarning>) {
+    if warnings.is_empty() {
+        return;
+    }
+    let mut by_shoot: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for w in warnings {
+        by_shoot.entry(w.shoot).or_default().push(w.message);
+    }
+    for plan in plans {
+        if let Some(found) = by_shoot.remove(&plan.shoot) {
+            plan.warnings.extend(found);
+        }
+    }
 }
 
 /// Fleet-wide rules: one technical id per shoot, then each provider's own rules over its shoots
 /// ([`Provider::check_fleet`]; Azure: a BYO subnet belongs to one shoot only), against the fleet
-/// and the shoots already applied in this state.
-fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
+/// and the shoots already applied in this state. Returns the checks' warnings.
+async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<FleetWarning>> {
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for p in plans {
         if let Some(other) = seen.insert(&p.planned.plan.shoot, &p.input_file) {
@@ -372,7 +396,7 @@ fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
     }
     let facts: Vec<FleetFacts<'_>> =
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
-    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts)
+    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await
 }
 
 /// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
@@ -385,8 +409,12 @@ struct FleetFacts<'a> {
 
 /// Each provider's [`Provider::check_fleet`] over the plans' facts (in technical-id order);
 /// `in_fleet` says which shoots are part of the fleet (their workspaces in state are not "applied
-/// elsewhere"), also those whose facts were dropped.
-fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: &[FleetFacts<'_>]) -> Result<()> {
+/// elsewhere"), also those whose facts were dropped. Returns the providers' warnings.
+async fn check_fleet_facts(
+    session: &Session,
+    in_fleet: &(dyn Fn(&str) -> bool + Sync),
+    plans: &[FleetFacts<'_>],
+) -> Result<Vec<FleetWarning>> {
     // The workspaces in state of shoots not in this fleet, read only if a provider asks.
     let applied = || -> Result<Vec<Workspace>, ProviderError> {
         let mut out = Vec::new();
@@ -399,6 +427,7 @@ fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: 
         Ok(out)
     };
     let clouds = session.clouds();
+    let mut warnings = Vec::new();
     for provider in Registry::builtin().providers() {
         let fleet: Vec<FleetShoot<'_>> = plans
             .iter()
@@ -406,11 +435,11 @@ fn check_fleet_facts(session: &Session, in_fleet: &dyn Fn(&str) -> bool, plans: 
             .map(|p| FleetShoot { plan: p.plan, file: p.file })
             .collect();
         if !fleet.is_empty() {
-            let (_, ctx) = clouds.of(*provider)?;
-            provider.check_fleet(&fleet, &applied, ctx)?;
+            let (cloud, ctx) = clouds.of(*provider)?;
+            warnings.extend(provider.check_fleet(&fleet, &applied, cloud.as_ref(), ctx).await?);
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// The manifest files of `paths` in input order ([`manifest::list_files`]): each path as given, a
@@ -444,10 +473,13 @@ pub struct StreamedPlan {
 }
 
 /// How many shoots a streaming plan has handed out, and whether any has changes.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct StreamSummary {
     pub plans: usize,
     pub changes: bool,
+    /// The fleet checks' warnings ([`Provider::check_fleet`]), known only once the whole fleet is
+    /// planned, so not in the plans handed out: the caller adds them ([`add_fleet_warnings`]).
+    pub fleet_warnings: Vec<FleetWarning>,
 }
 
 /// What happened to one Shoot document in [`plan_file`].
@@ -688,7 +720,7 @@ pub async fn plan_fleet_streaming(
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
-    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts)?;
+    summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
     Ok(summary)
 }
 

@@ -32,12 +32,9 @@ pub struct SimArgs {
 
 #[derive(Subcommand)]
 enum SimCommand {
-    /// The cloud-controller-manager: Service type=LoadBalancer (SLB, public IP, NSG rules) and per-node routes.
-    #[command(subcommand)]
-    Ccm(CcmCommand),
-    /// The bastion controller: 4 NSG rules plus VM, NIC, disk and public IP in the cluster resource group.
-    #[command(subcommand)]
-    Bastion(BastionCommand),
+    /// The simulated ARM cloud's runtime writers.
+    #[command(flatten)]
+    Write(ArmWrite),
     /// Print a resource's JSON as the simulated cloud returns it (a GET, not audited).
     Show {
         /// The ARM id.
@@ -56,8 +53,32 @@ enum SimCommand {
     },
 }
 
+/// The runtime writers of the simulated ARM cloud (`trellis sim ccm|bastion …`).
+#[derive(Subcommand)]
+enum ArmWrite {
+    /// The cloud-controller-manager: Service type=LoadBalancer (SLB, public IP, NSG rules) and per-node routes.
+    #[command(subcommand)]
+    Ccm(CcmCommand),
+    /// The bastion controller: 4 NSG rules plus VM, NIC, disk and public IP in the cluster resource group.
+    #[command(subcommand)]
+    Bastion(BastionCommand),
+}
+
 #[derive(Subcommand)]
 enum GceCommand {
+    /// The simulated GCE cloud's runtime writers.
+    #[command(flatten)]
+    Write(GceWrite),
+    /// Print a resource's JSON as the simulated GCE cloud returns it (a GET, not audited).
+    Show {
+        /// The selfLink (`projects/P/global/networks/N`, …).
+        id: String,
+    },
+}
+
+/// The runtime writers of the simulated GCE cloud (`trellis sim gce routes|service|bastion …`).
+#[derive(Subcommand)]
+enum GceWrite {
     /// The CCM route controller: exactly one `<technicalID>-<hash>` route per node (with
     /// --configure-cloud-routes); routes of nodes not given are deleted.
     Routes {
@@ -74,11 +95,6 @@ enum GceCommand {
     /// The bastion controller: 3 tag-scoped firewall rules and the bastion VM in the workers subnet.
     #[command(subcommand)]
     Bastion(GceBastionCommand),
-    /// Print a resource's JSON as the simulated GCE cloud returns it (a GET, not audited).
-    Show {
-        /// The selfLink (`projects/P/global/networks/N`, …).
-        id: String,
-    },
 }
 
 #[derive(Subcommand)]
@@ -222,11 +238,21 @@ enum BastionCommand {
     },
 }
 
+/// What `trellis sim` does once the state dir is open (`serve` opens it itself).
+enum Step {
+    Write(ArmWrite),
+    Gce(GceCommand),
+    Show(String),
+}
+
 pub async fn run(args: SimArgs) -> Result<u8> {
     let env = &args.env;
-    if let SimCommand::Serve { listen } = args.command {
-        return serve(env, listen).await;
-    }
+    let command = match args.command {
+        SimCommand::Serve { listen } => return serve(env, listen).await,
+        SimCommand::Write(write) => Step::Write(write),
+        SimCommand::Gce(gce) => Step::Gce(gce),
+        SimCommand::Show { id } => Step::Show(id),
+    };
     if !env.state.exists() {
         bail!(
             "state directory {} does not exist; run `trellis apply -f <shoot.yaml> --state {}` first",
@@ -237,19 +263,20 @@ pub async fn run(args: SimArgs) -> Result<u8> {
     let session = open(env, "sim").await?;
     let sim = &session.sim;
     let state = env.state.as_path();
-    if let SimCommand::Gce(command) = args.command {
-        return gce(session, command, state).await;
-    }
-    if let SimCommand::Show { id } = &args.command {
-        let Some(value) = sim.get_now(id) else {
-            bail!("{id}: not found in the simulated cloud in {}", state.display());
-        };
-        println!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(0);
-    }
+    let command = match command {
+        Step::Write(write) => write,
+        Step::Gce(command) => return gce(session, command, state).await,
+        Step::Show(id) => {
+            let Some(value) = sim.get_now(&id) else {
+                bail!("{id}: not found in the simulated cloud in {}", state.display());
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            return Ok(0);
+        }
+    };
 
     let mark = sim.mark();
-    let result = write(&session, args.command, state).await;
+    let result = write(&session, command, state).await;
     let calls = sim.calls_since(mark);
     report(session, calls, result)
 }
@@ -271,11 +298,11 @@ fn report(session: Session, calls: Vec<Call>, result: Result<String>) -> Result<
 }
 
 /// Runs a controller command; returns its summary line.
-async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<String> {
+async fn write(session: &Session, command: ArmWrite, state: &Path) -> Result<String> {
     let sim = &session.sim;
     let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
     Ok(match command {
-        SimCommand::Ccm(CcmCommand::Service(ServiceCommand::Create(c))) => {
+        ArmWrite::Ccm(CcmCommand::Service(ServiceCommand::Create(c))) => {
             let (values, routes) = applied(session, &c.service.shoot, state)?;
             let annotations = parse_annotations(&c.annotations)?;
             let ccm = Ccm::new(cloud, &values, routes)?;
@@ -285,12 +312,12 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
             let rules = if st.security_rules.is_empty() { "none".to_string() } else { st.security_rules.join(", ") };
             format!("service {ns}/{name}: ingress IP {}; NSG rules: {rules}", st.ingress_ip)
         }
-        SimCommand::Ccm(CcmCommand::Service(ServiceCommand::Delete(s))) => {
+        ArmWrite::Ccm(CcmCommand::Service(ServiceCommand::Delete(s))) => {
             let (values, routes) = applied(session, &s.shoot, state)?;
             Ccm::new(cloud, &values, routes)?.ensure_load_balancer_deleted(&s.namespace, &s.name).await?;
             format!("service {}/{}: deleted", s.namespace, s.name)
         }
-        SimCommand::Ccm(CcmCommand::Node(NodeCommand::Add { shoot, name, pod_cidr })) => {
+        ArmWrite::Ccm(CcmCommand::Node(NodeCommand::Add { shoot, name, pod_cidr })) => {
             let (values, routes) = applied(session, &shoot, state)?;
             match Ccm::new(cloud, &values, routes)?.add_node(&name, &pod_cidr).await? {
                 Some(id) => format!("node {name}: route {id}"),
@@ -299,7 +326,7 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
                 }
             }
         }
-        SimCommand::Ccm(CcmCommand::Node(NodeCommand::Remove { shoot, name })) => {
+        ArmWrite::Ccm(CcmCommand::Node(NodeCommand::Remove { shoot, name })) => {
             let (values, routes) = applied(session, &shoot, state)?;
             match Ccm::new(cloud, &values, routes)?.remove_node(&name).await? {
                 Some(id) => format!("node {name}: route {id} removed"),
@@ -308,7 +335,7 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
                 }
             }
         }
-        SimCommand::Bastion(BastionCommand::Create { shoot, name, operator_cidrs, worker_cidrs }) => {
+        ArmWrite::Bastion(BastionCommand::Create { shoot, name, operator_cidrs, worker_cidrs }) => {
             let (values, _) = applied(session, &shoot, state)?;
             let bastion = Bastion::new(cloud, &values)?;
             let worker_cidrs =
@@ -321,12 +348,11 @@ async fn write(session: &Session, command: SimCommand, state: &Path) -> Result<S
                 st.security_rules.join(", ")
             )
         }
-        SimCommand::Bastion(BastionCommand::Delete { shoot, name }) => {
+        ArmWrite::Bastion(BastionCommand::Delete { shoot, name }) => {
             let (values, _) = applied(session, &shoot, state)?;
             Bastion::new(cloud, &values)?.delete(&name).await?;
             format!("bastion {name}: deleted")
         }
-        SimCommand::Show { .. } | SimCommand::Gce(_) | SimCommand::Serve { .. } => unreachable!("handled above"),
     })
 }
 
@@ -370,13 +396,16 @@ fn subnet_prefixes(sim: &ArmSim, subnet_id: &str) -> Result<Vec<String>> {
 /// `trellis sim gce …`: the GCE runtime writers, against the simulated GCE cloud in the state dir.
 async fn gce(session: Session, command: GceCommand, state: &Path) -> Result<u8> {
     let gce = session.gce.clone();
-    if let GceCommand::Show { id } = &command {
-        let Some(value) = gce.get_now(id) else {
-            bail!("{id}: not found in the simulated GCE cloud in {}", state.display());
-        };
-        println!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(0);
-    }
+    let command = match command {
+        GceCommand::Write(write) => write,
+        GceCommand::Show { id } => {
+            let Some(value) = gce.get_now(&id) else {
+                bail!("{id}: not found in the simulated GCE cloud in {}", state.display());
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            return Ok(0);
+        }
+    };
     let mark = gce.calls().len();
     let result = gce_write(&session, command, state).await;
     let calls = gce.calls().into_iter().skip(mark).collect();
@@ -410,11 +439,10 @@ fn gce_network(session: &Session, shoot: &str, state: &Path) -> Result<(ShootNet
     Ok((network, routes))
 }
 
-async fn gce_write(session: &Session, command: GceCommand, state: &Path) -> Result<String> {
+async fn gce_write(session: &Session, command: GceWrite, state: &Path) -> Result<String> {
     let gce = &session.gce;
     Ok(match command {
-        GceCommand::Show { .. } => unreachable!("answered before any write"),
-        GceCommand::Routes { shoot, nodes } => {
+        GceWrite::Routes { shoot, nodes } => {
             let (net, routes) = gce_network(session, &shoot, state)?;
             if !routes {
                 return Ok(format!("--configure-cloud-routes=false for {shoot}: the CCM writes no routes"));
@@ -431,7 +459,7 @@ async fn gce_write(session: &Session, command: GceCommand, state: &Path) -> Resu
             gce.ccm_sync_routes(&net, &nodes).await?;
             format!("{shoot}: {} node route(s) in place", nodes.len())
         }
-        GceCommand::Service(GceServiceCommand::Create { service, ports, source_ranges, internal, annotations }) => {
+        GceWrite::Service(GceServiceCommand::Create { service, ports, source_ranges, internal, annotations }) => {
             let (net, _) = gce_network(session, &service.shoot, state)?;
             let ports = ports
                 .iter()
@@ -460,19 +488,19 @@ async fn gce_write(session: &Session, command: GceCommand, state: &Path) -> Resu
                 st.firewalls.join(", ")
             )
         }
-        GceCommand::Service(GceServiceCommand::Delete(s)) => {
+        GceWrite::Service(GceServiceCommand::Delete(s)) => {
             let (net, _) = gce_network(session, &s.shoot, state)?;
             let svc = LbService { namespace: s.namespace.clone(), name: s.name.clone(), ..Default::default() };
             gce.ccm_delete_service(&net, &svc).await?;
             format!("service {}/{}: deleted", s.namespace, s.name)
         }
-        GceCommand::Bastion(GceBastionCommand::Create { shoot, name, zone, operator_cidrs }) => {
+        GceWrite::Bastion(GceBastionCommand::Create { shoot, name, zone, operator_cidrs }) => {
             let (net, _) = gce_network(session, &shoot, state)?;
             let b = BastionSpec { name: name.clone(), zone, ingress: operator_cidrs };
             let st = gce.bastion_ensure(&net, &b).await?;
             format!("bastion {name}: external IP {}, internal IP {}", st.external_ip, st.internal_ip)
         }
-        GceCommand::Bastion(GceBastionCommand::Delete { shoot, name, zone }) => {
+        GceWrite::Bastion(GceBastionCommand::Delete { shoot, name, zone }) => {
             let (net, _) = gce_network(session, &shoot, state)?;
             let b = BastionSpec { name: name.clone(), zone, ingress: Vec::new() };
             gce.bastion_delete(&net, &b).await?;

@@ -157,3 +157,74 @@ fn regression_a_shoot_that_changes_its_provider_is_refused_as_such_not_as_corrup
     assert_eq!(run.stderr_lines().len(), 1, "{:?}", run.stderr_lines());
     assert!(!run.stderr_lines()[0].contains("corrupt"), "{:?}", run.stderr_lines());
 }
+
+/// B5 (issue #9 item 10) through the streaming `plan`: the fleet checks' warnings are known only once
+/// every shoot is planned, after the shoots' JSON went out — text shows them in the shoots' plans,
+/// `--out` writes them into the plan file, `--output json` prints them on stderr.
+#[test]
+fn regression_gcp_fleet_warning_reaches_text_plan_file_and_json_output() {
+    let sb = Sandbox::new();
+    let file = |name: &str| common::scenario(&format!("../gcp/B5-byo-shared-vpc-untargeted-rule-warns/{name}"));
+    let (a, b, world) = (file("shoot-a.yaml"), file("shoot-b.yaml"), file("world.yaml"));
+    let flag = "firewall rule my-vpc-allow-internal of VPC my-vpc in project trellis-sim has no target tags";
+    sb.run(&["plan", "-f", &a, "-f", &b, "--world", &world])
+        .code(0)
+        .stdout_has(flag)
+        .stdout_has("--target-tags=shoot--platform--payments")
+        .stdout_has("--target-tags=shoot--platform--billing");
+    let out = sb.file("plan.json");
+    sb.run(&["plan", "-f", &a, "-f", &b, "--world", &world, "--out", &out]).code(0);
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for plan in saved["plans"].as_array().expect("two plans") {
+        let warnings = plan["warnings"].as_array().unwrap();
+        assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(flag)), "{plan}");
+    }
+    // The saved plan still applies (the warnings are not part of its digest); nothing is written.
+    let report = sb.run(&["apply", &out, "--output", "json"]).code(0).json();
+    assert_eq!(writes(&report), Vec::<(String, String)>::new());
+    let run = sb.run(&["plan", "-f", &a, "-f", &b, "--world", &world, "--output", "json"]).code(0);
+    assert_eq!(run.json()["plans"].as_array().map(Vec::len), Some(2));
+    let lines = run.stderr_lines();
+    for shoot in ["shoot--platform--billing", "shoot--platform--payments"] {
+        assert!(lines.iter().any(|l| l.starts_with(&format!("warning: {shoot}: ")) && l.contains(flag)), "{lines:?}");
+    }
+}
+
+/// `--project` names the simulated GCE project too (default `trellis-sim`): the shoot's ids and the
+/// fleet's messages are in that project; an id that is not a GCP project id is refused in one line.
+#[test]
+fn regression_sim_project_flag_names_the_simulated_project() {
+    let sb = Sandbox::new();
+    let shoot = example("byo-ipv4/shoot.yaml");
+    let world = sb.file("acme-world.yaml");
+    let text = std::fs::read_to_string(example("byo-ipv4/world.yaml"))
+        .unwrap()
+        .replace("projects/trellis-sim/", "projects/acme-prod/");
+    std::fs::write(&world, text).unwrap();
+    sb.run(&["plan", "-f", &shoot, "--world", &world, "--project", "acme-prod"])
+        .code(0)
+        .stdout_has("gcp.subnetwork.acme-prod/europe-west1.my-workers (user)");
+    // The same world in the default project has no such VPC: the pre-flight names the project.
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(1).stderr_has("trellis-sim");
+    let report = sb
+        .run(&[
+            "apply",
+            "--auto-approve",
+            "-f",
+            &shoot,
+            "--world",
+            &world,
+            "--project",
+            "acme-prod",
+            "--output",
+            "json",
+        ])
+        .code(0)
+        .json();
+    assert_eq!(writes(&report), Vec::<(String, String)>::new());
+    sb.run(&["plan", "-f", &shoot, "--project", "acme-prod"]).code(0).stdout_has("No changes.");
+    sb.run(&["sim", "gce", "show", "projects/acme-prod/global/networks/my-vpc"]).code(0).stdout_has("my-vpc");
+    let run = sb.run(&["plan", "-f", &shoot, "--project", "Acme_Prod"]).code(1);
+    assert_eq!(run.stderr_lines().len(), 1, "{:?}", run.stderr_lines());
+    run.stderr_has("--project 'Acme_Prod' is not a GCP project id");
+}

@@ -5,15 +5,16 @@
 //! provider-neutral for everyone else: a [`ProviderShoot`] (the typed manifest, erased) together with
 //! the `&'static dyn Provider` that parsed it and is the only one that reads it.
 //!
-//! Purity: [`Provider::validate`] and [`Provider::check_fleet`] do no I/O. The async methods read
-//! the cloud only through the [`CloudRead`] they are given (discovery), never write it; everything
-//! they compute from what they read is a pure function of (manifest, workspace, observed).
+//! Purity: [`Provider::validate`] does no I/O. The async methods (and [`Provider::check_fleet`])
+//! read the cloud only through the [`CloudRead`] they are given (discovery), never write it;
+//! everything they compute from what they read is a pure function of (manifest, workspace, observed).
 //! See `docs/dev/writing-a-provider.md`.
 
 use std::any::Any;
 use std::fmt;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
@@ -111,7 +112,17 @@ pub struct FleetShoot<'a> {
 
 /// The workspaces applied in state for shoots that are not in the fleet being planned (read only
 /// when a fleet-wide check needs them).
-pub type AppliedShoots<'a> = &'a dyn Fn() -> Result<Vec<Workspace>, ProviderError>;
+pub type AppliedShoots<'a> = &'a (dyn Fn() -> Result<Vec<Workspace>, ProviderError> + Sync);
+
+/// What a fleet-wide check found that does not refuse the fleet: a warning for one planned shoot,
+/// which the caller adds to that shoot's plan (`Plan::warnings`), as the plan's own warnings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FleetWarning {
+    /// The technical id of the shoot whose plan carries the warning (one of the fleet's).
+    pub shoot: String,
+    /// One line, like a plan's own warnings.
+    pub message: String,
+}
 
 /// Why a provider cannot plan a shoot (or a fleet). Each renders as one line; [`ProviderError::Invalid`]
 /// and [`ProviderError::Preflight`] carry their errors, one per line, for the caller to list.
@@ -138,6 +149,34 @@ impl From<StateError> for ProviderError {
     fn from(e: StateError) -> ProviderError {
         ProviderError::Other(Box::new(e))
     }
+}
+
+/// [`Provider::parse_shoot`] of a provider whose Shoots are `Shoot<C>` (`C`: its
+/// infrastructureConfig): the typed pass, the same for every provider.
+pub fn parse_typed_shoot<C>(text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error>
+where
+    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    let shoot: Shoot<C> = trellis_planner::yaml::from_str(text)?;
+    Ok(Box::new(shoot))
+}
+
+/// [`Provider::shoot_from_json`] of a provider whose Shoots are `Shoot<C>`.
+pub fn typed_shoot_from_json<C>(value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
+where
+    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    let shoot: Shoot<C> = serde_json::from_value(value.clone())?;
+    Ok(Box::new(shoot))
+}
+
+/// [`Provider::shoot_from_envelope`] of a provider whose Shoots are `Shoot<C>`.
+pub fn typed_shoot_from_envelope<C>(shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
+where
+    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    let shoot: Shoot<C> = shoot.with_infrastructure_config()?;
+    Ok(Box::new(shoot))
 }
 
 /// A provider: one `spec.provider.type` of Gardener Shoots.
@@ -227,13 +266,17 @@ pub trait Provider: Send + Sync {
     }
 
     /// Fleet-wide rules over this provider's planned shoots (`fleet`) and the shoots already applied
-    /// in state (`applied`, read only if needed). No cloud I/O. [`ProviderError::Fleet`] when broken.
-    fn check_fleet(
+    /// in state (`applied`, read only if needed): [`ProviderError::Fleet`] when one is broken (the
+    /// fleet is refused), else the warnings for shoots of the fleet ([`FleetWarning`]; GCP: B5's
+    /// untargeted firewall rules in a VPC shared by shoots). Reads the cloud only through `cloud`,
+    /// and only what a check needs beyond the plans' facts.
+    async fn check_fleet(
         &self,
         fleet: &[FleetShoot<'_>],
         applied: AppliedShoots<'_>,
+        cloud: &dyn CloudRead,
         ctx: &CloudCtx,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<Vec<FleetWarning>, ProviderError>;
 }
 
 impl fmt::Debug for dyn Provider {

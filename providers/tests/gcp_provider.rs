@@ -193,10 +193,10 @@ fn regression_two_gcp_shoots_on_one_byo_workers_subnet_are_refused() {
     let facts: Vec<Plan> = [plan_a.clone(), plan_b].into_iter().filter_map(|p| gcp().fleet_facts(p)).collect();
     let fleet: Vec<FleetShoot<'_>> =
         facts.iter().map(|plan| FleetShoot { plan, file: Path::new("shoots.yaml") }).collect();
-    let err = gcp().check_fleet(&fleet, &|| Ok(Vec::new()), &ctx()).unwrap_err().to_string();
+    let err = block_on(gcp().check_fleet(&fleet, &|| Ok(Vec::new()), &sim, &ctx())).unwrap_err().to_string();
     assert!(err.contains("subnetworks/my-workers is referenced by") && err.contains("shoot--dev--other"), "{err}");
     // One shoot alone is fine.
-    gcp().check_fleet(&fleet[..1], &|| Ok(Vec::new()), &ctx()).unwrap();
+    block_on(gcp().check_fleet(&fleet[..1], &|| Ok(Vec::new()), &sim, &ctx())).unwrap();
     // Against a shoot applied in state on the same subnet.
     let mut applied = Workspace::new("shoot--dev--applied");
     let st = GcpState {
@@ -204,6 +204,7 @@ fn regression_two_gcp_shoots_on_one_byo_workers_subnet_are_refused() {
         ..Default::default()
     };
     applied.provider_state = Some(trellis_state::ProviderState::of(&st).unwrap());
-    let err = gcp().check_fleet(&fleet[..1], &|| Ok(vec![applied.clone()]), &ctx()).unwrap_err().to_string();
+    let err =
+        block_on(gcp().check_fleet(&fleet[..1], &|| Ok(vec![applied.clone()]), &sim, &ctx())).unwrap_err().to_string();
     assert!(err.contains("shoot--dev--applied (applied, in state)"), "{err}");
 }

@@ -11,7 +11,9 @@ use trellis_state::{ProviderState, Workspace};
 use super::state::AzureState;
 use super::{AzureError, AzureShoot};
 use crate::manifest::ShootEnvelope;
-use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+use crate::provider::{
+    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
+};
 
 /// The Azure provider, as registered in [`crate::registry`].
 pub static AZURE: Azure = Azure;
@@ -56,18 +58,15 @@ impl Provider for Azure {
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        let shoot: AzureShoot = trellis_planner::yaml::from_str(text)?;
-        Ok(Box::new(shoot))
+        crate::provider::parse_typed_shoot::<super::api::InfrastructureConfig>(text)
     }
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: AzureShoot = serde_json::from_value(value.clone())?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_json::<super::api::InfrastructureConfig>(value)
     }
 
     fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: AzureShoot = shoot.with_infrastructure_config()?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_envelope::<super::api::InfrastructureConfig>(shoot)
     }
 
     fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
@@ -127,12 +126,13 @@ impl Provider for Azure {
         Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
     }
 
-    fn check_fleet(
+    async fn check_fleet(
         &self,
         fleet: &[FleetShoot<'_>],
         applied: AppliedShoots<'_>,
+        _cloud: &dyn CloudRead,
         ctx: &CloudCtx,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<Vec<FleetWarning>, ProviderError> {
         let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for s in fleet {
             if let Some(subnet) = super::byo_subnet_of_plan(s.plan) {
@@ -159,7 +159,7 @@ impl Provider for Azure {
                 shared.join("; ")
             )));
         }
-        Ok(())
+        Ok(Vec::new())
     }
 }
 

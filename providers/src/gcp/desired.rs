@@ -50,7 +50,7 @@ fn res(kind: Kind, scope: String, name: &str, id: String) -> Resource {
 }
 
 /// How the reason of the BYO workers subnet's plan node starts: the fleet check finds a shoot's
-/// workers subnet by it ([`super::provider::is_byo_workers_subnet_node`]).
+/// workers subnet by it ([`super::fleet::is_byo_workers_subnet_node`]).
 pub const WORKERS_SUBNET_WHY: &str = "your workers subnet (networks.subnetWorkers)";
 
 pub fn vpc_res(cfg: &InfrastructureConfig, ctx: &Ctx) -> Resource {

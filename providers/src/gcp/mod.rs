@@ -20,6 +20,7 @@
 
 pub mod api;
 pub mod desired;
+pub mod fleet;
 pub mod names;
 pub mod preflight;
 pub mod provider;

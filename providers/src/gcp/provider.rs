@@ -2,22 +2,22 @@
 //! parent ([`super::desired`], [`super::preflight`], [`super::render`], [`super::warnings`],
 //! [`super::validation`]) over an [`Observed`] keyed by [`GceIds`].
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifacts, Kind, Mode, Node, Ownership, Plan, Prior, Summary, FORMAT_VERSION};
+use trellis_plans::{Artifacts, Kind, Mode, Node, Plan, Prior, Summary, FORMAT_VERSION};
 use trellis_state::{ProviderState, Workspace};
 
 use super::api::{InfrastructureConfig, Mode as CfgMode};
 use super::state::{GcpState, LastApplied};
-use super::{desired, names, preflight, render, warnings, Ctx, GcpShoot};
+use super::{desired, fleet, names, preflight, render, warnings, Ctx, GcpShoot};
 use crate::field::Path;
 use crate::manifest::ShootEnvelope;
-use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+use crate::provider::{
+    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
+};
 
 /// The GCP provider, as registered in [`crate::registry`].
 pub static GCP: Gcp = Gcp;
@@ -148,14 +148,6 @@ fn last_applied(shoot: &GcpShoot) -> LastApplied {
     }
 }
 
-/// Whether a plan node is a shoot's BYO workers subnet (`networks.subnetWorkers`): a user-owned
-/// subnet verified as the workers subnet.
-pub fn is_byo_workers_subnet_node(node: &Node) -> bool {
-    node.kind == Kind::Subnetwork
-        && node.ownership() == Ownership::User
-        && node.reason.starts_with(desired::WORKERS_SUBNET_WHY)
-}
-
 #[async_trait::async_trait]
 impl Provider for Gcp {
     fn type_name(&self) -> &'static str {
@@ -171,18 +163,15 @@ impl Provider for Gcp {
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        let shoot: GcpShoot = trellis_planner::yaml::from_str(text)?;
-        Ok(Box::new(shoot))
+        crate::provider::parse_typed_shoot::<InfrastructureConfig>(text)
     }
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: GcpShoot = serde_json::from_value(value.clone())?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_json::<InfrastructureConfig>(value)
     }
 
     fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: GcpShoot = shoot.with_infrastructure_config()?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_envelope::<InfrastructureConfig>(shoot)
     }
 
     fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
@@ -286,54 +275,28 @@ impl Provider for Gcp {
         Ok(out)
     }
 
-    /// A BYO workers subnet belongs to one shoot (the spec lets shoots share a BYO VPC, B5, never a
-    /// workers subnet: each shoot's CCM treats the subnet's routes as its own): checked across the
-    /// fleet and against the shoots already applied in state. Reads each shoot's workers subnet node.
+    /// The fleet checks ([`super::fleet`]) read each BYO shoot's workers subnet node and VPC node; a
+    /// managed shoot adds nothing to them.
     fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
-        let nodes: Vec<_> = plan.nodes.iter().filter(|n| is_byo_workers_subnet_node(n)).cloned().collect();
-        if nodes.is_empty() {
+        if !plan.nodes.iter().any(fleet::is_byo_workers_subnet_node) {
             return None;
         }
+        let nodes: Vec<_> = plan
+            .nodes
+            .iter()
+            .filter(|n| fleet::is_byo_workers_subnet_node(n) || fleet::is_user_vpc_node(n))
+            .cloned()
+            .collect();
         Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
     }
 
-    fn check_fleet(
+    async fn check_fleet(
         &self,
         fleet: &[FleetShoot<'_>],
         applied: AppliedShoots<'_>,
-        _ctx: &CloudCtx,
-    ) -> Result<(), ProviderError> {
-        let key = |link: &str| GceIds.key(link);
-        let mut users: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
-        for s in fleet {
-            let subnet = s.plan.nodes.iter().find(|n| is_byo_workers_subnet_node(n)).and_then(|n| n.id.as_deref());
-            if let Some(subnet) = subnet {
-                users.entry(key(subnet)).or_insert_with(|| (subnet.to_string(), Vec::new())).1.push(format!(
-                    "{} ({})",
-                    s.plan.shoot,
-                    s.file.display()
-                ));
-            }
-        }
-        if !users.is_empty() {
-            for ws in applied()? {
-                let Ok(Some(state)) = ws.provider_state::<GcpState>() else { continue };
-                if let Some(list) = state.byo_workers_subnet.and_then(|s| users.get_mut(&key(&s))) {
-                    list.1.push(format!("{} (applied, in state)", ws.shoot));
-                }
-            }
-        }
-        let shared: Vec<String> = users
-            .values()
-            .filter(|(_, shoots)| shoots.len() > 1)
-            .map(|(subnet, shoots)| format!("workers subnet {subnet} is referenced by {}", shoots.join(" and ")))
-            .collect();
-        if !shared.is_empty() {
-            return Err(ProviderError::Fleet(format!(
-                "{}; a BYO workers subnet (networks.subnetWorkers) must be dedicated to one shoot (shoots may share a VPC, not a workers subnet) — give each shoot its own subnet",
-                shared.join("; ")
-            )));
-        }
-        Ok(())
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Vec<FleetWarning>, ProviderError> {
+        fleet::check(fleet, applied, cloud, ctx).await
     }
 }

@@ -152,6 +152,12 @@ impl GceSim {
         self.lock().audit.calls().to_vec()
     }
 
+    /// Appends the calls not persisted yet to `tree` (as [`crate::ArmSim::persist_audit`] does), so
+    /// that the audit log of a command outlives its process; returns how many were written.
+    pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
+        self.lock().audit.persist(tree)
+    }
+
     /// The quotas in force.
     pub fn quotas(&self) -> Quotas {
         self.lock().store.quotas

@@ -61,7 +61,7 @@ impl Persist {
             if path.key() != key {
                 return Err(corrupt(&key, format!("stored under a key that is not its path {}", path.key())));
             }
-            store.entries.insert(key, entry);
+            store.load(key, entry);
         }
         for item in tree.scan_prefix(OP_PREFIX.as_bytes()) {
             let (k, v) = item?;

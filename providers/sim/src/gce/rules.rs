@@ -163,8 +163,8 @@ pub(crate) fn insert(
 }
 
 /// An auto-mode network's subnetworks: one named after the network in each region of
-/// [`AUTO_MODE_SUBNETS`].
-fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Result<(), ApiError> {
+/// [`AUTO_MODE_SUBNETS`] (a subnetwork of that name already there is kept as it is).
+pub(crate) fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Result<(), ApiError> {
     for (region, cidr) in AUTO_MODE_SUBNETS {
         let coll = CollectionPath {
             project: network.project().to_string(),
@@ -172,8 +172,14 @@ fn auto_subnets(store: &mut GceStore, network: &GcePath, origin: Origin) -> Resu
             collection: Collection::Subnetworks,
         };
         let path = coll.child(&network.name);
-        let body = json!({"name": network.name, "network": network.url(), "ipCidrRange": cidr});
-        let Value::Object(body) = body else { unreachable!("a json! object") };
+        if store.entries.contains_key(&path.key()) {
+            continue;
+        }
+        let body = Map::from_iter([
+            ("name".to_string(), json!(network.name)),
+            ("network".to_string(), json!(network.url())),
+            ("ipCidrRange".to_string(), json!(cidr)),
+        ]);
         let value = build_subnetwork(store, &path, body, None)?;
         let tick = store.tick();
         let value = stamp(value, &path, None, tick);
@@ -592,20 +598,16 @@ fn string_list(body: &Map<String, Value>, field: &str) -> Result<Vec<String>, Ap
     }
 }
 
-/// Resolves a reference field to an existing resource, written back as its full URL.
+/// Resolves a required reference field to an existing resource, written back as its full URL.
 fn reference(
     store: &GceStore,
     body: &mut Map<String, Value>,
     field: &str,
     path: &GcePath,
     collection: Collection,
-    required: bool,
-) -> Result<Option<GcePath>, ApiError> {
+) -> Result<GcePath, ApiError> {
     let Some(r) = str_field(body, field)? else {
-        if required {
-            return Err(invalid(format!("Invalid value for field 'resource.{field}': ''. The field is required")));
-        }
-        return Ok(None);
+        return Err(invalid(format!("Invalid value for field 'resource.{field}': ''. The field is required")));
     };
     let target = resolve(r, path.project(), collection)
         .map_err(|e| invalid(format!("Invalid value for field 'resource.{field}': {e}")))?;
@@ -613,7 +615,7 @@ fn reference(
         return Err(not_found(&target.key()));
     }
     body.insert(field.to_string(), json!(target.url()));
-    Ok(Some(target))
+    Ok(target)
 }
 
 fn immutable(body: &Map<String, Value>, old: Option<&Value>, field: &str, key: &str) -> Result<(), ApiError> {
@@ -690,7 +692,7 @@ fn build_subnetwork(
     old: Option<&Value>,
 ) -> Result<Map<String, Value>, ApiError> {
     let key = path.key();
-    let network = reference(store, &mut body, "network", path, Collection::Networks, true)?.expect("required");
+    let network = reference(store, &mut body, "network", path, Collection::Networks)?;
     immutable(&body, old, "network", &key)?;
     let cidr = str_field(&body, "ipCidrRange")?
         .ok_or_else(|| invalid("Invalid value for field 'resource.ipCidrRange': ''. The field is required"))?
@@ -861,7 +863,7 @@ fn build_router(
     old: Option<&Value>,
 ) -> Result<Map<String, Value>, ApiError> {
     let key = path.key();
-    let network = reference(store, &mut body, "network", path, Collection::Networks, true)?.expect("required");
+    let network = reference(store, &mut body, "network", path, Collection::Networks)?;
     immutable(&body, old, "network", &key)?;
     let nats = match body.remove("nats") {
         None | Some(Value::Null) => Vec::new(),
@@ -964,9 +966,8 @@ fn build_router(
             let Value::Object(mut s) = s else {
                 return Err(invalid(format!("Invalid value for field '{s_field}'. Must be an object")));
             };
-            let sub = reference(store, &mut s, "name", path, Collection::Subnetworks, true)
-                .map_err(|e| ApiError { message: format!("{s_field}: {}", e.message), ..e })?
-                .expect("required");
+            let sub = reference(store, &mut s, "name", path, Collection::Subnetworks)
+                .map_err(|e| ApiError { message: format!("{s_field}: {}", e.message), ..e })?;
             let in_network = store.entries.get(&sub.key()).and_then(|e| e.value.get("network")).and_then(Value::as_str)
                 == Some(network.url().as_str());
             if sub.region() != path.region() || !in_network {
@@ -1030,7 +1031,7 @@ fn build_address(
         body.insert("address".into(), json!(address));
         return Ok(body);
     }
-    let subnet = reference(store, &mut body, "subnetwork", path, Collection::Subnetworks, true)?.expect("required");
+    let subnet = reference(store, &mut body, "subnetwork", path, Collection::Subnetworks)?;
     immutable(&body, old, "subnetwork", &key)?;
     if subnet.region() != path.region() {
         return Err(invalid(format!(
@@ -1143,9 +1144,8 @@ fn build_instance(
         let Value::Object(mut nic) = nic else {
             return Err(invalid(format!("Invalid value for field '{field}'. Must be an object")));
         };
-        let sub = reference(store, &mut nic, "subnetwork", path, Collection::Subnetworks, true)
-            .map_err(|e| ApiError { message: format!("{field}: {}", e.message), ..e })?
-            .expect("required");
+        let sub = reference(store, &mut nic, "subnetwork", path, Collection::Subnetworks)
+            .map_err(|e| ApiError { message: format!("{field}: {}", e.message), ..e })?;
         if sub.region() != path.region() {
             return Err(invalid(format!(
                 "Invalid value for field '{field}.subnetwork': subnetwork '{}' is not in the VM's region",
@@ -1251,7 +1251,7 @@ fn build_firewall(
     if !body.contains_key("network") {
         body.insert("network".into(), json!("global/networks/default"));
     }
-    reference(store, &mut body, "network", path, Collection::Networks, true)?;
+    reference(store, &mut body, "network", path, Collection::Networks)?;
     immutable(&body, old, "network", &key)?;
     let direction = one_of(&mut body, "direction", &["INGRESS", "EGRESS"], Some("INGRESS"))?.unwrap_or_default();
     int_field(&mut body, "priority", 1000, 0..=65535)?;
@@ -1326,7 +1326,7 @@ fn build_route(
     path: &GcePath,
     mut body: Map<String, Value>,
 ) -> Result<Map<String, Value>, ApiError> {
-    reference(store, &mut body, "network", path, Collection::Networks, true)?;
+    reference(store, &mut body, "network", path, Collection::Networks)?;
     let dest = str_field(&body, "destRange")?
         .ok_or_else(|| invalid("Invalid value for field 'resource.destRange': ''. The field is required"))?;
     let net: IpNet = dest.parse().map_err(|_| {
@@ -1381,14 +1381,7 @@ pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     match path.collection() {
         Collection::Networks => {
             let url = path.url();
-            let subnets: Vec<Value> = store
-                .entries
-                .iter()
-                .filter(|(k, e)| {
-                    k.contains("/subnetworks/") && e.value.get("network").and_then(Value::as_str) == Some(url.as_str())
-                })
-                .filter_map(|(_, e)| e.value.get("selfLink").cloned())
-                .collect();
+            let subnets: Vec<Value> = store.subnets_of(&url).cloned().collect();
             if !subnets.is_empty() {
                 v["subnetworks"] = Value::Array(subnets);
             }
@@ -1439,10 +1432,18 @@ pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Re
         })?,
     };
     let prefix = format!("{}/", coll.path());
+    // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
+    let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
     let keys: Vec<&String> = if coll.collection == Collection::Operations {
-        store.operations.keys().filter(|k| k.starts_with(&prefix)).collect()
+        store.operations.range::<str, _>(from).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).collect()
     } else {
-        store.entries.keys().filter(|k| k.starts_with(&prefix) && !k[prefix.len()..].contains('/')).collect()
+        store
+            .entries
+            .range::<str, _>(from)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix))
+            .filter(|k| !k[prefix.len()..].contains('/'))
+            .collect()
     };
     let all: Vec<Value> = keys
         .into_iter()

@@ -53,6 +53,19 @@ pub(crate) struct GceStore {
     pub ops_dirty: BTreeSet<String>,
     /// The counters or quotas changed since the last write to the tree.
     pub meta_dirty: bool,
+    /// The subnetworks of each network (by the network's URL, as subnetworks name it): key → the
+    /// subnetwork's selfLink, kept by [`GceStore::put`], [`GceStore::take`] and [`GceStore::load`]:
+    /// a network's GET lists its subnetworks without a scan or a lookup per subnetwork.
+    subnets_of: BTreeMap<String, BTreeMap<String, Value>>,
+}
+
+/// The network (URL) a subnetwork entry belongs to; `None` for anything else.
+fn subnet_network<'a>(key: &str, entry: &'a Entry) -> Option<&'a str> {
+    if key.contains("/subnetworks/") {
+        entry.value.get("network").and_then(Value::as_str)
+    } else {
+        None
+    }
 }
 
 impl GceStore {
@@ -65,13 +78,46 @@ impl GceStore {
     /// Stores `entry` under `key` (noted for the next write to the tree).
     pub fn put(&mut self, key: String, entry: Entry) {
         self.dirty.insert(key.clone());
-        self.entries.insert(key, entry);
+        self.load(key, entry);
+    }
+
+    /// Stores `entry` under `key` as read from the tree (not noted for a write).
+    pub fn load(&mut self, key: String, entry: Entry) {
+        if let Some(network) = subnet_network(&key, &entry) {
+            let link = entry.value.get("selfLink").cloned().unwrap_or(Value::Null);
+            self.subnets_of.entry(network.to_string()).or_default().insert(key.clone(), link);
+        }
+        if let Some(old) = self.entries.insert(key.clone(), entry) {
+            self.unindex(&key, &old);
+        }
     }
 
     /// Removes the entry under `key` (noted for the next write to the tree).
     pub fn take(&mut self, key: &str) -> Option<Entry> {
         self.dirty.insert(key.to_string());
-        self.entries.remove(key)
+        let old = self.entries.remove(key)?;
+        self.unindex(key, &old);
+        Some(old)
+    }
+
+    /// Drops `key` from the subnetworks of `old`'s network, unless the entry now stored under `key`
+    /// is in that network too.
+    fn unindex(&mut self, key: &str, old: &Entry) {
+        let Some(network) = subnet_network(key, old) else { return };
+        if self.entries.get(key).and_then(|now| subnet_network(key, now)) == Some(network) {
+            return;
+        }
+        if let Some(keys) = self.subnets_of.get_mut(network) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.subnets_of.remove(network);
+            }
+        }
+    }
+
+    /// The selfLinks of the subnetworks of the network `url`, in key order.
+    pub fn subnets_of(&self, url: &str) -> impl Iterator<Item = &Value> {
+        self.subnets_of.get(url).into_iter().flat_map(BTreeMap::values).filter(|link| !link.is_null())
     }
 
     /// Stores an operation (noted for the next write to the tree).
@@ -133,6 +179,34 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn subnet(network: &str) -> Entry {
+        Entry {
+            value: serde_json::json!({"network": network, "selfLink": "x"}),
+            origin: Origin::Api,
+            auto: false,
+            declared: None,
+        }
+    }
+
+    #[test]
+    fn the_subnetworks_of_a_network_follow_puts_moves_and_takes() {
+        let (a, b) = ("https://x/projects/p/global/networks/a", "https://x/projects/p/global/networks/b");
+        let (s1, s2) = ("projects/p/regions/r/subnetworks/s1", "projects/p/regions/r/subnetworks/s2");
+        let mut store = GceStore::default();
+        store.put(s1.into(), subnet(a));
+        store.put(s2.into(), subnet(a));
+        store.put(s2.into(), subnet(a));
+        assert_eq!(store.subnets_of(a).count(), 2);
+        store.put(s1.into(), subnet(b));
+        assert_eq!(store.subnets_of(a).count(), 1);
+        assert_eq!(store.subnets_of(b).count(), 1);
+        store.take(s2);
+        store.take(s1);
+        assert_eq!(store.subnets_of(a).count() + store.subnets_of(b).count(), 0);
+        store.put("projects/p/global/networks/a".into(), subnet(a));
+        assert_eq!(store.subnets_of(a).count(), 0, "only subnetworks are listed");
+    }
 
     #[test]
     fn timestamps_are_rfc3339_from_2026() {

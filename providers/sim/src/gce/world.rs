@@ -26,7 +26,7 @@ use crate::core::store::Origin;
 use crate::core::world::{SyncReport, WorldFile};
 use crate::SimError;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A declared resource: where, and its body as declared.
@@ -152,12 +152,25 @@ pub(crate) fn sync(store: &mut GceStore, world: &WorldFile) -> Result<SyncReport
     let mut declared = gce.declared(&world.path)?;
     declared.sort_by_key(|(p, _)| rank(p.collection()));
     let keys: BTreeSet<String> = declared.iter().map(|(p, _)| p.key()).collect();
+    // Declared auto-mode networks: each has its subnetwork in every auto-mode region, as on GCE
+    // (a subnetwork declared by that name stands in for it).
+    let auto_networks: Vec<&GcePath> = declared
+        .iter()
+        .filter(|(p, body)| {
+            p.collection() == Collection::Networks && body.get("autoCreateSubnetworks") == Some(&json!(true))
+        })
+        .map(|(p, _)| p)
+        .collect();
+    let auto_urls: BTreeSet<String> = auto_networks.iter().map(|p| p.url()).collect();
     let mut next = store.clone();
     let mut report = SyncReport::default();
     let gone: Vec<String> = next
         .entries
         .iter()
         .filter(|(k, e)| e.origin == Origin::World && !keys.contains(*k))
+        .filter(|(_, e)| {
+            !(e.auto && e.value.get("network").and_then(Value::as_str).is_some_and(|n| auto_urls.contains(n)))
+        })
         .map(|(k, _)| k.clone())
         .collect();
     for k in gone {
@@ -196,6 +209,18 @@ pub(crate) fn sync(store: &mut GceStore, world: &WorldFile) -> Result<SyncReport
             Err(e) => {
                 problems.push(format!("{}: gce resource '{key}': {} ({} {})", world.path, e.message, e.status, e.code))
             }
+        }
+    }
+    for network in auto_networks {
+        if let Err(e) = rules::auto_subnets(&mut next, network, Origin::World) {
+            problems.push(format!(
+                "{}: gce resource '{}': its auto-mode subnetworks: {} ({} {})",
+                world.path,
+                network.key(),
+                e.message,
+                e.status,
+                e.code
+            ));
         }
     }
     if !problems.is_empty() {
