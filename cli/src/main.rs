@@ -9,6 +9,7 @@ use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_plans::{escape, render, PlanSet};
+use trellis_providers::features::Features;
 use trellis_state::{SledStore, StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
@@ -67,6 +68,10 @@ struct Inputs {
     /// Shoot manifest file, or a directory (a fleet: every Shoot in it). Repeatable.
     #[arg(short = 'f', long = "file", value_name = "FILE|DIR")]
     files: Vec<PathBuf>,
+    /// Gardener feature gates to plan under, as Gardener components take them:
+    /// `MutableShootDomains=true` (comma-separated `Name=true|false`; every gate is off by default).
+    #[arg(long, value_name = "GATES", default_value = "", hide_default_value = true, value_parser = parse_feature_gates)]
+    feature_gates: Features,
     #[command(flatten)]
     env: Env,
 }
@@ -436,7 +441,8 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
-    let session = open(&args.inputs.env, "plan").await?;
+    let mut session = open(&args.inputs.env, "plan").await?;
+    session.features = args.inputs.feature_gates;
     let result = plan_in(&session, files, &args).await;
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
@@ -560,6 +566,11 @@ fn read_plan(path: &Path) -> Result<PlanSet> {
     Ok(PlanSet::from_json(&path.display().to_string(), &text)?)
 }
 
+/// A `--feature-gates` value ([`Features`]' parser: only gates trellis knows, `true` or `false`).
+fn parse_feature_gates(value: &str) -> Result<Features, String> {
+    value.parse::<Features>().map_err(|e| e.to_string())
+}
+
 /// A `--digest` value: the 64 hex digits of a sha256, as plans show it.
 fn parse_digest(value: &str) -> Result<String, String> {
     let value = value.trim().to_ascii_lowercase();
@@ -619,7 +630,8 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
         }
         None => None,
     };
-    let session = open(&args.inputs.env, "apply").await?;
+    let mut session = open(&args.inputs.env, "apply").await?;
+    session.features = args.inputs.feature_gates;
     let result = apply_in(&session, &args, saved).await;
     session.finish(result)
 }
@@ -644,7 +656,8 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
-    let session = open(&args.inputs.env, "destroy").await?;
+    let mut session = open(&args.inputs.env, "destroy").await?;
+    session.features = args.inputs.feature_gates;
     let result = destroy_in(&session, &args).await;
     session.finish(result)
 }

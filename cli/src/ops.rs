@@ -20,7 +20,7 @@ use trellis_providers::manifest::{self, ManifestError};
 use trellis_providers::metadata;
 use trellis_providers::provider::{CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
 use trellis_providers::registry::Registry;
-use trellis_sim::{ArmSim, GceSim, WorldFile};
+use trellis_sim::{ArmSim, DnsSim, GceSim, WorldFile};
 use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
 
 /// The sled tree the simulated Azure cloud lives in, next to the state.
@@ -29,6 +29,12 @@ pub const SIM_TREE: &str = "sim/azure";
 pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
 /// The sled tree the simulated GCE cloud lives in, next to the state and the ARM simulator.
 pub const GCE_SIM_TREE: &str = "sim/gce";
+/// The sled tree the simulated DNS (zones, records, the seeds' DNSRecord objects) lives in.
+pub const DNS_SIM_TREE: &str = "sim/dns";
+/// The sled tree the simulated DNS's audit log is kept in.
+pub const DNS_SIM_AUDIT_TREE: &str = "sim/dns-audit";
+/// The account of the domains provider's calls: the simulated DNS has none.
+pub const DNS_ACCOUNT: &str = "dns";
 /// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
 /// resources in it: `projects/trellis-sim/…`).
 pub const SIM_PROJECT: &str = "trellis-sim";
@@ -48,6 +54,11 @@ pub struct Session {
     pub gce: GceSim,
     /// The GCP project GCP shoots live in.
     pub project: String,
+    /// The simulated DNS the domains provider's plans read and write (tree [`DNS_SIM_TREE`]): the
+    /// seeds' DNSRecord objects and the zones the DNS extension writes them into.
+    pub dns: DnsSim,
+    /// The feature gates plans are made under (`--feature-gates`; every gate off by default).
+    pub features: trellis_providers::features::Features,
     // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
     pub store: Arc<SledStore>,
     /// The subscription the shoots' credentials point at.
@@ -70,13 +81,15 @@ impl Session {
         let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
             let sim = ArmSim::open(tree, subscription)?;
             let gce = GceSim::open(store.tree(GCE_SIM_TREE)?)?;
+            let dns = DnsSim::open(store.tree(DNS_SIM_TREE)?)?;
             let note = match &world {
                 Some(world) => {
                     let mut report = sim.sync_world(world)?;
-                    let gce_report = gce.sync_world(world)?;
-                    report.added.extend(gce_report.added);
-                    report.updated.extend(gce_report.updated);
-                    report.removed.extend(gce_report.removed);
+                    for other in [gce.sync_world(world)?, dns.sync_world(world)?] {
+                        report.added.extend(other.added);
+                        report.updated.extend(other.updated);
+                        report.removed.extend(other.removed);
+                    }
                     Some(format!(
                         "world: {} added, {} updated, {} removed",
                         report.added.len(),
@@ -86,9 +99,9 @@ impl Session {
                 }
                 None => None,
             };
-            Ok(((sim, gce), note))
+            Ok(((sim, gce, dns), note))
         });
-        let ((sim, gce), note) = match opened {
+        let ((sim, gce, dns), note) = match opened {
             Ok(opened) => opened,
             Err(e) => {
                 let _ = store.discard();
@@ -104,7 +117,8 @@ impl Session {
             None => Err("the state dir was closed".to_string()),
         });
         sim.share_flush(Arc::clone(&shared_flush));
-        gce.share_flush(shared_flush);
+        gce.share_flush(Arc::clone(&shared_flush));
+        dns.share_flush(shared_flush);
         let gce_cloud: Arc<dyn CloudWrite> = Arc::new(gce.clone());
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
         let subscription = sim.subscription();
@@ -115,6 +129,8 @@ impl Session {
                 gce_cloud,
                 gce,
                 project: SIM_PROJECT.to_string(),
+                dns,
+                features: Default::default(),
                 store,
                 subscription,
                 retry: RetryPolicy::default(),
@@ -147,13 +163,17 @@ impl Session {
     }
 
     /// The cloud of each provider with its context: Azure shoots talk to [`Session::cloud`] in the
-    /// subscription, GCP shoots to [`Session::gce_cloud`] in [`Session::project`].
+    /// subscription, GCP shoots to [`Session::gce_cloud`] in [`Session::project`], domains plans to
+    /// the simulated DNS ([`Session::dns`]; there is no real DNS client yet, so also with `--cloud azure|gcp`).
     pub fn clouds(&self) -> Clouds {
         let gcp = CloudCtx { account: self.project.clone(), ..self.cloud_ctx() };
+        let dns = CloudCtx { account: DNS_ACCOUNT.to_string(), ..self.cloud_ctx() };
+        let dns_cloud: Arc<dyn CloudWrite> = Arc::new(self.dns.clone());
         Clouds {
             by_type: BTreeMap::from([
                 ("azure", (Arc::clone(&self.cloud), self.cloud_ctx())),
                 ("gcp", (Arc::clone(&self.gce_cloud), gcp)),
+                ("domains", (dns_cloud, dns)),
             ]),
         }
     }
@@ -202,17 +222,19 @@ impl Session {
         if self.keep_audit {
             let tree = self.store.tree(SIM_AUDIT_TREE)?;
             self.sim.persist_audit(&tree)?;
+            self.dns.persist_audit(&self.store.tree(DNS_SIM_AUDIT_TREE)?)?;
         }
         Ok(())
     }
 
     /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
     fn release(self) -> Arc<SledStore> {
-        let Session { cloud, sim, gce_cloud, gce, store, .. } = self;
+        let Session { cloud, sim, gce_cloud, gce, dns, store, .. } = self;
         drop(cloud);
         drop(sim);
         drop(gce_cloud);
         drop(gce);
+        drop(dns);
         store
     }
 }
