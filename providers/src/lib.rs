@@ -16,9 +16,12 @@
 //! - [`strict`]: booleans and integers decoded as Kubernetes decodes them (a quoted value is a string).
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
 //! - [`gcp`]: the GCP provider's API types and admission validation (not registered yet).
+//! - [`domains`]: the GEP-0066 `domains` provider (mutable shoot domains): model, validation, CA-rotation
+//!   phases, DNSRecord objects and artifacts; reached through [`registry::Registry::domains`].
 
 pub mod azure;
 pub mod cidr;
+pub mod domains;
 pub mod features;
 pub mod field;
 pub mod gcp;

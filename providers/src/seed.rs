@@ -6,7 +6,8 @@
 //! `file:line:col` error), every field defaults to its empty value (a missing one is for validation
 //! to report), and the parts trellis does not interpret yet are [`Opaque`]. The fields the domains
 //! work needs — `spec.provider`, `spec.dns`, `spec.ingress`, `spec.networks`, `spec.backup` — are
-//! typed. Nothing plans Seeds yet; [`crate::manifest::load`] returns them beside the Shoots.
+//! typed, with GEP-0066's `spec.dns.internalDomains` / `internalDomainEnabled` (read by the
+//! [`crate::domains`] provider). [`crate::manifest::load`] returns Seeds beside the Shoots.
 
 use serde::{Deserialize, Serialize};
 
@@ -83,6 +84,36 @@ pub struct SeedDns {
     /// The seed's default domains; the first that matches a Shoot wins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub defaults: Vec<SeedDnsProviderConfig>,
+    /// GEP-0066 (gate `MutableShootDomains`): the seed's internal domains, the desired one first, then
+    /// former ones that shoots not migrated yet may still use. Each entry is a provider config like
+    /// `internal` (type, domain, zone, credentials), not a bare domain: the records of a former
+    /// internal domain are still written (kept as `prior-internal`) and deleted through its own DNS
+    /// provider, zone and credentials, and `internalDomains[0]` is kept in sync with `internal`, which
+    /// is a provider config.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub internal_domains: Vec<SeedDnsProviderConfig>,
+    /// GEP-0066 (gate `MutableShootDomains`): whether shoots get an internal domain; `None` is
+    /// upstream's default, `true`.
+    #[serde(default, deserialize_with = "crate::strict::opt_bool", skip_serializing_if = "Option::is_none")]
+    pub internal_domain_enabled: Option<bool>,
+}
+
+impl SeedDns {
+    /// The desired internal domain: `internalDomains[0]`, else `internal` (upstream defaults one from
+    /// the other while both fields exist).
+    pub fn desired_internal(&self) -> Option<&SeedDnsProviderConfig> {
+        self.internal_domains.first().or(self.internal.as_ref())
+    }
+
+    /// `internalDomainEnabled`, defaulted to `true`.
+    pub fn internal_domain_enabled(&self) -> bool {
+        self.internal_domain_enabled.unwrap_or(true)
+    }
+
+    /// The internal domain config whose domain is `domain` (the desired one or a former one).
+    pub fn internal_by_domain(&self, domain: &str) -> Option<&SeedDnsProviderConfig> {
+        self.internal.iter().chain(&self.internal_domains).find(|c| c.domain.eq_ignore_ascii_case(domain))
+    }
 }
 
 /// `spec.dns.provider` (`SeedDNSProvider`). Upstream's `secretRef` is tombstoned: the credentials

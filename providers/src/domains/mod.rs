@@ -1,0 +1,194 @@
+//! The `domains` provider (GEP-0066, mutable shoot domains, issue #10): plans a Shoot's API-server
+//! DNS records — the seed's `DNSRecord` objects — through the two-phase CA rotation, with the
+//! artifacts a reviewer checks (SANs, advertised addresses, service-account issuers, kubeconfig
+//! server, the `InternalDomainUpToDate` constraint, the user's actions per phase).
+//!
+//! - [`api`]: what it reads of a Shoot ([`api::ShootView`]) and its input [`DomainsShoot`] (the
+//!   Shoot paired with its Seed and the feature gates, [`pair`]).
+//! - [`phase`]: the six upstream CA-rotation phases, the triggers and upstream's refusals.
+//! - [`model`]: the domain in each role, how a plan moves them, records and artifacts (pure).
+//! - [`validation`]: the Shoot rules (all errors at once); [`check_seed`]: the Seed rules that need
+//!   every shoot of the seed.
+//! - [`state`]: the typed, versioned provider state — **the truth** of the phase and the roles.
+//! - [`provider`]: the [`crate::provider::Provider`] impl ([`DOMAINS`]).
+//!
+//! Decisions (documented for users in `docs/usage/domain-migration.md`):
+//! - **DNSRecord names.** A role's record is upstream's `<shoot>-external` / `<shoot>-internal`. A
+//!   DNSRecord's name and `spec.name` are immutable, and the simulator (like Gardener's DNS
+//!   extension) refuses two objects for one FQDN, so a migration keeps the object that served the
+//!   old domain as it is (only its `role` label becomes `prior-external` / `prior-internal`: no DNS
+//!   gap) and creates the new domain's record as a distinct object, `<shoot>-<role>-migrated` when
+//!   `<shoot>-<role>` is the prior one. Completion deletes the prior object; the next migration
+//!   alternates back to `<shoot>-<role>`.
+//! - **Record values.** The address the records point at is the Seed's
+//!   `trellis.gardener.cloud/api-server-address` annotation (upstream: the seed's istio-ingress load
+//!   balancer, which no Seed field carries): `A` for IPv4, `AAAA` for IPv6, `CNAME` for a hostname.
+//! - **Where the truth lives.** The provider state: the phase and roles trellis last applied. The
+//!   manifest's `status` is read only before the first apply (adoption). `gardener.cloud/operation`
+//!   and the confirmation annotation are consumed by the apply that acted on them (recorded in state,
+//!   since trellis does not edit the user's manifest).
+//! - **Seed-level rules** run in [`check_seed`] (the caller — the CLI's fleet plan — hands it the
+//!   Seed, the Seed as last seen if known, and every DomainsShoot of the seed); usage of an internal
+//!   domain is read from the shoots' `status.advertisedAddresses` (`internal` / `prior-internal`), as
+//!   the GEP says.
+//! - **Constraint.** `InternalDomainUpToDate` (positive statement; only written while `False`, as
+//!   upstream's optional constraints), reason `InternalDomainMigrationRequired`.
+
+pub mod api;
+pub mod model;
+pub mod phase;
+pub mod provider;
+pub mod state;
+pub mod validation;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+pub use api::DomainsShoot;
+pub use provider::{Domains, DOMAINS};
+
+use crate::features::Features;
+use crate::field::{ErrorList, FieldError};
+use crate::provider::{ProviderError, ProviderShoot};
+use crate::seed::Seed;
+
+/// `domains`.
+pub const PROVIDER_TYPE: &str = "domains";
+
+/// Why a Shoot and a Seed cannot be paired, or a domains input cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DomainsError {
+    #[error("{file}: the Shoot cannot be read for its domains plan: {detail}")]
+    Shoot { file: String, detail: String },
+    #[error("{file}: Shoot {shoot} is scheduled on seed {want:?} (spec.seedName), not on the Seed {got:?} it was paired with; pass the Seed it names")]
+    WrongSeed { file: String, shoot: String, want: String, got: String },
+    #[error("{file}: Shoot {shoot} has no spec.seedName: a domains plan needs the Seed the Shoot is scheduled on; set spec.seedName")]
+    NoSeed { file: String, shoot: String },
+}
+
+impl From<DomainsError> for ProviderError {
+    fn from(e: DomainsError) -> ProviderError {
+        ProviderError::Other(Box::new(e))
+    }
+}
+
+/// A Shoot paired with its Seed: the input of a domains plan. `shoot` is the Shoot document as JSON
+/// (the infra provider's `ProviderShoot::to_json()`, or the raw document), `file` names it in errors.
+/// The Shoot's `spec.seedName` must name `seed`.
+pub fn pair(
+    shoot: &serde_json::Value,
+    seed: &Seed,
+    features: Features,
+    file: &Path,
+) -> Result<Box<dyn ProviderShoot>, ProviderError> {
+    let file_s = file.display().to_string();
+    let view: api::ShootView = serde_json::from_value(shoot.clone())
+        .map_err(|e| DomainsError::Shoot { file: file_s.clone(), detail: e.to_string() })?;
+    let name = format!("{}/{}", view.metadata.namespace, view.metadata.name);
+    match view.spec.seed_name.as_deref() {
+        None | Some("") => return Err(DomainsError::NoSeed { file: file_s, shoot: name }.into()),
+        Some(s) if s != seed.metadata.name => {
+            return Err(DomainsError::WrongSeed {
+                file: file_s,
+                shoot: name,
+                want: s.to_string(),
+                got: seed.metadata.name.clone(),
+            }
+            .into())
+        }
+        Some(_) => {}
+    }
+    Ok(Box::new(DomainsShoot { shoot: view, seed: seed.clone(), features }))
+}
+
+/// The Seed-level rules of GEP-0066 over the Seed, the Seed as last seen (`old_seed`, when known) and
+/// every shoot scheduled on it; every error at once ([`ProviderError::Invalid`], Seed field paths):
+/// - `internal` and `internalDomains[0]` in sync (gate on);
+/// - no shoot still uses an internal domain the Seed no longer lists (`internal` / `prior-internal`
+///   of its `status.advertisedAddresses`) (gate on);
+/// - `internalDomainEnabled: false` only when every shoot has an external domain (gate on);
+/// - with the gate off, today's rule: the internal domain must not change while shoots are
+///   scheduled onto the seed.
+pub fn check_seed(
+    seed: &Seed,
+    old_seed: Option<&Seed>,
+    shoots: &[&DomainsShoot],
+    features: Features,
+) -> Result<(), ProviderError> {
+    let dns = &seed.spec.dns;
+    let mut errs = ErrorList::new();
+    if !features.mutable_shoot_domains {
+        let old = old_seed.and_then(|o| o.spec.dns.internal.as_ref()).map(|c| c.domain.as_str());
+        let new = dns.internal.as_ref().map(|c| c.domain.as_str());
+        if old.is_some() && old != new && !shoots.is_empty() {
+            errs.push(FieldError::forbidden(
+                "spec.dns.internal",
+                "internal domain must not be changed while shoots are still scheduled onto seed",
+            ));
+        }
+    } else {
+        if let (Some(i), Some(first)) = (&dns.internal, dns.internal_domains.first()) {
+            if i != first {
+                errs.push(FieldError::invalid(
+                    "spec.dns.internal",
+                    &i.domain,
+                    format!("must be the same as spec.dns.internalDomains[0] (domain {:?}): both fields name the desired internal domain", first.domain),
+                ));
+            }
+        }
+        let listed: Vec<&str> = dns
+            .internal
+            .iter()
+            .chain(&dns.internal_domains)
+            .map(|c| c.domain.as_str())
+            .filter(|d| !d.is_empty())
+            .collect();
+        let mut in_use: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for s in shoots {
+            let v = &s.shoot;
+            for a in v.status.advertised_addresses.iter().filter(|a| a.name == "internal" || a.name == "prior-internal")
+            {
+                let host = a.url.trim_start_matches("https://");
+                let known = listed.iter().any(|d| {
+                    host.eq_ignore_ascii_case(&model::api(&model::internal_cluster_domain(
+                        &v.metadata.name,
+                        v.project(),
+                        d,
+                    )))
+                });
+                if !known {
+                    in_use.entry(host.to_string()).or_default().push(v.technical_id());
+                }
+            }
+        }
+        for (host, users) in in_use {
+            errs.push(FieldError::forbidden(
+                "spec.dns.internalDomains",
+                format!(
+                    "the internal domain of {host} is still used by shoot(s) {}: keep its entry until they migrated",
+                    users.join(", ")
+                ),
+            ));
+        }
+        if !dns.internal_domain_enabled() {
+            let without: Vec<String> =
+                shoots.iter().filter(|s| s.shoot.domain().is_none()).map(|s| s.shoot.technical_id()).collect();
+            if !without.is_empty() {
+                errs.push(FieldError::forbidden(
+                    "spec.dns.internalDomainEnabled",
+                    format!(
+                        "the internal domain may be disabled only when every shoot on the seed has an external domain; without one: {}",
+                        without.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ProviderError::Invalid(errs))
+    }
+}

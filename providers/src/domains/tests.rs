@@ -1,0 +1,512 @@
+//! Plans of the domains provider over an in-memory DNSRecord store (no simulator): the flows of
+//! GEP-0066, the validation rules with the gate on and off, the phase refusals, determinism.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use trellis_planner::discover::Observed;
+use trellis_planner::ids::{DnsIds, IdScheme};
+use trellis_plans::{Action, Plan};
+use trellis_state::{StoredResource, Workspace};
+
+use super::api::DomainsShoot;
+use super::provider::{discovery, plan_with, stored_state};
+use super::state::DomainsState;
+use super::*;
+use crate::provider::Planned;
+
+const TN: &str = "shoot--dev--a";
+const SEED: &str = "aws-eu1";
+const REC: &str = "/seeds/aws-eu1/namespaces/shoot--dev--a/dnsrecords/";
+
+fn seed_doc(internal: Option<&str>, internal_domains: &[&str], enabled: Option<bool>) -> Seed {
+    let cfg = |d: &str| json!({"type": "aws-route53", "domain": d, "zone": "Z-INT", "credentialsRef": {"kind": "Secret", "name": "int"}});
+    let mut dns = json!({
+        "defaults": [{"type": "aws-route53", "domain": "dev.example.com", "zone": "Z-EXT", "credentialsRef": {"kind": "Secret", "name": "ext"}}],
+    });
+    if let Some(i) = internal {
+        dns["internal"] = cfg(i);
+    }
+    if !internal_domains.is_empty() {
+        dns["internalDomains"] = json!(internal_domains.iter().map(|d| cfg(d)).collect::<Vec<_>>());
+    }
+    if let Some(e) = enabled {
+        dns["internalDomainEnabled"] = json!(e);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed",
+        "metadata": {"name": SEED, "annotations": {"trellis.gardener.cloud/api-server-address": "203.0.113.10"}},
+        "spec": {"dns": dns, "provider": {"type": "aws", "region": "eu-west-1"}},
+    }))
+    .unwrap()
+}
+
+fn shoot_doc(domain: Option<&str>, annotations: &[(&str, &str)]) -> Value {
+    let mut s = json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+        "metadata": {"name": "a", "namespace": "garden-dev",
+            "annotations": annotations.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
+        "spec": {"seedName": SEED, "provider": {"type": "aws", "workers": [{"name": "w", "minimum": 1, "maximum": 2}]},
+                 "region": "eu-west-1", "networking": {"type": "calico"}},
+    });
+    if let Some(d) = domain {
+        s["spec"]["dns"] = json!({"domain": d});
+    }
+    s
+}
+
+fn paired(shoot: &Value, seed: &Seed, gate: bool) -> DomainsShoot {
+    let boxed = pair(shoot, seed, Features { mutable_shoot_domains: gate }, Path::new("shoot.yaml")).unwrap();
+    boxed.downcast_ref::<DomainsShoot>().unwrap().clone()
+}
+
+/// The DNSRecord objects "in the seed", and the workspace: what an apply leaves.
+struct World {
+    cloud: BTreeMap<String, Value>,
+    ws: Workspace,
+}
+
+impl World {
+    fn new() -> World {
+        World { cloud: BTreeMap::new(), ws: Workspace::new(TN) }
+    }
+
+    fn plan(&self, ds: &DomainsShoot) -> Result<Planned, ProviderError> {
+        let mut observed = Observed::new(&DnsIds);
+        for id in discovery(ds, &self.ws)? {
+            observed.insert(&id, self.cloud.get(&DnsIds.key(&id)).cloned());
+        }
+        plan_with(ds, &self.ws, &observed)
+    }
+
+    fn apply(&mut self, p: &Planned) {
+        for n in &p.plan.nodes {
+            let id = n.id.clone().unwrap();
+            match n.action() {
+                Action::Create | Action::Update | Action::Replace => {
+                    self.cloud.insert(DnsIds.key(&id), n.patch().unwrap().clone());
+                    self.ws.record_resource(
+                        &n.address,
+                        StoredResource { kind: n.kind, id, ownership: Ownership::Managed },
+                    );
+                }
+                Action::Delete => {
+                    self.cloud.remove(&DnsIds.key(&id));
+                    self.ws.forget_resource(&n.address, &id);
+                }
+                _ => {}
+            }
+        }
+        for (a, id) in &p.forget {
+            self.ws.forget_resource(a, id);
+        }
+        self.ws.provider_state = Some(p.state.clone());
+        self.ws.serial += 1;
+    }
+
+    fn state(&self) -> DomainsState {
+        stored_state(&self.ws).unwrap()
+    }
+}
+
+use trellis_state::Ownership;
+
+fn actions(plan: &Plan) -> Vec<(String, &'static str)> {
+    plan.nodes
+        .iter()
+        .map(|n| {
+            let name = n.id.as_deref().unwrap().trim_start_matches(REC).to_string();
+            let a = match n.action() {
+                Action::Create => "create",
+                Action::Update => "update",
+                Action::Replace => "replace",
+                Action::Delete => "delete",
+                Action::Noop => "noop",
+                _ => "other",
+            };
+            (name, a)
+        })
+        .collect()
+}
+
+fn named<'a>(plan: &'a Plan, name: &str) -> &'a Value {
+    plan.artifacts.named.get(name).unwrap_or_else(|| panic!("no artifact {name}: {:?}", plan.artifacts.named))
+}
+
+fn invalid(r: Result<Planned, ProviderError>) -> Vec<String> {
+    match r {
+        Err(ProviderError::Invalid(e)) => e.iter().map(|e| e.to_string()).collect(),
+        Err(e) => panic!("not a validation error: {e}"),
+        Ok(p) => panic!("planned: {:?}", actions(&p.plan)),
+    }
+}
+
+fn ok(r: Result<Planned, ProviderError>) -> Planned {
+    match r {
+        Ok(p) => p,
+        Err(ProviderError::Invalid(e)) => panic!("{:?}", e.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn pair_refuses_a_shoot_of_another_seed_or_none_and_round_trips_through_json() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut other = shoot_doc(Some("a.dev.dev.example.com"), &[]);
+    other["spec"]["seedName"] = json!("gcp-eu1");
+    let e = pair(&other, &seed, Features::default(), Path::new("s.yaml")).unwrap_err().to_string();
+    assert_eq!(e, "s.yaml: Shoot garden-dev/a is scheduled on seed \"gcp-eu1\" (spec.seedName), not on the Seed \"aws-eu1\" it was paired with; pass the Seed it names");
+    other["spec"].as_object_mut().unwrap().remove("seedName");
+    let e = pair(&other, &seed, Features::default(), Path::new("s.yaml")).unwrap_err().to_string();
+    assert!(e.contains("has no spec.seedName"), "{e}");
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let back = DOMAINS.shoot_from_json(&crate::provider::ProviderShoot::to_json(&ds).unwrap()).unwrap();
+    assert_eq!(back.downcast_ref::<DomainsShoot>(), Some(&ds));
+    assert_eq!(DOMAINS.type_name(), "domains");
+    assert_eq!(crate::registry::Registry::builtin().domains().type_name(), "domains");
+}
+
+use crate::provider::Provider;
+
+#[test]
+fn a_first_plan_creates_the_external_and_internal_records_with_upstreams_names_labels_and_artifacts() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, false);
+    let w = World::new();
+    let p = ok(w.plan(&ds));
+    assert_eq!(actions(&p.plan), vec![("a-external".into(), "create"), ("a-internal".into(), "create")]);
+    let ext = p.plan.nodes[0].patch().unwrap();
+    assert_eq!(
+        ext,
+        &json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "DNSRecord",
+            "metadata": {"name": "a-external", "namespace": TN, "labels": {"role": "external", "gardener.cloud/role": "controlplane"}},
+            "spec": {"type": "aws-route53", "name": "api.a.dev.dev.example.com", "recordType": "A", "values": ["203.0.113.10"], "ttl": 120, "zone": "Z-EXT"}})
+    );
+    assert_eq!(p.plan.nodes[1].patch().unwrap()["spec"]["name"], "api.a.dev.internal.int.example.com");
+    assert_eq!(
+        named(&p.plan, "apiserver_sans"),
+        &json!([TN, "api.a.dev.internal.int.example.com", "a.dev.dev.example.com", "api.a.dev.dev.example.com"])
+    );
+    assert_eq!(
+        named(&p.plan, "advertised_addresses"),
+        &json!([
+            {"name": "external", "url": "https://api.a.dev.dev.example.com"},
+            {"name": "internal", "url": "https://api.a.dev.internal.int.example.com"},
+            {"name": "service-account-issuer", "url": "https://api.a.dev.internal.int.example.com"},
+        ])
+    );
+    assert_eq!(named(&p.plan, "kubeconfig_server"), "https://api.a.dev.dev.example.com");
+    assert_eq!(named(&p.plan, "service_account_issuer")["issuer"], "https://api.a.dev.internal.int.example.com");
+    assert!(p.plan.warnings.iter().any(|w| w == "planned under feature gates MutableShootDomains=false"));
+}
+
+#[test]
+fn external_domain_change_prepare_prepared_complete_without_an_internal_domain_migrates_the_issuer() {
+    let seed = seed_doc(None, &[], Some(false));
+    let mut w = World::new();
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let first = ok(w.plan(&ds));
+    w.apply(&first);
+    assert_eq!(actions(&first.plan), vec![("a-external".into(), "create")]);
+
+    // Prepare: the new domain together with rotate-ca-start.
+    let ds = paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        true,
+    );
+    let prep = ok(w.plan(&ds));
+    assert_eq!(actions(&prep.plan), vec![("a-external".into(), "update"), ("a-external-migrated".into(), "create")]);
+    assert_eq!(prep.plan.nodes[0].patch().unwrap()["metadata"]["labels"]["role"], "prior-external");
+    assert_eq!(
+        prep.plan.nodes[0].patch().unwrap()["spec"]["name"],
+        "api.a.dev.dev.example.com",
+        "the old object keeps its name"
+    );
+    assert_eq!(named(&prep.plan, "domains")["phase"], "Preparing");
+    let sa = named(&prep.plan, "service_account_issuer");
+    assert_eq!(sa["issuer"], "https://api.b.dev.dev.example.com");
+    assert_eq!(sa["acceptedIssuers"], json!(["https://api.a.dev.dev.example.com"]));
+    assert_eq!(
+        named(&prep.plan, "advertised_addresses"),
+        &json!([{"name": "external", "url": "https://api.b.dev.dev.example.com"}, {"name": "prior-external", "url": "https://api.a.dev.dev.example.com"}])
+    );
+    let acts = named(&prep.plan, "user_actions").to_string();
+    assert!(acts.contains("they break at Completing"), "{acts}");
+    w.apply(&prep);
+    assert_eq!(w.state().phase, Some(phase::Phase::Prepared));
+
+    // Prepared: the same manifest again is a no-op (the operation was consumed).
+    let again = ok(w.plan(&ds));
+    assert!(again.plan.nodes.iter().all(|n| n.action() == Action::Noop), "{:?}", actions(&again.plan));
+    assert_eq!(named(&again.plan, "domains")["phase"], "Prepared");
+
+    // Complete.
+    let ds = paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-complete")]),
+        &seed,
+        true,
+    );
+    let done = ok(w.plan(&ds));
+    assert_eq!(actions(&done.plan), vec![("a-external".into(), "delete"), ("a-external-migrated".into(), "noop")]);
+    assert_eq!(named(&done.plan, "service_account_issuer")["acceptedIssuers"], json!([]));
+    assert!(named(&done.plan, "user_actions").to_string().contains("break now"));
+    w.apply(&done);
+    assert_eq!(w.state().phase, Some(phase::Phase::Completed));
+    assert_eq!(w.state().roles.prior_external, None);
+    assert_eq!(w.cloud.len(), 1);
+}
+
+#[test]
+fn external_domain_change_with_an_internal_domain_keeps_the_internal_issuer() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true))));
+    let ds = paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        true,
+    );
+    let prep = ok(w.plan(&ds));
+    assert_eq!(
+        actions(&prep.plan),
+        vec![("a-external".into(), "update"), ("a-external-migrated".into(), "create"), ("a-internal".into(), "noop")]
+    );
+    assert_eq!(named(&prep.plan, "service_account_issuer")["acceptedIssuers"], json!([]));
+    assert_eq!(
+        named(&prep.plan, "apiserver_sans"),
+        &json!([
+            TN,
+            "api.a.dev.internal.int.example.com",
+            "b.dev.dev.example.com",
+            "api.b.dev.dev.example.com",
+            "a.dev.dev.example.com",
+            "api.a.dev.dev.example.com"
+        ])
+    );
+}
+
+#[test]
+fn internal_domain_migration_needs_the_confirmation_and_a_trigger_and_is_shown_as_a_constraint() {
+    let mut w = World::new();
+    let old_seed = seed_doc(Some("int.example.com"), &[], None);
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &old_seed, true))));
+    let seed = seed_doc(Some("int2.example.com"), &["int2.example.com", "int.example.com"], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let p = ok(w.plan(&ds));
+    assert!(p.plan.nodes.iter().all(|n| n.action() == Action::Noop));
+    assert_eq!(named(&p.plan, "constraints")[0]["type"], "InternalDomainUpToDate");
+    assert_eq!(named(&p.plan, "constraints")[0]["status"], "False");
+
+    let ann = [
+        ("gardener.cloud/operation", "rotate-ca-start"),
+        ("confirmation.gardener.cloud/migrate-internal-domain", "true"),
+    ];
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &ann), &seed, true);
+    let prep = ok(w.plan(&ds));
+    assert_eq!(
+        actions(&prep.plan),
+        vec![("a-external".into(), "noop"), ("a-internal".into(), "update"), ("a-internal-migrated".into(), "create")]
+    );
+    let sa = named(&prep.plan, "service_account_issuer");
+    assert_eq!(sa["issuer"], "https://api.a.dev.internal.int2.example.com");
+    assert_eq!(sa["acceptedIssuers"], json!(["https://api.a.dev.internal.int.example.com"]));
+    assert!(!prep.plan.artifacts.named.contains_key("constraints"));
+    w.apply(&prep);
+    assert!(w.state().consumed_migrate_internal_confirmation);
+    let ds = paired(
+        &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-complete")]),
+        &seed,
+        true,
+    );
+    let done = ok(w.plan(&ds));
+    assert_eq!(
+        actions(&done.plan),
+        vec![("a-external".into(), "noop"), ("a-internal".into(), "delete"), ("a-internal-migrated".into(), "noop")]
+    );
+}
+
+#[test]
+fn with_the_gate_off_a_domain_change_is_todays_immutable_error() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, false))));
+    let ds = paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        false,
+    );
+    assert_eq!(
+        invalid(w.plan(&ds)),
+        vec!["spec.dns.domain: Invalid value: \"b.dev.dev.example.com\": field is immutable"]
+    );
+}
+
+#[test]
+fn with_the_gate_on_a_domain_change_needs_a_start_trigger_and_out_of_order_phases_are_refused() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true))));
+    let e = invalid(w.plan(&paired(&shoot_doc(Some("b.dev.dev.example.com"), &[]), &seed, true)));
+    assert_eq!(e.len(), 1);
+    assert!(
+        e[0].starts_with(
+            "spec.dns.domain: Forbidden: the domain may change only in the same update that starts a CA rotation"
+        ),
+        "{e:?}"
+    );
+    let e = invalid(w.plan(&paired(
+        &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-complete")]),
+        &seed,
+        true,
+    )));
+    assert_eq!(e, vec!["metadata.annotations[gardener.cloud/operation]: Forbidden: cannot complete CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'"]);
+    w.apply(&ok(w.plan(&paired(
+        &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        true,
+    ))));
+    let e = invalid(w.plan(&paired(
+        &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-credentials-start")]),
+        &seed,
+        true,
+    )));
+    assert_eq!(e, vec!["metadata.annotations[gardener.cloud/operation]: Forbidden: cannot start rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'"]);
+}
+
+#[test]
+fn validation_rules_accepted_and_rejected() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    // accepted: a shoot without a domain lives on the internal domain, with admission's default named.
+    let w = World::new();
+    let p = ok(w.plan(&paired(&shoot_doc(None, &[]), &seed, true)));
+    assert!(
+        p.plan.warnings.iter().any(|w| w.contains("would default it to a.dev.dev.example.com")),
+        "{:?}",
+        p.plan.warnings
+    );
+    // rejected: no domain at all.
+    let e = invalid(w.plan(&paired(&shoot_doc(None, &[]), &seed_doc(None, &[], None), true)));
+    assert!(e[0].starts_with("spec.dns.domain: Required value: a shoot needs at least one valid domain"), "{e:?}");
+    // rejected: internal disabled and no external domain.
+    let e = invalid(w.plan(&paired(&shoot_doc(None, &[]), &seed_doc(Some("int.example.com"), &[], Some(false)), true)));
+    assert!(e[0].contains("internalDomainEnabled: false): the shoot must have an external domain"), "{e:?}");
+    // rejected: outside the seed's default domains without an own provider; accepted with one.
+    let e = invalid(w.plan(&paired(&shoot_doc(Some("a.other.org"), &[]), &seed, true)));
+    assert!(e[0].contains("must be a subdomain of one of the seed's default domains (dev.example.com)"), "{e:?}");
+    let mut own = shoot_doc(Some("a.other.org"), &[]);
+    own["spec"]["dns"]["providers"] = json!([{"type": "azure-dns", "primary": true}]);
+    let p = ok(w.plan(&paired(&own, &seed, true)));
+    assert_eq!(p.plan.nodes[0].patch().unwrap()["spec"]["type"], "azure-dns");
+    // rejected: not a DNS subdomain; all errors at once.
+    let e = invalid(w.plan(&paired(&shoot_doc(Some("A_B.other.org"), &[]), &seed, true)));
+    assert_eq!(e.len(), 2, "{e:?}");
+    // rejected: no API-server address on the seed.
+    let mut bare = seed.clone();
+    bare.metadata.annotations.clear();
+    let e = invalid(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &bare, true)));
+    assert!(
+        e[0].starts_with(
+            "seed aws-eu1: metadata.annotations[trellis.gardener.cloud/api-server-address]: Required value"
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn self_hosted_shoots_and_provider_changes_during_a_migration_are_denied() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    let mut sh = shoot_doc(Some("a.dev.dev.example.com"), &[]);
+    sh["spec"]["provider"]["workers"][0]["controlPlane"] = json!({});
+    w.apply(&ok(w.plan(&paired(&sh, &seed, true))));
+    let mut moved = shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]);
+    moved["spec"]["provider"]["workers"][0]["controlPlane"] = json!({});
+    moved["spec"]["dns"]["providers"] = json!([{"type": "aws-route53"}]);
+    let e = invalid(w.plan(&paired(&moved, &seed, true)));
+    assert_eq!(
+        e,
+        vec![
+            "spec.dns.domain: Forbidden: changing the domains of a self-hosted shoot is not supported yet",
+            "spec.dns.providers: Forbidden: the DNS providers must not change while a domain migration is requested or in progress",
+        ]
+    );
+}
+
+#[test]
+fn check_seed_rules() {
+    let gate = Features { mutable_shoot_domains: true };
+    let mut used = shoot_doc(Some("a.dev.dev.example.com"), &[]);
+    used["status"] =
+        json!({"advertisedAddresses": [{"name": "internal", "url": "https://api.a.dev.internal.int.example.com"}]});
+    let seed = seed_doc(Some("int2.example.com"), &["int2.example.com"], None);
+    let ds = paired(&used, &seed, true);
+    let e = check_seed(&seed, None, &[&ds], gate).unwrap_err();
+    let ProviderError::Invalid(e) = e else { panic!() };
+    assert_eq!(e[0].to_string(), "spec.dns.internalDomains: Forbidden: the internal domain of api.a.dev.internal.int.example.com is still used by shoot(s) shoot--dev--a: keep its entry until they migrated");
+    let kept = seed_doc(Some("int2.example.com"), &["int2.example.com", "int.example.com"], None);
+    check_seed(&kept, None, &[&paired(&used, &kept, true)], gate).unwrap();
+    let unsynced = seed_doc(Some("int.example.com"), &["int2.example.com", "int.example.com"], None);
+    assert!(check_seed(&unsynced, None, &[], gate).is_err());
+    let disabled = seed_doc(Some("int.example.com"), &[], Some(false));
+    let without = paired(&shoot_doc(None, &[]), &disabled, true);
+    let ProviderError::Invalid(e) = check_seed(&disabled, None, &[&without], gate).unwrap_err() else { panic!() };
+    assert!(e[0].to_string().contains("without one: shoot--dev--a"), "{e:?}");
+    let old = seed_doc(Some("int.example.com"), &[], None);
+    let new = seed_doc(Some("int2.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &new, false);
+    let ProviderError::Invalid(e) = check_seed(&new, Some(&old), &[&ds], Features::default()).unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(
+        e[0].to_string(),
+        "spec.dns.internal: Forbidden: internal domain must not be changed while shoots are still scheduled onto seed"
+    );
+}
+
+#[test]
+fn every_plan_is_deterministic() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let a = serde_json::to_string(&ok(w.plan(&ds)).plan).unwrap();
+    assert_eq!(a, serde_json::to_string(&ok(w.plan(&ds)).plan).unwrap());
+    w.apply(&ok(w.plan(&ds)));
+    let ds = paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        true,
+    );
+    let a = serde_json::to_string(&ok(w.plan(&ds)).plan).unwrap();
+    assert_eq!(a, serde_json::to_string(&ok(w.plan(&ds)).plan).unwrap());
+}
+
+#[test]
+fn destroy_deletes_only_recorded_records() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    w.apply(&ok(w.plan(&ds)));
+    // A record of someone else in the same namespace is not recorded: never deleted.
+    w.cloud.insert(DnsIds.key(&format!("{REC}other")), json!({"metadata": {"name": "other"}}));
+    let mut observed = Observed::new(&DnsIds);
+    let rec: Vec<(String, String)> = w.ws.resources.iter().map(|(a, r)| (a.clone(), r.id.clone())).collect();
+    for (_, id) in &rec {
+        observed.insert(id, w.cloud.get(&DnsIds.key(id)).cloned());
+    }
+    let p = provider::destroy_with(&ds, &w.ws, &rec, &observed).unwrap();
+    assert_eq!(actions(&p.plan), vec![("a-external".into(), "delete"), ("a-internal".into(), "delete")]);
+}
+
+#[test]
+fn seed_internal_domains_are_provider_configs_and_internal_domain_enabled_is_a_strict_bool() {
+    let yaml = "apiVersion: core.gardener.cloud/v1beta1\nkind: Seed\nmetadata: {name: s}\nspec:\n  dns:\n    internal: {type: aws-route53, domain: int2.example.com, credentialsRef: {kind: Secret, name: i}}\n    internalDomains:\n    - {type: aws-route53, domain: int2.example.com, credentialsRef: {kind: Secret, name: i}}\n    - {type: aws-route53, domain: int.example.com, zone: Z1, credentialsRef: {kind: Secret, name: i}}\n    internalDomainEnabled: false\n";
+    let seed: Seed = trellis_planner::yaml::from_str(yaml).unwrap();
+    assert_eq!(seed.spec.dns.desired_internal().unwrap().domain, "int2.example.com");
+    assert!(!seed.spec.dns.internal_domain_enabled());
+    assert_eq!(seed.spec.dns.internal_by_domain("INT.example.com").unwrap().zone.as_deref(), Some("Z1"));
+    let quoted = yaml.replace("internalDomainEnabled: false", "internalDomainEnabled: \"false\"");
+    assert!(trellis_planner::yaml::from_str::<Seed>(&quoted).is_err());
+    assert!(Seed::default().spec.dns.internal_domain_enabled(), "upstream's default is true");
+}
