@@ -91,6 +91,21 @@ pub fn operations(annotation: Option<&str>) -> Vec<&str> {
     annotation.map(|a| a.split(';').map(str::trim).filter(|o| !o.is_empty()).collect()).unwrap_or_default()
 }
 
+/// The CA-rotation trigger `ops` ask for, whether or not the phase allows it (the last one wins).
+pub fn requested(ops: &[&str]) -> Trigger {
+    ops.iter().fold(Trigger::None, |found, op| match *op {
+        ROTATE_CA_START | ROTATE_CA_START_WITHOUT_WORKERS_ROLLOUT => {
+            Trigger::Start { workers_rollout: *op == ROTATE_CA_START, credentials: false }
+        }
+        ROTATE_CREDENTIALS_START | ROTATE_CREDENTIALS_START_WITHOUT_WORKERS_ROLLOUT => {
+            Trigger::Start { workers_rollout: *op == ROTATE_CREDENTIALS_START, credentials: true }
+        }
+        ROTATE_CA_COMPLETE => Trigger::Complete { credentials: false },
+        ROTATE_CREDENTIALS_COMPLETE => Trigger::Complete { credentials: true },
+        _ => found,
+    })
+}
+
 /// The field path of the operation annotation.
 pub fn operation_path() -> String {
     format!("metadata.annotations[{}]", super::api::ANNOTATION_OPERATION)
@@ -129,7 +144,6 @@ pub fn trigger(ops: &[&str], phase: Option<Phase>) -> Result<Trigger, ErrorList>
     }
     let completed = matches!(phase, None | Some(Phase::Completed));
     let prepared = phase == Some(Phase::Prepared);
-    let mut found = Trigger::None;
     for op in ops {
         match *op {
             ROTATE_CA_START | ROTATE_CA_START_WITHOUT_WORKERS_ROLLOUT => {
@@ -139,7 +153,6 @@ pub fn trigger(ops: &[&str], phase: Option<Phase>) -> Result<Trigger, ErrorList>
                         "cannot start CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'",
                     ));
                 }
-                found = Trigger::Start { workers_rollout: *op == ROTATE_CA_START, credentials: false };
             }
             ROTATE_CREDENTIALS_START | ROTATE_CREDENTIALS_START_WITHOUT_WORKERS_ROLLOUT => {
                 if !completed {
@@ -148,7 +161,6 @@ pub fn trigger(ops: &[&str], phase: Option<Phase>) -> Result<Trigger, ErrorList>
                         "cannot start rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'",
                     ));
                 }
-                found = Trigger::Start { workers_rollout: *op == ROTATE_CREDENTIALS_START, credentials: true };
             }
             ROTATE_CA_COMPLETE => {
                 if !prepared {
@@ -157,7 +169,6 @@ pub fn trigger(ops: &[&str], phase: Option<Phase>) -> Result<Trigger, ErrorList>
                         "cannot complete CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'",
                     ));
                 }
-                found = Trigger::Complete { credentials: false };
             }
             ROTATE_CREDENTIALS_COMPLETE => {
                 if !prepared {
@@ -166,13 +177,12 @@ pub fn trigger(ops: &[&str], phase: Option<Phase>) -> Result<Trigger, ErrorList>
                         "cannot complete rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'",
                     ));
                 }
-                found = Trigger::Complete { credentials: true };
             }
             _ => {}
         }
     }
     if errs.is_empty() {
-        Ok(found)
+        Ok(requested(ops))
     } else {
         Err(errs)
     }

@@ -54,6 +54,19 @@ pub struct LastApplied {
     pub seed_name: Option<String>,
 }
 
+impl DomainsState {
+    /// What `trellis state show` prints of it: the phase, then each role's domain and DNSRecord object,
+    /// one `key: value` line each.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = vec![format!("phase: {}", self.phase.map_or("none (never rotated)", Phase::as_str))];
+        for (role, e) in self.roles.all() {
+            let record = e.record.as_deref().map_or("no record (unmanaged)".to_string(), |r| format!("DNSRecord {r}"));
+            out.push(format!("{}: {} ({record})", role.as_str(), e.domain));
+        }
+        out
+    }
+}
+
 impl VersionedState for DomainsState {
     const PROVIDER: &'static str = "domains";
     const MIGRATIONS: &'static [Migration] = &[];

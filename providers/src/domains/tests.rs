@@ -510,3 +510,46 @@ fn seed_internal_domains_are_provider_configs_and_internal_domain_enabled_is_a_s
     assert!(trellis_planner::yaml::from_str::<Seed>(&quoted).is_err());
     assert!(Seed::default().spec.dns.internal_domain_enabled(), "upstream's default is true");
 }
+
+#[test]
+fn the_state_describes_the_phase_and_each_roles_domain() {
+    let seed = seed_doc(None, &[], Some(false));
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true))));
+    let ds = paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        true,
+    );
+    w.apply(&ok(w.plan(&ds)));
+    assert_eq!(
+        w.state().describe(),
+        vec![
+            "phase: Prepared",
+            "external: b.dev.dev.example.com (DNSRecord a-external-migrated)",
+            "prior-external: a.dev.dev.example.com (DNSRecord a-external)",
+        ]
+    );
+}
+
+#[test]
+fn regression_a_refused_start_does_not_also_report_the_domain_change_as_untriggered() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true))));
+    w.apply(&ok(w.plan(&paired(
+        &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+        &seed,
+        true,
+    ))));
+    // Prepared: a second domain change with a new start is refused for the phase only.
+    let ds = paired(
+        &shoot_doc(Some("c.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start;reconcile")]),
+        &seed,
+        true,
+    );
+    assert_eq!(
+        invalid(w.plan(&ds)),
+        vec!["metadata.annotations[gardener.cloud/operation]: Forbidden: cannot start CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'"]
+    );
+}

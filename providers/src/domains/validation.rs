@@ -29,10 +29,13 @@ pub fn current_phase(ds: &DomainsShoot, state: &DomainsState) -> Option<Phase> {
 
 /// The CA-rotation trigger of this update (upstream's refusals included).
 pub fn trigger_of(ds: &DomainsShoot, state: &DomainsState) -> Result<Trigger, ErrorList> {
+    phase::trigger(&operations(ds, state), current_phase(ds, state))
+}
+
+/// The operations of `gardener.cloud/operation`, none when the last apply consumed that value.
+fn operations<'a>(ds: &'a DomainsShoot, state: &DomainsState) -> Vec<&'a str> {
     let annotation = ds.shoot.annotations().get(ANNOTATION_OPERATION).map(String::as_str);
-    let annotation = annotation.filter(|a| state.consumed_operation.as_deref() != Some(*a));
-    let ops = phase::operations(annotation);
-    phase::trigger(&ops, current_phase(ds, state))
+    phase::operations(annotation.filter(|a| state.consumed_operation.as_deref() != Some(*a)))
 }
 
 /// Every rule; `Ok(trigger)` when the shoot may be planned.
@@ -46,7 +49,8 @@ pub fn validate(ds: &DomainsShoot, state: &DomainsState) -> Result<Trigger, Erro
         Ok(t) => t,
         Err(e) => {
             errs.extend(e);
-            Trigger::None
+            // Refused for the phase, still what the update asks for: no second error about it.
+            phase::requested(&operations(ds, state))
         }
     };
     let starting = matches!(trigger, Trigger::Start { .. });
