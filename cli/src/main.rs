@@ -395,7 +395,7 @@ async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::clo
 }
 
 fn validate(inputs: Inputs) -> Result<u8> {
-    let shoots = ops::load_shoots(&inputs.files)?;
+    let shoots = ops::load_shoots_with(&inputs.files, inputs.feature_gates)?;
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
@@ -640,7 +640,7 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
     let plans = match saved {
         Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
         None => {
-            let shoots = ops::load_shoots(&args.inputs.files)?;
+            let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
             let plans = ops::plan_fleet(session, shoots, false).await?;
             if args.run.output == Output::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -663,7 +663,7 @@ async fn destroy(args: DestroyArgs) -> Result<u8> {
 }
 
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
-    let shoots = ops::load_shoots(&args.inputs.files)?;
+    let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
     let plans = ops::plan_fleet(session, shoots, true).await?;
     if args.run.output == Output::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -779,10 +779,29 @@ fn state(cmd: StateCommand) -> Result<u8> {
         }
         StateCommand::Show { shoot, env } => {
             let store = open_existing(&env, "state show")?;
+            // A technical id names the shoot's infrastructure workspace; its domains workspace
+            // (`<id>+domains`) is described beside it, and shown when it is the only one.
+            let domains_name = match shoot.strip_suffix(ops::DOMAINS_WORKSPACE_SUFFIX) {
+                Some(_) => shoot.clone(),
+                None => format!("{shoot}{}", ops::DOMAINS_WORKSPACE_SUFFIX),
+            };
             let ws = store.load(&shoot)?;
+            let domains = if domains_name == shoot { ws.clone() } else { store.load(&domains_name)? };
             store.close()?;
-            let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
+            let ws = ws.or_else(|| domains.clone()).ok_or_else(|| no_workspace(&shoot, &env))?;
             println!("{}", serde_json::to_string_pretty(&ws)?);
+            if let Some(domains) = domains {
+                // On stderr: stdout stays the workspace's JSON.
+                let described = match domains.provider_state::<trellis_providers::domains::state::DomainsState>() {
+                    Ok(Some(state)) => state.describe(),
+                    Ok(None) => vec!["phase: none (nothing applied yet)".to_string()],
+                    Err(e) => vec![format!("its provider state cannot be read: {e}")],
+                };
+                eprintln!("domains ({domains_name}):");
+                for line in described {
+                    eprintln!("  {}", escape::text(&line));
+                }
+            }
         }
         StateCommand::Unlock { shoot, env } => {
             let store = open_existing(&env, "state unlock")?;
