@@ -130,8 +130,16 @@ pub struct Rotation {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CaRotation {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `""` (upstream's zero value) and absent both mean never rotated.
+    #[serde(default, deserialize_with = "empty_is_none", skip_serializing_if = "Option::is_none")]
     pub phase: Option<super::phase::Phase>,
+}
+
+fn empty_is_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<super::phase::Phase>, D::Error> {
+    match Option::<String>::deserialize(d)?.as_deref() {
+        None | Some("") => Ok(None),
+        Some(s) => super::phase::Phase::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(s)).map(Some),
+    }
 }
 
 /// `status.advertisedAddresses[]` (`ShootAdvertisedAddress`).

@@ -145,41 +145,22 @@ pub fn trigger(ops: &[&str], phase: Option<Phase>) -> Result<Trigger, ErrorList>
     let completed = matches!(phase, None | Some(Phase::Completed));
     let prepared = phase == Some(Phase::Prepared);
     for op in ops {
-        match *op {
-            ROTATE_CA_START | ROTATE_CA_START_WITHOUT_WORKERS_ROLLOUT => {
-                if !completed {
-                    errs.push(FieldError::forbidden(
-                        &path,
-                        "cannot start CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'",
-                    ));
-                }
+        let refusal = match *op {
+            ROTATE_CA_START | ROTATE_CA_START_WITHOUT_WORKERS_ROLLOUT if !completed => {
+                "cannot start CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'"
             }
-            ROTATE_CREDENTIALS_START | ROTATE_CREDENTIALS_START_WITHOUT_WORKERS_ROLLOUT => {
-                if !completed {
-                    errs.push(FieldError::forbidden(
-                        &path,
-                        "cannot start rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'",
-                    ));
-                }
+            ROTATE_CREDENTIALS_START | ROTATE_CREDENTIALS_START_WITHOUT_WORKERS_ROLLOUT if !completed => {
+                "cannot start rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'"
             }
-            ROTATE_CA_COMPLETE => {
-                if !prepared {
-                    errs.push(FieldError::forbidden(
-                        &path,
-                        "cannot complete CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'",
-                    ));
-                }
+            ROTATE_CA_COMPLETE if !prepared => {
+                "cannot complete CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'"
             }
-            ROTATE_CREDENTIALS_COMPLETE => {
-                if !prepared {
-                    errs.push(FieldError::forbidden(
-                        &path,
-                        "cannot complete rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'",
-                    ));
-                }
+            ROTATE_CREDENTIALS_COMPLETE if !prepared => {
+                "cannot complete rotation of all credentials if .status.credentials.rotation.certificateAuthorities.phase is not 'Prepared'"
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        errs.push(FieldError::forbidden(&path, refusal));
     }
     if errs.is_empty() {
         Ok(requested(ops))

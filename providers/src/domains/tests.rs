@@ -553,3 +553,92 @@ fn regression_a_refused_start_does_not_also_report_the_domain_change_as_untrigge
         vec!["metadata.annotations[gardener.cloud/operation]: Forbidden: cannot start CA rotation if .status.credentials.rotation.certificateAuthorities.phase is not 'Completed'"]
     );
 }
+
+#[test]
+fn without_workers_rollout_waits_for_the_workers_then_is_prepared() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true))));
+    let op = [("gardener.cloud/operation", "rotate-credentials-start-without-workers-rollout")];
+    let ds = paired(&shoot_doc(Some("b.dev.dev.example.com"), &op), &seed, true);
+    let p = ok(w.plan(&ds));
+    assert_eq!(named(&p.plan, "domains")["phase"], "PreparingWithoutWorkersRollout");
+    assert!(p.plan.nodes.iter().any(|n| n.id.as_deref() == Some(&format!("{REC}a-external-migrated")[..])));
+    w.apply(&p);
+    assert_eq!(w.state().phase, Some(phase::Phase::WaitingForWorkersRollout));
+    let wait = ok(w.plan(&ds));
+    assert!(named(&wait.plan, "user_actions").to_string().contains("roll out your worker pools"));
+    let e = invalid(w.plan(&paired(
+        &shoot_doc(Some("b.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-complete")]),
+        &seed,
+        true,
+    )));
+    assert!(e[0].ends_with("is not 'Prepared'"), "{e:?}");
+    w.apply(&wait);
+    assert_eq!(w.state().phase, Some(phase::Phase::Prepared));
+}
+
+#[test]
+fn disabling_the_internal_domain_moves_the_issuer_to_the_external_domain() {
+    let mut w = World::new();
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true))));
+    let disabled = seed_doc(Some("int.example.com"), &["int.example.com"], Some(false));
+    let ann = [
+        ("gardener.cloud/operation", "rotate-ca-start"),
+        ("confirmation.gardener.cloud/migrate-internal-domain", "true"),
+    ];
+    let p = ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &ann), &disabled, true)));
+    assert_eq!(actions(&p.plan), vec![("a-external".into(), "noop"), ("a-internal".into(), "update")]);
+    assert_eq!(p.plan.nodes[1].patch().unwrap()["metadata"]["labels"]["role"], "prior-internal");
+    let sa = named(&p.plan, "service_account_issuer");
+    assert_eq!(sa["issuer"], "https://api.a.dev.dev.example.com");
+    assert_eq!(sa["acceptedIssuers"], json!(["https://api.a.dev.internal.int.example.com"]));
+    w.apply(&p);
+    let done = ok(w.plan(&paired(
+        &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-complete")]),
+        &disabled,
+        true,
+    )));
+    assert_eq!(actions(&done.plan), vec![("a-external".into(), "noop"), ("a-internal".into(), "delete")]);
+    assert_eq!(named(&done.plan, "kubeconfig_server"), "https://api.a.dev.dev.example.com");
+}
+
+#[test]
+fn a_ca_rotation_without_a_domain_change_moves_no_record_and_the_gate_off_never_adds_prior_roles() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    for gate in [true, false] {
+        let mut w = World::new();
+        w.apply(&ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, gate))));
+        let p = ok(w.plan(&paired(
+            &shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]),
+            &seed,
+            gate,
+        )));
+        assert!(p.plan.nodes.iter().all(|n| n.action() == Action::Noop), "{:?}", actions(&p.plan));
+        assert_eq!(named(&p.plan, "domains")["phase"], "Preparing");
+        assert!(!p.plan.artifacts.named.contains_key("user_actions"));
+    }
+}
+
+#[test]
+fn record_types_follow_the_address_and_unmanaged_domains_get_no_record() {
+    assert_eq!(model::record_type("203.0.113.10"), "A");
+    assert_eq!(model::record_type("2001:db8::1"), "AAAA");
+    assert_eq!(model::record_type("lb.seed.example.com"), "CNAME");
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut sh = shoot_doc(Some("a.own.org"), &[]);
+    sh["spec"]["dns"]["providers"] = json!([{"type": "unmanaged", "primary": true}]);
+    let p = ok(World::new().plan(&paired(&sh, &seed, true)));
+    assert_eq!(actions(&p.plan), vec![("a-internal".into(), "create")]);
+    assert_eq!(named(&p.plan, "kubeconfig_server"), "https://api.a.dev.internal.int.example.com");
+}
+
+#[test]
+fn regression_an_empty_ca_rotation_phase_reads_as_never_rotated() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut sh = shoot_doc(Some("a.dev.dev.example.com"), &[("gardener.cloud/operation", "rotate-ca-start")]);
+    sh["status"] = json!({"credentials": {"rotation": {"certificateAuthorities": {"phase": ""}}}});
+    let p = ok(World::new().plan(&paired(&sh, &seed, true)));
+    assert_eq!(named(&p.plan, "domains")["phase"], "Preparing");
+}
