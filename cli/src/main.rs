@@ -428,10 +428,21 @@ fn validate(inputs: Inputs) -> Result<u8> {
     if let Some(store) = store {
         store.close()?;
     }
+    // The Seed-level rules of GEP-0066, over each Seed and the domains inputs of its shoots.
+    if failed == 0 {
+        if let Err(e) = ops::check_seeds(shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path()))) {
+            failed += 1;
+            eprint_error(&error_text(&e));
+        }
+    }
     if failed > 0 {
         return Ok(1);
     }
-    println!("{} shoot(s) valid.", shoots.len());
+    let domains = shoots.iter().filter(|s| s.provider.type_name() == trellis_providers::domains::PROVIDER_TYPE).count();
+    match domains {
+        0 => println!("{} shoot(s) valid.", shoots.len()),
+        n => println!("{} shoot(s) valid ({n} with a domains plan).", shoots.len() - n),
+    }
     Ok(0)
 }
 

@@ -484,7 +484,7 @@ fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<()> {
 /// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
 /// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
 /// (trellis keeps no Seed in state), so the rules that compare with it are not run.
-fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>) -> Result<()> {
+pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>) -> Result<()> {
     use trellis_providers::domains::{check_seed, DomainsShoot};
     let mut by_seed: BTreeMap<String, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
     for (shoot, file) in inputs {
