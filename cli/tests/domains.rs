@@ -155,3 +155,15 @@ fn validate_checks_the_domains_inputs_and_the_seed_rules() {
         .stderr_has("spec.dns.internal: Invalid value: \"internal.example.com\": must be the same as spec.dns.internalDomains[0]");
     assert!(!Path::new(sb.state()).exists(), "validate creates no state");
 }
+
+#[test]
+fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world, "--out", &plan]).code(0);
+    sb.run(&["apply", &plan]).code(0).stdout_has("shoot--platform--web+domains: apply complete.");
+    // Applied: the saved plan's prior no longer matches.
+    sb.run(&["apply", &plan]).code(1).stderr_has("shoot--platform--web");
+    sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
+}
