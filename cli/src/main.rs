@@ -9,6 +9,7 @@ use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_plans::{escape, render, PlanSet};
+use trellis_providers::features::Features;
 use trellis_providers::provider::FleetWarning;
 use trellis_state::{SledStore, StateError, StateStore, WorkspaceFile};
 
@@ -69,6 +70,10 @@ struct Inputs {
     /// Shoot manifest file, or a directory (a fleet: every Shoot in it). Repeatable.
     #[arg(short = 'f', long = "file", value_name = "FILE|DIR")]
     files: Vec<PathBuf>,
+    /// Gardener feature gates to plan under, as Gardener components take them:
+    /// `MutableShootDomains=true` (comma-separated `Name=true|false`; every gate is off by default).
+    #[arg(long, value_name = "GATES", default_value = "", hide_default_value = true, value_parser = parse_feature_gates)]
+    feature_gates: Features,
     #[command(flatten)]
     env: Env,
 }
@@ -430,7 +435,7 @@ async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::clo
 }
 
 fn validate(inputs: Inputs) -> Result<u8> {
-    let shoots = ops::load_shoots(&inputs.files)?;
+    let shoots = ops::load_shoots_with(&inputs.files, inputs.feature_gates)?;
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
@@ -463,10 +468,21 @@ fn validate(inputs: Inputs) -> Result<u8> {
     if let Some(store) = store {
         store.close()?;
     }
+    // The Seed-level rules of GEP-0066, over each Seed and the domains inputs of its shoots.
+    if failed == 0 {
+        if let Err(e) = ops::check_seeds(shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path()))) {
+            failed += 1;
+            eprint_error(&error_text(&e));
+        }
+    }
     if failed > 0 {
         return Ok(1);
     }
-    println!("{} shoot(s) valid.", shoots.len());
+    let domains = shoots.iter().filter(|s| s.provider.type_name() == trellis_providers::domains::PROVIDER_TYPE).count();
+    match domains {
+        0 => println!("{} shoot(s) valid.", shoots.len()),
+        n => println!("{} shoot(s) valid ({n} with a domains plan).", shoots.len() - n),
+    }
     Ok(0)
 }
 
@@ -476,7 +492,8 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
-    let session = open(&args.inputs.env, "plan").await?;
+    let mut session = open(&args.inputs.env, "plan").await?;
+    session.features = args.inputs.feature_gates;
     let result = plan_in(&session, files, &args).await;
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
@@ -620,6 +637,11 @@ fn read_plan(path: &Path) -> Result<PlanSet> {
     Ok(PlanSet::from_json(&path.display().to_string(), &text)?)
 }
 
+/// A `--feature-gates` value ([`Features`]' parser: only gates trellis knows, `true` or `false`).
+fn parse_feature_gates(value: &str) -> Result<Features, String> {
+    value.parse::<Features>().map_err(|e| e.to_string())
+}
+
 /// An `--expect-digest` value: the 64 hex digits of a sha256, as plans show it.
 fn parse_digest(value: &str) -> Result<String, String> {
     let value = value.trim().to_ascii_lowercase();
@@ -679,7 +701,8 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
         }
         None => None,
     };
-    let session = open(&args.inputs.env, "apply").await?;
+    let mut session = open(&args.inputs.env, "apply").await?;
+    session.features = args.inputs.feature_gates;
     let result = apply_in(&session, &args, saved).await;
     session.finish(result)
 }
@@ -688,7 +711,7 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
     let plans = match saved {
         Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
         None => {
-            let shoots = ops::load_shoots(&args.inputs.files)?;
+            let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
             let plans = ops::plan_fleet(session, shoots, false).await?;
             if args.run.output == Output::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -704,13 +727,14 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
-    let session = open(&args.inputs.env, "destroy").await?;
+    let mut session = open(&args.inputs.env, "destroy").await?;
+    session.features = args.inputs.feature_gates;
     let result = destroy_in(&session, &args).await;
     session.finish(result)
 }
 
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
-    let shoots = ops::load_shoots(&args.inputs.files)?;
+    let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
     let plans = ops::plan_fleet(session, shoots, true).await?;
     if args.run.output == Output::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -838,10 +862,29 @@ fn state(cmd: StateCommand) -> Result<u8> {
         }
         StateCommand::Show { shoot, env } => {
             let store = open_existing(&env, "state show")?;
+            // A technical id names the shoot's infrastructure workspace; its domains workspace
+            // (`<id>+domains`) is described beside it, and shown when it is the only one.
+            let domains_name = match shoot.strip_suffix(ops::DOMAINS_WORKSPACE_SUFFIX) {
+                Some(_) => shoot.clone(),
+                None => format!("{shoot}{}", ops::DOMAINS_WORKSPACE_SUFFIX),
+            };
             let ws = store.load(&shoot)?;
+            let domains = if domains_name == shoot { ws.clone() } else { store.load(&domains_name)? };
             store.close()?;
-            let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
+            let ws = ws.or_else(|| domains.clone()).ok_or_else(|| no_workspace(&shoot, &env))?;
             println!("{}", serde_json::to_string_pretty(&ws)?);
+            if let Some(domains) = domains {
+                // On stderr: stdout stays the workspace's JSON.
+                let described = match domains.provider_state::<trellis_providers::domains::state::DomainsState>() {
+                    Ok(Some(state)) => state.describe(),
+                    Ok(None) => vec!["phase: none (nothing applied yet)".to_string()],
+                    Err(e) => vec![format!("its provider state cannot be read: {e}")],
+                };
+                eprintln!("domains ({domains_name}):");
+                for line in described {
+                    eprintln!("  {}", escape::text(&line));
+                }
+            }
         }
         StateCommand::Unlock { shoot, env } => {
             let store = open_existing(&env, "state unlock")?;

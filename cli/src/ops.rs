@@ -15,6 +15,7 @@ use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
 use trellis_planner::write::WriteLocks;
 use trellis_plans::{Action, Node, Plan, PlanSet, RenderedPlan};
+use trellis_providers::features::Features;
 use trellis_providers::field::ErrorList;
 use trellis_providers::manifest::{self, ManifestError};
 use trellis_providers::metadata;
@@ -22,7 +23,7 @@ use trellis_providers::provider::{
     CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
 };
 use trellis_providers::registry::Registry;
-use trellis_sim::{ArmSim, GceSim, WorldFile};
+use trellis_sim::{ArmSim, DnsSim, GceSim, WorldFile};
 use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
 
 /// The sled tree the simulated Azure cloud lives in, next to the state.
@@ -33,6 +34,12 @@ pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
 pub const SIM_GCE_AUDIT_TREE: &str = "sim/gce-audit";
 /// The sled tree the simulated GCE cloud lives in, next to the state and the ARM simulator.
 pub const GCE_SIM_TREE: &str = "sim/gce";
+/// The sled tree the simulated DNS (zones, records, the seeds' DNSRecord objects) lives in.
+pub const DNS_SIM_TREE: &str = "sim/dns";
+/// The sled tree the simulated DNS's audit log is kept in.
+pub const DNS_SIM_AUDIT_TREE: &str = "sim/dns-audit";
+/// The account of the domains provider's calls: the simulated DNS has none.
+pub const DNS_ACCOUNT: &str = "dns";
 /// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
 /// resources in it: `projects/trellis-sim/…`).
 pub const SIM_PROJECT: &str = "trellis-sim";
@@ -52,6 +59,11 @@ pub struct Session {
     pub gce: GceSim,
     /// The GCP project GCP shoots live in.
     pub project: String,
+    /// The simulated DNS the domains provider's plans read and write (tree [`DNS_SIM_TREE`]): the
+    /// seeds' DNSRecord objects and the zones the DNS extension writes them into.
+    pub dns: DnsSim,
+    /// The feature gates plans are made under (`--feature-gates`; every gate off by default).
+    pub features: trellis_providers::features::Features,
     // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
     pub store: Arc<SledStore>,
     /// The subscription the shoots' credentials point at.
@@ -74,13 +86,15 @@ impl Session {
         let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
             let sim = ArmSim::open(tree, subscription)?;
             let gce = GceSim::open(store.tree(GCE_SIM_TREE)?)?;
+            let dns = DnsSim::open(store.tree(DNS_SIM_TREE)?)?;
             let note = match &world {
                 Some(world) => {
                     let mut report = sim.sync_world(world)?;
-                    let gce_report = gce.sync_world(world)?;
-                    report.added.extend(gce_report.added);
-                    report.updated.extend(gce_report.updated);
-                    report.removed.extend(gce_report.removed);
+                    for other in [gce.sync_world(world)?, dns.sync_world(world)?] {
+                        report.added.extend(other.added);
+                        report.updated.extend(other.updated);
+                        report.removed.extend(other.removed);
+                    }
                     Some(format!(
                         "world: {} added, {} updated, {} removed",
                         report.added.len(),
@@ -90,9 +104,9 @@ impl Session {
                 }
                 None => None,
             };
-            Ok(((sim, gce), note))
+            Ok(((sim, gce, dns), note))
         });
-        let ((sim, gce), note) = match opened {
+        let ((sim, gce, dns), note) = match opened {
             Ok(opened) => opened,
             Err(e) => {
                 let _ = store.discard();
@@ -110,7 +124,8 @@ impl Session {
             None => Err("the state dir was closed".to_string()),
         });
         sim.leave_flushes_to_owner(Arc::clone(&shared_flush));
-        gce.share_flush(shared_flush);
+        gce.share_flush(Arc::clone(&shared_flush));
+        dns.share_flush(shared_flush);
         let gce_cloud: Arc<dyn CloudWrite> = Arc::new(gce.clone());
         let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
         let subscription = sim.subscription();
@@ -121,6 +136,8 @@ impl Session {
                 gce_cloud,
                 gce,
                 project: SIM_PROJECT.to_string(),
+                dns,
+                features: Default::default(),
                 store,
                 subscription,
                 retry: RetryPolicy::default(),
@@ -153,13 +170,17 @@ impl Session {
     }
 
     /// The cloud of each provider with its context: Azure shoots talk to [`Session::cloud`] in the
-    /// subscription, GCP shoots to [`Session::gce_cloud`] in [`Session::project`].
+    /// subscription, GCP shoots to [`Session::gce_cloud`] in [`Session::project`], domains plans to
+    /// the simulated DNS ([`Session::dns`]; there is no real DNS client yet, so also with `--cloud azure|gcp`).
     pub fn clouds(&self) -> Clouds {
         let gcp = CloudCtx { account: self.project.clone(), ..self.cloud_ctx() };
+        let dns = CloudCtx { account: DNS_ACCOUNT.to_string(), ..self.cloud_ctx() };
+        let dns_cloud: Arc<dyn CloudWrite> = Arc::new(self.dns.clone());
         Clouds {
             by_type: BTreeMap::from([
                 ("azure", (Arc::clone(&self.cloud), self.cloud_ctx())),
                 ("gcp", (Arc::clone(&self.gce_cloud), gcp)),
+                ("domains", (dns_cloud, dns)),
             ]),
         }
     }
@@ -210,17 +231,19 @@ impl Session {
             self.sim.persist_audit(&tree)?;
             let tree = self.store.tree(SIM_GCE_AUDIT_TREE)?;
             self.gce.persist_audit(&tree)?;
+            self.dns.persist_audit(&self.store.tree(DNS_SIM_AUDIT_TREE)?)?;
         }
         Ok(())
     }
 
     /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
     fn release(self) -> Arc<SledStore> {
-        let Session { cloud, sim, gce_cloud, gce, store, .. } = self;
+        let Session { cloud, sim, gce_cloud, gce, dns, store, .. } = self;
         drop(cloud);
         drop(sim);
         drop(gce_cloud);
         drop(gce);
+        drop(dns);
         store
     }
 }
@@ -250,7 +273,28 @@ pub fn load_world(path: &Path) -> Result<WorldFile> {
     Ok(WorldFile::parse(&path.display().to_string(), &text)?)
 }
 
-/// One shoot from the manifests, with the provider that parsed it.
+/// What the workspace of a domains plan is called after the shoot's technical id
+/// (`shoot--dev--a+domains`): a Shoot's infrastructure plan and its domains plan are kept apart (the
+/// state refuses one workspace with two provider types), and no technical id holds a `+`.
+pub const DOMAINS_WORKSPACE_SUFFIX: &str = "+domains";
+
+/// The workspace a plan of `provider_type` for the shoot `technical_id` is kept in: the technical id
+/// for its infrastructure plan, `<technical id>+domains` for its domains plan.
+pub fn workspace_name(technical_id: &str, provider_type: &str) -> String {
+    if provider_type == trellis_providers::domains::PROVIDER_TYPE {
+        format!("{technical_id}{DOMAINS_WORKSPACE_SUFFIX}")
+    } else {
+        technical_id.to_string()
+    }
+}
+
+/// The workspace of a plan ([`workspace_name`] of its shoot and provider).
+pub fn plan_workspace(plan: &Plan) -> String {
+    workspace_name(&plan.shoot, plan.provider.as_str())
+}
+
+/// One plan input from the manifests: a Shoot with the provider that parsed it (its infrastructure
+/// plan), or a Shoot paired with its Seed for the domains provider (its domains plan).
 pub struct ShootInput {
     pub file: PathBuf,
     pub provider: &'static dyn Provider,
@@ -258,22 +302,76 @@ pub struct ShootInput {
 }
 
 impl ShootInput {
+    /// The workspace its plan is kept in ([`workspace_name`]).
     pub fn id(&self) -> String {
-        self.shoot.technical_id()
+        workspace_name(&self.shoot.technical_id(), self.provider.type_name())
     }
 }
 
-/// Loads every Shoot from the given files and directories.
+/// Loads every Shoot from the given files and directories, under every feature gate's default
+/// ([`load_shoots_with`]).
 pub fn load_shoots(paths: &[PathBuf]) -> Result<Vec<ShootInput>> {
+    load_shoots_with(paths, Features::default())
+}
+
+/// Loads every Shoot from the given files and directories: each Shoot's infrastructure plan input,
+/// then the domains plan input of each Shoot whose Seed is among them ([`domains_inputs`]).
+pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<ShootInput>> {
     if paths.is_empty() {
         bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
     }
     let loaded = manifest::load(paths)?;
-    // Seeds load (and are checked) too; nothing plans them yet.
     if loaded.shoots.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
-    Ok(loaded.shoots.into_iter().map(|l| ShootInput { file: l.file, provider: l.provider, shoot: l.shoot }).collect())
+    let domains = domains_inputs(&loaded, features)?;
+    let mut inputs: Vec<ShootInput> = Vec::with_capacity(loaded.shoots.len() + domains.len());
+    inputs.extend(loaded.shoots.into_iter().map(|l| ShootInput { file: l.file, provider: l.provider, shoot: l.shoot }));
+    inputs.extend(domains);
+    Ok(inputs)
+}
+
+/// The domains plan inputs of `loaded`: each Shoot whose `spec.seedName` names a loaded Seed
+/// ([`manifest::pair_seeds`]), paired by [`trellis_providers::domains::pair`] under `features`, in
+/// shoot order. A Shoot whose Seed is not among the inputs (while some Seed is) gets a note on
+/// stderr and its infrastructure plan only; without Seeds nothing is said.
+pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<Vec<ShootInput>> {
+    let pairing = manifest::pair_seeds(loaded)?;
+    for u in &pairing.unpaired {
+        let shoot = &loaded.shoots[u.shoot];
+        let names: Vec<&str> = loaded.seeds.iter().map(|s| s.seed.metadata.name.as_str()).collect();
+        let seed = if u.seed_name.is_empty() {
+            "no spec.seedName".to_string()
+        } else {
+            format!("spec.seedName {:?}", u.seed_name)
+        };
+        eprintln!(
+            "note: {} ({}): {seed} names none of the given Seeds ({}); no domains plan, its infrastructure plan only",
+            trellis_plans::escape::text(&shoot.technical_id()),
+            trellis_plans::escape::text(&shoot.file.display().to_string()),
+            trellis_plans::escape::text(&names.join(", "))
+        );
+    }
+    let provider = Registry::builtin().domains();
+    let mut out = Vec::with_capacity(pairing.pairs.len());
+    let mut failures = Vec::new();
+    for pair in &pairing.pairs {
+        let l = &loaded.shoots[pair.shoot];
+        let seed = &loaded.seeds[pair.seed].seed;
+        let paired = l
+            .shoot
+            .to_json()
+            .map_err(|e| ProviderError::Other(Box::new(e)))
+            .and_then(|json| trellis_providers::domains::pair(&json, seed, features, &l.file));
+        match paired {
+            Ok(shoot) => out.push(ShootInput { file: l.file.clone(), provider, shoot }),
+            Err(e) => failures.push((workspace_name(&l.technical_id(), provider.type_name()), l.file.clone(), e)),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(FleetError { failures }.into());
+    }
+    Ok(out)
 }
 
 /// A planned shoot, ready to show or apply.
@@ -318,8 +416,20 @@ impl std::fmt::Display for FleetError {
 
 impl std::error::Error for FleetError {}
 
-/// Plans every shoot (concurrently); reads only.
+/// Plans every shoot (concurrently); reads only. Plans come in workspace order (a shoot's
+/// infrastructure plan, then its domains plan), after the fleet-wide checks.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
+    let mut plans = plan_inputs(session, shoots, destroy).await?;
+    // By workspace: a shoot's infrastructure plan, then its domains plan (`<id>` < `<id>+domains`).
+    plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
+    let warnings = check_fleet(session, &plans).await?;
+    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), warnings);
+    Ok(plans)
+}
+
+/// Plans every input (concurrently), each against its workspace; reads only. Plans come in input
+/// order; every failure fails the call ([`FleetError`], in input order). No fleet-wide check.
+async fn plan_inputs(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
     let clouds = Arc::new(session.clouds());
     let mut tasks = tokio::task::JoinSet::new();
     for (i, input) in shoots.into_iter().enumerate() {
@@ -355,11 +465,8 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
         failures.sort_by_key(|f| f.0);
         return Err(FleetError { failures: failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect() }.into());
     }
-    done.sort_by(|a, b| a.1.planned.plan.shoot.cmp(&b.1.planned.plan.shoot));
-    let mut plans: Vec<ShootPlan> = done.into_iter().map(|(_, p)| p).collect();
-    let warnings = check_fleet(session, &plans).await?;
-    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), warnings);
-    Ok(plans)
+    done.sort_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, p)| p).collect())
 }
 
 /// Adds the fleet checks' warnings ([`Provider::check_fleet`]) to the plans of the shoots they are
@@ -385,7 +492,7 @@ pub fn add_fleet_warnings<'a>(plans: impl Iterator<Item = &'a mut Plan>, warning
 async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<FleetWarning>> {
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for p in plans {
-        if let Some(other) = seen.insert(&p.planned.plan.shoot, &p.input_file) {
+        if let Some(other) = seen.insert(&p.workspace.shoot, &p.input_file) {
             bail!(
                 "shoot {} is defined twice: {} and {}; each shoot must appear once",
                 p.planned.plan.shoot,
@@ -396,7 +503,35 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
     }
     let facts: Vec<FleetFacts<'_>> =
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
-    check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await
+    let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
+    check_seeds(plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())))?;
+    Ok(warnings)
+}
+
+/// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
+/// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
+/// (trellis keeps no Seed in state), so the rules that compare with it are not run.
+pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>) -> Result<()> {
+    use trellis_providers::domains::{check_seed, DomainsShoot};
+    let mut by_seed: BTreeMap<String, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
+    for (shoot, file) in inputs {
+        if let Some(ds) = shoot.downcast_ref::<DomainsShoot>() {
+            by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
+        }
+    }
+    let mut failures = Vec::new();
+    for (name, shoots) in &by_seed {
+        let (first, file) = shoots[0];
+        let all: Vec<&DomainsShoot> = shoots.iter().map(|(ds, _)| *ds).collect();
+        if let Err(e) = check_seed(&first.seed, None, &all, first.features) {
+            failures.push((format!("seed {name}"), file.to_path_buf(), e));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(FleetError { failures }.into())
+    }
 }
 
 /// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
@@ -701,8 +836,7 @@ pub async fn plan_fleet_streaming(
         return Err(e.into());
     }
     if shoots == 0 {
-        // Seeds load (and are checked) too; nothing plans them yet.
-        let _ = seeds;
+        // Seeds alone plan nothing: a domains plan is a Shoot's.
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
     if !invalid.is_empty() {
@@ -717,10 +851,30 @@ pub async fn plan_fleet_streaming(
     if !failures.is_empty() {
         return Err(FleetError { failures }.into());
     }
+    // Domains plans (GEP-0066), only when Seeds were among the inputs: a Seed may be in any file, so
+    // the manifests are loaded again whole and paired ([`domains_inputs`]); each paired Shoot's domains
+    // plan is made and handed out after every infrastructure plan, in shoot order.
+    let mut domains = Vec::new();
+    if seeds > 0 {
+        let loaded = manifest::load(paths)?;
+        domains = plan_inputs(session, domains_inputs(&loaded, session.features)?, false).await?;
+        for p in &domains {
+            let plan = &p.planned.plan;
+            summary.plans += 1;
+            summary.changes |= plan.has_changes();
+            emit(StreamedPlan {
+                shoot: plan.shoot.clone(),
+                has_changes: plan.has_changes(),
+                json: opts.json.then(|| RenderedPlan::of(plan)),
+                plan: opts.keep_plans.then(|| plan.clone()),
+            })?;
+        }
+    }
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
+    check_seeds(domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())))?;
     Ok(summary)
 }
 
@@ -858,6 +1012,7 @@ pub async fn apply(
             Registry::builtin()
                 .providers()
                 .iter()
+                .chain(std::iter::once(&Registry::builtin().domains()))
                 .map(|p| (p.type_name(), Arc::new(WriteLocks::new(p.ids()))))
                 .collect(),
         ),
@@ -945,7 +1100,7 @@ impl Progress for SendProgress {
 }
 
 async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
-    let shoot = p.planned.plan.shoot.clone();
+    let shoot = p.workspace.shoot.clone();
     let store: &dyn StateStore = ctx.store.as_ref();
     let lock = LockInfo::here(&ctx.opts.operation);
     let mut warnings = Vec::new();
@@ -968,7 +1123,8 @@ async fn apply_locked(
     let plan = &p.planned.plan;
     let opts = &ctx.opts;
     let store: &dyn StateStore = ctx.store.as_ref();
-    let mut ws = store.load(&plan.shoot)?.unwrap_or_else(|| Workspace::new(&plan.shoot));
+    let workspace = p.workspace.shoot.clone();
+    let mut ws = store.load(&workspace)?.unwrap_or_else(|| Workspace::new(&workspace));
     check_prior(plan, &ws)?;
     let (provider_cloud, cloud_ctx) = ctx.clouds.of(p.provider)?;
     let write_locks = match ctx.write_locks.get(p.provider.type_name()) {
@@ -1030,15 +1186,7 @@ async fn apply_locked(
             }
         }
     }
-    Ok(ShootReport {
-        shoot: plan.shoot.clone(),
-        ok,
-        nodes: results,
-        calls: audited.calls(),
-        artifacts,
-        warnings,
-        orphans,
-    })
+    Ok(ShootReport { shoot: workspace, ok, nodes: results, calls: audited.calls(), artifacts, warnings, orphans })
 }
 
 /// Refuses a plan made against another state than the one stored now.
@@ -1076,10 +1224,10 @@ pub async fn check_saved_plan(
     destroy: bool,
 ) -> Result<Vec<ShootPlan>> {
     let mut fresh: BTreeMap<String, ShootPlan> =
-        plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.planned.plan.shoot.clone(), p)).collect();
+        plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.workspace.shoot.clone(), p)).collect();
     let mut out = Vec::new();
     for old in &saved.plans {
-        let Some(p) = fresh.remove(&old.shoot) else {
+        let Some(p) = fresh.remove(&plan_workspace(old)) else {
             bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
         };
         check_prior(old, &p.workspace)?;
@@ -1105,8 +1253,15 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             };
             let unreadable =
                 || format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot);
-            let provider_type = source.shoot.pointer("/spec/provider/type").and_then(Value::as_str).unwrap_or_default();
-            let provider = Registry::builtin().get(provider_type).with_context(unreadable)?;
+            // A domains plan carries its paired input (`{shoot, seed, features}`), read by the domains provider.
+            let provider = match p.provider {
+                trellis_plans::Provider::Domains => Registry::builtin().domains(),
+                _ => {
+                    let provider_type =
+                        source.shoot.pointer("/spec/provider/type").and_then(Value::as_str).unwrap_or_default();
+                    Registry::builtin().get(provider_type).with_context(unreadable)?
+                }
+            };
             let shoot = provider.shoot_from_json(&source.shoot).with_context(unreadable)?;
             // The technical id is made from the name: check it before anything uses it, as loading
             // a manifest does.

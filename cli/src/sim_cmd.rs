@@ -37,7 +37,8 @@ enum SimCommand {
     Write(ArmWrite),
     /// Print a resource's JSON as the simulated cloud returns it (a GET, not audited).
     Show {
-        /// The ARM id.
+        /// The ARM id, or a DNS id of the simulated DNS (`/dns/zones/ZONE/records/NAME/TYPE`,
+        /// `/seeds/SEED/namespaces/NS/dnsrecords/NAME`).
         id: String,
     },
     /// The simulated GCE cloud's runtime writers (GCP shoots): CCM routes and Services, the bastion.
@@ -267,6 +268,14 @@ pub async fn run(args: SimArgs) -> Result<u8> {
         Step::Write(write) => write,
         Step::Gce(command) => return gce(session, command, state).await,
         Step::Show(id) => {
+            // A DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`): the simulated DNS.
+            if id.parse::<trellis_sim::dns::DnsId>().is_ok() {
+                let Some(value) = session.dns.get_now(&id) else {
+                    bail!("{id}: not found in the simulated DNS in {}", state.display());
+                };
+                println!("{}", serde_json::to_string_pretty(&value)?);
+                return Ok(0);
+            }
             let Some(value) = sim.get_now(&id) else {
                 bail!("{id}: not found in the simulated cloud in {}", state.display());
             };

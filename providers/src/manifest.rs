@@ -530,6 +530,9 @@ pub enum ManifestError {
     NoManifests { paths: Vec<PathBuf> },
     #[error("duplicate shoot {technical_id}: defined in {first} and in {second}")]
     DuplicateShoot { technical_id: String, first: DocRef, second: DocRef },
+    /// Two Seeds of one name: a Shoot's `spec.seedName` could name either.
+    #[error("duplicate seed {name:?}: defined in {first} and in {second}; each Seed must appear once")]
+    DuplicateSeed { name: String, first: DocRef, second: DocRef },
     /// Shoots whose `metadata.name` / `metadata.namespace` break Gardener's rules ([`metadata::validate`]):
     /// per document a header line, then its field errors one per line.
     #[error("{}", invalid_metadata_lines(failures))]
@@ -622,6 +625,74 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
         seen.insert(id, here);
     }
     Ok(Loaded { shoots: shoots.into_iter().map(|(d, _)| d).collect(), seeds })
+}
+
+/// A Shoot of [`Loaded::shoots`] paired with the Seed of [`Loaded::seeds`] it runs on (indices).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeedPair {
+    pub shoot: usize,
+    pub seed: usize,
+}
+
+/// A Shoot whose `spec.seedName` names none of the loaded Seeds (or is unset) while Seeds were given:
+/// it gets no domains plan, only its infrastructure one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unpaired {
+    pub shoot: usize,
+    /// `spec.seedName` (empty: not set).
+    pub seed_name: String,
+}
+
+/// How the loaded Shoots pair with the loaded Seeds: [`pair_seeds`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pairing {
+    /// In shoot order.
+    pub pairs: Vec<SeedPair>,
+    /// In shoot order; empty when no Seed was loaded (nothing to pair with, nothing to say).
+    pub unpaired: Vec<Unpaired>,
+}
+
+/// Seed↔Shoot pairing, after loading: a Shoot runs on the Seed whose `metadata.name` is its
+/// `spec.seedName` (names compared exactly, as Kubernetes does). Without Seeds nothing is read and
+/// the pairing is empty. Two Seeds of the same name are an error naming both.
+pub fn pair_seeds(loaded: &Loaded) -> Result<Pairing, ManifestError> {
+    let mut pairing = Pairing::default();
+    if loaded.seeds.is_empty() {
+        return Ok(pairing);
+    }
+    let multi = |file: &Path| {
+        loaded.shoots.iter().filter(|s| s.file == file).count() + loaded.seeds.iter().filter(|s| s.file == file).count()
+            > 1
+    };
+    let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, seed) in loaded.seeds.iter().enumerate() {
+        if let Some(&first) = by_name.get(seed.seed.metadata.name.as_str()) {
+            let doc = |s: &LoadedSeed| DocRef { file: s.file.clone(), doc_index: s.doc_index, multi: multi(&s.file) };
+            return Err(ManifestError::DuplicateSeed {
+                name: seed.seed.metadata.name.clone(),
+                first: doc(&loaded.seeds[first]),
+                second: doc(seed),
+            });
+        }
+        by_name.insert(&seed.seed.metadata.name, i);
+    }
+    for (i, shoot) in loaded.shoots.iter().enumerate() {
+        let seed_name = seed_name_of(shoot.shoot.as_ref());
+        match by_name.get(seed_name.as_str()) {
+            Some(&seed) if !seed_name.is_empty() => pairing.pairs.push(SeedPair { shoot: i, seed }),
+            _ => pairing.unpaired.push(Unpaired { shoot: i, seed_name }),
+        }
+    }
+    Ok(pairing)
+}
+
+/// A loaded Shoot's `spec.seedName` (empty when unset).
+pub fn seed_name_of(shoot: &dyn ProviderShoot) -> String {
+    shoot
+        .to_json()
+        .ok()
+        .and_then(|json| json.pointer("/spec/seedName").and_then(serde_json::Value::as_str).map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// The files `paths` name, in the order [`load`] reads them: each path as given, a directory's

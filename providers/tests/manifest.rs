@@ -592,3 +592,74 @@ fn regression_long_comment_blocks_parse_anywhere() {
     assert_eq!((s.spec.region.as_str(), s.spec.networking.nodes.as_deref()), ("westeurope", Some("10.0.0.0/16")));
     assert_eq!(loaded[1].shoot.technical_id(), "shoot--p--b");
 }
+
+/// `azure-managed.yaml` as shoot `name` on seed `seed` (no `spec.seedName` when empty).
+fn shoot_on(name: &str, seed: &str) -> String {
+    let text = std::fs::read_to_string(data("azure-managed.yaml")).unwrap();
+    let text = text.replacen("  name: payments", &format!("  name: {name}"), 1);
+    if seed.is_empty() {
+        text
+    } else {
+        text.replacen("spec:\n", &format!("spec:\n  seedName: {seed}\n"), 1)
+    }
+}
+
+fn seed_named(name: &str) -> String {
+    format!("apiVersion: core.gardener.cloud/v1beta1\nkind: Seed\nmetadata:\n  name: {name}\nspec:\n  provider: {{type: azure, region: westeurope}}\n  networks: {{pods: 10.241.128.0/17, services: 10.241.0.0/17}}\n  dns:\n    internal: {{type: azure-dns, domain: internal.example.com}}\n")
+}
+
+fn load_dir(files: &[(&str, String)]) -> (tempfile::TempDir, manifest::Loaded) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let loaded = manifest::load(&[dir.path().to_path_buf()]).unwrap_or_else(|e| panic!("{e}"));
+    (dir, loaded)
+}
+
+#[test]
+fn shoots_pair_with_the_seed_their_seed_name_names() {
+    let (_dir, loaded) = load_dir(&[
+        ("a-shoot.yaml", shoot_on("a", "eu1")),
+        ("b-shoot.yaml", shoot_on("b", "us1")),
+        ("c-shoot.yaml", shoot_on("c", "")),
+        ("d-shoot.yaml", shoot_on("d", "eu1")),
+        ("seeds.yaml", format!("{}---\n{}", seed_named("us1"), seed_named("eu1"))),
+    ]);
+    let pairing = manifest::pair_seeds(&loaded).unwrap();
+    let named = |p: &manifest::SeedPair| {
+        (loaded.shoots[p.shoot].metadata().name.clone(), loaded.seeds[p.seed].seed.metadata.name.clone())
+    };
+    assert_eq!(
+        pairing.pairs.iter().map(named).collect::<Vec<_>>(),
+        vec![("a".into(), "eu1".into()), ("b".into(), "us1".into()), ("d".into(), "eu1".into())]
+    );
+    assert_eq!(pairing.unpaired, vec![manifest::Unpaired { shoot: 2, seed_name: String::new() }]);
+}
+
+#[test]
+fn without_seeds_nothing_pairs_and_nothing_is_said() {
+    let (_dir, loaded) = load_dir(&[("a.yaml", shoot_on("a", "eu1"))]);
+    assert_eq!(manifest::pair_seeds(&loaded).unwrap(), manifest::Pairing::default());
+}
+
+#[test]
+fn a_seed_with_no_shoots_and_a_shoot_on_another_seed_are_fine() {
+    let (_dir, loaded) = load_dir(&[("a.yaml", shoot_on("a", "us1")), ("seed.yaml", seed_named("eu1"))]);
+    let pairing = manifest::pair_seeds(&loaded).unwrap();
+    assert!(pairing.pairs.is_empty());
+    assert_eq!(pairing.unpaired, vec![manifest::Unpaired { shoot: 0, seed_name: "us1".into() }]);
+}
+
+#[test]
+fn two_seeds_of_one_name_are_refused_naming_both() {
+    let (dir, loaded) = load_dir(&[
+        ("a.yaml", seed_named("eu1")),
+        ("b.yaml", format!("{}---\n{}", seed_named("x"), seed_named("eu1"))),
+    ]);
+    let e = manifest::pair_seeds(&loaded).unwrap_err().to_string().replace(&dir.path().display().to_string(), "<dir>");
+    assert_eq!(
+        e,
+        "duplicate seed \"eu1\": defined in <dir>/a.yaml and in <dir>/b.yaml (document 2); each Seed must appear once"
+    );
+}

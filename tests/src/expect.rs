@@ -31,6 +31,12 @@
 //! `forbid_writes: [substring]` (a revoked permission: such writes get 403 from then on) or
 //! `latency: {call_ms, write_ms}` (the simulated cloud's answers take that long from then on).
 //!
+//! Domains (GEP-0066) scenarios pass Seeds beside their Shoots (`plan: [seed.yaml, shoot.yaml]`), say
+//! `feature_gates: MutableShootDomains=true` at the top (the gates of every step), pick a shoot's
+//! domains plan with `shoot: <technical id>+domains`, and read the simulated DNS: `cloud:`, `gone:` and
+//! `unchanged:` take DNS ids (`/dns/zones/Z/records/NAME/TYPE`, `/seeds/S/namespaces/NS/dnsrecords/N`),
+//! and a step's calls include the DNS controller's zone-record writes.
+//!
 //! Every step may say `error: [..]` (the step must fail, its error containing each string; a failed
 //! plan must write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`, `reads: N`,
 //! `no_status: [http status]` (no call of the step was answered so),
@@ -67,6 +73,9 @@ pub struct Expect {
     /// The world file synced into the simulated cloud before the first step.
     #[serde(default)]
     pub world: Option<String>,
+    /// `--feature-gates` of every step (`MutableShootDomains=true`); default: every gate off.
+    #[serde(default)]
+    pub feature_gates: Option<String>,
     pub steps: Vec<Step>,
 }
 
@@ -118,8 +127,9 @@ pub struct Step {
     /// No live resource's id contains any of these strings.
     #[serde(default)]
     pub none_exist: Vec<String>,
-    /// Which shoot (technical id) `artifacts`, `nodes`, `every_node`, `absent_nodes` and `warnings`
-    /// look at; default: every planned shoot's nodes, the first shoot's artifacts.
+    /// Which shoot (technical id; a domains plan: `<technical id>+domains`) `artifacts`, `nodes`,
+    /// `every_node`, `absent_nodes` and `warnings` look at; default: every planned shoot's nodes, the
+    /// first shoot's artifacts.
     #[serde(default)]
     pub shoot: Option<String>,
     #[serde(default)]
@@ -284,7 +294,10 @@ impl ScenarioCase {
             Some(w) => Some(self.dir.join(w)),
             None => Some(self.dir.join("world.yaml")).filter(|w| w.exists()),
         };
-        let s = Scenario::with_world(self.dir.clone(), world);
+        let mut s = Scenario::with_world(self.dir.clone(), world);
+        if let Some(gates) = &expect.feature_gates {
+            s.session.features = gates.parse().map_err(|e| format!("feature_gates: {e}"))?;
+        }
         let mut memo = Memo::default();
         for (i, step) in expect.steps.iter().enumerate() {
             let ctx = format!("step {} ({})", i + 1, step.describe());
@@ -382,6 +395,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
     };
     let mark = s.sim().mark();
     let gce_mark = s.gce().calls().len();
+    let dns_mark = s.session.dns.calls().len();
     let result: anyhow::Result<Outcome> = if let Some(files) = &step.plan {
         plan_json(s, files, false).await.map(Outcome::Plans)
     } else if let Some(files) = &step.plan_destroy {
@@ -411,13 +425,16 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
             .and_then(|w| {
                 s.sim().sync_world(&w)?;
                 s.gce().sync_world(&w)?;
+                s.session.dns.sync_world(&w)?;
                 Ok(())
             })
             .map(|_| Outcome::Synced)
     };
-    // The calls of both simulated clouds (a fleet may mix Azure and GCP shoots).
+    // The calls of every simulated cloud (a fleet may mix Azure and GCP shoots, and domains plans);
+    // the simulated DNS's include its controller's zone-record writes.
     let mut calls = s.sim().calls_since(mark);
     calls.extend(s.gce().calls().into_iter().skip(gce_mark));
+    calls.extend(s.session.dns.calls().into_iter().skip(dns_mark));
     let writes: Vec<&Call> = calls.iter().filter(|c| c.op == Op::Write).collect();
 
     let outcome = match (result, &step.error) {
@@ -684,7 +701,7 @@ fn full_id(s: &Scenario, id: &str) -> String {
 
 async fn plan_json(s: &Scenario, files: &[String], destroy: bool) -> anyhow::Result<Vec<Value>> {
     let paths: Vec<PathBuf> = files.iter().map(|f| s.file(f)).collect();
-    let shoots = trellis_cli::ops::load_shoots(&paths)?;
+    let shoots = trellis_cli::ops::load_shoots_with(&paths, s.session.features)?;
     let plans = trellis_cli::ops::plan_fleet(&s.session, shoots, destroy).await?;
     Ok(crate::plans_of(&plans).into_iter().map(|p| to_json(&p)).collect())
 }
@@ -700,7 +717,12 @@ fn targets(calls: &[&Call]) -> Vec<String> {
 fn check_plans(case: &ScenarioCase, step: &Step, plans: &[Value]) -> Result<(), String> {
     let chosen: Vec<&Value> = match &step.shoot {
         Some(name) => {
-            let p = plans.iter().find(|p| p["shoot"] == *name).ok_or_else(|| format!("no plan for shoot {name}"))?;
+            // A domains plan is picked by its workspace, `<technical id>+domains`.
+            let workspace = |p: &Value| match p["provider"].as_str() {
+                Some("domains") => format!("{}+domains", p["shoot"].as_str().unwrap_or_default()),
+                _ => p["shoot"].as_str().unwrap_or_default().to_string(),
+            };
+            let p = plans.iter().find(|p| workspace(p) == *name).ok_or_else(|| format!("no plan for shoot {name}"))?;
             vec![p]
         }
         None => plans.iter().collect(),

@@ -95,10 +95,13 @@ impl Scenario {
     }
 
     /// A resource as its simulated cloud returns it: a GCE selfLink path (`projects/…`) from the
-    /// GCE simulator, an ARM id from the ARM one.
+    /// GCE simulator, a DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`) from the simulated DNS, an
+    /// ARM id from the ARM one.
     pub fn get_now(&self, id: &str) -> Option<serde_json::Value> {
         if id.starts_with("projects/") {
             self.session.gce.get_now(id)
+        } else if id.parse::<trellis_sim::dns::DnsId>().is_ok() {
+            self.session.dns.get_now(id)
         } else {
             self.session.sim.get_now(id)
         }
@@ -106,7 +109,7 @@ impl Scenario {
 
     pub async fn plan_files(&self, files: &[&str]) -> Result<Vec<ShootPlan>> {
         let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
-        let shoots = ops::load_shoots(&paths)?;
+        let shoots = ops::load_shoots_with(&paths, self.session.features)?;
         ops::plan_fleet(&self.session, shoots, false).await
     }
 
@@ -137,7 +140,7 @@ impl Scenario {
 
     pub async fn destroy_files(&self, files: &[&str]) -> Result<ApplyReport> {
         let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
-        let shoots = ops::load_shoots(&paths)?;
+        let shoots = ops::load_shoots_with(&paths, self.session.features)?;
         let plans = ops::plan_fleet(&self.session, shoots, true).await?;
         self.apply_plans(plans, "destroy").await
     }

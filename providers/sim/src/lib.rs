@@ -11,7 +11,8 @@
 //! module on it: ids, rules, defaults, the `azure:` world section, [`ArmSim`]'s call paths and the
 //! runtime writers. [`gce`] is the GCE module beside it ([`GceSim`]: compute v1 and IAM service
 //! accounts in their REST shape, GCE's rules, the `gce:` world section), with a store of its own in
-//! memory. A DNS module goes beside them.
+//! memory. [`dns`] is the DNS module ([`DnsSim`]: zones, zone records and the seeds' `DNSRecord`
+//! objects, with the DNS extension's controller between them; the `dns:` world section).
 //!
 //! # ARM rules enforced
 //! - Ids are case-insensitive: looked up in lowercase, returned with the casing they were created
@@ -102,6 +103,7 @@
 
 pub mod arm;
 mod core;
+pub mod dns;
 pub mod gce;
 
 pub use crate::arm::runtime;
@@ -110,6 +112,7 @@ pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
 pub use crate::core::precondition::Precondition;
 pub use crate::core::store::{Origin, DEFAULT_SUBSCRIPTION};
 pub use crate::core::world::{SyncReport, WorldFile};
+pub use crate::dns::{DnsSim, DnsWorld};
 pub use crate::gce::world::GceWorld;
 pub use crate::gce::{GceSim, ListQuery, Quotas};
 

@@ -20,7 +20,9 @@ use super::model::{self, Roles, Step};
 use super::phase::{Phase, Trigger};
 use super::state::{DomainsState, LastApplied};
 use super::validation;
-use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, Orphan, Planned, Provider, ProviderError, ProviderShoot};
+use crate::provider::{
+    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
+};
 
 /// The domains provider ([`crate::registry::Registry::domains`]).
 pub static DOMAINS: Domains = Domains;
@@ -365,13 +367,14 @@ impl Provider for Domains {
     }
 
     /// See [`Provider::fleet_facts`]: the Seed-level rules are [`super::check_seed`]'s.
-    fn check_fleet(
+    async fn check_fleet(
         &self,
         _fleet: &[FleetShoot<'_>],
         _applied: AppliedShoots<'_>,
+        _cloud: &dyn CloudRead,
         _ctx: &CloudCtx,
-    ) -> Result<(), ProviderError> {
-        Ok(())
+    ) -> Result<Vec<FleetWarning>, ProviderError> {
+        Ok(Vec::new())
     }
 }
 

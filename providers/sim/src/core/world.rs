@@ -14,16 +14,18 @@
 //!     - selfLink: projects/p/global/networks/shared-vpc
 //!       autoCreateSubnetworks: false
 //! gcp: …                                # kept as is
-//! dns: …                                # kept as is, for domains
+//! dns:                                  # the simulated DNS (see `dns::world`)
+//!   zones: [{name: example.com, records: [{name: www.example.com, type: A, values: [192.0.2.1]}]}]
 //! ```
 //!
 //!
 //! The file has one section per simulated cloud: `azure:` is interpreted by the ARM module
 //! (`arm::world`: its resources, their checks, and the sync into the store), `gce:` by the GCE
-//! module (`gce::world`); `gcp:` and `dns:` are parsed and kept as they are. A new cloud module adds
+//! module (`gce::world`), `dns:` by the DNS module (`dns::world`); `gcp:` is parsed and kept as it is. A new cloud module adds
 //! its section to [`WorldFile`] and validates it in [`WorldFile::parse`].
 
 use crate::arm::world::{AzureWorld, RawAzure};
+use crate::dns::world::{DnsWorld, RawDns};
 use crate::gce::world::{GceWorld, RawGce};
 use crate::SimError;
 use serde::Deserialize;
@@ -39,8 +41,8 @@ pub struct WorldFile {
     pub gce: Option<GceWorld>,
     /// The GCP section, not interpreted yet.
     pub gcp: Option<Value>,
-    /// The DNS section, not interpreted yet.
-    pub dns: Option<Value>,
+    /// The simulated DNS's section: zones and the records already in them.
+    pub dns: Option<DnsWorld>,
 }
 
 #[derive(Deserialize)]
@@ -49,7 +51,7 @@ struct RawWorld {
     azure: Option<RawAzure>,
     gce: Option<RawGce>,
     gcp: Option<Value>,
-    dns: Option<Value>,
+    dns: Option<RawDns>,
 }
 
 /// What a sync changed, as ids.
@@ -83,13 +85,16 @@ impl WorldFile {
             azure: raw.azure.map(AzureWorld::from_raw),
             gce: raw.gce.map(GceWorld::from_raw),
             gcp: raw.gcp,
-            dns: raw.dns,
+            dns: raw.dns.map(DnsWorld::from_raw),
         };
         if let Some(azure) = &world.azure {
             azure.declared(&world.path)?;
         }
         if let Some(gce) = &world.gce {
             gce.declared(&world.path)?;
+        }
+        if let Some(dns) = &world.dns {
+            dns.declared(&world.path)?;
         }
         Ok(world)
     }

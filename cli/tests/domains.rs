@@ -1,0 +1,169 @@
+//! GEP-0066 (mutable shoot domains) through the CLI: `--feature-gates` on the commands that plan, and
+//! the simulated DNS kept in the state dir (tree `sim/dns`), synced from a `--world` file's `dns:`
+//! section.
+
+mod common;
+
+use common::{a1, Sandbox};
+use std::path::Path;
+
+#[test]
+fn feature_gates_are_taken_by_validate_plan_apply_and_destroy() {
+    let sb = Sandbox::new();
+    let shoot = a1();
+    sb.run(&["validate", "-f", &shoot, "--feature-gates", "MutableShootDomains=true"]).code(0);
+    sb.run(&["plan", "-f", &shoot, "--feature-gates", "MutableShootDomains=false"]).code(0);
+    sb.run(&["apply", "--auto-approve", "-f", &shoot, "--feature-gates", "MutableShootDomains=true"]).code(0);
+    sb.run(&["destroy", "--auto-approve", "-f", &shoot, "--feature-gates", "MutableShootDomains=true"]).code(0);
+}
+
+#[test]
+fn an_unknown_or_malformed_feature_gate_is_one_line_and_touches_nothing() {
+    let sb = Sandbox::new();
+    let shoot = a1();
+    for (gates, says) in [
+        ("MutableShootDomain=true", "unknown feature gate \"MutableShootDomain\": trellis knows MutableShootDomains"),
+        ("MutableShootDomains=yes", "feature gate MutableShootDomains: invalid value \"yes\": use true or false"),
+        ("MutableShootDomains", "is not of the form Name=true|false"),
+    ] {
+        for cmd in [&["validate"][..], &["plan"], &["apply", "--auto-approve"], &["destroy", "--auto-approve"]] {
+            let mut args = cmd.to_vec();
+            args.extend(["-f", &shoot, "--feature-gates", gates]);
+            let run = sb.run(&args).code(1).stderr_has(says);
+            assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
+            assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        }
+    }
+    assert!(!Path::new(sb.state()).exists(), "a bad flag touches nothing");
+}
+
+#[test]
+fn the_worlds_dns_section_syncs_into_the_state_dir_and_a_bad_one_is_refused() {
+    let sb = Sandbox::new();
+    let world = sb.file("world.yaml");
+    std::fs::write(
+        &world,
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.example.com, type: A, values: [192.0.2.1]}\n",
+    )
+    .unwrap();
+    let shoot = a1();
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(0).stderr_has("world: 2 added, 0 updated, 0 removed");
+    // Kept in the state dir: the same world again changes nothing.
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(0).stderr_has("world: 0 added, 0 updated, 0 removed");
+
+    let bad = sb.file("bad.yaml");
+    std::fs::write(&bad, "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.other.org, type: A, values: [192.0.2.1]}\n").unwrap();
+    sb.run(&["plan", "-f", &shoot, "--world", &bad])
+        .code(1)
+        .stderr_has("dns.zones[0].records[0].name: www.other.org is not in zone example.com");
+}
+
+/// `<repo>/examples/domains/<name>`.
+fn example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/domains").join(name);
+    assert!(path.exists(), "missing example {}", path.display());
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+#[test]
+fn a_shoot_with_its_seed_gets_a_domains_plan_in_its_own_workspace_and_state_show_describes_it() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    // Infrastructure plan first, then the domains plan, in every output.
+    let plan = sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
+    let order: Vec<(String, String)> = plan["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["shoot"].as_str().unwrap().to_string(), p["provider"].as_str().unwrap().to_string()))
+        .collect();
+    let web = "shoot--platform--web".to_string();
+    assert_eq!(order, vec![(web.clone(), "azure".to_string()), (web.clone(), "domains".to_string())]);
+    // The Seed may come after the Shoot: the same plans.
+    let again = sb.run(&["plan", "-f", &shoot, "-f", &seed, "--output", "json"]).code(0).json();
+    assert_eq!(again, plan, "the same plans whatever the order of -f");
+
+    sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot])
+        .code(0)
+        .stdout_has("shoot--platform--web+domains: apply complete.");
+    assert_eq!(sb.workspaces(), vec![web.clone(), "shoot--platform--web+domains".to_string()]);
+    let shown = sb.run(&["state", "show", &web]).code(0);
+    assert_eq!(shown.json()["provider_state"]["provider"], "azure");
+    for line in [
+        "domains (shoot--platform--web+domains):",
+        "  phase: none (never rotated)",
+        "  external: web.platform.example.com (DNSRecord web-external)",
+        "  internal: web.platform.internal.example.com (DNSRecord web-internal)",
+    ] {
+        assert!(shown.stderr_lines().contains(&line), "{line:?} not in:\n{}", shown.stderr);
+    }
+    let ws = sb.run(&["state", "show", "shoot--platform--web+domains"]).code(0).json();
+    assert_eq!(ws["provider_state"]["provider"], "domains", "{ws}");
+    // The DNS extension wrote the zone record; the world's record is as declared.
+    let rec = sb
+        .run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"])
+        .code(0)
+        .json();
+    assert_eq!(rec["owner"], "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external");
+    let theirs = sb
+        .run(&["sim", "show", "/dns/zones/platform.example.com/records/www.platform.example.com/CNAME"])
+        .code(0)
+        .json();
+    assert_eq!(
+        theirs,
+        serde_json::json!({"name": "www.platform.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.platform.example.net"]})
+    );
+    sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
+    // Destroy deletes the DNSRecords trellis recorded, and their zone records with them.
+    sb.run(&["destroy", "--auto-approve", "-f", &seed, "-f", &shoot]).code(0);
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"])
+        .code(1)
+        .stderr_has("not found in the simulated DNS");
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/www.platform.example.com/CNAME"]).code(0);
+}
+
+#[test]
+fn a_shoot_whose_seed_is_not_given_plans_its_infrastructure_only_with_a_note() {
+    let sb = Sandbox::new();
+    let seed = sb.file("other-seed.yaml");
+    let text = std::fs::read_to_string(example("seed.yaml")).unwrap().replace("name: azure-eu1", "name: gcp-eu1");
+    std::fs::write(&seed, text).unwrap();
+    let run = sb.run(&["plan", "-f", &seed, "-f", &example("shoot.yaml"), "--output", "json"]).code(0);
+    // One plan (written as the plan itself): the infrastructure's.
+    assert_eq!(run.json()["provider"], "azure");
+    run.stderr_has("note: shoot--platform--web (").stderr_has("spec.seedName \"azure-eu1\" names none of the given Seeds (gcp-eu1); no domains plan, its infrastructure plan only");
+    // Without any Seed nothing is said.
+    let run = sb.run(&["plan", "-f", &example("shoot.yaml")]).code(0);
+    assert!(!run.stderr.contains("note:"), "{}", run.stderr);
+}
+
+#[test]
+fn validate_checks_the_domains_inputs_and_the_seed_rules() {
+    let sb = Sandbox::new();
+    let (seed, shoot) = (example("seed.yaml"), example("shoot.yaml"));
+    sb.run(&["validate", "-f", &seed, "-f", &shoot]).code(0).stdout_has("1 shoot(s) valid (1 with a domains plan).");
+    // internal and internalDomains[0] disagree: the Seed rule, with upstream's field path.
+    let bad = sb.file("seed.yaml");
+    let text = std::fs::read_to_string(&seed).unwrap().replace(
+        "    defaults:\n",
+        "    internalDomains:\n      - {type: azure-dns, domain: other.example.com, credentialsRef: {apiVersion: v1, kind: Secret, name: x, namespace: garden}}\n    defaults:\n",
+    );
+    std::fs::write(&bad, text).unwrap();
+    sb.run(&["validate", "-f", &bad, "-f", &shoot, "--feature-gates", "MutableShootDomains=true"])
+        .code(1)
+        .stderr_has("seed azure-eu1 (")
+        .stderr_has("spec.dns.internal: Invalid value: \"internal.example.com\": must be the same as spec.dns.internalDomains[0]");
+    assert!(!Path::new(sb.state()).exists(), "validate creates no state");
+}
+
+#[test]
+fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world, "--out", &plan]).code(0);
+    sb.run(&["apply", &plan]).code(0).stdout_has("shoot--platform--web+domains: apply complete.");
+    // Applied: the saved plan's prior no longer matches.
+    sb.run(&["apply", &plan]).code(1).stderr_has("shoot--platform--web");
+    sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
+}
