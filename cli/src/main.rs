@@ -121,6 +121,10 @@ enum Output {
     Text,
     Json,
     Markdown,
+    /// The dependency graph as Graphviz DOT (a fleet: one cluster per shoot).
+    Dot,
+    /// The dependency graph as a Mermaid flowchart (a fleet: one subgraph per shoot).
+    Mermaid,
 }
 
 #[derive(Args)]
@@ -492,6 +496,12 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
         }
         Output::Markdown => {
             let _ = write!(std::io::stdout(), "{}", render::markdown(set));
+        }
+        Output::Dot => {
+            let _ = write!(std::io::stdout(), "{}", trellis_plans::graphs::dot_set(set));
+        }
+        Output::Mermaid => {
+            let _ = write!(std::io::stdout(), "{}", trellis_plans::graphs::mermaid_set(set, false));
         }
     }
 }
