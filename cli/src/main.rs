@@ -125,6 +125,8 @@ enum Output {
     Dot,
     /// The dependency graph as a Mermaid flowchart (a fleet: one subgraph per shoot).
     Mermaid,
+    /// One self-contained HTML page: summary, the graph as SVG, each node's reason and changes.
+    Html,
 }
 
 #[derive(Args)]
@@ -502,6 +504,9 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
         }
         Output::Mermaid => {
             let _ = write!(std::io::stdout(), "{}", trellis_plans::graphs::mermaid_set(set, false));
+        }
+        Output::Html => {
+            let _ = write!(std::io::stdout(), "{}", trellis_plans::html::html(set));
         }
     }
 }
