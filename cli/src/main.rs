@@ -129,6 +129,12 @@ enum Output {
     Text,
     Json,
     Markdown,
+    /// The dependency graph as Graphviz DOT (a fleet: one cluster per shoot).
+    Dot,
+    /// The dependency graph as a Mermaid flowchart (a fleet: one subgraph per shoot).
+    Mermaid,
+    /// One self-contained HTML page: summary, the graph as SVG, each node's reason and changes.
+    Html,
 }
 
 #[derive(Args)]
@@ -193,7 +199,7 @@ struct ShowArgs {
     verbose: bool,
 }
 
-/// What `show` renders a saved plan as: what `plan` prints, or Terraform's JSON plan representation.
+/// What `show` renders a saved plan as: what `plan` prints, Terraform's JSON plan representation, or the graph.
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum ShowOutput {
     Text,
@@ -201,6 +207,12 @@ enum ShowOutput {
     Markdown,
     /// Terraform's JSON plan representation (`terraform show -json`), for policy and review tools.
     TerraformJson,
+    /// The dependency graph in Graphviz DOT.
+    Dot,
+    /// The dependency graph as a Mermaid flowchart (GitHub renders it).
+    Mermaid,
+    /// One self-contained HTML page: summary, the graph as SVG, each node, the artifacts.
+    Html,
 }
 
 #[derive(Args)]
@@ -555,6 +567,15 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
         Output::Markdown => {
             let _ = write!(std::io::stdout(), "{}", render::markdown(set));
         }
+        Output::Dot => {
+            let _ = write!(std::io::stdout(), "{}", trellis_plans::graphs::dot_set(set));
+        }
+        Output::Mermaid => {
+            let _ = write!(std::io::stdout(), "{}", trellis_plans::graphs::mermaid_set(set, false));
+        }
+        Output::Html => {
+            let _ = write!(std::io::stdout(), "{}", trellis_plans::html::html(set));
+        }
     }
 }
 
@@ -800,6 +821,9 @@ fn show(args: ShowArgs) -> Result<u8> {
         ShowOutput::Text => Output::Text,
         ShowOutput::Json => Output::Json,
         ShowOutput::Markdown => Output::Markdown,
+        ShowOutput::Dot => Output::Dot,
+        ShowOutput::Mermaid => Output::Mermaid,
+        ShowOutput::Html => Output::Html,
         ShowOutput::TerraformJson => {
             let doc = trellis_plans::terraform::plan_json(&set, env!("CARGO_PKG_VERSION"));
             out!("{doc:#}");

@@ -206,11 +206,11 @@ fn mermaid_classes(out: &mut String, used: &[(String, Action, Ownership)]) {
 /// Text inside a quoted Mermaid label: control characters escaped as [`escape::text`]; every
 /// character that Mermaid or GitHub's HTML labels could read as syntax (quotes, `#`, `<`, `>`, `&`,
 /// brackets, backticks, `|`, `%`, `;`, `\`…) as a Mermaid entity code `#NN;`. Letters, digits, space
-/// and `-_./:,+~?=@*!'` stay as they are.
+/// and `-_./:,+~?=@*!'()` stay as they are.
 pub fn mermaid_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in escape::text(s).chars() {
-        if c.is_alphanumeric() || " -_./:,+~?=@*!'".contains(c) {
+        if c.is_alphanumeric() || " -_./:,+~?=@*!'()".contains(c) {
             out.push(c);
         } else {
             let _ = write!(out, "#{};", c as u32);

@@ -10,6 +10,7 @@
 pub mod diff;
 pub mod escape;
 pub mod graphs;
+pub mod html;
 pub mod render;
 pub mod stream;
 pub mod terraform;

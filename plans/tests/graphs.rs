@@ -143,3 +143,24 @@ fn mermaid_text_keeps_plain_addresses() {
     assert_eq!(graphs::mermaid_text("a\"<b>#&"), "a#34;#60;b#62;#35;#38;");
     assert_eq!(graphs::mermaid_text("x\ny"), "x#92;ny");
 }
+
+#[test]
+fn html_report_of_hostile_names_stays_one_page() {
+    for payload in [MARKDOWN_ATTACK, TERMINAL_ATTACK, "<script>alert(1)</script><svg onload=alert(2)>"] {
+        let plan = hostile(&azure_drifted_plan("shoot--dev--alpha"), payload);
+        let html = trellis_plans::html::html(&set(vec![plan.clone(), plan.clone()]));
+        assert!(raw_controls(&html.replace('\n', "")).is_empty());
+        for injected in ["<script", "<img", "<svg onload", "<details open>", "</summary></details>"] {
+            assert!(!html.contains(injected), "{injected:?} in the page");
+        }
+        assert_eq!(html.matches("<g class=\"node ").count(), 2 * plan.nodes.len());
+        assert_eq!(html.matches("<svg ").count(), 2);
+        assert_eq!(html.matches("<details>").count(), 2 * (plan.nodes.len() + 1));
+    }
+}
+
+#[test]
+fn html_report_is_deterministic() {
+    let s = fleet();
+    assert_eq!(trellis_plans::html::html(&s), trellis_plans::html::html(&s));
+}
