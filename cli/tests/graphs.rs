@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Every bundled example: (snapshot name, manifest file or dir, world file).
-fn examples() -> Vec<(&'static str, PathBuf, Option<PathBuf>)> {
+/// Every bundled example: (snapshot name, manifest files or dir, world file).
+fn examples() -> Vec<(&'static str, Vec<PathBuf>, Option<PathBuf>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut out = Vec::new();
     for (name, dir) in [
@@ -21,16 +21,26 @@ fn examples() -> Vec<(&'static str, PathBuf, Option<PathBuf>)> {
         ("gcp-managed", "gcp/managed"),
     ] {
         let world = root.join(dir).join("world.yaml");
-        out.push((name, root.join(dir).join("shoot.yaml"), world.exists().then_some(world)));
+        out.push((name, vec![root.join(dir).join("shoot.yaml")], world.exists().then_some(world)));
     }
-    out.push(("fleet", root.join("fleet"), Some(root.join("fleet-world.yaml"))));
+    // GEP-0066: the Shoot with its Seed — an infrastructure plan and a domains plan.
+    let domains = root.join("domains");
+    out.push((
+        "domains",
+        vec![domains.join("seed.yaml"), domains.join("shoot.yaml")],
+        Some(domains.join("world.yaml")),
+    ));
+    out.push(("fleet", vec![root.join("fleet")], Some(root.join("fleet-world.yaml"))));
     out
 }
 
 /// Plans the example into a plan file in the sandbox and returns the file's path.
-fn plan_file(sb: &Sandbox, manifest: &Path, world: Option<&Path>) -> String {
+fn plan_file(sb: &Sandbox, manifests: &[PathBuf], world: Option<&Path>) -> String {
     let out = sb.file("plan.json");
-    let mut args = vec!["plan", "-f", manifest.to_str().expect("UTF-8 path"), "--out", &out];
+    let mut args = vec!["plan", "--out", &out];
+    for manifest in manifests {
+        args.extend(["-f", manifest.to_str().expect("UTF-8 path")]);
+    }
     if let Some(world) = world {
         args.extend(["--world", world.to_str().expect("UTF-8 path")]);
     }
@@ -46,7 +56,7 @@ fn dot_and_mermaid_of_every_bundled_example() {
     let on_disk = walk_shoots(&root);
     for shoot in &on_disk {
         assert!(
-            bundled.iter().any(|(_, m, _)| shoot.starts_with(m) || m == shoot),
+            bundled.iter().any(|(_, ms, _)| ms.iter().any(|m| shoot.starts_with(m) || m == shoot)),
             "{} is not covered by the graph snapshots",
             shoot.display()
         );
