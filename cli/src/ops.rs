@@ -504,14 +504,19 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
     let facts: Vec<FleetFacts<'_>> =
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
     let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())))?;
+    check_seeds(plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())), Some(session.store.as_ref()))?;
     Ok(warnings)
 }
 
 /// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
 /// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
-/// (trellis keeps no Seed in state), so the rules that compare with it are not run.
-pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>) -> Result<()> {
+/// (trellis keeps no Seed in state), so the rules that compare with it are not run. With a `store`,
+/// the internal domains in use are also read from the domains workspaces in state
+/// ([`internal_domains_in_use`]): every shoot trellis applied on the Seed, in this run or not.
+pub fn check_seeds<'a>(
+    inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>,
+    store: Option<&dyn StateStore>,
+) -> Result<()> {
     use trellis_providers::domains::{check_seed, DomainsShoot};
     let mut by_seed: BTreeMap<String, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
     for (shoot, file) in inputs {
@@ -519,11 +524,16 @@ pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a 
             by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
         }
     }
+    let applied = match store {
+        Some(store) if !by_seed.is_empty() => internal_domains_in_use(store)?,
+        _ => BTreeMap::new(),
+    };
     let mut failures = Vec::new();
     for (name, shoots) in &by_seed {
         let (first, file) = shoots[0];
         let all: Vec<&DomainsShoot> = shoots.iter().map(|(ds, _)| *ds).collect();
-        if let Err(e) = check_seed(&first.seed, None, &all, first.features) {
+        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&first.seed, None, &all, used, first.features) {
             failures.push((format!("seed {name}"), file.to_path_buf(), e));
         }
     }
@@ -532,6 +542,32 @@ pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a 
     } else {
         Err(FleetError { failures }.into())
     }
+}
+
+/// The internal domains the shoots trellis applied use, by the Seed they were applied on: each
+/// domains workspace in state (`<id>+domains`) whose shoot was last applied with `spec.seedName`
+/// set, its `internal` and `prior-internal` roles ([`DomainsState::internal_in_use`]).
+///
+/// [`DomainsState::internal_in_use`]: trellis_providers::domains::state::DomainsState::internal_in_use
+fn internal_domains_in_use(
+    store: &dyn StateStore,
+) -> Result<BTreeMap<String, Vec<trellis_providers::domains::InternalInUse>>> {
+    use trellis_providers::domains::{provider::stored_state, InternalInUse};
+    let mut out: BTreeMap<String, Vec<InternalInUse>> = BTreeMap::new();
+    for summary in store.list()? {
+        let Some(shoot) = summary.shoot.strip_suffix(DOMAINS_WORKSPACE_SUFFIX) else { continue };
+        let Some(ws) = store.load(&summary.shoot)? else { continue };
+        let state = stored_state(&ws).with_context(|| format!("state of {}", summary.shoot))?;
+        let Some(seed) = state.last_applied.as_ref().and_then(|l| l.seed_name.clone()) else { continue };
+        let used = out.entry(seed).or_default();
+        used.extend(
+            state
+                .internal_in_use()
+                .into_iter()
+                .map(|d| InternalInUse { shoot: shoot.to_string(), domain: d.to_string() }),
+        );
+    }
+    Ok(out)
 }
 
 /// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
@@ -874,7 +910,7 @@ pub async fn plan_fleet_streaming(
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())))?;
+    check_seeds(domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())), Some(session.store.as_ref()))?;
     Ok(summary)
 }
 

@@ -167,3 +167,56 @@ fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
     sb.run(&["apply", &plan]).code(1).stderr_has("shoot--platform--web");
     sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
 }
+
+/// The example Seed with its internal domain moved to `other.example.com` and `internal.example.com`
+/// dropped from `internalDomains`.
+fn seed_without_the_old_internal_domain(sb: &Sandbox) -> String {
+    let moved = sb.file("moved-seed.yaml");
+    let text = std::fs::read_to_string(example("seed.yaml")).unwrap().replace(
+        "    internal:\n      type: azure-dns\n      domain: internal.example.com\n      zone: internal.example.com\n",
+        "    internalDomains:\n      - {type: azure-dns, domain: other.example.com, zone: other.example.com, credentialsRef: {apiVersion: v1, kind: Secret, name: internal-dns, namespace: garden}}\n    internal:\n      type: azure-dns\n      domain: other.example.com\n      zone: other.example.com\n",
+    );
+    assert!(text.contains("other.example.com"), "the example Seed changed: {text}");
+    std::fs::write(&moved, text).unwrap();
+    moved
+}
+
+/// Seed rule "no `internalDomains` entry removed while a shoot still uses it": the use is read from the
+/// domains state of the applied shoots too (manifests rarely carry `status.advertisedAddresses`), for
+/// shoots of the fleet and for applied shoots not in this run.
+#[test]
+fn regression_internal_domain_in_use_per_state_refuses_its_removal() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let gate = ["--feature-gates", "MutableShootDomains=true"];
+    let mut args = vec!["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world];
+    args.extend(gate);
+    sb.run(&args).code(0).stdout_has("shoot--platform--web+domains: apply complete.");
+    let moved = seed_without_the_old_internal_domain(&sb);
+    let refusal = "spec.dns.internalDomains: Forbidden: the internal domain of api.web.platform.internal.example.com is still used by shoot(s) shoot--platform--web: keep its entry until they migrated";
+    // The shoot in the fleet: plan and validate refuse, naming it.
+    for cmd in [&["plan"][..], &["validate"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["-f", &moved, "-f", &shoot]);
+        args.extend(gate);
+        sb.run(&args).code(1).stderr_has("seed azure-eu1 (").stderr_has(refusal);
+    }
+    // The shoot applied but not in this run: another shoot of the seed is planned with the Seed.
+    let other = sb.file("api-shoot.yaml");
+    let text = std::fs::read_to_string(&shoot).unwrap().replace("name: web\n", "name: api\n");
+    assert!(text.contains("name: api\n"), "the example Shoot changed: {text}");
+    std::fs::write(&other, text).unwrap();
+    let mut args = vec!["plan", "-f", &moved, "-f", &other];
+    args.extend(gate);
+    sb.run(&args).code(1).stderr_has(refusal);
+    // Kept in internalDomains: accepted.
+    let kept = sb.file("kept-seed.yaml");
+    let text = std::fs::read_to_string(&moved).unwrap().replace(
+        "    internal:\n",
+        "      - {type: azure-dns, domain: internal.example.com, zone: internal.example.com, credentialsRef: {apiVersion: v1, kind: Secret, name: internal-dns, namespace: garden}}\n    internal:\n",
+    );
+    std::fs::write(&kept, text).unwrap();
+    let mut args = vec!["plan", "-f", &kept, "-f", &shoot];
+    args.extend(gate);
+    sb.run(&args).code(0);
+}
