@@ -321,7 +321,7 @@ pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<Sho
         bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
     }
     let loaded = manifest::load(paths)?;
-    if loaded.shoots.is_empty() {
+    if loaded.shoots.is_empty() && loaded.domains_only.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
     let domains = domains_inputs(&loaded, features)?;
@@ -333,8 +333,10 @@ pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<Sho
 
 /// The domains plan inputs of `loaded`: each Shoot whose `spec.seedName` names a loaded Seed
 /// ([`manifest::pair_seeds`]), paired by [`trellis_providers::domains::pair`] under `features`, in
-/// shoot order. A Shoot whose Seed is not among the inputs (while some Seed is) gets a note on
-/// stderr and its infrastructure plan only; without Seeds nothing is said.
+/// shoot order, then those of the Shoots without an infrastructure plan
+/// ([`manifest::DomainsOnlyShoot`], paired by [`manifest::load`]), each with a note on stderr saying
+/// that its infrastructure is not planned. A Shoot whose Seed is not among the inputs (while some
+/// Seed is) gets a note on stderr and its infrastructure plan only; without Seeds nothing is said.
 pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<Vec<ShootInput>> {
     let pairing = manifest::pair_seeds(loaded)?;
     for u in &pairing.unpaired {
@@ -366,6 +368,31 @@ pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<V
         match paired {
             Ok(shoot) => out.push(ShootInput { file: l.file.clone(), provider, shoot }),
             Err(e) => failures.push((workspace_name(&l.technical_id(), provider.type_name()), l.file.clone(), e)),
+        }
+    }
+    for d in &loaded.domains_only {
+        let id = d.shoot.technical_id();
+        eprintln!(
+            "note: {} ({}): {}; no infrastructure plan is attempted (its infrastructure is not checked), its domains plan only",
+            trellis_plans::escape::text(&id),
+            trellis_plans::escape::text(&d.file.display().to_string()),
+            trellis_plans::escape::text(&d.reason)
+        );
+        let seed_name = d.shoot.spec.seed_name.as_deref().unwrap_or_default();
+        let Some(seed) = loaded.seeds.iter().find(|s| s.seed.metadata.name == seed_name) else {
+            // [`manifest::load`] refuses such a Shoot already; said again for any other caller.
+            bail!(
+                "{}: shoot {id}: {}, so it gets a domains plan only, which needs its Seed {seed_name:?} (spec.seedName) among the inputs; pass the Seed with -f",
+                d.file.display(),
+                d.reason
+            );
+        };
+        let paired = serde_json::to_value(&d.shoot)
+            .map_err(|e| ProviderError::Other(Box::new(e)))
+            .and_then(|json| trellis_providers::domains::pair(&json, &seed.seed, features, &d.file));
+        match paired {
+            Ok(shoot) => out.push(ShootInput { file: d.file.clone(), provider, shoot }),
+            Err(e) => failures.push((workspace_name(&id, provider.type_name()), d.file.clone(), e)),
         }
     }
     if !failures.is_empty() {
@@ -682,6 +709,10 @@ struct DocJob {
 struct FileJob {
     result: Result<Vec<DocJob>, ManifestError>,
     seeds: usize,
+    /// Its Shoots without an infrastructure plan ([`manifest::DomainsOnlyShoot`]), planned at the end
+    /// with the Seeds; the refusal of the first, for when no Seed is among the inputs.
+    domains_only: usize,
+    refusal: Option<ManifestError>,
 }
 
 struct Shared {
@@ -694,9 +725,9 @@ struct Shared {
 async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
     let loaded = match manifest::load_file(&file) {
         Ok(loaded) => loaded,
-        Err(e) => return FileJob { result: Err(e), seeds: 0 },
+        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None },
     };
-    let multi = loaded.shoots.len() + loaded.seeds.len() > 1;
+    let multi = loaded.shoots.len() + loaded.domains_only.len() + loaded.seeds.len() > 1;
     let mut docs = Vec::with_capacity(loaded.shoots.len());
     for l in loaded.shoots {
         let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
@@ -709,7 +740,9 @@ async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
         let outcome = plan_doc(&id, l, &shared).await;
         docs.push(DocJob { doc, id, outcome });
     }
-    FileJob { result: Ok(docs), seeds: loaded.seeds.len() }
+    let domains_only = loaded.domains_only.len();
+    let refusal = loaded.domains_only.into_iter().next().map(|d| d.refusal);
+    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal }
 }
 
 async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
@@ -805,6 +838,8 @@ pub async fn plan_fleet_streaming(
     let mut summary = StreamSummary::default();
     let (mut shoots, mut seeds) = (0usize, 0usize);
     let mut unreadable: Option<ManifestError> = None;
+    // The first Shoot without an infrastructure plan: refused as before when no Seed is among the inputs.
+    let mut refusal: Option<ManifestError> = None;
     let mut invalid: Vec<(manifest::DocRef, ErrorList)> = Vec::new();
     let mut seen: HashMap<String, manifest::DocRef> = HashMap::new();
     let mut duplicate: Option<ManifestError> = None;
@@ -823,6 +858,10 @@ pub async fn plan_fleet_streaming(
             }
         };
         seeds += job.seeds;
+        shoots += job.domains_only;
+        if let Some(e) = job.refusal {
+            refusal.get_or_insert(e);
+        }
         for DocJob { doc, id, outcome } in docs {
             shoots += 1;
             if let DocOutcome::InvalidMetadata(errs) = outcome {
@@ -869,6 +908,9 @@ pub async fn plan_fleet_streaming(
         }
     }
     if let Some(e) = unreadable {
+        return Err(e.into());
+    }
+    if let Some(e) = refusal.filter(|_| seeds == 0) {
         return Err(e.into());
     }
     if shoots == 0 {

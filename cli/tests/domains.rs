@@ -220,3 +220,85 @@ fn regression_internal_domain_in_use_per_state_refuses_its_removal() {
     args.extend(gate);
     sb.run(&args).code(0);
 }
+
+/// An `aws` Shoot (no infrastructure provider in trellis) on the example Seed.
+const AWS_SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: edge
+  namespace: garden-platform
+spec:
+  seedName: azure-eu1
+  dns:
+    domain: edge.platform.example.com
+  region: eu-west-1
+  provider:
+    type: aws
+    workers:
+      - name: worker
+        machine:
+          type: m5.large
+        minimum: 1
+        maximum: 2
+";
+
+/// Issue #10 item 1: a Shoot gets a domains plan when its Seed is among the inputs, and an
+/// infrastructure plan only when trellis has an infrastructure provider for it and it carries an
+/// infrastructureConfig; one does not require the other. Without its Seed the old refusal stays.
+#[test]
+fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_its_seed() {
+    let sb = Sandbox::new();
+    let (seed, world) = (example("seed.yaml"), example("world.yaml"));
+    let aws = sb.file("aws.yaml");
+    std::fs::write(&aws, AWS_SHOOT).unwrap();
+    let edge = "shoot--platform--edge";
+    let note = "note: shoot--platform--edge (";
+    let why = "trellis has no infrastructure provider for spec.provider.type \"aws\"; no infrastructure plan is attempted (its infrastructure is not checked), its domains plan only";
+    // Without its Seed: refused as before.
+    sb.run(&["plan", "-f", &aws])
+        .code(1)
+        .stderr_has("document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure, gcp");
+    sb.run(&["validate", "-f", &aws]).code(1).stderr_has("unsupported provider type \"aws\"");
+    // With its Seed (in either order): the domains plan only, with the note.
+    let run = sb
+        .run(&["plan", "-f", &aws, "-f", &seed, "--world", &world, "--output", "json"])
+        .code(0)
+        .stderr_has(note)
+        .stderr_has(why);
+    assert_eq!(run.json()["provider"], "domains", "{}", run.stdout);
+    assert_eq!(run.json()["shoot"], edge, "{}", run.stdout);
+    sb.run(&["validate", "-f", &seed, "-f", &aws]).code(0).stdout_has("0 shoot(s) valid (1 with a domains plan).");
+    sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &aws])
+        .code(0)
+        .stderr_has(why)
+        .stdout_has("shoot--platform--edge+domains: apply complete.");
+    assert_eq!(sb.workspaces(), vec![format!("{edge}+domains")]);
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.edge.platform.example.com/A"]).code(0);
+    sb.run(&["plan", "-f", &seed, "-f", &aws]).code(0).stdout_has("No changes.");
+
+    // A Shoot of a provider trellis knows, without an infrastructureConfig: the same, beside a
+    // Shoot with one (which gets both plans; a plan hands out the infrastructure plans first).
+    let bare = sb.file("bare.yaml");
+    std::fs::write(&bare, AWS_SHOOT.replace("type: aws", "type: azure").replace("name: edge", "name: bare")).unwrap();
+    sb.run(&["plan", "-f", &bare])
+        .code(1)
+        .stderr_has("spec.provider.infrastructureConfig: expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found none");
+    let run = sb
+        .run(&["plan", "-f", &seed, "-f", &bare, "-f", &example("shoot.yaml"), "--output", "json"])
+        .code(0)
+        .stderr_has("note: shoot--platform--bare (")
+        .stderr_has("no spec.provider.infrastructureConfig; no infrastructure plan is attempted");
+    let plans: Vec<(String, String)> = run.json()["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["shoot"].as_str().unwrap().to_string(), p["provider"].as_str().unwrap().to_string()))
+        .collect();
+    let (bare_id, web) = ("shoot--platform--bare".to_string(), "shoot--platform--web".to_string());
+    assert_eq!(
+        plans,
+        vec![(web.clone(), "azure".into()), (web, "domains".into()), (bare_id, "domains".into())],
+        "{}",
+        run.stdout
+    );
+}
