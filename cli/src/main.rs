@@ -481,9 +481,11 @@ fn validate(inputs: Inputs) -> Result<u8> {
         return Ok(1);
     }
     let domains = shoots.iter().filter(|s| s.provider.type_name() == trellis_providers::domains::PROVIDER_TYPE).count();
+    // A shoot may have an infrastructure plan, a domains plan, or both: count each shoot once.
+    let count = shoots.iter().map(|s| s.shoot.technical_id()).collect::<std::collections::BTreeSet<_>>().len();
     match domains {
-        0 => println!("{} shoot(s) valid.", shoots.len()),
-        n => println!("{} shoot(s) valid ({n} with a domains plan).", shoots.len() - n),
+        0 => println!("{count} shoot(s) valid."),
+        n => println!("{count} shoot(s) valid ({n} with a domains plan)."),
     }
     Ok(0)
 }

@@ -551,8 +551,10 @@ pub fn check_seeds<'a>(
             by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
         }
     }
+    // Read only when a rule needs it: the in-use rule runs with the gate on.
+    let gate_on = by_seed.values().flatten().any(|(ds, _)| ds.features.mutable_shoot_domains);
     let applied = match store {
-        Some(store) if !by_seed.is_empty() => internal_domains_in_use(store)?,
+        Some(store) if gate_on => internal_domains_in_use(store)?,
         _ => BTreeMap::new(),
     };
     let mut failures = Vec::new();

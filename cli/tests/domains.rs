@@ -267,7 +267,7 @@ fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_
         .stderr_has(why);
     assert_eq!(run.json()["provider"], "domains", "{}", run.stdout);
     assert_eq!(run.json()["shoot"], edge, "{}", run.stdout);
-    sb.run(&["validate", "-f", &seed, "-f", &aws]).code(0).stdout_has("0 shoot(s) valid (1 with a domains plan).");
+    sb.run(&["validate", "-f", &seed, "-f", &aws]).code(0).stdout_has("1 shoot(s) valid (1 with a domains plan).");
     sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &aws])
         .code(0)
         .stderr_has(why)
