@@ -477,23 +477,27 @@ fn validate(inputs: Inputs) -> Result<u8> {
             eprint_error(&text);
         }
     }
-    if let Some(store) = store {
-        store.close()?;
-    }
-    // The Seed-level rules of GEP-0066, over each Seed and the domains inputs of its shoots.
+    // The Seed-level rules of GEP-0066, over each Seed and the domains inputs of its shoots (and the
+    // internal domains the applied shoots use, when there is a state).
     if failed == 0 {
-        if let Err(e) = ops::check_seeds(shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path()))) {
+        let store = store.as_ref().map(|s| s as &dyn trellis_state::StateStore);
+        if let Err(e) = ops::check_seeds(shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path())), store) {
             failed += 1;
             eprint_error(&error_text(&e));
         }
+    }
+    if let Some(store) = store {
+        store.close()?;
     }
     if failed > 0 {
         return Ok(1);
     }
     let domains = shoots.iter().filter(|s| s.provider.type_name() == trellis_providers::domains::PROVIDER_TYPE).count();
+    // A shoot may have an infrastructure plan, a domains plan, or both: count each shoot once.
+    let count = shoots.iter().map(|s| s.shoot.technical_id()).collect::<std::collections::BTreeSet<_>>().len();
     match domains {
-        0 => println!("{} shoot(s) valid.", shoots.len()),
-        n => println!("{} shoot(s) valid ({n} with a domains plan).", shoots.len() - n),
+        0 => println!("{count} shoot(s) valid."),
+        n => println!("{count} shoot(s) valid ({n} with a domains plan)."),
     }
     Ok(0)
 }

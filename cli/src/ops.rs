@@ -321,7 +321,7 @@ pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<Sho
         bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
     }
     let loaded = manifest::load(paths)?;
-    if loaded.shoots.is_empty() {
+    if loaded.shoots.is_empty() && loaded.domains_only.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
     let domains = domains_inputs(&loaded, features)?;
@@ -333,8 +333,10 @@ pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<Sho
 
 /// The domains plan inputs of `loaded`: each Shoot whose `spec.seedName` names a loaded Seed
 /// ([`manifest::pair_seeds`]), paired by [`trellis_providers::domains::pair`] under `features`, in
-/// shoot order. A Shoot whose Seed is not among the inputs (while some Seed is) gets a note on
-/// stderr and its infrastructure plan only; without Seeds nothing is said.
+/// shoot order, then those of the Shoots without an infrastructure plan
+/// ([`manifest::DomainsOnlyShoot`], paired by [`manifest::load`]), each with a note on stderr saying
+/// that its infrastructure is not planned. A Shoot whose Seed is not among the inputs (while some
+/// Seed is) gets a note on stderr and its infrastructure plan only; without Seeds nothing is said.
 pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<Vec<ShootInput>> {
     let pairing = manifest::pair_seeds(loaded)?;
     for u in &pairing.unpaired {
@@ -366,6 +368,31 @@ pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<V
         match paired {
             Ok(shoot) => out.push(ShootInput { file: l.file.clone(), provider, shoot }),
             Err(e) => failures.push((workspace_name(&l.technical_id(), provider.type_name()), l.file.clone(), e)),
+        }
+    }
+    for d in &loaded.domains_only {
+        let id = d.shoot.technical_id();
+        eprintln!(
+            "note: {} ({}): {}; no infrastructure plan is attempted (its infrastructure is not checked), its domains plan only",
+            trellis_plans::escape::text(&id),
+            trellis_plans::escape::text(&d.file.display().to_string()),
+            trellis_plans::escape::text(&d.reason)
+        );
+        let seed_name = d.shoot.spec.seed_name.as_deref().unwrap_or_default();
+        let Some(seed) = loaded.seeds.iter().find(|s| s.seed.metadata.name == seed_name) else {
+            // [`manifest::load`] refuses such a Shoot already; said again for any other caller.
+            bail!(
+                "{}: shoot {id}: {}, so it gets a domains plan only, which needs its Seed {seed_name:?} (spec.seedName) among the inputs; pass the Seed with -f",
+                d.file.display(),
+                d.reason
+            );
+        };
+        let paired = serde_json::to_value(&d.shoot)
+            .map_err(|e| ProviderError::Other(Box::new(e)))
+            .and_then(|json| trellis_providers::domains::pair(&json, &seed.seed, features, &d.file));
+        match paired {
+            Ok(shoot) => out.push(ShootInput { file: d.file.clone(), provider, shoot }),
+            Err(e) => failures.push((workspace_name(&id, provider.type_name()), d.file.clone(), e)),
         }
     }
     if !failures.is_empty() {
@@ -504,14 +531,19 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
     let facts: Vec<FleetFacts<'_>> =
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
     let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())))?;
+    check_seeds(plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())), Some(session.store.as_ref()))?;
     Ok(warnings)
 }
 
 /// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
 /// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
-/// (trellis keeps no Seed in state), so the rules that compare with it are not run.
-pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>) -> Result<()> {
+/// (trellis keeps no Seed in state), so the rules that compare with it are not run. With a `store`,
+/// the internal domains in use are also read from the domains workspaces in state
+/// ([`internal_domains_in_use`]): every shoot trellis applied on the Seed, in this run or not.
+pub fn check_seeds<'a>(
+    inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>,
+    store: Option<&dyn StateStore>,
+) -> Result<()> {
     use trellis_providers::domains::{check_seed, DomainsShoot};
     let mut by_seed: BTreeMap<String, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
     for (shoot, file) in inputs {
@@ -519,11 +551,18 @@ pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a 
             by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
         }
     }
+    // Read only when a rule needs it: the in-use rule runs with the gate on.
+    let gate_on = by_seed.values().flatten().any(|(ds, _)| ds.features.mutable_shoot_domains);
+    let applied = match store {
+        Some(store) if gate_on => internal_domains_in_use(store)?,
+        _ => BTreeMap::new(),
+    };
     let mut failures = Vec::new();
     for (name, shoots) in &by_seed {
         let (first, file) = shoots[0];
         let all: Vec<&DomainsShoot> = shoots.iter().map(|(ds, _)| *ds).collect();
-        if let Err(e) = check_seed(&first.seed, None, &all, first.features) {
+        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&first.seed, None, &all, used, first.features) {
             failures.push((format!("seed {name}"), file.to_path_buf(), e));
         }
     }
@@ -532,6 +571,32 @@ pub fn check_seeds<'a>(inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a 
     } else {
         Err(FleetError { failures }.into())
     }
+}
+
+/// The internal domains the shoots trellis applied use, by the Seed they were applied on: each
+/// domains workspace in state (`<id>+domains`) whose shoot was last applied with `spec.seedName`
+/// set, its `internal` and `prior-internal` roles ([`DomainsState::internal_in_use`]).
+///
+/// [`DomainsState::internal_in_use`]: trellis_providers::domains::state::DomainsState::internal_in_use
+fn internal_domains_in_use(
+    store: &dyn StateStore,
+) -> Result<BTreeMap<String, Vec<trellis_providers::domains::InternalInUse>>> {
+    use trellis_providers::domains::{provider::stored_state, InternalInUse};
+    let mut out: BTreeMap<String, Vec<InternalInUse>> = BTreeMap::new();
+    for summary in store.list()? {
+        let Some(shoot) = summary.shoot.strip_suffix(DOMAINS_WORKSPACE_SUFFIX) else { continue };
+        let Some(ws) = store.load(&summary.shoot)? else { continue };
+        let state = stored_state(&ws).with_context(|| format!("state of {}", summary.shoot))?;
+        let Some(seed) = state.last_applied.as_ref().and_then(|l| l.seed_name.clone()) else { continue };
+        let used = out.entry(seed).or_default();
+        used.extend(
+            state
+                .internal_in_use()
+                .into_iter()
+                .map(|d| InternalInUse { shoot: shoot.to_string(), domain: d.to_string() }),
+        );
+    }
+    Ok(out)
 }
 
 /// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
@@ -646,6 +711,10 @@ struct DocJob {
 struct FileJob {
     result: Result<Vec<DocJob>, ManifestError>,
     seeds: usize,
+    /// Its Shoots without an infrastructure plan ([`manifest::DomainsOnlyShoot`]), planned at the end
+    /// with the Seeds; the refusal of the first, for when no Seed is among the inputs.
+    domains_only: usize,
+    refusal: Option<ManifestError>,
 }
 
 struct Shared {
@@ -658,9 +727,9 @@ struct Shared {
 async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
     let loaded = match manifest::load_file(&file) {
         Ok(loaded) => loaded,
-        Err(e) => return FileJob { result: Err(e), seeds: 0 },
+        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None },
     };
-    let multi = loaded.shoots.len() + loaded.seeds.len() > 1;
+    let multi = loaded.shoots.len() + loaded.domains_only.len() + loaded.seeds.len() > 1;
     let mut docs = Vec::with_capacity(loaded.shoots.len());
     for l in loaded.shoots {
         let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
@@ -673,7 +742,9 @@ async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
         let outcome = plan_doc(&id, l, &shared).await;
         docs.push(DocJob { doc, id, outcome });
     }
-    FileJob { result: Ok(docs), seeds: loaded.seeds.len() }
+    let domains_only = loaded.domains_only.len();
+    let refusal = loaded.domains_only.into_iter().next().map(|d| d.refusal);
+    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal }
 }
 
 async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
@@ -769,6 +840,8 @@ pub async fn plan_fleet_streaming(
     let mut summary = StreamSummary::default();
     let (mut shoots, mut seeds) = (0usize, 0usize);
     let mut unreadable: Option<ManifestError> = None;
+    // The first Shoot without an infrastructure plan: refused as before when no Seed is among the inputs.
+    let mut refusal: Option<ManifestError> = None;
     let mut invalid: Vec<(manifest::DocRef, ErrorList)> = Vec::new();
     let mut seen: HashMap<String, manifest::DocRef> = HashMap::new();
     let mut duplicate: Option<ManifestError> = None;
@@ -787,6 +860,10 @@ pub async fn plan_fleet_streaming(
             }
         };
         seeds += job.seeds;
+        shoots += job.domains_only;
+        if let Some(e) = job.refusal {
+            refusal.get_or_insert(e);
+        }
         for DocJob { doc, id, outcome } in docs {
             shoots += 1;
             if let DocOutcome::InvalidMetadata(errs) = outcome {
@@ -835,6 +912,9 @@ pub async fn plan_fleet_streaming(
     if let Some(e) = unreadable {
         return Err(e.into());
     }
+    if let Some(e) = refusal.filter(|_| seeds == 0) {
+        return Err(e.into());
+    }
     if shoots == 0 {
         // Seeds alone plan nothing: a domains plan is a Shoot's.
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
@@ -874,7 +954,7 @@ pub async fn plan_fleet_streaming(
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())))?;
+    check_seeds(domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())), Some(session.store.as_ref()))?;
     Ok(summary)
 }
 

@@ -167,3 +167,138 @@ fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
     sb.run(&["apply", &plan]).code(1).stderr_has("shoot--platform--web");
     sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
 }
+
+/// The example Seed with its internal domain moved to `other.example.com` and `internal.example.com`
+/// dropped from `internalDomains`.
+fn seed_without_the_old_internal_domain(sb: &Sandbox) -> String {
+    let moved = sb.file("moved-seed.yaml");
+    let text = std::fs::read_to_string(example("seed.yaml")).unwrap().replace(
+        "    internal:\n      type: azure-dns\n      domain: internal.example.com\n      zone: internal.example.com\n",
+        "    internalDomains:\n      - {type: azure-dns, domain: other.example.com, zone: other.example.com, credentialsRef: {apiVersion: v1, kind: Secret, name: internal-dns, namespace: garden}}\n    internal:\n      type: azure-dns\n      domain: other.example.com\n      zone: other.example.com\n",
+    );
+    assert!(text.contains("other.example.com"), "the example Seed changed: {text}");
+    std::fs::write(&moved, text).unwrap();
+    moved
+}
+
+/// Seed rule "no `internalDomains` entry removed while a shoot still uses it": the use is read from the
+/// domains state of the applied shoots too (manifests rarely carry `status.advertisedAddresses`), for
+/// shoots of the fleet and for applied shoots not in this run.
+#[test]
+fn regression_internal_domain_in_use_per_state_refuses_its_removal() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let gate = ["--feature-gates", "MutableShootDomains=true"];
+    let mut args = vec!["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world];
+    args.extend(gate);
+    sb.run(&args).code(0).stdout_has("shoot--platform--web+domains: apply complete.");
+    let moved = seed_without_the_old_internal_domain(&sb);
+    let refusal = "spec.dns.internalDomains: Forbidden: the internal domain of api.web.platform.internal.example.com is still used by shoot(s) shoot--platform--web: keep its entry until they migrated";
+    // The shoot in the fleet: plan and validate refuse, naming it.
+    for cmd in [&["plan"][..], &["validate"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["-f", &moved, "-f", &shoot]);
+        args.extend(gate);
+        sb.run(&args).code(1).stderr_has("seed azure-eu1 (").stderr_has(refusal);
+    }
+    // The shoot applied but not in this run: another shoot of the seed is planned with the Seed.
+    let other = sb.file("api-shoot.yaml");
+    let text = std::fs::read_to_string(&shoot).unwrap().replace("name: web\n", "name: api\n");
+    assert!(text.contains("name: api\n"), "the example Shoot changed: {text}");
+    std::fs::write(&other, text).unwrap();
+    let mut args = vec!["plan", "-f", &moved, "-f", &other];
+    args.extend(gate);
+    sb.run(&args).code(1).stderr_has(refusal);
+    // Kept in internalDomains: accepted.
+    let kept = sb.file("kept-seed.yaml");
+    let text = std::fs::read_to_string(&moved).unwrap().replace(
+        "    internal:\n",
+        "      - {type: azure-dns, domain: internal.example.com, zone: internal.example.com, credentialsRef: {apiVersion: v1, kind: Secret, name: internal-dns, namespace: garden}}\n    internal:\n",
+    );
+    std::fs::write(&kept, text).unwrap();
+    let mut args = vec!["plan", "-f", &kept, "-f", &shoot];
+    args.extend(gate);
+    sb.run(&args).code(0);
+}
+
+/// An `aws` Shoot (no infrastructure provider in trellis) on the example Seed.
+const AWS_SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: edge
+  namespace: garden-platform
+spec:
+  seedName: azure-eu1
+  dns:
+    domain: edge.platform.example.com
+  region: eu-west-1
+  provider:
+    type: aws
+    workers:
+      - name: worker
+        machine:
+          type: m5.large
+        minimum: 1
+        maximum: 2
+";
+
+/// Issue #10 item 1: a Shoot gets a domains plan when its Seed is among the inputs, and an
+/// infrastructure plan only when trellis has an infrastructure provider for it and it carries an
+/// infrastructureConfig; one does not require the other. Without its Seed the old refusal stays.
+#[test]
+fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_its_seed() {
+    let sb = Sandbox::new();
+    let (seed, world) = (example("seed.yaml"), example("world.yaml"));
+    let aws = sb.file("aws.yaml");
+    std::fs::write(&aws, AWS_SHOOT).unwrap();
+    let edge = "shoot--platform--edge";
+    let note = "note: shoot--platform--edge (";
+    let why = "trellis has no infrastructure provider for spec.provider.type \"aws\"; no infrastructure plan is attempted (its infrastructure is not checked), its domains plan only";
+    // Without its Seed: refused as before.
+    sb.run(&["plan", "-f", &aws])
+        .code(1)
+        .stderr_has("document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure, gcp");
+    sb.run(&["validate", "-f", &aws]).code(1).stderr_has("unsupported provider type \"aws\"");
+    // With its Seed (in either order): the domains plan only, with the note.
+    let run = sb
+        .run(&["plan", "-f", &aws, "-f", &seed, "--world", &world, "--output", "json"])
+        .code(0)
+        .stderr_has(note)
+        .stderr_has(why);
+    assert_eq!(run.json()["provider"], "domains", "{}", run.stdout);
+    assert_eq!(run.json()["shoot"], edge, "{}", run.stdout);
+    sb.run(&["validate", "-f", &seed, "-f", &aws]).code(0).stdout_has("1 shoot(s) valid (1 with a domains plan).");
+    sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &aws])
+        .code(0)
+        .stderr_has(why)
+        .stdout_has("shoot--platform--edge+domains: apply complete.");
+    assert_eq!(sb.workspaces(), vec![format!("{edge}+domains")]);
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.edge.platform.example.com/A"]).code(0);
+    sb.run(&["plan", "-f", &seed, "-f", &aws]).code(0).stdout_has("No changes.");
+
+    // A Shoot of a provider trellis knows, without an infrastructureConfig: the same, beside a
+    // Shoot with one (which gets both plans; a plan hands out the infrastructure plans first).
+    let bare = sb.file("bare.yaml");
+    std::fs::write(&bare, AWS_SHOOT.replace("type: aws", "type: azure").replace("name: edge", "name: bare")).unwrap();
+    sb.run(&["plan", "-f", &bare])
+        .code(1)
+        .stderr_has("spec.provider.infrastructureConfig: expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found none");
+    let run = sb
+        .run(&["plan", "-f", &seed, "-f", &bare, "-f", &example("shoot.yaml"), "--output", "json"])
+        .code(0)
+        .stderr_has("note: shoot--platform--bare (")
+        .stderr_has("no spec.provider.infrastructureConfig; no infrastructure plan is attempted");
+    let plans: Vec<(String, String)> = run.json()["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["shoot"].as_str().unwrap().to_string(), p["provider"].as_str().unwrap().to_string()))
+        .collect();
+    let (bare_id, web) = ("shoot--platform--bare".to_string(), "shoot--platform--web".to_string());
+    assert_eq!(
+        plans,
+        vec![(web.clone(), "azure".into()), (web, "domains".into()), (bare_id, "domains".into())],
+        "{}",
+        run.stdout
+    );
+}

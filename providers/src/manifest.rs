@@ -457,10 +457,31 @@ pub struct LoadedSeed {
     pub seed: Seed,
 }
 
-/// What manifests hold: Shoots (by provider) and Seeds, each in path, file and document order.
+/// A Shoot no infrastructure plan is attempted for: its `spec.provider.type` names no infrastructure
+/// provider of trellis (`aws`, …), or it has no `spec.provider.infrastructureConfig`. It loads only
+/// when its Seed (`spec.seedName`) is among the inputs, and then gets its domains plan only; without
+/// its Seed, [`load`] refuses it with `refusal`, the error such a Shoot has always been refused with.
+#[derive(Debug)]
+pub struct DomainsOnlyShoot {
+    pub file: PathBuf,
+    /// 0-based position of the document in its file (messages count from 1).
+    pub doc_index: usize,
+    /// The Shoot, its infrastructureConfig (if any) kept as any YAML.
+    pub shoot: ShootEnvelope,
+    /// Why no infrastructure plan is attempted, for the user's note (`spec.provider.type "aws": …`).
+    pub reason: String,
+    /// What [`load`] returns when the Shoot's Seed is not among the inputs.
+    pub refusal: ManifestError,
+}
+
+/// What manifests hold: Shoots (by provider), Shoots that get a domains plan only, and Seeds, each
+/// in path, file and document order.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub shoots: Vec<LoadedShoot>,
+    /// Shoots without an infrastructure plan ([`DomainsOnlyShoot`]). After [`load`], each has its
+    /// Seed among [`Loaded::seeds`]; from [`load_file`] / [`parse_str`], not yet checked.
+    pub domains_only: Vec<DomainsOnlyShoot>,
     pub seeds: Vec<LoadedSeed>,
 }
 
@@ -591,24 +612,45 @@ fn or_none(s: &str) -> &str {
 /// naming both.
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
     let files = list_files(paths)?;
-    let mut shoots: Vec<(LoadedShoot, bool)> = Vec::new();
+    // Each Shoot with whether its file holds several documents and its file's position.
+    let mut shoots: Vec<(LoadedShoot, bool, usize)> = Vec::new();
+    let mut domains_only: Vec<(DomainsOnlyShoot, bool, usize)> = Vec::new();
     let mut seeds = Vec::new();
-    for file in &files {
+    for (f, file) in files.iter().enumerate() {
         let docs = load_file(file)?;
-        let multi = docs.shoots.len() + docs.seeds.len() > 1;
-        shoots.extend(docs.shoots.into_iter().map(|d| (d, multi)));
+        let multi = docs.shoots.len() + docs.domains_only.len() + docs.seeds.len() > 1;
+        shoots.extend(docs.shoots.into_iter().map(|d| (d, multi, f)));
+        domains_only.extend(docs.domains_only.into_iter().map(|d| (d, multi, f)));
         seeds.extend(docs.seeds);
     }
-    if shoots.is_empty() && seeds.is_empty() {
+    // A Shoot without an infrastructure plan needs its Seed among the inputs (its domains plan).
+    if let Some(i) = domains_only.iter().position(|(d, _, _)| {
+        let seed = d.shoot.spec.seed_name.as_deref().unwrap_or_default();
+        seed.is_empty() || !seeds.iter().any(|s| s.seed.metadata.name == seed)
+    }) {
+        return Err(domains_only.swap_remove(i).0.refusal);
+    }
+    if shoots.is_empty() && domains_only.is_empty() && seeds.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() });
     }
 
-    let failures: Vec<(DocRef, ErrorList)> = shoots
+    // Every Shoot's name, where it is and (a closure: computed only from valid names) its technical
+    // id, in file then document order.
+    let here = |file: &Path, doc_index: usize, multi: bool| DocRef { file: file.to_path_buf(), doc_index, multi };
+    type Doc<'a> = (usize, &'a ObjectMeta, DocRef, Box<dyn Fn() -> String + 'a>);
+    let mut docs: Vec<Doc<'_>> = shoots
         .iter()
-        .map(|(doc, multi)| {
-            let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
-            (here, metadata::validate(doc.metadata()))
+        .map(|(d, multi, f)| -> Doc<'_> {
+            (*f, d.metadata(), here(&d.file, d.doc_index, *multi), Box::new(|| d.technical_id()))
         })
+        .chain(domains_only.iter().map(|(d, multi, f)| -> Doc<'_> {
+            (*f, &d.shoot.metadata, here(&d.file, d.doc_index, *multi), Box::new(|| d.shoot.technical_id()))
+        }))
+        .collect();
+    docs.sort_by_key(|(f, _, here, _)| (*f, here.doc_index));
+    let failures: Vec<(DocRef, ErrorList)> = docs
+        .iter()
+        .map(|(_, meta, here, _)| (here.clone(), metadata::validate(meta)))
         .filter(|(_, errs)| !errs.is_empty())
         .collect();
     if !failures.is_empty() {
@@ -616,15 +658,18 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
     }
 
     let mut seen: BTreeMap<String, DocRef> = BTreeMap::new();
-    for (doc, multi) in &shoots {
-        let here = DocRef { file: doc.file.clone(), doc_index: doc.doc_index, multi: *multi };
-        let id = doc.technical_id();
+    for (_, _, here, id) in docs {
+        let id = id();
         if let Some(first) = seen.get(&id) {
             return Err(ManifestError::DuplicateShoot { technical_id: id, first: first.clone(), second: here });
         }
         seen.insert(id, here);
     }
-    Ok(Loaded { shoots: shoots.into_iter().map(|(d, _)| d).collect(), seeds })
+    Ok(Loaded {
+        shoots: shoots.into_iter().map(|(d, _, _)| d).collect(),
+        domains_only: domains_only.into_iter().map(|(d, _, _)| d).collect(),
+        seeds,
+    })
 }
 
 /// A Shoot of [`Loaded::shoots`] paired with the Seed of [`Loaded::seeds`] it runs on (indices).
@@ -780,7 +825,7 @@ impl UnreadableEntry {
 pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
     let registry = Registry::builtin();
     match one_pass_shoot(registry, file, text) {
-        Some(shoot) => Ok(Loaded { shoots: vec![shoot], seeds: Vec::new() }),
+        Some(shoot) => Ok(Loaded { shoots: vec![shoot], ..Loaded::default() }),
         None => parse_str_general(file, text),
     }
 }
@@ -826,24 +871,51 @@ pub fn parse_str_general(file: &Path, text: &str) -> Result<Loaded, ManifestErro
                 })
             }
         }
-        let provider = registry.get(&provider_type).map_err(|unknown| ManifestError::UnsupportedProvider {
-            file: file.to_path_buf(),
-            doc: doc.index,
-            unknown,
-        })?;
+        let provider = match registry.get(&provider_type) {
+            Ok(provider) => provider,
+            // A provider type trellis has no infrastructure provider for: a domains plan only, if
+            // its Seed is among the inputs ([`load`] decides).
+            Err(unknown) if !provider_type.is_empty() => {
+                let shoot: ShootEnvelope = typed(padded).map_err(parse_err)?;
+                out.domains_only.push(DomainsOnlyShoot {
+                    file: file.to_path_buf(),
+                    doc_index: doc.index,
+                    shoot,
+                    reason: format!("trellis has no infrastructure provider for spec.provider.type {provider_type:?}"),
+                    refusal: ManifestError::UnsupportedProvider { file: file.to_path_buf(), doc: doc.index, unknown },
+                });
+                continue;
+            }
+            Err(unknown) => {
+                return Err(ManifestError::UnsupportedProvider { file: file.to_path_buf(), doc: doc.index, unknown })
+            }
+        };
 
         // Typed pass, by the provider.
         let shoot = provider.parse_shoot(padded).map_err(parse_err)?;
 
         let (a, k) = infrastructure_config_type;
         if (a.as_str(), k.as_str()) != provider.infrastructure_config_type() {
-            return Err(ManifestError::InfrastructureConfig {
+            let refusal = ManifestError::InfrastructureConfig {
                 file: file.to_path_buf(),
                 doc: doc.index,
                 provider,
                 api_version: a,
                 kind: k,
-            });
+            };
+            // No infrastructureConfig at all: a domains plan only, if its Seed is among the inputs.
+            let envelope: ShootEnvelope = typed(padded).map_err(parse_err)?;
+            if envelope.spec.provider.infrastructure_config.is_null() {
+                out.domains_only.push(DomainsOnlyShoot {
+                    file: file.to_path_buf(),
+                    doc_index: doc.index,
+                    shoot: envelope,
+                    reason: "no spec.provider.infrastructureConfig".to_string(),
+                    refusal,
+                });
+                continue;
+            }
+            return Err(refusal);
         }
         out.shoots.push(LoadedShoot { file: file.to_path_buf(), doc_index: doc.index, provider, shoot });
     }

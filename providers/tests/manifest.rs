@@ -202,6 +202,46 @@ fn unsupported_provider_is_rejected() {
     );
 }
 
+/// Issue #10 item 1: a Shoot trellis cannot plan the infrastructure of (a provider type without an
+/// infrastructure provider, or no infrastructureConfig) loads when its Seed is among the inputs, in
+/// any file; without it (or with another Seed) the old refusal stays; its name and technical id are
+/// checked like every Shoot's.
+#[test]
+fn regression_a_shoot_without_an_infrastructure_plan_loads_beside_its_seed() {
+    let seed = "apiVersion: core.gardener.cloud/v1beta1\nkind: Seed\nmetadata:\n  name: s1\n";
+    let aws = format!("{HEAD}spec:\n  seedName: s1\n  provider:\n    type: aws\n");
+    let bare = format!("{HEAD}spec:\n  seedName: s1\n  provider:\n    type: azure\n").replace("name: a\n", "name: b\n");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("1-aws.yaml", aws.as_str()), ("2-bare.yaml", bare.as_str()), ("3-seed.yaml", seed)] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let loaded = manifest::load(&[dir.path().to_path_buf()]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(loaded.shoots.is_empty());
+    let ids: Vec<String> = loaded.domains_only.iter().map(|d| d.shoot.technical_id()).collect();
+    assert_eq!(ids, ["shoot--p--a", "shoot--p--b"]);
+    assert_eq!(loaded.domains_only[1].reason, "no spec.provider.infrastructureConfig");
+
+    let other_seed = seed.replace("name: s1", "name: s2");
+    assert_eq!(
+        load_err_files(&[("a.yaml", &aws), ("s.yaml", &other_seed)], &["a.yaml", "s.yaml"]),
+        "<dir>/a.yaml: document 1: spec.provider.type: unsupported provider type \"aws\"; trellis supports: azure, gcp"
+    );
+    assert!(
+        load_err_files(&[("b.yaml", &bare)], &["b.yaml"]).contains("found none (the infrastructureConfig is missing")
+    );
+    // An infrastructureConfig of the wrong kind is refused even with the Seed.
+    let wrong = azure_shoot("")
+        .replace("kind: InfrastructureConfig", "kind: ControlPlaneConfig")
+        .replace("spec:\n", "spec:\n  seedName: s1\n");
+    assert!(
+        load_err_files(&[("w.yaml", &wrong), ("s.yaml", seed)], &["w.yaml", "s.yaml"]).contains("ControlPlaneConfig")
+    );
+    // The same technical id as an Azure shoot: a duplicate.
+    let twin = azure_shoot("");
+    assert!(load_err_files(&[("a.yaml", &aws), ("t.yaml", &twin), ("s.yaml", seed)], &[""])
+        .starts_with("duplicate shoot shoot--p--a: defined in <dir>/a.yaml and in <dir>/t.yaml"));
+}
+
 #[test]
 fn infrastructure_config_of_the_wrong_kind_is_rejected() {
     check_err(

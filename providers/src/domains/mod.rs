@@ -103,11 +103,37 @@ pub fn pair(
     Ok(Box::new(DomainsShoot { shoot: view, seed: seed.clone(), features }))
 }
 
+/// An internal cluster domain (`<shoot>.<project>.internal.<seed internal domain>`) a shoot uses
+/// after trellis's last apply: the `internal` or `prior-internal` role of its domains state
+/// ([`state::DomainsState::internal_in_use`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InternalInUse {
+    /// The shoot's technical id.
+    pub shoot: String,
+    /// The internal cluster domain.
+    pub domain: String,
+}
+
+/// Whether the internal cluster domain `cluster_domain` lies on the seed's internal domain `entry`:
+/// it is [`model::internal_cluster_domain`] of its first two labels (the shoot's name and project,
+/// DNS labels without dots) on `entry`.
+fn on_internal_domain(cluster_domain: &str, entry: &str) -> bool {
+    let mut labels = cluster_domain.splitn(3, '.');
+    match (labels.next(), labels.next(), labels.next()) {
+        (Some(name), Some(project), Some(_)) => {
+            cluster_domain.eq_ignore_ascii_case(&model::internal_cluster_domain(name, project, entry))
+        }
+        _ => false,
+    }
+}
+
 /// The Seed-level rules of GEP-0066 over the Seed, the Seed as last seen (`old_seed`, when known) and
 /// every shoot scheduled on it; every error at once ([`ProviderError::Invalid`], Seed field paths):
 /// - `internal` and `internalDomains[0]` in sync (gate on);
-/// - no shoot still uses an internal domain the Seed no longer lists (`internal` / `prior-internal`
-///   of its `status.advertisedAddresses`) (gate on);
+/// - no shoot still uses an internal domain the Seed no longer lists (gate on): use is read from the
+///   shoots' `status.advertisedAddresses` (`internal` / `prior-internal`) and from `applied`, the
+///   internal domains the shoots trellis applied on this seed use after their last apply (their
+///   domains state; the caller gathers them, for shoots of the fleet and shoots not in this run);
 /// - `internalDomainEnabled: false` only when every shoot has an external domain (gate on);
 /// - with the gate off, today's rule: the internal domain must not change while shoots are
 ///   scheduled onto the seed.
@@ -115,6 +141,7 @@ pub fn check_seed(
     seed: &Seed,
     old_seed: Option<&Seed>,
     shoots: &[&DomainsShoot],
+    applied: &[InternalInUse],
     features: Features,
 ) -> Result<(), ProviderError> {
     let dns = &seed.spec.dns;
@@ -159,9 +186,18 @@ pub fn check_seed(
                     )))
                 });
                 if !known {
-                    in_use.entry(host.to_string()).or_default().push(v.technical_id());
+                    in_use.entry(host.to_ascii_lowercase()).or_default().push(v.technical_id());
                 }
             }
+        }
+        for a in applied {
+            if !listed.iter().any(|d| on_internal_domain(&a.domain, d)) {
+                in_use.entry(model::api(&a.domain).to_ascii_lowercase()).or_default().push(a.shoot.clone());
+            }
+        }
+        for users in in_use.values_mut() {
+            users.sort();
+            users.dedup();
         }
         for (host, users) in in_use {
             errs.push(FieldError::forbidden(

@@ -55,6 +55,13 @@ pub struct LastApplied {
 }
 
 impl DomainsState {
+    /// The internal cluster domains the shoot uses after the last apply: its `internal` and
+    /// `prior-internal` roles (what the Seed rule "no `internalDomains` entry removed while a shoot
+    /// still uses it" reads, [`super::check_seed`]).
+    pub fn internal_in_use(&self) -> Vec<&str> {
+        [&self.roles.internal, &self.roles.prior_internal].into_iter().flatten().map(|e| e.domain.as_str()).collect()
+    }
+
     /// What `trellis state show` prints of it: the phase, then each role's domain and DNSRecord object,
     /// one `key: value` line each.
     pub fn describe(&self) -> Vec<String> {

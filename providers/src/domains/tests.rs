@@ -442,21 +442,33 @@ fn check_seed_rules() {
         json!({"advertisedAddresses": [{"name": "internal", "url": "https://api.a.dev.internal.int.example.com"}]});
     let seed = seed_doc(Some("int2.example.com"), &["int2.example.com"], None);
     let ds = paired(&used, &seed, true);
-    let e = check_seed(&seed, None, &[&ds], gate).unwrap_err();
+    let e = check_seed(&seed, None, &[&ds], &[], gate).unwrap_err();
     let ProviderError::Invalid(e) = e else { panic!() };
     assert_eq!(e[0].to_string(), "spec.dns.internalDomains: Forbidden: the internal domain of api.a.dev.internal.int.example.com is still used by shoot(s) shoot--dev--a: keep its entry until they migrated");
     let kept = seed_doc(Some("int2.example.com"), &["int2.example.com", "int.example.com"], None);
-    check_seed(&kept, None, &[&paired(&used, &kept, true)], gate).unwrap();
+    check_seed(&kept, None, &[&paired(&used, &kept, true)], &[], gate).unwrap();
+    // Use read from the domains state (no status in the manifest): the same refusal, each shoot once.
+    let bare = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let applied = [
+        InternalInUse { shoot: "shoot--dev--a".into(), domain: "a.dev.internal.int.example.com".into() },
+        InternalInUse { shoot: "shoot--dev--b".into(), domain: "b.dev.internal.int2.example.com".into() },
+    ];
+    let ProviderError::Invalid(e) = check_seed(&seed, None, &[&bare, &ds], &applied, gate).unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].to_string(), "spec.dns.internalDomains: Forbidden: the internal domain of api.a.dev.internal.int.example.com is still used by shoot(s) shoot--dev--a: keep its entry until they migrated");
+    check_seed(&kept, None, &[&bare], &applied, gate).unwrap();
     let unsynced = seed_doc(Some("int.example.com"), &["int2.example.com", "int.example.com"], None);
-    assert!(check_seed(&unsynced, None, &[], gate).is_err());
+    assert!(check_seed(&unsynced, None, &[], &[], gate).is_err());
     let disabled = seed_doc(Some("int.example.com"), &[], Some(false));
     let without = paired(&shoot_doc(None, &[]), &disabled, true);
-    let ProviderError::Invalid(e) = check_seed(&disabled, None, &[&without], gate).unwrap_err() else { panic!() };
+    let ProviderError::Invalid(e) = check_seed(&disabled, None, &[&without], &[], gate).unwrap_err() else { panic!() };
     assert!(e[0].to_string().contains("without one: shoot--dev--a"), "{e:?}");
     let old = seed_doc(Some("int.example.com"), &[], None);
     let new = seed_doc(Some("int2.example.com"), &[], None);
     let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &new, false);
-    let ProviderError::Invalid(e) = check_seed(&new, Some(&old), &[&ds], Features::default()).unwrap_err() else {
+    let ProviderError::Invalid(e) = check_seed(&new, Some(&old), &[&ds], &[], Features::default()).unwrap_err() else {
         panic!()
     };
     assert_eq!(
