@@ -447,7 +447,7 @@ async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::clo
 }
 
 fn validate(inputs: Inputs) -> Result<u8> {
-    let shoots = ops::load_shoots_with(&inputs.files, inputs.feature_gates)?;
+    let (shoots, seeds) = ops::load_inputs(&inputs.files, inputs.feature_gates)?;
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
@@ -481,7 +481,12 @@ fn validate(inputs: Inputs) -> Result<u8> {
     // internal domains the applied shoots use, when there is a state).
     if failed == 0 {
         let store = store.as_ref().map(|s| s as &dyn trellis_state::StateStore);
-        if let Err(e) = ops::check_seeds(shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path())), store) {
+        if let Err(e) = ops::check_seeds(
+            shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path())),
+            &seeds,
+            inputs.feature_gates,
+            store,
+        ) {
             failed += 1;
             eprint_error(&error_text(&e));
         }

@@ -317,6 +317,11 @@ pub fn load_shoots(paths: &[PathBuf]) -> Result<Vec<ShootInput>> {
 /// Loads every Shoot from the given files and directories: each Shoot's infrastructure plan input,
 /// then the domains plan input of each Shoot whose Seed is among them ([`domains_inputs`]).
 pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<ShootInput>> {
+    Ok(load_inputs(paths, features)?.0)
+}
+
+/// [`load_shoots_with`], and the Seeds among the inputs ([`check_seeds`] reads them).
+pub fn load_inputs(paths: &[PathBuf], features: Features) -> Result<(Vec<ShootInput>, Vec<manifest::LoadedSeed>)> {
     if paths.is_empty() {
         bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
     }
@@ -328,7 +333,7 @@ pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<Sho
     let mut inputs: Vec<ShootInput> = Vec::with_capacity(loaded.shoots.len() + domains.len());
     inputs.extend(loaded.shoots.into_iter().map(|l| ShootInput { file: l.file, provider: l.provider, shoot: l.shoot }));
     inputs.extend(domains);
-    Ok(inputs)
+    Ok((inputs, loaded.seeds))
 }
 
 /// The domains plan inputs of `loaded`: each Shoot whose `spec.seedName` names a loaded Seed
@@ -531,17 +536,27 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
     let facts: Vec<FleetFacts<'_>> =
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
     let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())), Some(session.store.as_ref()))?;
+    check_seeds(
+        plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
+        &[],
+        session.features,
+        Some(session.store.as_ref()),
+    )?;
     Ok(warnings)
 }
 
 /// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
 /// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
-/// (trellis keeps no Seed in state), so the rules that compare with it are not run. With a `store`,
+/// (trellis keeps no Seed in state): the applied shoots' internal domains stand in for it. With a `store`,
 /// the internal domains in use are also read from the domains workspaces in state
 /// ([`internal_domains_in_use`]): every shoot trellis applied on the Seed, in this run or not.
+///
+/// `seeds` are the Seeds of the run and `features` the run's gates: a Seed without any of its shoots
+/// among `inputs` is checked too, against the shoots applied on it (with a `store`).
 pub fn check_seeds<'a>(
     inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>,
+    seeds: &[manifest::LoadedSeed],
+    features: Features,
     store: Option<&dyn StateStore>,
 ) -> Result<()> {
     use trellis_providers::domains::{check_seed, DomainsShoot};
@@ -551,10 +566,13 @@ pub fn check_seeds<'a>(
             by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
         }
     }
-    // Read only when a rule needs it: the in-use rule runs with the gate on.
-    let gate_on = by_seed.values().flatten().any(|(ds, _)| ds.features.mutable_shoot_domains);
+    // The Seeds without a shoot in this run (names are unique: [`manifest::pair_seeds`]).
+    let alone: Vec<&manifest::LoadedSeed> =
+        seeds.iter().filter(|s| !by_seed.contains_key(&s.seed.metadata.name)).collect();
+    // Read with the gate on (the in-use rule) and off (the internal domain must not change while
+    // applied shoots are on the seed); only when some Seed is checked.
     let applied = match store {
-        Some(store) if gate_on => internal_domains_in_use(store)?,
+        Some(store) if !by_seed.is_empty() || !alone.is_empty() => internal_domains_in_use(store)?,
         _ => BTreeMap::new(),
     };
     let mut failures = Vec::new();
@@ -566,6 +584,14 @@ pub fn check_seeds<'a>(
             failures.push((format!("seed {name}"), file.to_path_buf(), e));
         }
     }
+    for s in alone {
+        let name = &s.seed.metadata.name;
+        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&s.seed, None, &[], used, features) {
+            failures.push((format!("seed {name}"), s.file.clone(), e));
+        }
+    }
+    failures.sort_by(|a, b| a.0.cmp(&b.0));
     if failures.is_empty() {
         Ok(())
     } else {
@@ -935,9 +961,11 @@ pub async fn plan_fleet_streaming(
     // the manifests are loaded again whole and paired ([`domains_inputs`]); each paired Shoot's domains
     // plan is made and handed out after every infrastructure plan, in shoot order.
     let mut domains = Vec::new();
+    let mut loaded_seeds = Vec::new();
     if seeds > 0 {
         let loaded = manifest::load(paths)?;
         domains = plan_inputs(session, domains_inputs(&loaded, session.features)?, false).await?;
+        loaded_seeds = loaded.seeds;
         for p in &domains {
             let plan = &p.planned.plan;
             summary.plans += 1;
@@ -954,7 +982,12 @@ pub async fn plan_fleet_streaming(
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())), Some(session.store.as_ref()))?;
+    check_seeds(
+        domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
+        &loaded_seeds,
+        session.features,
+        Some(session.store.as_ref()),
+    )?;
     Ok(summary)
 }
 

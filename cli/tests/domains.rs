@@ -302,3 +302,41 @@ fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_
         run.stdout
     );
 }
+
+/// Gate off, upstream's rule "internal domain must not be changed while shoots are still scheduled
+/// onto seed" (spec.dns.internal): trellis keeps no Seed in state, so the change is read from the
+/// applied shoots' domains state (their internal cluster domain lies on another internal domain).
+#[test]
+fn regression_internal_domain_change_with_applied_shoots_refused_with_the_gate_off() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world])
+        .code(0)
+        .stdout_has("shoot--platform--web+domains: apply complete.");
+    let moved = sb.file("moved-seed.yaml");
+    let text = std::fs::read_to_string(&seed).unwrap().replace(
+        "    internal:\n      type: azure-dns\n      domain: internal.example.com\n      zone: internal.example.com\n",
+        "    internal:\n      type: azure-dns\n      domain: other.example.com\n      zone: other.example.com\n",
+    );
+    assert!(text.contains("other.example.com"), "the example Seed changed: {text}");
+    std::fs::write(&moved, text).unwrap();
+    let refusal = "spec.dns.internal: Forbidden: internal domain must not be changed while shoots are still scheduled onto seed (applied on another internal domain: shoot--platform--web)";
+    for cmd in ["plan", "validate"] {
+        sb.run(&[cmd, "-f", &moved, "-f", &shoot]).code(1).stderr_has("seed azure-eu1 (").stderr_has(refusal);
+    }
+    // Unchanged: accepted.
+    sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0);
+    // The Seed passed without any of its shoots (the run's one Shoot is on another seed): still
+    // checked against the shoots applied on it.
+    let elsewhere = sb.file("elsewhere.yaml");
+    let text = std::fs::read_to_string(&shoot)
+        .unwrap()
+        .replace("name: web\n", "name: api\n")
+        .replace("seedName: azure-eu1", "seedName: azure-eu2");
+    assert!(text.contains("seedName: azure-eu2"), "the example Shoot changed: {text}");
+    std::fs::write(&elsewhere, text).unwrap();
+    for cmd in ["plan", "validate"] {
+        sb.run(&[cmd, "-f", &moved, "-f", &elsewhere]).code(1).stderr_has("seed azure-eu1 (").stderr_has(refusal);
+    }
+    sb.run(&["plan", "-f", &seed, "-f", &elsewhere]).code(0);
+}

@@ -136,7 +136,8 @@ fn on_internal_domain(cluster_domain: &str, entry: &str) -> bool {
 ///   domains state; the caller gathers them, for shoots of the fleet and shoots not in this run);
 /// - `internalDomainEnabled: false` only when every shoot has an external domain (gate on);
 /// - with the gate off, today's rule: the internal domain must not change while shoots are
-///   scheduled onto the seed.
+///   scheduled onto the seed: against `old_seed`, and against `applied` (a shoot applied on the
+///   seed whose internal cluster domain lies on another internal domain than `spec.dns.internal`).
 pub fn check_seed(
     seed: &Seed,
     old_seed: Option<&Seed>,
@@ -149,11 +150,22 @@ pub fn check_seed(
     if !features.mutable_shoot_domains {
         let old = old_seed.and_then(|o| o.spec.dns.internal.as_ref()).map(|c| c.domain.as_str());
         let new = dns.internal.as_ref().map(|c| c.domain.as_str());
-        if old.is_some() && old != new && !shoots.is_empty() {
-            errs.push(FieldError::forbidden(
-                "spec.dns.internal",
-                "internal domain must not be changed while shoots are still scheduled onto seed",
-            ));
+        // trellis keeps no Seed in state: the applied shoots' internal cluster domains tell which
+        // internal domain they were built from.
+        let mut moved: Vec<&str> = applied
+            .iter()
+            .filter(|a| !new.is_some_and(|d| on_internal_domain(&a.domain, d)))
+            .map(|a| a.shoot.as_str())
+            .collect();
+        moved.sort_unstable();
+        moved.dedup();
+        if (old.is_some() && old != new && !shoots.is_empty()) || !moved.is_empty() {
+            let mut detail =
+                "internal domain must not be changed while shoots are still scheduled onto seed".to_string();
+            if !moved.is_empty() {
+                detail.push_str(&format!(" (applied on another internal domain: {})", moved.join(", ")));
+            }
+            errs.push(FieldError::forbidden("spec.dns.internal", detail));
         }
     } else {
         if let (Some(i), Some(first)) = (&dns.internal, dns.internal_domains.first()) {

@@ -477,6 +477,29 @@ fn check_seed_rules() {
     );
 }
 
+/// Gate off, no Seed as last seen: the applied shoots' internal cluster domains tell whether the
+/// Seed's internal domain changed; the shoots on another one are named, each once.
+#[test]
+fn regression_check_seed_gate_off_reads_the_applied_shoots() {
+    let new = seed_doc(Some("int2.example.com"), &[], None);
+    let applied = [
+        InternalInUse { shoot: "shoot--dev--b".into(), domain: "b.dev.internal.int.example.com".into() },
+        InternalInUse { shoot: "shoot--dev--a".into(), domain: "a.dev.internal.int.example.com".into() },
+        InternalInUse { shoot: "shoot--dev--c".into(), domain: "c.dev.internal.int2.example.com".into() },
+    ];
+    let ProviderError::Invalid(e) = check_seed(&new, None, &[], &applied, Features::default()).unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(
+        e.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        vec!["spec.dns.internal: Forbidden: internal domain must not be changed while shoots are still scheduled onto seed (applied on another internal domain: shoot--dev--a, shoot--dev--b)"]
+    );
+    check_seed(&new, None, &[], &applied[2..], Features::default()).unwrap();
+    // The same without any shoot's internal domain (a Seed without an internal domain): changed.
+    let none = seed_doc(None, &[], None);
+    assert!(check_seed(&none, None, &[], &applied[2..], Features::default()).is_err());
+}
+
 #[test]
 fn every_plan_is_deterministic() {
     let seed = seed_doc(Some("int.example.com"), &[], None);
