@@ -79,3 +79,17 @@ fn text_markdown_terraform_json_and_self_diff_of_every_bundled_example() {
         insta::assert_snapshot!(format!("self_diff_{name}"), redact(&diff, &sb));
     }
 }
+
+/// A Shoot planned with its Seed has two plans of one technical id; markdown told them apart from
+/// nothing but the order ("2 of 2 shoots", two rows `shoot--platform--web`).
+#[test]
+fn regression_markdown_tells_a_shoots_domains_plan_from_its_infrastructure_plan() {
+    let (_, manifests, world) = examples().into_iter().find(|e| e.0 == "domains").expect("the domains example");
+    let sb = Sandbox::new();
+    let plan = plan_file(&sb, &manifests, world.as_deref());
+    let markdown = sb.run_raw(&["show", &plan, "--output", "markdown"]).code(0).stdout;
+    assert!(markdown.starts_with("### trellis plan: 2 of 2 plans with changes\n"), "{markdown}");
+    assert!(markdown.contains("| `shoot--platform--web` | 5 |"), "{markdown}");
+    assert!(markdown.contains("| `shoot--platform--web` (domains) | 2 |"), "{markdown}");
+    assert!(markdown.contains("<summary><code>shoot--platform--web</code> (domains): Plan: 2 to create"), "{markdown}");
+}

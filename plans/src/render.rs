@@ -432,9 +432,11 @@ const WARNING_ADDRESSES: usize = 20;
 pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
     let mut out = String::new();
     let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
+    // A shoot with its Seed has two plans (infrastructure and domains): count plans then, not shoots.
+    let noun = if set.plans.iter().any(|p| p.provider == Provider::Domains) { "plan" } else { "shoot" };
     let _ = writeln!(
         out,
-        "### trellis plan: {} of {} shoot{} with changes\n",
+        "### trellis plan: {} of {} {noun}{} with changes\n",
         with_changes,
         set.plans.len(),
         if set.plans.len() == 1 { "" } else { "s" }
@@ -466,7 +468,12 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
         "\n| shoot | create | update | replace | delete | verify | skip |\n|:--|--:|--:|--:|--:|--:|--:|\n".to_string(),
     );
     for plan in &set.plans {
-        parts.push(format!("| {} | {} |\n", escape::md_code(&plan.shoot, Md::Cell), table_counts(&plan.summary)));
+        parts.push(format!(
+            "| {}{} | {} |\n",
+            escape::md_code(&plan.shoot, Md::Cell),
+            domains_suffix(plan),
+            table_counts(&plan.summary)
+        ));
     }
     if set.plans.len() > 1 {
         parts.push(format!("| **total** | {} |\n", table_counts(&set.summary())));
@@ -476,7 +483,13 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
         if plan.has_changes() {
             plan_markdown(&mut section, plan);
         } else {
-            let _ = writeln!(section, "{}: {}", escape::md_code(&plan.shoot, Md::Inline), counts_line(&plan.summary));
+            let _ = writeln!(
+                section,
+                "{}{}: {}",
+                escape::md_code(&plan.shoot, Md::Inline),
+                domains_suffix(plan),
+                counts_line(&plan.summary)
+            );
         }
         parts.push(section);
     }
@@ -494,6 +507,15 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
         out.push_str(&part);
     }
     out
+}
+
+/// ` (domains)` after a domains plan's shoot, so a shoot's two plans are told apart; nothing otherwise.
+fn domains_suffix(plan: &Plan) -> &'static str {
+    if plan.provider == Provider::Domains {
+        " (domains)"
+    } else {
+        ""
+    }
 }
 
 /// Room kept for the truncation notice.
@@ -514,8 +536,9 @@ fn table_counts(s: &Summary) -> String {
 fn plan_markdown(out: &mut String, plan: &Plan) {
     let _ = writeln!(
         out,
-        "<details><summary><code>{}</code>: {}</summary>\n",
+        "<details><summary><code>{}</code>{}: {}</summary>\n",
         escape::html(&plan.shoot),
+        domains_suffix(plan),
         counts_line(&plan.summary)
     );
     let _ = writeln!(
