@@ -5,52 +5,9 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Every bundled example: (snapshot name, manifest files or dir, world file).
-fn examples() -> Vec<(&'static str, Vec<PathBuf>, Option<PathBuf>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let mut out = Vec::new();
-    for (name, dir) in [
-        ("azure-byo-firewall", "azure-byo-firewall"),
-        ("azure-byo-isolated", "azure-byo-isolated"),
-        ("azure-byo-nat", "azure-byo-nat"),
-        ("azure-byo-overlay", "azure-byo-overlay"),
-        ("azure-managed", "azure-managed"),
-        ("azure-managed-nat", "azure-managed-nat"),
-        ("gcp-byo-dual-stack", "gcp/byo-dual-stack"),
-        ("gcp-byo-ipv4", "gcp/byo-ipv4"),
-        ("gcp-managed", "gcp/managed"),
-    ] {
-        let world = root.join(dir).join("world.yaml");
-        out.push((name, vec![root.join(dir).join("shoot.yaml")], world.exists().then_some(world)));
-    }
-    // GEP-0066: the Shoot with its Seed — an infrastructure plan and a domains plan.
-    let domains = root.join("domains");
-    out.push((
-        "domains",
-        vec![domains.join("seed.yaml"), domains.join("shoot.yaml")],
-        Some(domains.join("world.yaml")),
-    ));
-    out.push(("fleet", vec![root.join("fleet")], Some(root.join("fleet-world.yaml"))));
-    out
-}
-
-/// Plans the example into a plan file in the sandbox and returns the file's path.
-fn plan_file(sb: &Sandbox, manifests: &[PathBuf], world: Option<&Path>) -> String {
-    let out = sb.file("plan.json");
-    let mut args = vec!["plan", "--out", &out];
-    for manifest in manifests {
-        args.extend(["-f", manifest.to_str().expect("UTF-8 path")]);
-    }
-    if let Some(world) = world {
-        args.extend(["--world", world.to_str().expect("UTF-8 path")]);
-    }
-    sb.run(&args).code(0);
-    out
-}
-
 #[test]
 fn dot_and_mermaid_of_every_bundled_example() {
-    let bundled = examples();
+    let bundled = bundled_examples();
     // Every example directory is listed above.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let on_disk = walk_shoots(&root);
@@ -63,7 +20,7 @@ fn dot_and_mermaid_of_every_bundled_example() {
     }
     for (name, manifest, world) in bundled {
         let sb = Sandbox::new();
-        let plan = plan_file(&sb, &manifest, world.as_deref());
+        let plan = plan_example(&sb, &manifest, world.as_deref());
         let json = sb.run_raw(&["show", &plan, "--output", "json"]).code(0).json();
         // One plan is written bare, a fleet as {"plans": [...]}.
         let plans = match json["plans"].as_array() {
@@ -113,9 +70,9 @@ fn walk_shoots(dir: &Path) -> Vec<PathBuf> {
 /// The HTML report of every bundled example: one page, no network, one SVG node group per plan node.
 #[test]
 fn html_of_every_bundled_example() {
-    for (name, manifest, world) in examples() {
+    for (name, manifest, world) in bundled_examples() {
         let sb = Sandbox::new();
-        let plan = plan_file(&sb, &manifest, world.as_deref());
+        let plan = plan_example(&sb, &manifest, world.as_deref());
         let (plans, nodes) = count_plans_and_nodes(&sb, &plan);
         let html = sb.run_raw(&["show", &plan, "--output", "html"]).code(0).stdout;
         assert!(html.starts_with("<!DOCTYPE html>\n"), "{name}");
@@ -168,10 +125,10 @@ fn chromium() -> PathBuf {
 fn html_report_loads_in_headless_chromium() {
     let browser = chromium();
     for (name, manifest, world) in
-        examples().into_iter().filter(|e| matches!(e.0, "azure-byo-nat" | "gcp-byo-ipv4" | "fleet"))
+        bundled_examples().into_iter().filter(|e| matches!(e.0, "azure-byo-nat" | "gcp-byo-ipv4" | "fleet"))
     {
         let sb = Sandbox::new();
-        let plan = plan_file(&sb, &manifest, world.as_deref());
+        let plan = plan_example(&sb, &manifest, world.as_deref());
         let (plans, nodes) = count_plans_and_nodes(&sb, &plan);
         let html = sb.run_raw(&["show", &plan, "--output", "html"]).code(0).stdout;
         let page = sb.file("plan.html");

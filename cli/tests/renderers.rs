@@ -4,50 +4,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-
-/// Every bundled example: (snapshot name, manifest files or dir, world file).
-fn examples() -> Vec<(&'static str, Vec<PathBuf>, Option<PathBuf>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let mut out = Vec::new();
-    for (name, dir) in [
-        ("azure-byo-firewall", "azure-byo-firewall"),
-        ("azure-byo-isolated", "azure-byo-isolated"),
-        ("azure-byo-nat", "azure-byo-nat"),
-        ("azure-byo-overlay", "azure-byo-overlay"),
-        ("azure-managed", "azure-managed"),
-        ("azure-managed-nat", "azure-managed-nat"),
-        ("gcp-byo-dual-stack", "gcp/byo-dual-stack"),
-        ("gcp-byo-ipv4", "gcp/byo-ipv4"),
-        ("gcp-managed", "gcp/managed"),
-    ] {
-        let world = root.join(dir).join("world.yaml");
-        out.push((name, vec![root.join(dir).join("shoot.yaml")], world.exists().then_some(world)));
-    }
-    // GEP-0066: the Shoot with its Seed — an infrastructure plan and a domains plan.
-    let domains = root.join("domains");
-    out.push((
-        "domains",
-        vec![domains.join("seed.yaml"), domains.join("shoot.yaml")],
-        Some(domains.join("world.yaml")),
-    ));
-    out.push(("fleet", vec![root.join("fleet")], Some(root.join("fleet-world.yaml"))));
-    out
-}
-
-/// Plans the example into a plan file in the sandbox and returns the file's path.
-fn plan_file(sb: &Sandbox, manifests: &[PathBuf], world: Option<&Path>) -> String {
-    let out = sb.file("plan.json");
-    let mut args = vec!["plan", "--out", &out];
-    for manifest in manifests {
-        args.extend(["-f", manifest.to_str().expect("UTF-8 path")]);
-    }
-    if let Some(world) = world {
-        args.extend(["--world", world.to_str().expect("UTF-8 path")]);
-    }
-    sb.run(&args).code(0);
-    out
-}
+use std::path::Path;
 
 /// Replaces machine-specific paths (the examples root, the sandbox) with stable placeholders.
 fn redact(text: &str, sb: &Sandbox) -> String {
@@ -61,9 +18,9 @@ fn redact(text: &str, sb: &Sandbox) -> String {
 
 #[test]
 fn text_markdown_terraform_json_and_self_diff_of_every_bundled_example() {
-    for (name, manifest, world) in examples() {
+    for (name, manifest, world) in bundled_examples() {
         let sb = Sandbox::new();
-        let plan = plan_file(&sb, &manifest, world.as_deref());
+        let plan = plan_example(&sb, &manifest, world.as_deref());
 
         let text = sb.run_raw(&["show", &plan, "--output", "text"]).code(0).stdout;
         assert!(!text.contains("\u{1b}["), "{name}: text output has colour codes");
@@ -84,9 +41,9 @@ fn text_markdown_terraform_json_and_self_diff_of_every_bundled_example() {
 /// nothing but the order ("2 of 2 shoots", two rows `shoot--platform--web`).
 #[test]
 fn regression_markdown_tells_a_shoots_domains_plan_from_its_infrastructure_plan() {
-    let (_, manifests, world) = examples().into_iter().find(|e| e.0 == "domains").expect("the domains example");
+    let (_, manifests, world) = bundled_examples().into_iter().find(|e| e.0 == "domains").expect("the domains example");
     let sb = Sandbox::new();
-    let plan = plan_file(&sb, &manifests, world.as_deref());
+    let plan = plan_example(&sb, &manifests, world.as_deref());
     let markdown = sb.run_raw(&["show", &plan, "--output", "markdown"]).code(0).stdout;
     assert!(markdown.starts_with("### trellis plan: 2 of 2 plans with changes\n"), "{markdown}");
     assert!(markdown.contains("| `shoot--platform--web` | 5 |"), "{markdown}");

@@ -323,3 +323,46 @@ pub fn plan_ids(plan: &Value, action: &str) -> BTreeSet<String> {
 pub fn has_ansi(text: &str) -> bool {
     text.contains('\u{1b}')
 }
+
+/// Every bundled example (`examples/`), for the renderer tests: (snapshot name, manifest files or dir, world file).
+pub fn bundled_examples() -> Vec<(&'static str, Vec<std::path::PathBuf>, Option<std::path::PathBuf>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut out = Vec::new();
+    for (name, dir) in [
+        ("azure-byo-firewall", "azure-byo-firewall"),
+        ("azure-byo-isolated", "azure-byo-isolated"),
+        ("azure-byo-nat", "azure-byo-nat"),
+        ("azure-byo-overlay", "azure-byo-overlay"),
+        ("azure-managed", "azure-managed"),
+        ("azure-managed-nat", "azure-managed-nat"),
+        ("gcp-byo-dual-stack", "gcp/byo-dual-stack"),
+        ("gcp-byo-ipv4", "gcp/byo-ipv4"),
+        ("gcp-managed", "gcp/managed"),
+    ] {
+        let world = root.join(dir).join("world.yaml");
+        out.push((name, vec![root.join(dir).join("shoot.yaml")], world.exists().then_some(world)));
+    }
+    // GEP-0066: the Shoot with its Seed — an infrastructure plan and a domains plan.
+    let domains = root.join("domains");
+    out.push((
+        "domains",
+        vec![domains.join("seed.yaml"), domains.join("shoot.yaml")],
+        Some(domains.join("world.yaml")),
+    ));
+    out.push(("fleet", vec![root.join("fleet")], Some(root.join("fleet-world.yaml"))));
+    out
+}
+
+/// Plans the example into a plan file in the sandbox and returns the file's path.
+pub fn plan_example(sb: &Sandbox, manifests: &[std::path::PathBuf], world: Option<&Path>) -> String {
+    let out = sb.file("plan.json");
+    let mut args = vec!["plan", "--out", &out];
+    for manifest in manifests {
+        args.extend(["-f", manifest.to_str().expect("UTF-8 path")]);
+    }
+    if let Some(world) = world {
+        args.extend(["--world", world.to_str().expect("UTF-8 path")]);
+    }
+    sb.run(&args).code(0);
+    out
+}
