@@ -7,7 +7,7 @@
 //! resets it), so `Faults::fail_call(n, …)` fails the n-th call made after that, exactly once.
 
 use std::time::Duration;
-use trellis_planner::cloud::Op;
+use trellis_planner::cloud::{CloudError, Op};
 
 /// What an injected fault does to a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +30,51 @@ pub enum Fault {
     /// with resources left), persisted as such; a later call resumes it. On any other call it acts
     /// as [`Fault::TimeoutAfterApply`].
     Interrupted { after_steps: usize },
+}
+
+/// How a simulated cloud words the faults it answers in its own API's terms (ARM, GCE, DNS differ
+/// only in these).
+#[derive(Clone, Copy, Debug)]
+pub struct FaultWording {
+    /// The status and message of [`Fault::ServerError`].
+    pub server_status: u16,
+    pub server_message: &'static str,
+    /// The code and message of [`Fault::Forbidden`] (status 403).
+    pub forbidden_code: &'static str,
+    pub forbidden_message: &'static str,
+}
+
+impl Fault {
+    /// The answer of a fault that keeps the request from being applied, with its audit status;
+    /// `None` for the faults that let the request through ([`Fault::TimeoutAfterApply`],
+    /// [`Fault::Interrupted`]).
+    pub fn refusal(&self, target: &str, wording: &FaultWording) -> Option<(CloudError, u16)> {
+        let target = target.to_string();
+        match self {
+            Fault::Throttle { retry_after } => {
+                Some((CloudError::Throttled { target, retry_after: Some(*retry_after) }, 429))
+            }
+            Fault::ServerError => Some((
+                CloudError::Server {
+                    target,
+                    status: wording.server_status,
+                    message: wording.server_message.to_string(),
+                },
+                wording.server_status,
+            )),
+            Fault::Forbidden => Some((
+                CloudError::Rejected {
+                    target,
+                    status: 403,
+                    code: wording.forbidden_code.to_string(),
+                    message: wording.forbidden_message.to_string(),
+                },
+                403,
+            )),
+            Fault::Timeout => Some((CloudError::Timeout { target }, 408)),
+            Fault::TimeoutAfterApply | Fault::Interrupted { .. } => None,
+        }
+    }
 }
 
 /// Which calls a rule applies to; `None` fields match anything.

@@ -22,7 +22,7 @@ pub(crate) mod store;
 pub mod world;
 
 use audit::AuditLog;
-use faults::{Fault, FaultState};
+use faults::{Fault, FaultState, FaultWording};
 use latency::InFlight;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use store::Store;
@@ -251,29 +251,17 @@ pub(crate) enum Step {
     Done(u16),
 }
 
+/// How this cloud words injected faults.
+const ARM_FAULTS: FaultWording = FaultWording {
+    server_status: 500,
+    server_message: "InternalServerError: injected fault",
+    forbidden_code: "AuthorizationFailed",
+    forbidden_message: "the client does not have authorization to perform this action (injected fault)",
+};
+
 /// The answer of a fault that keeps the request from being applied, with its audit status.
 fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
-    let target = target.to_string();
-    match fault? {
-        Fault::Throttle { retry_after } => {
-            Some((CloudError::Throttled { target, retry_after: Some(*retry_after) }, 429))
-        }
-        Fault::ServerError => Some((
-            CloudError::Server { target, status: 500, message: "InternalServerError: injected fault".into() },
-            500,
-        )),
-        Fault::Forbidden => Some((
-            CloudError::Rejected {
-                target,
-                status: 403,
-                code: "AuthorizationFailed".into(),
-                message: "the client does not have authorization to perform this action (injected fault)".into(),
-            },
-            403,
-        )),
-        Fault::Timeout => Some((CloudError::Timeout { target }, 408)),
-        Fault::TimeoutAfterApply | Fault::Interrupted { .. } => None,
-    }
+    fault?.refusal(target, &ARM_FAULTS)
 }
 
 /// Persists the store's changes; a failure is the cloud's 500.

@@ -35,7 +35,7 @@ pub use store::{DnsId, RecordType, DEFAULT_TTL, DNSRECORD_API_VERSION, DNSRECORD
 pub use world::DnsWorld;
 
 use crate::core::audit::AuditLog;
-use crate::core::faults::{Fault, FaultState, Faults};
+use crate::core::faults::{Fault, FaultState, FaultWording, Faults};
 use crate::core::world::{SyncReport, WorldFile};
 use crate::core::{latency, ApiError};
 use crate::SimError;
@@ -233,28 +233,17 @@ fn storage_error(target: &str, e: SimError) -> CloudError {
     }
 }
 
+/// How this cloud words injected faults.
+const DNS_FAULTS: FaultWording = FaultWording {
+    server_status: 500,
+    server_message: "InternalError: injected fault",
+    forbidden_code: "Forbidden",
+    forbidden_message: "the caller may not write DNSRecords (injected fault)",
+};
+
 /// The answer of a fault that keeps the request from being applied, with its audit status.
 fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
-    let target = target.to_string();
-    match fault? {
-        Fault::Throttle { retry_after } => {
-            Some((CloudError::Throttled { target, retry_after: Some(*retry_after) }, 429))
-        }
-        Fault::ServerError => {
-            Some((CloudError::Server { target, status: 500, message: "InternalError: injected fault".into() }, 500))
-        }
-        Fault::Forbidden => Some((
-            CloudError::Rejected {
-                target,
-                status: 403,
-                code: "Forbidden".into(),
-                message: "the caller may not write DNSRecords (injected fault)".into(),
-            },
-            403,
-        )),
-        Fault::Timeout => Some((CloudError::Timeout { target }, 408)),
-        Fault::TimeoutAfterApply | Fault::Interrupted { .. } => None,
-    }
+    fault?.refusal(target, &DNS_FAULTS)
 }
 
 /// The simulator's refusal as the write model's error: 409 `AlreadyExists` on a create, 412 a

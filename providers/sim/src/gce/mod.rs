@@ -34,7 +34,7 @@ pub use rules::{ListQuery, AUTO_MODE_SUBNETS};
 pub use store::Quotas;
 
 use crate::core::audit::AuditLog;
-use crate::core::faults::{Fault, FaultState, Faults};
+use crate::core::faults::{Fault, FaultState, FaultWording, Faults};
 use crate::core::store::Origin;
 use crate::core::world::{SyncReport, WorldFile};
 use crate::core::{latency, ApiError};
@@ -344,28 +344,17 @@ impl GceSim {
     }
 }
 
+/// How this cloud words injected faults.
+const GCE_FAULTS: FaultWording = FaultWording {
+    server_status: 503,
+    server_message: "backendError: injected fault",
+    forbidden_code: "forbidden",
+    forbidden_message: "Required permission is missing (injected fault)",
+};
+
 /// The answer of a fault that keeps the request from being applied, with its audit status.
 fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
-    let target = target.to_string();
-    match fault? {
-        Fault::Throttle { retry_after } => {
-            Some((CloudError::Throttled { target, retry_after: Some(*retry_after) }, 429))
-        }
-        Fault::ServerError => {
-            Some((CloudError::Server { target, status: 503, message: "backendError: injected fault".into() }, 503))
-        }
-        Fault::Forbidden => Some((
-            CloudError::Rejected {
-                target,
-                status: 403,
-                code: "forbidden".into(),
-                message: "Required permission is missing (injected fault)".into(),
-            },
-            403,
-        )),
-        Fault::Timeout => Some((CloudError::Timeout { target }, 408)),
-        Fault::TimeoutAfterApply | Fault::Interrupted { .. } => None,
-    }
+    fault?.refusal(target, &GCE_FAULTS)
 }
 
 /// Classifies GCE's refusal: 409 `alreadyExists` is [`CloudError::AlreadyExists`], 412
