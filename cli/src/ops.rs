@@ -747,6 +747,8 @@ struct Shared {
     store: Arc<SledStore>,
     clouds: Clouds,
     opts: StreamOptions,
+    /// The working directory, for each plan's `source.file` (looked up once, not once per shoot).
+    cwd: Option<PathBuf>,
 }
 
 /// Read → parse → metadata check → workspace → provider plan → render, for one file.
@@ -791,7 +793,7 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
         Ok(shoot) => shoot,
         Err(e) => return DocOutcome::Other(e.into()),
     };
-    let file = trellis_plans::Source::file_of(&l.file, std::env::current_dir().ok().as_deref());
+    let file = trellis_plans::Source::file_of(&l.file, shared.cwd.as_deref());
     plan.source = Some(trellis_plans::Source { file, shoot });
     let streamed = StreamedPlan {
         shoot: plan.shoot.clone(),
@@ -841,7 +843,12 @@ pub async fn plan_fleet_streaming(
     mut emit: impl FnMut(StreamedPlan) -> Result<()>,
 ) -> Result<StreamSummary> {
     use futures::StreamExt as _;
-    let shared = Arc::new(Shared { store: Arc::clone(&session.store), clouds: session.clouds(), opts });
+    let shared = Arc::new(Shared {
+        store: Arc::clone(&session.store),
+        clouds: session.clouds(),
+        opts,
+        cwd: std::env::current_dir().ok(),
+    });
     let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     // A task plans a few files one after the other: one task, and one wake-up of this loop, per
     // batch rather than per file (with a file per task the scheduler's wake-ups cost ~5 % of the CPU).

@@ -184,6 +184,30 @@
 //!      at open only the workspaces a command loads (the load checks their digest anyway), no
 //!      second seal hash when sled's open only rewrote free segments, a sim GET/LIST that renders
 //!      from the stored JSON without building a `Value` per resource.
+//!    - plan slice, s17 (replan). First, on a quiet machine (load < 1.5), the branch point's binary:
+//!      fresh plan of 2,000 A1 shoots 0.20–0.21 s wall / 0.37–0.40 s CPU, their no-op re-plan 0.52–0.53 s
+//!      / 0.87 s CPU (2.5–2.6×); one shoot against that applied dir 0.09–0.10 s / 0.08–0.10 s CPU;
+//!      10,000 A1 shoots 0.99–1.26 s / 1.92–2.20 s CPU / 34–35 MiB; 10,000 GCP shoots (section 6's
+//!      fleet) 1.25–1.30 s / 2.33–2.44 s CPU / 85–91 MiB. Profile of the re-plan (`perf`, DWARF
+//!      stacks): no single item above 10 %: the simulated cloud's LIST 10.6 % and GET 9.3 % (sled
+//!      reads of the resources and their back-references ~5 %, rendering ~7 %: the stored value's
+//!      clone, child arrays, back-references), the workspaces' load 7 % (JSON of the records ~4 %),
+//!      the state's open 4.7 % (verify 2.4 %, sled 1.3 %, the seal's BLAKE3 ~1 %) and close ~1 %; the
+//!      rest the per-shoot pipeline a fresh plan runs too. (The seal's hashes are ~8 ms each for the
+//!      57 MB `db`: not where the fixed ~0.1 s of an open goes.) Done: the ARM simulator's reads
+//!      decide "direct child of" and "of REST type" on the id's text (`rules::is_direct_child`,
+//!      `rules::rtype_is`) instead of building each descendant's parent id, its key and its type
+//!      (three to five allocations per descendant per LIST and per rendered collection); the fleet
+//!      plan looks the working directory up once instead of once per shoot (`getcwd` was ~0.8 % of
+//!      a 10,000-shoot plan). Same-minute alternated runs at load 5–9 (CPU = user + sys, 3–5 runs
+//!      each; `perf stat -r 4` task-clock for the re-plan): re-plan 0.84–0.97 s CPU before,
+//!      0.85–0.93 s after; fresh 2,000 0.36–0.45 s either; 10,000 A1 1.88–2.20 s before, 1.84–1.91 s
+//!      after (~−3 %); 10,000 GCP 2.31–2.60 s before, 2.28–2.52 s after — within the noise at this
+//!      load except perhaps the A1 fleet's. Targets: re-plan ≤ 1.5× not met (~2.3–2.5× in
+//!      CPU); 10,000 A1 < 1 s met only on a quiet machine at best (0.99 s); 10,000 GCP < 1 s not met
+//!      (1.25 s quiet), 512 MiB met. What would move the re-plan: the simulated cloud's calls run
+//!      under one lock (its reads are ~20 % of the CPU, serialised), verifying at open only the
+//!      workspaces a command loads, and a LIST/GET that renders from the stored bytes.
 //!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
