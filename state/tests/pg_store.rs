@@ -2,6 +2,9 @@
 //! behaviours every backend has, locks across sessions, killed clients, dropped connections, server
 //! restarts, concurrency, integrity, schema versions, and calls from every kind of thread.
 
+// As in the crate: `StateError` carries a `LockInfo` by value; errors are rare.
+#![allow(clippy::result_large_err)]
+
 mod common;
 
 use common::behaviour::{self, workspace_with_one_resource, SHOOT};
