@@ -358,3 +358,22 @@ fn pg_errors_never_show_the_password() {
     assert!(msg.contains("no_such_database") && msg.contains("createdb"), "{msg}");
     assert!(!format!("{err:?}").contains("hunter2secret"));
 }
+
+#[test]
+fn pg_lock_holders_are_found_for_every_lock_key() {
+    // Lock keys are 64-bit hashes: half of them are negative as PostgreSQL's bigint. Sixteen shoots
+    // cover both signs; every holder must be found by another session and by `list`.
+    let (_server, url) = database("lock_keys");
+    let (holder, other) = (connect(&url), connect(&url));
+    let shoots: Vec<String> = (0..16).map(|i| format!("shoot--keys--s{i}")).collect();
+    let info = LockInfo::here("apply");
+    for shoot in &shoots {
+        holder.lock(shoot, &info).unwrap();
+    }
+    for shoot in &shoots {
+        assert_eq!(other.lock_holder(shoot).unwrap(), Some(info.clone()), "{shoot}");
+    }
+    let listed = other.list().unwrap();
+    assert_eq!(listed.len(), 16);
+    assert!(listed.iter().all(|w| w.locked_by.as_ref() == Some(&info)));
+}

@@ -551,7 +551,7 @@ impl Inner {
             .query("SELECT shoot, lineage, serial, resources FROM trellis_workspaces", &[])
             .await
             .map_err(|e| self.classify(e))?;
-        let locks = self.live_locks(&client).await?;
+        let locks = self.live_locks(&client, None).await?;
         let mut out: Vec<WorkspaceSummary> = rows
             .iter()
             .map(|row| {
@@ -586,22 +586,38 @@ impl Inner {
 
     /// The lock records whose advisory lock is held by some session now: a record whose lock is free
     /// was left by a process that died, and holds nothing.
-    async fn live_locks(&self, client: &Client) -> Result<BTreeMap<String, LockInfo>, Failure> {
-        let rows = client
+    async fn live_locks(&self, client: &Client, shoot: Option<&str>) -> Result<BTreeMap<String, LockInfo>, Failure> {
+        let classify = |e| self.classify(e);
+        let records = match shoot {
+            Some(shoot) => {
+                client.query("SELECT shoot, key, holder FROM trellis_locks WHERE shoot = $1", &[&shoot]).await
+            }
+            None => client.query("SELECT shoot, key, holder FROM trellis_locks", &[]).await,
+        }
+        .map_err(classify)?;
+        if records.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        // The advisory locks held in this database, read once (not once per record): a bigint key is
+        // shown as classid (high 32 bits) and objid (low 32 bits), objsubid 1.
+        let held: BTreeSet<i64> = client
             .query(
-                "SELECT l.shoot, l.holder FROM trellis_locks l WHERE EXISTS (SELECT 1 FROM pg_locks p \
-                 WHERE p.locktype = 'advisory' AND p.granted AND p.objsubid = 1 \
-                 AND p.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-                 AND p.classid::bigint = (l.key >> 32) & 4294967295 AND p.objid::bigint = l.key & 4294967295)",
+                "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 &[],
             )
             .await
-            .map_err(|e| self.classify(e))?;
+            .map_err(classify)?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
         let mut out = BTreeMap::new();
-        for row in rows {
+        for row in records {
             let shoot: String = row.get(0);
-            let holder = parse_holder(&shoot, row.get(1)).map_err(Failure::Final)?;
-            out.insert(shoot, holder);
+            if held.contains(&row.get::<_, i64>(1)) {
+                let holder = parse_holder(&shoot, row.get(2)).map_err(Failure::Final)?;
+                out.insert(shoot, holder);
+            }
         }
         Ok(out)
     }
@@ -744,7 +760,7 @@ impl Inner {
 
     async fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
         let client = self.client().await?;
-        Ok(self.live_locks(&client).await?.remove(shoot))
+        Ok(self.live_locks(&client, Some(shoot)).await?.remove(shoot))
     }
 
     /// Releases every lock this store holds (records removed, advisory locks released).
