@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, Statement};
 
 /// How long a call retries transient failures (connection lost or refused, server shutting down,
 /// serialization failure) before it reports them.
@@ -62,9 +62,32 @@ struct Inner {
 /// The one long-lived connection that holds this store's session advisory locks, and what it holds.
 #[derive(Default)]
 struct LockConn {
-    client: Option<Client>,
+    client: Option<(Client, LockStatements)>,
     held: BTreeMap<String, Held>,
 }
+
+/// The lock connection's statements, prepared once per connection: taking and releasing a lock is one
+/// round trip each.
+struct LockStatements {
+    /// ($1 shoot, $2 key, $3 lock id, $4 holder) -> (advisory lock taken, the record found before, if
+    /// any). Takes the advisory lock and, only if it got it, records the holder.
+    take: Statement,
+    /// ($1 shoot, $2 lock id, $3 key): removes this lock's record and releases its advisory lock.
+    release: Statement,
+}
+
+/// See [`LockStatements::take`]. Every part sees the table as it was before the statement, so `old`
+/// is the record the insert replaces. `got` is materialized: the advisory lock is tried exactly once.
+const TAKE_LOCK: &str = "WITH got AS MATERIALIZED (SELECT pg_try_advisory_lock($2) AS ok), \
+     old AS (SELECT holder FROM trellis_locks WHERE shoot = $1), \
+     ins AS (INSERT INTO trellis_locks (shoot, key, lock_id, holder) SELECT $1, $2, $3, $4 FROM got WHERE ok \
+             ON CONFLICT (shoot) DO UPDATE SET key = EXCLUDED.key, lock_id = EXCLUDED.lock_id, holder = EXCLUDED.holder \
+             RETURNING 1) \
+     SELECT (SELECT ok FROM got), (SELECT holder FROM old), (SELECT count(*) FROM ins)";
+
+/// See [`LockStatements::release`].
+const RELEASE_LOCK: &str = "WITH d AS (DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2 RETURNING 1) \
+     SELECT pg_advisory_unlock($3), (SELECT count(*) FROM d)";
 
 /// A workspace lock this store took.
 struct Held {
@@ -624,22 +647,31 @@ impl Inner {
 
     /// The lock connection, connected (again) if needed. After a reconnect every lock this store held
     /// is taken again; one another session took meanwhile is marked lost.
-    async fn lock_conn<'g>(&self, lc: &'g mut LockConn) -> Result<&'g Client, Failure> {
-        let alive = lc.client.as_ref().is_some_and(|c| !c.is_closed());
+    async fn lock_conn<'g>(&self, lc: &'g mut LockConn) -> Result<(&'g Client, &'g LockStatements), Failure> {
+        let alive = lc.client.as_ref().is_some_and(|(c, _)| !c.is_closed());
         if !alive {
             lc.client = None;
-            let (client, connection) = self.url.config().connect(NoTls).await.map_err(|e| self.classify(e))?;
+            let classify = |e| self.classify(e);
+            let (client, connection) = self.url.config().connect(NoTls).await.map_err(classify)?;
             tokio::spawn(connection);
+            // Lock records name holders; the advisory locks are the locks. A server crash ends every
+            // session and so frees every advisory lock, which makes every record stale anyway: the
+            // records need not wait for the WAL flush (a lock costs one round trip, not a disk sync).
+            client.batch_execute("SET synchronous_commit = off").await.map_err(classify)?;
+            let statements = LockStatements {
+                take: client.prepare(TAKE_LOCK).await.map_err(classify)?,
+                release: client.prepare(RELEASE_LOCK).await.map_err(classify)?,
+            };
             for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.lost.is_none()) {
-                if try_advisory(&client, shoot).await.map_err(|e| self.classify(e))? {
-                    write_holder(&client, shoot, &held.info).await.map_err(|e| self.classify(e))?;
-                } else {
-                    held.lost = Some(read_holder(&client, shoot).await.map_err(|e| self.classify(e))?);
+                let (got, old) = take(&client, &statements, shoot, &held.info).await.map_err(classify)?;
+                if !got {
+                    held.lost = Some(old);
                 }
             }
-            lc.client = Some(client);
+            lc.client = Some((client, statements));
         }
-        Ok(lc.client.as_ref().expect("connected above"))
+        let (client, statements) = lc.client.as_ref().expect("connected above");
+        Ok((client, statements))
     }
 
     async fn lock_conn_ready(&self) -> Result<(), Failure> {
@@ -682,12 +714,16 @@ impl Inner {
             }
             lc.held.remove(shoot); // lost: try to take it again
         }
-        let client = self.lock_conn(&mut lc).await?;
+        let (client, statements) = self.lock_conn(&mut lc).await?;
         let classify = |e| self.classify(e);
         // A session that has just taken the lock records itself right after: wait for it a moment.
         let mut tries = 0;
-        while !try_advisory(client, shoot).await.map_err(classify)? {
-            if let Some(holder) = read_holder(client, shoot).await.map_err(classify)? {
+        let stale = loop {
+            let (got, old) = take(client, statements, shoot, info).await.map_err(classify)?;
+            if got {
+                break old;
+            }
+            if let Some(holder) = old {
                 return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
             }
             tries += 1;
@@ -698,20 +734,8 @@ impl Inner {
                 ))));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // The advisory lock is ours: a record left there is a crashed process's.
-        let recorded = async {
-            let stale = read_holder(client, shoot).await?;
-            write_holder(client, shoot, info).await.map(|()| stale)
         };
-        let stale = match recorded.await {
-            Ok(stale) => stale,
-            Err(e) => {
-                // Not recorded: let go of the session lock rather than hold it nameless.
-                let _ = advisory_unlock(client, shoot).await;
-                return Err(classify(e));
-            }
-        };
+        // The advisory lock is ours: a record that was there is a crashed process's.
         lc.held.insert(shoot.to_string(), Held { info: info.clone(), lost: None });
         Ok(match stale {
             Some(old) if old.id != info.id => Acquired::BrokeStale(old),
@@ -722,7 +746,16 @@ impl Inner {
     async fn try_unlock(&self, shoot: &str, lock_id: &str) -> Result<(), Failure> {
         let mut lc = self.locks.lock().await;
         let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.lost.is_none()));
-        let client = self.lock_conn(&mut lc).await?;
+        let (client, statements) = self.lock_conn(&mut lc).await?;
+        if held.as_ref().is_some_and(|(id, kept)| id == lock_id && *kept) {
+            // Ours: its record and its advisory lock go in one round trip.
+            client
+                .query_one(&statements.release, &[&shoot, &lock_id, &lock_key(shoot)])
+                .await
+                .map_err(|e| self.classify(e))?;
+            lc.held.remove(shoot);
+            return Ok(());
+        }
         if let Some(holder) = read_holder(client, shoot).await.map_err(|e| self.classify(e))? {
             if holder.id != lock_id {
                 return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
@@ -746,7 +779,7 @@ impl Inner {
     async fn try_force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
         let mut lc = self.locks.lock().await;
         let ours = lc.held.get(shoot).is_some_and(|h| h.lost.is_none());
-        let client = self.lock_conn(&mut lc).await?;
+        let (client, _) = self.lock_conn(&mut lc).await?;
         let row = client
             .query_opt("DELETE FROM trellis_locks WHERE shoot = $1 RETURNING holder", &[&shoot])
             .await
@@ -767,12 +800,12 @@ impl Inner {
     async fn release_all(&self) -> Result<(), StateError> {
         let mut lc = self.locks.lock().await;
         let held = std::mem::take(&mut lc.held);
-        let Some(client) = lc.client.take().filter(|c| !c.is_closed()) else {
+        let Some((client, statements)) = lc.client.take().filter(|(c, _)| !c.is_closed()) else {
             return Ok(()); // the session is gone, and its advisory locks with it
         };
         for (shoot, held) in held.into_iter().filter(|(_, h)| h.lost.is_none()) {
             client
-                .execute("DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2", &[&shoot, &held.info.id])
+                .query_one(&statements.release, &[&shoot, &held.info.id, &lock_key(&shoot)])
                 .await
                 .map_err(|e| self.error(format!("releasing the lock of workspace {shoot}: {}", self.words(&e))))?;
         }
@@ -919,8 +952,24 @@ impl Inner {
     }
 }
 
-async fn try_advisory(client: &Client, shoot: &str) -> Result<bool, tokio_postgres::Error> {
-    Ok(client.query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key(shoot)]).await?.get(0))
+/// Tries the advisory lock of `shoot` and, if it got it, records `info` as the holder, in one round
+/// trip. Returns whether it got the lock and the record that was there before. A failure after the
+/// advisory lock was taken (the record could not be written) lets go of it again.
+async fn take(
+    client: &Client,
+    statements: &LockStatements,
+    shoot: &str,
+    info: &LockInfo,
+) -> Result<(bool, Option<LockInfo>), tokio_postgres::Error> {
+    let holder = serde_json::to_string(info).expect("a lock record serialises");
+    match client.query_one(&statements.take, &[&shoot, &lock_key(shoot), &info.id, &holder]).await {
+        // A record that does not parse names no one; a refusal is still refused by the advisory lock.
+        Ok(row) => Ok((row.get(0), row.get::<_, Option<&str>>(1).and_then(|old| serde_json::from_str(old).ok()))),
+        Err(e) => {
+            let _ = advisory_unlock(client, shoot).await;
+            Err(e)
+        }
+    }
 }
 
 async fn advisory_unlock(client: &Client, shoot: &str) -> Result<(), tokio_postgres::Error> {
@@ -931,18 +980,6 @@ async fn read_holder(client: &Client, shoot: &str) -> Result<Option<LockInfo>, t
     let row = client.query_opt("SELECT holder FROM trellis_locks WHERE shoot = $1", &[&shoot]).await?;
     // A record that does not parse names no one; the lock is still refused by its advisory lock.
     Ok(row.and_then(|row| serde_json::from_str(row.get(0)).ok()))
-}
-
-async fn write_holder(client: &Client, shoot: &str, info: &LockInfo) -> Result<(), tokio_postgres::Error> {
-    let holder = serde_json::to_string(info).expect("a lock record serialises");
-    client
-        .execute(
-            "INSERT INTO trellis_locks (shoot, key, lock_id, holder) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (shoot) DO UPDATE SET key = $2, lock_id = $3, holder = $4",
-            &[&shoot, &lock_key(shoot), &info.id, &holder],
-        )
-        .await
-        .map(drop)
 }
 
 fn parse_holder(shoot: &str, raw: &str) -> Result<LockInfo, StateError> {
