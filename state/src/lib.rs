@@ -266,14 +266,18 @@
 //! ([`StateError::Locked`] names pid, host, operation and time). A record whose advisory lock is free
 //! was left by a process that died: the next `lock` takes it over ([`Acquired::BrokeStale`]), and
 //! `list`/`lock_holder` do not report it. The same lock id again in the same store is
-//! [`Acquired::Fresh`]; another session is refused even with the same id. `unlock` releases both;
+//! [`Acquired::Fresh`]; another session is refused even with the same id. Taking and releasing a lock is
+//! one round trip each, and the lock session writes its records with `synchronous_commit = off`: a
+//! server crash ends every session and so frees every advisory lock, which makes the records stale
+//! anyway, so they need not wait for a WAL flush. `unlock` releases both;
 //! [`PgStore::close`] releases every lock the store holds. `force_unlock` (`trellis state unlock`) from
 //! another session can only delete the record: if the holder is still running, its session keeps the
 //! advisory lock, and the next `lock` is still refused until that process ends.
 //!
 //! **Dropped connections.** A transient failure — a connection closed or refused, the server shutting
 //! down or restarting, a serialization failure — is retried with backoff (50 ms doubling to 2 s) for 30
-//! seconds, silently, then reported with what to check ([`StateError::Database`]). A failure whose
+//! seconds (10 seconds for the first connection of [`PgStore::connect`]: a server that never answered is
+//! more likely a wrong URL), silently, then reported with what to check ([`StateError::Database`]). A failure whose
 //! outcome is unknown (the connection dropped around `COMMIT`) is resolved by reading the row back first,
 //! so a commit is never reported as failed when it was committed. When the lock connection drops, its
 //! advisory locks are gone: the store reconnects on its next lock call or commit of a locked shoot and

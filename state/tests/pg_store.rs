@@ -377,3 +377,18 @@ fn pg_lock_holders_are_found_for_every_lock_key() {
     assert_eq!(listed.len(), 16);
     assert!(listed.iter().all(|w| w.locked_by.as_ref() == Some(&info)));
 }
+
+#[test]
+fn pg_an_unreachable_server_is_one_error_naming_it() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url: PgUrl = format!("postgres://ci:pw-never-shown@127.0.0.1:{port}/trellis").parse().unwrap();
+    let err = PgStore::connect(&url, "test").err().expect("nothing listens there");
+    let msg = err.to_string();
+    assert!(matches!(err, StateError::Database { .. }), "{err:?}");
+    assert!(
+        msg.starts_with(&format!("state database postgres://ci:***@127.0.0.1:{port}/trellis: connecting: ")),
+        "{msg}"
+    );
+    assert!(msg.contains("retried for 10 s") && msg.contains("check that the database is up"), "{msg}");
+    assert!(!msg.contains("pw-never-shown") && !msg.contains('\n'), "{msg}");
+}

@@ -29,6 +29,9 @@ use tokio_postgres::{Client, NoTls, Statement};
 /// How long a call retries transient failures (connection lost or refused, server shutting down,
 /// serialization failure) before it reports them.
 const RETRY_FOR: Duration = Duration::from_secs(30);
+/// The same for the first connection of [`PgStore::connect`]: a server that has never answered is more
+/// likely a wrong URL than a restart, and the user should hear about it soon.
+const CONNECT_RETRY_FOR: Duration = Duration::from_secs(10);
 /// Connections the store keeps for reads and commits (locks have one of their own).
 const POOL_SIZE: usize = 8;
 
@@ -255,7 +258,7 @@ impl Inner {
             },
         )?;
         let inner = Inner { url, location, pool, locks: tokio::sync::Mutex::new(LockConn::default()) };
-        inner.retry("applying the schema migrations", || Box::pin(inner.migrate())).await?;
+        inner.retry_for(CONNECT_RETRY_FOR, "connecting", || Box::pin(inner.migrate())).await?;
         inner.retry("connecting", || Box::pin(inner.lock_conn_ready())).await?;
         Ok(inner)
     }
@@ -265,8 +268,17 @@ impl Inner {
     }
 
     /// Runs `attempt` until it succeeds, fails for good, or transient failures have lasted [`RETRY_FOR`].
-    async fn retry<'a, T>(&'a self, what: &str, mut attempt: impl FnMut() -> Attempt<'a, T>) -> Result<T, StateError> {
-        let deadline = Instant::now() + RETRY_FOR;
+    async fn retry<'a, T>(&'a self, what: &str, attempt: impl FnMut() -> Attempt<'a, T>) -> Result<T, StateError> {
+        self.retry_for(RETRY_FOR, what, attempt).await
+    }
+
+    async fn retry_for<'a, T>(
+        &'a self,
+        window: Duration,
+        what: &str,
+        mut attempt: impl FnMut() -> Attempt<'a, T>,
+    ) -> Result<T, StateError> {
+        let deadline = Instant::now() + window;
         let mut delay = Duration::from_millis(50);
         loop {
             match attempt().await {
@@ -276,7 +288,7 @@ impl Inner {
                     return Err(self.error(format!(
                         "{what}: {detail} (retried for {} s); check that the database is up and reachable, then \
                          run the command again",
-                        RETRY_FOR.as_secs()
+                        window.as_secs()
                     )));
                 }
                 Err(Failure::Transient(_)) => {
