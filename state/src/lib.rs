@@ -287,7 +287,10 @@
 //!
 //! **Integrity.** Every stored version carries its checksum; [`StateStore::load`] and
 //! [`StateStore::export`] (which also checks every full version in the history) verify it, and a
-//! mismatch is [`StateError::DamagedVersion`], naming the shoot and serial and how to restore.
+//! mismatch is [`StateError::DamagedVersion`], naming the shoot and serial and how to restore: the
+//! message gives the `psql` query that prints the previous version from `trellis_history` as a
+//! `state push` file, and `trellis state push --force` replaces the damaged version (a forced push
+//! reads only the row's lineage and serial, not its damaged document; without `--force` it is refused).
 //!
 //! **What the role needs:** `CONNECT` on the database; `CREATE` on the schema for the first run (which
 //! creates the tables), and for a later trellis that adds a migration; then `SELECT`, `INSERT`, `UPDATE`
@@ -610,11 +613,7 @@ pub enum StateError {
     #[error("state database {location}: {detail}")]
     Database { location: String, detail: String },
     /// A stored version of a workspace in the PostgreSQL database does not match its checksum.
-    #[error(
-        "state of workspace {shoot} at serial {serial} in {location} is damaged: {detail}; nothing was written. \
-         Restore it with `trellis state push {shoot} FILE --force --state {location}` from a copy you trust \
-         (`trellis state pull` of a backup, or a version kept in the database's history table)"
-    )]
+    #[error("{}", damaged_version_message(.location, .shoot, *.serial, .detail))]
     DamagedVersion { location: String, shoot: String, serial: u64, detail: String },
     /// The database's schema was migrated by a newer trellis.
     #[error(
@@ -630,6 +629,16 @@ fn damaged_message(dir: &Path, detail: &str) -> String {
         "state in {d} is damaged: {detail}; restore with `mv {d} {d}.damaged` and, for each shoot, \
          `trellis state push SHOOT {d}.damaged/backups/SHOOT.json --state {d}` (a backup is the workspace before \
          its last change; nothing was written to the damaged state; see \"Damaged state\" in the trellis usage docs)"
+    )
+}
+
+fn damaged_version_message(location: &str, shoot: &str, serial: u64, detail: &str) -> String {
+    format!(
+        "state of workspace {shoot} at serial {serial} in {location} is damaged: {detail}; nothing was written. \
+         Restore an earlier version from the history the database keeps: `psql '{location}' -Atc \"SELECT \
+         json_build_object('workspace', document::json) FROM trellis_history WHERE shoot = '{shoot}' AND serial = \
+         {previous}\" > {shoot}.json`, then `trellis state push {shoot} {shoot}.json --force --state '{location}'`",
+        previous = serial.saturating_sub(1)
     )
 }
 

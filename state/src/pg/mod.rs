@@ -829,35 +829,40 @@ impl Inner {
     async fn push(&self, ws: Workspace, force: bool) -> Result<u64, StateError> {
         let shoot = ws.shoot.clone();
         let refused = |detail: String| StateError::PushRefused { shoot: shoot.clone(), detail };
-        let current = self.retry("reading the workspace", || Box::pin(self.load(&shoot))).await?;
-        if let (Some(stored), false) = (&current, force) {
-            if stored.lineage != ws.lineage {
+        // The stored version's (lineage, serial). A forced push is how a damaged version is replaced, so
+        // it reads them from the row's columns when the document does not match its checksum.
+        let current = match self.retry("reading the workspace", || Box::pin(self.load(&shoot))).await {
+            Ok(current) => current.map(|stored| (stored.lineage, stored.serial)),
+            Err(StateError::DamagedVersion { .. }) if force => {
+                self.retry("reading the workspace", || Box::pin(self.stored_version(&shoot))).await?
+            }
+            Err(e) => return Err(e),
+        };
+        if let (Some((lineage, serial)), false) = (&current, force) {
+            if *lineage != ws.lineage {
                 return Err(refused(format!(
-                    "the stored workspace has lineage {} but the file has lineage {}: it belongs to another life of \
-                     the workspace; pass --force to replace the stored one anyway",
-                    stored.lineage, ws.lineage
+                    "the stored workspace has lineage {lineage} but the file has lineage {}: it belongs to another \
+                     life of the workspace; pass --force to replace the stored one anyway",
+                    ws.lineage
                 )));
             }
-            if ws.serial < stored.serial {
+            if ws.serial < *serial {
                 return Err(refused(format!(
-                    "the file is at serial {} but the stored workspace is at serial {}: pushing it would roll the \
-                     state back; pass --force to do that on purpose",
-                    ws.serial, stored.serial
+                    "the file is at serial {} but the stored workspace is at serial {serial}: pushing it would roll \
+                     the state back; pass --force to do that on purpose",
+                    ws.serial
                 )));
             }
         }
         let mut next = ws.clone();
         next.serial = current
             .as_ref()
-            .map_or(0, |s| s.serial)
+            .map_or(0, |(_, serial)| *serial)
             .max(ws.serial)
             .checked_add(1)
             .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
         // A compare-and-swap against the version read above, under the stored lineage.
-        let (lineage, expected) = match &current {
-            Some(stored) => (stored.lineage.clone(), stored.serial),
-            None => (next.lineage.clone(), 0),
-        };
+        let (lineage, expected) = current.unwrap_or_else(|| (next.lineage.clone(), 0));
         let checksum = version_checksum(&next);
         let mut unsure = false;
         self.retry("pushing", || {
@@ -872,6 +877,16 @@ impl Inner {
         })
         .await?;
         Ok(next.serial)
+    }
+
+    /// The (lineage, serial) columns of the stored row, without reading its document.
+    async fn stored_version(&self, shoot: &str) -> Result<Option<(String, u64)>, Failure> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT lineage, serial FROM trellis_workspaces WHERE shoot = $1", &[&shoot])
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(row.map(|row| (row.get(0), to_u64(row.get(1)))))
     }
 
     async fn try_push(&self, next: &Workspace, lineage: &str, expected: u64, checksum: &str) -> Result<(), Failure> {
