@@ -417,3 +417,33 @@ fn regression_force_push_replaces_a_damaged_version() {
     assert_eq!((now.serial, &now.resources, &now.provider_state), (3, &ws.resources, &ws.provider_state));
     assert_eq!(store.history(SHOOT).unwrap().last().map(|h| h.operation.clone()), Some("push".to_string()));
 }
+
+#[test]
+fn pg_a_role_with_only_the_documented_grants_works_and_one_without_create_is_told_what_it_needs() {
+    let (server, url) = database("grants");
+    let db = db_name(&url);
+    let as_ci: PgUrl = format!("postgres://ci_{db}@127.0.0.1:{}/{db}", server.port()).parse().unwrap();
+    server.psql(&db, &format!("CREATE ROLE ci_{db} LOGIN; GRANT CONNECT ON DATABASE {db} TO ci_{db}")).unwrap();
+    // PostgreSQL 15 grants no CREATE on schema public: the first run cannot migrate as this role.
+    let err = PgStore::connect(&as_ci, "test").err().expect("no CREATE on the schema");
+    let msg = err.to_string();
+    assert!(msg.contains("permission denied") && msg.contains("CREATE on the schema"), "{msg}");
+    // Migrated once by an owner, the database is usable with SELECT/INSERT/UPDATE/DELETE alone.
+    connect(&url).close().unwrap();
+    server
+        .psql(
+            &db,
+            &format!(
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON trellis_workspaces, trellis_history, trellis_locks, \
+                 trellis_schema_migrations TO ci_{db}"
+            ),
+        )
+        .unwrap();
+    let store = connect(&as_ci);
+    behaviour::locks(&store);
+    let mut ws = Workspace::new(SHOOT);
+    store.commit(&mut ws, "apply").unwrap();
+    assert_eq!(store.push(&ws, false).unwrap(), 2);
+    assert_eq!(store.export(SHOOT).unwrap().map(|e| e.history.len()), Some(2));
+    store.close().unwrap();
+}
