@@ -95,9 +95,24 @@ const RELEASE_LOCK: &str = "WITH d AS (DELETE FROM trellis_locks WHERE shoot = $
 /// A workspace lock this store took.
 struct Held {
     info: LockInfo,
-    /// `Some`: the lock connection dropped and, when it came back, another session had taken the lock
-    /// (its holder, if it recorded itself). The next commit of the shoot is refused.
-    lost: Option<Option<LockInfo>>,
+    hold: Hold,
+}
+
+/// Whether this store still holds a lock it took.
+#[derive(Clone, PartialEq)]
+enum Hold {
+    Kept,
+    /// The lock connection dropped and, when it came back, another session had taken the lock: `to`
+    /// is its holder, if it recorded itself. The next commit of the shoot is refused.
+    Lost {
+        to: Option<LockInfo>,
+    },
+}
+
+impl Held {
+    fn kept(&self) -> bool {
+        self.hold == Hold::Kept
+    }
 }
 
 /// A failed attempt: worth retrying, or final.
@@ -674,10 +689,10 @@ impl Inner {
                 take: client.prepare(TAKE_LOCK).await.map_err(classify)?,
                 release: client.prepare(RELEASE_LOCK).await.map_err(classify)?,
             };
-            for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.lost.is_none()) {
+            for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.kept()) {
                 let (got, old) = take(&client, &statements, shoot, &held.info).await.map_err(classify)?;
                 if !got {
-                    held.lost = Some(old);
+                    held.hold = Hold::Lost { to: old };
                 }
             }
             lc.client = Some((client, statements));
@@ -691,9 +706,9 @@ impl Inner {
         self.lock_conn(&mut lc).await.map(drop)
     }
 
-    /// Refuses a commit of a shoot whose lock this store took and lost (see [`Held::lost`]).
+    /// Refuses a commit of a shoot whose lock this store took and lost (see [`Hold::Lost`]).
     async fn check_lock_kept(&self, shoot: &str) -> Result<(), StateError> {
-        let lost = self
+        let hold = self
             .retry("checking the workspace lock", || {
                 Box::pin(async move {
                     let mut lc = self.locks.lock().await;
@@ -701,14 +716,14 @@ impl Inner {
                         return Ok(None);
                     }
                     self.lock_conn(&mut lc).await?;
-                    Ok(lc.held.get(shoot).and_then(|h| h.lost.clone()))
+                    Ok(lc.held.get(shoot).map(|h| h.hold.clone()))
                 })
             })
             .await?;
-        match lost {
-            None => Ok(()),
-            Some(Some(holder)) => Err(StateError::Locked { shoot: shoot.to_string(), holder }),
-            Some(None) => Err(self.error(format!(
+        match hold {
+            None | Some(Hold::Kept) => Ok(()),
+            Some(Hold::Lost { to: Some(holder) }) => Err(StateError::Locked { shoot: shoot.to_string(), holder }),
+            Some(Hold::Lost { to: None }) => Err(self.error(format!(
                 "the lock of workspace {shoot} was lost when the connection dropped, and another session holds it \
                  now; nothing more was committed; run the command again"
             ))),
@@ -718,7 +733,7 @@ impl Inner {
     async fn try_lock(&self, shoot: &str, info: &LockInfo) -> Result<Acquired, Failure> {
         let mut lc = self.locks.lock().await;
         if let Some(held) = lc.held.get(shoot) {
-            if held.lost.is_none() {
+            if held.kept() {
                 if held.info.id == info.id {
                     return Ok(Acquired::Fresh);
                 }
@@ -748,7 +763,7 @@ impl Inner {
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         // The advisory lock is ours: a record that was there is a crashed process's.
-        lc.held.insert(shoot.to_string(), Held { info: info.clone(), lost: None });
+        lc.held.insert(shoot.to_string(), Held { info: info.clone(), hold: Hold::Kept });
         Ok(match stale {
             Some(old) if old.id != info.id => Acquired::BrokeStale(old),
             _ => Acquired::Fresh,
@@ -757,7 +772,7 @@ impl Inner {
 
     async fn try_unlock(&self, shoot: &str, lock_id: &str) -> Result<(), Failure> {
         let mut lc = self.locks.lock().await;
-        let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.lost.is_none()));
+        let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.kept()));
         let (client, statements) = self.lock_conn(&mut lc).await?;
         if held.as_ref().is_some_and(|(id, kept)| id == lock_id && *kept) {
             // Ours: its record and its advisory lock go in one round trip.
@@ -790,7 +805,7 @@ impl Inner {
 
     async fn try_force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
         let mut lc = self.locks.lock().await;
-        let ours = lc.held.get(shoot).is_some_and(|h| h.lost.is_none());
+        let ours = lc.held.get(shoot).is_some_and(Held::kept);
         let (client, _) = self.lock_conn(&mut lc).await?;
         let row = client
             .query_opt("DELETE FROM trellis_locks WHERE shoot = $1 RETURNING holder", &[&shoot])
@@ -815,7 +830,7 @@ impl Inner {
         let Some((client, statements)) = lc.client.take().filter(|(c, _)| !c.is_closed()) else {
             return Ok(()); // the session is gone, and its advisory locks with it
         };
-        for (shoot, held) in held.into_iter().filter(|(_, h)| h.lost.is_none()) {
+        for (shoot, held) in held.into_iter().filter(|(_, h)| h.kept()) {
             client
                 .query_one(&statements.release, &[&shoot, &held.info.id, &lock_key(&shoot)])
                 .await
