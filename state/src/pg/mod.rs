@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
@@ -60,6 +60,25 @@ struct Inner {
     location: String,
     pool: Pool,
     locks: tokio::sync::Mutex<LockConn>,
+    /// Notified when the lock connection ends (see [`keep_locks`]).
+    lock_conn_ended: Arc<tokio::sync::Notify>,
+    /// Set by [`PgStore::close`]: the lock connection is ending on purpose.
+    closing: AtomicBool,
+}
+
+/// Runs for the store's life: when the lock connection ends (a dropped connection, a server restart),
+/// reconnects at once and takes every lock the store held again, so another session has as little
+/// time as possible to take one over. (The next lock call or commit of a locked shoot would do the
+/// same; a lock another session took meanwhile is marked lost, see [`Hold::Lost`].)
+async fn keep_locks(inner: Arc<Inner>) {
+    loop {
+        inner.lock_conn_ended.notified().await;
+        if inner.closing.load(Ordering::Relaxed) {
+            return;
+        }
+        // A failure is left to the next call, which tries again and reports it.
+        let _ = inner.retry("taking the workspace locks again", || Box::pin(inner.lock_conn_ready())).await;
+    }
 }
 
 /// The one long-lived connection that holds this store's session advisory locks, and what it holds.
@@ -153,12 +172,11 @@ impl PgStore {
             rx.recv().unwrap_or_else(|_| Err(task_ended(&location)))
         };
         match built {
-            Ok(inner) => Ok(PgStore {
-                inner: Arc::new(inner),
-                rt: Some(rt),
-                calls: AtomicU64::new(0),
-                busy_nanos: AtomicU64::new(0),
-            }),
+            Ok(inner) => {
+                let inner = Arc::new(inner);
+                rt.spawn(keep_locks(inner.clone()));
+                Ok(PgStore { inner, rt: Some(rt), calls: AtomicU64::new(0), busy_nanos: AtomicU64::new(0) })
+            }
             Err(e) => {
                 rt.shutdown_background();
                 Err(e)
@@ -169,6 +187,7 @@ impl PgStore {
     /// Releases this store's workspace locks (their records are removed), then closes its connections.
     pub fn close(mut self) -> Result<(), StateError> {
         let inner = self.inner.clone();
+        inner.closing.store(true, Ordering::Relaxed);
         let released = self.run(async move { inner.release_all().await });
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
@@ -272,7 +291,14 @@ impl Inner {
                 detail: format!("cannot set up the connection pool ({e})"),
             },
         )?;
-        let inner = Inner { url, location, pool, locks: tokio::sync::Mutex::new(LockConn::default()) };
+        let inner = Inner {
+            url,
+            location,
+            pool,
+            locks: tokio::sync::Mutex::new(LockConn::default()),
+            lock_conn_ended: Arc::default(),
+            closing: AtomicBool::new(false),
+        };
         inner.retry_for(CONNECT_RETRY_FOR, "connecting", || Box::pin(inner.migrate())).await?;
         inner.retry("connecting", || Box::pin(inner.lock_conn_ready())).await?;
         Ok(inner)
@@ -680,7 +706,11 @@ impl Inner {
             lc.client = None;
             let classify = |e| self.classify(e);
             let (client, connection) = self.url.config().connect(NoTls).await.map_err(classify)?;
-            tokio::spawn(connection);
+            let ended = self.lock_conn_ended.clone();
+            tokio::spawn(async move {
+                let _ = connection.await;
+                ended.notify_one();
+            });
             // Lock records name holders; the advisory locks are the locks. A server crash ends every
             // session and so frees every advisory lock, which makes every record stale anyway: the
             // records need not wait for the WAL flush (a lock costs one round trip, not a disk sync).
