@@ -1,5 +1,19 @@
 //! trellis state: what trellis remembers about each shoot between runs, behind the [`StateStore`] trait,
-//! with an embedded sled backend ([`SledStore`]).
+//! with an embedded sled backend ([`SledStore`]) and a PostgreSQL backend ([`PgStore`]).
+//!
+//! # Backends
+//!
+//! [`StateLocation`] is where state lives (`--state` / `TRELLIS_STATE`): a value starting with
+//! `postgres://` or `postgresql://` is a PostgreSQL database ([`PgStore`], see "PostgreSQL" below),
+//! anything else a state dir ([`SledStore`], the default: one person, one machine). Both keep the same
+//! workspaces, lineage/serial compare-and-swap, history and locks, with the same semantics, and the
+//! checksum of a version is the same in both (the `sha256:` of its head value in the sled layout), so
+//! [`migrate`] (`trellis state migrate`) moves workspaces with their history between them unchanged
+//! ([`StateStore::export`] / [`StateStore::import`]). Locks are not migrated: they belong to running
+//! processes. Where they differ: the sled dir is held by one process at a time (a process-level lock),
+//! a database by any number of processes on any number of machines (only workspace locks); the sled
+//! backend's integrity machinery (head records, seal, backups) is replaced in PostgreSQL by a checksum per
+//! stored version and the full versions kept in the history table.
 //!
 //! # Workspaces, lineage and serial
 //!
@@ -213,6 +227,77 @@
 //! dir of format 3 does not change its files. Trees handed out by [`SledStore::tree`] are stored under
 //! `ext/<name>` so they can never collide with these.
 
+//!
+//! # PostgreSQL
+//!
+//! [`PgStore::connect`] takes a [`PgUrl`] (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?OPTIONS]`,
+//! as libpq reads it; the password is never shown: every message prints the URL with `***` in its
+//! place). trellis connects without TLS: reach a remote server through a private
+//! network or a tunnel. The client is tokio-postgres on a runtime the store owns, so the store can be
+//! used from any thread, inside a tokio runtime or not.
+//!
+//! **Schema.** Embedded, versioned migrations, applied on connect when the database lacks them, under
+//! an advisory lock so two first uses don't race; `trellis_schema_migrations (version, applied_at)`
+//! records them. A database migrated by a newer trellis is refused ([`StateError::NewerSchema`]:
+//! "upgrade trellis"). The tables (in the role's default schema, all prefixed `trellis_` so they can
+//! share a database):
+//!
+//! | table                | columns                                                                    |
+//! |----------------------|----------------------------------------------------------------------------|
+//! | `trellis_workspaces` | `shoot` (PK), `lineage`, `serial`, `resources`, `document` (the [`Workspace`] as compact JSON text), `checksum` |
+//! | `trellis_history`    | `shoot`, `serial` (PK together), `entry` ([`HistoryEntry`] JSON), `document` and `checksum` of that version |
+//! | `trellis_locks`      | `shoot` (PK), `key` (its advisory lock key), `lock_id`, `holder` ([`LockInfo`] JSON) |
+//!
+//! The history keeps every version this database stored in full, so it is also the backup: `SELECT
+//! document FROM trellis_history WHERE shoot = … AND serial = …` is a workspace `trellis state push`
+//! can restore. Of a history imported by `state migrate`, only the current version's document is known.
+//!
+//! **Commits** are one transaction each: `SELECT … FOR UPDATE` of the workspace's row, the lineage and
+//! serial compared as in sled ([`StateError::Conflict`]), then the row and the history entry written.
+//! A commit is durable when `COMMIT` returns (as the server's `synchronous_commit` makes it). Commits
+//! from several threads run in parallel on a pool of 8 connections; the server groups their WAL flushes.
+//!
+//! **Locks.** [`StateStore::lock`] takes `pg_try_advisory_lock(key)` on one long-lived connection the
+//! store keeps for locks, then records the holder in `trellis_locks`. `key` is the first 8 bytes
+//! (big-endian) of SHA-256 of `trellis-workspace-lock:` + the shoot id: stable across machines and
+//! versions; two shoots whose keys collide would only share one lock. The advisory lock is the truth:
+//! it is a session lock, so PostgreSQL releases it when the session ends — a killed or crashed process's
+//! locks are free at once, and nothing stale needs unlocking by hand. A refusal reads the holder record
+//! ([`StateError::Locked`] names pid, host, operation and time). A record whose advisory lock is free
+//! was left by a process that died: the next `lock` takes it over ([`Acquired::BrokeStale`]), and
+//! `list`/`lock_holder` do not report it. The same lock id again in the same store is
+//! [`Acquired::Fresh`]; another session is refused even with the same id. Taking and releasing a lock is
+//! one round trip each, and the lock session writes its records with `synchronous_commit = off`: a
+//! server crash ends every session and so frees every advisory lock, which makes the records stale
+//! anyway, so they need not wait for a WAL flush. `unlock` releases both;
+//! [`PgStore::close`] releases every lock the store holds. `force_unlock` (`trellis state unlock`) from
+//! another session can only delete the record: if the holder is still running, its session keeps the
+//! advisory lock, and the next `lock` is still refused until that process ends.
+//!
+//! **Dropped connections.** A transient failure — a connection closed or refused, the server shutting
+//! down or restarting, a serialization failure — is retried with backoff (50 ms doubling to 2 s) for 30
+//! seconds (10 seconds for the first connection of [`PgStore::connect`]: a server that never answered is
+//! more likely a wrong URL), silently, then reported with what to check ([`StateError::Database`]). A failure whose
+//! outcome is unknown (the connection dropped around `COMMIT`) is resolved by reading the row back first,
+//! so a commit is never reported as failed when it was committed. When the lock connection drops, its
+//! advisory locks are gone: the store reconnects at once, in the background (and, should that fail, on
+//! its next lock call or commit of a locked shoot), and takes every lock it held again; if another
+//! session took one meanwhile, the next commit of that shoot is refused naming the new holder (nothing committed before is lost, and the compare-and-swap prevents
+//! a lost update in any case).
+//!
+//! **Integrity.** Every stored version carries its checksum; [`StateStore::load`] and
+//! [`StateStore::export`] (which also checks every full version in the history) verify it, and a
+//! mismatch is [`StateError::DamagedVersion`], naming the shoot and serial and how to restore: the
+//! message gives the `psql` query that prints the previous version from `trellis_history` as a
+//! `state push` file, and `trellis state push --force` replaces the damaged version (a forced push
+//! reads only the row's lineage and serial, not its damaged document; without `--force` it is refused).
+//!
+//! **What the role needs:** `CONNECT` on the database; `CREATE` on the schema for the first run (which
+//! creates the tables), and for a later trellis that adds a migration; then `SELECT`, `INSERT`, `UPDATE`
+//! and `DELETE` on the `trellis_*` tables. Advisory locks and `pg_locks` need no grant.
+//!
+//! [`PgStore::stats`] counts the store's calls and the wall time callers spent waiting for them.
+
 // `StateError::Locked`/`DirInUse` carry the holder's `LockInfo` by value (the CLI prints and matches it);
 // errors are rare and every call does I/O, so the size of the `Err` variant does not matter here.
 #![allow(clippy::result_large_err)]
@@ -221,10 +306,16 @@ mod dir;
 mod group;
 mod integrity;
 mod layout;
+mod location;
+mod migrate;
+mod pg;
 mod provider;
 mod sled_store;
 
 pub use integrity::WorkspaceFile;
+pub use location::{PgUrl, StateLocation};
+pub use migrate::{migrate, MigrateReport};
+pub use pg::{PgStats, PgStore};
 pub use provider::{Migration, ProviderState, VersionedState, LEGACY_PROVIDER};
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
@@ -447,6 +538,32 @@ pub trait StateStore: Send + Sync {
     /// stored workspace of another lineage, or at a higher serial than `ws`, is
     /// [`StateError::PushRefused`]. The caller holds the workspace lock.
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError>;
+    /// Everything stored for a shoot — the current workspace and its whole history —, integrity-checked
+    /// as [`StateStore::load`] checks it. `None`: the shoot was never committed.
+    fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError>;
+    /// Stores an exported workspace into this backend keeping its lineage, serial and history (entry
+    /// for entry). A shoot that is not stored -> [`Imported::Created`]; the same lineage and serial
+    /// already stored -> [`Imported::AlreadyThere`] (so an interrupted migrate can be re-run); anything
+    /// else stored -> [`StateError::PushRefused`] naming it.
+    fn import(&self, exported: &ExportedWorkspace) -> Result<Imported, StateError>;
+}
+
+/// Everything a backend stores for one shoot ([`StateStore::export`]): what `trellis state migrate`
+/// copies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportedWorkspace {
+    pub workspace: Workspace,
+    /// Its commits, oldest first.
+    pub history: Vec<HistoryEntry>,
+}
+
+/// Outcome of [`StateStore::import`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Imported {
+    /// The shoot was not stored: it is now, with its lineage, serial and history.
+    Created,
+    /// The same lineage and serial were stored already: nothing was written.
+    AlreadyThere,
 }
 
 /// What went wrong with the state. Every message says what, where (dir or shoot) and what to do.
@@ -488,6 +605,22 @@ pub enum StateError {
     NewerProviderState { shoot: String, provider: String, version: u32, supported: u32 },
     #[error("state I/O error: {0}")]
     Io(String),
+    /// A `--state postgres://…` value that is not a usable connection URL (password shown as `***`).
+    #[error("invalid PostgreSQL URL {url}: {detail}")]
+    InvalidUrl { url: String, detail: String },
+    /// The PostgreSQL database cannot be used: `location` is its URL without the password, `detail` what
+    /// failed and what to do.
+    #[error("state database {location}: {detail}")]
+    Database { location: String, detail: String },
+    /// A stored version of a workspace in the PostgreSQL database does not match its checksum.
+    #[error("{}", damaged_version_message(.location, .shoot, *.serial, .detail))]
+    DamagedVersion { location: String, shoot: String, serial: u64, detail: String },
+    /// The database's schema was migrated by a newer trellis.
+    #[error(
+        "state database {location} has schema version {version}, but this trellis knows versions up to \
+         {supported}; upgrade trellis"
+    )]
+    NewerSchema { location: String, version: i32, supported: i32 },
 }
 
 fn damaged_message(dir: &Path, detail: &str) -> String {
@@ -496,6 +629,16 @@ fn damaged_message(dir: &Path, detail: &str) -> String {
         "state in {d} is damaged: {detail}; restore with `mv {d} {d}.damaged` and, for each shoot, \
          `trellis state push SHOOT {d}.damaged/backups/SHOOT.json --state {d}` (a backup is the workspace before \
          its last change; nothing was written to the damaged state; see \"Damaged state\" in the trellis usage docs)"
+    )
+}
+
+fn damaged_version_message(location: &str, shoot: &str, serial: u64, detail: &str) -> String {
+    format!(
+        "state of workspace {shoot} at serial {serial} in {location} is damaged: {detail}; nothing was written. \
+         Restore an earlier version from the history the database keeps: `psql '{location}' -Atc \"SELECT \
+         json_build_object('workspace', document::json) FROM trellis_history WHERE shoot = '{shoot}' AND serial = \
+         {previous}\" > {shoot}.json`, then `trellis state push {shoot} {shoot}.json --force --state '{location}'`",
+        previous = serial.saturating_sub(1)
     )
 }
 
