@@ -88,7 +88,8 @@
 //! is let go, shared by the writes made meanwhile; [`ArmSim::share_flush`] hands it to the owner of the
 //! database instead (trellis' state, whose commits then share the same flushes), and
 //! [`ArmSim::leave_flushes_to_owner`] leaves it to the owner's next flush altogether (the CLI: the
-//! state commit of the node that made the write). [`ArmSim::in_memory`]
+//! state commit of the node that made the write): the writes then wait in memory ([`DeferredWrites`],
+//! seen by every read) until the owner writes them in one batch right before its flush. [`ArmSim::in_memory`]
 //! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree.
 //!
 //! # Runtime writers
