@@ -220,6 +220,9 @@
 //!    305k, `sched_yield` 69.5k → 27.3k. Figures: original 6.82 s best (6.82–11.15, 9 runs), CPU
 //!    6.3–7.8 s, 182–213 MiB; now 6.92 s best (6.92–9.94, 9 runs), CPU 4.8–6.7 s, 186–228 MiB — CPU
 //!    −10–25 %, wall unchanged within this load's noise, RSS unchanged. Still not under 5 s here.
+//!    On a quiet machine (load 0.6–2.6, five runs each, alternated): original 3.69 s best
+//!    (3.69–4.36), CPU 5.4–6.1 s, 177–192 MiB; now 3.09 s best (3.09–4.54), CPU 4.2–5.6 s,
+//!    181–197 MiB: under 5 s, wall ×0.84 and CPU −20 % by best runs.
 //!    What remains (`perf`): ~47 % of the CPU is kernel — context switches and wake-ups (~16 %: each
 //!    node commit blocks its thread through `block_in_place`), ext4 inode allocation for the 2,000
 //!    backups written at close (5–18 % depending on how many inodes others freed in the last seconds:
