@@ -116,14 +116,16 @@ impl Session {
         let store = Arc::new(store);
         // The simulated cloud lives in the state's database: its writes join the state's grouped flushes,
         // so a write and the commits made meanwhile are made durable together. An ARM call's write does
-        // not wait for a flush: the state commit of its node (a flush of the same database, begun after
-        // the write) makes it durable before the node counts as done (see `Persist::record`).
+        // not wait for a flush, nor is it written to sled: every state flush first writes the writes
+        // made before it in one batch, so the state commit of its node (a flush of the same database,
+        // begun after the write) makes it durable before the node counts as done (see `Persist::record`).
         let weak = Arc::downgrade(&store);
         let shared_flush: trellis_sim::SharedFlush = Arc::new(move || match weak.upgrade() {
             Some(store) => store.flush().map_err(|e| e.to_string()),
             None => Err("the state dir was closed".to_string()),
         });
-        sim.leave_flushes_to_owner(Arc::clone(&shared_flush));
+        let deferred = sim.leave_flushes_to_owner(Arc::clone(&shared_flush))?;
+        store.write_before_flush(move || deferred.write().map_err(|e| e.to_string()));
         gce.share_flush(Arc::clone(&shared_flush));
         dns.share_flush(shared_flush);
         let gce_cloud: Arc<dyn CloudWrite> = Arc::new(gce.clone());

@@ -35,6 +35,9 @@ const EXT_PREFIX: &str = "ext/";
 /// state dir open at a time; see [`SledStore::open`]. Dropping the store closes it like
 /// [`SledStore::close`], ignoring errors.
 pub struct SledStore {
+    /// Writes that others keep in memory for this database until its next flush ([`SledStore::write_before_flush`]).
+    /// Declared first: they may hold sled handles, dropped before the guard seals.
+    before_flush: Mutex<Vec<BeforeFlush>>,
     // Declared before `guard`: the sled handles are dropped first, then the guard seals and unlocks.
     h: Handles,
     guard: Guard,
@@ -47,6 +50,9 @@ pub struct SledStore {
     /// Held while the trees of format 4's layout are created (see [`SledStore::layout`]).
     creating_layout: Mutex<()>,
 }
+
+/// Writes to the database that its user defers to the next flush (see [`SledStore::write_before_flush`]).
+type BeforeFlush = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// sled's handles on the database.
 struct Handles {
@@ -119,8 +125,10 @@ impl SledStore {
     /// unlocked. Trees handed out by [`SledStore::tree`] must be dropped first, or sled keeps its files
     /// open and they are not sealed (the next open then verifies them on a copy first).
     pub fn close(self) -> Result<(), StateError> {
-        let compacted = self.write_backups().and(self.compact_journal());
-        let SledStore { h, mut guard, .. } = self;
+        let deferred = self.write_deferred();
+        let compacted = deferred.and(self.write_backups()).and(self.compact_journal());
+        let SledStore { before_flush, h, mut guard, .. } = self;
+        drop(before_flush);
         drop(h);
         let finished = guard.finish(Finish::Close);
         compacted.and(finished)
@@ -154,8 +162,10 @@ impl SledStore {
     /// so no other process can be using it. Otherwise the same as [`SledStore::close`].
     pub fn discard(self) -> Result<(), StateError> {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
-        let compacted = if unused { Ok(()) } else { self.write_backups().and(self.compact_journal()) };
-        let SledStore { h, mut guard, .. } = self;
+        let compacted =
+            if unused { Ok(()) } else { self.write_deferred().and(self.write_backups()).and(self.compact_journal()) };
+        let SledStore { before_flush, h, mut guard, .. } = self;
+        drop(before_flush);
         drop(h);
         let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
         compacted.and(finished)
@@ -169,6 +179,23 @@ impl SledStore {
             .db
             .open_tree(format!("{EXT_PREFIX}{name}"))
             .map_err(|e| self.io_error(&format!("opening tree `{name}`"), e))
+    }
+
+    /// Has every flush (and the close) first call `write`, which writes to this database what its
+    /// caller kept in memory until then: the simulated cloud that lives in the database defers its
+    /// writes to the state's flushes, so a commit group's flush writes them in one batch instead of one
+    /// per cloud call (see the crate docs, "Durability"). `write` must not wait for anything that
+    /// waits for a flush of this store. A failed `write` fails the flush.
+    pub fn write_before_flush(&self, write: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
+        self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).push(Box::new(write));
+    }
+
+    /// Runs the writes registered with [`SledStore::write_before_flush`].
+    fn write_deferred(&self) -> Result<(), StateError> {
+        for write in self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            write().map_err(|e| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display())))?;
+        }
+        Ok(())
     }
 
     /// Writes everything written so far to disk: sled's `flush` (its log to the file), then an `fsync`
@@ -199,6 +226,11 @@ impl SledStore {
             }
         }
         let mut flushed = Flushed::default();
+        // What others deferred to this flush goes first: a version stored by it implies their writes.
+        if let Err(e) = self.write_deferred() {
+            flushed.failed = Some((e.to_string(), false));
+            return flushed;
+        }
         if !versions.is_empty() {
             // Every member created the layout's trees before staging its version.
             let Some(layout) = self.h.layout.get() else {
@@ -607,6 +639,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
             guard.seal_on_close = true;
             let journal = Mutex::new(Journal::new(dir, heads));
             Ok(Some(SledStore {
+                before_flush: Mutex::default(),
                 h,
                 guard,
                 group: Group::default(),
@@ -1441,5 +1474,55 @@ impl Words for std::io::Error {
 impl Words for serde_json::Error {
     fn words(&self) -> String {
         self.to_string()
+    }
+}
+
+#[cfg(test)]
+mod write_before_flush_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A user of the database that keeps its writes in memory until the state's next flush (the
+    /// simulated cloud) has them written by every flush — a commit returns only after its flush
+    /// wrote and synced them — and by the close; a failed write fails the commit, naming the dir.
+    #[test]
+    fn regression_writes_deferred_to_the_next_flush_are_written_by_every_commit_and_the_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = SledStore::open(&state, "apply").unwrap();
+        let tree = store.tree("sim").unwrap();
+        let pending = Arc::new(Mutex::new(vec!["a".to_string()]));
+        let fail = Arc::new(AtomicUsize::new(0));
+        {
+            let (tree, pending, fail) = (tree.clone(), Arc::clone(&pending), Arc::clone(&fail));
+            store.write_before_flush(move || {
+                if fail.load(Ordering::SeqCst) > 0 {
+                    return Err("disk full".to_string());
+                }
+                for key in pending.lock().unwrap().drain(..) {
+                    tree.insert(key.as_bytes(), "v").map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            });
+        }
+        let mut ws = Workspace::new("shoot--dev--a");
+        store.commit(&mut ws, "apply").unwrap();
+        assert!(tree.contains_key("a").unwrap(), "the commit's flush wrote what was deferred to it");
+
+        pending.lock().unwrap().push("b".to_string());
+        fail.store(1, Ordering::SeqCst);
+        let err = store.commit(&mut ws, "apply").unwrap_err().to_string();
+        assert!(err.contains("disk full") && err.contains(&state.display().to_string()), "{err}");
+        fail.store(0, Ordering::SeqCst);
+
+        pending.lock().unwrap().push("c".to_string());
+        drop(tree);
+        store.close().unwrap();
+        let store = SledStore::open(&state, "plan").unwrap();
+        let tree = store.tree("sim").unwrap();
+        for key in ["a", "b", "c"] {
+            assert!(tree.contains_key(key).unwrap(), "{key} was written by the close and survived it");
+        }
     }
 }

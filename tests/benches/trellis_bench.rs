@@ -232,6 +232,28 @@
 //!    in flight), and sled's CPU (a zeroed 512 KiB buffer per sealed log buffer, a copy of the leaf
 //!    node per write). Tried: 4× `--parallelism` shoots in flight (same node limit): 6.5 s instead of
 //!    7.3–7.7 s but 433–442 MiB (each blocked shoot's `block_in_place` adds a worker thread); not kept.
+//!
+//!    Apply slice of issue #8 (s17-apply), same command and method (2,000 A1 shoots, each run beside
+//!    the branch point's binary, alternated, state dirs moved aside rather than deleted; load 2–8 from
+//!    other builds, so walls spread ~1.5×; CPU = user + sys). The simulated ARM cloud's writes no
+//!    longer make a sled batch each: they wait in memory (`DeferredWrites`, which the store's reads
+//!    see) and every state flush writes them in one batch first (`SledStore::write_before_flush`), so a
+//!    commit group costs one batch for the cloud instead of one per write; and a commit's end no longer
+//!    wakes the committers waiting for a flush (a condvar of its own). `strace -c -f`: `pwrite64`
+//!    28,924 → 12,201, `sync_file_range` 28,917 → 12,187, `fdatasync` 7,026 → 5,238, `futex` 525k →
+//!    305k, `sched_yield` 69.5k → 27.3k. Figures: original 6.82 s best (6.82–11.15, 9 runs), CPU
+//!    6.3–7.8 s, 182–213 MiB; now 6.92 s best (6.92–9.94, 9 runs), CPU 4.8–6.7 s, 186–228 MiB — CPU
+//!    −10–25 %, wall unchanged within this load's noise, RSS unchanged. Still not under 5 s here.
+//!    On a quiet machine (load 0.6–2.6, five runs each, alternated): original 3.69 s best
+//!    (3.69–4.36), CPU 5.4–6.1 s, 177–192 MiB; now 3.09 s best (3.09–4.54), CPU 4.2–5.6 s,
+//!    181–197 MiB: under 5 s, wall ×0.84 and CPU −20 % by best runs.
+//!    What remains (`perf`): ~47 % of the CPU is kernel — context switches and wake-ups (~16 %: each
+//!    node commit blocks its thread through `block_in_place`), ext4 inode allocation for the 2,000
+//!    backups written at close (5–18 % depending on how many inodes others freed in the last seconds:
+//!    `recently_deleted`), sled's log writes —, ~15 % mimalloc (zeroed allocations, sled's buffers).
+//!    Next: an async committer (members await the leader's flush instead of blocking a thread each),
+//!    the simulated cloud's batch inside the group's transaction (one sled write per group instead of
+//!    two), backups not as one file per workspace.
 //! 6. GCP fleet plan through the CLI (`gcp_cli_fleet_plans`, issue #9: 10,000 shoots under 1 s and
 //!    512 MiB): `TRELLIS_BENCH_GCP_SHOOTS` (10,000) shoots, half managed (examples/gcp/managed), half BYO
 //!    (examples/gcp/byo-ipv4, each on its own subnet in one of 50 user VPCs), `plan -f DIR --output json`

@@ -88,7 +88,8 @@
 //! is let go, shared by the writes made meanwhile; [`ArmSim::share_flush`] hands it to the owner of the
 //! database instead (trellis' state, whose commits then share the same flushes), and
 //! [`ArmSim::leave_flushes_to_owner`] leaves it to the owner's next flush altogether (the CLI: the
-//! state commit of the node that made the write). [`ArmSim::in_memory`]
+//! state commit of the node that made the write): the writes then wait in memory ([`DeferredWrites`],
+//! seen by every read) until the owner writes them in one batch right before its flush. [`ArmSim::in_memory`]
 //! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree.
 //!
 //! # Runtime writers
@@ -109,6 +110,7 @@ pub mod gce;
 pub use crate::arm::runtime;
 pub use crate::arm::world::{AzureWorld, WorldResource};
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
+pub use crate::core::persist::DeferredWrites;
 pub use crate::core::precondition::Precondition;
 pub use crate::core::store::{Origin, DEFAULT_SUBSCRIPTION};
 pub use crate::core::world::{SyncReport, WorldFile};
@@ -183,16 +185,20 @@ impl ArmSim {
     }
 
     /// Hands the durability of writes to the owner of the tree's database (trellis' state): like
-    /// [`ArmSim::share_flush`], but a call's write returns once it is written to the tree, without
-    /// waiting for a flush; the owner's next flush makes it durable. The owner must flush (through its
-    /// own flushes; `flush` makes everything written so far durable) before it acknowledges anything
-    /// that depends on the call: the CLI's executor commits the node's state — a flush of the same
-    /// database, begun after the write — before the node counts as done, so a write the executor was
-    /// told succeeded is durable before its node is acknowledged, and a kill before that loses the
-    /// write and the node's commit together. Commits outside calls (a long-running operation's steps)
-    /// still wait for `flush`.
-    pub fn leave_flushes_to_owner(&self, flush: SharedFlush) {
-        self.core.lock().store.leave_flushes_to_owner(flush);
+    /// [`ArmSim::share_flush`], but a call's write returns without waiting for a flush, and without
+    /// writing to the tree: its changes are kept in the answer, [`DeferredWrites`], which the owner
+    /// must write ([`DeferredWrites::write`]) right before each of its flushes — so the owner's next
+    /// flush makes the write durable, and a whole group of calls' writes costs one sled batch. Reads
+    /// see every write meanwhile. The owner must flush (through its own flushes; `flush` makes
+    /// everything written so far durable) before it acknowledges anything that depends on the call:
+    /// the CLI's executor commits the node's state — a flush of the same database, begun after the
+    /// write — before the node counts as done, so a write the executor was told succeeded is durable
+    /// before its node is acknowledged, and a kill before that loses the write and the node's commit
+    /// together. The owner also writes them before it closes the database. Commits outside calls (a
+    /// long-running operation's steps) still wait for `flush`. Changes made before this call are
+    /// written to the tree first; calling it again answers the same [`DeferredWrites`].
+    pub fn leave_flushes_to_owner(&self, flush: SharedFlush) -> Result<std::sync::Arc<DeferredWrites>, SimError> {
+        self.core.lock().store.leave_flushes_to_owner(flush)
     }
 
     fn from_store(store: Store) -> ArmSim {

@@ -134,16 +134,19 @@ async fn writes_left_to_the_owner_return_without_a_flush_and_the_owners_flush_ma
     {
         let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
         let (counted, owner) = (flushes.clone(), db.clone());
-        sim.leave_flushes_to_owner(Arc::new(move || {
-            owner.flush().map_err(|e| e.to_string())?;
-            counted.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        }));
+        let deferred = sim
+            .leave_flushes_to_owner(Arc::new(move || {
+                owner.flush().map_err(|e| e.to_string())?;
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }))
+            .unwrap();
         for n in 0..3 {
             sim.put(&format!("{RG}-{n}"), json!({"location": "westeurope"})).await.unwrap();
         }
         assert_eq!(flushes.load(Ordering::SeqCst), 0, "no write waited for a flush");
-        // The owner's flush (a state commit) covers every write made before it.
+        // The owner's flush (a state commit) writes and covers every write made before it.
+        deferred.write().unwrap();
         db.flush().unwrap();
     }
     drop(db);
@@ -152,6 +155,60 @@ async fn writes_left_to_the_owner_return_without_a_flush_and_the_owners_flush_ma
     for n in 0..3 {
         assert!(sim.get(&format!("{RG}-{n}")).await.unwrap().is_some(), "write {n} is durable");
     }
+}
+
+/// A cloud that leaves its flushes to the database's owner writes nothing to its tree per call: its
+/// writes wait, in memory, for the owner's next flush, which writes them in one batch (issue #8: one
+/// sled batch per cloud write was two log writes to the device each). Meanwhile every read sees
+/// them — resources, child arrays (prefix scans), back-references and in-use checks (the reverse
+/// index) —; a kill before the owner's write loses them (and the owner acknowledged nothing that
+/// depends on them); after it they survive a reopen.
+#[tokio::test]
+async fn regression_writes_left_to_the_owner_are_read_before_and_durable_after_its_write() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path());
+    let tree = db.open_tree("sim").unwrap();
+    let (sim, deferred) = {
+        let sim = ArmSim::open(tree.clone(), None).unwrap();
+        let owner = db.clone();
+        let deferred = sim.leave_flushes_to_owner(Arc::new(move || owner.flush().map(drop).map_err(|e| e.to_string())));
+        (sim, deferred.unwrap())
+    };
+    let stored_before = tree.len();
+    let app = format!("{RG}-app");
+    let shared = format!("{RG}-shared");
+    let nsg = format!("{shared}/providers/Microsoft.Network/networkSecurityGroups/nsg");
+    let vnet = format!("{app}/providers/Microsoft.Network/virtualNetworks/v");
+    let subnet = format!("{vnet}/subnets/a");
+    for (id, body) in [
+        (app.clone(), json!({"location": "westeurope"})),
+        (shared.clone(), json!({"location": "westeurope"})),
+        (nsg.clone(), json!({"location": "westeurope"})),
+        (
+            vnet.clone(),
+            json!({"location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+        ),
+        (subnet.clone(), json!({"properties": {"addressPrefix": "10.0.1.0/24", "networkSecurityGroup": {"id": nsg}}})),
+    ] {
+        sim.put(&id, body).await.unwrap();
+    }
+    assert_eq!(tree.len(), stored_before, "no call wrote to the tree");
+    let got = sim.get(&vnet).await.unwrap().expect("the VNet is there");
+    assert_eq!(got["properties"]["subnets"][0]["id"], json!(subnet), "{got}");
+    assert_nsg_in_use(&sim, &nsg, &subnet).await;
+
+    deferred.write().unwrap();
+    assert!(tree.len() > stored_before, "the owner's write stored them");
+    deferred.write().unwrap();
+    db.flush().unwrap();
+    drop((sim, deferred, tree));
+    drop(db);
+    let db = open_db(dir.path());
+    let sim = ArmSim::open(db.open_tree("sim").unwrap(), None).unwrap();
+    let got = sim.get(&vnet).await.unwrap().expect("the VNet survived the reopen");
+    assert_eq!(got["properties"]["subnets"][0]["id"], json!(subnet), "{got}");
+    assert_nsg_in_use(&sim, &nsg, &subnet).await;
 }
 
 /// A user VNet's subnet in resource group `app` that uses an NSG in resource group `shared`

@@ -64,7 +64,8 @@ pub(crate) struct Store {
     pub(super) clock: u64,
     /// Public IP addresses allocated so far (see [`Store::allocate_address`]).
     pub(super) addresses: u64,
-    pub(super) tree: Option<sled::Tree>,
+    /// The tree, read through the writes not applied to it yet (see [`crate::core::persist`]).
+    pub(super) tree: Option<crate::core::persist::Backing>,
     /// Flushes `tree`, shared by the calls that wrote meanwhile (see [`crate::core::persist`]).
     pub(super) flusher: Option<std::sync::Arc<crate::core::persist::GroupFlush>>,
     /// Keys changed since the last write: in `cache` (written or replaced) or not (removed).
@@ -461,5 +462,52 @@ mod tests {
         store.trim();
         assert_eq!(keys(&store, &rg).len(), before.len());
         assert_eq!(store.referrers(&nsg_key).count(), 1);
+    }
+
+    /// A store whose writes wait for the owner's flush answers from them once it has forgotten what
+    /// it read (resources, scans, referrers), removals included, before and after the owner writes them.
+    #[test]
+    fn regression_a_trimmed_store_reads_the_writes_its_owner_has_not_written_yet() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree("sim").unwrap();
+        let mut store = Store::open(tree.clone(), None).unwrap();
+        store.insert(entry(RG, json!({"location": "westeurope"}), 1));
+        store.commit().unwrap();
+        // Reopened with its index current: referrers are read per target, from the tree.
+        let mut store = Store::open(tree.clone(), None).unwrap();
+        let deferred = store.leave_flushes_to_owner(std::sync::Arc::new(|| Ok(()))).unwrap();
+        store.cache_limit = 0;
+        let stored = tree.len();
+        let net = format!("{RG}/providers/Microsoft.Network");
+        let nsg = format!("{net}/networkSecurityGroups/nsg");
+        let subnet = |name: &str| format!("{net}/virtualNetworks/v/subnets/{name}");
+        let key = |id: &str| ArmId::parse(id).unwrap().key();
+        let uses_nsg = json!({"properties": {"networkSecurityGroup": {"id": nsg}}});
+        store.insert(entry(&nsg, json!({"location": "westeurope"}), 2));
+        store.insert(entry(&format!("{net}/virtualNetworks/v"), json!({"location": "westeurope"}), 3));
+        store.insert(entry(&subnet("a"), uses_nsg.clone(), 4));
+        store.insert(entry(&subnet("b"), uses_nsg, 5));
+        assert!(store.write().unwrap().is_some());
+        assert_eq!(tree.len(), stored, "nothing is written to the tree before the owner writes");
+        store.remove(&key(&subnet("b")));
+        assert!(store.write().unwrap().is_some());
+        for written_by_owner in [false, true] {
+            if written_by_owner {
+                deferred.write().unwrap();
+                assert!(tree.len() > stored);
+            }
+            store.trim();
+            assert_eq!(store.cache.len(), 0);
+            assert_eq!(keys(&store, &key(RG)).len(), 3, "the scan sees the writes (and the removal)");
+            store.trim();
+            assert!(store.get(&key(&subnet("a"))).is_some());
+            assert!(store.get(&key(&subnet("b"))).is_none(), "a removal not written yet is seen");
+            store.trim();
+            let referrers: Vec<String> = store.referrers(&key(&nsg)).map(|e| e.id.key()).collect();
+            assert_eq!(referrers, vec![key(&subnet("a"))]);
+        }
+        let reopened = Store::open(tree, None).unwrap();
+        assert!(reopened.get(&key(&subnet("a"))).is_some());
+        assert!(reopened.get(&key(&subnet("b"))).is_none());
     }
 }
