@@ -5,3 +5,4 @@
 
 pub mod ops;
 pub mod progress;
+pub mod shard;

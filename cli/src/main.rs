@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
+use trellis_cli::shard::Shard;
 use trellis_plans::{escape, render, PlanSet};
 use trellis_providers::features::Features;
 use trellis_providers::provider::FleetWarning;
@@ -152,6 +153,24 @@ struct PlanArgs {
     /// Show unchanged nodes too.
     #[arg(short, long)]
     verbose: bool,
+    #[command(flatten)]
+    shard: ShardFlag,
+}
+
+/// `--shard I/N` (plan, apply, destroy).
+#[derive(Args)]
+struct ShardFlag {
+    /// Only the I-th of N stable shards of the fleet (by technical id), so N runners split one fleet;
+    /// fleet-wide checks still consult the shoots other shards applied in the shared state.
+    #[arg(long = "shard", value_name = "I/N")]
+    value: Option<String>,
+}
+
+impl ShardFlag {
+    /// The shard, checked (a bad value is a one-line error, not clap's usage text).
+    fn get(&self) -> Result<Option<Shard>> {
+        Ok(self.value.as_deref().map(str::parse::<Shard>).transpose()?)
+    }
 }
 
 #[derive(Args)]
@@ -167,6 +186,8 @@ struct ApplyArgs {
     inputs: Inputs,
     #[command(flatten)]
     run: RunFlags,
+    #[command(flatten)]
+    shard: ShardFlag,
 }
 
 #[derive(Args)]
@@ -175,6 +196,8 @@ struct DestroyArgs {
     inputs: Inputs,
     #[command(flatten)]
     run: RunFlags,
+    #[command(flatten)]
+    shard: ShardFlag,
 }
 
 /// How apply and destroy run.
@@ -510,12 +533,13 @@ fn validate(inputs: Inputs) -> Result<u8> {
 async fn plan(args: PlanArgs) -> Result<u8> {
     // Listed up front (nothing parsed yet): the fleet's order is known, and a bad path touches nothing.
     let files = ops::list_manifest_files(&args.inputs.files)?;
+    let shard = args.shard.get()?;
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
-    let result = plan_in(&session, files, &args).await;
+    let result = plan_in(&session, files, &args, shard).await;
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
 }
@@ -525,12 +549,12 @@ async fn plan(args: PlanArgs) -> Result<u8> {
 /// only if the whole fleet plans) and, with `--output json`, to stdout (on a failure it ends where
 /// the failure was found, and the command fails with the error). Text and markdown are rendered
 /// once the whole fleet is planned.
-async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Result<u8> {
+async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
     let mut stdout = json.then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(std::io::stdout())));
     let mut kept = Vec::new();
-    let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json };
+    let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json, shard };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
@@ -543,6 +567,9 @@ async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Res
         Ok(())
     })
     .await?;
+    if let Some(shard) = shard {
+        eprintln!("{}", summary.shard.line(shard));
+    }
     if let Some(out) = stdout {
         let _ = out.finish();
         // The shoots' JSON went out before the fleet checks ended: their warnings follow on stderr.
@@ -721,6 +748,10 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     if args.plan.is_some() && !args.inputs.files.is_empty() {
         bail!("pass either a plan file or -f manifests, not both: a saved plan carries its own manifests");
     }
+    let shard = args.shard.get()?;
+    if shard.is_some() && args.plan.is_some() {
+        bail!("--shard selects shoots from -f manifests; a saved plan is applied whole: make it with `trellis plan --shard I/N --out PLAN`");
+    }
     // A plan file is read and checked before the state is opened: a bad file touches nothing.
     let saved = match &args.plan {
         Some(path) => {
@@ -733,15 +764,20 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     };
     let mut session = open(&args.inputs.env, "apply").await?;
     session.features = args.inputs.feature_gates;
-    let result = apply_in(&session, &args, saved).await;
+    let result = apply_in(&session, &args, saved, shard).await;
     session.finish(result)
 }
 
-async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, Vec<ops::ShootInput>)>) -> Result<u8> {
+async fn apply_in(
+    session: &Session,
+    args: &ApplyArgs,
+    saved: Option<(PlanSet, Vec<ops::ShootInput>)>,
+    shard: Option<Shard>,
+) -> Result<u8> {
     let plans = match saved {
         Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
         None => {
-            let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
+            let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, shard);
             let plans = ops::plan_fleet(session, shoots, false).await?;
             if args.run.output == Output::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -757,14 +793,24 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
+    args.shard.get()?;
     let mut session = open(&args.inputs.env, "destroy").await?;
     session.features = args.inputs.feature_gates;
     let result = destroy_in(&session, &args).await;
     session.finish(result)
 }
 
+/// The inputs of `shard`'s shoots (all without `--shard`), with the shard's line on stderr.
+fn sharded(mut shoots: Vec<ops::ShootInput>, shard: Option<Shard>) -> Vec<ops::ShootInput> {
+    if let Some(shard) = shard {
+        let count = ops::shard_inputs(&mut shoots, shard);
+        eprintln!("{}", count.line(shard));
+    }
+    shoots
+}
+
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
-    let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
+    let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, args.shard.get()?);
     let plans = ops::plan_fleet(session, shoots, true).await?;
     if args.run.output == Output::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);

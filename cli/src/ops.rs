@@ -4,6 +4,7 @@
 //! discover, pre-flight, desired, diff, artifacts) → [`FleetPlan`] → apply: lock, executor, state
 //! committed after every node, artifacts re-rendered from the cloud as it is afterwards.
 
+use crate::shard::{Shard, ShardCount};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 use serde_json::Value;
@@ -306,6 +307,15 @@ impl ShootInput {
     pub fn id(&self) -> String {
         workspace_name(&self.shoot.technical_id(), self.provider.type_name())
     }
+}
+
+/// Keeps the inputs of `shard`'s shoots (a shoot's domains plan goes with it: both are sharded by the
+/// shoot's technical id) and counts the shoots it took and left to the other shards.
+pub fn shard_inputs(inputs: &mut Vec<ShootInput>, shard: Shard) -> ShardCount {
+    let all: std::collections::BTreeSet<String> = inputs.iter().map(|i| i.shoot.technical_id()).collect();
+    inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
+    let taken = all.iter().filter(|id| shard.takes(id)).count();
+    ShardCount { taken, left: all.len() - taken }
 }
 
 /// Loads every Shoot from the given files and directories, under every feature gate's default
@@ -685,6 +695,9 @@ pub struct StreamOptions {
     /// Hand out the plan itself ([`StreamedPlan::plan`]), e.g. for the text and markdown renderers,
     /// which need the whole fleet.
     pub keep_plans: bool,
+    /// `--shard I/N`: plan only the shoots of this shard (the others are counted in
+    /// [`StreamSummary::shard`]); a shoot's domains plan goes with its shoot.
+    pub shard: Option<Shard>,
 }
 
 /// One planned shoot, as [`plan_fleet_streaming`] hands it out (in input order).
@@ -706,6 +719,8 @@ pub struct StreamSummary {
     /// The fleet checks' warnings ([`Provider::check_fleet`]), known only once the whole fleet is
     /// planned, so not in the plans handed out: the caller adds them ([`add_fleet_warnings`]).
     pub fleet_warnings: Vec<FleetWarning>,
+    /// With [`StreamOptions::shard`]: the shoots it took and those it left to the other shards.
+    pub shard: ShardCount,
 }
 
 /// What happened to one Shoot document in [`plan_file`].
@@ -741,6 +756,8 @@ struct FileJob {
     /// with the Seeds; the refusal of the first, for when no Seed is among the inputs.
     domains_only: usize,
     refusal: Option<ManifestError>,
+    /// Its Shoots of other shards (`--shard`), not planned here.
+    other_shards: usize,
 }
 
 struct Shared {
@@ -753,10 +770,11 @@ struct Shared {
 async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
     let loaded = match manifest::load_file(&file) {
         Ok(loaded) => loaded,
-        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None },
+        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None, other_shards: 0 },
     };
     let multi = loaded.shoots.len() + loaded.domains_only.len() + loaded.seeds.len() > 1;
     let mut docs = Vec::with_capacity(loaded.shoots.len());
+    let mut other_shards = 0;
     for l in loaded.shoots {
         let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
         let errs = metadata::validate(l.metadata());
@@ -765,12 +783,16 @@ async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
             continue;
         }
         let id = l.technical_id();
+        if shared.opts.shard.is_some_and(|shard| !shard.takes(&id)) {
+            other_shards += 1;
+            continue;
+        }
         let outcome = plan_doc(&id, l, &shared).await;
         docs.push(DocJob { doc, id, outcome });
     }
     let domains_only = loaded.domains_only.len();
     let refusal = loaded.domains_only.into_iter().next().map(|d| d.refusal);
-    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal }
+    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal, other_shards }
 }
 
 async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
@@ -887,11 +909,13 @@ pub async fn plan_fleet_streaming(
         };
         seeds += job.seeds;
         shoots += job.domains_only;
+        summary.shard.left += job.other_shards;
         if let Some(e) = job.refusal {
             refusal.get_or_insert(e);
         }
         for DocJob { doc, id, outcome } in docs {
             shoots += 1;
+            summary.shard.taken += 1;
             if let DocOutcome::InvalidMetadata(errs) = outcome {
                 invalid.push((doc, errs));
                 failed = true;
@@ -941,8 +965,8 @@ pub async fn plan_fleet_streaming(
     if let Some(e) = refusal.filter(|_| seeds == 0) {
         return Err(e.into());
     }
-    if shoots == 0 {
-        // Seeds alone plan nothing: a domains plan is a Shoot's.
+    if shoots == 0 && summary.shard.left == 0 {
+        // Seeds alone plan nothing: a domains plan is a Shoot's. (A shard may take none of a fleet.)
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
     if !invalid.is_empty() {
@@ -964,7 +988,11 @@ pub async fn plan_fleet_streaming(
     let mut loaded_seeds = Vec::new();
     if seeds > 0 {
         let loaded = manifest::load(paths)?;
-        domains = plan_inputs(session, domains_inputs(&loaded, session.features)?, false).await?;
+        let mut inputs = domains_inputs(&loaded, session.features)?;
+        if let Some(shard) = opts.shard {
+            inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
+        }
+        domains = plan_inputs(session, inputs, false).await?;
         loaded_seeds = loaded.seeds;
         for p in &domains {
             let plan = &p.planned.plan;
