@@ -221,10 +221,16 @@ mod dir;
 mod group;
 mod integrity;
 mod layout;
+mod location;
+mod migrate;
+mod pg;
 mod provider;
 mod sled_store;
 
 pub use integrity::WorkspaceFile;
+pub use location::{PgUrl, StateLocation};
+pub use migrate::{migrate, MigrateReport};
+pub use pg::{PgStats, PgStore};
 pub use provider::{Migration, ProviderState, VersionedState, LEGACY_PROVIDER};
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
@@ -447,6 +453,32 @@ pub trait StateStore: Send + Sync {
     /// stored workspace of another lineage, or at a higher serial than `ws`, is
     /// [`StateError::PushRefused`]. The caller holds the workspace lock.
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError>;
+    /// Everything stored for a shoot — the current workspace and its whole history —, integrity-checked
+    /// as [`StateStore::load`] checks it. `None`: the shoot was never committed.
+    fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError>;
+    /// Stores an exported workspace into this backend keeping its lineage, serial and history (entry
+    /// for entry). A shoot that is not stored -> [`Imported::Created`]; the same lineage and serial
+    /// already stored -> [`Imported::AlreadyThere`] (so an interrupted migrate can be re-run); anything
+    /// else stored -> [`StateError::PushRefused`] naming it.
+    fn import(&self, exported: &ExportedWorkspace) -> Result<Imported, StateError>;
+}
+
+/// Everything a backend stores for one shoot ([`StateStore::export`]): what `trellis state migrate`
+/// copies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportedWorkspace {
+    pub workspace: Workspace,
+    /// Its commits, oldest first.
+    pub history: Vec<HistoryEntry>,
+}
+
+/// Outcome of [`StateStore::import`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Imported {
+    /// The shoot was not stored: it is now, with its lineage, serial and history.
+    Created,
+    /// The same lineage and serial were stored already: nothing was written.
+    AlreadyThere,
 }
 
 /// What went wrong with the state. Every message says what, where (dir or shoot) and what to do.
@@ -488,6 +520,26 @@ pub enum StateError {
     NewerProviderState { shoot: String, provider: String, version: u32, supported: u32 },
     #[error("state I/O error: {0}")]
     Io(String),
+    /// A `--state postgres://…` value that is not a usable connection URL (password shown as `***`).
+    #[error("invalid PostgreSQL URL {url}: {detail}")]
+    InvalidUrl { url: String, detail: String },
+    /// The PostgreSQL database cannot be used: `location` is its URL without the password, `detail` what
+    /// failed and what to do.
+    #[error("state database {location}: {detail}")]
+    Database { location: String, detail: String },
+    /// A stored version of a workspace in the PostgreSQL database does not match its checksum.
+    #[error(
+        "state of workspace {shoot} at serial {serial} in {location} is damaged: {detail}; nothing was written. \
+         Restore it with `trellis state push {shoot} FILE --force --state {location}` from a copy you trust \
+         (`trellis state pull` of a backup, or a version kept in the database's history table)"
+    )]
+    DamagedVersion { location: String, shoot: String, serial: u64, detail: String },
+    /// The database's schema was migrated by a newer trellis.
+    #[error(
+        "state database {location} has schema version {version}, but this trellis knows versions up to \
+         {supported}; upgrade trellis"
+    )]
+    NewerSchema { location: String, version: i32, supported: i32 },
 }
 
 fn damaged_message(dir: &Path, detail: &str) -> String {

@@ -6,8 +6,8 @@ use crate::group::{Flushed, Group, NotDurable};
 use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
 use crate::layout::{self, HeadValue};
 use crate::{
-    now_rfc3339, pid_alive, this_host, Acquired, HistoryEntry, LockInfo, StateError, StateStore, Workspace,
-    WorkspaceSummary,
+    now_rfc3339, pid_alive, this_host, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, StateError,
+    StateStore, Workspace, WorkspaceSummary,
 };
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -1090,6 +1090,78 @@ impl StateStore for SledStore {
     fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, StateError> {
         Ok(self.read_lock(shoot)?.map(|(_, info)| info))
     }
+
+    fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError> {
+        // `load` checks the parts against the head; the open checked the head against its head record.
+        let Some(workspace) = self.load(shoot)? else {
+            return Ok(None);
+        };
+        let history = self.history(shoot)?;
+        Ok(Some(ExportedWorkspace { workspace, history }))
+    }
+
+    fn import(&self, exported: &ExportedWorkspace) -> Result<Imported, StateError> {
+        let ws = &exported.workspace;
+        let shoot = ws.shoot.as_str();
+        let _taken = self.group.begin(shoot);
+        if let Some(stored) = self.load(shoot)? {
+            return already_there(&stored.lineage, stored.serial, ws);
+        }
+        let layout = self.layout()?;
+        let parts = layout::parts(ws);
+        let head_json = layout::head_value(ws, &parts);
+        let mut entries = Vec::with_capacity(exported.history.len());
+        for entry in &exported.history {
+            let json = to_json(entry).map_err(|e| self.io_error("encoding history entry for", e))?;
+            entries.push((history_key(shoot, entry.serial), json));
+        }
+        let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
+        let outcome = trees.transaction(|(workspaces, heads, parts_tree, history)| {
+            if heads.get(shoot.as_bytes())?.is_some() || workspaces.get(shoot.as_bytes())?.is_some() {
+                return Ok(false); // stored meanwhile
+            }
+            for (key, value) in &parts {
+                parts_tree.insert(key.as_slice(), value.as_slice())?;
+            }
+            heads.insert(shoot.as_bytes(), head_json.as_slice())?;
+            for (key, value) in &entries {
+                history.insert(key.as_slice(), value.as_slice())?;
+            }
+            Ok::<_, ConflictableTransactionError<()>>(true)
+        });
+        match outcome {
+            Ok(true) => {}
+            Ok(false) => {
+                return match self.load(shoot)? {
+                    Some(stored) => already_there(&stored.lineage, stored.serial, ws),
+                    None => Err(self.io_error("importing into", std::io::Error::other("the workspace vanished"))),
+                }
+            }
+            Err(TransactionError::Abort(())) => {
+                return Err(self.io_error("importing into", std::io::Error::other("the transaction was aborted")))
+            }
+            Err(TransactionError::Storage(e)) => return Err(self.io_error("importing into", e)),
+        }
+        self.committed.lock().unwrap_or_else(PoisonError::into_inner).insert(shoot.to_string());
+        self.make_durable(Some(Head::of(ws, &head_json)))?;
+        Ok(Imported::Created)
+    }
+}
+
+/// [`StateStore::import`] of `ws` when `stored` is stored already: the same lineage and serial are
+/// [`Imported::AlreadyThere`], anything else is refused. Shared by both backends.
+pub(crate) fn already_there(lineage: &str, serial: u64, ws: &Workspace) -> Result<Imported, StateError> {
+    if lineage == ws.lineage && serial == ws.serial {
+        return Ok(Imported::AlreadyThere);
+    }
+    Err(StateError::PushRefused {
+        shoot: ws.shoot.clone(),
+        detail: format!(
+            "the destination already holds it at lineage {} serial {}, but the source has lineage {} serial {}; \
+             remove one of them (or `trellis state push --force` the one to keep) and migrate again",
+            lineage, serial, ws.lineage, ws.serial
+        ),
+    })
 }
 
 /// How long an open waits for a state dir that is being released (or whose holder has not recorded

@@ -1,0 +1,995 @@
+//! The PostgreSQL backend ([`PgStore`]): workspaces, history and locks in a shared database (see the
+//! crate docs, "PostgreSQL").
+//!
+//! The [`StateStore`] trait is synchronous and is called from inside the CLI's tokio runtime, from
+//! `spawn_blocking` threads and from plain threads; the client is async. The store therefore owns a
+//! private multi-thread runtime: every call spawns its work there and waits for the answer on a plain
+//! channel, so no caller ever runs `block_on` inside another runtime.
+
+mod schema;
+
+use crate::layout;
+use crate::location::PgUrl;
+use crate::sled_store::already_there;
+use crate::{
+    integrity, now_rfc3339, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, StateError, StateStore,
+    Workspace, WorkspaceSummary,
+};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+use sha2::{Digest as _, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls};
+
+/// How long a call retries transient failures (connection lost or refused, server shutting down,
+/// serialization failure) before it reports them.
+const RETRY_FOR: Duration = Duration::from_secs(30);
+/// Connections the store keeps for reads and commits (locks have one of their own).
+const POOL_SIZE: usize = 8;
+
+/// State in a PostgreSQL database (`--state postgres://…`). Any number of processes on any number
+/// of machines can use one database at once; workspace locks are what keeps two runs off one shoot.
+/// Dropping the store without [`PgStore::close`] closes its connections, which releases its locks.
+pub struct PgStore {
+    inner: Arc<Inner>,
+    /// The store's private runtime; `None` only while it is being shut down.
+    rt: Option<tokio::runtime::Runtime>,
+    calls: AtomicU64,
+    busy_nanos: AtomicU64,
+}
+
+/// Calls a [`PgStore`] made and the wall time callers spent waiting for them (summed over the calling
+/// threads, so with concurrent callers it can exceed the elapsed time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PgStats {
+    pub calls: u64,
+    pub busy: Duration,
+}
+
+struct Inner {
+    url: PgUrl,
+    /// The URL without its password: what every message names.
+    location: String,
+    pool: Pool,
+    locks: tokio::sync::Mutex<LockConn>,
+}
+
+/// The one long-lived connection that holds this store's session advisory locks, and what it holds.
+#[derive(Default)]
+struct LockConn {
+    client: Option<Client>,
+    held: BTreeMap<String, Held>,
+}
+
+/// A workspace lock this store took.
+struct Held {
+    info: LockInfo,
+    /// `Some`: the lock connection dropped and, when it came back, another session had taken the lock
+    /// (its holder, if it recorded itself). The next commit of the shoot is refused.
+    lost: Option<Option<LockInfo>>,
+}
+
+/// A failed attempt: worth retrying, or final.
+enum Failure {
+    Transient(String),
+    Final(StateError),
+}
+
+type Attempt<'a, T> = Pin<Box<dyn Future<Output = Result<T, Failure>> + Send + 'a>>;
+
+impl PgStore {
+    /// Connects, applies the embedded schema migrations if needed (versioned, under an advisory lock
+    /// so two first uses don't race), and returns the store. `operation` names the command in the
+    /// connection's `application_name`.
+    pub fn connect(url: &PgUrl, operation: &str) -> Result<PgStore, StateError> {
+        let location = url.redacted().to_string();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("trellis-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StateError::Database {
+                location: location.clone(),
+                detail: format!("cannot start the database client's threads ({e})"),
+            })?;
+        let mut config = url.config().clone();
+        config.application_name(format!("trellis {operation}"));
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        let url = PgUrl::from_config(url, config);
+        let built = {
+            let (url, loc) = (url.clone(), location.clone());
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            rt.spawn(async move {
+                let _ = tx.send(Inner::connect(url, loc).await);
+            });
+            rx.recv().unwrap_or_else(|_| Err(task_ended(&location)))
+        };
+        match built {
+            Ok(inner) => Ok(PgStore {
+                inner: Arc::new(inner),
+                rt: Some(rt),
+                calls: AtomicU64::new(0),
+                busy_nanos: AtomicU64::new(0),
+            }),
+            Err(e) => {
+                rt.shutdown_background();
+                Err(e)
+            }
+        }
+    }
+
+    /// Releases this store's workspace locks (their records are removed), then closes its connections.
+    pub fn close(mut self) -> Result<(), StateError> {
+        let inner = self.inner.clone();
+        let released = self.run(async move { inner.release_all().await });
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+        released
+    }
+
+    /// Calls made so far and the time spent waiting for the database.
+    pub fn stats(&self) -> PgStats {
+        PgStats {
+            calls: self.calls.load(Ordering::Relaxed),
+            busy: Duration::from_nanos(self.busy_nanos.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Runs `work` on the store's runtime and waits for it on this thread (which may be a thread of
+    /// another runtime: it only blocks on a channel).
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StateError>> + Send + 'static,
+    ) -> Result<T, StateError> {
+        let started = Instant::now();
+        let Some(rt) = &self.rt else {
+            return Err(task_ended(&self.inner.location));
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let _ = tx.send(work.await);
+        });
+        let out = rx.recv().unwrap_or_else(|_| Err(task_ended(&self.inner.location)));
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.busy_nanos.fetch_add(nanos, Ordering::Relaxed);
+        out
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Never drops a runtime in place (that panics inside another runtime): its tasks and
+        // connections are dropped in the background, which ends the sessions and frees their locks.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn task_ended(location: &str) -> StateError {
+    StateError::Database {
+        location: location.to_string(),
+        detail: "the database client stopped unexpectedly; run the command again".to_string(),
+    }
+}
+
+impl PgUrl {
+    /// `url` with another client configuration (same redacted form).
+    fn from_config(url: &PgUrl, config: tokio_postgres::Config) -> PgUrl {
+        let mut out = url.clone();
+        out.set_config(config);
+        out
+    }
+}
+
+/// The advisory lock key of a shoot's workspace lock: the first 8 bytes (big-endian) of
+/// SHA-256(`trellis-workspace-lock:` + shoot). Stable across versions and machines; two shoots whose
+/// keys collide would only share one lock.
+pub(crate) fn lock_key(shoot: &str) -> i64 {
+    let digest = Sha256::digest(format!("trellis-workspace-lock:{shoot}").as_bytes());
+    i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+/// The checksum of a version of a workspace, the same in both backends: `sha256:` of its head value
+/// in the sled layout, which covers every resource record, the outputs and the provider state.
+pub(crate) fn version_checksum(ws: &Workspace) -> String {
+    integrity::checksum_bytes(&layout::head_value(ws, &layout::parts(ws)))
+}
+
+fn to_i64(shoot: &str, serial: u64) -> Result<i64, Failure> {
+    i64::try_from(serial).map_err(|_| {
+        Failure::Final(StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: format!("serial {serial} is too large for the database"),
+        })
+    })
+}
+
+fn to_u64(serial: i64) -> u64 {
+    u64::try_from(serial).unwrap_or(0)
+}
+
+impl Inner {
+    async fn connect(url: PgUrl, location: String) -> Result<Inner, StateError> {
+        let mgr = Manager::from_config(
+            url.config().clone(),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(mgr).max_size(POOL_SIZE).runtime(deadpool_postgres::Runtime::Tokio1).build().map_err(
+            |e| StateError::Database {
+                location: location.clone(),
+                detail: format!("cannot set up the connection pool ({e})"),
+            },
+        )?;
+        let inner = Inner { url, location, pool, locks: tokio::sync::Mutex::new(LockConn::default()) };
+        inner.retry("applying the schema migrations", || Box::pin(inner.migrate())).await?;
+        inner.retry("connecting", || Box::pin(inner.lock_conn_ready())).await?;
+        Ok(inner)
+    }
+
+    fn error(&self, detail: String) -> StateError {
+        StateError::Database { location: self.location.clone(), detail }
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or transient failures have lasted [`RETRY_FOR`].
+    async fn retry<'a, T>(&'a self, what: &str, mut attempt: impl FnMut() -> Attempt<'a, T>) -> Result<T, StateError> {
+        let deadline = Instant::now() + RETRY_FOR;
+        let mut delay = Duration::from_millis(50);
+        loop {
+            match attempt().await {
+                Ok(v) => return Ok(v),
+                Err(Failure::Final(e)) => return Err(e),
+                Err(Failure::Transient(detail)) if Instant::now() >= deadline => {
+                    return Err(self.error(format!(
+                        "{what}: {detail} (retried for {} s); check that the database is up and reachable, then \
+                         run the command again",
+                        RETRY_FOR.as_secs()
+                    )));
+                }
+                Err(Failure::Transient(_)) => {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// A client error as a [`Failure`]: lost or refused connections, shutdowns and serialization
+    /// failures are transient; anything else is final, in words (never the password).
+    fn classify(&self, e: tokio_postgres::Error) -> Failure {
+        const TRANSIENT: &[SqlState] = &[
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::CONNECTION_EXCEPTION,
+            SqlState::CONNECTION_FAILURE,
+            SqlState::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::T_R_DEADLOCK_DETECTED,
+        ];
+        let words = self.words(&e);
+        if let Some(db) = e.as_db_error() {
+            if TRANSIENT.contains(db.code()) {
+                return Failure::Transient(words);
+            }
+            let hint = match *db.code() {
+                SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+                    "; check the user and password of the URL"
+                }
+                SqlState::INSUFFICIENT_PRIVILEGE => {
+                    "; the role needs CONNECT on the database, CREATE on the schema for the first run's migrations, \
+                     then SELECT, INSERT, UPDATE and DELETE on trellis' tables"
+                }
+                SqlState::INVALID_CATALOG_NAME => "; create the database first (`createdb`)",
+                _ => "",
+            };
+            return Failure::Final(self.error(format!("{words}{hint}")));
+        }
+        let io = std::error::Error::source(&e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
+        if e.is_closed() || io || words.contains("timed out") {
+            Failure::Transient(words)
+        } else {
+            Failure::Final(self.error(words))
+        }
+    }
+
+    /// The client's error and its causes in one line, without the password.
+    fn words(&self, e: &tokio_postgres::Error) -> String {
+        let mut text = match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.severity(), db.message()),
+            None => e.to_string(),
+        };
+        let mut source = std::error::Error::source(e);
+        if e.as_db_error().is_none() {
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+        }
+        self.url.hide_password(&text)
+    }
+
+    fn pool_failure(&self, e: PoolError) -> Failure {
+        match e {
+            PoolError::Backend(e) => self.classify(e),
+            PoolError::Timeout(_) => Failure::Transient("timed out waiting for a connection".to_string()),
+            other => Failure::Final(self.error(format!("connection pool: {other}"))),
+        }
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, Failure> {
+        self.pool.get().await.map_err(|e| self.pool_failure(e))
+    }
+
+    /// Applies the embedded migrations this database lacks (see [`schema`]), on a connection of its own
+    /// that holds the migration advisory lock while it does.
+    async fn migrate(&self) -> Result<(), Failure> {
+        let (client, connection) = self.url.config().connect(NoTls).await.map_err(|e| self.classify(e))?;
+        let conn = tokio::spawn(connection);
+        let result = schema::migrate(&client, &self.location).await;
+        drop(client);
+        let _ = conn.await;
+        result.map_err(|e| match e {
+            schema::Error::Client(e) => self.classify(e),
+            schema::Error::State(e) => Failure::Final(e),
+        })
+    }
+
+    // ---- workspaces ----
+
+    async fn load(&self, shoot: &str) -> Result<Option<Workspace>, Failure> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT serial, document, checksum FROM trellis_workspaces WHERE shoot = $1", &[&shoot])
+            .await
+            .map_err(|e| self.classify(e))?;
+        let Some(row) = row else { return Ok(None) };
+        let ws = self.check_version(shoot, to_u64(row.get(0)), row.get(1), row.get(2)).map_err(Failure::Final)?;
+        Ok(Some(ws))
+    }
+
+    /// Parses a stored version and checks it against its checksum.
+    fn check_version(&self, shoot: &str, serial: u64, document: &str, checksum: &str) -> Result<Workspace, StateError> {
+        let damaged = |detail: String| StateError::DamagedVersion {
+            location: self.location.clone(),
+            shoot: shoot.to_string(),
+            serial,
+            detail,
+        };
+        let ws: Workspace =
+            serde_json::from_str(document).map_err(|e| damaged(format!("its document does not parse ({e})")))?;
+        if ws.shoot != shoot || ws.serial != serial {
+            return Err(damaged(format!("its document is that of {} at serial {}", ws.shoot, ws.serial)));
+        }
+        let actual = version_checksum(&ws);
+        if actual != checksum {
+            return Err(damaged(format!("its checksum is {actual}, but {checksum} was stored with it")));
+        }
+        Ok(ws)
+    }
+
+    async fn history(&self, shoot: &str) -> Result<Vec<(HistoryEntry, Option<Workspace>)>, Failure> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT serial, entry, document, checksum FROM trellis_history WHERE shoot = $1 ORDER BY serial",
+                &[&shoot],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let serial = to_u64(row.get(0));
+            let entry: HistoryEntry = serde_json::from_str(row.get(1)).map_err(|e| {
+                Failure::Final(StateError::DamagedVersion {
+                    location: self.location.clone(),
+                    shoot: shoot.to_string(),
+                    serial,
+                    detail: format!("its history entry does not parse ({e})"),
+                })
+            })?;
+            let document: Option<&str> = row.get(2);
+            let checksum: Option<&str> = row.get(3);
+            let version = match (document, checksum) {
+                (Some(document), Some(checksum)) => {
+                    Some(self.check_version(shoot, serial, document, checksum).map_err(Failure::Final)?)
+                }
+                _ => None,
+            };
+            out.push((entry, version));
+        }
+        Ok(out)
+    }
+
+    /// One attempt at a commit: `next` (already at its new serial) replaces the stored version at
+    /// `expected` serial of `lineage`, with its history entry, in one transaction.
+    async fn try_commit(
+        &self,
+        next: &Workspace,
+        expected: u64,
+        operation: &str,
+        checksum: &str,
+    ) -> Result<(), Failure> {
+        let shoot = next.shoot.as_str();
+        let conflict = |detail: String| Failure::Final(StateError::Conflict { shoot: shoot.to_string(), detail });
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.classify(e))?;
+        let row = tx
+            .query_opt(
+                "SELECT lineage, serial, checksum FROM trellis_workspaces WHERE shoot = $1 FOR UPDATE",
+                &[&shoot],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        let previous: Option<String> = match &row {
+            Some(row) => {
+                let (lineage, serial): (&str, i64) = (row.get(0), row.get(1));
+                if lineage != next.lineage {
+                    return Err(conflict(format!(
+                        "the stored workspace has lineage {lineage} but this change was made for lineage {} (the \
+                         workspace was deleted and created again)",
+                        next.lineage
+                    )));
+                }
+                if to_u64(serial) != expected {
+                    return Err(conflict(format!(
+                        "the stored serial is {serial} but this change was made against serial {expected} (another \
+                         run committed in between)"
+                    )));
+                }
+                Some(row.get(2))
+            }
+            None if expected != 0 => {
+                return Err(conflict(format!(
+                    "the workspace is not stored but this change was made against serial {expected}"
+                )))
+            }
+            None => None,
+        };
+        let entry = HistoryEntry {
+            serial: next.serial,
+            operation: operation.to_string(),
+            at: now_rfc3339(),
+            resources: next.resources.len(),
+            checksum: Some(checksum.to_string()),
+            previous,
+        };
+        self.write_version(&tx, next, checksum, row.is_some(), &entry).await?;
+        tx.commit().await.map_err(|e| self.classify(e))
+    }
+
+    /// Writes `ws` as the stored version (insert or update) and its history entry, in `tx`.
+    async fn write_version(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        ws: &Workspace,
+        checksum: &str,
+        update: bool,
+        entry: &HistoryEntry,
+    ) -> Result<(), Failure> {
+        let shoot = ws.shoot.as_str();
+        let document = serde_json::to_string(ws).expect("a workspace serialises");
+        let serial = to_i64(shoot, ws.serial)?;
+        let resources = i64::try_from(ws.resources.len()).unwrap_or(i64::MAX);
+        let sql = if update {
+            "UPDATE trellis_workspaces SET lineage = $2, serial = $3, resources = $4, document = $5, checksum = $6 \
+             WHERE shoot = $1"
+        } else {
+            "INSERT INTO trellis_workspaces (shoot, lineage, serial, resources, document, checksum) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (shoot) DO NOTHING"
+        };
+        let written = tx
+            .execute(sql, &[&shoot, &ws.lineage, &serial, &resources, &document, &checksum])
+            .await
+            .map_err(|e| self.classify(e))?;
+        if written != 1 {
+            return Err(Failure::Final(StateError::Conflict {
+                shoot: shoot.to_string(),
+                detail: "another run stored the workspace while this one was writing it".to_string(),
+            }));
+        }
+        let entry_json = serde_json::to_string(entry).expect("a history entry serialises");
+        tx.execute(
+            "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (shoot, serial) DO UPDATE SET entry = $3, document = $4, checksum = $5",
+            &[&shoot, &serial, &entry_json, &document, &checksum],
+        )
+        .await
+        .map_err(|e| self.classify(e))?;
+        Ok(())
+    }
+
+    /// Whether the stored version of `shoot` is `lineage` at `serial` with `checksum`: after a failure
+    /// whose outcome is unknown (the connection dropped around `COMMIT`), this tells whether it committed.
+    async fn is_stored(&self, shoot: &str, lineage: &str, serial: u64, checksum: &str) -> Result<bool, Failure> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT lineage, serial, checksum FROM trellis_workspaces WHERE shoot = $1", &[&shoot])
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(row.is_some_and(|row| {
+            row.get::<_, &str>(0) == lineage && to_u64(row.get(1)) == serial && row.get::<_, &str>(2) == checksum
+        }))
+    }
+
+    /// A commit, retried through dropped connections; a commit whose `COMMIT` may have gone through is
+    /// looked up before it is tried again, so it is never reported as failed when it was committed.
+    async fn commit(&self, next: Workspace, expected: u64, operation: String) -> Result<(), StateError> {
+        self.check_lock_kept(&next.shoot).await?;
+        let checksum = version_checksum(&next);
+        let mut unsure = false;
+        self.retry("committing", || {
+            let (next, operation, checksum) = (&next, &operation, &checksum);
+            let was_unsure = std::mem::replace(&mut unsure, true);
+            Box::pin(async move {
+                if was_unsure && self.is_stored(&next.shoot, &next.lineage, next.serial, checksum).await? {
+                    return Ok(());
+                }
+                self.try_commit(next, expected, operation, checksum).await
+            })
+        })
+        .await
+    }
+
+    async fn list(&self) -> Result<Vec<WorkspaceSummary>, Failure> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT shoot, lineage, serial, resources FROM trellis_workspaces", &[])
+            .await
+            .map_err(|e| self.classify(e))?;
+        let locks = self.live_locks(&client).await?;
+        let mut out: Vec<WorkspaceSummary> = rows
+            .iter()
+            .map(|row| {
+                let shoot: String = row.get(0);
+                WorkspaceSummary {
+                    locked_by: locks.get(&shoot).cloned(),
+                    lineage: row.get(1),
+                    serial: to_u64(row.get(2)),
+                    resources: usize::try_from(row.get::<_, i64>(3)).unwrap_or(0),
+                    shoot,
+                }
+            })
+            .collect();
+        // A shoot locked by a run that has not committed yet has a lock but no workspace.
+        let stored: BTreeSet<String> = out.iter().map(|w| w.shoot.clone()).collect();
+        for (shoot, holder) in locks {
+            if !stored.contains(&shoot) {
+                out.push(WorkspaceSummary {
+                    shoot,
+                    lineage: String::new(),
+                    serial: 0,
+                    resources: 0,
+                    locked_by: Some(holder),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.shoot.cmp(&b.shoot));
+        Ok(out)
+    }
+
+    // ---- locks ----
+
+    /// The lock records whose advisory lock is held by some session now: a record whose lock is free
+    /// was left by a process that died, and holds nothing.
+    async fn live_locks(&self, client: &Client) -> Result<BTreeMap<String, LockInfo>, Failure> {
+        let rows = client
+            .query(
+                "SELECT l.shoot, l.holder FROM trellis_locks l WHERE EXISTS (SELECT 1 FROM pg_locks p \
+                 WHERE p.locktype = 'advisory' AND p.granted AND p.objsubid = 1 \
+                 AND p.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                 AND p.classid::bigint = (l.key >> 32) & 4294967295 AND p.objid::bigint = l.key & 4294967295)",
+                &[],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let shoot: String = row.get(0);
+            let holder = parse_holder(&shoot, row.get(1)).map_err(Failure::Final)?;
+            out.insert(shoot, holder);
+        }
+        Ok(out)
+    }
+
+    /// The lock connection, connected (again) if needed. After a reconnect every lock this store held
+    /// is taken again; one another session took meanwhile is marked lost.
+    async fn lock_conn<'g>(&self, lc: &'g mut LockConn) -> Result<&'g Client, Failure> {
+        let alive = lc.client.as_ref().is_some_and(|c| !c.is_closed());
+        if !alive {
+            lc.client = None;
+            let (client, connection) = self.url.config().connect(NoTls).await.map_err(|e| self.classify(e))?;
+            tokio::spawn(connection);
+            for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.lost.is_none()) {
+                if try_advisory(&client, shoot).await.map_err(|e| self.classify(e))? {
+                    write_holder(&client, shoot, &held.info).await.map_err(|e| self.classify(e))?;
+                } else {
+                    held.lost = Some(read_holder(&client, shoot).await.map_err(|e| self.classify(e))?);
+                }
+            }
+            lc.client = Some(client);
+        }
+        Ok(lc.client.as_ref().expect("connected above"))
+    }
+
+    async fn lock_conn_ready(&self) -> Result<(), Failure> {
+        let mut lc = self.locks.lock().await;
+        self.lock_conn(&mut lc).await.map(drop)
+    }
+
+    /// Refuses a commit of a shoot whose lock this store took and lost (see [`Held::lost`]).
+    async fn check_lock_kept(&self, shoot: &str) -> Result<(), StateError> {
+        let lost = self
+            .retry("checking the workspace lock", || {
+                Box::pin(async move {
+                    let mut lc = self.locks.lock().await;
+                    if !lc.held.contains_key(shoot) {
+                        return Ok(None);
+                    }
+                    self.lock_conn(&mut lc).await?;
+                    Ok(lc.held.get(shoot).and_then(|h| h.lost.clone()))
+                })
+            })
+            .await?;
+        match lost {
+            None => Ok(()),
+            Some(Some(holder)) => Err(StateError::Locked { shoot: shoot.to_string(), holder }),
+            Some(None) => Err(self.error(format!(
+                "the lock of workspace {shoot} was lost when the connection dropped, and another session holds it \
+                 now; nothing more was committed; run the command again"
+            ))),
+        }
+    }
+
+    async fn try_lock(&self, shoot: &str, info: &LockInfo) -> Result<Acquired, Failure> {
+        let mut lc = self.locks.lock().await;
+        if let Some(held) = lc.held.get(shoot) {
+            if held.lost.is_none() {
+                if held.info.id == info.id {
+                    return Ok(Acquired::Fresh);
+                }
+                return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder: held.info.clone() }));
+            }
+            lc.held.remove(shoot); // lost: try to take it again
+        }
+        let client = self.lock_conn(&mut lc).await?;
+        let classify = |e| self.classify(e);
+        // A session that has just taken the lock records itself right after: wait for it a moment.
+        let mut tries = 0;
+        while !try_advisory(client, shoot).await.map_err(classify)? {
+            if let Some(holder) = read_holder(client, shoot).await.map_err(classify)? {
+                return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
+            }
+            tries += 1;
+            if tries == 20 {
+                return Err(Failure::Final(self.error(format!(
+                    "workspace {shoot} is locked by a database session that did not record itself (a trellis that \
+                     is starting, or one whose lock key collides); wait for it to finish"
+                ))));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // The advisory lock is ours: a record left there is a crashed process's.
+        let stale = read_holder(client, shoot).await.map_err(classify)?;
+        write_holder(client, shoot, info).await.map_err(classify)?;
+        lc.held.insert(shoot.to_string(), Held { info: info.clone(), lost: None });
+        Ok(match stale {
+            Some(old) if old.id != info.id => Acquired::BrokeStale(old),
+            _ => Acquired::Fresh,
+        })
+    }
+
+    async fn try_unlock(&self, shoot: &str, lock_id: &str) -> Result<(), Failure> {
+        let mut lc = self.locks.lock().await;
+        let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.lost.is_none()));
+        let client = self.lock_conn(&mut lc).await?;
+        if let Some(holder) = read_holder(client, shoot).await.map_err(|e| self.classify(e))? {
+            if holder.id != lock_id {
+                return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
+            }
+            client
+                .execute("DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2", &[&shoot, &lock_id])
+                .await
+                .map_err(|e| self.classify(e))?;
+        }
+        if let Some((id, kept)) = held {
+            if id == lock_id {
+                if kept {
+                    advisory_unlock(client, shoot).await.map_err(|e| self.classify(e))?;
+                }
+                lc.held.remove(shoot);
+            }
+        }
+        Ok(())
+    }
+
+    async fn try_force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
+        let mut lc = self.locks.lock().await;
+        let ours = lc.held.get(shoot).is_some_and(|h| h.lost.is_none());
+        let client = self.lock_conn(&mut lc).await?;
+        let row = client
+            .query_opt("DELETE FROM trellis_locks WHERE shoot = $1 RETURNING holder", &[&shoot])
+            .await
+            .map_err(|e| self.classify(e))?;
+        if ours {
+            advisory_unlock(client, shoot).await.map_err(|e| self.classify(e))?;
+        }
+        lc.held.remove(shoot);
+        row.map(|row| parse_holder(shoot, row.get(0))).transpose().map_err(Failure::Final)
+    }
+
+    async fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
+        let client = self.client().await?;
+        Ok(self.live_locks(&client).await?.remove(shoot))
+    }
+
+    /// Releases every lock this store holds (records removed, advisory locks released).
+    async fn release_all(&self) -> Result<(), StateError> {
+        let mut lc = self.locks.lock().await;
+        let held = std::mem::take(&mut lc.held);
+        let Some(client) = lc.client.take().filter(|c| !c.is_closed()) else {
+            return Ok(()); // the session is gone, and its advisory locks with it
+        };
+        for (shoot, held) in held.into_iter().filter(|(_, h)| h.lost.is_none()) {
+            client
+                .execute("DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2", &[&shoot, &held.info.id])
+                .await
+                .map_err(|e| self.error(format!("releasing the lock of workspace {shoot}: {}", self.words(&e))))?;
+        }
+        Ok(())
+    }
+
+    // ---- push, export, import ----
+
+    async fn push(&self, ws: Workspace, force: bool) -> Result<u64, StateError> {
+        let shoot = ws.shoot.clone();
+        let refused = |detail: String| StateError::PushRefused { shoot: shoot.clone(), detail };
+        let current = self.retry("reading the workspace", || Box::pin(self.load(&shoot))).await?;
+        if let (Some(stored), false) = (&current, force) {
+            if stored.lineage != ws.lineage {
+                return Err(refused(format!(
+                    "the stored workspace has lineage {} but the file has lineage {}: it belongs to another life of \
+                     the workspace; pass --force to replace the stored one anyway",
+                    stored.lineage, ws.lineage
+                )));
+            }
+            if ws.serial < stored.serial {
+                return Err(refused(format!(
+                    "the file is at serial {} but the stored workspace is at serial {}: pushing it would roll the \
+                     state back; pass --force to do that on purpose",
+                    ws.serial, stored.serial
+                )));
+            }
+        }
+        let mut next = ws.clone();
+        next.serial = current
+            .as_ref()
+            .map_or(0, |s| s.serial)
+            .max(ws.serial)
+            .checked_add(1)
+            .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
+        // A compare-and-swap against the version read above, under the stored lineage.
+        let (lineage, expected) = match &current {
+            Some(stored) => (stored.lineage.clone(), stored.serial),
+            None => (next.lineage.clone(), 0),
+        };
+        let checksum = version_checksum(&next);
+        let mut unsure = false;
+        self.retry("pushing", || {
+            let (next, lineage, checksum) = (&next, &lineage, &checksum);
+            let was_unsure = std::mem::replace(&mut unsure, true);
+            Box::pin(async move {
+                if was_unsure && self.is_stored(&next.shoot, &next.lineage, next.serial, checksum).await? {
+                    return Ok(());
+                }
+                self.try_push(next, lineage, expected, checksum).await
+            })
+        })
+        .await?;
+        Ok(next.serial)
+    }
+
+    async fn try_push(&self, next: &Workspace, lineage: &str, expected: u64, checksum: &str) -> Result<(), Failure> {
+        let shoot = next.shoot.as_str();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.classify(e))?;
+        let row = tx
+            .query_opt(
+                "SELECT lineage, serial, checksum FROM trellis_workspaces WHERE shoot = $1 FOR UPDATE",
+                &[&shoot],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        let unchanged = match &row {
+            None => expected == 0,
+            Some(row) => row.get::<_, &str>(0) == lineage && to_u64(row.get(1)) == expected,
+        };
+        if !unchanged {
+            return Err(Failure::Final(StateError::Conflict {
+                shoot: shoot.to_string(),
+                detail: "the stored workspace changed while it was being replaced".to_string(),
+            }));
+        }
+        let entry = HistoryEntry {
+            serial: next.serial,
+            operation: "push".to_string(),
+            at: now_rfc3339(),
+            resources: next.resources.len(),
+            checksum: Some(checksum.to_string()),
+            previous: row.as_ref().map(|row| row.get(2)),
+        };
+        self.write_version(&tx, next, checksum, row.is_some(), &entry).await?;
+        tx.commit().await.map_err(|e| self.classify(e))
+    }
+
+    async fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, Failure> {
+        let Some(workspace) = self.load(shoot).await? else { return Ok(None) };
+        let history = self.history(shoot).await?.into_iter().map(|(entry, _)| entry).collect();
+        Ok(Some(ExportedWorkspace { workspace, history }))
+    }
+
+    async fn try_import(&self, exported: &ExportedWorkspace) -> Result<Imported, Failure> {
+        let ws = &exported.workspace;
+        let shoot = ws.shoot.as_str();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.classify(e))?;
+        let row = tx
+            .query_opt("SELECT lineage, serial FROM trellis_workspaces WHERE shoot = $1 FOR UPDATE", &[&shoot])
+            .await
+            .map_err(|e| self.classify(e))?;
+        if let Some(row) = row {
+            return already_there(row.get(0), to_u64(row.get(1)), ws).map_err(Failure::Final);
+        }
+        let checksum = version_checksum(ws);
+        let document = serde_json::to_string(ws).expect("a workspace serialises");
+        let serial = to_i64(shoot, ws.serial)?;
+        let resources = i64::try_from(ws.resources.len()).unwrap_or(i64::MAX);
+        let written = tx
+            .execute(
+                "INSERT INTO trellis_workspaces (shoot, lineage, serial, resources, document, checksum) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (shoot) DO NOTHING",
+                &[&shoot, &ws.lineage, &serial, &resources, &document, &checksum],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        if written != 1 {
+            // Stored by someone else meanwhile: the next attempt compares with it.
+            return Err(Failure::Transient(format!("workspace {shoot} was stored while it was being imported")));
+        }
+        for entry in &exported.history {
+            let entry_serial = to_i64(shoot, entry.serial)?;
+            let entry_json = serde_json::to_string(entry).expect("a history entry serialises");
+            // Full versions are kept for the versions this database stored; of an imported history only
+            // the current version's document is known.
+            let (doc, sum) = if entry.serial == ws.serial {
+                (Some(document.as_str()), Some(checksum.as_str()))
+            } else {
+                (None, entry.checksum.as_deref())
+            };
+            tx.execute(
+                "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (shoot, serial) DO UPDATE SET entry = $3, document = $4, checksum = $5",
+                &[&shoot, &entry_serial, &entry_json, &doc, &sum],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        }
+        tx.commit().await.map_err(|e| self.classify(e))?;
+        Ok(Imported::Created)
+    }
+}
+
+async fn try_advisory(client: &Client, shoot: &str) -> Result<bool, tokio_postgres::Error> {
+    Ok(client.query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key(shoot)]).await?.get(0))
+}
+
+async fn advisory_unlock(client: &Client, shoot: &str) -> Result<(), tokio_postgres::Error> {
+    client.query_one("SELECT pg_advisory_unlock($1)", &[&lock_key(shoot)]).await.map(drop)
+}
+
+async fn read_holder(client: &Client, shoot: &str) -> Result<Option<LockInfo>, tokio_postgres::Error> {
+    let row = client.query_opt("SELECT holder FROM trellis_locks WHERE shoot = $1", &[&shoot]).await?;
+    // A record that does not parse names no one; the lock is still refused by its advisory lock.
+    Ok(row.and_then(|row| serde_json::from_str(row.get(0)).ok()))
+}
+
+async fn write_holder(client: &Client, shoot: &str, info: &LockInfo) -> Result<(), tokio_postgres::Error> {
+    let holder = serde_json::to_string(info).expect("a lock record serialises");
+    client
+        .execute(
+            "INSERT INTO trellis_locks (shoot, key, lock_id, holder) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (shoot) DO UPDATE SET key = $2, lock_id = $3, holder = $4",
+            &[&shoot, &lock_key(shoot), &info.id, &holder],
+        )
+        .await
+        .map(drop)
+}
+
+fn parse_holder(shoot: &str, raw: &str) -> Result<LockInfo, StateError> {
+    serde_json::from_str(raw).map_err(|e| StateError::Corrupt {
+        shoot: shoot.to_string(),
+        detail: format!("its lock record does not parse ({e}); `trellis state unlock {shoot}` removes it"),
+    })
+}
+
+impl StateStore for PgStore {
+    fn list(&self) -> Result<Vec<WorkspaceSummary>, StateError> {
+        let inner = self.inner.clone();
+        self.run(async move { inner.retry("listing workspaces", || Box::pin(inner.list())).await })
+    }
+
+    fn load(&self, shoot: &str) -> Result<Option<Workspace>, StateError> {
+        let (inner, shoot) = (self.inner.clone(), shoot.to_string());
+        self.run(async move { inner.retry("reading the workspace", || Box::pin(inner.load(&shoot))).await })
+    }
+
+    fn commit(&self, ws: &mut Workspace, operation: &str) -> Result<(), StateError> {
+        let mut next = ws.clone();
+        next.serial = ws.serial.checked_add(1).ok_or_else(|| StateError::Corrupt {
+            shoot: ws.shoot.clone(),
+            detail: "its serial cannot be incremented any further".to_string(),
+        })?;
+        let (inner, expected, operation) = (self.inner.clone(), ws.serial, operation.to_string());
+        let serial = next.serial;
+        self.run(async move { inner.commit(next, expected, operation).await })?;
+        ws.serial = serial;
+        Ok(())
+    }
+
+    fn history(&self, shoot: &str) -> Result<Vec<HistoryEntry>, StateError> {
+        let (inner, shoot) = (self.inner.clone(), shoot.to_string());
+        let history =
+            self.run(async move { inner.retry("reading the history", || Box::pin(inner.history(&shoot))).await })?;
+        Ok(history.into_iter().map(|(entry, _)| entry).collect())
+    }
+
+    fn lock(&self, shoot: &str, info: &LockInfo) -> Result<Acquired, StateError> {
+        let (inner, shoot, info) = (self.inner.clone(), shoot.to_string(), info.clone());
+        self.run(async move { inner.retry("locking the workspace", || Box::pin(inner.try_lock(&shoot, &info))).await })
+    }
+
+    fn unlock(&self, shoot: &str, lock_id: &str) -> Result<(), StateError> {
+        let (inner, shoot, id) = (self.inner.clone(), shoot.to_string(), lock_id.to_string());
+        self.run(
+            async move { inner.retry("unlocking the workspace", || Box::pin(inner.try_unlock(&shoot, &id))).await },
+        )
+    }
+
+    fn force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, StateError> {
+        let (inner, shoot) = (self.inner.clone(), shoot.to_string());
+        self.run(async move {
+            inner.retry("removing the workspace lock", || Box::pin(inner.try_force_unlock(&shoot))).await
+        })
+    }
+
+    fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, StateError> {
+        let (inner, shoot) = (self.inner.clone(), shoot.to_string());
+        self.run(async move { inner.retry("reading the workspace lock", || Box::pin(inner.lock_holder(&shoot))).await })
+    }
+
+    fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError> {
+        let (inner, ws) = (self.inner.clone(), ws.clone());
+        self.run(async move { inner.push(ws, force).await })
+    }
+
+    fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError> {
+        let (inner, shoot) = (self.inner.clone(), shoot.to_string());
+        self.run(async move { inner.retry("exporting the workspace", || Box::pin(inner.export(&shoot))).await })
+    }
+
+    fn import(&self, exported: &ExportedWorkspace) -> Result<Imported, StateError> {
+        let (inner, exported) = (self.inner.clone(), exported.clone());
+        self.run(async move { inner.retry("importing the workspace", || Box::pin(inner.try_import(&exported))).await })
+    }
+}
