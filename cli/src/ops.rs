@@ -4,6 +4,7 @@
 //! discover, pre-flight, desired, diff, artifacts) → [`FleetPlan`] → apply: lock, executor, state
 //! committed after every node, artifacts re-rendered from the cloud as it is afterwards.
 
+use crate::backend::{Backend, SimPlace, StateLocation};
 use crate::shard::{Shard, ShardCount};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
@@ -25,7 +26,7 @@ use trellis_providers::provider::{
 };
 use trellis_providers::registry::Registry;
 use trellis_sim::{ArmSim, DnsSim, GceSim, WorldFile};
-use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
+use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
 
 /// The sled tree the simulated Azure cloud lives in, next to the state.
 pub const SIM_TREE: &str = "sim/azure";
@@ -66,7 +67,8 @@ pub struct Session {
     /// The feature gates plans are made under (`--feature-gates`; every gate off by default).
     pub features: trellis_providers::features::Features,
     // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
-    pub store: Arc<SledStore>,
+    /// The state (`--state`) and the simulated clouds' database (`--sim-dir`, or the sled state dir).
+    pub store: Arc<Backend>,
     /// The subscription the shoots' credentials point at.
     pub subscription: String,
     pub retry: RetryPolicy,
@@ -77,12 +79,18 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the state dir (creating it) and the simulated cloud inside it; syncs `--world` if given.
-    /// `operation` names the command (`plan`, `apply`, `destroy`, `sim`, …) in the dir's holder record.
+    /// Opens the state (creating a state dir) and the simulated cloud ([`SimPlace`]: inside a sled state
+    /// dir, or in a dir of its own); syncs `--world` if given. `operation` names the command (`plan`,
+    /// `apply`, `destroy`, `sim`, …) in the dir's holder record and the database's lock records.
     /// If anything after opening the state fails, what this open created is removed again.
-    pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
+    pub fn open(
+        state: &StateLocation,
+        sim_place: &SimPlace,
+        operation: &str,
+        world: Option<&Path>,
+    ) -> Result<(Session, Option<String>)> {
         let world = world.map(load_world).transpose()?;
-        let store = SledStore::open(state_dir, operation)?;
+        let store = Backend::open(state, sim_place, operation)?;
         let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
         let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
             let sim = ArmSim::open(tree, subscription)?;
@@ -115,8 +123,9 @@ impl Session {
             }
         };
         let store = Arc::new(store);
-        // The simulated cloud lives in the state's database: its writes join the state's grouped flushes,
-        // so a write and the commits made meanwhile are made durable together. An ARM call's write does
+        // The simulated cloud lives in the state's database (a sled state dir without `--sim-dir`): its
+        // writes join the state's grouped flushes, so a write and the commits made meanwhile are made
+        // durable together (in a `--sim-dir` of its own, each state commit flushes it first). An ARM call's write does
         // not wait for a flush: the state commit of its node (a flush of the same database, begun after
         // the write) makes it durable before the node counts as done (see `Persist::record`).
         let weak = Arc::downgrade(&store);
@@ -188,7 +197,7 @@ impl Session {
 
     /// Ends the command: keeps the simulated cloud's audit log of a command that writes the cloud
     /// (`apply`, `destroy`, `trellis sim …`; a plan's reads stay in memory, so a plan writes nothing), then
-    /// closes the state dir (see [`SledStore::close`]).
+    /// closes the state (see [`Backend::close`]).
     pub fn close(self) -> Result<()> {
         let kept = self.persist_audit();
         let store = self.release();
@@ -200,7 +209,7 @@ impl Session {
     }
 
     /// Ends a command that failed: keeps the audit log as [`Session::close`] does, then removes what this
-    /// command created in the state dir if it recorded nothing (see [`SledStore::discard`]), so a typo
+    /// command created in the state dir if it recorded nothing (see [`Backend::discard`]), so a typo
     /// leaves no `.trellis` behind — never a directory another process holds.
     pub fn discard(self) -> Result<()> {
         let kept = self.persist_audit();
@@ -238,7 +247,7 @@ impl Session {
     }
 
     /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
-    fn release(self) -> Arc<SledStore> {
+    fn release(self) -> Arc<Backend> {
         let Session { cloud, sim, gce_cloud, gce, dns, store, .. } = self;
         drop(cloud);
         drop(sim);
@@ -761,7 +770,7 @@ struct FileJob {
 }
 
 struct Shared {
-    store: Arc<SledStore>,
+    store: Arc<Backend>,
     clouds: Clouds,
     opts: StreamOptions,
 }
@@ -1067,7 +1076,7 @@ impl Progress for Quiet {}
 
 /// Persists state after every node, then tells the progress display.
 struct Persist<'a> {
-    store: &'a SledStore,
+    store: &'a Backend,
     ws: &'a mut Workspace,
     operation: &'a str,
     progress: &'a mut dyn Progress,
@@ -1196,7 +1205,7 @@ pub async fn apply(
 /// What applying one shoot needs from the session, owned, so that each shoot can run as its own task.
 #[derive(Clone)]
 struct ApplyCtx {
-    store: Arc<SledStore>,
+    store: Arc<Backend>,
     clouds: Arc<Clouds>,
     opts: ApplyOptions,
     /// The fleet-wide limit of nodes in flight.
