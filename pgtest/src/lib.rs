@@ -187,13 +187,17 @@ fn run(cmd: &mut Command) -> Result<Output, String> {
 /// The directory holding `initdb`, `pg_ctl`, `postgres` and `psql`: on PATH, else the newest
 /// `/usr/lib/postgresql/*/bin`.
 fn find_bin() -> Result<PathBuf, String> {
+    find_bin_in(std::env::var_os("PATH"), Path::new("/usr/lib/postgresql"))
+}
+
+fn find_bin_in(path: Option<std::ffi::OsString>, lib: &Path) -> Result<PathBuf, String> {
     let has_all = |dir: &Path| ["initdb", "pg_ctl", "postgres", "psql"].iter().all(|b| dir.join(b).is_file());
-    if let Some(path) = std::env::var_os("PATH") {
+    if let Some(path) = path {
         if let Some(dir) = std::env::split_paths(&path).find(|d| has_all(d)) {
             return Ok(dir);
         }
     }
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(lib)
         .into_iter()
         .flatten()
         .flatten()
@@ -229,6 +233,30 @@ fn free_port() -> Result<u16, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_binaries_are_one_line_saying_what_to_install() {
+        let empty = tempfile::tempdir().unwrap();
+        let err = find_bin_in(Some(empty.path().into()), &empty.path().join("none")).unwrap_err();
+        assert_eq!(
+            err,
+            "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install PostgreSQL 15 (Debian: \
+             apt-get install postgresql-15) or put its bin dir on PATH"
+        );
+    }
+
+    #[test]
+    fn the_newest_installed_version_is_used_when_path_has_none() {
+        let lib = tempfile::tempdir().unwrap();
+        for version in ["13", "15", "9"] {
+            let bin = lib.path().join(version).join("bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            for b in ["initdb", "pg_ctl", "postgres", "psql"] {
+                std::fs::write(bin.join(b), "").unwrap();
+            }
+        }
+        assert_eq!(find_bin_in(None, lib.path()).unwrap(), lib.path().join("15/bin"));
+    }
 
     #[test]
     fn a_server_starts_gives_databases_and_restarts() {

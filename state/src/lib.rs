@@ -1,5 +1,19 @@
 //! trellis state: what trellis remembers about each shoot between runs, behind the [`StateStore`] trait,
-//! with an embedded sled backend ([`SledStore`]).
+//! with an embedded sled backend ([`SledStore`]) and a PostgreSQL backend ([`PgStore`]).
+//!
+//! # Backends
+//!
+//! [`StateLocation`] is where state lives (`--state` / `TRELLIS_STATE`): a value starting with
+//! `postgres://` or `postgresql://` is a PostgreSQL database ([`PgStore`], see "PostgreSQL" below),
+//! anything else a state dir ([`SledStore`], the default: one person, one machine). Both keep the same
+//! workspaces, lineage/serial compare-and-swap, history and locks, with the same semantics, and the
+//! checksum of a version is the same in both (the `sha256:` of its head value in the sled layout), so
+//! [`migrate`] (`trellis state migrate`) moves workspaces with their history between them unchanged
+//! ([`StateStore::export`] / [`StateStore::import`]). Locks are not migrated: they belong to running
+//! processes. Where they differ: the sled dir is held by one process at a time (a process-level lock),
+//! a database by any number of processes on any number of machines (only workspace locks); the sled
+//! backend's integrity machinery (head records, seal, backups) is replaced in PostgreSQL by a checksum per
+//! stored version and the full versions kept in the history table.
 //!
 //! # Workspaces, lineage and serial
 //!
@@ -212,6 +226,70 @@
 //! checks it again. The trees of format 4 are created by the first commit, so a run that only reads a
 //! dir of format 3 does not change its files. Trees handed out by [`SledStore::tree`] are stored under
 //! `ext/<name>` so they can never collide with these.
+
+//!
+//! # PostgreSQL
+//!
+//! [`PgStore::connect`] takes a [`PgUrl`] (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?OPTIONS]`,
+//! as libpq reads it; the password is never shown: every message prints the URL with `***` in its
+//! place). trellis connects without TLS: reach a remote server through a private
+//! network or a tunnel. The client is tokio-postgres on a runtime the store owns, so the store can be
+//! used from any thread, inside a tokio runtime or not.
+//!
+//! **Schema.** Embedded, versioned migrations, applied on connect when the database lacks them, under
+//! an advisory lock so two first uses don't race; `trellis_schema_migrations (version, applied_at)`
+//! records them. A database migrated by a newer trellis is refused ([`StateError::NewerSchema`]:
+//! "upgrade trellis"). The tables (in the role's default schema, all prefixed `trellis_` so they can
+//! share a database):
+//!
+//! | table                | columns                                                                    |
+//! |----------------------|----------------------------------------------------------------------------|
+//! | `trellis_workspaces` | `shoot` (PK), `lineage`, `serial`, `resources`, `document` (the [`Workspace`] as compact JSON text), `checksum` |
+//! | `trellis_history`    | `shoot`, `serial` (PK together), `entry` ([`HistoryEntry`] JSON), `document` and `checksum` of that version |
+//! | `trellis_locks`      | `shoot` (PK), `key` (its advisory lock key), `lock_id`, `holder` ([`LockInfo`] JSON) |
+//!
+//! The history keeps every version this database stored in full, so it is also the backup: `SELECT
+//! document FROM trellis_history WHERE shoot = … AND serial = …` is a workspace `trellis state push`
+//! can restore. Of a history imported by `state migrate`, only the current version's document is known.
+//!
+//! **Commits** are one transaction each: `SELECT … FOR UPDATE` of the workspace's row, the lineage and
+//! serial compared as in sled ([`StateError::Conflict`]), then the row and the history entry written.
+//! A commit is durable when `COMMIT` returns (as the server's `synchronous_commit` makes it). Commits
+//! from several threads run in parallel on a pool of 8 connections; the server groups their WAL flushes.
+//!
+//! **Locks.** [`StateStore::lock`] takes `pg_try_advisory_lock(key)` on one long-lived connection the
+//! store keeps for locks, then records the holder in `trellis_locks`. `key` is the first 8 bytes
+//! (big-endian) of SHA-256 of `trellis-workspace-lock:` + the shoot id: stable across machines and
+//! versions; two shoots whose keys collide would only share one lock. The advisory lock is the truth:
+//! it is a session lock, so PostgreSQL releases it when the session ends — a killed or crashed process's
+//! locks are free at once, and nothing stale needs unlocking by hand. A refusal reads the holder record
+//! ([`StateError::Locked`] names pid, host, operation and time). A record whose advisory lock is free
+//! was left by a process that died: the next `lock` takes it over ([`Acquired::BrokeStale`]), and
+//! `list`/`lock_holder` do not report it. The same lock id again in the same store is
+//! [`Acquired::Fresh`]; another session is refused even with the same id. `unlock` releases both;
+//! [`PgStore::close`] releases every lock the store holds. `force_unlock` (`trellis state unlock`) from
+//! another session can only delete the record: if the holder is still running, its session keeps the
+//! advisory lock, and the next `lock` is still refused until that process ends.
+//!
+//! **Dropped connections.** A transient failure — a connection closed or refused, the server shutting
+//! down or restarting, a serialization failure — is retried with backoff (50 ms doubling to 2 s) for 30
+//! seconds, silently, then reported with what to check ([`StateError::Database`]). A failure whose
+//! outcome is unknown (the connection dropped around `COMMIT`) is resolved by reading the row back first,
+//! so a commit is never reported as failed when it was committed. When the lock connection drops, its
+//! advisory locks are gone: the store reconnects on its next lock call or commit of a locked shoot and
+//! takes every lock it held again; if another session took one meanwhile, the next commit of that shoot
+//! is refused naming the new holder (nothing committed before is lost, and the compare-and-swap prevents
+//! a lost update in any case).
+//!
+//! **Integrity.** Every stored version carries its checksum; [`StateStore::load`] and
+//! [`StateStore::export`] (which also checks every full version in the history) verify it, and a
+//! mismatch is [`StateError::DamagedVersion`], naming the shoot and serial and how to restore.
+//!
+//! **What the role needs:** `CONNECT` on the database; `CREATE` on the schema for the first run (which
+//! creates the tables), and for a later trellis that adds a migration; then `SELECT`, `INSERT`, `UPDATE`
+//! and `DELETE` on the `trellis_*` tables. Advisory locks and `pg_locks` need no grant.
+//!
+//! [`PgStore::stats`] counts the store's calls and the wall time callers spent waiting for them.
 
 // `StateError::Locked`/`DirInUse` carry the holder's `LockInfo` by value (the CLI prints and matches it);
 // errors are rare and every call does I/O, so the size of the `Err` variant does not matter here.

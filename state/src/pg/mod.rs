@@ -350,10 +350,11 @@ impl Inner {
 
     async fn load(&self, shoot: &str) -> Result<Option<Workspace>, Failure> {
         let client = self.client().await?;
-        let row = client
-            .query_opt("SELECT serial, document, checksum FROM trellis_workspaces WHERE shoot = $1", &[&shoot])
+        let select = client
+            .prepare_cached("SELECT serial, document, checksum FROM trellis_workspaces WHERE shoot = $1")
             .await
             .map_err(|e| self.classify(e))?;
+        let row = client.query_opt(&select, &[&shoot]).await.map_err(|e| self.classify(e))?;
         let Some(row) = row else { return Ok(None) };
         let ws = self.check_version(shoot, to_u64(row.get(0)), row.get(1), row.get(2)).map_err(Failure::Final)?;
         Ok(Some(ws))
@@ -425,13 +426,11 @@ impl Inner {
         let conflict = |detail: String| Failure::Final(StateError::Conflict { shoot: shoot.to_string(), detail });
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| self.classify(e))?;
-        let row = tx
-            .query_opt(
-                "SELECT lineage, serial, checksum FROM trellis_workspaces WHERE shoot = $1 FOR UPDATE",
-                &[&shoot],
-            )
+        let select = tx
+            .prepare_cached("SELECT lineage, serial, checksum FROM trellis_workspaces WHERE shoot = $1 FOR UPDATE")
             .await
             .map_err(|e| self.classify(e))?;
+        let row = tx.query_opt(&select, &[&shoot]).await.map_err(|e| self.classify(e))?;
         let previous: Option<String> = match &row {
             Some(row) => {
                 let (lineage, serial): (&str, i64) = (row.get(0), row.get(1));
@@ -489,8 +488,9 @@ impl Inner {
             "INSERT INTO trellis_workspaces (shoot, lineage, serial, resources, document, checksum) \
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (shoot) DO NOTHING"
         };
+        let write = tx.prepare_cached(sql).await.map_err(|e| self.classify(e))?;
         let written = tx
-            .execute(sql, &[&shoot, &ws.lineage, &serial, &resources, &document, &checksum])
+            .execute(&write, &[&shoot, &ws.lineage, &serial, &resources, &document, &checksum])
             .await
             .map_err(|e| self.classify(e))?;
         if written != 1 {
@@ -500,13 +500,16 @@ impl Inner {
             }));
         }
         let entry_json = serde_json::to_string(entry).expect("a history entry serialises");
-        tx.execute(
-            "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (shoot, serial) DO UPDATE SET entry = $3, document = $4, checksum = $5",
-            &[&shoot, &serial, &entry_json, &document, &checksum],
-        )
-        .await
-        .map_err(|e| self.classify(e))?;
+        let history = tx
+            .prepare_cached(
+                "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (shoot, serial) DO UPDATE SET entry = $3, document = $4, checksum = $5",
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        tx.execute(&history, &[&shoot, &serial, &entry_json, &document, &checksum])
+            .await
+            .map_err(|e| self.classify(e))?;
         Ok(())
     }
 
@@ -548,7 +551,7 @@ impl Inner {
             .query("SELECT shoot, lineage, serial, resources FROM trellis_workspaces", &[])
             .await
             .map_err(|e| self.classify(e))?;
-        let locks = self.live_locks(&client).await?;
+        let locks = self.live_locks(&client, None).await?;
         let mut out: Vec<WorkspaceSummary> = rows
             .iter()
             .map(|row| {
@@ -583,22 +586,38 @@ impl Inner {
 
     /// The lock records whose advisory lock is held by some session now: a record whose lock is free
     /// was left by a process that died, and holds nothing.
-    async fn live_locks(&self, client: &Client) -> Result<BTreeMap<String, LockInfo>, Failure> {
-        let rows = client
+    async fn live_locks(&self, client: &Client, shoot: Option<&str>) -> Result<BTreeMap<String, LockInfo>, Failure> {
+        let classify = |e| self.classify(e);
+        let records = match shoot {
+            Some(shoot) => {
+                client.query("SELECT shoot, key, holder FROM trellis_locks WHERE shoot = $1", &[&shoot]).await
+            }
+            None => client.query("SELECT shoot, key, holder FROM trellis_locks", &[]).await,
+        }
+        .map_err(classify)?;
+        if records.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        // The advisory locks held in this database, read once (not once per record): a bigint key is
+        // shown as classid (high 32 bits) and objid (low 32 bits), objsubid 1.
+        let held: BTreeSet<i64> = client
             .query(
-                "SELECT l.shoot, l.holder FROM trellis_locks l WHERE EXISTS (SELECT 1 FROM pg_locks p \
-                 WHERE p.locktype = 'advisory' AND p.granted AND p.objsubid = 1 \
-                 AND p.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-                 AND p.classid::bigint = (l.key >> 32) & 4294967295 AND p.objid::bigint = l.key & 4294967295)",
+                "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 &[],
             )
             .await
-            .map_err(|e| self.classify(e))?;
+            .map_err(classify)?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
         let mut out = BTreeMap::new();
-        for row in rows {
+        for row in records {
             let shoot: String = row.get(0);
-            let holder = parse_holder(&shoot, row.get(1)).map_err(Failure::Final)?;
-            out.insert(shoot, holder);
+            if held.contains(&row.get::<_, i64>(1)) {
+                let holder = parse_holder(&shoot, row.get(2)).map_err(Failure::Final)?;
+                out.insert(shoot, holder);
+            }
         }
         Ok(out)
     }
@@ -681,8 +700,18 @@ impl Inner {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         // The advisory lock is ours: a record left there is a crashed process's.
-        let stale = read_holder(client, shoot).await.map_err(classify)?;
-        write_holder(client, shoot, info).await.map_err(classify)?;
+        let recorded = async {
+            let stale = read_holder(client, shoot).await?;
+            write_holder(client, shoot, info).await.map(|()| stale)
+        };
+        let stale = match recorded.await {
+            Ok(stale) => stale,
+            Err(e) => {
+                // Not recorded: let go of the session lock rather than hold it nameless.
+                let _ = advisory_unlock(client, shoot).await;
+                return Err(classify(e));
+            }
+        };
         lc.held.insert(shoot.to_string(), Held { info: info.clone(), lost: None });
         Ok(match stale {
             Some(old) if old.id != info.id => Acquired::BrokeStale(old),
@@ -731,7 +760,7 @@ impl Inner {
 
     async fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
         let client = self.client().await?;
-        Ok(self.live_locks(&client).await?.remove(shoot))
+        Ok(self.live_locks(&client, Some(shoot)).await?.remove(shoot))
     }
 
     /// Releases every lock this store holds (records removed, advisory locks released).

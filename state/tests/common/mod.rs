@@ -35,3 +35,5 @@ pub fn db_name(url: &PgUrl) -> String {
 pub fn connect(url: &PgUrl) -> PgStore {
     PgStore::connect(url, "test").unwrap_or_else(|e| panic!("connect: {e}"))
 }
+
+pub mod behaviour;
