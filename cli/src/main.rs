@@ -426,7 +426,7 @@ async fn open(env: &Env, operation: &str) -> Result<Session> {
         CloudKind::Azure | CloudKind::Gcp => None,
     };
     let location = env.location()?;
-    let (mut session, note) = Session::open(&location, &env.sim_place(&location), operation, env.world.as_deref())?;
+    let (mut session, note) = Session::open_at(&location, &env.sim_place(&location), operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
     if let Some(project) = sim_project {
         session.project = project;

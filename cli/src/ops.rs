@@ -79,11 +79,17 @@ pub struct Session {
 }
 
 impl Session {
+    /// Opens the sled state dir (creating it) and the simulated cloud inside it; syncs `--world` if given
+    /// ([`Session::open_at`] with the dir and [`SimPlace::InState`]).
+    pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
+        Session::open_at(&StateLocation::Dir(state_dir.to_path_buf()), &SimPlace::InState, operation, world)
+    }
+
     /// Opens the state (creating a state dir) and the simulated cloud ([`SimPlace`]: inside a sled state
     /// dir, or in a dir of its own); syncs `--world` if given. `operation` names the command (`plan`,
     /// `apply`, `destroy`, `sim`, …) in the dir's holder record and the database's lock records.
     /// If anything after opening the state fails, what this open created is removed again.
-    pub fn open(
+    pub fn open_at(
         state: &StateLocation,
         sim_place: &SimPlace,
         operation: &str,
