@@ -141,6 +141,15 @@ impl Env {
     fn sim_place(&self, location: &StateLocation) -> SimPlace {
         SimPlace::choose(location, self.sim_dir.as_deref(), self.endpoint.is_some())
     }
+
+    /// Where the simulated clouds live, as messages name it: the sim dir, or the state dir holding them.
+    fn sim_shown(&self, location: &StateLocation) -> String {
+        match self.sim_place(location) {
+            SimPlace::Dir(dir) => dir.display().to_string(),
+            SimPlace::InState => location.to_string(),
+            SimPlace::Temporary => "a temporary dir (pass --sim-dir)".to_string(),
+        }
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]

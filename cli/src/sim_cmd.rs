@@ -267,20 +267,21 @@ pub async fn run(args: SimArgs) -> Result<u8> {
     let sim = &session.sim;
     let state = location.to_string();
     let state = state.as_str();
+    let sim_where = env.sim_shown(&location);
     let command = match command {
         Step::Write(write) => write,
-        Step::Gce(command) => return gce(session, command, state).await,
+        Step::Gce(command) => return gce(session, command, state, &sim_where).await,
         Step::Show(id) => {
             // A DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`): the simulated DNS.
             if id.parse::<trellis_sim::dns::DnsId>().is_ok() {
                 let Some(value) = session.dns.get_now(&id) else {
-                    bail!("{id}: not found in the simulated DNS in {}", state);
+                    bail!("{id}: not found in the simulated DNS in {sim_where}");
                 };
                 println!("{}", serde_json::to_string_pretty(&value)?);
                 return Ok(0);
             }
             let Some(value) = sim.get_now(&id) else {
-                bail!("{id}: not found in the simulated cloud in {}", state);
+                bail!("{id}: not found in the simulated cloud in {sim_where}");
             };
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(0);
@@ -406,13 +407,13 @@ fn subnet_prefixes(sim: &ArmSim, subnet_id: &str) -> Result<Vec<String>> {
 }
 
 /// `trellis sim gce …`: the GCE runtime writers, against the simulated GCE cloud in the state dir.
-async fn gce(session: Session, command: GceCommand, state: &str) -> Result<u8> {
+async fn gce(session: Session, command: GceCommand, state: &str, sim_where: &str) -> Result<u8> {
     let gce = session.gce.clone();
     let command = match command {
         GceCommand::Write(write) => write,
         GceCommand::Show { id } => {
             let Some(value) = gce.get_now(&id) else {
-                bail!("{id}: not found in the simulated GCE cloud in {}", state);
+                bail!("{id}: not found in the simulated GCE cloud in {sim_where}");
             };
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(0);
@@ -536,10 +537,7 @@ async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
     );
     println!(
         "serving the simulated clouds of {} on http://{addr} (ARM and GCE REST); Ctrl-C stops",
-        match env.sim_place(&env.location()?) {
-            trellis_cli::backend::SimPlace::Dir(dir) => dir.display().to_string(),
-            trellis_cli::backend::SimPlace::InState | trellis_cli::backend::SimPlace::Temporary => env.state.clone(),
-        }
+        env.sim_shown(&env.location()?)
     );
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(async {

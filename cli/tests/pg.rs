@@ -74,8 +74,15 @@ fn pg_readme_example_applies_and_replans_no_changes() {
         .stderr_has("s waiting on the database");
     sb.run(&["plan", "-f", &shoot, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     assert_eq!(sb.workspaces(), vec!["shoot--platform--web".to_string()]);
-    // The simulated cloud is in the default --sim-dir, not in the database.
+    // The simulated cloud is in the default --sim-dir, not in the database: `trellis sim` finds it there,
+    // or in the --sim-dir given, and names where it looked.
     assert!(sb.path().join(".trellis/sim").is_dir());
+    let rg = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/shoot--platform--web";
+    sb.run(&["sim", "show", rg]).code(0).stdout_has("\"name\": \"shoot--platform--web\"");
+    let elsewhere = sb.file("other-sim");
+    sb.run(&["sim", "show", rg, "--sim-dir", &elsewhere])
+        .code(1)
+        .stderr_has(&format!("{rg}: not found in the simulated cloud in {elsewhere}"));
 }
 
 #[test]
