@@ -88,13 +88,14 @@ impl PgServer {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
-    /// Ends every session connected to database `db` (`pg_terminate_backend`): what a dropped
-    /// connection or a killed client looks like to the server.
+    /// Ends every session connected to database `db` (`pg_terminate_backend`, waiting up to 10 s for
+    /// each to be gone): what a dropped connection or a killed client looks like to the server. When it
+    /// returns, the sessions' locks are released and their clients have been told.
     pub fn kill_connections(&self, db: &str) -> Result<usize, String> {
         let out = self.psql(
             "postgres",
             &format!(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{}' AND pid <> \
+                "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity WHERE datname = '{}' AND pid <> \
                  pg_backend_pid()",
                 db.replace('\'', "''")
             ),

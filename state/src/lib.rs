@@ -266,14 +266,18 @@
 //! ([`StateError::Locked`] names pid, host, operation and time). A record whose advisory lock is free
 //! was left by a process that died: the next `lock` takes it over ([`Acquired::BrokeStale`]), and
 //! `list`/`lock_holder` do not report it. The same lock id again in the same store is
-//! [`Acquired::Fresh`]; another session is refused even with the same id. `unlock` releases both;
+//! [`Acquired::Fresh`]; another session is refused even with the same id. Taking and releasing a lock is
+//! one round trip each, and the lock session writes its records with `synchronous_commit = off`: a
+//! server crash ends every session and so frees every advisory lock, which makes the records stale
+//! anyway, so they need not wait for a WAL flush. `unlock` releases both;
 //! [`PgStore::close`] releases every lock the store holds. `force_unlock` (`trellis state unlock`) from
 //! another session can only delete the record: if the holder is still running, its session keeps the
 //! advisory lock, and the next `lock` is still refused until that process ends.
 //!
 //! **Dropped connections.** A transient failure — a connection closed or refused, the server shutting
 //! down or restarting, a serialization failure — is retried with backoff (50 ms doubling to 2 s) for 30
-//! seconds, silently, then reported with what to check ([`StateError::Database`]). A failure whose
+//! seconds (10 seconds for the first connection of [`PgStore::connect`]: a server that never answered is
+//! more likely a wrong URL), silently, then reported with what to check ([`StateError::Database`]). A failure whose
 //! outcome is unknown (the connection dropped around `COMMIT`) is resolved by reading the row back first,
 //! so a commit is never reported as failed when it was committed. When the lock connection drops, its
 //! advisory locks are gone: the store reconnects on its next lock call or commit of a locked shoot and
@@ -283,7 +287,10 @@
 //!
 //! **Integrity.** Every stored version carries its checksum; [`StateStore::load`] and
 //! [`StateStore::export`] (which also checks every full version in the history) verify it, and a
-//! mismatch is [`StateError::DamagedVersion`], naming the shoot and serial and how to restore.
+//! mismatch is [`StateError::DamagedVersion`], naming the shoot and serial and how to restore: the
+//! message gives the `psql` query that prints the previous version from `trellis_history` as a
+//! `state push` file, and `trellis state push --force` replaces the damaged version (a forced push
+//! reads only the row's lineage and serial, not its damaged document; without `--force` it is refused).
 //!
 //! **What the role needs:** `CONNECT` on the database; `CREATE` on the schema for the first run (which
 //! creates the tables), and for a later trellis that adds a migration; then `SELECT`, `INSERT`, `UPDATE`
@@ -606,11 +613,7 @@ pub enum StateError {
     #[error("state database {location}: {detail}")]
     Database { location: String, detail: String },
     /// A stored version of a workspace in the PostgreSQL database does not match its checksum.
-    #[error(
-        "state of workspace {shoot} at serial {serial} in {location} is damaged: {detail}; nothing was written. \
-         Restore it with `trellis state push {shoot} FILE --force --state {location}` from a copy you trust \
-         (`trellis state pull` of a backup, or a version kept in the database's history table)"
-    )]
+    #[error("{}", damaged_version_message(.location, .shoot, *.serial, .detail))]
     DamagedVersion { location: String, shoot: String, serial: u64, detail: String },
     /// The database's schema was migrated by a newer trellis.
     #[error(
@@ -626,6 +629,16 @@ fn damaged_message(dir: &Path, detail: &str) -> String {
         "state in {d} is damaged: {detail}; restore with `mv {d} {d}.damaged` and, for each shoot, \
          `trellis state push SHOOT {d}.damaged/backups/SHOOT.json --state {d}` (a backup is the workspace before \
          its last change; nothing was written to the damaged state; see \"Damaged state\" in the trellis usage docs)"
+    )
+}
+
+fn damaged_version_message(location: &str, shoot: &str, serial: u64, detail: &str) -> String {
+    format!(
+        "state of workspace {shoot} at serial {serial} in {location} is damaged: {detail}; nothing was written. \
+         Restore an earlier version from the history the database keeps: `psql '{location}' -Atc \"SELECT \
+         json_build_object('workspace', document::json) FROM trellis_history WHERE shoot = '{shoot}' AND serial = \
+         {previous}\" > {shoot}.json`, then `trellis state push {shoot} {shoot}.json --force --state '{location}'`",
+        previous = serial.saturating_sub(1)
     )
 }
 

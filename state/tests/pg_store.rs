@@ -377,3 +377,43 @@ fn pg_lock_holders_are_found_for_every_lock_key() {
     assert_eq!(listed.len(), 16);
     assert!(listed.iter().all(|w| w.locked_by.as_ref() == Some(&info)));
 }
+
+#[test]
+fn pg_an_unreachable_server_is_one_error_naming_it() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url: PgUrl = format!("postgres://ci:pw-never-shown@127.0.0.1:{port}/trellis").parse().unwrap();
+    let err = PgStore::connect(&url, "test").err().expect("nothing listens there");
+    let msg = err.to_string();
+    assert!(matches!(err, StateError::Database { .. }), "{err:?}");
+    assert!(
+        msg.starts_with(&format!("state database postgres://ci:***@127.0.0.1:{port}/trellis: connecting: ")),
+        "{msg}"
+    );
+    assert!(msg.contains("retried for 10 s") && msg.contains("check that the database is up"), "{msg}");
+    assert!(!msg.contains("pw-never-shown") && !msg.contains('\n'), "{msg}");
+}
+
+/// Found by the damaged-version test: the restore its message describes failed, because `push` read
+/// the damaged version first even with `--force`, so a damaged workspace could not be replaced at all.
+#[test]
+fn regression_force_push_replaces_a_damaged_version() {
+    let (server, url) = database("force_push_damaged");
+    let store = connect(&url);
+    let mut ws = workspace_with_one_resource();
+    store.commit(&mut ws, "apply").unwrap();
+    store.commit(&mut ws, "apply").unwrap();
+    let db = db_name(&url);
+    server.psql(&db, "UPDATE trellis_workspaces SET document = replace(document, '10.250.', '10.99.')").unwrap();
+    let msg = store.load(SHOOT).unwrap_err().to_string();
+    // The restore the message describes: serial 1 from the history, pushed as `state push` reads it.
+    let query = msg.split("-Atc \"").nth(1).and_then(|q| q.split('"').next()).expect("the message has the query");
+    let file = server.psql(&db, query).unwrap();
+    let restored = trellis_state::WorkspaceFile::parse("restored.json", &file).unwrap();
+    assert_eq!(restored.serial, 1);
+    // Without --force it is still refused as damaged: nothing is replaced by accident.
+    assert!(matches!(store.push(&restored, false), Err(StateError::DamagedVersion { .. })));
+    assert_eq!(store.push(&restored, true).unwrap(), 3);
+    let now = store.load(SHOOT).unwrap().unwrap();
+    assert_eq!((now.serial, &now.resources, &now.provider_state), (3, &ws.resources, &ws.provider_state));
+    assert_eq!(store.history(SHOOT).unwrap().last().map(|h| h.operation.clone()), Some("push".to_string()));
+}

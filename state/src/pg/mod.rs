@@ -24,11 +24,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, Statement};
 
 /// How long a call retries transient failures (connection lost or refused, server shutting down,
 /// serialization failure) before it reports them.
 const RETRY_FOR: Duration = Duration::from_secs(30);
+/// The same for the first connection of [`PgStore::connect`]: a server that has never answered is more
+/// likely a wrong URL than a restart, and the user should hear about it soon.
+const CONNECT_RETRY_FOR: Duration = Duration::from_secs(10);
 /// Connections the store keeps for reads and commits (locks have one of their own).
 const POOL_SIZE: usize = 8;
 
@@ -62,9 +65,32 @@ struct Inner {
 /// The one long-lived connection that holds this store's session advisory locks, and what it holds.
 #[derive(Default)]
 struct LockConn {
-    client: Option<Client>,
+    client: Option<(Client, LockStatements)>,
     held: BTreeMap<String, Held>,
 }
+
+/// The lock connection's statements, prepared once per connection: taking and releasing a lock is one
+/// round trip each.
+struct LockStatements {
+    /// ($1 shoot, $2 key, $3 lock id, $4 holder) -> (advisory lock taken, the record found before, if
+    /// any). Takes the advisory lock and, only if it got it, records the holder.
+    take: Statement,
+    /// ($1 shoot, $2 lock id, $3 key): removes this lock's record and releases its advisory lock.
+    release: Statement,
+}
+
+/// See [`LockStatements::take`]. Every part sees the table as it was before the statement, so `old`
+/// is the record the insert replaces. `got` is materialized: the advisory lock is tried exactly once.
+const TAKE_LOCK: &str = "WITH got AS MATERIALIZED (SELECT pg_try_advisory_lock($2) AS ok), \
+     old AS (SELECT holder FROM trellis_locks WHERE shoot = $1), \
+     ins AS (INSERT INTO trellis_locks (shoot, key, lock_id, holder) SELECT $1, $2, $3, $4 FROM got WHERE ok \
+             ON CONFLICT (shoot) DO UPDATE SET key = EXCLUDED.key, lock_id = EXCLUDED.lock_id, holder = EXCLUDED.holder \
+             RETURNING 1) \
+     SELECT (SELECT ok FROM got), (SELECT holder FROM old), (SELECT count(*) FROM ins)";
+
+/// See [`LockStatements::release`].
+const RELEASE_LOCK: &str = "WITH d AS (DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2 RETURNING 1) \
+     SELECT pg_advisory_unlock($3), (SELECT count(*) FROM d)";
 
 /// A workspace lock this store took.
 struct Held {
@@ -232,7 +258,7 @@ impl Inner {
             },
         )?;
         let inner = Inner { url, location, pool, locks: tokio::sync::Mutex::new(LockConn::default()) };
-        inner.retry("applying the schema migrations", || Box::pin(inner.migrate())).await?;
+        inner.retry_for(CONNECT_RETRY_FOR, "connecting", || Box::pin(inner.migrate())).await?;
         inner.retry("connecting", || Box::pin(inner.lock_conn_ready())).await?;
         Ok(inner)
     }
@@ -242,8 +268,17 @@ impl Inner {
     }
 
     /// Runs `attempt` until it succeeds, fails for good, or transient failures have lasted [`RETRY_FOR`].
-    async fn retry<'a, T>(&'a self, what: &str, mut attempt: impl FnMut() -> Attempt<'a, T>) -> Result<T, StateError> {
-        let deadline = Instant::now() + RETRY_FOR;
+    async fn retry<'a, T>(&'a self, what: &str, attempt: impl FnMut() -> Attempt<'a, T>) -> Result<T, StateError> {
+        self.retry_for(RETRY_FOR, what, attempt).await
+    }
+
+    async fn retry_for<'a, T>(
+        &'a self,
+        window: Duration,
+        what: &str,
+        mut attempt: impl FnMut() -> Attempt<'a, T>,
+    ) -> Result<T, StateError> {
+        let deadline = Instant::now() + window;
         let mut delay = Duration::from_millis(50);
         loop {
             match attempt().await {
@@ -253,7 +288,7 @@ impl Inner {
                     return Err(self.error(format!(
                         "{what}: {detail} (retried for {} s); check that the database is up and reachable, then \
                          run the command again",
-                        RETRY_FOR.as_secs()
+                        window.as_secs()
                     )));
                 }
                 Err(Failure::Transient(_)) => {
@@ -624,22 +659,31 @@ impl Inner {
 
     /// The lock connection, connected (again) if needed. After a reconnect every lock this store held
     /// is taken again; one another session took meanwhile is marked lost.
-    async fn lock_conn<'g>(&self, lc: &'g mut LockConn) -> Result<&'g Client, Failure> {
-        let alive = lc.client.as_ref().is_some_and(|c| !c.is_closed());
+    async fn lock_conn<'g>(&self, lc: &'g mut LockConn) -> Result<(&'g Client, &'g LockStatements), Failure> {
+        let alive = lc.client.as_ref().is_some_and(|(c, _)| !c.is_closed());
         if !alive {
             lc.client = None;
-            let (client, connection) = self.url.config().connect(NoTls).await.map_err(|e| self.classify(e))?;
+            let classify = |e| self.classify(e);
+            let (client, connection) = self.url.config().connect(NoTls).await.map_err(classify)?;
             tokio::spawn(connection);
+            // Lock records name holders; the advisory locks are the locks. A server crash ends every
+            // session and so frees every advisory lock, which makes every record stale anyway: the
+            // records need not wait for the WAL flush (a lock costs one round trip, not a disk sync).
+            client.batch_execute("SET synchronous_commit = off").await.map_err(classify)?;
+            let statements = LockStatements {
+                take: client.prepare(TAKE_LOCK).await.map_err(classify)?,
+                release: client.prepare(RELEASE_LOCK).await.map_err(classify)?,
+            };
             for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.lost.is_none()) {
-                if try_advisory(&client, shoot).await.map_err(|e| self.classify(e))? {
-                    write_holder(&client, shoot, &held.info).await.map_err(|e| self.classify(e))?;
-                } else {
-                    held.lost = Some(read_holder(&client, shoot).await.map_err(|e| self.classify(e))?);
+                let (got, old) = take(&client, &statements, shoot, &held.info).await.map_err(classify)?;
+                if !got {
+                    held.lost = Some(old);
                 }
             }
-            lc.client = Some(client);
+            lc.client = Some((client, statements));
         }
-        Ok(lc.client.as_ref().expect("connected above"))
+        let (client, statements) = lc.client.as_ref().expect("connected above");
+        Ok((client, statements))
     }
 
     async fn lock_conn_ready(&self) -> Result<(), Failure> {
@@ -682,12 +726,16 @@ impl Inner {
             }
             lc.held.remove(shoot); // lost: try to take it again
         }
-        let client = self.lock_conn(&mut lc).await?;
+        let (client, statements) = self.lock_conn(&mut lc).await?;
         let classify = |e| self.classify(e);
         // A session that has just taken the lock records itself right after: wait for it a moment.
         let mut tries = 0;
-        while !try_advisory(client, shoot).await.map_err(classify)? {
-            if let Some(holder) = read_holder(client, shoot).await.map_err(classify)? {
+        let stale = loop {
+            let (got, old) = take(client, statements, shoot, info).await.map_err(classify)?;
+            if got {
+                break old;
+            }
+            if let Some(holder) = old {
                 return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
             }
             tries += 1;
@@ -698,20 +746,8 @@ impl Inner {
                 ))));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // The advisory lock is ours: a record left there is a crashed process's.
-        let recorded = async {
-            let stale = read_holder(client, shoot).await?;
-            write_holder(client, shoot, info).await.map(|()| stale)
         };
-        let stale = match recorded.await {
-            Ok(stale) => stale,
-            Err(e) => {
-                // Not recorded: let go of the session lock rather than hold it nameless.
-                let _ = advisory_unlock(client, shoot).await;
-                return Err(classify(e));
-            }
-        };
+        // The advisory lock is ours: a record that was there is a crashed process's.
         lc.held.insert(shoot.to_string(), Held { info: info.clone(), lost: None });
         Ok(match stale {
             Some(old) if old.id != info.id => Acquired::BrokeStale(old),
@@ -722,7 +758,16 @@ impl Inner {
     async fn try_unlock(&self, shoot: &str, lock_id: &str) -> Result<(), Failure> {
         let mut lc = self.locks.lock().await;
         let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.lost.is_none()));
-        let client = self.lock_conn(&mut lc).await?;
+        let (client, statements) = self.lock_conn(&mut lc).await?;
+        if held.as_ref().is_some_and(|(id, kept)| id == lock_id && *kept) {
+            // Ours: its record and its advisory lock go in one round trip.
+            client
+                .query_one(&statements.release, &[&shoot, &lock_id, &lock_key(shoot)])
+                .await
+                .map_err(|e| self.classify(e))?;
+            lc.held.remove(shoot);
+            return Ok(());
+        }
         if let Some(holder) = read_holder(client, shoot).await.map_err(|e| self.classify(e))? {
             if holder.id != lock_id {
                 return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
@@ -746,7 +791,7 @@ impl Inner {
     async fn try_force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
         let mut lc = self.locks.lock().await;
         let ours = lc.held.get(shoot).is_some_and(|h| h.lost.is_none());
-        let client = self.lock_conn(&mut lc).await?;
+        let (client, _) = self.lock_conn(&mut lc).await?;
         let row = client
             .query_opt("DELETE FROM trellis_locks WHERE shoot = $1 RETURNING holder", &[&shoot])
             .await
@@ -767,12 +812,12 @@ impl Inner {
     async fn release_all(&self) -> Result<(), StateError> {
         let mut lc = self.locks.lock().await;
         let held = std::mem::take(&mut lc.held);
-        let Some(client) = lc.client.take().filter(|c| !c.is_closed()) else {
+        let Some((client, statements)) = lc.client.take().filter(|(c, _)| !c.is_closed()) else {
             return Ok(()); // the session is gone, and its advisory locks with it
         };
         for (shoot, held) in held.into_iter().filter(|(_, h)| h.lost.is_none()) {
             client
-                .execute("DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2", &[&shoot, &held.info.id])
+                .query_one(&statements.release, &[&shoot, &held.info.id, &lock_key(&shoot)])
                 .await
                 .map_err(|e| self.error(format!("releasing the lock of workspace {shoot}: {}", self.words(&e))))?;
         }
@@ -784,35 +829,40 @@ impl Inner {
     async fn push(&self, ws: Workspace, force: bool) -> Result<u64, StateError> {
         let shoot = ws.shoot.clone();
         let refused = |detail: String| StateError::PushRefused { shoot: shoot.clone(), detail };
-        let current = self.retry("reading the workspace", || Box::pin(self.load(&shoot))).await?;
-        if let (Some(stored), false) = (&current, force) {
-            if stored.lineage != ws.lineage {
+        // The stored version's (lineage, serial). A forced push is how a damaged version is replaced, so
+        // it reads them from the row's columns when the document does not match its checksum.
+        let current = match self.retry("reading the workspace", || Box::pin(self.load(&shoot))).await {
+            Ok(current) => current.map(|stored| (stored.lineage, stored.serial)),
+            Err(StateError::DamagedVersion { .. }) if force => {
+                self.retry("reading the workspace", || Box::pin(self.stored_version(&shoot))).await?
+            }
+            Err(e) => return Err(e),
+        };
+        if let (Some((lineage, serial)), false) = (&current, force) {
+            if *lineage != ws.lineage {
                 return Err(refused(format!(
-                    "the stored workspace has lineage {} but the file has lineage {}: it belongs to another life of \
-                     the workspace; pass --force to replace the stored one anyway",
-                    stored.lineage, ws.lineage
+                    "the stored workspace has lineage {lineage} but the file has lineage {}: it belongs to another \
+                     life of the workspace; pass --force to replace the stored one anyway",
+                    ws.lineage
                 )));
             }
-            if ws.serial < stored.serial {
+            if ws.serial < *serial {
                 return Err(refused(format!(
-                    "the file is at serial {} but the stored workspace is at serial {}: pushing it would roll the \
-                     state back; pass --force to do that on purpose",
-                    ws.serial, stored.serial
+                    "the file is at serial {} but the stored workspace is at serial {serial}: pushing it would roll \
+                     the state back; pass --force to do that on purpose",
+                    ws.serial
                 )));
             }
         }
         let mut next = ws.clone();
         next.serial = current
             .as_ref()
-            .map_or(0, |s| s.serial)
+            .map_or(0, |(_, serial)| *serial)
             .max(ws.serial)
             .checked_add(1)
             .ok_or_else(|| refused("its serial cannot be incremented any further".to_string()))?;
         // A compare-and-swap against the version read above, under the stored lineage.
-        let (lineage, expected) = match &current {
-            Some(stored) => (stored.lineage.clone(), stored.serial),
-            None => (next.lineage.clone(), 0),
-        };
+        let (lineage, expected) = current.unwrap_or_else(|| (next.lineage.clone(), 0));
         let checksum = version_checksum(&next);
         let mut unsure = false;
         self.retry("pushing", || {
@@ -827,6 +877,16 @@ impl Inner {
         })
         .await?;
         Ok(next.serial)
+    }
+
+    /// The (lineage, serial) columns of the stored row, without reading its document.
+    async fn stored_version(&self, shoot: &str) -> Result<Option<(String, u64)>, Failure> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT lineage, serial FROM trellis_workspaces WHERE shoot = $1", &[&shoot])
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(row.map(|row| (row.get(0), to_u64(row.get(1)))))
     }
 
     async fn try_push(&self, next: &Workspace, lineage: &str, expected: u64, checksum: &str) -> Result<(), Failure> {
@@ -919,8 +979,24 @@ impl Inner {
     }
 }
 
-async fn try_advisory(client: &Client, shoot: &str) -> Result<bool, tokio_postgres::Error> {
-    Ok(client.query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key(shoot)]).await?.get(0))
+/// Tries the advisory lock of `shoot` and, if it got it, records `info` as the holder, in one round
+/// trip. Returns whether it got the lock and the record that was there before. A failure after the
+/// advisory lock was taken (the record could not be written) lets go of it again.
+async fn take(
+    client: &Client,
+    statements: &LockStatements,
+    shoot: &str,
+    info: &LockInfo,
+) -> Result<(bool, Option<LockInfo>), tokio_postgres::Error> {
+    let holder = serde_json::to_string(info).expect("a lock record serialises");
+    match client.query_one(&statements.take, &[&shoot, &lock_key(shoot), &info.id, &holder]).await {
+        // A record that does not parse names no one; a refusal is still refused by the advisory lock.
+        Ok(row) => Ok((row.get(0), row.get::<_, Option<&str>>(1).and_then(|old| serde_json::from_str(old).ok()))),
+        Err(e) => {
+            let _ = advisory_unlock(client, shoot).await;
+            Err(e)
+        }
+    }
 }
 
 async fn advisory_unlock(client: &Client, shoot: &str) -> Result<(), tokio_postgres::Error> {
@@ -931,18 +1007,6 @@ async fn read_holder(client: &Client, shoot: &str) -> Result<Option<LockInfo>, t
     let row = client.query_opt("SELECT holder FROM trellis_locks WHERE shoot = $1", &[&shoot]).await?;
     // A record that does not parse names no one; the lock is still refused by its advisory lock.
     Ok(row.and_then(|row| serde_json::from_str(row.get(0)).ok()))
-}
-
-async fn write_holder(client: &Client, shoot: &str, info: &LockInfo) -> Result<(), tokio_postgres::Error> {
-    let holder = serde_json::to_string(info).expect("a lock record serialises");
-    client
-        .execute(
-            "INSERT INTO trellis_locks (shoot, key, lock_id, holder) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (shoot) DO UPDATE SET key = $2, lock_id = $3, holder = $4",
-            &[&shoot, &lock_key(shoot), &info.id, &holder],
-        )
-        .await
-        .map(drop)
 }
 
 fn parse_holder(shoot: &str, raw: &str) -> Result<LockInfo, StateError> {
