@@ -280,9 +280,9 @@
 //! more likely a wrong URL), silently, then reported with what to check ([`StateError::Database`]). A failure whose
 //! outcome is unknown (the connection dropped around `COMMIT`) is resolved by reading the row back first,
 //! so a commit is never reported as failed when it was committed. When the lock connection drops, its
-//! advisory locks are gone: the store reconnects on its next lock call or commit of a locked shoot and
-//! takes every lock it held again; if another session took one meanwhile, the next commit of that shoot
-//! is refused naming the new holder (nothing committed before is lost, and the compare-and-swap prevents
+//! advisory locks are gone: the store reconnects at once, in the background (and, should that fail, on
+//! its next lock call or commit of a locked shoot), and takes every lock it held again; if another
+//! session took one meanwhile, the next commit of that shoot is refused naming the new holder (nothing committed before is lost, and the compare-and-swap prevents
 //! a lost update in any case).
 //!
 //! **Integrity.** Every stored version carries its checksum; [`StateStore::load`] and

@@ -166,22 +166,64 @@ fn pg_a_dropped_connection_between_two_commits_loses_nothing() {
     assert_eq!(other.lock_holder(SHOOT).unwrap(), Some(apply));
 }
 
+/// A login role `NAME_<db>` with the documented run-time grants on a migrated database, and its URL.
+fn dml_role(server: &PgServer, url: &PgUrl, name: &str) -> PgUrl {
+    let db = db_name(url);
+    let role = format!("{name}_{db}");
+    connect(url).close().unwrap(); // migrated by the owner
+    server
+        .psql(
+            &db,
+            &format!(
+                "CREATE ROLE {role} LOGIN; GRANT CONNECT ON DATABASE {db} TO {role}; GRANT SELECT, INSERT, UPDATE, \
+                 DELETE ON trellis_workspaces, trellis_history, trellis_locks, trellis_schema_migrations TO {role}"
+            ),
+        )
+        .unwrap();
+    format!("postgres://{role}@127.0.0.1:{}/{db}", server.port()).parse().unwrap()
+}
+
 #[test]
 fn pg_a_lock_taken_by_another_session_while_the_connection_was_down_refuses_the_next_commit() {
     let (server, url) = database("lost_lock");
-    let store = connect(&url);
+    let runner = dml_role(&server, &url, "runner");
+    let role = runner.to_string().split("//").nth(1).unwrap().split('@').next().unwrap().to_string();
+    let store = connect(&runner);
     store.lock(SHOOT, &LockInfo::here("apply")).unwrap();
     let mut ws = Workspace::new(SHOOT);
     store.commit(&mut ws, "apply").unwrap();
-    server.kill_connections(&db_name(&url)).unwrap();
-    // Another machine takes the shoot while this store's lock session is gone.
+    // This runner loses its connections and cannot reconnect for a while (as in a network partition);
+    // another machine takes the shoot meanwhile.
+    let db = db_name(&url);
+    server.psql(&db, &format!("ALTER ROLE {role} NOLOGIN")).unwrap();
+    server.kill_connections(&db).unwrap();
     let other = connect(&url);
     let thief = LockInfo { host: "runner-9".to_string(), ..LockInfo::here("apply") };
     assert!(matches!(other.lock(SHOOT, &thief).unwrap(), Acquired::BrokeStale(_)));
+    server.psql(&db, &format!("ALTER ROLE {role} LOGIN")).unwrap();
     let err = store.commit(&mut ws, "apply").unwrap_err();
     assert!(matches!(&err, StateError::Locked { holder, .. } if *holder == thief), "{err:?}");
     assert!(err.to_string().contains("runner-9"), "{err}");
     assert_eq!(store.load(SHOOT).unwrap().map(|w| w.serial), Some(1), "nothing committed before is lost");
+}
+
+#[test]
+fn pg_locks_are_taken_again_as_soon_as_the_lock_connection_drops() {
+    let (server, url) = database("retake");
+    let store = connect(&url);
+    let apply = LockInfo::here("apply");
+    store.lock(SHOOT, &apply).unwrap();
+    server.kill_connections(&db_name(&url)).unwrap();
+    // No call is made on `store`: it reconnects and takes its lock again by itself.
+    let other = connect(&url);
+    let mut tries = 0;
+    while other.lock_holder(SHOOT).unwrap().is_none() {
+        tries += 1;
+        assert!(tries < 100, "the lock was not taken again");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = other.lock(SHOOT, &LockInfo::here("plan")).unwrap_err();
+    assert!(matches!(&err, StateError::Locked { holder, .. } if *holder == apply), "{err:?}");
 }
 
 #[test]
@@ -416,4 +458,25 @@ fn regression_force_push_replaces_a_damaged_version() {
     let now = store.load(SHOOT).unwrap().unwrap();
     assert_eq!((now.serial, &now.resources, &now.provider_state), (3, &ws.resources, &ws.provider_state));
     assert_eq!(store.history(SHOOT).unwrap().last().map(|h| h.operation.clone()), Some("push".to_string()));
+}
+
+#[test]
+fn pg_a_role_with_only_the_documented_grants_works_and_one_without_create_is_told_what_it_needs() {
+    let (server, url) = database("grants");
+    let db = db_name(&url);
+    let fresh: PgUrl = format!("postgres://fresh_{db}@127.0.0.1:{}/{db}", server.port()).parse().unwrap();
+    server.psql(&db, &format!("CREATE ROLE fresh_{db} LOGIN; GRANT CONNECT ON DATABASE {db} TO fresh_{db}")).unwrap();
+    // PostgreSQL 15 grants no CREATE on schema public: the first run cannot migrate as this role.
+    let err = PgStore::connect(&fresh, "test").err().expect("no CREATE on the schema");
+    let msg = err.to_string();
+    assert!(msg.contains("permission denied") && msg.contains("CREATE on the schema"), "{msg}");
+    // Migrated once by an owner, the database is usable with SELECT/INSERT/UPDATE/DELETE alone.
+    let as_ci = dml_role(&server, &url, "ci");
+    let store = connect(&as_ci);
+    behaviour::locks(&store);
+    let mut ws = Workspace::new(SHOOT);
+    store.commit(&mut ws, "apply").unwrap();
+    assert_eq!(store.push(&ws, false).unwrap(), 2);
+    assert_eq!(store.export(SHOOT).unwrap().map(|e| e.history.len()), Some(2));
+    store.close().unwrap();
 }

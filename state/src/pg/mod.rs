@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
@@ -60,6 +60,25 @@ struct Inner {
     location: String,
     pool: Pool,
     locks: tokio::sync::Mutex<LockConn>,
+    /// Notified when the lock connection ends (see [`keep_locks`]).
+    lock_conn_ended: Arc<tokio::sync::Notify>,
+    /// Set by [`PgStore::close`]: the lock connection is ending on purpose.
+    closing: AtomicBool,
+}
+
+/// Runs for the store's life: when the lock connection ends (a dropped connection, a server restart),
+/// reconnects at once and takes every lock the store held again, so another session has as little
+/// time as possible to take one over. (The next lock call or commit of a locked shoot would do the
+/// same; a lock another session took meanwhile is marked lost, see [`Hold::Lost`].)
+async fn keep_locks(inner: Arc<Inner>) {
+    loop {
+        inner.lock_conn_ended.notified().await;
+        if inner.closing.load(Ordering::Relaxed) {
+            return;
+        }
+        // A failure is left to the next call, which tries again and reports it.
+        let _ = inner.retry("taking the workspace locks again", || Box::pin(inner.lock_conn_ready())).await;
+    }
 }
 
 /// The one long-lived connection that holds this store's session advisory locks, and what it holds.
@@ -95,9 +114,24 @@ const RELEASE_LOCK: &str = "WITH d AS (DELETE FROM trellis_locks WHERE shoot = $
 /// A workspace lock this store took.
 struct Held {
     info: LockInfo,
-    /// `Some`: the lock connection dropped and, when it came back, another session had taken the lock
-    /// (its holder, if it recorded itself). The next commit of the shoot is refused.
-    lost: Option<Option<LockInfo>>,
+    hold: Hold,
+}
+
+/// Whether this store still holds a lock it took.
+#[derive(Clone, PartialEq)]
+enum Hold {
+    Kept,
+    /// The lock connection dropped and, when it came back, another session had taken the lock: `to`
+    /// is its holder, if it recorded itself. The next commit of the shoot is refused.
+    Lost {
+        to: Option<LockInfo>,
+    },
+}
+
+impl Held {
+    fn kept(&self) -> bool {
+        self.hold == Hold::Kept
+    }
 }
 
 /// A failed attempt: worth retrying, or final.
@@ -138,12 +172,11 @@ impl PgStore {
             rx.recv().unwrap_or_else(|_| Err(task_ended(&location)))
         };
         match built {
-            Ok(inner) => Ok(PgStore {
-                inner: Arc::new(inner),
-                rt: Some(rt),
-                calls: AtomicU64::new(0),
-                busy_nanos: AtomicU64::new(0),
-            }),
+            Ok(inner) => {
+                let inner = Arc::new(inner);
+                rt.spawn(keep_locks(inner.clone()));
+                Ok(PgStore { inner, rt: Some(rt), calls: AtomicU64::new(0), busy_nanos: AtomicU64::new(0) })
+            }
             Err(e) => {
                 rt.shutdown_background();
                 Err(e)
@@ -154,6 +187,7 @@ impl PgStore {
     /// Releases this store's workspace locks (their records are removed), then closes its connections.
     pub fn close(mut self) -> Result<(), StateError> {
         let inner = self.inner.clone();
+        inner.closing.store(true, Ordering::Relaxed);
         let released = self.run(async move { inner.release_all().await });
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
@@ -257,7 +291,14 @@ impl Inner {
                 detail: format!("cannot set up the connection pool ({e})"),
             },
         )?;
-        let inner = Inner { url, location, pool, locks: tokio::sync::Mutex::new(LockConn::default()) };
+        let inner = Inner {
+            url,
+            location,
+            pool,
+            locks: tokio::sync::Mutex::new(LockConn::default()),
+            lock_conn_ended: Arc::default(),
+            closing: AtomicBool::new(false),
+        };
         inner.retry_for(CONNECT_RETRY_FOR, "connecting", || Box::pin(inner.migrate())).await?;
         inner.retry("connecting", || Box::pin(inner.lock_conn_ready())).await?;
         Ok(inner)
@@ -665,7 +706,11 @@ impl Inner {
             lc.client = None;
             let classify = |e| self.classify(e);
             let (client, connection) = self.url.config().connect(NoTls).await.map_err(classify)?;
-            tokio::spawn(connection);
+            let ended = self.lock_conn_ended.clone();
+            tokio::spawn(async move {
+                let _ = connection.await;
+                ended.notify_one();
+            });
             // Lock records name holders; the advisory locks are the locks. A server crash ends every
             // session and so frees every advisory lock, which makes every record stale anyway: the
             // records need not wait for the WAL flush (a lock costs one round trip, not a disk sync).
@@ -674,10 +719,10 @@ impl Inner {
                 take: client.prepare(TAKE_LOCK).await.map_err(classify)?,
                 release: client.prepare(RELEASE_LOCK).await.map_err(classify)?,
             };
-            for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.lost.is_none()) {
+            for (shoot, held) in lc.held.iter_mut().filter(|(_, h)| h.kept()) {
                 let (got, old) = take(&client, &statements, shoot, &held.info).await.map_err(classify)?;
                 if !got {
-                    held.lost = Some(old);
+                    held.hold = Hold::Lost { to: old };
                 }
             }
             lc.client = Some((client, statements));
@@ -691,9 +736,9 @@ impl Inner {
         self.lock_conn(&mut lc).await.map(drop)
     }
 
-    /// Refuses a commit of a shoot whose lock this store took and lost (see [`Held::lost`]).
+    /// Refuses a commit of a shoot whose lock this store took and lost (see [`Hold::Lost`]).
     async fn check_lock_kept(&self, shoot: &str) -> Result<(), StateError> {
-        let lost = self
+        let hold = self
             .retry("checking the workspace lock", || {
                 Box::pin(async move {
                     let mut lc = self.locks.lock().await;
@@ -701,14 +746,14 @@ impl Inner {
                         return Ok(None);
                     }
                     self.lock_conn(&mut lc).await?;
-                    Ok(lc.held.get(shoot).and_then(|h| h.lost.clone()))
+                    Ok(lc.held.get(shoot).map(|h| h.hold.clone()))
                 })
             })
             .await?;
-        match lost {
-            None => Ok(()),
-            Some(Some(holder)) => Err(StateError::Locked { shoot: shoot.to_string(), holder }),
-            Some(None) => Err(self.error(format!(
+        match hold {
+            None | Some(Hold::Kept) => Ok(()),
+            Some(Hold::Lost { to: Some(holder) }) => Err(StateError::Locked { shoot: shoot.to_string(), holder }),
+            Some(Hold::Lost { to: None }) => Err(self.error(format!(
                 "the lock of workspace {shoot} was lost when the connection dropped, and another session holds it \
                  now; nothing more was committed; run the command again"
             ))),
@@ -718,7 +763,7 @@ impl Inner {
     async fn try_lock(&self, shoot: &str, info: &LockInfo) -> Result<Acquired, Failure> {
         let mut lc = self.locks.lock().await;
         if let Some(held) = lc.held.get(shoot) {
-            if held.lost.is_none() {
+            if held.kept() {
                 if held.info.id == info.id {
                     return Ok(Acquired::Fresh);
                 }
@@ -748,7 +793,7 @@ impl Inner {
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         // The advisory lock is ours: a record that was there is a crashed process's.
-        lc.held.insert(shoot.to_string(), Held { info: info.clone(), lost: None });
+        lc.held.insert(shoot.to_string(), Held { info: info.clone(), hold: Hold::Kept });
         Ok(match stale {
             Some(old) if old.id != info.id => Acquired::BrokeStale(old),
             _ => Acquired::Fresh,
@@ -757,7 +802,7 @@ impl Inner {
 
     async fn try_unlock(&self, shoot: &str, lock_id: &str) -> Result<(), Failure> {
         let mut lc = self.locks.lock().await;
-        let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.lost.is_none()));
+        let held = lc.held.get(shoot).map(|h| (h.info.id.clone(), h.kept()));
         let (client, statements) = self.lock_conn(&mut lc).await?;
         if held.as_ref().is_some_and(|(id, kept)| id == lock_id && *kept) {
             // Ours: its record and its advisory lock go in one round trip.
@@ -790,7 +835,7 @@ impl Inner {
 
     async fn try_force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, Failure> {
         let mut lc = self.locks.lock().await;
-        let ours = lc.held.get(shoot).is_some_and(|h| h.lost.is_none());
+        let ours = lc.held.get(shoot).is_some_and(Held::kept);
         let (client, _) = self.lock_conn(&mut lc).await?;
         let row = client
             .query_opt("DELETE FROM trellis_locks WHERE shoot = $1 RETURNING holder", &[&shoot])
@@ -815,7 +860,7 @@ impl Inner {
         let Some((client, statements)) = lc.client.take().filter(|(c, _)| !c.is_closed()) else {
             return Ok(()); // the session is gone, and its advisory locks with it
         };
-        for (shoot, held) in held.into_iter().filter(|(_, h)| h.lost.is_none()) {
+        for (shoot, held) in held.into_iter().filter(|(_, h)| h.kept()) {
             client
                 .query_one(&statements.release, &[&shoot, &held.info.id, &lock_key(&shoot)])
                 .await
