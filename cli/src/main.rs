@@ -6,12 +6,14 @@ use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use trellis_cli::backend::{SimPlace, StateLocation, Store};
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
+use trellis_cli::shard::Shard;
 use trellis_plans::{escape, render, PlanSet};
 use trellis_providers::features::Features;
 use trellis_providers::provider::FleetWarning;
-use trellis_state::{SledStore, StateError, StateStore, WorkspaceFile};
+use trellis_state::{StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
 
@@ -80,9 +82,21 @@ struct Inputs {
 
 #[derive(Args, Clone)]
 struct Env {
-    /// State directory (sled); the simulated cloud lives there too.
-    #[arg(long, default_value = ".trellis", global = true)]
-    state: PathBuf,
+    /// Where the state lives: a directory (sled; the simulated cloud lives there too, unless --sim-dir)
+    /// or a PostgreSQL database, postgres://USER@HOST:PORT/DB (shared by a team and its CI runners).
+    #[arg(
+        long,
+        value_name = "DIR|URL",
+        env = "TRELLIS_STATE",
+        hide_env_values = true,
+        default_value = ".trellis",
+        global = true
+    )]
+    state: String,
+    /// The simulated clouds' own directory (default with a PostgreSQL --state: .trellis/sim). Give each
+    /// runner on one machine its own, or share one simulated cloud with `trellis sim serve` + --endpoint.
+    #[arg(long, value_name = "DIR", env = "TRELLIS_SIM_DIR", global = true)]
+    sim_dir: Option<PathBuf>,
     /// Which cloud to talk to.
     #[arg(long, value_enum, default_value_t = CloudKind::Sim, global = true)]
     cloud: CloudKind,
@@ -115,6 +129,27 @@ struct Env {
     /// `trellis sim serve`); plain http only on a loopback address.
     #[arg(long, value_name = "URL", env = "TRELLIS_ENDPOINT", global = true)]
     endpoint: Option<String>,
+}
+
+impl Env {
+    /// `--state` (or TRELLIS_STATE), checked: a malformed URL is one line naming it (password redacted).
+    fn location(&self) -> Result<StateLocation> {
+        Ok(self.state.parse::<StateLocation>()?)
+    }
+
+    /// Where the simulated clouds live for this command ([`SimPlace::choose`]).
+    fn sim_place(&self, location: &StateLocation) -> SimPlace {
+        SimPlace::choose(location, self.sim_dir.as_deref(), self.endpoint.is_some())
+    }
+
+    /// Where the simulated clouds live, as messages name it: the sim dir, or the state dir holding them.
+    fn sim_shown(&self, location: &StateLocation) -> String {
+        match self.sim_place(location) {
+            SimPlace::Dir(dir) => dir.display().to_string(),
+            SimPlace::InState => location.to_string(),
+            SimPlace::Temporary => "a temporary dir (pass --sim-dir)".to_string(),
+        }
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -152,6 +187,24 @@ struct PlanArgs {
     /// Show unchanged nodes too.
     #[arg(short, long)]
     verbose: bool,
+    #[command(flatten)]
+    shard: ShardFlag,
+}
+
+/// `--shard I/N` (plan, apply, destroy).
+#[derive(Args)]
+struct ShardFlag {
+    /// Only the I-th of N stable shards of the fleet (by technical id), so N runners split one fleet;
+    /// fleet-wide checks still consult the shoots other shards applied in the shared state.
+    #[arg(long = "shard", value_name = "I/N")]
+    value: Option<String>,
+}
+
+impl ShardFlag {
+    /// The shard, checked (a bad value is a one-line error, not clap's usage text).
+    fn get(&self) -> Result<Option<Shard>> {
+        Ok(self.value.as_deref().map(str::parse::<Shard>).transpose()?)
+    }
 }
 
 #[derive(Args)]
@@ -167,6 +220,8 @@ struct ApplyArgs {
     inputs: Inputs,
     #[command(flatten)]
     run: RunFlags,
+    #[command(flatten)]
+    shard: ShardFlag,
 }
 
 #[derive(Args)]
@@ -175,6 +230,8 @@ struct DestroyArgs {
     inputs: Inputs,
     #[command(flatten)]
     run: RunFlags,
+    #[command(flatten)]
+    shard: ShardFlag,
 }
 
 /// How apply and destroy run.
@@ -188,6 +245,9 @@ struct RunFlags {
     /// Nodes in flight at once, across all shoots (1 to 1000).
     #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_PARALLELISM))]
     parallelism: usize,
+    /// At the end, print (on stderr) the calls made to a PostgreSQL state and the time spent waiting on it.
+    #[arg(long)]
+    timings: bool,
 }
 
 #[derive(Args)]
@@ -251,6 +311,16 @@ enum StateCommand {
         shoot: String,
         #[command(flatten)]
         env: Env,
+    },
+    /// Copy every workspace (with its history, integrity-checked) from one backend to another, e.g. a
+    /// sled dir into PostgreSQL. Re-running it after an interruption copies what is left.
+    Migrate {
+        /// Where the state is now: a state dir or postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "DIR|URL")]
+        from: String,
+        /// Where it goes: a state dir (created if needed) or postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "DIR|URL")]
+        to: String,
     },
     /// Restore a workspace from a file written by `state pull` (or a backup in <state>/backups/).
     Push {
@@ -348,7 +418,7 @@ async fn run(cli: Cli) -> Result<u8> {
 async fn open(env: &Env, operation: &str) -> Result<Session> {
     // The cloud to talk to instead of the simulator (opened before the state: a bad flag touches nothing).
     if env.cloud == CloudKind::Sim && env.endpoint.is_some() {
-        bail!("--endpoint needs --cloud azure or --cloud gcp: it points a real client at an emulator; the simulated cloud (--cloud sim) lives in the state dir");
+        bail!("--endpoint needs --cloud azure or --cloud gcp: it points a real client at an emulator; the simulated cloud (--cloud sim) lives in the state dir or --sim-dir");
     }
     let azure = match env.cloud {
         CloudKind::Azure => Some(azure_cloud(env)?),
@@ -364,7 +434,8 @@ async fn open(env: &Env, operation: &str) -> Result<Session> {
         }
         CloudKind::Azure | CloudKind::Gcp => None,
     };
-    let (mut session, note) = Session::open(&env.state, operation, env.world.as_deref())?;
+    let location = env.location()?;
+    let (mut session, note) = Session::open_at(&location, &env.sim_place(&location), operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
     if let Some(project) = sim_project {
         session.project = project;
@@ -451,7 +522,7 @@ fn validate(inputs: Inputs) -> Result<u8> {
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
-    let store = match SledStore::open_existing(&inputs.env.state, "validate") {
+    let store = match Store::open_existing(&inputs.env.location()?, "validate") {
         Ok(store) => store,
         Err(e @ StateError::DirInUse { .. }) => {
             eprintln!("note: update rules skipped, the state cannot be read: {e}");
@@ -510,12 +581,13 @@ fn validate(inputs: Inputs) -> Result<u8> {
 async fn plan(args: PlanArgs) -> Result<u8> {
     // Listed up front (nothing parsed yet): the fleet's order is known, and a bad path touches nothing.
     let files = ops::list_manifest_files(&args.inputs.files)?;
+    let shard = args.shard.get()?;
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
-    let result = plan_in(&session, files, &args).await;
+    let result = plan_in(&session, files, &args, shard).await;
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
 }
@@ -525,12 +597,12 @@ async fn plan(args: PlanArgs) -> Result<u8> {
 /// only if the whole fleet plans) and, with `--output json`, to stdout (on a failure it ends where
 /// the failure was found, and the command fails with the error). Text and markdown are rendered
 /// once the whole fleet is planned.
-async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Result<u8> {
+async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
     let mut stdout = json.then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(std::io::stdout())));
     let mut kept = Vec::new();
-    let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json };
+    let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json, shard };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
@@ -543,6 +615,9 @@ async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs) -> Res
         Ok(())
     })
     .await?;
+    if let Some(shard) = shard {
+        eprintln!("{}", summary.shard.line(shard));
+    }
     if let Some(out) = stdout {
         let _ = out.finish();
         // The shoots' JSON went out before the fleet checks ended: their warnings follow on stderr.
@@ -721,6 +796,10 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     if args.plan.is_some() && !args.inputs.files.is_empty() {
         bail!("pass either a plan file or -f manifests, not both: a saved plan carries its own manifests");
     }
+    let shard = args.shard.get()?;
+    if shard.is_some() && args.plan.is_some() {
+        bail!("--shard selects shoots from -f manifests; a saved plan is applied whole: make it with `trellis plan --shard I/N --out PLAN`");
+    }
     // A plan file is read and checked before the state is opened: a bad file touches nothing.
     let saved = match &args.plan {
         Some(path) => {
@@ -733,15 +812,21 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     };
     let mut session = open(&args.inputs.env, "apply").await?;
     session.features = args.inputs.feature_gates;
-    let result = apply_in(&session, &args, saved).await;
+    let result = apply_in(&session, &args, saved, shard).await;
+    print_timings(&session, args.run.timings);
     session.finish(result)
 }
 
-async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, Vec<ops::ShootInput>)>) -> Result<u8> {
+async fn apply_in(
+    session: &Session,
+    args: &ApplyArgs,
+    saved: Option<(PlanSet, Vec<ops::ShootInput>)>,
+    shard: Option<Shard>,
+) -> Result<u8> {
     let plans = match saved {
         Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
         None => {
-            let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
+            let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, shard);
             let plans = ops::plan_fleet(session, shoots, false).await?;
             if args.run.output == Output::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -757,14 +842,40 @@ async fn apply_in(session: &Session, args: &ApplyArgs, saved: Option<(PlanSet, V
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
+    args.shard.get()?;
     let mut session = open(&args.inputs.env, "destroy").await?;
     session.features = args.inputs.feature_gates;
     let result = destroy_in(&session, &args).await;
+    print_timings(&session, args.run.timings);
     session.finish(result)
 }
 
+/// `--timings`: the state database's share of the command (a sled dir has no database to wait on).
+fn print_timings(session: &Session, timings: bool) {
+    if !timings {
+        return;
+    }
+    match session.store.stats() {
+        Some(stats) => eprintln!(
+            "timings: {} PostgreSQL call(s), {:.3} s waiting on the database (summed over threads)",
+            stats.calls,
+            stats.busy.as_secs_f64()
+        ),
+        None => eprintln!("timings: the state is a sled dir; there is no database to wait on"),
+    }
+}
+
+/// The inputs of `shard`'s shoots (all without `--shard`), with the shard's line on stderr.
+fn sharded(mut shoots: Vec<ops::ShootInput>, shard: Option<Shard>) -> Vec<ops::ShootInput> {
+    if let Some(shard) = shard {
+        let count = ops::shard_inputs(&mut shoots, shard);
+        eprintln!("{}", count.line(shard));
+    }
+    shoots
+}
+
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
-    let shoots = ops::load_shoots_with(&args.inputs.files, session.features)?;
+    let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, args.shard.get()?);
     let plans = ops::plan_fleet(session, shoots, true).await?;
     if args.run.output == Output::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
@@ -858,20 +969,27 @@ fn diff(args: DiffArgs) -> Result<u8> {
     Ok(if d.is_empty() { 0 } else { 2 })
 }
 
-/// Opens an existing state dir for the `state` commands that read (which never create one).
-fn open_existing(env: &Env, operation: &str) -> Result<SledStore> {
-    match SledStore::open_existing(&env.state, operation)? {
+/// Opens existing state for the `state` commands that read (which never create a state dir).
+fn open_existing(env: &Env, operation: &str) -> Result<Store> {
+    open_existing_at(&env.location()?, operation)
+}
+
+fn open_existing_at(location: &StateLocation, operation: &str) -> Result<Store> {
+    match Store::open_existing(location, operation)? {
         Some(store) => Ok(store),
         None => bail!(
-            "there is no state at {} (nothing was applied with --state {}); pass the state dir with --state",
-            env.state.display(),
-            env.state.display()
+            "there is no state at {location} (nothing was applied with --state {location}); pass the state dir or database URL with --state"
         ),
     }
 }
 
+/// The `--state` as messages show it (a database URL without its password).
+fn shown(env: &Env) -> String {
+    env.location().map(|l| l.to_string()).unwrap_or_else(|_| "the state".to_string())
+}
+
 fn no_workspace(shoot: &str, env: &Env) -> anyhow::Error {
-    anyhow::anyhow!("no workspace for {shoot} in {}; `trellis state list` shows the workspaces", env.state.display())
+    anyhow::anyhow!("no workspace for {shoot} in {}; `trellis state list` shows the workspaces", shown(env))
 }
 
 fn state(cmd: StateCommand) -> Result<u8> {
@@ -881,7 +999,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
             let list = store.list()?;
             store.close()?;
             if list.is_empty() {
-                println!("No workspaces in {}.", env.state.display());
+                println!("No workspaces in {}.", shown(&env));
             }
             for w in list {
                 // Lock holders name a user and a host from another machine's environment: shown escaped.
@@ -929,7 +1047,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
                 None if known => println!("{shoot} was not locked."),
                 None => bail!(
                     "no workspace and no lock for {shoot} in {}; `trellis state list` shows the workspaces",
-                    env.state.display()
+                    shown(&env)
                 ),
             }
         }
@@ -940,6 +1058,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
             let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
             println!("{}", serde_json::to_string_pretty(&WorkspaceFile::new(ws))?);
         }
+        StateCommand::Migrate { from, to } => migrate(&from, &to)?,
         StateCommand::Push { shoot, file, force, env } => {
             let shown = file.display().to_string();
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {shown}"))?;
@@ -951,7 +1070,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
                 );
             }
             // Restoring may well go into a new state dir (the damaged one moved aside): create it.
-            let store = SledStore::open(&env.state, "state push")?;
+            let store = Store::open(&env.location()?, "state push")?;
             match push(&store, &ws, force) {
                 Ok(serial) => {
                     store.close()?;
@@ -970,8 +1089,49 @@ fn state(cmd: StateCommand) -> Result<u8> {
     Ok(0)
 }
 
+/// `trellis state migrate --from … --to …`: a line per shoot, then a summary.
+fn migrate(from: &str, to: &str) -> Result<()> {
+    let from = from.parse::<StateLocation>().context("--from")?;
+    let to = to.parse::<StateLocation>().context("--to")?;
+    let same = match (&from, &to) {
+        (StateLocation::Dir(a), StateLocation::Dir(b)) => match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => a == b,
+        },
+        (a, b) => a == b,
+    };
+    if same {
+        bail!("--from and --to are the same state ({from}); migrate copies state from one place to another");
+    }
+    let source = open_existing_at(&from, "state migrate")?;
+    let target = match Store::open(&to, "state migrate") {
+        Ok(target) => target,
+        Err(e) => {
+            let _ = source.close();
+            return Err(e.into());
+        }
+    };
+    let result = trellis_state::migrate(&source, &target, &mut |shoot, outcome| {
+        let line = match outcome {
+            trellis_state::Imported::Created => format!("{shoot}: copied"),
+            trellis_state::Imported::AlreadyThere => format!("{shoot}: already there (same lineage and serial)"),
+        };
+        println!("{}", escape::text(&line));
+    });
+    let closed = source.close().and(target.close());
+    let report = result?;
+    closed?;
+    println!(
+        "Migrated {} workspace(s) from {from} to {to}: {} copied, {} already there.",
+        report.created + report.already_there,
+        report.created,
+        report.already_there
+    );
+    Ok(())
+}
+
 /// `state push` under the workspace lock.
-fn push(store: &SledStore, ws: &trellis_state::Workspace, force: bool) -> Result<u64> {
+fn push(store: &dyn StateStore, ws: &trellis_state::Workspace, force: bool) -> Result<u64> {
     let lock = trellis_state::LockInfo::here("state push");
     if let trellis_state::Acquired::BrokeStale(dead) = store.lock(&ws.shoot, &lock)? {
         eprintln!("{}: took over a stale lock from a process that is gone ({dead})", ws.shoot);

@@ -4,6 +4,8 @@
 //! discover, pre-flight, desired, diff, artifacts) → [`FleetPlan`] → apply: lock, executor, state
 //! committed after every node, artifacts re-rendered from the cloud as it is afterwards.
 
+use crate::backend::{Backend, SimPlace, StateLocation};
+use crate::shard::{Shard, ShardCount};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 use serde_json::Value;
@@ -24,7 +26,7 @@ use trellis_providers::provider::{
 };
 use trellis_providers::registry::Registry;
 use trellis_sim::{ArmSim, DnsSim, GceSim, WorldFile};
-use trellis_state::{Acquired, LockInfo, SledStore, StateStore, StoredResource, Workspace};
+use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
 
 /// The sled tree the simulated Azure cloud lives in, next to the state.
 pub const SIM_TREE: &str = "sim/azure";
@@ -65,7 +67,8 @@ pub struct Session {
     /// The feature gates plans are made under (`--feature-gates`; every gate off by default).
     pub features: trellis_providers::features::Features,
     // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
-    pub store: Arc<SledStore>,
+    /// The state (`--state`) and the simulated clouds' database (`--sim-dir`, or the sled state dir).
+    pub store: Arc<Backend>,
     /// The subscription the shoots' credentials point at.
     pub subscription: String,
     pub retry: RetryPolicy,
@@ -76,12 +79,24 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the state dir (creating it) and the simulated cloud inside it; syncs `--world` if given.
-    /// `operation` names the command (`plan`, `apply`, `destroy`, `sim`, …) in the dir's holder record.
-    /// If anything after opening the state fails, what this open created is removed again.
+    /// Opens the sled state dir (creating it) and the simulated cloud inside it; syncs `--world` if given
+    /// ([`Session::open_at`] with the dir and [`SimPlace::InState`]).
     pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
+        Session::open_at(&StateLocation::Dir(state_dir.to_path_buf()), &SimPlace::InState, operation, world)
+    }
+
+    /// Opens the state (creating a state dir) and the simulated cloud ([`SimPlace`]: inside a sled state
+    /// dir, or in a dir of its own); syncs `--world` if given. `operation` names the command (`plan`,
+    /// `apply`, `destroy`, `sim`, …) in the dir's holder record and the database's lock records.
+    /// If anything after opening the state fails, what this open created is removed again.
+    pub fn open_at(
+        state: &StateLocation,
+        sim_place: &SimPlace,
+        operation: &str,
+        world: Option<&Path>,
+    ) -> Result<(Session, Option<String>)> {
         let world = world.map(load_world).transpose()?;
-        let store = SledStore::open(state_dir, operation)?;
+        let store = Backend::open(state, sim_place, operation)?;
         let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
         let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
             let sim = ArmSim::open(tree, subscription)?;
@@ -114,11 +129,13 @@ impl Session {
             }
         };
         let store = Arc::new(store);
-        // The simulated cloud lives in the state's database: its writes join the state's grouped flushes,
-        // so a write and the commits made meanwhile are made durable together. An ARM call's write does
-        // not wait for a flush, nor is it written to sled: every state flush first writes the writes
-        // made before it in one batch, so the state commit of its node (a flush of the same database,
-        // begun after the write) makes it durable before the node counts as done (see `Persist::record`).
+        // The simulated cloud lives in the state's database (a sled state dir without `--sim-dir`): its
+        // writes join the state's grouped flushes, so a write and the commits made meanwhile are made
+        // durable together (in a `--sim-dir` of its own, each state commit flushes it first). An ARM
+        // call's write does not wait for a flush, nor is it written to sled: every flush of the database
+        // holding the simulated cloud first writes the writes made before it in one batch, so the state
+        // commit of its node (begun after the write) makes it durable before the node counts as done
+        // (see `Persist::record`).
         let weak = Arc::downgrade(&store);
         let shared_flush: trellis_sim::SharedFlush = Arc::new(move || match weak.upgrade() {
             Some(store) => store.flush().map_err(|e| e.to_string()),
@@ -189,7 +206,7 @@ impl Session {
 
     /// Ends the command: keeps the simulated cloud's audit log of a command that writes the cloud
     /// (`apply`, `destroy`, `trellis sim …`; a plan's reads stay in memory, so a plan writes nothing), then
-    /// closes the state dir (see [`SledStore::close`]).
+    /// closes the state (see [`Backend::close`]).
     pub fn close(self) -> Result<()> {
         let kept = self.persist_audit();
         let store = self.release();
@@ -201,7 +218,7 @@ impl Session {
     }
 
     /// Ends a command that failed: keeps the audit log as [`Session::close`] does, then removes what this
-    /// command created in the state dir if it recorded nothing (see [`SledStore::discard`]), so a typo
+    /// command created in the state dir if it recorded nothing (see [`Backend::discard`]), so a typo
     /// leaves no `.trellis` behind — never a directory another process holds.
     pub fn discard(self) -> Result<()> {
         let kept = self.persist_audit();
@@ -239,7 +256,7 @@ impl Session {
     }
 
     /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
-    fn release(self) -> Arc<SledStore> {
+    fn release(self) -> Arc<Backend> {
         let Session { cloud, sim, gce_cloud, gce, dns, store, .. } = self;
         drop(cloud);
         drop(sim);
@@ -308,6 +325,15 @@ impl ShootInput {
     pub fn id(&self) -> String {
         workspace_name(&self.shoot.technical_id(), self.provider.type_name())
     }
+}
+
+/// Keeps the inputs of `shard`'s shoots (a shoot's domains plan goes with it: both are sharded by the
+/// shoot's technical id) and counts the shoots it took and left to the other shards.
+pub fn shard_inputs(inputs: &mut Vec<ShootInput>, shard: Shard) -> ShardCount {
+    let all: std::collections::BTreeSet<String> = inputs.iter().map(|i| i.shoot.technical_id()).collect();
+    inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
+    let taken = all.iter().filter(|id| shard.takes(id)).count();
+    ShardCount { taken, left: all.len() - taken }
 }
 
 /// Loads every Shoot from the given files and directories, under every feature gate's default
@@ -687,6 +713,9 @@ pub struct StreamOptions {
     /// Hand out the plan itself ([`StreamedPlan::plan`]), e.g. for the text and markdown renderers,
     /// which need the whole fleet.
     pub keep_plans: bool,
+    /// `--shard I/N`: plan only the shoots of this shard (the others are counted in
+    /// [`StreamSummary::shard`]); a shoot's domains plan goes with its shoot.
+    pub shard: Option<Shard>,
 }
 
 /// One planned shoot, as [`plan_fleet_streaming`] hands it out (in input order).
@@ -708,6 +737,8 @@ pub struct StreamSummary {
     /// The fleet checks' warnings ([`Provider::check_fleet`]), known only once the whole fleet is
     /// planned, so not in the plans handed out: the caller adds them ([`add_fleet_warnings`]).
     pub fleet_warnings: Vec<FleetWarning>,
+    /// With [`StreamOptions::shard`]: the shoots it took and those it left to the other shards.
+    pub shard: ShardCount,
 }
 
 /// What happened to one Shoot document in [`plan_file`].
@@ -743,10 +774,12 @@ struct FileJob {
     /// with the Seeds; the refusal of the first, for when no Seed is among the inputs.
     domains_only: usize,
     refusal: Option<ManifestError>,
+    /// Its Shoots of other shards (`--shard`), not planned here.
+    other_shards: usize,
 }
 
 struct Shared {
-    store: Arc<SledStore>,
+    store: Arc<Backend>,
     clouds: Clouds,
     opts: StreamOptions,
     /// The working directory, for each plan's `source.file` (looked up once, not once per shoot).
@@ -757,10 +790,11 @@ struct Shared {
 async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
     let loaded = match manifest::load_file(&file) {
         Ok(loaded) => loaded,
-        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None },
+        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None, other_shards: 0 },
     };
     let multi = loaded.shoots.len() + loaded.domains_only.len() + loaded.seeds.len() > 1;
     let mut docs = Vec::with_capacity(loaded.shoots.len());
+    let mut other_shards = 0;
     for l in loaded.shoots {
         let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
         let errs = metadata::validate(l.metadata());
@@ -769,12 +803,16 @@ async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
             continue;
         }
         let id = l.technical_id();
+        if shared.opts.shard.is_some_and(|shard| !shard.takes(&id)) {
+            other_shards += 1;
+            continue;
+        }
         let outcome = plan_doc(&id, l, &shared).await;
         docs.push(DocJob { doc, id, outcome });
     }
     let domains_only = loaded.domains_only.len();
     let refusal = loaded.domains_only.into_iter().next().map(|d| d.refusal);
-    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal }
+    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal, other_shards }
 }
 
 async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
@@ -896,11 +934,13 @@ pub async fn plan_fleet_streaming(
         };
         seeds += job.seeds;
         shoots += job.domains_only;
+        summary.shard.left += job.other_shards;
         if let Some(e) = job.refusal {
             refusal.get_or_insert(e);
         }
         for DocJob { doc, id, outcome } in docs {
             shoots += 1;
+            summary.shard.taken += 1;
             if let DocOutcome::InvalidMetadata(errs) = outcome {
                 invalid.push((doc, errs));
                 failed = true;
@@ -950,8 +990,8 @@ pub async fn plan_fleet_streaming(
     if let Some(e) = refusal.filter(|_| seeds == 0) {
         return Err(e.into());
     }
-    if shoots == 0 {
-        // Seeds alone plan nothing: a domains plan is a Shoot's.
+    if shoots == 0 && summary.shard.left == 0 {
+        // Seeds alone plan nothing: a domains plan is a Shoot's. (A shard may take none of a fleet.)
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
     if !invalid.is_empty() {
@@ -973,7 +1013,11 @@ pub async fn plan_fleet_streaming(
     let mut loaded_seeds = Vec::new();
     if seeds > 0 {
         let loaded = manifest::load(paths)?;
-        domains = plan_inputs(session, domains_inputs(&loaded, session.features)?, false).await?;
+        let mut inputs = domains_inputs(&loaded, session.features)?;
+        if let Some(shard) = opts.shard {
+            inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
+        }
+        domains = plan_inputs(session, inputs, false).await?;
         loaded_seeds = loaded.seeds;
         for p in &domains {
             let plan = &p.planned.plan;
@@ -1048,7 +1092,7 @@ impl Progress for Quiet {}
 
 /// Persists state after every node, then tells the progress display.
 struct Persist<'a> {
-    store: &'a SledStore,
+    store: &'a Backend,
     ws: &'a mut Workspace,
     operation: &'a str,
     progress: &'a mut dyn Progress,
@@ -1177,7 +1221,7 @@ pub async fn apply(
 /// What applying one shoot needs from the session, owned, so that each shoot can run as its own task.
 #[derive(Clone)]
 struct ApplyCtx {
-    store: Arc<SledStore>,
+    store: Arc<Backend>,
     clouds: Arc<Clouds>,
     opts: ApplyOptions,
     /// The fleet-wide limit of nodes in flight.

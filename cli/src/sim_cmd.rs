@@ -10,7 +10,6 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use trellis_cli::ops::Session;
 use trellis_planner::cloud::{Call, CloudWrite, Op};
@@ -254,30 +253,35 @@ pub async fn run(args: SimArgs) -> Result<u8> {
         SimCommand::Gce(gce) => Step::Gce(gce),
         SimCommand::Show { id } => Step::Show(id),
     };
-    if !env.state.exists() {
-        bail!(
-            "state directory {} does not exist; run `trellis apply -f <shoot.yaml> --state {}` first",
-            env.state.display(),
-            env.state.display()
-        );
+    let location = env.location()?;
+    if let trellis_cli::backend::StateLocation::Dir(dir) = &location {
+        if !dir.exists() {
+            bail!(
+                "state directory {} does not exist; run `trellis apply -f <shoot.yaml> --state {}` first",
+                dir.display(),
+                dir.display()
+            );
+        }
     }
     let session = open(env, "sim").await?;
     let sim = &session.sim;
-    let state = env.state.as_path();
+    let state = location.to_string();
+    let state = state.as_str();
+    let sim_where = env.sim_shown(&location);
     let command = match command {
         Step::Write(write) => write,
-        Step::Gce(command) => return gce(session, command, state).await,
+        Step::Gce(command) => return gce(session, command, state, &sim_where).await,
         Step::Show(id) => {
             // A DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`): the simulated DNS.
             if id.parse::<trellis_sim::dns::DnsId>().is_ok() {
                 let Some(value) = session.dns.get_now(&id) else {
-                    bail!("{id}: not found in the simulated DNS in {}", state.display());
+                    bail!("{id}: not found in the simulated DNS in {sim_where}");
                 };
                 println!("{}", serde_json::to_string_pretty(&value)?);
                 return Ok(0);
             }
             let Some(value) = sim.get_now(&id) else {
-                bail!("{id}: not found in the simulated cloud in {}", state.display());
+                bail!("{id}: not found in the simulated cloud in {sim_where}");
             };
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(0);
@@ -307,7 +311,7 @@ fn report(session: Session, calls: Vec<Call>, result: Result<String>) -> Result<
 }
 
 /// Runs a controller command; returns its summary line.
-async fn write(session: &Session, command: ArmWrite, state: &Path) -> Result<String> {
+async fn write(session: &Session, command: ArmWrite, state: &str) -> Result<String> {
     let sim = &session.sim;
     let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
     Ok(match command {
@@ -366,19 +370,19 @@ async fn write(session: &Session, command: ArmWrite, state: &Path) -> Result<Str
 }
 
 /// The azure.json values and `--configure-cloud-routes` that `trellis apply` recorded for `shoot`.
-fn applied(session: &Session, shoot: &str, state: &Path) -> Result<(Map<String, Value>, bool)> {
-    let hint = format!("run `trellis apply -f <shoot.yaml> --state {}` first", state.display());
+fn applied(session: &Session, shoot: &str, state: &str) -> Result<(Map<String, Value>, bool)> {
+    let hint = format!("run `trellis apply -f <shoot.yaml> --state {}` first", state);
     let Some(ws) = session.store.load(shoot)? else {
-        bail!("no workspace for {shoot} in {} (`trellis state list` shows them); {hint}", state.display());
+        bail!("no workspace for {shoot} in {} (`trellis state list` shows them); {hint}", state);
     };
     let Some(outputs) = ws.outputs else {
-        bail!("{shoot} has no applied artifacts in {}; {hint}", state.display());
+        bail!("{shoot} has no applied artifacts in {}; {hint}", state);
     };
     let artifacts: Artifacts = serde_json::from_value(outputs)
         .with_context(|| format!("{shoot}: the applied artifacts in the state cannot be read; {hint}"))?;
     let routes = artifacts.ccm_flags.as_ref().and_then(|f| f.get("configure-cloud-routes")).copied().unwrap_or(true);
     let Some(config) = artifacts.cloud_provider_config else {
-        bail!("{shoot}: the applied artifacts in {} have no cloud-provider config; {hint}", state.display());
+        bail!("{shoot}: the applied artifacts in {} have no cloud-provider config; {hint}", state);
     };
     Ok((config.values, routes))
 }
@@ -403,13 +407,13 @@ fn subnet_prefixes(sim: &ArmSim, subnet_id: &str) -> Result<Vec<String>> {
 }
 
 /// `trellis sim gce …`: the GCE runtime writers, against the simulated GCE cloud in the state dir.
-async fn gce(session: Session, command: GceCommand, state: &Path) -> Result<u8> {
+async fn gce(session: Session, command: GceCommand, state: &str, sim_where: &str) -> Result<u8> {
     let gce = session.gce.clone();
     let command = match command {
         GceCommand::Write(write) => write,
         GceCommand::Show { id } => {
             let Some(value) = gce.get_now(&id) else {
-                bail!("{id}: not found in the simulated GCE cloud in {}", state.display());
+                bail!("{id}: not found in the simulated GCE cloud in {sim_where}");
             };
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(0);
@@ -422,16 +426,16 @@ async fn gce(session: Session, command: GceCommand, state: &Path) -> Result<u8> 
 }
 
 /// Where an applied GCP shoot lives, from its workspace's provider state.
-fn gce_network(session: &Session, shoot: &str, state: &Path) -> Result<(ShootNetwork, bool)> {
-    let hint = format!("run `trellis apply -f <shoot.yaml> --state {}` first", state.display());
+fn gce_network(session: &Session, shoot: &str, state: &str) -> Result<(ShootNetwork, bool)> {
+    let hint = format!("run `trellis apply -f <shoot.yaml> --state {}` first", state);
     let Some(ws) = session.store.load(shoot)? else {
-        bail!("no workspace for {shoot} in {} (`trellis state list` shows them); {hint}", state.display());
+        bail!("no workspace for {shoot} in {} (`trellis state list` shows them); {hint}", state);
     };
     let Some(gcp) = ws.provider_state::<GcpState>().with_context(|| format!("{shoot}: not a GCP shoot"))? else {
-        bail!("{shoot} has nothing applied in {}; {hint}", state.display());
+        bail!("{shoot} has nothing applied in {}; {hint}", state);
     };
     let Some(net) = gcp.applied_network(shoot) else {
-        bail!("{shoot} has nothing applied in {}; {hint}", state.display());
+        bail!("{shoot} has nothing applied in {}; {hint}", state);
     };
     let routes = ws
         .outputs
@@ -448,7 +452,7 @@ fn gce_network(session: &Session, shoot: &str, state: &Path) -> Result<(ShootNet
     Ok((network, routes))
 }
 
-async fn gce_write(session: &Session, command: GceWrite, state: &Path) -> Result<String> {
+async fn gce_write(session: &Session, command: GceWrite, state: &str) -> Result<String> {
     let gce = &session.gce;
     Ok(match command {
         GceWrite::Routes { shoot, nodes } => {
@@ -533,7 +537,7 @@ async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
     );
     println!(
         "serving the simulated clouds of {} on http://{addr} (ARM and GCE REST); Ctrl-C stops",
-        env.state.display()
+        env.sim_shown(&env.location()?)
     );
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(async {

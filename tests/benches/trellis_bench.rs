@@ -268,6 +268,24 @@
 //!    The extra memory is the simulated GCE cloud, loaded whole at open (5,060 resources here) and its
 //!    audit log. Target: memory met; < 1 s not met on this machine (nor by Azure's fleet, section 4).
 //!    The GCP planner itself (validation, desired, cloudprovider.conf, names) was not out of line.
+//! 7. Sharded apply on PostgreSQL (`pg_sharded_apply`, issue #12): `TRELLIS_BENCH_SHARD_SHOOTS` (10,000)
+//!    A1 copies applied by 4 `trellis apply --shard i/4 --timings` processes started at once, each with
+//!    its own `--sim-dir`, against one database of a throwaway server (`trellis-pgtest`, fsync on;
+//!    skipped when the release binary or PostgreSQL is missing). Printed: the wall time until the last
+//!    shard ends, each shard's wall, peak RSS and its `--timings` line (calls to the database and the
+//!    time its threads spent waiting on it, summed over threads), the sum over the shards, and the
+//!    workspaces the database holds afterwards (must be the fleet). Figures (s17-pgcli, the release
+//!    binary by hand as this section runs it, PostgreSQL 15 with fsync on, the 2-core machine at load
+//!    7–17, the four shards themselves included): 2,000 shoots 12.6 s until the last shard ended
+//!    (shards 12.0–12.5 s, 97–114 MiB each; 492–515 shoots per shard), database 4,920–5,150 calls and
+//!    92–98 s waited per shard (summed over its threads: ~7.6 of its 10 apply slots are waiting on a
+//!    commit at any time; ~19 ms per call); one sled process on the same fleet in the same minute:
+//!    8.2 s / 189 MiB. 10,000 shoots: 59.7 s (shards 56.7–59.7 s, 232–240 MiB each), 24,670–25,440
+//!    calls and 440–461 s waited per shard (~7.7 slots waiting); the database held the 10,000
+//!    workspaces. On one machine the shards share its 2 cores and one disk with the database, so they
+//!    are not faster than one sled process (section 5): the commit (one transaction and WAL flush per
+//!    node) is the cost. On N runners with a database of its own the wall time divides by the shards
+//!    as long as the database keeps up.
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) it runs a seconds-long smoke configuration.
 
@@ -407,6 +425,8 @@ fn main() -> Result<()> {
     cli_apply_bench(cfg.commit_fleet)?;
     println!("== 6. GCP fleet plan through the CLI: managed and BYO mixed, against the Azure fleet of section 4");
     gcp_cli_fleet_plans(&cfg)?;
+    println!("== 7. Sharded apply on PostgreSQL: 4 `apply --shard i/4` processes at once, one database");
+    pg_sharded_apply(&cfg)?;
 
     println!();
     println!("== Totals");
@@ -1413,6 +1433,109 @@ fn gcp_cli_fleet_plans(cfg: &Config) -> Result<()> {
         "   GCP ÷ Azure (best walls): {:.2}; target < 1 s and 512 MiB: {}",
         best(&gcp) / best(&az),
         verdict(best(&gcp) < 1.0 && rss < 512.0)
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 7. Sharded apply on PostgreSQL (issue #12)
+
+/// One shard's `apply` as section 7 runs it: its wall time, peak RSS and stderr.
+struct ShardRun {
+    shard: usize,
+    wall: Duration,
+    rss_kib: u64,
+    stderr: String,
+}
+
+/// `TRELLIS_BENCH_SHARD_SHOOTS` (10,000; 20 in the smoke run) A1 copies applied by 4 shards at once
+/// against one database; see the module docs, section 7.
+fn pg_sharded_apply(cfg: &Config) -> Result<()> {
+    const SHARDS: usize = 4;
+    let n = match std::env::var("TRELLIS_BENCH_SHARD_SHOOTS") {
+        Ok(v) => v.trim().parse().with_context(|| format!("TRELLIS_BENCH_SHARD_SHOOTS={v:?} is not a count"))?,
+        Err(_) if cfg.bench => 10_000,
+        Err(_) => 20,
+    };
+    let bin = release_binary();
+    if !bin.exists() {
+        println!("   skipped: {} not found (cargo build --release -p trellis-cli, or set TRELLIS_BIN)", bin.display());
+        return Ok(());
+    }
+    let server = match trellis_pgtest::PgServer::start() {
+        Ok(server) => server,
+        Err(e) => {
+            println!("   skipped: {e}");
+            return Ok(());
+        }
+    };
+    let url = server.create_database("bench_shards").map_err(anyhow::Error::msg)?;
+    let tmp = tempfile::tempdir()?;
+    let fleet = a1_fleet(tmp.path(), n)?;
+    let started = Instant::now();
+    let runners: Vec<_> = (1..=SHARDS)
+        .map(|i| {
+            let (bin, url) = (bin.clone(), url.clone());
+            let fleet = fleet.clone();
+            let sim = tmp.path().join(format!("sim-{i}"));
+            std::thread::spawn(move || -> Result<ShardRun> {
+                use std::process::{Command, Stdio};
+                let out = Command::new("/usr/bin/time")
+                    .arg("-v")
+                    .arg(&bin)
+                    .args(["apply", "--auto-approve", "--timings", "--shard", &format!("{i}/{SHARDS}")])
+                    .arg("-f")
+                    .arg(&fleet)
+                    .args(["--state", &url])
+                    .arg("--sim-dir")
+                    .arg(&sim)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .output()
+                    .context("cannot run /usr/bin/time (GNU time is needed for wall time and peak RSS)")?;
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                if !out.status.success() {
+                    bail!(
+                        "shard {i}/{SHARDS} failed: {}",
+                        stderr.lines().rev().take(3).collect::<Vec<_>>().join(" | ")
+                    );
+                }
+                let field =
+                    |key: &str| stderr.lines().find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()));
+                let wall = field("Elapsed (wall clock) time (h:mm:ss or m:ss):").context("no wall time")?;
+                let secs = wall.split(':').try_fold(0.0, |acc, part| part.parse::<f64>().map(|v| acc * 60.0 + v))?;
+                let rss_kib = field("Maximum resident set size (kbytes):").context("no peak RSS")?.parse()?;
+                Ok(ShardRun { shard: i, wall: Duration::from_secs_f64(secs), rss_kib, stderr })
+            })
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for runner in runners {
+        runs.push(runner.join().map_err(|_| anyhow::anyhow!("a shard's thread panicked"))??);
+    }
+    let wall = started.elapsed();
+    let (mut calls, mut busy) = (0u64, 0.0f64);
+    for r in &runs {
+        let took = r.stderr.lines().find(|l| l.starts_with("shard ")).unwrap_or("(no shard line)");
+        let timings = r.stderr.lines().find(|l| l.starts_with("timings: ")).unwrap_or("(no timings line)");
+        // `timings: C PostgreSQL call(s), B s waiting on the database (summed over threads)`
+        let words: Vec<&str> = timings.split_whitespace().collect();
+        calls += words.get(1).and_then(|w| w.parse::<u64>().ok()).unwrap_or(0);
+        busy += words.get(4).and_then(|w| w.parse::<f64>().ok()).unwrap_or(0.0);
+        println!(
+            "   shard {}: wall {:.2} s, peak RSS {:.0} MiB; {took} {timings}",
+            r.shard,
+            r.wall.as_secs_f64(),
+            r.rss_kib as f64 / 1024.0
+        );
+    }
+    let stored = server.psql(url.rsplit('/').next().unwrap_or_default(), "SELECT count(*) FROM trellis_workspaces");
+    println!(
+        "   {} shoots by {SHARDS} shards: wall {:.2} s until the last ended; database: {calls} call(s), {busy:.2} s waited (summed over the shards' threads; {:.2} per second of wall); it holds {} workspace(s)",
+        count(n),
+        wall.as_secs_f64(),
+        busy / wall.as_secs_f64(),
+        stored.unwrap_or_else(|e| format!("? ({e})"))
     );
     Ok(())
 }

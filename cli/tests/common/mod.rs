@@ -58,7 +58,7 @@ pub fn position_of(file: &str, needle: &str) -> (usize, usize) {
 }
 
 /// What one finished `trellis` process did.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Run {
     pub cmd: String,
     pub code: i32,
@@ -141,6 +141,17 @@ impl Sandbox {
         Sandbox { dir, state }
     }
 
+    /// A sandbox whose commands pass `--state STATE` (e.g. a PostgreSQL database's URL).
+    pub fn with_state(state: &str) -> Sandbox {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Sandbox { dir, state: state.to_string() }
+    }
+
+    /// Whether the state may hold something: a database always, a state dir once it exists.
+    fn state_exists(&self) -> bool {
+        self.state.starts_with("postgres") || Path::new(&self.state).exists()
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -180,7 +191,7 @@ impl Sandbox {
 
     /// The shoots `trellis state list` knows.
     pub fn workspaces(&self) -> Vec<String> {
-        if !Path::new(&self.state).exists() {
+        if !self.state_exists() {
             return Vec::new();
         }
         let list = self.run(&["state", "list"]).code(0);
@@ -194,7 +205,7 @@ impl Sandbox {
     #[track_caller]
     pub fn assert_no_workspaces(&self) {
         // A command that failed leaves no state dir behind at all, if it created it.
-        if !Path::new(&self.state).exists() {
+        if !self.state_exists() {
             return;
         }
         let list = self.run(&["state", "list"]).code(0);
@@ -267,6 +278,24 @@ impl Background {
                 }
             }
         }
+    }
+
+    /// Waits for the process to end; returns its exit code and every stderr line it printed.
+    #[track_caller]
+    pub fn wait(&mut self) -> (i32, Vec<String>) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => self.seen.push(line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("the process did not end; stderr so far:\n{}", self.seen.join("\n"))
+                }
+            }
+        }
+        let mut child = self.child.take().expect("running");
+        let status = child.wait().expect("wait");
+        (status.code().unwrap_or_else(|| panic!("killed by a signal: {status}")), self.seen.clone())
     }
 
     /// SIGKILL, then reap it (so its pid is really gone).
