@@ -201,7 +201,10 @@ fn pg_two_applies_of_one_shoot_at_once_one_is_refused_naming_the_holder() {
     second
         .clone()
         .stderr_has(&format!("workspace {BRAVO} is locked: apply by "))
-        .stderr_has(&format!("(pid {})", first.pid()));
+        .stderr_has(&format!("(pid {})", first.pid()))
+        .stderr_has("PostgreSQL frees it when the process ends (even if killed): wait for it to finish");
+    // The sled store's advice (`state unlock`) would be wrong here: the lock is a live session's.
+    assert!(!second.stderr.contains("state unlock"), "{}", second.stderr);
     let (code, _) = first.wait();
     assert_eq!(code, 0, "the holder finishes its apply");
     one.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");

@@ -573,8 +573,9 @@ pub enum StateError {
     Open { dir: PathBuf, detail: String },
     #[error("{}", dir_in_use_message(.dir, .holder.as_ref()))]
     DirInUse { dir: PathBuf, holder: Option<LockInfo> },
-    #[error("workspace {shoot} is locked: {holder}. If that process is gone, run `trellis state unlock {shoot}`")]
-    Locked { shoot: String, holder: LockInfo },
+    /// `release` says how the lock goes away, and so what the message tells the user to do.
+    #[error("workspace {shoot} is locked: {holder}. {}", locked_advice(.shoot, *.release))]
+    Locked { shoot: String, holder: LockInfo, release: LockRelease },
     #[error("state of workspace {shoot} changed since it was read: {detail}; re-run `trellis plan`")]
     Conflict { shoot: String, detail: String },
     /// The workspace was applied as a shoot of another provider: the same technical id (project and
@@ -640,6 +641,24 @@ fn damaged_version_message(location: &str, shoot: &str, serial: u64, detail: &st
          {previous}\" > {shoot}.json`, then `trellis state push {shoot} {shoot}.json --force --state '{location}'`",
         previous = serial.saturating_sub(1)
     )
+}
+
+/// How a refused workspace lock goes away: what [`StateError::Locked`] advises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockRelease {
+    /// A lock record that can outlive its process (sled; a lock from another host cannot be checked):
+    /// `trellis state unlock` removes it once that process is known to be gone.
+    Unlock,
+    /// A PostgreSQL session advisory lock: held only while its process's session lives, freed by the
+    /// database when the process ends, even if killed. There is nothing to unlock by hand.
+    Session,
+}
+
+fn locked_advice(shoot: &str, release: LockRelease) -> String {
+    match release {
+        LockRelease::Unlock => format!("If that process is gone, run `trellis state unlock {shoot}`"),
+        LockRelease::Session => "That process's database session holds the lock, and PostgreSQL frees it when the process ends (even if killed): wait for it to finish, then run again".to_string(),
+    }
 }
 
 fn dir_in_use_message(dir: &Path, holder: Option<&LockInfo>) -> String {

@@ -6,8 +6,8 @@ use crate::group::{Flushed, Group, NotDurable};
 use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
 use crate::layout::{self, HeadValue};
 use crate::{
-    now_rfc3339, pid_alive, this_host, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, StateError,
-    StateStore, Workspace, WorkspaceSummary,
+    now_rfc3339, pid_alive, this_host, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, LockRelease,
+    StateError, StateStore, Workspace, WorkspaceSummary,
 };
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -1074,7 +1074,7 @@ impl StateStore for SledStore {
                 return Ok(Acquired::Fresh);
             }
             if holder.host != here || pid_alive(holder.pid) {
-                return Err(StateError::Locked { shoot: shoot.to_string(), holder });
+                return Err(StateError::Locked { shoot: shoot.to_string(), holder, release: LockRelease::Unlock });
             }
             // The holder ran on this host and is gone: take the lock over, unless it changed meanwhile.
             let swapped = self
@@ -1094,7 +1094,7 @@ impl StateStore for SledStore {
                 return Ok(());
             };
             if holder.id != lock_id {
-                return Err(StateError::Locked { shoot: shoot.to_string(), holder });
+                return Err(StateError::Locked { shoot: shoot.to_string(), holder, release: LockRelease::Unlock });
             }
             let swapped = self
                 .h

@@ -177,7 +177,7 @@ fn a_held_lock_is_refused_naming_its_holder() {
 
     let err = store.lock(SHOOT, &LockInfo::here("plan")).unwrap_err();
     match &err {
-        StateError::Locked { shoot, holder } => {
+        StateError::Locked { shoot, holder, .. } => {
             assert_eq!(shoot, SHOOT);
             assert_eq!(holder, &apply);
         }

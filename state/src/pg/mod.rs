@@ -12,8 +12,8 @@ use crate::layout;
 use crate::location::PgUrl;
 use crate::sled_store::already_there;
 use crate::{
-    integrity, now_rfc3339, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, StateError, StateStore,
-    Workspace, WorkspaceSummary,
+    integrity, now_rfc3339, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, LockRelease, StateError,
+    StateStore, Workspace, WorkspaceSummary,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use sha2::{Digest as _, Sha256};
@@ -752,7 +752,9 @@ impl Inner {
             .await?;
         match hold {
             None | Some(Hold::Kept) => Ok(()),
-            Some(Hold::Lost { to: Some(holder) }) => Err(StateError::Locked { shoot: shoot.to_string(), holder }),
+            Some(Hold::Lost { to: Some(holder) }) => {
+                Err(StateError::Locked { shoot: shoot.to_string(), holder, release: LockRelease::Session })
+            }
             Some(Hold::Lost { to: None }) => Err(self.error(format!(
                 "the lock of workspace {shoot} was lost when the connection dropped, and another session holds it \
                  now; nothing more was committed; run the command again"
@@ -767,7 +769,11 @@ impl Inner {
                 if held.info.id == info.id {
                     return Ok(Acquired::Fresh);
                 }
-                return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder: held.info.clone() }));
+                return Err(Failure::Final(StateError::Locked {
+                    shoot: shoot.to_string(),
+                    holder: held.info.clone(),
+                    release: LockRelease::Session,
+                }));
             }
             lc.held.remove(shoot); // lost: try to take it again
         }
@@ -781,7 +787,11 @@ impl Inner {
                 break old;
             }
             if let Some(holder) = old {
-                return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
+                return Err(Failure::Final(StateError::Locked {
+                    shoot: shoot.to_string(),
+                    holder,
+                    release: LockRelease::Session,
+                }));
             }
             tries += 1;
             if tries == 20 {
@@ -815,7 +825,11 @@ impl Inner {
         }
         if let Some(holder) = read_holder(client, shoot).await.map_err(|e| self.classify(e))? {
             if holder.id != lock_id {
-                return Err(Failure::Final(StateError::Locked { shoot: shoot.to_string(), holder }));
+                return Err(Failure::Final(StateError::Locked {
+                    shoot: shoot.to_string(),
+                    holder,
+                    release: LockRelease::Session,
+                }));
             }
             client
                 .execute("DELETE FROM trellis_locks WHERE shoot = $1 AND lock_id = $2", &[&shoot, &lock_id])

@@ -107,7 +107,7 @@ pub fn locks(store: &dyn StateStore) {
     assert_eq!(store.lock(SHOOT, &apply).unwrap(), Acquired::Fresh);
     assert_eq!(store.lock(SHOOT, &apply).unwrap(), Acquired::Fresh);
     let err = store.lock(SHOOT, &LockInfo::here("plan")).unwrap_err();
-    assert!(matches!(&err, StateError::Locked { shoot, holder } if shoot == SHOOT && *holder == apply), "{err:?}");
+    assert!(matches!(&err, StateError::Locked { shoot, holder, .. } if shoot == SHOOT && *holder == apply), "{err:?}");
     let msg = err.to_string();
     for part in [format!("pid {}", apply.pid), format!("@{}", apply.host), "apply by".to_string()] {
         assert!(msg.contains(&part), "{msg:?} should contain {part:?}");
