@@ -1357,7 +1357,7 @@ async fn apply_locked(
 
 /// Refuses a plan made against another state than the one stored now.
 fn check_prior(plan: &Plan, ws: &Workspace) -> Result<()> {
-    let now_lineage = (ws.serial > 0).then(|| ws.lineage.clone());
+    let now_lineage = ws.prior().lineage;
     if plan.prior.lineage.is_some() && plan.prior.lineage != now_lineage {
         bail!(
             "{}: the plan was made against state lineage {}, but the state now has lineage {}; the workspace was recreated — re-run `trellis plan`",

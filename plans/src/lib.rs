@@ -688,6 +688,32 @@ impl Source {
 }
 
 impl Plan {
+    /// The plan document of one shoot, with its derived parts (digest, summary) computed from its body;
+    /// `source` is filled in by the caller, which knows the manifest file.
+    pub fn new(
+        shoot: String,
+        provider: Provider,
+        mode: Option<Mode>,
+        prior: Prior,
+        nodes: Vec<Node>,
+        artifacts: Artifacts,
+        warnings: Vec<String>,
+    ) -> Plan {
+        Plan {
+            format_version: FORMAT_VERSION,
+            shoot,
+            provider,
+            mode,
+            prior,
+            digest: body_digest(&nodes, &artifacts),
+            summary: Summary::of(&nodes),
+            nodes,
+            artifacts,
+            warnings,
+            source: None,
+        }
+    }
+
     pub fn has_changes(&self) -> bool {
         self.summary.has_changes()
     }

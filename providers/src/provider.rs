@@ -45,6 +45,12 @@ impl dyn ProviderShoot {
     pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
         self.as_any().downcast_ref()
     }
+
+    /// The typed shoot `provider` parsed; a shoot of another type is [`ProviderError::WrongShoot`] (a
+    /// bug in the caller, never a panic).
+    pub fn typed<T: 'static>(&self, provider: &'static str) -> Result<&T, ProviderError> {
+        self.downcast_ref::<T>().ok_or_else(|| ProviderError::WrongShoot { provider, found: self.technical_id() })
+    }
 }
 
 /// Every provider's Shoot is a [`Shoot`] of its InfrastructureConfig.
@@ -151,22 +157,22 @@ impl From<StateError> for ProviderError {
     }
 }
 
-/// [`Provider::parse_shoot`] of a provider whose Shoots are `Shoot<C>` (`C`: its
-/// infrastructureConfig): the typed pass, the same for every provider.
-pub fn parse_typed_shoot<C>(text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error>
+/// [`Provider::parse_shoot`] of a provider whose shoots are `T` (`Shoot<C>`, `C` its
+/// infrastructureConfig, or a provider's own input document): the typed pass, the same for every provider.
+pub fn parse_typed_shoot<T>(text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error>
 where
-    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+    T: DeserializeOwned + ProviderShoot,
 {
-    let shoot: Shoot<C> = trellis_planner::yaml::from_str(text)?;
+    let shoot: T = trellis_planner::yaml::from_str(text)?;
     Ok(Box::new(shoot))
 }
 
-/// [`Provider::shoot_from_json`] of a provider whose Shoots are `Shoot<C>`.
-pub fn typed_shoot_from_json<C>(value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
+/// [`Provider::shoot_from_json`] of a provider whose shoots are `T`.
+pub fn typed_shoot_from_json<T>(value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
 where
-    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
+    T: DeserializeOwned + ProviderShoot,
 {
-    let shoot: Shoot<C> = serde_json::from_value(value.clone())?;
+    let shoot: T = T::deserialize(value)?;
     Ok(Box::new(shoot))
 }
 

@@ -394,6 +394,12 @@ pub struct StoredResource {
 }
 
 impl Workspace {
+    /// The version of this workspace a plan is made against: its lineage once it was committed, and
+    /// its serial.
+    pub fn prior(&self) -> trellis_plans::Prior {
+        trellis_plans::Prior { lineage: (self.serial > 0).then(|| self.lineage.clone()), serial: self.serial }
+    }
+
     /// Records `resource` under `address`: one resource, one address. Any other address that holds
     /// the same id (ARM ids compared case-insensitively, as ARM compares them) is dropped: the
     /// resource was recorded under an address spelled another way (before addresses were lowercased,

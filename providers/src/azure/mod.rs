@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use trellis_planner::cloud::{CloudError, CloudRead};
 use trellis_planner::discover::{FetchBug, Observed};
 use trellis_planner::retry::RetryPolicy;
-use trellis_plans::{Mode, Plan, Prior, Provider, Summary, FORMAT_VERSION};
+use trellis_plans::{Mode, Plan, Provider};
 use trellis_state::Workspace;
 
 pub type AzureShoot = Shoot<InfrastructureConfig>;
@@ -300,19 +300,8 @@ fn plan_document(
     artifacts: trellis_plans::Artifacts,
     warnings: Vec<String>,
 ) -> Plan {
-    Plan {
-        format_version: FORMAT_VERSION,
-        shoot: ctx.tn.clone(),
-        provider: Provider::Azure,
-        mode: Some(if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed }),
-        prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
-        digest: trellis_plans::body_digest(&nodes, &artifacts),
-        summary: Summary::of(&nodes),
-        nodes,
-        artifacts,
-        warnings,
-        source: None,
-    }
+    let mode = if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed };
+    Plan::new(ctx.tn.clone(), Provider::Azure, Some(mode), ws.prior(), nodes, artifacts, warnings)
 }
 
 /// Re-renders the artifacts against the cloud as it is after an apply (public IP addresses are known now).

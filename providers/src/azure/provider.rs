@@ -37,9 +37,7 @@ impl From<AzureError> for ProviderError {
 impl Azure {
     /// The Azure shoot behind `shoot`.
     fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a AzureShoot, ProviderError> {
-        shoot
-            .downcast_ref::<AzureShoot>()
-            .ok_or_else(|| ProviderError::WrongShoot { provider: super::PROVIDER_TYPE, found: shoot.technical_id() })
+        shoot.typed(super::PROVIDER_TYPE)
     }
 }
 
@@ -58,11 +56,11 @@ impl Provider for Azure {
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        crate::provider::parse_typed_shoot::<super::api::InfrastructureConfig>(text)
+        crate::provider::parse_typed_shoot::<AzureShoot>(text)
     }
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_json::<super::api::InfrastructureConfig>(value)
+        crate::provider::typed_shoot_from_json::<AzureShoot>(value)
     }
 
     fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {

@@ -12,7 +12,7 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::Observed;
 use trellis_planner::ids::{DnsIds, IdScheme};
 use trellis_planner::model::{Desired, ManagedSpec, Resource};
-use trellis_plans::{Artifacts, Kind, Node, Ownership, Plan, Prior, Summary, FORMAT_VERSION};
+use trellis_plans::{Artifacts, Kind, Node, Ownership, Plan};
 use trellis_state::{ProviderState, Workspace};
 
 use super::api::{DomainsShoot, ANNOTATION_OPERATION};
@@ -226,19 +226,7 @@ async fn observe(cloud: &dyn CloudRead, ctx: &CloudCtx, ids: Vec<String>) -> Res
 }
 
 fn plan_document(tn: &str, ws: &Workspace, nodes: Vec<Node>, artifacts: Artifacts, warnings: Vec<String>) -> Plan {
-    Plan {
-        format_version: FORMAT_VERSION,
-        shoot: tn.to_string(),
-        provider: trellis_plans::Provider::Domains,
-        mode: None,
-        prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
-        digest: trellis_plans::body_digest(&nodes, &artifacts),
-        summary: Summary::of(&nodes),
-        nodes,
-        artifacts,
-        warnings,
-        source: None,
-    }
+    Plan::new(tn.to_string(), trellis_plans::Provider::Domains, None, ws.prior(), nodes, artifacts, warnings)
 }
 
 fn provider_state(state: &DomainsState) -> Result<ProviderState, ProviderError> {
@@ -272,9 +260,7 @@ pub fn discovery(ds: &DomainsShoot, ws: &Workspace) -> Result<Vec<String>, Provi
 
 impl Domains {
     fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a DomainsShoot, ProviderError> {
-        shoot
-            .downcast_ref::<DomainsShoot>()
-            .ok_or_else(|| ProviderError::WrongShoot { provider: super::PROVIDER_TYPE, found: shoot.technical_id() })
+        shoot.typed(super::PROVIDER_TYPE)
     }
 }
 
@@ -295,13 +281,11 @@ impl Provider for Domains {
 
     /// A [`DomainsShoot`] document (`{shoot, seed, features}`, what `to_json` writes).
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        let shoot: DomainsShoot = trellis_planner::yaml::from_str(text)?;
-        Ok(Box::new(shoot))
+        crate::provider::parse_typed_shoot::<DomainsShoot>(text)
     }
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        let shoot: DomainsShoot = serde_json::from_value(value.clone())?;
-        Ok(Box::new(shoot))
+        crate::provider::typed_shoot_from_json::<DomainsShoot>(value)
     }
 
     fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {

@@ -7,7 +7,7 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifacts, Kind, Mode, Node, Plan, Prior, Summary, FORMAT_VERSION};
+use trellis_plans::{Artifacts, Kind, Mode, Node, Plan};
 use trellis_state::{ProviderState, Workspace};
 
 use super::api::{InfrastructureConfig, Mode as CfgMode};
@@ -37,9 +37,7 @@ fn bug(stage: &'static str) -> impl Fn(NotFetched) -> ProviderError {
 impl Gcp {
     /// The GCP shoot behind `shoot`.
     fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a GcpShoot, ProviderError> {
-        shoot
-            .downcast_ref::<GcpShoot>()
-            .ok_or_else(|| ProviderError::WrongShoot { provider: super::PROVIDER_TYPE, found: shoot.technical_id() })
+        shoot.typed(super::PROVIDER_TYPE)
     }
 }
 
@@ -108,22 +106,11 @@ fn plan_document(
     artifacts: Artifacts,
     warnings: Vec<String>,
 ) -> Plan {
-    Plan {
-        format_version: FORMAT_VERSION,
-        shoot: tn.to_string(),
-        provider: trellis_plans::Provider::Gcp,
-        mode: Some(match cfg.mode() {
-            CfgMode::UserManagedEgress { .. } => Mode::UserManagedEgress,
-            CfgMode::Managed => Mode::Managed,
-        }),
-        prior: Prior { lineage: (ws.serial > 0).then(|| ws.lineage.clone()), serial: ws.serial },
-        digest: trellis_plans::body_digest(&nodes, &artifacts),
-        summary: Summary::of(&nodes),
-        nodes,
-        artifacts,
-        warnings,
-        source: None,
-    }
+    let mode = match cfg.mode() {
+        CfgMode::UserManagedEgress { .. } => Mode::UserManagedEgress,
+        CfgMode::Managed => Mode::Managed,
+    };
+    Plan::new(tn.to_string(), trellis_plans::Provider::Gcp, Some(mode), ws.prior(), nodes, artifacts, warnings)
 }
 
 /// The selfLink of the shoot's BYO workers subnet (`None` in managed mode).
@@ -163,11 +150,11 @@ impl Provider for Gcp {
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        crate::provider::parse_typed_shoot::<InfrastructureConfig>(text)
+        crate::provider::parse_typed_shoot::<GcpShoot>(text)
     }
 
     fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_json::<InfrastructureConfig>(value)
+        crate::provider::typed_shoot_from_json::<GcpShoot>(value)
     }
 
     fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
