@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::behaviour::{self, workspace_with_one_resource};
+use common::behaviour::workspace_with_one_resource;
 use common::{connect, database};
 use trellis_state::{migrate, Imported, MigrateReport, SledStore, StateError, StateStore, Workspace};
 
@@ -70,24 +70,4 @@ fn migrate_sled_to_pg_to_sled_keeps_lineage_serial_and_history_byte_identical() 
     // A destination that moved on is refused, naming the shoot.
     let err = migrate(&back, &pg, &mut |_, _| {}).unwrap_err();
     assert!(matches!(&err, StateError::PushRefused { shoot, .. } if shoot == "shoot--q--a"), "{err:?}");
-}
-
-#[test]
-fn sled_export_and_import_keep_lineage_serial_and_history() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (from, into) = (SledStore::open(a.path(), "test").unwrap(), SledStore::open(b.path(), "test").unwrap());
-    behaviour::export_import(&from, &into);
-}
-
-#[test]
-fn sled_behaves_as_every_backend_must() {
-    for check in [
-        behaviour::list_is_sorted_and_histories_do_not_mix as fn(&dyn StateStore),
-        behaviour::stale_commits_are_refused,
-        behaviour::locks,
-        behaviour::push,
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        check(&SledStore::open(dir.path(), "test").unwrap());
-    }
 }

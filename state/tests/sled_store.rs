@@ -4,11 +4,11 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use trellis_state::{
-    Acquired, Kind, LockInfo, Ownership, ProviderState, SledStore, StateError, StateStore, StoredResource, Workspace,
-};
+use trellis_state::{Acquired, LockInfo, SledStore, StateError, StateStore, Workspace};
 
-const SHOOT: &str = "shoot--dev--alpha";
+mod common;
+
+use common::behaviour::{self, workspace_with_one_resource, SHOOT};
 
 fn state_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
@@ -16,24 +16,6 @@ fn state_dir() -> tempfile::TempDir {
 
 fn open(dir: &Path) -> SledStore {
     SledStore::open(dir, "test").expect("open state dir")
-}
-
-fn workspace_with_one_resource() -> Workspace {
-    let mut ws = Workspace::new(SHOOT);
-    ws.resources.insert(
-        "azure.resource_group.shoot--dev--alpha.main".to_string(),
-        StoredResource {
-            kind: Kind::ResourceGroup,
-            id: "/subscriptions/s/resourceGroups/shoot--dev--alpha".to_string(),
-            ownership: Ownership::Managed,
-        },
-    );
-    ws.provider_state = Some(ProviderState {
-        provider: "azure".to_string(),
-        version: 2,
-        data: serde_json::json!({"last_applied": {"networks": {"vnet": {"cidr": "10.250.0.0/16"}}}, "migrated_zone": 1}),
-    });
-    ws
 }
 
 /// The state dir's database opened with sled directly. sled releases its file lock a moment after a
@@ -407,4 +389,24 @@ fn trees_for_the_simulator_are_kept_apart_from_the_state() {
     drop(store);
     let store = open(dir.path());
     assert_eq!(store.tree("workspaces").unwrap().get(SHOOT).unwrap().as_deref(), Some(&b"a simulated resource"[..]));
+}
+
+#[test]
+fn sled_export_and_import_keep_lineage_serial_and_history() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (from, into) = (SledStore::open(a.path(), "test").unwrap(), SledStore::open(b.path(), "test").unwrap());
+    behaviour::export_import(&from, &into);
+}
+
+#[test]
+fn sled_behaves_as_every_backend_must() {
+    for check in [
+        behaviour::list_is_sorted_and_histories_do_not_mix as fn(&dyn StateStore),
+        behaviour::stale_commits_are_refused,
+        behaviour::locks,
+        behaviour::push,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        check(&SledStore::open(dir.path(), "test").unwrap());
+    }
 }

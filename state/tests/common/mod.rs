@@ -1,4 +1,5 @@
-//! Helpers shared by the PostgreSQL state tests: one throwaway server per test binary, shared by the
+//! Helpers shared by the state tests: the backend checks every store must pass ([`behaviour`]), and for
+//! the PostgreSQL tests one throwaway server per test binary, shared by the
 //! tests running at the same time, a database per test.
 #![allow(dead_code)]
 
