@@ -5,31 +5,16 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use trellis_cli::shard::Shard;
 use trellis_pgtest::PgServer;
 
-const BRAVO: &str = "shoot--dev--bravo";
-
-static SERVER: Mutex<Weak<PgServer>> = Mutex::new(Weak::new());
-
-/// The shared server: started by the first test that needs it, stopped when the last test using it
-/// drops its handle. A missing PostgreSQL fails the test with the one line saying what to install.
-fn server() -> Arc<PgServer> {
-    let mut slot = SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(server) = slot.upgrade() {
-        return server;
-    }
-    let server = Arc::new(PgServer::start().unwrap_or_else(|e| panic!("{e}")));
-    *slot = Arc::downgrade(&server);
-    server
-}
+const BRAVO: &str = A2_SHOOT;
 
 /// A test's own database: (server, URL).
 fn database(name: &str) -> (Arc<PgServer>, String) {
-    let server = server();
+    let server = PgServer::shared();
     let url = server.create_database(name).unwrap_or_else(|e| panic!("{e}"));
     (server, url)
 }
@@ -40,26 +25,6 @@ fn db_name(url: &str) -> &str {
 
 fn example(rel: &str) -> String {
     format!("{}/../examples/{rel}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn resources(sb: &Sandbox, shoot: &str) -> Value {
-    sb.workspace(shoot)["resources"].clone()
-}
-
-/// What an uninterrupted `apply -f A2` records (in a sled state dir of its own).
-fn clean_a2() -> Value {
-    let clean = Sandbox::new();
-    clean.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
-    let expected = resources(&clean, BRAVO);
-    assert_eq!(expected.as_object().unwrap().len(), 7);
-    expected
-}
-
-#[track_caller]
-fn assert_no_duplicates(ws: &Value) {
-    let ids: Vec<&str> = ws["resources"].as_object().unwrap().values().map(|r| r["id"].as_str().unwrap()).collect();
-    let unique: BTreeSet<&str> = ids.iter().copied().collect();
-    assert_eq!(ids.len(), unique.len(), "no resource is recorded twice: {ids:?}");
 }
 
 #[test]
@@ -158,31 +123,16 @@ fn pg_state_commands_list_show_pull_push_unlock() {
 
 #[test]
 fn pg_a_killed_apply_loses_nothing_and_the_next_apply_converges_without_duplicates() {
-    let expected = clean_a2();
+    let expected = clean_a2_resources();
     let (_pg, url) = database("killed");
     let sb = Sandbox::with_state(&url);
     let mut apply = sb.spawn(&["apply", "-f", &a2(), "--auto-approve", "--sim-write-latency-ms", "3000"]);
-    // After the second finished node the first one's commit has certainly returned (see processes.rs).
-    let first = apply.wait_for_line(|l| l.ends_with(": created"));
-    apply.wait_for_line(|l| l.ends_with(": created"));
-    apply.kill();
-    let first = first.trim_end_matches(": created").to_string();
-    let kept = resources(&sb, BRAVO).as_object().expect("resources").clone();
-    assert!(kept.contains_key(&first), "{first} was committed before the kill: {kept:?}");
-    assert!(kept.len() < 7, "killed early: {kept:?}");
-    for (address, r) in &kept {
-        assert_eq!(&expected[address], r, "{address} is recorded as in a clean run");
-    }
+    let first = kill_after_two_nodes(&mut apply);
+    let kept = recorded(&sb, BRAVO).as_object().expect("resources").clone();
+    assert_killed_early(&kept, &first, &expected);
     // PostgreSQL released the killed session's lock; the next apply takes over its record.
     let resumed = sb.run(&["apply", "-f", &a2(), "--auto-approve", "--output", "json"]).code(0).json();
-    assert_eq!(resumed["ok"], true);
-    for (method, target) in writes(&resumed) {
-        assert_eq!(method, "PUT", "{target}");
-        assert!(
-            !kept.values().any(|r| r["id"] == target.as_str()),
-            "{target} was applied before the kill and is written again"
-        );
-    }
+    assert_writes_only_missing(&resumed, &kept);
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     let ws = sb.workspace(BRAVO);
     assert_eq!(ws["resources"], expected, "the same resources as an uninterrupted apply");
@@ -229,7 +179,7 @@ fn pg_a_busy_sim_dir_is_refused_naming_the_holder_and_how_to_share() {
 
 #[test]
 fn pg_dropped_database_connections_mid_apply_lose_no_committed_node_and_converge() {
-    let expected = clean_a2();
+    let expected = clean_a2_resources();
     let (pg, url) = database("dropped");
     let sb = Sandbox::with_state(&url);
     let mut apply = sb.spawn(&["apply", "-f", &a2(), "--auto-approve", "--sim-write-latency-ms", "1500"]);
@@ -241,7 +191,7 @@ fn pg_dropped_database_connections_mid_apply_lose_no_committed_node_and_converge
     // The apply reconnects and finishes, or reports the failure; a committed node is never lost.
     assert!(code == 0 || code == 1, "{code}: {stderr:?}");
     eprintln!("the apply whose connections were dropped ended with {code}; its last line: {:?}", stderr.last());
-    let kept = resources(&sb, BRAVO);
+    let kept = recorded(&sb, BRAVO);
     assert!(kept.as_object().unwrap().contains_key(&first), "{first} was committed before the drop: {kept}");
     sb.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
@@ -335,7 +285,7 @@ fn pg_state_migrate_copies_sled_into_postgres_and_back_and_refuses_itself() {
 
 #[test]
 fn pg_the_database_restarting_mid_apply_loses_no_committed_node_and_the_apply_converges() {
-    let expected = clean_a2();
+    let expected = clean_a2_resources();
     // A server of its own: this test stops and starts it.
     let mut pg = PgServer::start().unwrap_or_else(|e| panic!("{e}"));
     let url = pg.create_database("restart").unwrap();
@@ -347,7 +297,7 @@ fn pg_the_database_restarting_mid_apply_loses_no_committed_node_and_the_apply_co
     let (code, stderr) = apply.wait();
     // Reconnected within the retry window (or reported); what was committed before is there.
     assert!(code == 0 || code == 1, "{code}: {stderr:?}");
-    let kept = resources(&sb, BRAVO);
+    let kept = recorded(&sb, BRAVO);
     assert!(kept.as_object().unwrap().contains_key(&first), "{first} was committed before the restart: {kept}");
     sb.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");

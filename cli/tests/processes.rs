@@ -7,11 +7,10 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const BRAVO: &str = "shoot--dev--bravo";
+const BRAVO: &str = A2_SHOOT;
 
 /// A slow `apply -f A2 --auto-approve` in the background (each cloud write takes 3 s).
 fn slow_apply(sb: &Sandbox) -> Background {
@@ -40,60 +39,36 @@ fn a_running_apply_locks_the_state_dir_and_names_itself() {
     sb.run(&["plan", "-f", &a2()]).code(0);
 }
 
-/// The resources a workspace records: address -> {kind, id, ownership}.
-fn resources(sb: &Sandbox) -> Value {
-    sb.workspace(BRAVO)["resources"].clone()
-}
-
 #[test]
 fn a_killed_apply_loses_nothing_and_the_next_apply_converges_without_duplicates() {
     // Reference: an uninterrupted apply in its own state dir.
     let clean = Sandbox::new();
     clean.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
-    let expected = resources(&clean);
+    let expected = recorded(&clean, BRAVO);
     let expected_last_applied = clean.workspace(BRAVO)["provider_state"]["data"]["last_applied"].clone();
     assert_eq!(expected.as_object().unwrap().len(), 7);
 
     let sb = Sandbox::new();
     let mut apply = slow_apply(&sb);
-    // The non-TTY progress prints one line per finished node. The resource group is created first;
-    // everything else depends on it and takes another 3 s to write. Kill the apply once one of those
-    // has finished too: by then the resource group's node has certainly been committed. (The line of
-    // a node is printed just before its commit, so killing on the very first line can race it.)
-    let first = apply.wait_for_line(|l| l.ends_with(": created"));
-    apply.wait_for_line(|l| l.ends_with(": created"));
-    apply.kill();
-    let first = first.trim_end_matches(": created").to_string();
+    // The resource group is created first; everything else depends on it and takes another 3 s to write.
+    let first = kill_after_two_nodes(&mut apply);
     assert_eq!(first, format!("azure.resource_group.{BRAVO}.{BRAVO}"));
 
     // The killed apply committed what it had done so far: the resource group, and not everything.
-    let kept = resources(&sb).as_object().expect("resources").clone();
-    assert!(kept.contains_key(&first), "{first} was created before the kill and is in the state: {kept:?}");
-    assert!(kept.len() < 7, "the apply was killed early: {kept:?}");
-    for (address, r) in &kept {
-        assert_eq!(&expected[address], r, "{address} is recorded as in a clean run");
-    }
+    let kept = recorded(&sb, BRAVO).as_object().expect("resources").clone();
+    assert_killed_early(&kept, &first, &expected);
 
     // Resume without latency: takes over the dead process's lock, writes only what is missing.
     let resumed = sb.run(&["apply", "-f", &a2(), "--auto-approve", "--output", "json"]).code(0).json();
-    assert_eq!(resumed["ok"], true);
     let warnings = resumed["shoots"][0]["warnings"].to_string();
     assert!(warnings.contains("took over a stale lock") && warnings.contains("(pid "), "{warnings}");
-    for (method, target) in writes(&resumed) {
-        assert_eq!(method, "PUT", "{target}");
-        assert!(
-            !kept.values().any(|r| r["id"] == target.as_str()),
-            "{target} was applied before the kill and is written again"
-        );
-    }
+    assert_writes_only_missing(&resumed, &kept);
 
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     let ws = sb.workspace(BRAVO);
     assert_eq!(ws["resources"], expected, "the same resources as an uninterrupted apply");
     assert_eq!(ws["provider_state"]["data"]["last_applied"], expected_last_applied);
-    let ids: Vec<&str> = ws["resources"].as_object().unwrap().values().map(|r| r["id"].as_str().unwrap()).collect();
-    let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
-    assert_eq!(ids.len(), unique.len(), "no resource is recorded twice: {ids:?}");
+    assert_no_duplicates(&ws);
     assert!(!sb.run(&["state", "list"]).code(0).stdout.contains("locked"), "no lock is left behind");
 }
 

@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 /// The user the server's database superuser is called.
 const SUPERUSER: &str = "trellis";
@@ -25,7 +26,23 @@ pub struct PgServer {
 
 static DATABASES: AtomicUsize = AtomicUsize::new(0);
 
+/// The server the tests of one test binary share ([`PgServer::shared`]).
+static SHARED: Mutex<Weak<PgServer>> = Mutex::new(Weak::new());
+
 impl PgServer {
+    /// The server shared by the tests of this test binary that run at the same time: started by the
+    /// first that needs it, stopped when the last one using it drops its handle. A missing PostgreSQL
+    /// fails the test with the one line saying what to install.
+    pub fn shared() -> Arc<PgServer> {
+        let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(server) = slot.upgrade() {
+            return server;
+        }
+        let server = Arc::new(PgServer::start().unwrap_or_else(|e| panic!("{e}")));
+        *slot = Arc::downgrade(&server);
+        server
+    }
+
     /// Makes a new cluster in a temporary directory and starts it on a free loopback port. `Err`: one
     /// line saying what is missing or what failed.
     pub fn start() -> Result<PgServer, String> {

@@ -395,3 +395,61 @@ pub fn plan_example(sb: &Sandbox, manifests: &[std::path::PathBuf], world: Optio
     sb.run(&args).code(0);
     out
 }
+
+/// The shoot of the A2 example.
+pub const A2_SHOOT: &str = "shoot--dev--bravo";
+
+/// The resources a workspace records: address -> {kind, id, ownership}.
+pub fn recorded(sb: &Sandbox, shoot: &str) -> Value {
+    sb.workspace(shoot)["resources"].clone()
+}
+
+/// What an uninterrupted `apply -f A2` records, in a sled state dir of its own (7 resources).
+pub fn clean_a2_resources() -> Value {
+    let clean = Sandbox::new();
+    clean.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
+    let expected = recorded(&clean, A2_SHOOT);
+    assert_eq!(expected.as_object().unwrap().len(), 7);
+    expected
+}
+
+/// Kills a slow A2 apply once a second node has finished, and returns the address of the first. The
+/// non-TTY progress prints one line per finished node, just before its commit: once a second line is
+/// out, the first node's commit has certainly returned (killing on the very first line could race it).
+pub fn kill_after_two_nodes(apply: &mut Background) -> String {
+    let first = apply.wait_for_line(|l| l.ends_with(": created"));
+    apply.wait_for_line(|l| l.ends_with(": created"));
+    apply.kill();
+    first.trim_end_matches(": created").to_string()
+}
+
+/// What an A2 apply killed early kept: the `first` node, not everything, each as a clean run records it.
+#[track_caller]
+pub fn assert_killed_early(kept: &serde_json::Map<String, Value>, first: &str, expected: &Value) {
+    assert!(kept.contains_key(first), "{first} was committed before the kill: {kept:?}");
+    assert!(kept.len() < 7, "the apply was killed early: {kept:?}");
+    for (address, r) in kept {
+        assert_eq!(&expected[address], r, "{address} is recorded as in a clean run");
+    }
+}
+
+/// The apply that resumed a killed one wrote only what was missing: creates, none of what was kept.
+#[track_caller]
+pub fn assert_writes_only_missing(resumed: &Value, kept: &serde_json::Map<String, Value>) {
+    assert_eq!(resumed["ok"], true);
+    for (method, target) in writes(resumed) {
+        assert_eq!(method, "PUT", "{target}");
+        assert!(
+            !kept.values().any(|r| r["id"] == target.as_str()),
+            "{target} was applied before the kill and is written again"
+        );
+    }
+}
+
+/// No cloud resource is recorded under two addresses of a workspace.
+#[track_caller]
+pub fn assert_no_duplicates(ws: &Value) {
+    let ids: Vec<&str> = ws["resources"].as_object().unwrap().values().map(|r| r["id"].as_str().unwrap()).collect();
+    let unique: BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), unique.len(), "no resource is recorded twice: {ids:?}");
+}

@@ -3,22 +3,13 @@
 //! tests running at the same time, a database per test.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use trellis_pgtest::PgServer;
 use trellis_state::{PgStore, PgUrl};
 
-static SERVER: Mutex<Weak<PgServer>> = Mutex::new(Weak::new());
-
-/// The shared server: started by the first test that needs it, stopped when the last test using it
-/// drops its handle. A missing PostgreSQL fails the test with the one line saying what to install.
+/// The server the tests of this binary share ([`PgServer::shared`]).
 pub fn server() -> Arc<PgServer> {
-    let mut slot = SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(server) = slot.upgrade() {
-        return server;
-    }
-    let server = Arc::new(PgServer::start().unwrap_or_else(|e| panic!("{e}")));
-    *slot = Arc::downgrade(&server);
-    server
+    PgServer::shared()
 }
 
 /// A test's own database on the shared server: (server, URL).
