@@ -607,15 +607,31 @@ impl Inner {
     async fn commit(&self, next: Workspace, expected: u64, operation: String) -> Result<(), StateError> {
         self.check_lock_kept(&next.shoot).await?;
         let checksum = version_checksum(&next);
+        self.write_retried("committing", &next, &checksum, || {
+            Box::pin(self.try_commit(&next, expected, &operation, &checksum))
+        })
+        .await
+    }
+
+    /// Stores the version `next` (checksum `checksum`) with `attempt`, retried through dropped
+    /// connections. Once an attempt may have reached `COMMIT`, the next one first looks the version
+    /// up, so a write that went through is never reported as failed, nor made twice.
+    async fn write_retried<'a>(
+        &'a self,
+        what: &str,
+        next: &'a Workspace,
+        checksum: &'a str,
+        attempt: impl Fn() -> Attempt<'a, ()>,
+    ) -> Result<(), StateError> {
         let mut unsure = false;
-        self.retry("committing", || {
-            let (next, operation, checksum) = (&next, &operation, &checksum);
+        self.retry(what, || {
             let was_unsure = std::mem::replace(&mut unsure, true);
+            let write = attempt();
             Box::pin(async move {
                 if was_unsure && self.is_stored(&next.shoot, &next.lineage, next.serial, checksum).await? {
                     return Ok(());
                 }
-                self.try_commit(next, expected, operation, checksum).await
+                write.await
             })
         })
         .await
@@ -923,16 +939,8 @@ impl Inner {
         // A compare-and-swap against the version read above, under the stored lineage.
         let (lineage, expected) = current.unwrap_or_else(|| (next.lineage.clone(), 0));
         let checksum = version_checksum(&next);
-        let mut unsure = false;
-        self.retry("pushing", || {
-            let (next, lineage, checksum) = (&next, &lineage, &checksum);
-            let was_unsure = std::mem::replace(&mut unsure, true);
-            Box::pin(async move {
-                if was_unsure && self.is_stored(&next.shoot, &next.lineage, next.serial, checksum).await? {
-                    return Ok(());
-                }
-                self.try_push(next, lineage, expected, checksum).await
-            })
+        self.write_retried("pushing", &next, &checksum, || {
+            Box::pin(self.try_push(&next, &lineage, expected, &checksum))
         })
         .await?;
         Ok(next.serial)
