@@ -585,6 +585,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
+    let files = ops::read_ahead(files);
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
     let result = plan_in(&session, files, &args, shard).await;
@@ -597,7 +598,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
 /// only if the whole fleet plans) and, with `--output json`, to stdout (on a failure it ends where
 /// the failure was found, and the command fails with the error). Text and markdown are rendered
 /// once the whole fleet is planned.
-async fn plan_in(session: &Session, files: Vec<PathBuf>, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
+async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
     let mut stdout = json.then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(std::io::stdout())));

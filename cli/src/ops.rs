@@ -786,9 +786,9 @@ struct Shared {
     cwd: Option<PathBuf>,
 }
 
-/// Read → parse → metadata check → workspace → provider plan → render, for one file.
-async fn plan_file(file: PathBuf, shared: Arc<Shared>) -> FileJob {
-    let loaded = match manifest::load_file(&file) {
+/// Metadata check → workspace → provider plan → render, for one file read and parsed by [`read_ahead`].
+async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<Shared>) -> FileJob {
+    let loaded = match loaded {
         Ok(loaded) => loaded,
         Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None, other_shards: 0 },
     };
@@ -856,6 +856,71 @@ fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Re
     }
 }
 
+/// How many files [`read_ahead`] reads and parses ahead of the planning at most.
+const READ_AHEAD_FILES: usize = 1024;
+
+/// A fleet's files, read and parsed in input order ahead of their planning ([`read_ahead`]).
+pub struct ReadAhead {
+    batches: tokio::sync::mpsc::Receiver<Vec<Result<manifest::Loaded, ManifestError>>>,
+    /// The task that reads; stopped when the planning stops early (a failed open, a failed shoot).
+    reader: tokio::task::AbortHandle,
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Starts reading and parsing `files` (from [`list_manifest_files`]) on the runtime's worker threads,
+/// in batches, up to [`READ_AHEAD_FILES`] ahead of what [`plan_fleet_streaming`] has taken. Started
+/// before the session opens, so parsing the first shoots overlaps the state's open (its checks read
+/// the whole state dir) and the simulated cloud's: a fleet plan's only serial part besides the end.
+/// Reading touches nothing but the manifest files, and nothing read is shown before the session is
+/// open: a failed open is still the command's only error.
+pub fn read_ahead(files: Vec<PathBuf>) -> ReadAhead {
+    use futures::StreamExt as _;
+    let window = planning_window();
+    // A task plans a few files one after the other: one task, and one wake-up of the planning loop,
+    // per batch rather than per file (with a file per task the scheduler's wake-ups cost ~5 % of the
+    // CPU). A small fleet still fills the window (at least `window` batches, down to a file each), so
+    // as many files wait for the cloud at once as with a task per file.
+    let per_task = (files.len() / window).clamp(1, FILES_PER_TASK);
+    let batches: Vec<Vec<PathBuf>> = files.chunks(per_task).map(<[PathBuf]>::to_vec).collect();
+    let (tx, rx) = tokio::sync::mpsc::channel((READ_AHEAD_FILES / per_task).max(1));
+    let reader = tokio::spawn(async move {
+        let mut parsed = futures::stream::iter(batches)
+            .map(|batch| {
+                let files = batch.clone();
+                let task =
+                    tokio::spawn(async move { batch.iter().map(|f| manifest::load_file(f)).collect::<Vec<_>>() });
+                async move {
+                    // A panic while parsing is that batch's files' error, as a planning task's is.
+                    task.await.unwrap_or_else(|e| {
+                        let panicked = format!("reading this file panicked: {e}");
+                        files
+                            .into_iter()
+                            .map(|path| Err(ManifestError::Io { path, cause: std::io::Error::other(panicked.clone()) }))
+                            .collect()
+                    })
+                }
+            })
+            .buffered(window);
+        while let Some(batch) = parsed.next().await {
+            if tx.send(batch).await.is_err() {
+                break; // the planning stopped
+            }
+        }
+    })
+    .abort_handle();
+    ReadAhead { batches: rx, reader }
+}
+
+/// How many batches are worked on at once: 4 per core.
+fn planning_window() -> usize {
+    4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
 /// Plans the Shoots of `files` (from [`list_manifest_files`]; `paths` as given, for messages) and
 /// hands each plan to `emit` as soon as it and every shoot before it are planned, in input order
 /// (file order, then document order). Reads only.
@@ -878,7 +943,7 @@ fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Re
 pub async fn plan_fleet_streaming(
     session: &Session,
     paths: &[PathBuf],
-    files: Vec<PathBuf>,
+    mut files: ReadAhead,
     opts: StreamOptions,
     mut emit: impl FnMut(StreamedPlan) -> Result<()>,
 ) -> Result<StreamSummary> {
@@ -889,20 +954,16 @@ pub async fn plan_fleet_streaming(
         opts,
         cwd: std::env::current_dir().ok(),
     });
-    let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    // A task plans a few files one after the other: one task, and one wake-up of this loop, per
-    // batch rather than per file (with a file per task the scheduler's wake-ups cost ~5 % of the CPU).
-    // A small fleet still fills the window (at least `window` batches, down to a file each), so as many
-    // files wait for the cloud at once as with a task per file.
-    let per_task = (files.len() / window).clamp(1, FILES_PER_TASK);
-    let batches: Vec<Vec<PathBuf>> = files.chunks(per_task).map(<[PathBuf]>::to_vec).collect();
-    let mut jobs = futures::stream::iter(batches)
+    let window = planning_window();
+    let ReadAhead { batches, .. } = &mut files;
+    let batches = futures::stream::poll_fn(|cx| batches.poll_recv(cx));
+    let mut jobs = batches
         .map(|batch| {
             let shared = Arc::clone(&shared);
             tokio::spawn(async move {
                 let mut jobs = Vec::with_capacity(batch.len());
-                for file in batch {
-                    jobs.push(plan_file(file, Arc::clone(&shared)).await);
+                for loaded in batch {
+                    jobs.push(plan_file(loaded, Arc::clone(&shared)).await);
                 }
                 jobs
             })

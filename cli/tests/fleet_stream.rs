@@ -102,3 +102,26 @@ fn streamed_plan_checks_a_byo_subnet_against_shoots_applied_in_state() {
         .stderr_has("shoot--platform--byo-x1a (applied, in state)");
     assert!(!std::path::Path::new(&out).exists(), "no plan file after a failed plan");
 }
+
+/// The fleet's files are read and parsed while the state opens (issue #9's speed): a state that cannot
+/// be opened is still the command's one error, not a broken manifest found meanwhile, and nothing is
+/// printed on stdout.
+#[test]
+fn a_state_that_cannot_open_is_the_error_even_when_a_manifest_is_broken() {
+    let sb = Sandbox::new();
+    let dir = sb.file("fleet");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..40 {
+        std::fs::copy(a1(), format!("{dir}/{i:02}.yaml")).unwrap();
+    }
+    std::fs::write(format!("{dir}/00-broken.yaml"), "kind: [\n").unwrap();
+    let not_a_dir = sb.file("state-file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let run = sb.run_raw(&["plan", "-f", &dir, "--state", &not_a_dir, "--output", "json"]).code(1);
+    assert_eq!(run.stderr_lines().len(), 1, "{}", run.stderr);
+    let run = run.stderr_has("it exists but is not a directory");
+    assert!(!run.stderr.contains("00-broken.yaml"), "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    // With a state that opens, the broken file is the error.
+    sb.run(&["plan", "-f", &dir, "--output", "json"]).code(1).stderr_has("00-broken.yaml");
+}
