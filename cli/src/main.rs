@@ -601,7 +601,10 @@ async fn plan(args: PlanArgs) -> Result<u8> {
 async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
-    let mut stdout = json.then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(std::io::stdout())));
+    // A fleet's JSON is large (~15 KB a shoot): written in 1 MiB pieces (8 KiB ones cost ~7 % of the
+    // wall time of 10,000 GCP shoots into a pipe).
+    let mut stdout = json
+        .then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::with_capacity(STDOUT_CHUNK, std::io::stdout())));
     let mut kept = Vec::new();
     let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json, shard };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
@@ -638,6 +641,9 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     }
     Ok(if args.detailed_exitcode && summary.changes { 2 } else { 0 })
 }
+
+/// How much of a streamed plan is written to stdout at once.
+const STDOUT_CHUNK: usize = 1 << 20;
 
 fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
     match output {

@@ -22,17 +22,30 @@ use std::collections::BTreeMap;
 /// listed, absent if not), so they need no GET of their own — one read per resource. When `parent` is
 /// already known to be absent, the list is not run at all and every covered id is absent (nothing
 /// exists under a resource that does not exist).
+///
+/// Some parents carry their children in their own body (an ARM virtual network's GET returns its
+/// subnets, whole, under `properties.subnets`): with [`ListReq::embedded_at`], a parent fetched
+/// before (an earlier round) answers the list from its body and the list is not run — the children
+/// were read once already.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ListReq {
     pub parent: String,
     pub rtype: String,
     pub covers: Vec<String>,
+    /// JSON pointer to the array of these children in the parent's own body, when it has one.
+    pub embedded: Option<&'static str>,
 }
 
 impl ListReq {
     /// A list whose result no GET stands in for (a scan for leftovers).
     pub fn new(parent: impl Into<String>, rtype: impl Into<String>) -> ListReq {
-        ListReq { parent: parent.into(), rtype: rtype.into(), covers: Vec::new() }
+        ListReq { parent: parent.into(), rtype: rtype.into(), covers: Vec::new(), embedded: None }
+    }
+
+    /// The list, answered by the parent's body at `pointer` when the parent was fetched already.
+    pub fn embedded_at(mut self, pointer: &'static str) -> ListReq {
+        self.embedded = Some(pointer);
+        self
     }
 
     /// The list, answering for these children too.
@@ -128,12 +141,20 @@ impl Observed {
             if self.lists.contains_key(&self.list_key(req)) {
                 continue;
             }
-            if matches!(self.resources.get(&self.key(&req.parent)), Some(None)) {
-                for id in &req.covers {
-                    let key = self.key(id);
-                    self.resources.entry(key).or_insert(None);
+            match (req.embedded, self.resources.get(&self.key(&req.parent))) {
+                (_, Some(None)) => {
+                    for id in &req.covers {
+                        let key = self.key(id);
+                        self.resources.entry(key).or_insert(None);
+                    }
+                    continue;
                 }
-                continue;
+                (Some(pointer), Some(Some(parent))) => {
+                    let items = parent.pointer(pointer).and_then(Value::as_array).cloned().unwrap_or_default();
+                    self.answer(req, items);
+                    continue;
+                }
+                _ => {}
             }
             todo.push(req);
         }
@@ -322,6 +343,52 @@ mod tests {
         assert_eq!(observed.get(&nat), Ok(None));
         assert_eq!(observed.list(gone, NATS), Ok(vec![]));
         assert_eq!(*cloud.0.lock().unwrap(), vec![format!("GET {gone}")], "no list under an absent parent");
+    }
+
+    /// A VNet with one subnet, which its GET carries under `properties.subnets` as ARM's does.
+    struct OneVnet(std::sync::Mutex<Vec<String>>);
+
+    const VNET: &str = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v";
+    const SUBNETS: &str = "Microsoft.Network/virtualNetworks/subnets";
+
+    fn subnet(name: &str) -> String {
+        format!("{VNET}/subnets/{name}")
+    }
+
+    #[async_trait::async_trait]
+    impl CloudRead for OneVnet {
+        async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+            self.0.lock().unwrap().push(format!("GET {id}"));
+            let a = json!({"id": subnet("a"), "properties": {"addressPrefix": "10.0.0.0/24"}});
+            Ok(id.eq_ignore_ascii_case(VNET).then(|| json!({"id": VNET, "properties": {"subnets": [a]}})))
+        }
+        async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+            self.0.lock().unwrap().push(format!("LIST {parent}/{rtype}"));
+            Ok(vec![json!({"id": subnet("a"), "properties": {"addressPrefix": "10.0.0.0/24"}})])
+        }
+    }
+
+    /// Issue #8: at most one read per resource. A VNet fetched in round one answers the list of its
+    /// subnets from its body; without the parent fetched before, the list is run.
+    #[tokio::test]
+    async fn a_list_embedded_in_a_parent_fetched_before_is_answered_from_its_body() {
+        let cloud = OneVnet(Default::default());
+        let retry = RetryPolicy::immediate(1);
+        let req = ListReq::new(VNET, SUBNETS).covering([subnet("a"), subnet("b")]).embedded_at("/properties/subnets");
+        let mut observed = Observed::default();
+        observed.fetch(&cloud, &retry, &[VNET.to_string()], &[]).await.unwrap();
+        observed.fetch(&cloud, &retry, &[], std::slice::from_ref(&req)).await.unwrap();
+        assert_eq!(*cloud.0.lock().unwrap(), vec![format!("GET {VNET}")], "the VNet's GET answered the list");
+        assert_eq!(observed.get(&subnet("a")).unwrap().unwrap()["properties"]["addressPrefix"], "10.0.0.0/24");
+        assert_eq!(observed.get(&subnet("b")), Ok(None), "covered, not in the body: absent");
+        assert_eq!(observed.list(VNET, SUBNETS).unwrap().len(), 1);
+
+        // In the same round as its parent, the list cannot use the body yet: it runs.
+        let cloud = OneVnet(Default::default());
+        let mut observed = Observed::default();
+        observed.fetch(&cloud, &retry, &[VNET.to_string()], &[req]).await.unwrap();
+        assert_eq!(cloud.0.lock().unwrap().len(), 2, "{:?}", cloud.0.lock().unwrap());
+        assert!(observed.get(&subnet("a")).unwrap().is_some());
     }
 
     /// A GCE project with one firewall rule, as compute v1 lists it: `id` a number, `selfLink` the id.

@@ -10,8 +10,9 @@ use std::io::{self, Write};
 
 use crate::{Plan, FORMAT_VERSION};
 
-/// One plan's JSON, rendered on its own (pretty, as a single-plan file holds it). Rendering is the
-/// expensive part and needs only the plan, so it can run on any thread; the writer only copies.
+/// One plan's JSON, rendered on its own and indented as an element of a fleet's `plans`. Rendering is
+/// the expensive part and needs only the plan, so it runs on any thread; the writer only copies (a
+/// single plan, written as the whole file, has the element's indentation taken out again).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RenderedPlan(Vec<u8>);
 
@@ -20,12 +21,12 @@ impl RenderedPlan {
         // An A1 shoot's plan is ~12 KB: one allocation instead of growing from serde_json's 128 bytes.
         let mut json = Vec::with_capacity(16 << 10);
         serde_json::to_writer_pretty(&mut json, plan).expect("a plan serialises to JSON");
-        RenderedPlan(json)
+        RenderedPlan(nested(&json))
     }
 
     /// The JSON text, as a single-plan file holds it (without the final newline).
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+    pub fn standalone_json(&self) -> Vec<u8> {
+        standalone(&self.0)
     }
 }
 
@@ -68,13 +69,13 @@ impl<W: Write> PlanSetWriter<W> {
                 write!(self.out, "{{\n  \"format_version\": {FORMAT_VERSION},\n  \"plans\": [\n")?;
                 self.out.write_all(NESTED)?;
                 let first = self.held.take().expect("the first plan is held until the second");
-                write_nested(&mut self.out, &first)?;
+                self.out.write_all(&first.0)?;
                 self.out.write_all(b",\n    ")?;
-                write_nested(&mut self.out, &plan)?;
+                self.out.write_all(&plan.0)?;
             }
             _ => {
                 self.out.write_all(b",\n    ")?;
-                write_nested(&mut self.out, &plan)?;
+                self.out.write_all(&plan.0)?;
             }
         }
         Ok(())
@@ -86,7 +87,7 @@ impl<W: Write> PlanSetWriter<W> {
             0 => write!(self.out, "{{\n  \"format_version\": {FORMAT_VERSION},\n  \"plans\": []\n}}")?,
             1 => {
                 let only = self.held.take().expect("a single plan is held until the end");
-                self.out.write_all(only.as_bytes())?;
+                self.out.write_all(&only.standalone_json())?;
             }
             _ => self.out.write_all(b"\n  ]\n}")?,
         }
@@ -98,15 +99,27 @@ impl<W: Write> PlanSetWriter<W> {
 
 /// A plan's standalone JSON, indented as an element of `plans`. Pretty JSON has no raw newline inside
 /// a string (serde_json escapes it), so every newline byte starts a line to indent.
-fn write_nested(out: &mut impl Write, plan: &RenderedPlan) -> io::Result<()> {
-    let mut lines = plan.as_bytes().split(|b| *b == b'\n');
-    if let Some(first) = lines.next() {
-        out.write_all(first)?;
+fn nested(json: &[u8]) -> Vec<u8> {
+    let lines = memchr::memchr_iter(b'\n', json).count();
+    let mut out = Vec::with_capacity(json.len() + lines * NESTED.len());
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', json) {
+        out.extend_from_slice(&json[start..=end]);
+        out.extend_from_slice(NESTED);
+        start = end + 1;
     }
-    for line in lines {
-        out.write_all(b"\n")?;
-        out.write_all(NESTED)?;
-        out.write_all(line)?;
+    out.extend_from_slice(&json[start..]);
+    out
+}
+
+/// [`nested`] undone: the indentation after each newline taken out.
+fn standalone(nested: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(nested.len());
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', nested) {
+        out.extend_from_slice(&nested[start..=end]);
+        start = end + 1 + NESTED.len();
     }
-    Ok(())
+    out.extend_from_slice(&nested[start.min(nested.len())..]);
+    out
 }

@@ -167,8 +167,8 @@ pub fn discovery_round2(
     }
     let route_table = names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME);
     let nsg = names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn));
-    // Everything in the cluster resource group and the VNet is answered by lists (one read per
-    // resource; the NAT gateway and public IP lists are upstream's scans for leftovers anyway, and a
+    // Everything in the cluster resource group and the VNet is answered by lists or the VNet's own
+    // body (one read per resource; the NAT gateway and public IP lists are upstream's scans for leftovers anyway, and a
     // fresh shoot's absent resource group answers for all of them without a read); the user's public
     // IPs, elsewhere, by GETs.
     let (mut subnets, mut nats, mut ips) = (Vec::new(), Vec::new(), Vec::new());
@@ -188,7 +188,8 @@ pub fn discovery_round2(
     lists.push(ListReq::new(rg_id.clone(), rtype::NSG).covering([nsg]));
     lists.push(ListReq::new(rg_id.clone(), rtype::NAT_GATEWAY).covering(nats));
     lists.push(ListReq::new(rg_id, rtype::PUBLIC_IP).covering(ips));
-    lists.push(ListReq::new(vnet_id, rtype::SUBNET).covering(subnets));
+    // ARM's VNet GET (round one) carries its subnets whole: they answer the subnet list, not run again.
+    lists.push(ListReq::new(vnet_id, rtype::SUBNET).covering(subnets).embedded_at("/properties/subnets"));
     Ok((ids, lists))
 }
 
