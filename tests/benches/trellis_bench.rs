@@ -208,6 +208,39 @@
 //!      (1.25 s quiet), 512 MiB met. What would move the re-plan: the simulated cloud's calls run
 //!      under one lock (its reads are ~20 % of the CPU, serialised), verifying at open only the
 //!      workspaces a command loads, and a LIST/GET that renders from the stored bytes.
+//!    - plan slice, s18. Through the CLI with stdout a pipe read by `dd bs=8k` (as this section's
+//!      reader does it), same-minute alternated runs of main before (9b3955f) and after, load 1–2
+//!      (wall / user + sys / peak RSS, 3 runs each): 10,000 A1 shoots 1.08–1.33 s → 0.71–0.73 s /
+//!      1.36–1.39 s CPU / 44–48 MiB; fresh 2,000 0.23–0.24 s → 0.14 s; their no-op re-plan 0.49–0.58 s
+//!      → 0.41–0.43 s / 0.67–0.73 s CPU / 82 MiB; 10,000 GCP shoots (section 6's fleet) 1.39–1.68 s →
+//!      0.98–0.99 s / 1.79–1.85 s CPU / 98–100 MiB (0.91 s with stdout /dev/null); 30,000 A1 2.73 s /
+//!      59 MiB and 100,000 A1 8.70 s / 94 MiB (one run each, into `wc -c`): memory does not grow with
+//!      the fleet beyond the per-shoot facts. What did it: (1) the files are read and parsed ahead
+//!      of the planning (`ops::read_ahead`, up to 1,024 files), started before the session opens, so
+//!      the state's and the simulated cloud's open (~0.1 s, on one core, first) overlaps the parsing;
+//!      parsing batch after batch also keeps the YAML parser hot: the parse's CPU fell by a third in
+//!      `perf` (1,913 → 1,285 samples of 10,000 GCP shoots; the reading of the files by half), CPU of
+//!      the whole plan −17 to −23 % (same output bytes, md5); (2) serde-saphyr without its `comments`
+//!      feature (−3 to −5 % CPU); (3) stdout written through a 1 MiB buffer instead of 8 KiB (−5 to
+//!      −7 % wall into a pipe) and each plan indented for the fleet's `plans` on its worker with
+//!      `memchr` instead of on the writer byte by byte (within the noise). A VNet's GET now answers
+//!      the list of its subnets (`ListReq::embedded_at`: 6 reads per applied A1 shoot, not 7) — the
+//!      "one read per resource" of the target, not measurably faster (the subnet list was answered
+//!      from the simulated cloud's kept scan). Targets now: 10,000 plan < 1 s and 512 MiB met (A1 with
+//!      ~30 % to spare, GCP with ~1–2 %: within this machine's noise on a bad minute); 30,000 and
+//!      100,000 under 512 MiB met; apply 2,000 < 5 s met (s17); re-plan ≤ 1.5× a fresh plan NOT met:
+//!      2.9–3.1× — worse than s17's 2.5× because the fresh plan got faster. It cannot be met by
+//!      trimming: the fresh plan of 2,000 is 0.27 s of CPU with no cloud reads at all (the empty
+//!      resource group answers for everything), the re-plan reads 12,000 resources and 2,000
+//!      workspaces; 1.5× leaves ~35 µs of CPU per shoot for six reads of the simulated cloud (each
+//!      ~17 µs now: sled read, JSON parse, render) plus the workspace's load (~30 µs) and the state's
+//!      open (verification of every workspace, ~35 ms for 2,000 — the "verify only loaded workspaces"
+//!      decision). Only a simulated cloud that keeps its resources parsed in memory between commands,
+//!      or a ratio against something that reads as much, would meet it. This benchmark's own run
+//!      after the slice (`cargo bench`, `TRELLIS_BENCH_SHARD_SHOOTS=2000`, load ~1): section 4 plan
+//!      10,000 0.72 s (0.72–0.73) / 40 MiB, 30,000 2.23 s / 48 MiB, fresh 2,000 0.15 s, re-plan 0.40 s
+//!      (2.67×), section 5 apply 2,000 4.50 s / 186 MiB, section 6 GCP 10,000 0.93 s (0.93–1.06) /
+//!      93 MiB, section 7 (2,000 shoots, 4 shards) 5.80 s.
 //!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
