@@ -859,9 +859,16 @@ fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Re
 /// How many files [`read_ahead`] reads and parses ahead of the planning at most.
 const READ_AHEAD_FILES: usize = 1024;
 
+/// How many documents (Shoots, Seeds) [`read_ahead`] holds parsed and not yet planned at most, so a
+/// fleet of files with many documents each is not read whole into memory ahead of its planning.
+const READ_AHEAD_DOCS: usize = 1024;
+
+/// A batch of files read and parsed, with its share of [`READ_AHEAD_DOCS`] (given back once planned).
+type ParsedBatch = (Vec<Result<manifest::Loaded, ManifestError>>, tokio::sync::OwnedSemaphorePermit);
+
 /// A fleet's files, read and parsed in input order ahead of their planning ([`read_ahead`]).
 pub struct ReadAhead {
-    batches: tokio::sync::mpsc::Receiver<Vec<Result<manifest::Loaded, ManifestError>>>,
+    batches: tokio::sync::mpsc::Receiver<ParsedBatch>,
     /// The task that reads; stopped when the planning stops early (a failed open, a failed shoot).
     reader: tokio::task::AbortHandle,
 }
@@ -873,12 +880,18 @@ impl Drop for ReadAhead {
 }
 
 /// Starts reading and parsing `files` (from [`list_manifest_files`]) on the runtime's worker threads,
-/// in batches, up to [`READ_AHEAD_FILES`] ahead of what [`plan_fleet_streaming`] has taken. Started
+/// in batches, up to [`READ_AHEAD_FILES`] files and [`READ_AHEAD_DOCS`] documents ahead of what
+/// [`plan_fleet_streaming`] has planned. Started
 /// before the session opens, so parsing the first shoots overlaps the state's open (its checks read
 /// the whole state dir) and the simulated cloud's: a fleet plan's only serial part besides the end.
 /// Reading touches nothing but the manifest files, and nothing read is shown before the session is
 /// open: a failed open is still the command's only error.
 pub fn read_ahead(files: Vec<PathBuf>) -> ReadAhead {
+    read_ahead_bounded(files, READ_AHEAD_DOCS)
+}
+
+/// [`read_ahead`] holding at most `max_docs` documents parsed and not yet planned.
+fn read_ahead_bounded(files: Vec<PathBuf>, max_docs: usize) -> ReadAhead {
     use futures::StreamExt as _;
     let window = planning_window();
     // A task plans a few files one after the other: one task, and one wake-up of the planning loop,
@@ -906,8 +919,13 @@ pub fn read_ahead(files: Vec<PathBuf>) -> ReadAhead {
                 }
             })
             .buffered(window);
+        let docs = Arc::new(tokio::sync::Semaphore::new(max_docs));
         while let Some(batch) = parsed.next().await {
-            if tx.send(batch).await.is_err() {
+            // An unreadable file counts as one; a file of more documents than the bound takes all of it.
+            let count = batch.iter().map(|l| l.as_ref().map_or(1, manifest::Loaded::documents)).sum::<usize>();
+            let count = u32::try_from(count.clamp(1, max_docs)).unwrap_or(1);
+            let Ok(permit) = Arc::clone(&docs).acquire_many_owned(count).await else { break };
+            if tx.send((batch, permit)).await.is_err() {
                 break; // the planning stopped
             }
         }
@@ -958,13 +976,14 @@ pub async fn plan_fleet_streaming(
     let ReadAhead { batches, .. } = &mut files;
     let batches = futures::stream::poll_fn(|cx| batches.poll_recv(cx));
     let mut jobs = batches
-        .map(|batch| {
+        .map(|(batch, read_ahead): ParsedBatch| {
             let shared = Arc::clone(&shared);
             tokio::spawn(async move {
                 let mut jobs = Vec::with_capacity(batch.len());
                 for loaded in batch {
                     jobs.push(plan_file(loaded, Arc::clone(&shared)).await);
                 }
+                drop(read_ahead); // planned: the reader may parse as many documents more
                 jobs
             })
         })
@@ -1512,4 +1531,65 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             Ok(ShootInput { file: PathBuf::from(&source.file), provider, shoot })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod read_ahead_tests {
+    use super::*;
+
+    /// `n` files of `docs` A1 Shoots each (distinct names), in a temporary dir.
+    fn fleet(n: usize, docs: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let a1 = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/azure/A1-managed-no-nat/shoot.yaml"
+        ))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files = (0..n)
+            .map(|i| {
+                let text: Vec<String> =
+                    (0..docs).map(|d| a1.replacen("name: alpha", &format!("name: s{i}-{d}"), 1)).collect();
+                let path = dir.path().join(format!("{i:03}.yaml"));
+                std::fs::write(&path, text.join("\n---\n")).unwrap();
+                path
+            })
+            .collect();
+        (dir, files)
+    }
+
+    /// Issue #9's read-ahead keeps memory bounded by documents, not files: with nothing planned, it
+    /// stops once it holds the bound; a file of more documents than the bound still goes through.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_ahead_holds_at_most_its_documents_and_lets_a_larger_file_through() {
+        let (_dir, files) = fleet(6, 2);
+        let ahead = read_ahead_bounded(files, 4);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while ahead.batches.len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the first two files were never read");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // Files of two documents, one file a batch: two batches hold the bound of 4.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(ahead.batches.len(), 2, "read ahead beyond 4 documents");
+
+        // Everything arrives, in order, as batches are planned (their permits dropped); a file of 5
+        // documents against a bound of 4 takes the whole bound instead of waiting forever.
+        let (_dir, files) = fleet(3, 5);
+        let names: Vec<PathBuf> = files.clone();
+        let mut ahead = read_ahead_bounded(files, 4);
+        let mut seen = Vec::new();
+        let drained = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while let Some((batch, permit)) = ahead.batches.recv().await {
+                for loaded in batch {
+                    let loaded = loaded.unwrap();
+                    assert_eq!(loaded.documents(), 5);
+                    seen.push(loaded.shoots[0].file.clone());
+                }
+                drop(permit);
+            }
+        })
+        .await;
+        assert!(drained.is_ok(), "a file of more documents than the bound never got through: {seen:?}");
+        assert_eq!(seen, names);
+    }
 }

@@ -485,6 +485,13 @@ pub struct Loaded {
     pub seeds: Vec<LoadedSeed>,
 }
 
+impl Loaded {
+    /// How many documents were read: Shoots (with an infrastructure plan or not) and Seeds.
+    pub fn documents(&self) -> usize {
+        self.shoots.len() + self.domains_only.len() + self.seeds.len()
+    }
+}
+
 /// Where a document is: `file` alone, or `file: document N` when the file holds several.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DocRef {
