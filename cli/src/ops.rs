@@ -792,7 +792,7 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
         Ok(loaded) => loaded,
         Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None, other_shards: 0 },
     };
-    let multi = loaded.shoots.len() + loaded.domains_only.len() + loaded.seeds.len() > 1;
+    let multi = loaded.documents() > 1;
     let mut docs = Vec::with_capacity(loaded.shoots.len());
     let mut other_shards = 0;
     for l in loaded.shoots {
@@ -848,7 +848,7 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
 /// How many files one planning task reads and plans, in order, at most ([`plan_fleet_streaming`]).
 const FILES_PER_TASK: usize = 8;
 
-/// The files of a batch task, in order, or one error if the task panicked.
+/// The files of a batch task, in order, or one error if the task (its parse or its planning) panicked.
 fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Result<FileJob>> {
     match joined {
         Ok(jobs) => jobs.into_iter().map(Ok).collect(),
@@ -856,15 +856,15 @@ fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Re
     }
 }
 
-/// How many files [`read_ahead`] reads and parses ahead of the planning at most.
-const READ_AHEAD_FILES: usize = 1024;
-
-/// How many documents (Shoots, Seeds) [`read_ahead`] holds parsed and not yet planned at most, so a
-/// fleet of files with many documents each is not read whole into memory ahead of its planning.
+/// How many documents (Shoots, Seeds; a file without any, or unreadable, counts as one) [`read_ahead`]
+/// holds parsed and not yet planned at most: the parse runs ahead of the planning, but a fleet (of
+/// one-document files or of files with many documents each) is not read whole into memory.
 const READ_AHEAD_DOCS: usize = 1024;
 
-/// A batch of files read and parsed, with its share of [`READ_AHEAD_DOCS`] (given back once planned).
-type ParsedBatch = (Vec<Result<manifest::Loaded, ManifestError>>, tokio::sync::OwnedSemaphorePermit);
+/// A batch of files read and parsed (or the parse task's panic), with its share of [`READ_AHEAD_DOCS`]
+/// (given back once planned).
+type ParsedBatch =
+    (Result<Vec<Result<manifest::Loaded, ManifestError>>, tokio::task::JoinError>, tokio::sync::OwnedSemaphorePermit);
 
 /// A fleet's files, read and parsed in input order ahead of their planning ([`read_ahead`]).
 pub struct ReadAhead {
@@ -880,12 +880,11 @@ impl Drop for ReadAhead {
 }
 
 /// Starts reading and parsing `files` (from [`list_manifest_files`]) on the runtime's worker threads,
-/// in batches, up to [`READ_AHEAD_FILES`] files and [`READ_AHEAD_DOCS`] documents ahead of what
-/// [`plan_fleet_streaming`] has planned. Started
-/// before the session opens, so parsing the first shoots overlaps the state's open (its checks read
-/// the whole state dir) and the simulated cloud's: a fleet plan's only serial part besides the end.
-/// Reading touches nothing but the manifest files, and nothing read is shown before the session is
-/// open: a failed open is still the command's only error.
+/// in batches, up to [`READ_AHEAD_DOCS`] documents ahead of what [`plan_fleet_streaming`] has
+/// planned. Started before the session opens, so parsing the first shoots overlaps the state's open
+/// (its checks read the whole state dir) and the simulated cloud's: a fleet plan's only serial part
+/// besides the end. Reading touches nothing but the manifest files, and nothing read is shown before
+/// the session is open: a failed open is still the command's only error.
 pub fn read_ahead(files: Vec<PathBuf>) -> ReadAhead {
     read_ahead_bounded(files, READ_AHEAD_DOCS)
 }
@@ -900,30 +899,21 @@ fn read_ahead_bounded(files: Vec<PathBuf>, max_docs: usize) -> ReadAhead {
     // as many files wait for the cloud at once as with a task per file.
     let per_task = (files.len() / window).clamp(1, FILES_PER_TASK);
     let batches: Vec<Vec<PathBuf>> = files.chunks(per_task).map(<[PathBuf]>::to_vec).collect();
-    let (tx, rx) = tokio::sync::mpsc::channel((READ_AHEAD_FILES / per_task).max(1));
+    let max_docs = max_docs.max(1);
+    // Every batch holds at least one permit, so the permits bound the batches waiting here too.
+    let (tx, rx) = tokio::sync::mpsc::channel(max_docs);
     let reader = tokio::spawn(async move {
         let mut parsed = futures::stream::iter(batches)
-            .map(|batch| {
-                let files = batch.clone();
-                let task =
-                    tokio::spawn(async move { batch.iter().map(|f| manifest::load_file(f)).collect::<Vec<_>>() });
-                async move {
-                    // A panic while parsing is that batch's files' error, as a planning task's is.
-                    task.await.unwrap_or_else(|e| {
-                        let panicked = format!("reading this file panicked: {e}");
-                        files
-                            .into_iter()
-                            .map(|path| Err(ManifestError::Io { path, cause: std::io::Error::other(panicked.clone()) }))
-                            .collect()
-                    })
-                }
-            })
+            .map(|batch| tokio::spawn(async move { batch.iter().map(|f| manifest::load_file(f)).collect::<Vec<_>>() }))
             .buffered(window);
         let docs = Arc::new(tokio::sync::Semaphore::new(max_docs));
         while let Some(batch) = parsed.next().await {
-            // An unreadable file counts as one; a file of more documents than the bound takes all of it.
-            let count = batch.iter().map(|l| l.as_ref().map_or(1, manifest::Loaded::documents)).sum::<usize>();
-            let count = u32::try_from(count.clamp(1, max_docs)).unwrap_or(1);
+            // A file of more documents than the bound takes all of it.
+            let count = match &batch {
+                Ok(files) => files.iter().map(|l| l.as_ref().map_or(1, |l| l.documents().max(1))).sum(),
+                Err(_) => 1,
+            };
+            let count = u32::try_from(count.min(max_docs)).unwrap_or(1);
             let Ok(permit) = Arc::clone(&docs).acquire_many_owned(count).await else { break };
             if tx.send((batch, permit)).await.is_err() {
                 break; // the planning stopped
@@ -976,16 +966,21 @@ pub async fn plan_fleet_streaming(
     let ReadAhead { batches, .. } = &mut files;
     let batches = futures::stream::poll_fn(|cx| batches.poll_recv(cx));
     let mut jobs = batches
-        .map(|(batch, read_ahead): ParsedBatch| {
+        .map(|(parsed, read_ahead): ParsedBatch| {
             let shared = Arc::clone(&shared);
-            tokio::spawn(async move {
-                let mut jobs = Vec::with_capacity(batch.len());
-                for loaded in batch {
-                    jobs.push(plan_file(loaded, Arc::clone(&shared)).await);
-                }
-                drop(read_ahead); // planned: the reader may parse as many documents more
-                jobs
-            })
+            async move {
+                // A panic while parsing is the batch's error, as one while planning is.
+                tokio::spawn(async move {
+                    let mut jobs = Vec::new();
+                    for loaded in parsed? {
+                        jobs.push(plan_file(loaded, Arc::clone(&shared)).await);
+                    }
+                    drop(read_ahead); // planned: the reader may parse as many documents more
+                    Ok(jobs)
+                })
+                .await
+                .and_then(|planned| planned)
+            }
         })
         .buffered(window)
         .flat_map(|joined| futures::stream::iter(batch_results(joined)));
@@ -1580,7 +1575,7 @@ mod read_ahead_tests {
         let mut seen = Vec::new();
         let drained = tokio::time::timeout(std::time::Duration::from_secs(60), async {
             while let Some((batch, permit)) = ahead.batches.recv().await {
-                for loaded in batch {
+                for loaded in batch.unwrap() {
                     let loaded = loaded.unwrap();
                     assert_eq!(loaded.documents(), 5);
                     seen.push(loaded.shoots[0].file.clone());

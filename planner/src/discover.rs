@@ -176,19 +176,7 @@ impl Observed {
             self.resources.insert(self.key(id), got?);
         }
         for (req, got) in todo.into_iter().zip(listed) {
-            let mut ids = Vec::new();
-            for item in got? {
-                if let Some(id) = self.ids.item_id(&item) {
-                    ids.push(self.key(id));
-                    self.resources.insert(self.key(id), Some(item));
-                }
-            }
-            ids.sort();
-            for id in &req.covers {
-                let key = self.key(id);
-                self.resources.entry(key).or_insert(None);
-            }
-            self.lists.insert(self.list_key(req), ids);
+            self.answer(req, got?);
         }
         Ok(())
     }
@@ -198,7 +186,7 @@ impl Observed {
         self.resources.insert(self.key(id), value);
     }
 
-    /// Records a list result directly, as running the request would have (tests).
+    /// Records a list result directly, as running the request would have.
     pub fn insert_list(&mut self, parent: &str, rtype: &str, items: Vec<Value>) {
         let mut ids = Vec::new();
         for item in items {
@@ -211,8 +199,9 @@ impl Observed {
         self.lists.insert(self.list_key(&ListReq::new(parent, rtype)), ids);
     }
 
-    /// Records the answer to a list request directly, as [`Observed::fetch`] would: the items, and
-    /// every covered id the items do not include as absent (tests of a provider's stages).
+    /// Records the answer to a list request: the items, and every covered id the items do not include
+    /// as absent. [`Observed::fetch`] records what the cloud listed (or a parent's body held) so; tests
+    /// of a provider's stages record answers without a cloud.
     pub fn answer(&mut self, req: &ListReq, items: Vec<Value>) {
         self.insert_list(&req.parent, &req.rtype, items);
         for id in &req.covers {

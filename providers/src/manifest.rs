@@ -625,7 +625,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
     let mut seeds = Vec::new();
     for (f, file) in files.iter().enumerate() {
         let docs = load_file(file)?;
-        let multi = docs.shoots.len() + docs.domains_only.len() + docs.seeds.len() > 1;
+        let multi = docs.documents() > 1;
         shoots.extend(docs.shoots.into_iter().map(|d| (d, multi, f)));
         domains_only.extend(docs.domains_only.into_iter().map(|d| (d, multi, f)));
         seeds.extend(docs.seeds);

@@ -168,9 +168,9 @@ pub fn discovery_round2(
     let route_table = names::resource_id(&ctx.sub, &ctx.tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME);
     let nsg = names::resource_id(&ctx.sub, &ctx.tn, rtype::NSG, &names::nsg_name(&ctx.tn));
     // Everything in the cluster resource group and the VNet is answered by lists or the VNet's own
-    // body (one read per resource; the NAT gateway and public IP lists are upstream's scans for leftovers anyway, and a
-    // fresh shoot's absent resource group answers for all of them without a read); the user's public
-    // IPs, elsewhere, by GETs.
+    // body (one read per resource; the NAT gateway and public IP lists are upstream's scans for
+    // leftovers anyway, and a fresh shoot's absent resource group answers for all of them without a
+    // read); the user's public IPs, elsewhere, by GETs.
     let (mut subnets, mut nats, mut ips) = (Vec::new(), Vec::new(), Vec::new());
     for s in layout(cfg, ctx) {
         subnets.push(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &s.name));
