@@ -593,27 +593,36 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     session.finish(result)
 }
 
-/// Plans the fleet as a stream ([`ops::plan_fleet_streaming`]): each shoot's JSON goes out in input
+/// Plans the fleet as a stream ([`ops::plan_fleet_streaming`]): each shoot's plan goes out in input
 /// order as soon as it and the shoots before it are planned — into `--out`'s temporary file (kept
-/// only if the whole fleet plans) and, with `--output json`, to stdout (on a failure it ends where
-/// the failure was found, and the command fails with the error). Text and markdown are rendered
-/// once the whole fleet is planned.
+/// only if the whole fleet plans) and to stdout as JSON or text (on a failure stdout ends where the
+/// failure was found, and the command fails with the error). The fleet checks' warnings, known only
+/// at the end, follow the plans (text: before the total line; JSON: on stderr). Markdown, HTML and
+/// the graphs are rendered once the whole fleet is planned.
 async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
+    let text = (args.output == Output::Text)
+        .then(|| render::TextOptions { color: color_for(std::io::stdout().is_terminal()), verbose: args.verbose });
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
-    // A fleet's JSON is large (~15 KB a shoot): written in 1 MiB pieces (8 KiB ones cost ~7 % of the
-    // wall time of 10,000 GCP shoots into a pipe).
-    let mut stdout = json
-        .then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::with_capacity(STDOUT_CHUNK, std::io::stdout())));
+    // A fleet's output is large (~15 KB of JSON, ~4 KB of text a shoot): written in 1 MiB pieces
+    // (8 KiB ones cost ~7 % of the wall time of 10,000 GCP shoots into a pipe).
+    let stdout = || std::io::BufWriter::with_capacity(STDOUT_CHUNK, std::io::stdout());
+    let mut json_out = json.then(|| trellis_plans::PlanSetWriter::new(stdout()));
+    let mut text_out = text.as_ref().map(|o| render::TextWriter::new(stdout(), o));
+    // Markdown, HTML and the graphs need the whole fleet.
+    let keep_plans = !json && text.is_none();
     let mut kept = Vec::new();
-    let opts = ops::StreamOptions { json: json || plan_file.is_some(), keep_plans: !json, shard };
+    let opts = ops::StreamOptions { json: json || plan_file.is_some(), text, keep_plans, shard };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
         }
-        if let (Some(out), Some(rendered)) = (stdout.as_mut(), p.json) {
-            // As before: a closed pipe ends the process (SIGPIPE); other write errors are not the plan's.
+        // As before: a closed pipe ends the process (SIGPIPE); other write errors are not the plan's.
+        if let (Some(out), Some(rendered)) = (json_out.as_mut(), p.json) {
             let _ = out.push_rendered(rendered);
+        }
+        if let (Some(out), Some(rendered)) = (text_out.as_mut(), &p.text) {
+            let _ = out.push(rendered);
         }
         kept.extend(p.plan);
         Ok(())
@@ -622,18 +631,21 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     if let Some(shard) = shard {
         eprintln!("{}", summary.shard.line(shard));
     }
-    if let Some(out) = stdout {
+    if let Some(out) = json_out {
         let _ = out.finish();
         // The shoots' JSON went out before the fleet checks ended: their warnings follow on stderr.
         for w in &summary.fleet_warnings {
             eprintln!("warning: {}: {}", w.shoot, w.message);
         }
     }
+    if let Some(out) = text_out {
+        let _ = out.finish(summary.fleet_warnings.iter().map(|w| (w.shoot.as_str(), w.message.as_str())));
+    }
     if let (Some(file), Some(out)) = (plan_file, &args.out) {
         file.persist(&summary.fleet_warnings)?;
         eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
     }
-    if !json {
+    if keep_plans {
         // In input order, as the JSON.
         ops::add_fleet_warnings(kept.iter_mut(), summary.fleet_warnings);
         let set = PlanSet { format_version: trellis_plans::FORMAT_VERSION, plans: kept };

@@ -16,6 +16,7 @@ use trellis_planner::cloud::{Audited, Call, CloudWrite};
 use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
 use trellis_planner::write::WriteLocks;
+use trellis_plans::render::{RenderedText, TextOptions};
 use trellis_plans::{Action, Node, Plan, PlanSet, RenderedPlan};
 use trellis_providers::features::Features;
 use trellis_providers::field::ErrorList;
@@ -710,7 +711,9 @@ pub fn list_manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 pub struct StreamOptions {
     /// Render each plan's JSON on the worker that planned it ([`StreamedPlan::json`]).
     pub json: bool,
-    /// Hand out the plan itself ([`StreamedPlan::plan`]), e.g. for the text and markdown renderers,
+    /// Render each plan's text on the worker that planned it ([`StreamedPlan::text`]).
+    pub text: Option<TextOptions>,
+    /// Hand out the plan itself ([`StreamedPlan::plan`]), e.g. for the markdown and HTML renderers,
     /// which need the whole fleet.
     pub keep_plans: bool,
     /// `--shard I/N`: plan only the shoots of this shard (the others are counted in
@@ -725,8 +728,23 @@ pub struct StreamedPlan {
     pub has_changes: bool,
     /// With [`StreamOptions::json`].
     pub json: Option<RenderedPlan>,
+    /// With [`StreamOptions::text`].
+    pub text: Option<RenderedText>,
     /// With [`StreamOptions::keep_plans`].
     pub plan: Option<Plan>,
+}
+
+impl StreamedPlan {
+    /// `plan` handed out as `opts` asks (rendered, and kept or not).
+    fn of(plan: &Plan, opts: &StreamOptions) -> StreamedPlan {
+        StreamedPlan {
+            shoot: plan.shoot.clone(),
+            has_changes: plan.has_changes(),
+            json: opts.json.then(|| RenderedPlan::of(plan)),
+            text: opts.text.map(|o| RenderedText::of(plan, &o)),
+            plan: opts.keep_plans.then(|| plan.clone()),
+        }
+    }
 }
 
 /// How many shoots a streaming plan has handed out, and whether any has changes.
@@ -835,12 +853,7 @@ async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOut
     };
     let file = trellis_plans::Source::file_of(&l.file, shared.cwd.as_deref());
     plan.source = Some(trellis_plans::Source { file, shoot });
-    let streamed = StreamedPlan {
-        shoot: plan.shoot.clone(),
-        has_changes: plan.has_changes(),
-        json: shared.opts.json.then(|| RenderedPlan::of(&plan)),
-        plan: shared.opts.keep_plans.then(|| plan.clone()),
-    };
+    let streamed = StreamedPlan::of(&plan, &shared.opts);
     let facts = l.provider.fleet_facts(plan);
     DocOutcome::Planned(Box::new(PlannedDoc { provider: l.provider, facts, streamed }))
 }
@@ -1098,12 +1111,7 @@ pub async fn plan_fleet_streaming(
             let plan = &p.planned.plan;
             summary.plans += 1;
             summary.changes |= plan.has_changes();
-            emit(StreamedPlan {
-                shoot: plan.shoot.clone(),
-                has_changes: plan.has_changes(),
-                json: opts.json.then(|| RenderedPlan::of(plan)),
-                plan: opts.keep_plans.then(|| plan.clone()),
-            })?;
+            emit(StreamedPlan::of(plan, &opts))?;
         }
     }
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));

@@ -125,3 +125,26 @@ fn a_state_that_cannot_open_is_the_error_even_when_a_manifest_is_broken() {
     // With a state that opens, the broken file is the error.
     sb.run(&["plan", "-f", &dir, "--output", "json"]).code(1).stderr_has("00-broken.yaml");
 }
+
+/// A fleet's text is written plan by plan as the shoots are planned (issue #9: 10,000 shoots held
+/// ~560 MB to render the text at the end); it is the same text `show` renders of the saved plan, the
+/// fleet's total line included.
+#[test]
+fn streamed_fleet_text_is_what_show_renders_of_the_saved_plan() {
+    let sb = Sandbox::new();
+    let out = sb.file("plan.json");
+    let (a1, a2) = (a1(), a2());
+    let planned = sb.run(&["plan", "-f", &a2, "-f", &a1, "--out", &out]).code(0);
+    let shown = sb.run_raw(&["show", &out]).code(0);
+    assert_eq!(planned.stdout, shown.stdout);
+    let text = &planned.stdout;
+    let (bravo, alpha) =
+        (text.find("Shoot: shoot--dev--bravo").unwrap(), text.find("Shoot: shoot--dev--alpha").unwrap());
+    assert!(bravo < alpha, "{text}");
+    assert!(
+        text.ends_with(
+            "\n\nFleet: 2 shoots, 2 with changes. Total: 12 to create, 0 to update, 0 to replace, 0 to delete.\n"
+        ),
+        "{text}"
+    );
+}

@@ -159,21 +159,27 @@ fn regression_a_shoot_that_changes_its_provider_is_refused_as_such_not_as_corrup
 }
 
 /// B5 (issue #9 item 10) through the streaming `plan`: the fleet checks' warnings are known only once
-/// every shoot is planned, after the shoots' JSON went out — text shows them in the shoots' plans,
-/// `--out` writes them into the plan file, `--output json` prints them on stderr.
+/// every shoot is planned, after the shoots' plans went out — text lists them after the plans, each
+/// naming its shoot, before the fleet's total line; `--out` writes them into the plan file (and `show`
+/// shows them in the shoots' plans); `--output json` prints them on stderr.
 #[test]
 fn regression_gcp_fleet_warning_reaches_text_plan_file_and_json_output() {
     let sb = Sandbox::new();
     let file = |name: &str| common::scenario(&format!("../gcp/B5-byo-shared-vpc-untargeted-rule-warns/{name}"));
     let (a, b, world) = (file("shoot-a.yaml"), file("shoot-b.yaml"), file("world.yaml"));
     let flag = "firewall rule my-vpc-allow-internal of VPC my-vpc in project trellis-sim has no target tags";
-    sb.run(&["plan", "-f", &a, "-f", &b, "--world", &world])
-        .code(0)
-        .stdout_has(flag)
-        .stdout_has("--target-tags=shoot--platform--payments")
-        .stdout_has("--target-tags=shoot--platform--billing");
+    let text = sb.run(&["plan", "-f", &a, "-f", &b, "--world", &world]).code(0).stdout;
+    let fleet_line = text.find("\nFleet: 2 shoots").expect("the fleet's total line");
+    let last_plan = text.rfind("Shoot: shoot--platform--").expect("the plans");
+    for shoot in ["payments", "billing"] {
+        let warning = format!("\nWarning: shoot--platform--{shoot}: user-managed egress: {flag}");
+        let at = text.find(&warning).unwrap_or_else(|| panic!("{warning:?} in\n{text}"));
+        assert!(last_plan < at && at < fleet_line, "after the plans, before the total:\n{text}");
+        assert!(text.contains(&format!("--target-tags=shoot--platform--{shoot}")), "{text}");
+    }
     let out = sb.file("plan.json");
     sb.run(&["plan", "-f", &a, "-f", &b, "--world", &world, "--out", &out]).code(0);
+    sb.run_raw(&["show", &out]).code(0).stdout_has(&format!("Warning: user-managed egress: {flag}"));
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     for plan in saved["plans"].as_array().expect("two plans") {
         let warnings = plan["warnings"].as_array().unwrap();

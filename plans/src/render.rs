@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// How [`text`] renders.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct TextOptions {
     /// Emit ANSI colour codes. The CLI decides (TTY, `NO_COLOR`); the renderer never looks.
     pub color: bool,
@@ -49,31 +49,87 @@ pub const DISPLAY_ORDER: [Action; 8] = [
 ];
 
 /// The terminal rendering of a plan file: one block per shoot, then (for a fleet) a total line.
+/// The same bytes as [`TextWriter`] given the set's plans one by one.
 pub fn text(set: &PlanSet, opts: &TextOptions) -> String {
-    let style = Style { color: opts.color };
-    let mut out = String::new();
-    if set.plans.is_empty() {
-        out.push_str("No shoots in this plan.\n");
-        return out;
+    let mut w = TextWriter::new(Vec::new(), opts);
+    for plan in &set.plans {
+        w.push(&RenderedText::of(plan, opts)).expect("writing to memory cannot fail");
     }
-    for (i, plan) in set.plans.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
+    let out = w.finish(std::iter::empty::<(&str, &str)>()).expect("writing to memory cannot fail");
+    String::from_utf8(out).expect("the renderer writes UTF-8")
+}
+
+/// One plan's text block (what [`text`] prints for it), rendered on its own: rendering needs only
+/// the plan, so it runs on any thread, and a fleet's text is written as its plans come
+/// ([`TextWriter`]) instead of being held whole.
+#[derive(Clone, Debug)]
+pub struct RenderedText {
+    block: String,
+    summary: Summary,
+}
+
+impl RenderedText {
+    pub fn of(plan: &Plan, opts: &TextOptions) -> RenderedText {
+        let mut block = String::with_capacity(4 << 10);
+        plan_text(&mut block, plan, opts, Style { color: opts.color });
+        RenderedText { block, summary: plan.summary.clone() }
+    }
+}
+
+/// Writes a fleet's text plan by plan, in the order pushed: the blocks, then the fleet-wide warnings
+/// (known only once every plan is out), then, for more than one plan, the fleet's total line.
+pub struct TextWriter<W: std::io::Write> {
+    out: W,
+    style: Style,
+    plans: usize,
+    with_changes: usize,
+    total: Summary,
+}
+
+impl<W: std::io::Write> TextWriter<W> {
+    pub fn new(out: W, opts: &TextOptions) -> TextWriter<W> {
+        TextWriter { out, style: Style { color: opts.color }, plans: 0, with_changes: 0, total: Summary::default() }
+    }
+
+    pub fn push(&mut self, plan: &RenderedText) -> std::io::Result<()> {
+        if self.plans > 0 {
+            self.out.write_all(b"\n")?;
         }
-        plan_text(&mut out, plan, opts, style);
+        self.out.write_all(plan.block.as_bytes())?;
+        self.plans += 1;
+        self.with_changes += usize::from(plan.summary.has_changes());
+        self.total.add(&plan.summary);
+        Ok(())
     }
-    if set.plans.len() > 1 {
-        let total = set.summary();
-        let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
-        let line = format!(
-            "Fleet: {} shoots, {} with changes. Total: {}",
-            set.plans.len(),
-            with_changes,
-            counts_sentence(&total)
-        );
-        let _ = writeln!(out, "\n{}", style.paint(BOLD, &line));
+
+    /// Ends the text: `warnings` as `(shoot, message)` (the fleet checks' warnings, each naming the
+    /// shoot it is for), then the total line; returns the writer, flushed.
+    pub fn finish<'a>(mut self, warnings: impl IntoIterator<Item = (&'a str, &'a str)>) -> std::io::Result<W> {
+        let style = self.style;
+        if self.plans == 0 {
+            self.out.write_all(b"No shoots in this plan.\n")?;
+        }
+        let mut first = true;
+        for (shoot, message) in warnings {
+            if first {
+                self.out.write_all(b"\n")?;
+                first = false;
+            }
+            let text = format!("{}: {}", escape::text(shoot), escape::text(message));
+            writeln!(self.out, "{} {text}", style.paint(WARN, "Warning:"))?;
+        }
+        if self.plans > 1 {
+            let line = format!(
+                "Fleet: {} shoots, {} with changes. Total: {}",
+                self.plans,
+                self.with_changes,
+                counts_sentence(&self.total)
+            );
+            writeln!(self.out, "\n{}", style.paint(BOLD, &line))?;
+        }
+        self.out.flush()?;
+        Ok(self.out)
     }
-    out
 }
 
 /// The first line of a plan: the write counts, then verify/read/skip counts (non-zero only).
