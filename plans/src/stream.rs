@@ -20,8 +20,9 @@ impl RenderedPlan {
     pub fn of(plan: &Plan) -> RenderedPlan {
         // An A1 shoot's plan is ~12 KB: one allocation instead of growing from serde_json's 128 bytes.
         let mut json = Vec::with_capacity(16 << 10);
-        serde_json::to_writer_pretty(&mut json, plan).expect("a plan serialises to JSON");
-        RenderedPlan(nested(&json))
+        let mut ser = serde_json::Serializer::with_formatter(&mut json, Nested::default());
+        serde::Serialize::serialize(plan, &mut ser).expect("a plan serialises to JSON");
+        RenderedPlan(json)
     }
 
     /// The JSON text, as a single-plan file holds it (without the final newline).
@@ -97,22 +98,90 @@ impl<W: Write> PlanSetWriter<W> {
     }
 }
 
-/// A plan's standalone JSON, indented as an element of `plans`. Pretty JSON has no raw newline inside
-/// a string (serde_json escapes it), so every newline byte starts a line to indent.
-fn nested(json: &[u8]) -> Vec<u8> {
-    // Pretty JSON's lines are longer than 16 bytes on average: 4 more bytes a line fit in a quarter.
-    let mut out = Vec::with_capacity(json.len() + json.len() / 4);
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', json) {
-        out.extend_from_slice(&json[start..=end]);
-        out.extend_from_slice(NESTED);
-        start = end + 1;
-    }
-    out.extend_from_slice(&json[start..]);
-    out
+/// serde_json's pretty printer (two spaces a level), with every line after the first indented two
+/// levels more: a plan's JSON as an element of a fleet's `plans`, written in one pass.
+#[derive(Default)]
+struct Nested {
+    /// Levels below the plan's own object.
+    depth: usize,
+    /// Whether the array or object being written has an element yet (an empty one stays `[]`, `{}`).
+    has_value: bool,
 }
 
-/// [`nested`] undone: the indentation after each newline taken out.
+impl Nested {
+    fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(b"\n")?;
+        w.write_all(NESTED)?;
+        for _ in 0..self.depth {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+
+    fn begin<W: ?Sized + Write>(&mut self, w: &mut W, open: &[u8]) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(open)
+    }
+
+    fn end<W: ?Sized + Write>(&mut self, w: &mut W, close: &[u8]) -> io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            self.newline(w)?;
+        }
+        w.write_all(close)
+    }
+
+    /// Before an element of an array or a key of an object.
+    fn element<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline(w)
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.begin(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.end(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.element(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.begin(w, b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.end(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.element(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// [`Nested`] undone: the indentation after each newline taken out.
 fn standalone(nested: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(nested.len());
     let mut start = 0;
@@ -122,4 +191,35 @@ fn standalone(nested: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(&nested[start.min(nested.len())..]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// [`Nested`] writes serde_json's pretty JSON with every line after the first indented by
+    /// [`NESTED`], for every shape: empty and nested arrays and objects, escaped strings, numbers.
+    #[test]
+    fn nested_is_pretty_json_indented_two_levels() {
+        let values = [
+            json!({}),
+            json!([]),
+            json!({"a": [], "b": {}, "c": [[], [{}], {"d": [1, 2.5, -3]}], "e": null, "f": true}),
+            json!([{"x": "line\nbreak \"quoted\" \u{1b} tab\t"}, [], {}, [[[]]]]),
+            json!({"nodes": [{"address": "a", "changes": [{"path": "/p", "before": null, "after": {"k": ["v"]}}]}]}),
+            json!("just a string"),
+            json!(42),
+        ];
+        for v in values {
+            let mut nested = Vec::new();
+            serde::Serialize::serialize(
+                &v,
+                &mut serde_json::Serializer::with_formatter(&mut nested, Nested::default()),
+            )
+            .unwrap();
+            let pretty = serde_json::to_string_pretty(&v).unwrap().replace('\n', "\n    ");
+            assert_eq!(String::from_utf8(nested).unwrap(), pretty, "{v}");
+        }
+    }
 }
