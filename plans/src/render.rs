@@ -24,6 +24,7 @@
 use crate::escape::{self, Md};
 use crate::{Action, Artifacts, Change, Check, ConfigFormat, Node, Ownership, Plan, PlanSet, Provider, Summary};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -287,8 +288,19 @@ pub fn compact(v: &Value) -> String {
     escape::text(&serde_json::to_string(v).expect("JSON values always serialise")).into_owned()
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// `s` on one line: runs of white space (newlines included) as one space, none at either end.
+fn one_line(s: &str) -> Cow<'_, str> {
+    // Most reasons are one line already: no copy then.
+    let mut prev_space = true;
+    let plain = s.chars().all(|c| {
+        let ok = if c == ' ' { !prev_space } else { !c.is_whitespace() };
+        prev_space = c == ' ';
+        ok
+    }) && !prev_space;
+    if plain {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// The file name reviewers know the cloud-provider config by.
@@ -455,11 +467,11 @@ struct Style {
 }
 
 impl Style {
-    fn paint(self, code: &str, s: &str) -> String {
+    fn paint<'a>(self, code: &str, s: &'a str) -> Cow<'a, str> {
         if self.color && !code.is_empty() {
-            format!("{code}{s}{RESET}")
+            Cow::Owned(format!("{code}{s}{RESET}"))
         } else {
-            s.to_string()
+            Cow::Borrowed(s)
         }
     }
 }
@@ -762,3 +774,19 @@ pub fn md_inline(s: &str) -> String {
 
 /// The DAG as DOT; it lives in [`crate::graphs`] with the other graph renderers.
 pub use crate::graphs::dot;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `one_line` borrows a string that is one line already and otherwise joins its words with one
+    /// space, as `split_whitespace` sees them (tabs, newlines, non-breaking spaces, runs, ends).
+    #[test]
+    fn one_line_is_the_words_joined_by_one_space() {
+        for s in ["", " ", "a", "a b", " a", "a ", "a  b", "a\tb", "a\nb", "a\u{a0}b", "  a \n\n b\t", "é ü"] {
+            let expected = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(one_line(s), expected, "{s:?}");
+        }
+        assert!(matches!(one_line("one line already"), Cow::Borrowed(_)));
+    }
+}

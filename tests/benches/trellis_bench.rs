@@ -452,7 +452,7 @@ fn main() -> Result<()> {
     println!("   (issue #8's goal: 2,000 shoots in under 5 s; see the module docs for the figures through the CLI)");
 
     println!();
-    println!("== 4. Fleet plan through the CLI: release binary, A1 copies, `plan -f DIR --output json` to a pipe");
+    println!("== 4. Fleet plan through the CLI: release binary, A1 copies, `plan -f DIR` (JSON, then text) to a pipe");
     cli_fleet_plans(&cfg)?;
     println!("== 5. Apply through the CLI: `trellis apply -f DIR --auto-approve` from a fresh state dir");
     cli_apply_bench(cfg.commit_fleet)?;
@@ -1312,8 +1312,8 @@ fn spread(v: &[f64]) -> (f64, f64) {
 fn cli_line(label: &str, runs: &[CliRun]) {
     let (w0, w1) = spread(&runs.iter().map(|r| r.wall.as_secs_f64()).collect::<Vec<_>>());
     let (r0, r1) = spread(&runs.iter().map(|r| r.rss_kib as f64 / 1024.0).collect::<Vec<_>>());
-    let json = runs.first().map(|r| r.stdout_bytes as f64 / MIB).unwrap_or(0.0);
-    println!("   {label:<34}: wall best {w0:.2} s ({w0:.2}–{w1:.2}), peak RSS {r0:.0} MiB ({r0:.0}–{r1:.0}), {json:.0} MiB of JSON");
+    let out = runs.first().map(|r| r.stdout_bytes as f64 / MIB).unwrap_or(0.0);
+    println!("   {label:<34}: wall best {w0:.2} s ({w0:.2}–{w1:.2}), peak RSS {r0:.0} MiB ({r0:.0}–{r1:.0}), {out:.0} MiB on stdout");
 }
 
 /// Section 4: `trellis plan -f DIR --output json` (stdout a pipe) on generated A1 fleets from an empty
@@ -1346,8 +1346,8 @@ fn cli_fleet_plans(cfg: &Config) -> Result<()> {
             timed.push(time_cli(&bin, &["plan", "-f", fleet, "--state", state, "--output", "json"])?);
             text.push(time_cli(&bin, &["plan", "-f", fleet, "--state", state])?);
         }
-        cli_line(&format!("plan, {} shoots", count(n)), &timed);
-        cli_line(&format!("plan, {} shoots, text (the default)", count(n)), &text);
+        cli_line(&format!("plan, {} shoots, JSON", count(n)), &timed);
+        cli_line(&format!("plan, {} shoots, text", count(n)), &text);
     }
 
     let n = match std::env::var("TRELLIS_BENCH_REPLAN_SHOOTS") {
@@ -1461,8 +1461,8 @@ fn gcp_cli_fleet_plans(cfg: &Config) -> Result<()> {
         let state = utf8(&tmp.path().join(format!("azure-state-{i}")))?;
         az.push(time_cli(&bin, &["plan", "-f", &azure, "--state", &state, "--output", "json"])?);
     }
-    cli_line(&format!("GCP plan, {} shoots (half BYO)", count(n)), &gcp);
-    cli_line(&format!("GCP plan, {} shoots, text (the default)", count(n)), &text);
+    cli_line(&format!("GCP plan, {} shoots (half BYO), JSON", count(n)), &gcp);
+    cli_line(&format!("GCP plan, {} shoots, text", count(n)), &text);
     cli_line(&format!("Azure plan, {} A1 shoots", count(n)), &az);
     let best = |runs: &[CliRun]| runs.iter().map(|r| r.wall.as_secs_f64()).fold(f64::MAX, f64::min);
     let rss = |runs: &[CliRun]| runs.iter().map(|r| r.rss_kib as f64 / 1024.0).fold(f64::MAX, f64::min);
