@@ -110,12 +110,16 @@ struct Nested {
 
 impl Nested {
     fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
-        w.write_all(b"\n")?;
-        w.write_all(NESTED)?;
-        for _ in 0..self.depth {
-            w.write_all(b"  ")?;
+        // A newline and the indentation in one write (a plan is at most a dozen levels deep).
+        const LINE: &[u8] = b"\n                                                                ";
+        let width = 1 + NESTED.len() + 2 * self.depth;
+        match LINE.get(..width) {
+            Some(line) => w.write_all(line),
+            None => {
+                w.write_all(LINE)?;
+                (LINE.len()..width).try_for_each(|_| w.write_all(b" "))
+            }
         }
-        Ok(())
     }
 
     fn begin<W: ?Sized + Write>(&mut self, w: &mut W, open: &[u8]) -> io::Result<()> {
@@ -208,6 +212,8 @@ mod tests {
             json!({"a": [], "b": {}, "c": [[], [{}], {"d": [1, 2.5, -3]}], "e": null, "f": true}),
             json!([{"x": "line\nbreak \"quoted\" \u{1b} tab\t"}, [], {}, [[[]]]]),
             json!({"nodes": [{"address": "a", "changes": [{"path": "/p", "before": null, "after": {"k": ["v"]}}]}]}),
+            // Deeper than the one-write indentation.
+            (0..40).fold(json!(["bottom", {}]), |inner, i| json!({ format!("level{i}"): [inner, i] })),
             json!("just a string"),
             json!(42),
         ];
