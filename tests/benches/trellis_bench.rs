@@ -241,6 +241,25 @@
 //!      10,000 0.72 s (0.72–0.73) / 40 MiB, 30,000 2.23 s / 48 MiB, fresh 2,000 0.15 s, re-plan 0.40 s
 //!      (2.67×), section 5 apply 2,000 4.50 s / 186 MiB, section 6 GCP 10,000 0.93 s (0.93–1.06) /
 //!      93 MiB, section 7 (2,000 shoots, 4 shards) 5.80 s.
+//!    - plan slice, s19. The default output, text, was not streamed: the whole fleet's plans were kept
+//!      and rendered at the end — 10,000 GCP shoots 1.51–1.54 s / 551–563 MiB (over the 512 MiB
+//!      target), 10,000 A1 1.18–1.20 s / 416 MiB. Now each plan's text is rendered on its worker and
+//!      written as it comes (`render::TextWriter`, the same bytes as `render::text` of the set, md5):
+//!      0.99–1.00 s / 94–96 MiB and 0.74 s / 39–43 MiB (same minutes, by hand, stdout a pipe); this
+//!      section and section 6 measure the text output too. Then, CPU per plan, counted with callgrind
+//!      on 1,000 GCP shoots (deterministic, unlike this machine's walls): a plan's JSON rendered
+//!      already indented by a serde_json formatter instead of indented in a second pass
+//!      (`RenderedPlan::of` −31 % instructions), its text −36 % (`escape::text` decides on bytes,
+//!      `one_line` and `paint` borrow), `GceIds::key` without a substring search per call (~45 calls a
+//!      shoot, −1.5 % of the plan). This benchmark's run after (load ~2): section 4 plan 10,000 A1
+//!      0.67 s JSON / 0.65 s text (41 / 37 MiB), 30,000 2.07 / 2.05 s (46 / 45 MiB), re-plan ÷ fresh
+//!      2.86; section 5 apply 2,000 4.68 s; section 6 GCP 10,000 0.92 s (0.92–1.08) JSON / 0.90 s
+//!      (0.90–1.05) text, 93 / 88 MiB — both met. What is left of the GCP plan's CPU (`perf`): YAML
+//!      parsing ~30 % (serde-saphyr: its event parser ~40 % of that, its deserializer the rest; a
+//!      parser swap measured 2× faster on these files but reads YAML differently), the plan's
+//!      digest ~7 % (compact JSON + SHA-256, by the plan format), JSON rendering ~6 %, the simulated
+//!      cloud's reads ~10 % (a network's GET clones its subnetworks' links), serde_json's ordered
+//!      maps hashing keys with SipHash ~3 %.
 //!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
