@@ -468,8 +468,13 @@ fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::
     if subscription.is_empty() {
         bail!("--cloud azure needs a subscription: pass --subscription ID or set AZURE_SUBSCRIPTION_ID");
     }
-    if subscription.contains(['/', '?', '#']) || subscription.contains(char::is_whitespace) {
-        bail!("--subscription '{subscription}' is not a subscription id (expected a GUID such as 00000000-0000-0000-0000-000000000000)");
+    // ARM names a subscription by its GUID, hyphenated (`/subscriptions/{guid}/…`); anything else would
+    // only fail later, at the first call, as a 404 or a malformed URL.
+    if subscription.len() != 36 || uuid::Uuid::try_parse(subscription).is_err() {
+        bail!(
+            "--subscription '{}' is not a subscription id: expected its GUID, e.g. 00000000-0000-0000-0000-000000000000 (az account show --query id)",
+            escape::text(subscription)
+        );
     }
     let endpoint = match &env.endpoint {
         Some(url) => trellis_azure_client::parse_url("--endpoint", url)?,

@@ -421,6 +421,19 @@ fn cloud_azure_without_its_settings_is_a_clear_error() {
             vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", sub, "--world", &world],
             "world files describe the simulated cloud",
         ),
+        // Not a GUID: refused before any call (ARM would answer 404 for a subscription name).
+        (
+            vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", "my-subscription"],
+            "--subscription 'my-subscription' is not a subscription id: expected its GUID",
+        ),
+        (
+            vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", "00000000000000000000000000000001"],
+            "is not a subscription id",
+        ),
+        (
+            vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", "sub\u{1b}[2J"],
+            "--subscription 'sub\\x1b[2J' is not a subscription id",
+        ),
     ] {
         let r = run(&args).code(1).stderr_has(says);
         assert_eq!(r.stderr_lines().len(), 1, "one line: {}", r.stderr);
