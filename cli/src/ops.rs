@@ -759,10 +759,8 @@ pub struct StreamSummary {
     pub shard: ShardCount,
 }
 
-/// What happened to one Shoot document in [`plan_file`].
+/// What planning one Shoot document of [`plan_file`] gave.
 enum DocOutcome {
-    /// Its name or namespace breaks Gardener's rules: not planned.
-    InvalidMetadata(ErrorList),
     /// Its workspace could not be read, or its plan could not be completed.
     Other(anyhow::Error),
     Failed(ProviderError),
@@ -779,9 +777,9 @@ struct PlannedDoc {
 
 struct DocJob {
     doc: manifest::DocRef,
-    /// The technical id (empty when the metadata is invalid: it is not computed then).
-    id: String,
-    outcome: DocOutcome,
+    /// Its technical id and what planning it gave, or why its name or namespace breaks Gardener's
+    /// rules (it is not planned then, and has no technical id).
+    planned: Result<(String, DocOutcome), ErrorList>,
 }
 
 /// One manifest file: parsed, then each Shoot checked, planned and rendered.
@@ -817,7 +815,7 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
         let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
         let errs = metadata::validate(l.metadata());
         if !errs.is_empty() {
-            docs.push(DocJob { doc, id: String::new(), outcome: DocOutcome::InvalidMetadata(errs) });
+            docs.push(DocJob { doc, planned: Err(errs) });
             continue;
         }
         let id = l.technical_id();
@@ -826,7 +824,7 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
             continue;
         }
         let outcome = plan_doc(&id, l, &shared).await;
-        docs.push(DocJob { doc, id, outcome });
+        docs.push(DocJob { doc, planned: Ok((id, outcome)) });
     }
     let domains_only = loaded.domains_only.len();
     let refusal = loaded.domains_only.into_iter().next().map(|d| d.refusal);
@@ -1026,14 +1024,17 @@ pub async fn plan_fleet_streaming(
         if let Some(e) = job.refusal {
             refusal.get_or_insert(e);
         }
-        for DocJob { doc, id, outcome } in docs {
+        for DocJob { doc, planned } in docs {
             shoots += 1;
             summary.shard.taken += 1;
-            if let DocOutcome::InvalidMetadata(errs) = outcome {
-                invalid.push((doc, errs));
-                failed = true;
-                continue;
-            }
+            let (id, outcome) = match planned {
+                Ok(planned) => planned,
+                Err(errs) => {
+                    invalid.push((doc, errs));
+                    failed = true;
+                    continue;
+                }
+            };
             match seen.get(&id) {
                 Some(first) => {
                     if duplicate.is_none() {
@@ -1050,7 +1051,6 @@ pub async fn plan_fleet_streaming(
                 }
             }
             match outcome {
-                DocOutcome::InvalidMetadata(_) => unreachable!("handled above"),
                 DocOutcome::Other(e) => {
                     other.get_or_insert(e);
                     failed = true;
