@@ -237,10 +237,16 @@ fn every_bad_resource_is_reported_at_once() {
     assert!(problems[3].contains("not an array"), "{}", problems[3]);
 }
 
+/// A section of no simulated cloud is refused where it is: `gcp:` was kept and ignored without a
+/// word (the simulated GCP cloud's section is `gce:`).
 #[test]
-fn other_sections_are_kept_and_empty_files_are_fine() {
-    let w = parse("gcp:\n  project: p\n  resources: [{kind: 'compute#subnetwork', name: s}]\ndns:\n  zones: []\n");
-    assert_eq!(w.gcp.unwrap()["project"], json!("p"));
+fn regression_unknown_sections_are_refused_and_empty_files_are_fine() {
+    let text = "dns:\n  zones: []\ngcp:\n  resources: [{kind: 'compute#subnetwork', name: s}]\n";
+    let e = WorldFile::parse("w.yaml", text).unwrap_err();
+    let SimError::WorldParse { line, message, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(*line, 3, "{e}");
+    assert!(message.contains("gcp") && message.contains("gce"), "{e}");
+    let w = parse("dns:\n  zones: []\n");
     assert_eq!(w.dns.unwrap().zones, vec![]);
     assert!(w.azure.is_none());
     assert_eq!(parse("# nothing yet\n"), WorldFile { path: "world.yaml".into(), ..WorldFile::default() });

@@ -13,7 +13,6 @@
 //!   resources:
 //!     - selfLink: projects/p/global/networks/shared-vpc
 //!       autoCreateSubnetworks: false
-//! gcp: …                                # kept as is
 //! dns:                                  # the simulated DNS (see `dns::world`)
 //!   zones: [{name: example.com, records: [{name: www.example.com, type: A, values: [192.0.2.1]}]}]
 //! ```
@@ -21,7 +20,8 @@
 //!
 //! The file has one section per simulated cloud: `azure:` is interpreted by the ARM module
 //! (`arm::world`: its resources, their checks, and the sync into the store), `gce:` by the GCE
-//! module (`gce::world`), `dns:` by the DNS module (`dns::world`); `gcp:` is parsed and kept as it is. A new cloud module adds
+//! module (`gce::world`), `dns:` by the DNS module (`dns::world`); any other section is refused (a `gcp:` section, say, would
+//! otherwise be ignored without a word: GCP's simulated cloud is `gce:`). A new cloud module adds
 //! its section to [`WorldFile`] and validates it in [`WorldFile::parse`].
 
 use crate::arm::world::{AzureWorld, RawAzure};
@@ -29,7 +29,6 @@ use crate::dns::world::{DnsWorld, RawDns};
 use crate::gce::world::{GceWorld, RawGce};
 use crate::SimError;
 use serde::Deserialize;
-use serde_json::Value;
 
 /// A parsed world file.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -39,8 +38,6 @@ pub struct WorldFile {
     pub azure: Option<AzureWorld>,
     /// The simulated GCE cloud's section.
     pub gce: Option<GceWorld>,
-    /// The GCP section, not interpreted yet.
-    pub gcp: Option<Value>,
     /// The simulated DNS's section: zones and the records already in them.
     pub dns: Option<DnsWorld>,
 }
@@ -50,7 +47,6 @@ pub struct WorldFile {
 struct RawWorld {
     azure: Option<RawAzure>,
     gce: Option<RawGce>,
-    gcp: Option<Value>,
     dns: Option<RawDns>,
 }
 
@@ -84,7 +80,6 @@ impl WorldFile {
             path: path.to_string(),
             azure: raw.azure.map(AzureWorld::from_raw),
             gce: raw.gce.map(GceWorld::from_raw),
-            gcp: raw.gcp,
             dns: raw.dns.map(DnsWorld::from_raw),
         };
         if let Some(azure) = &world.azure {
