@@ -542,15 +542,22 @@ fn validate(inputs: Inputs) -> Result<u8> {
             None => None,
         }
         .unwrap_or_else(|| trellis_state::Workspace::new(&s.id()));
-        if let Err(trellis_providers::provider::ProviderError::Invalid(errs)) =
-            s.provider.validate(s.shoot.as_ref(), &ws)
-        {
-            failed += 1;
-            let mut text = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
-            for e in errs {
-                text.push_str(&format!("\n{e}"));
+        match s.provider.validate(s.shoot.as_ref(), &ws) {
+            Ok(()) => {}
+            Err(trellis_providers::provider::ProviderError::Invalid(errs)) => {
+                failed += 1;
+                let mut text = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
+                for e in errs {
+                    text.push_str(&format!("\n{e}"));
+                }
+                eprint_error(&text);
             }
-            eprint_error(&text);
+            // Not a rule of the manifest, but the shoot cannot be planned as it is (e.g. its workspace
+            // is recorded with another provider): as `plan` says it.
+            Err(other) => {
+                failed += 1;
+                eprint_error(&format!("{} ({}): {other}", s.id(), s.file.display()));
+            }
         }
     }
     // The Seed-level rules of GEP-0066, over each Seed and the domains inputs of its shoots (and the

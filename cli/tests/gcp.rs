@@ -156,6 +156,12 @@ fn regression_a_shoot_that_changes_its_provider_is_refused_as_such_not_as_corrup
         .stderr_has("destroy the azure shoot first");
     assert_eq!(run.stderr_lines().len(), 1, "{:?}", run.stderr_lines());
     assert!(!run.stderr_lines()[0].contains("corrupt"), "{:?}", run.stderr_lines());
+    // `validate` says so too (it said "1 shoot(s) valid.": errors other than rule violations were dropped).
+    let run = sb
+        .run(&["validate", "-f", &example("managed/shoot.yaml")])
+        .code(1)
+        .stderr_has("workspace shoot--platform--web is recorded with provider type azure, but the manifest says gcp");
+    assert!(!run.stdout.contains("valid"), "{}", run.stdout);
 }
 
 /// B5 (issue #9 item 10) through the streaming `plan`: the fleet checks' warnings are known only once
