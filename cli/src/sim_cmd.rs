@@ -7,7 +7,7 @@
 
 use super::{open, Env};
 use anyhow::{bail, Context as _, Result};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,6 +43,17 @@ enum SimCommand {
     /// The simulated GCE cloud's runtime writers (GCP shoots): CCM routes and Services, the bastion.
     #[command(subcommand)]
     Gce(GceCommand),
+    /// Print the calls the simulated clouds answered for the commands that write (`apply`, `destroy`,
+    /// `trellis sim …`), oldest first, as the state dir keeps them (a plan's reads are not kept):
+    /// what trellis and the runtime writers did to the simulated cloud.
+    Audit {
+        /// Only the writes (PUT, POST, PATCH, DELETE), refused ones included.
+        #[arg(long)]
+        writes: bool,
+        /// text: one call a line (`cloud method status target`); json: `{"azure": […], "gce": […], "dns": […]}`.
+        #[arg(long, value_enum, default_value_t = AuditOutput::Text)]
+        output: AuditOutput,
+    },
     /// Serve the simulated clouds of the state dir over HTTP, ARM REST and GCE REST on one port, for
     /// the real clients (`--cloud azure|gcp --endpoint URL`); until Ctrl-C.
     Serve {
@@ -243,6 +254,55 @@ enum Step {
     Write(ArmWrite),
     Gce(GceCommand),
     Show(String),
+    Audit { writes: bool, output: AuditOutput },
+}
+
+/// `trellis sim audit --output`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum AuditOutput {
+    Text,
+    Json,
+}
+
+/// The audit logs the state dir keeps, by simulated cloud (the names `trellis sim audit` prints).
+const AUDIT_LOGS: [(&str, &str); 3] = [
+    ("azure", trellis_cli::ops::SIM_AUDIT_TREE),
+    ("gce", trellis_cli::ops::SIM_GCE_AUDIT_TREE),
+    ("dns", trellis_cli::ops::DNS_SIM_AUDIT_TREE),
+];
+
+/// `trellis sim audit`: the kept calls of each simulated cloud (see [`SimCommand::Audit`]).
+fn audit(session: Session, writes: bool, output: AuditOutput) -> Result<u8> {
+    let mut logs = Vec::new();
+    for (cloud, tree) in AUDIT_LOGS {
+        let calls = trellis_sim::persisted_audit(&session.store.tree(tree)?)?;
+        logs.push((cloud, calls.into_iter().filter(|c| !writes || c.op == Op::Write).collect::<Vec<Call>>()));
+    }
+    session.close()?;
+    let out = match output {
+        AuditOutput::Json => {
+            let logs: BTreeMap<&str, &Vec<Call>> = logs.iter().map(|(cloud, calls)| (*cloud, calls)).collect();
+            serde_json::to_string_pretty(&logs)? + "\n"
+        }
+        AuditOutput::Text => {
+            let lines: Vec<String> = logs
+                .iter()
+                .flat_map(|(cloud, calls)| calls.iter().map(move |c| (cloud, c)))
+                .map(|(cloud, c)| {
+                    format!("{cloud:<5} {:<6} {} {}\n", c.method, c.status, trellis_plans::escape::text(&c.target))
+                })
+                .collect();
+            match lines.is_empty() {
+                true => format!(
+                    "No {} kept: nothing has written the simulated clouds of this state yet.\n",
+                    if writes { "writes" } else { "calls" }
+                ),
+                false => lines.concat(),
+            }
+        }
+    };
+    print!("{out}");
+    Ok(0)
 }
 
 pub async fn run(args: SimArgs) -> Result<u8> {
@@ -252,6 +312,7 @@ pub async fn run(args: SimArgs) -> Result<u8> {
         SimCommand::Write(write) => Step::Write(write),
         SimCommand::Gce(gce) => Step::Gce(gce),
         SimCommand::Show { id } => Step::Show(id),
+        SimCommand::Audit { writes, output } => Step::Audit { writes, output },
     };
     let location = env.location()?;
     if let trellis_cli::backend::StateLocation::Dir(dir) = &location {
@@ -271,6 +332,7 @@ pub async fn run(args: SimArgs) -> Result<u8> {
     let command = match command {
         Step::Write(write) => write,
         Step::Gce(command) => return gce(session, command, state, &sim_where).await,
+        Step::Audit { writes, output } => return audit(session, writes, output),
         Step::Show(id) => {
             // A DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`): the simulated DNS.
             if id.parse::<trellis_sim::dns::DnsId>().is_ok() {

@@ -173,3 +173,39 @@ fn regression_bastion_defaults_to_every_prefix_of_a_subnet_shown_with_address_pr
         .clone();
     assert_eq!(egress["properties"]["destinationAddressPrefixes"], serde_json::json!(["10.0.0.0/28", "10.0.1.0/28"]));
 }
+
+/// `trellis sim audit`: the calls kept in the state dir, oldest first. B1 (BYO) is applied: its
+/// writes are the shoot's own resource group's, none under the user's hub network; then the simulated
+/// CCM's write to the user's NSG appears, as text and JSON; `--writes` leaves out the reads; a plan
+/// adds nothing (its reads are not kept).
+#[test]
+fn sim_audit_lists_the_kept_calls_of_each_simulated_cloud() {
+    let dir = StateDir::new("audit");
+    let state = dir.state();
+    let rg = "/resourceGroups/shoot--platform--byo-b1";
+    let empty = "No calls kept: nothing has written the simulated clouds of this state yet.\n";
+    let (shoot, world) = (scenario().join("shoot.yaml"), scenario().join("world.yaml"));
+    ok(&state, &["plan", "-f", shoot.to_str().unwrap(), "--world", world.to_str().unwrap()]);
+    assert_eq!(ok(&state, &["sim", "audit"]), empty, "a plan keeps none of its calls");
+    apply_b1(&state);
+    let all = ok(&state, &["sim", "audit"]);
+    assert_ne!(all, empty);
+    assert!(all.lines().any(|l| l.starts_with("azure GET    200 ") && l.contains(HUB)), "{all}");
+    let writes = ok(&state, &["sim", "audit", "--writes"]);
+    assert!(!writes.is_empty(), "{writes}");
+    for line in writes.lines() {
+        assert!(line.starts_with("azure PUT") && line.contains(rg) && !line.contains(HUB), "{writes}");
+    }
+    ok(&state, &["plan", "-f", shoot.to_str().unwrap()]);
+    assert_eq!(ok(&state, &["sim", "audit"]), all, "a plan's reads are not kept");
+
+    ok(&state, &["sim", "ccm", "service", "create", "--shoot", SHOOT, "--name", "web"]);
+    let after = ok(&state, &["sim", "audit", "--writes"]);
+    let ccm: Vec<&str> = after.strip_prefix(writes.as_str()).expect("appended").lines().collect();
+    assert!(ccm.iter().any(|l| l.starts_with("azure PUT") && l.ends_with(&nsg_id())), "{after}");
+    let json: Value = serde_json::from_str(&ok(&state, &["sim", "audit", "--writes", "--output", "json"])).unwrap();
+    let azure = json["azure"].as_array().expect("the ARM simulator's calls");
+    assert_eq!(azure.len(), after.lines().count());
+    assert!(azure.iter().all(|c| c["op"] == "write"), "{json}");
+    assert_eq!((json["gce"].as_array().map(Vec::len), json["dns"].as_array().map(Vec::len)), (Some(0), Some(0)));
+}

@@ -109,6 +109,7 @@ pub mod gce;
 
 pub use crate::arm::runtime;
 pub use crate::arm::world::{AzureWorld, WorldResource};
+pub use crate::core::audit::persisted as persisted_audit;
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
 pub use crate::core::persist::DeferredWrites;
 pub use crate::core::precondition::Precondition;

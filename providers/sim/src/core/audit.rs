@@ -66,6 +66,20 @@ impl AuditLog {
     }
 }
 
+/// The calls [`AuditLog::persist`] wrote to `tree`, oldest first; a value that is not a call is
+/// [`SimError::Corrupt`] naming its key.
+pub fn persisted(tree: &sled::Tree) -> Result<Vec<Call>, SimError> {
+    tree.scan_prefix(AUDIT_PREFIX)
+        .map(|item| {
+            let (key, value) = item?;
+            serde_json::from_slice(&value).map_err(|e| SimError::Corrupt {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                detail: format!("not an audited call: {e}"),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +110,7 @@ mod tests {
             })
             .collect();
         assert_eq!(stored.len(), first + 3);
+        assert_eq!(persisted(&tree).unwrap(), log.calls(), "read back as written, in order");
         for (n, (key, target)) in stored.iter().enumerate() {
             assert_eq!(key, &format!("audit/{n:020}"));
             assert_eq!(target, &format!("/t/{n}"));
