@@ -219,3 +219,20 @@ fn regression_state_list_escapes_lock_holders() {
     let list = sb.run(&["state", "list"]).code(0).stdout_has("locked: apply by ev\\x1b[2Jil\\r@elsewhere");
     assert!(!list.stdout.contains('\u{1b}') && !list.stdout.contains('\r'), "{}", list.stdout);
 }
+
+/// `apply`/`destroy --output markdown|dot|mermaid|html` printed the text report as if nothing was
+/// asked: a report of what was done has no such rendering, so the value is refused before anything
+/// runs, naming the two there are.
+#[test]
+fn regression_apply_and_destroy_refuse_plan_only_outputs() {
+    let sb = Sandbox::new();
+    for command in ["apply", "destroy"] {
+        for output in ["markdown", "dot", "mermaid", "html"] {
+            sb.run(&[command, "-f", &a1(), "--auto-approve", "--output", output])
+                .code(1)
+                .stderr_has(&format!("error: invalid value '{output}' for '--output <OUTPUT>'"))
+                .stderr_has("[possible values: text, json]");
+        }
+    }
+    sb.assert_no_workspaces();
+}
