@@ -97,6 +97,13 @@ impl FromStr for PgUrl {
         if config.get_dbname().is_none() {
             return Err(invalid("it names no database; the form is postgres://USER@HOST:PORT/DATABASE".to_string()));
         }
+        // trellis has no TLS client for PostgreSQL yet: `require` could only fail at connect time, as
+        // "server does not support TLS" or "no TLS implementation configured" — neither says why.
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            return Err(invalid(
+                "sslmode=require: trellis connects to PostgreSQL without TLS (not supported yet); reach the server over a private network or through a local TLS-terminating proxy (e.g. cloud-sql-proxy) and leave sslmode out".to_string(),
+            ));
+        }
         Ok(PgUrl { config: Box::new(config), redacted })
     }
 }
@@ -209,6 +216,23 @@ mod tests {
             assert!(!err.contains("hunter2"), "{err}");
             assert!(err.contains("***"), "{err}");
             assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    /// `sslmode=require` failed only at connect time, with the client library's "server does not support
+    /// TLS" (trellis has no TLS client): refused at parse time, saying so and what to do.
+    #[test]
+    fn regression_sslmode_require_is_refused_up_front() {
+        let err = "postgres://u:hunter2@db.example.com:5432/trellis?sslmode=require"
+            .parse::<StateLocation>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sslmode=require: trellis connects to PostgreSQL without TLS"), "{err}");
+        assert!(err.contains("postgres://u:***@db.example.com:5432/trellis?sslmode=require"), "{err}");
+        assert!(!err.contains("hunter2") && !err.contains('\n'), "{err}");
+        for fine in ["disable", "prefer"] {
+            let url = format!("postgres://u@h:5432/db?sslmode={fine}");
+            assert!(url.parse::<StateLocation>().is_ok(), "{url}");
         }
     }
 
