@@ -535,7 +535,9 @@ pub trait StateStore: Send + Sync {
     /// Releases the workspace lock if its id is `lock_id`; a lock with another id is refused with
     /// [`StateError::Locked`]. Releasing a lock that is not held is not an error.
     fn unlock(&self, shoot: &str, lock_id: &str) -> Result<(), StateError>;
-    /// Removes whatever lock the workspace has and returns it.
+    /// Removes whatever lock the workspace has and returns it. PostgreSQL: a lock another live session
+    /// holds is refused with [`StateError::Locked`] ([`LockRelease::Session`]) and kept — removing its
+    /// record would not free it; a record whose session is gone is removed.
     fn force_unlock(&self, shoot: &str) -> Result<Option<LockInfo>, StateError>;
     /// Who holds the workspace lock, if anyone.
     fn lock_holder(&self, shoot: &str) -> Result<Option<LockInfo>, StateError>;
@@ -663,7 +665,7 @@ pub enum LockRelease {
 fn locked_advice(shoot: &str, release: LockRelease) -> String {
     match release {
         LockRelease::Unlock => format!("If that process is gone, run `trellis state unlock {shoot}`"),
-        LockRelease::Session => "That process's database session holds the lock, and PostgreSQL frees it when the process ends (even if killed): wait for it to finish, then run again".to_string(),
+        LockRelease::Session => "That process's database session holds the lock, and PostgreSQL frees it when the process ends (even if killed): wait for it to finish, then run again; there is nothing to unlock by hand".to_string(),
     }
 }
 

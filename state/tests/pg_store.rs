@@ -12,7 +12,9 @@ use common::{connect, database, db_name};
 use std::sync::Arc;
 use std::time::Duration;
 use trellis_pgtest::PgServer;
-use trellis_state::{Acquired, LockInfo, PgStore, PgUrl, StateError, StateLocation, StateStore, Workspace};
+use trellis_state::{
+    Acquired, LockInfo, LockRelease, PgStore, PgUrl, StateError, StateLocation, StateStore, Workspace,
+};
 
 #[test]
 fn pg_commit_increments_serial_and_survives_reconnect() {
@@ -71,6 +73,15 @@ fn pg_two_machines_locking_one_shoot_one_is_refused_naming_the_holder() {
     assert_eq!(second.list().unwrap()[0].locked_by, Some(apply.clone()));
     // The same lock id from another session is still someone else's session lock.
     assert!(matches!(second.lock(SHOOT, &apply), Err(StateError::Locked { .. })));
+    // `state unlock` cannot free a live session's lock: refused, naming the holder, and the record kept
+    // (it removed the record and said "Removed the lock" while the lock stayed in force).
+    let err = second.force_unlock(SHOOT).unwrap_err();
+    assert!(
+        matches!(&err, StateError::Locked { holder, release: LockRelease::Session, .. } if *holder == apply),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("nothing to unlock by hand"), "{err}");
+    assert_eq!(second.lock_holder(SHOOT).unwrap(), Some(apply.clone()));
     first.close().unwrap();
     // Closing released it, record and all.
     assert_eq!(second.lock_holder(SHOOT).unwrap(), None);

@@ -867,6 +867,17 @@ impl Inner {
         let mut lc = self.locks.lock().await;
         let ours = lc.held.get(shoot).is_some_and(Held::kept);
         let (client, _) = self.lock_conn(&mut lc).await?;
+        // Another session's live lock is the lock, not its record: removing the record would leave the
+        // lock in force and hide who holds it. It ends with that session.
+        if !ours {
+            if let Some(holder) = self.live_locks(client, Some(shoot)).await?.remove(shoot) {
+                return Err(Failure::Final(StateError::Locked {
+                    shoot: shoot.to_string(),
+                    holder,
+                    release: LockRelease::Session,
+                }));
+            }
+        }
         let row = client
             .query_opt("DELETE FROM trellis_locks WHERE shoot = $1 RETURNING holder", &[&shoot])
             .await
