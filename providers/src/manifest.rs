@@ -602,11 +602,14 @@ fn doc_prefix(doc: Option<usize>) -> String {
     doc.map(|d| format!("document {}: ", d + 1)).unwrap_or_default()
 }
 
-fn or_none(s: &str) -> &str {
+/// A value read from the manifest, for a one-line message: `<none>` when empty, control characters
+/// escaped (a plain scalar may span lines: `kind: InfrastructureConfig` with a line after it is
+/// `InfrastructureConfig\nwo`).
+fn or_none(s: &str) -> std::borrow::Cow<'_, str> {
     if s.is_empty() {
-        "<none>"
+        "<none>".into()
     } else {
-        s
+        trellis_plans::escape::text(s)
     }
 }
 
@@ -1556,6 +1559,23 @@ mod tests {
                 assert_eq!(one, general, "{field}: {value}");
             }
         }
+    }
+
+    /// Found by the hostile-readers property test: a plain scalar that spans lines (`kind:
+    /// InfrastructureConfig`, a blank line, then an indented word) is `InfrastructureConfig\nwo`, and
+    /// the refusal printed it raw — two lines. Values from the manifest are escaped in messages.
+    #[test]
+    fn regression_a_multi_line_kind_is_refused_in_one_line() {
+        let text = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: dual\n  namespace: garden-platform\nspec:\n  region: europe-west1\n  provider:\n    type: gcp\n    infrastructureConfig:\n      apiVersion: gcp.provider.extensions.gardener.cloud/v1alpha1\n      kind: InfrastructureConfig\n   \n        wo\n";
+        let err = parse_str(Path::new("shoot.yaml"), text).unwrap_err().to_string();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(
+            err.ends_with("found gcp.provider.extensions.gardener.cloud/v1alpha1 InfrastructureConfig\\nwo"),
+            "{err}"
+        );
+        let text = text.replace("kind: Shoot", "kind: |\n  Shoot\n  Set");
+        let err = parse_str(Path::new("shoot.yaml"), &text).unwrap_err().to_string();
+        assert!(!err.contains('\n') && err.contains("Shoot\\nSet"), "{err}");
     }
 
     #[test]
