@@ -159,10 +159,10 @@ enum CloudKind {
     Gcp,
 }
 
-/// What apply and destroy print: a report of what was done has no graph or review rendering (those
-/// are the plan's: `trellis plan --output …`, `trellis show PLAN --output …`).
-#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
-enum RunOutput {
+/// What a report of what was done prints (apply, destroy, `trellis sim audit`): it has no graph or
+/// review rendering (those are the plan's: `trellis plan --output …`, `trellis show PLAN --output …`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum ReportOutput {
     Text,
     Json,
 }
@@ -249,8 +249,8 @@ struct RunFlags {
     #[arg(long)]
     auto_approve: bool,
     /// text: the plan, then a line per shoot; json: the report (every node's outcome, every call).
-    #[arg(long, value_enum, default_value_t = RunOutput::Text)]
-    output: RunOutput,
+    #[arg(long, value_enum, default_value_t = ReportOutput::Text)]
+    output: ReportOutput,
     /// Nodes in flight at once, across all shoots (1 to 1000).
     #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_PARALLELISM))]
     parallelism: usize,
@@ -868,7 +868,7 @@ async fn apply_in(
         None => {
             let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, shard);
             let plans = ops::plan_fleet(session, shoots, false).await?;
-            if args.run.output == RunOutput::Text {
+            if args.run.output == ReportOutput::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
             }
             if !confirm(args.run.auto_approve, "apply -f")? {
@@ -917,7 +917,7 @@ fn sharded(mut shoots: Vec<ops::ShootInput>, shard: Option<Shard>) -> Vec<ops::S
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
     let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, args.shard.get()?);
     let plans = ops::plan_fleet(session, shoots, true).await?;
-    if args.run.output == RunOutput::Text {
+    if args.run.output == ReportOutput::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
     }
     if !confirm(args.run.auto_approve, "destroy")? {
@@ -932,14 +932,14 @@ async fn execute(
     plans: Vec<ops::ShootPlan>,
     operation: &str,
     parallelism: usize,
-    output: RunOutput,
+    output: ReportOutput,
 ) -> Result<u8> {
     let total: usize = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
-    let mut display = Display::new(total as u64, std::io::stderr().is_terminal(), output == RunOutput::Json);
+    let mut display = Display::new(total as u64, std::io::stderr().is_terminal(), output == ReportOutput::Json);
     let opts = ApplyOptions { parallelism, operation: operation.to_string() };
     let report = ops::apply(session, plans, &opts, &mut display).await?;
     display.done();
-    if output == RunOutput::Json {
+    if output == ReportOutput::Json {
         // Written as it is serialised (the report of a large fleet is tens of MiB); errors are ignored
         // as `out!` ignores them: a closed stdout does not fail an apply that has happened.
         let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());

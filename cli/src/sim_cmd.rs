@@ -5,9 +5,9 @@
 //! Every cloud write is printed on a line of its own (`PUT|DELETE <id> (<status>)`), so the commands
 //! double as a way to see what the real controllers would do to the user's NSG and route table.
 
-use super::{open, Env};
+use super::{open, Env, ReportOutput};
 use anyhow::{bail, Context as _, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,8 +51,8 @@ enum SimCommand {
         #[arg(long)]
         writes: bool,
         /// text: one call a line (`cloud method status target`); json: `{"azure": […], "gce": […], "dns": […]}`.
-        #[arg(long, value_enum, default_value_t = AuditOutput::Text)]
-        output: AuditOutput,
+        #[arg(long, value_enum, default_value_t = ReportOutput::Text)]
+        output: ReportOutput,
     },
     /// Serve the simulated clouds of the state dir over HTTP, ARM REST and GCE REST on one port, for
     /// the real clients (`--cloud azure|gcp --endpoint URL`); until Ctrl-C.
@@ -254,14 +254,7 @@ enum Step {
     Write(ArmWrite),
     Gce(GceCommand),
     Show(String),
-    Audit { writes: bool, output: AuditOutput },
-}
-
-/// `trellis sim audit --output`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum AuditOutput {
-    Text,
-    Json,
+    Audit { writes: bool, output: ReportOutput },
 }
 
 /// The audit logs the state dir keeps, by simulated cloud (the names `trellis sim audit` prints).
@@ -272,7 +265,7 @@ const AUDIT_LOGS: [(&str, &str); 3] = [
 ];
 
 /// `trellis sim audit`: the kept calls of each simulated cloud (see [`SimCommand::Audit`]).
-fn audit(session: Session, writes: bool, output: AuditOutput) -> Result<u8> {
+fn audit(session: Session, writes: bool, output: ReportOutput) -> Result<u8> {
     let mut logs = Vec::new();
     for (cloud, tree) in AUDIT_LOGS {
         let calls = trellis_sim::persisted_audit(&session.store.tree(tree)?)?;
@@ -280,11 +273,11 @@ fn audit(session: Session, writes: bool, output: AuditOutput) -> Result<u8> {
     }
     session.close()?;
     let out = match output {
-        AuditOutput::Json => {
+        ReportOutput::Json => {
             let logs: BTreeMap<&str, &Vec<Call>> = logs.iter().map(|(cloud, calls)| (*cloud, calls)).collect();
             serde_json::to_string_pretty(&logs)? + "\n"
         }
-        AuditOutput::Text => {
+        ReportOutput::Text => {
             let lines: Vec<String> = logs
                 .iter()
                 .flat_map(|(cloud, calls)| calls.iter().map(move |c| (cloud, c)))
@@ -292,12 +285,11 @@ fn audit(session: Session, writes: bool, output: AuditOutput) -> Result<u8> {
                     format!("{cloud:<5} {:<6} {} {}\n", c.method, c.status, trellis_plans::escape::text(&c.target))
                 })
                 .collect();
-            match lines.is_empty() {
-                true => format!(
-                    "No {} kept: nothing has written the simulated clouds of this state yet.\n",
-                    if writes { "writes" } else { "calls" }
-                ),
-                false => lines.concat(),
+            if lines.is_empty() {
+                let what = if writes { "writes" } else { "calls" };
+                format!("No {what} kept: nothing has written the simulated clouds of this state yet.\n")
+            } else {
+                lines.concat()
             }
         }
     };
