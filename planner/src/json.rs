@@ -73,22 +73,64 @@ pub fn changes(current: Option<&Value>, patch: &Value) -> Vec<Change> {
 }
 
 /// The attribute changes a merge patch makes to `current` (`None`: the resource does not exist),
-/// references compared through `ids`.
+/// references compared through `ids`: one [`Change`] per leaf of the patch ([`patch_leaves`], in
+/// its order) whose value differs from what `current` holds at that JSON pointer.
 pub fn changes_in(ids: &dyn IdScheme, current: Option<&Value>, patch: &Value) -> Vec<Change> {
     let mut out = Vec::new();
-    for (path, after) in patch_leaves(patch) {
-        let before = current.and_then(|c| c.pointer(&path)).cloned();
-        let after = if after.is_null() { None } else { Some(after) };
-        let equal = match (&before, &after) {
-            (None, None) => true,
-            (Some(b), Some(a)) => same_value_in(ids, &path, b, a),
-            _ => false,
-        };
-        if !equal {
-            out.push(Change { path, before, after });
+    let mut path = String::new();
+    walk_changes(ids, current, patch, &mut path, &mut out);
+    out
+}
+
+/// [`changes_in`] below `path`: `current` is what `current` holds at `path` (as `Value::pointer`
+/// finds it), `patch` the patch's value there. Walks both at once, so nothing is copied but a change.
+fn walk_changes(ids: &dyn IdScheme, current: Option<&Value>, patch: &Value, path: &mut String, out: &mut Vec<Change>) {
+    match patch {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, child) in map {
+                let len = path.len();
+                path.push('/');
+                push_escaped(path, key);
+                walk_changes(ids, current.and_then(|c| pointer_child(c, key)), child, path, out);
+                path.truncate(len);
+            }
+        }
+        after => {
+            let after = if after.is_null() { None } else { Some(after) };
+            let equal = match (current, after) {
+                (None, None) => true,
+                (Some(b), Some(a)) => same_value_in(ids, path, b, a),
+                _ => false,
+            };
+            if !equal {
+                out.push(Change { path: path.clone(), before: current.cloned(), after: after.cloned() });
+            }
         }
     }
-    out
+}
+
+/// A JSON pointer's reference token: `~` as `~0`, `/` as `~1` (RFC 6901).
+fn push_escaped(path: &mut String, key: &str) {
+    if key.contains(['~', '/']) {
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        path.push_str(key);
+    }
+}
+
+/// The child `key` of `v` as `Value::pointer` resolves one reference token: an object's member, an
+/// array's element by a decimal index without leading zeros, nothing in a scalar.
+fn pointer_child<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(map) => map.get(key),
+        Value::Array(items) => {
+            if key.starts_with('+') || (key.starts_with('0') && key.len() != 1) {
+                return None;
+            }
+            items.get(key.parse::<usize>().ok()?)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -119,6 +161,67 @@ mod tests {
         let patch = json!({"properties": {"network": {"id": "projects/p/global/networks/net"}}});
         assert!(changes_in(&ArmIds, Some(&live), &patch).is_empty());
         assert_eq!(changes_in(&crate::ids::GceIds, Some(&live), &patch).len(), 1);
+    }
+
+    /// [`changes_in`] as it is defined: every leaf of the patch, looked up in `current` by its JSON
+    /// pointer.
+    fn changes_by_pointer(ids: &dyn IdScheme, current: Option<&Value>, patch: &Value) -> Vec<Change> {
+        let mut out = Vec::new();
+        for (path, after) in patch_leaves(patch) {
+            let before = current.and_then(|c| c.pointer(&path)).cloned();
+            let after = if after.is_null() { None } else { Some(after) };
+            let equal = match (&before, &after) {
+                (None, None) => true,
+                (Some(b), Some(a)) => same_value_in(ids, &path, b, a),
+                _ => false,
+            };
+            if !equal {
+                out.push(Change { path, before, after });
+            }
+        }
+        out
+    }
+
+    /// JSON values over a few keys that matter to pointers: `~` and `/`, array indices (`0`, `1`,
+    /// `01`, `+1`), `id`.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop::sample::select(vec!["a", "id", "0", "1", "01", "+1", "x~y", "p/q", "~1", ""]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (0..3i64).prop_map(Value::from),
+            prop::sample::select(vec!["v", "V", "projects/p/global/networks/n", "projects/p/global/networks/N"])
+                .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The walk finds exactly the changes the definition does, in the same order, for both id schemes.
+        #[test]
+        fn changes_walk_agrees_with_the_pointer_definition(current in proptest::option::of(json_value()), patch in json_value()) {
+            for ids in [&ArmIds as &dyn IdScheme, &crate::ids::GceIds] {
+                proptest::prop_assert_eq!(
+                    changes_in(ids, current.as_ref(), &patch),
+                    changes_by_pointer(ids, current.as_ref(), &patch)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn regression_changes_resolve_array_indices_and_escaped_keys_as_pointers_do() {
+        let live = json!({"a": ["x", "y"], "p/q": {"~": 1}});
+        let patch = json!({"a": {"1": "y", "01": "y", "+1": "y"}, "p/q": {"~": 2}});
+        let paths: Vec<String> = changes_in(&ArmIds, Some(&live), &patch).into_iter().map(|c| c.path).collect();
+        assert_eq!(paths, ["/a/01", "/a/+1", "/p~1q/~0"]);
     }
 
     #[test]
