@@ -263,6 +263,18 @@
 //!      digest ~7 % (compact JSON + SHA-256, by the plan format), JSON rendering ~6 %, the simulated
 //!      cloud's reads ~10 % (a network's GET clones its subnetworks' links), serde_json's ordered
 //!      maps hashing keys with SipHash ~3 %.
+//!    - plan slice, s20. The release profile optimised across crates (fat LTO, one codegen unit):
+//!      10,000 GCP shoots, `perf stat` task-clock of 8 runs each alternating with the old build, as CPU
+//!      is what this machine's neighbours disturb least: median 1.59 s against 1.76 s, min 1.50 s
+//!      against 1.61 s; thin LTO (min 1.62 s) or one codegen unit alone (min 1.66 s) gave nothing. The
+//!      price: ~9.5 min for a release build on 2 cores instead of ~3. Attribute changes are found by
+//!      walking the patch and the resource together instead of listing the patch's leaves and looking
+//!      each up by JSON pointer (`diff::plan_nodes` −44 % instructions, callgrind, 1,000 GCP shoots);
+//!      uuid's `fast-rng` (no `getrandom` system call per new workspace, 10,000 a fleet). This
+//!      benchmark, twice after (load ~1–2 at the start, ~3.7 at the end of the second): section 6 GCP
+//!      10,000 0.89 s (0.89–0.99) and 0.95 s (0.95–1.14) JSON, 0.84 s / 0.86 s text, 84–88 MiB — met;
+//!      section 4 10,000 A1 0.62–0.67 s; re-plan ÷ fresh 3.00; section 5 apply 2,000 4.96–5.07 s (the
+//!      old build by hand in the same minutes: 5.27–5.57 s).
 //!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
