@@ -22,6 +22,8 @@ pub struct PgServer {
     /// Run the server's commands as `nobody` (this process is root).
     as_nobody: bool,
     running: bool,
+    /// TLS on (`ssl=on` with `server.crt` and `server.key` in the data directory).
+    tls: bool,
 }
 
 static DATABASES: AtomicUsize = AtomicUsize::new(0);
@@ -46,17 +48,30 @@ impl PgServer {
     /// Makes a new cluster in a temporary directory and starts it on a free loopback port. `Err`: one
     /// line saying what is missing or what failed.
     pub fn start() -> Result<PgServer, String> {
+        PgServer::start_with(None)
+    }
+
+    /// [`PgServer::start`] with TLS on: the server presents `cert_pem` (a PEM certificate chain, the
+    /// server's first) with its private key `key_pem`, and still accepts plaintext sessions.
+    pub fn start_with_tls(cert_pem: &str, key_pem: &str) -> Result<PgServer, String> {
+        PgServer::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> Result<PgServer, String> {
         let bin = find_bin()?;
         let dir = tempfile::Builder::new().prefix("trellis-pg-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
         let as_nobody = euid_is_root();
         if as_nobody {
             run(Command::new("chown").arg("nobody").arg(dir.path()))?;
         }
-        let mut server = PgServer { bin, dir, port: 0, as_nobody, running: false };
+        let mut server = PgServer { bin, dir, port: 0, as_nobody, running: false, tls: tls.is_some() };
         let data = server.data();
         server.run_pg("initdb", |c| {
             c.arg("-D").arg(&data).args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"]);
         })?;
+        if let Some((cert, key)) = tls {
+            server.install_tls_files(cert, key)?;
+        }
         // A port that was free when we looked may be taken before the server binds it: try again.
         let mut last = String::new();
         for _ in 0..5 {
@@ -146,7 +161,10 @@ impl PgServer {
     fn pg_start(&mut self) -> Result<(), String> {
         let data = self.data();
         let log = self.dir.path().join("log");
-        let opts = format!("-p {} -k '' -c listen_addresses=127.0.0.1 -c max_connections=200", self.port);
+        let mut opts = format!("-p {} -k '' -c listen_addresses=127.0.0.1 -c max_connections=200", self.port);
+        if self.tls {
+            opts.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
+        }
         self.run_pg("pg_ctl", |c| {
             c.arg("-D").arg(&data).arg("-o").arg(&opts).arg("-l").arg(&log).args(["-w", "-t", "30", "start"]);
         })
@@ -156,6 +174,23 @@ impl PgServer {
             format!("{e}; server log: {last}")
         })?;
         self.running = true;
+        Ok(())
+    }
+
+    /// Writes the server's certificate and key into the data directory, owned by the server's user, the
+    /// key readable by it alone (the server refuses a key others can read).
+    fn install_tls_files(&self, cert: &str, key: &str) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let data = self.data();
+        for (name, text, mode) in [("server.crt", cert, 0o644), ("server.key", key, 0o600)] {
+            let path = data.join(name);
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if self.as_nobody {
+                run(Command::new("chown").arg("nobody").arg(&path))?;
+            }
+        }
         Ok(())
     }
 

@@ -52,12 +52,121 @@ pub struct PgUrl {
     config: Box<tokio_postgres::Config>,
     /// The URL as given, with its password replaced by `***`.
     redacted: String,
+    /// `sslmode` and `sslrootcert` as libpq reads them (the client library knows neither
+    /// `verify-ca`/`verify-full` nor `sslrootcert`: trellis takes them out of the URL it is given).
+    tls: TlsPolicy,
+}
+
+/// `sslmode`, as libpq reads it. The default is `prefer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SslMode {
+    /// No TLS.
+    Disable,
+    /// TLS when the server offers it, else plaintext.
+    Prefer,
+    /// TLS or nothing.
+    Require,
+    /// TLS, the server's certificate signed by a trusted authority.
+    VerifyCa,
+    /// TLS, the server's certificate signed by a trusted authority and issued for the host connected to.
+    VerifyFull,
+}
+
+/// Where the trusted authorities' certificates come from (`sslrootcert`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RootCerts {
+    /// Not given: `~/.postgresql/root.crt` when it exists (as libpq), else the system's roots.
+    Default,
+    /// `sslrootcert=system`: the system's roots.
+    System,
+    /// `sslrootcert=FILE`: the PEM certificates in that file.
+    File(PathBuf),
+}
+
+/// How the server's certificate is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// Not at all (the connection is encrypted, the server not authenticated).
+    Nothing,
+    /// Signed by a trusted authority.
+    Chain,
+    /// Signed by a trusted authority and issued for the host name (or IP address) connected to.
+    ChainAndHost,
+}
+
+/// TLS to the server: `sslmode` and `sslrootcert` of the URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsPolicy {
+    pub mode: SslMode,
+    pub roots: RootCerts,
+}
+
+impl TlsPolicy {
+    /// How the server's certificate is checked, as libpq does: `verify-ca` and `verify-full` as named;
+    /// `prefer` and `require` check the authority only when one is given (`sslrootcert`, or the default
+    /// `~/.postgresql/root.crt` existing), else nothing.
+    pub fn verify(&self, default_root_exists: bool) -> Verify {
+        match self.mode {
+            SslMode::VerifyFull => Verify::ChainAndHost,
+            SslMode::VerifyCa => Verify::Chain,
+            SslMode::Disable | SslMode::Prefer | SslMode::Require => match self.roots {
+                RootCerts::File(_) | RootCerts::System => Verify::Chain,
+                RootCerts::Default if default_root_exists => Verify::Chain,
+                RootCerts::Default => Verify::Nothing,
+            },
+        }
+    }
+}
+
+/// `url` without the TLS options the client library does not know, and the TLS policy they make:
+/// `sslrootcert` is taken out, `sslmode=verify-ca|verify-full` handed on as `require`.
+fn take_tls_options(url: &str) -> Result<(String, TlsPolicy), String> {
+    let mut tls = TlsPolicy { mode: SslMode::Prefer, roots: RootCerts::Default };
+    let Some((head, query)) = url.split_once('?') else {
+        return Ok((url.to_string(), tls));
+    };
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+        match key {
+            "sslrootcert" if value.is_empty() => return Err("sslrootcert is empty; give a PEM file or `system`".into()),
+            "sslrootcert" if value == "system" => tls.roots = RootCerts::System,
+            "sslrootcert" => tls.roots = RootCerts::File(PathBuf::from(value.as_ref())),
+            "sslmode" => {
+                tls.mode = match value.as_ref() {
+                    "disable" => SslMode::Disable,
+                    "prefer" => SslMode::Prefer,
+                    "require" => SslMode::Require,
+                    "verify-ca" => SslMode::VerifyCa,
+                    "verify-full" => SslMode::VerifyFull,
+                    other => {
+                        return Err(format!(
+                            "sslmode={other} is not one trellis knows; use disable, prefer, require, verify-ca or verify-full"
+                        ))
+                    }
+                };
+                kept.push(match tls.mode {
+                    SslMode::VerifyCa | SslMode::VerifyFull => "sslmode=require",
+                    _ => pair,
+                });
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let url = if kept.is_empty() { head.to_string() } else { format!("{head}?{}", kept.join("&")) };
+    Ok((url, tls))
 }
 
 impl PgUrl {
     /// The client library's configuration (holds the password).
     pub(crate) fn config(&self) -> &tokio_postgres::Config {
         &self.config
+    }
+
+    /// `sslmode` and `sslrootcert`.
+    pub fn tls(&self) -> &TlsPolicy {
+        &self.tls
     }
 
     pub(crate) fn set_config(&mut self, config: tokio_postgres::Config) {
@@ -87,7 +196,8 @@ impl FromStr for PgUrl {
         if !is_postgres_url(s) {
             return Err(invalid("it must start with postgres:// or postgresql://".to_string()));
         }
-        let config: tokio_postgres::Config = s.parse().map_err(|e: tokio_postgres::Error| {
+        let (for_client, tls) = take_tls_options(s).map_err(invalid)?;
+        let config: tokio_postgres::Config = for_client.parse().map_err(|e: tokio_postgres::Error| {
             // The client's parse errors name the offending part, never the password; redact anyway.
             invalid(format!("{}; the form is postgres://USER@HOST:PORT/DATABASE", redact_in(&e.to_string(), s)))
         })?;
@@ -97,20 +207,13 @@ impl FromStr for PgUrl {
         if config.get_dbname().is_none() {
             return Err(invalid("it names no database; the form is postgres://USER@HOST:PORT/DATABASE".to_string()));
         }
-        // trellis has no TLS client for PostgreSQL yet: `require` could only fail at connect time, as
-        // "server does not support TLS" or "no TLS implementation configured" — neither says why.
-        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            return Err(invalid(
-                "sslmode=require: trellis connects to PostgreSQL without TLS (not supported yet); reach the server over a private network or through a local TLS-terminating proxy (e.g. cloud-sql-proxy) and leave sslmode out".to_string(),
-            ));
-        }
-        Ok(PgUrl { config: Box::new(config), redacted })
+        Ok(PgUrl { config: Box::new(config), redacted, tls })
     }
 }
 
 impl PartialEq for PgUrl {
     fn eq(&self, other: &PgUrl) -> bool {
-        self.config == other.config
+        self.config == other.config && self.tls == other.tls
     }
 }
 
@@ -219,20 +322,50 @@ mod tests {
         }
     }
 
-    /// `sslmode=require` failed only at connect time, with the client library's "server does not support
-    /// TLS" (trellis has no TLS client): refused at parse time, saying so and what to do.
+    /// `sslmode` and `sslrootcert` as libpq reads them: `verify-ca`/`verify-full` (which the client
+    /// library refuses) and `sslrootcert` (which it does not know) are trellis' to read.
     #[test]
-    fn regression_sslmode_require_is_refused_up_front() {
-        let err = "postgres://u:hunter2@db.example.com:5432/trellis?sslmode=require"
-            .parse::<StateLocation>()
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("sslmode=require: trellis connects to PostgreSQL without TLS"), "{err}");
-        assert!(err.contains("postgres://u:***@db.example.com:5432/trellis?sslmode=require"), "{err}");
-        assert!(!err.contains("hunter2") && !err.contains('\n'), "{err}");
-        for fine in ["disable", "prefer"] {
-            let url = format!("postgres://u@h:5432/db?sslmode={fine}");
-            assert!(url.parse::<StateLocation>().is_ok(), "{url}");
+    fn tls_options_are_read_as_libpq_reads_them() {
+        let policy = |url: &str| url.parse::<PgUrl>().map(|u| u.tls().clone());
+        let default = policy("postgres://u@h:5432/db").unwrap();
+        assert_eq!(default, TlsPolicy { mode: SslMode::Prefer, roots: RootCerts::Default });
+        assert_eq!(default.verify(false), Verify::Nothing);
+        assert_eq!(
+            default.verify(true),
+            Verify::Chain,
+            "libpq checks the authority when ~/.postgresql/root.crt exists"
+        );
+        let full = policy("postgres://u:pw@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem").unwrap();
+        assert_eq!(full, TlsPolicy { mode: SslMode::VerifyFull, roots: RootCerts::File("/etc/ca.pem".into()) });
+        assert_eq!(full.verify(false), Verify::ChainAndHost);
+        let ca = policy("postgres://u@h/db?sslrootcert=system&sslmode=verify-ca").unwrap();
+        assert_eq!(
+            (ca.mode, ca.roots.clone(), ca.verify(false)),
+            (SslMode::VerifyCa, RootCerts::System, Verify::Chain)
+        );
+        let require = policy("postgres://u@h/db?sslmode=require").unwrap();
+        assert_eq!(require.verify(false), Verify::Nothing);
+        assert_eq!(
+            policy("postgres://u@h/db?sslmode=require&sslrootcert=ca.pem").unwrap().verify(false),
+            Verify::Chain
+        );
+        // The client library is given `require` for the verifying modes, and no sslrootcert.
+        let url: PgUrl = "postgres://u@h/db?sslmode=verify-full&sslrootcert=ca.pem&connect_timeout=3".parse().unwrap();
+        assert_eq!(url.config().get_ssl_mode(), tokio_postgres::config::SslMode::Require);
+        assert_eq!(url.config().get_connect_timeout(), Some(&std::time::Duration::from_secs(3)));
+        assert_eq!(url.to_string(), "postgres://u@h/db?sslmode=verify-full&sslrootcert=ca.pem&connect_timeout=3");
+    }
+
+    #[test]
+    fn unknown_or_empty_tls_options_are_one_line_errors_without_the_password() {
+        for (bad, says) in [
+            ("postgres://u:hunter2@h/db?sslmode=allow", "sslmode=allow is not one trellis knows"),
+            ("postgres://u:hunter2@h/db?sslrootcert=", "sslrootcert is empty"),
+            ("postgres://u:hunter2@h/db?sslcert=c.pem", "sslcert"),
+        ] {
+            let err = bad.parse::<StateLocation>().unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+            assert!(!err.contains("hunter2") && !err.contains('\n'), "{err}");
         }
     }
 

@@ -7,6 +7,7 @@
 //! channel, so no caller ever runs `block_on` inside another runtime.
 
 mod schema;
+mod tls;
 
 use crate::layout;
 use crate::location::PgUrl;
@@ -24,7 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long a call retries transient failures (connection lost or refused, server shutting down,
 /// serialization failure) before it reports them.
@@ -59,6 +61,8 @@ struct Inner {
     /// The URL without its password: what every message names.
     location: String,
     pool: Pool,
+    /// TLS as the URL's `sslmode` and `sslrootcert` say ([`tls`]).
+    tls: MakeRustlsConnect,
     locks: tokio::sync::Mutex<LockConn>,
     /// Notified when the lock connection ends (see [`keep_locks`]).
     lock_conn_ended: Arc<tokio::sync::Notify>,
@@ -280,9 +284,11 @@ fn to_u64(serial: i64) -> u64 {
 
 impl Inner {
     async fn connect(url: PgUrl, location: String) -> Result<Inner, StateError> {
+        let tls =
+            tls::connector(url.tls()).map_err(|detail| StateError::Database { location: location.clone(), detail })?;
         let mgr = Manager::from_config(
             url.config().clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(mgr).max_size(POOL_SIZE).runtime(deadpool_postgres::Runtime::Tokio1).build().map_err(
@@ -295,6 +301,7 @@ impl Inner {
             url,
             location,
             pool,
+            tls,
             locks: tokio::sync::Mutex::new(LockConn::default()),
             lock_conn_ended: Arc::default(),
             closing: AtomicBool::new(false),
@@ -355,6 +362,12 @@ impl Inner {
             SqlState::T_R_DEADLOCK_DETECTED,
         ];
         let words = self.words(&e);
+        if tls::tls_error(&e).is_some() {
+            return Failure::Final(self.error(format!(
+                "{words}; check the URL's sslmode and sslrootcert (the PEM file of the authority that signed the \
+                 server's certificate; verify-full also needs the certificate issued for the host in the URL)"
+            )));
+        }
         if let Some(db) = e.as_db_error() {
             if TRANSIENT.contains(db.code()) {
                 return Failure::Transient(words);
@@ -411,7 +424,7 @@ impl Inner {
     /// Applies the embedded migrations this database lacks (see [`schema`]), on a connection of its own
     /// that holds the migration advisory lock while it does.
     async fn migrate(&self) -> Result<(), Failure> {
-        let (client, connection) = self.url.config().connect(NoTls).await.map_err(|e| self.classify(e))?;
+        let (client, connection) = self.url.config().connect(self.tls.clone()).await.map_err(|e| self.classify(e))?;
         let conn = tokio::spawn(connection);
         let result = schema::migrate(&client, &self.location).await;
         drop(client);
@@ -721,7 +734,7 @@ impl Inner {
         if !alive {
             lc.client = None;
             let classify = |e| self.classify(e);
-            let (client, connection) = self.url.config().connect(NoTls).await.map_err(classify)?;
+            let (client, connection) = self.url.config().connect(self.tls.clone()).await.map_err(classify)?;
             let ended = self.lock_conn_ended.clone();
             tokio::spawn(async move {
                 let _ = connection.await;
