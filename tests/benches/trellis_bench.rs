@@ -274,7 +274,10 @@
 //!      benchmark, twice after (load ~1–2 at the start, ~3.7 at the end of the second): section 6 GCP
 //!      10,000 0.89 s (0.89–0.99) and 0.95 s (0.95–1.14) JSON, 0.84 s / 0.86 s text, 84–88 MiB — met;
 //!      section 4 10,000 A1 0.62–0.67 s; re-plan ÷ fresh 3.00; section 5 apply 2,000 4.96–5.07 s (the
-//!      old build by hand in the same minutes: 5.27–5.57 s).
+//!      old build by hand in the same minutes: 5.27–5.57 s). Twice more at the session's end (44a3da7):
+//!      1.18 s (1.18–1.50) JSON — missed, in a disturbed minute: GCP ÷ Azure 1.71 against 1.37–1.42 in
+//!      every other run, and the same binary by hand right after at load ~0: 0.86–0.94 s, CPU as before
+//!      — then 0.85 s (0.85–0.97) JSON / 0.82 s text, 93 / 88 MiB, met; apply 2,000 5.13 s and 4.42 s.
 //!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
