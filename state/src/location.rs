@@ -133,6 +133,12 @@ fn take_tls_options(url: &str) -> Result<(String, TlsPolicy), String> {
             "sslrootcert" if value.is_empty() => return Err("sslrootcert is empty; give a PEM file or `system`".into()),
             "sslrootcert" if value == "system" => tls.roots = RootCerts::System,
             "sslrootcert" => tls.roots = RootCerts::File(PathBuf::from(value.as_ref())),
+            // The client library does not know them either, and would only say "invalid connection string".
+            "sslcert" | "sslkey" | "sslpassword" | "sslcrl" | "sslcrldir" => {
+                return Err(format!(
+                    "{key}: client certificates are not supported by trellis yet; authenticate with a password (in TRELLIS_STATE) and leave {key} out"
+                ))
+            }
             "sslmode" => {
                 tls.mode = match value.as_ref() {
                     "disable" => SslMode::Disable,
@@ -361,7 +367,8 @@ mod tests {
         for (bad, says) in [
             ("postgres://u:hunter2@h/db?sslmode=allow", "sslmode=allow is not one trellis knows"),
             ("postgres://u:hunter2@h/db?sslrootcert=", "sslrootcert is empty"),
-            ("postgres://u:hunter2@h/db?sslcert=c.pem", "sslcert"),
+            ("postgres://u:hunter2@h/db?sslcert=c.pem", "sslcert: client certificates are not supported"),
+            ("postgres://u:hunter2@h/db?sslmode=require&sslkey=k.pem", "sslkey: client certificates are not supported"),
         ] {
             let err = bad.parse::<StateLocation>().unwrap_err().to_string();
             assert!(err.contains(says), "{err}");
