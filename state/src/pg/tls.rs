@@ -9,7 +9,7 @@
 use crate::location::{RootCerts, TlsPolicy, Verify};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -21,26 +21,26 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 /// no system roots) in words, with what to do.
 pub(crate) fn connector(policy: &TlsPolicy) -> Result<MakeRustlsConnect, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let default_root = default_root_file();
-    let verifier: Arc<dyn ServerCertVerifier> = match policy.verify(default_root.as_deref().is_some_and(Path::exists)) {
-        Verify::Nothing => Arc::new(NoVerification(provider.clone())),
-        verify => {
-            let roots = match &policy.roots {
-                RootCerts::File(file) => roots_from_file(file)?,
-                RootCerts::System => system_roots()?,
-                RootCerts::Default => match default_root.filter(|f| f.exists()) {
-                    Some(file) => roots_from_file(&file)?,
-                    None => system_roots()?,
-                },
+    // libpq's default `sslrootcert`, when it exists (looked at once).
+    let default_root = default_root_file().filter(|file| file.exists());
+    let verify = policy.verify(default_root.is_some());
+    let chain = match verify {
+        Verify::Nothing => None,
+        Verify::Chain | Verify::ChainAndHost => {
+            let roots = match (&policy.roots, default_root) {
+                (RootCerts::File(file), _) => roots_from_file(file)?,
+                (RootCerts::System, _) | (RootCerts::Default, None) => system_roots()?,
+                (RootCerts::Default, Some(file)) => roots_from_file(&file)?,
             };
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
                 .map_err(|e| format!("cannot check server certificates with these roots ({e})"))?;
-            match verify {
-                Verify::Chain => Arc::new(ChainOnly(webpki)),
-                _ => webpki,
-            }
+            Some(webpki)
         }
+    };
+    let verifier: Arc<dyn ServerCertVerifier> = match (verify, chain) {
+        (Verify::ChainAndHost, Some(webpki)) => webpki,
+        (_, chain) => Arc::new(Libpq { chain, algorithms: provider.signature_verification_algorithms }),
     };
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -87,11 +87,17 @@ fn system_roots() -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// `verify-ca`: the certificate chain is checked, the host name is not.
+/// The checks `verify-full` does not make, as libpq: `verify-ca` (and `prefer`/`require` with an
+/// authority) checks the certificate chain and not the host name; `prefer`/`require` without one
+/// check nothing of the certificate. Either way the handshake's signatures are checked.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Libpq {
+    /// The chain check, when there is an authority.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Libpq {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -100,7 +106,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -114,7 +123,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -123,51 +132,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer`/`require` without a trusted authority, as libpq: the connection is encrypted and the
-/// handshake's signatures are checked, the server's certificate is not.
-#[derive(Debug)]
-struct NoVerification(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
