@@ -24,26 +24,6 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// The leaves of a merge patch as (JSON pointer, value) pairs. Arrays and scalars are leaves;
-/// `null` leaves mean "must be absent".
-pub fn patch_leaves(patch: &Value) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    collect_leaves(patch, String::new(), &mut out);
-    out
-}
-
-fn collect_leaves(v: &Value, prefix: String, out: &mut Vec<(String, Value)>) {
-    match v {
-        Value::Object(map) if !map.is_empty() => {
-            for (k, child) in map {
-                let escaped = k.replace('~', "~0").replace('/', "~1");
-                collect_leaves(child, format!("{prefix}/{escaped}"), out);
-            }
-        }
-        _ => out.push((prefix, v.clone())),
-    }
-}
-
 /// [`same_value_in`] with ARM's ids.
 pub fn same_value(path: &str, a: &Value, b: &Value) -> bool {
     same_value_in(&ArmIds, path, a, b)
@@ -73,8 +53,8 @@ pub fn changes(current: Option<&Value>, patch: &Value) -> Vec<Change> {
 }
 
 /// The attribute changes a merge patch makes to `current` (`None`: the resource does not exist),
-/// references compared through `ids`: one [`Change`] per leaf of the patch ([`patch_leaves`], in
-/// its order) whose value differs from what `current` holds at that JSON pointer.
+/// references compared through `ids`: one [`Change`] per leaf of the patch (an array, a
+/// scalar, an empty object; `null`: must be absent), in the patch's order, whose value differs from what `current` holds at that JSON pointer.
 pub fn changes_in(ids: &dyn IdScheme, current: Option<&Value>, patch: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     let mut path = String::new();
@@ -161,6 +141,26 @@ mod tests {
         let patch = json!({"properties": {"network": {"id": "projects/p/global/networks/net"}}});
         assert!(changes_in(&ArmIds, Some(&live), &patch).is_empty());
         assert_eq!(changes_in(&crate::ids::GceIds, Some(&live), &patch).len(), 1);
+    }
+
+    /// The leaves of a merge patch as (JSON pointer, value) pairs. Arrays and scalars are leaves;
+    /// `null` leaves mean "must be absent".
+    fn patch_leaves(patch: &Value) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        collect_leaves(patch, String::new(), &mut out);
+        out
+    }
+
+    fn collect_leaves(v: &Value, prefix: String, out: &mut Vec<(String, Value)>) {
+        match v {
+            Value::Object(map) if !map.is_empty() => {
+                for (k, child) in map {
+                    let escaped = k.replace('~', "~0").replace('/', "~1");
+                    collect_leaves(child, format!("{prefix}/{escaped}"), out);
+                }
+            }
+            _ => out.push((prefix, v.clone())),
+        }
     }
 
     /// [`changes_in`] as it is defined: every leaf of the patch, looked up in `current` by its JSON
