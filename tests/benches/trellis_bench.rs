@@ -278,6 +278,7 @@
 //!      1.18 s (1.18–1.50) JSON — missed, in a disturbed minute: GCP ÷ Azure 1.71 against 1.37–1.42 in
 //!      every other run, and the same binary by hand right after at load ~0: 0.86–0.94 s, CPU as before
 //!      — then 0.85 s (0.85–0.97) JSON / 0.82 s text, 93 / 88 MiB, met; apply 2,000 5.13 s and 4.42 s.
+//!      After the review's mends (116f7fd): 0.91 s (0.91–1.01) JSON / 0.80 s text, 88 / 84 MiB, met.
 //!
 //!    Apply slice of issue #8 (s16-apply), this section's command on 2,000 A1 shoots, each run beside
 //!    the binary of the branch point in the same minute (alternated, load 6–9 from other builds; CPU is
