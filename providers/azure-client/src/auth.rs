@@ -12,14 +12,14 @@
 //! Every error text built from an answer or a transport error is redacted (`crate::redact`), with
 //! the credential's own secret among the known values.
 
-use crate::redact::redact_error;
-use crate::{parse_url_as, redirect_error, status_error, transport_error, ConfigError, UrlRule};
+use crate::{parse_url_as, status_error, ConfigError, UrlRule};
 use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::Value;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
+use trellis_http::{redact_error, redirect_error, transport_error};
 use trellis_planner::cloud::CloudError;
 
 /// The Entra ID authority of the public cloud.
@@ -134,7 +134,7 @@ async fn request_token(
                 .as_str()
                 .or_else(|| body["message"].as_str())
                 .map(str::to_string)
-                .unwrap_or_else(|| crate::snippet(&text));
+                .unwrap_or_else(|| trellis_http::snippet(&text, known));
             return Err(status_error(target, status, &headers, code, message));
         }
         let Some(token) = body["access_token"].as_str().filter(|t| !t.is_empty()) else {
@@ -194,7 +194,7 @@ impl Entra {
             auth,
             authority: Url::parse(DEFAULT_AUTHORITY).expect("the default authority is a URL"),
             scope: ARM_SCOPE.to_string(),
-            http: crate::http_client()?,
+            http: trellis_http::client().map_err(ConfigError::Http)?,
             cache: TokenCache::default(),
         })
     }
@@ -414,7 +414,7 @@ impl ManagedIdentityCredential {
             endpoint,
             client_id: client_id.map(str::to_string),
             resource: resource_of(ARM_SCOPE),
-            http: crate::http_client()?,
+            http: trellis_http::client().map_err(ConfigError::Http)?,
             cache: TokenCache::default(),
         })
     }

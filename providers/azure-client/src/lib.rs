@@ -66,7 +66,6 @@
 //! so nothing needs installing; a binary that also links a crate enabling aws-lc-rs still gets ring.
 
 mod auth;
-mod redact;
 
 pub use auth::{
     ClientSecretCredential, EnvCredential, ManagedIdentityCredential, StaticToken, TokenSource,
@@ -74,16 +73,17 @@ pub use auth::{
     ENV_CLIENT_CERTIFICATE_PATH, ENV_CLIENT_ID, ENV_CLIENT_SECRET, ENV_FEDERATED_TOKEN_FILE, ENV_IDENTITY_ENDPOINT,
     ENV_IDENTITY_HEADER, ENV_IMDS_HOST, ENV_TENANT_ID, ENV_TOKEN_CREDENTIALS, JWT_BEARER,
 };
-pub use redact::{redact, REDACTED};
 pub use reqwest::Url;
+use trellis_http::{read_capped, redirect_error, snippet, transport_error, MAX_RESPONSE_BYTES};
+pub use trellis_http::{redact, retry_after, REDACTED};
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, ACCEPT, IF_MATCH, IF_NONE_MATCH, LOCATION, RETRY_AFTER};
+use reqwest::header::{HeaderMap, ACCEPT, IF_MATCH, IF_NONE_MATCH, LOCATION};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition, Sent};
 use trellis_planner::ids::ArmId;
 
@@ -218,30 +218,6 @@ pub fn parse_url_as(name: &str, value: &str, rule: UrlRule) -> Result<Url, Confi
     Ok(url)
 }
 
-/// The HTTP client of the ARM client and the credentials: rustls, and no redirects — a redirected
-/// request would carry its credential (form body or bearer token) to wherever the answer points.
-pub(crate) fn http_client() -> Result<reqwest::Client, ConfigError> {
-    reqwest::Client::builder()
-        .user_agent(concat!("trellis/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| ConfigError::Http(error_chain(&e)))
-}
-
-/// A 3xx answer: an error naming where it pointed. `setting` is what the user would change.
-pub(crate) fn redirect_error(target: &str, status: u16, headers: &HeaderMap, setting: &str) -> CloudError {
-    let location = headers.get(LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("(no Location header)");
-    CloudError::Rejected {
-        target: target.to_string(),
-        status,
-        code: "Redirected".to_string(),
-        message: format!(
-            "the server redirects to {location}; trellis follows no redirects, so that no credential goes to another address: set {setting} to the address that answers itself"
-        ),
-    }
-}
-
 /// The ARM REST client. Cheap to share behind an `Arc`; reqwest pools connections.
 pub struct ArmClient {
     endpoint: Url,
@@ -254,6 +230,8 @@ pub struct ArmClient {
     api_versions: Vec<(String, String)>,
     /// The bearer token last sent, redacted from errors even where it appears without `Bearer`.
     last_token: Mutex<String>,
+    /// The largest response body read.
+    response_limit: usize,
 }
 
 impl ArmClient {
@@ -264,13 +242,20 @@ impl ArmClient {
         Ok(ArmClient {
             endpoint,
             credential,
-            http: http_client()?,
+            http: trellis_http::client().map_err(ConfigError::Http)?,
             lro_poll_cap: Duration::from_secs(10),
             lro_timeout: Duration::from_secs(30 * 60),
             request_timeout: Duration::from_secs(60),
             api_versions: Vec::new(),
             last_token: Mutex::new(String::new()),
+            response_limit: MAX_RESPONSE_BYTES,
         })
+    }
+
+    /// The largest response body read (default [`MAX_RESPONSE_BYTES`]); a longer one is refused.
+    pub fn with_response_limit(mut self, bytes: usize) -> ArmClient {
+        self.response_limit = bytes;
+        self
     }
 
     /// The longest wait between two polls of a long-running operation.
@@ -425,10 +410,16 @@ impl ArmClient {
         Ok(resp)
     }
 
+    /// A non-success answer as a [`CloudError`], the token last sent redacted from a quoted body.
+    fn response_error(&self, target: &str, status: StatusCode, headers: &HeaderMap, body: &[u8]) -> CloudError {
+        let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        response_error(target, status, headers, body, &[&token])
+    }
+
     /// `e` without credentials: the redaction patterns plus the token last sent.
     fn redacted(&self, e: CloudError) -> CloudError {
         let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        redact::redact_error(e, &[&token])
+        trellis_http::redact_error(e, &[&token])
     }
 
     /// How long to wait before the next poll.
@@ -450,12 +441,12 @@ impl ArmClient {
                 Poll::AsyncOperation(u) | Poll::Location(u) => u.clone(),
             };
             let answer = match self.send(Method::GET, url, None, target, &Sent::Nothing).await {
-                Ok(resp) => read(resp, target).await,
+                Ok(resp) => read_capped(resp, target, self.response_limit).await,
                 Err(e) => Err(e),
             };
             let failed = match answer {
                 Ok((status, headers, body)) if status.is_success() => Ok((status, headers, body)),
-                Ok((status, headers, body)) => Err(response_error(target, status, &headers, &body)),
+                Ok((status, headers, body)) => Err(self.response_error(target, status, &headers, &body)),
                 Err(e) => Err(e),
             };
             let (status, headers, body) = match failed {
@@ -510,14 +501,6 @@ impl Poll {
         }
         None
     }
-}
-
-/// Status, headers and body of an answer.
-async fn read(resp: reqwest::Response, target: &str) -> Result<(StatusCode, HeaderMap, Vec<u8>), CloudError> {
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let body = resp.bytes().await.map_err(|e| transport_error(target, &e))?;
-    Ok((status, headers, body.to_vec()))
 }
 
 fn parse_json(target: &str, status: StatusCode, body: &[u8]) -> Result<Value, CloudError> {
@@ -578,18 +561,22 @@ impl ArmClient {
     async fn get_unredacted(&self, id: &str) -> Result<Option<Value>, CloudError> {
         let url = self.resource_url(id)?;
         let resp = self.send(Method::GET, url, None, id, &Sent::Nothing).await?;
-        let (status, headers, body) = read(resp, id).await?;
+        let (status, headers, body) = read_capped(resp, id, self.response_limit).await?;
         match status {
-            StatusCode::OK => parse_json(id, status, &body).map(Some),
+            StatusCode::OK => {
+                let doc = parse_json(id, status, &body)?;
+                answered_for(id, &doc, |answered| answered.eq_ignore_ascii_case(normalize(id)))?;
+                Ok(Some(doc))
+            }
             StatusCode::NOT_FOUND => {
                 // A wrong subscription is a configuration error, not a missing resource.
-                let e = response_error(id, status, &headers, &body);
+                let e = self.response_error(id, status, &headers, &body);
                 match &e {
                     CloudError::Rejected { code, .. } if code == "SubscriptionNotFound" => Err(e),
                     _ => Ok(None),
                 }
             }
-            _ => Err(response_error(id, status, &headers, &body)),
+            _ => Err(self.response_error(id, status, &headers, &body)),
         }
     }
 
@@ -599,13 +586,21 @@ impl ArmClient {
         let mut out = Vec::new();
         for _ in 0..MAX_PAGES {
             let resp = self.send(Method::GET, url.clone(), None, &target, &Sent::Nothing).await?;
-            let (status, headers, body) = read(resp, &target).await?;
+            let (status, headers, body) = read_capped(resp, &target, self.response_limit).await?;
             if status != StatusCode::OK {
-                return Err(response_error(&target, status, &headers, &body));
+                return Err(self.response_error(&target, status, &headers, &body));
             }
             let mut page = parse_json(&target, status, &body)?;
             match page.get_mut("value").map(Value::take) {
-                Some(Value::Array(items)) => out.extend(items),
+                Some(Value::Array(items)) => {
+                    let under = format!("{}/", normalize(parent));
+                    for item in &items {
+                        answered_for(&target, item, |answered| {
+                            answered.get(..under.len()).is_some_and(|p| p.eq_ignore_ascii_case(&under))
+                        })?;
+                    }
+                    out.extend(items)
+                }
                 Some(Value::Null) | None => {}
                 Some(_) => {
                     return Err(CloudError::Server {
@@ -636,9 +631,9 @@ impl ArmClient {
     async fn put_unredacted(&self, id: &str, body: Value, sent: &Sent) -> Result<Value, CloudError> {
         let url = self.resource_url(id)?;
         let resp = self.send(Method::PUT, url, Some(&body), id, sent).await?;
-        let (status, headers, answer) = read(resp, id).await?;
+        let (status, headers, answer) = read_capped(resp, id, self.response_limit).await?;
         if !matches!(status, StatusCode::OK | StatusCode::CREATED | StatusCode::ACCEPTED) {
-            return Err(response_error(id, status, &headers, &answer));
+            return Err(self.response_error(id, status, &headers, &answer));
         }
         if let Some(poll) = Poll::of(status, &headers, &self.endpoint) {
             self.wait(poll, &headers, id).await?;
@@ -655,7 +650,7 @@ impl ArmClient {
     async fn delete_unredacted(&self, id: &str, sent: &Sent) -> Result<(), CloudError> {
         let url = self.resource_url(id)?;
         let resp = self.send(Method::DELETE, url, None, id, sent).await?;
-        let (status, headers, body) = read(resp, id).await?;
+        let (status, headers, body) = read_capped(resp, id, self.response_limit).await?;
         match status {
             StatusCode::NOT_FOUND => Ok(()),
             StatusCode::OK | StatusCode::ACCEPTED | StatusCode::NO_CONTENT => {
@@ -664,8 +659,29 @@ impl ArmClient {
                     None => Ok(()),
                 }
             }
-            _ => Err(response_error(id, status, &headers, &body)),
+            _ => Err(self.response_error(id, status, &headers, &body)),
         }
+    }
+}
+
+/// Checks that an answer is the resource asked for: its `id` must pass `expected` (ARM ids compare
+/// case-insensitively). A server (or a proxy) answering another resource would otherwise be taken
+/// for the one the plan reads — a resource group for another, a subnet of another VNet.
+fn answered_for(target: &str, doc: &Value, expected: impl Fn(&str) -> bool) -> Result<(), CloudError> {
+    match doc.get("id").and_then(Value::as_str) {
+        Some(answered) if expected(answered) => Ok(()),
+        answered => Err(CloudError::Rejected {
+            target: target.to_string(),
+            status: 502,
+            code: "WrongResource".to_string(),
+            message: format!(
+                "ARM answered {} instead; check that --azure-endpoint is ARM itself, not a proxy that rewrites answers",
+                match answered {
+                    Some(other) => format!("the resource '{}'", trellis_http::redact(other, &[])),
+                    None => "an object without an `id`".to_string(),
+                }
+            ),
+        }),
     }
 }
 
@@ -694,25 +710,9 @@ fn invalid_id(id: &str) -> CloudError {
     }
 }
 
-/// The wait a response asks for: `retry-after-ms`, `x-ms-retry-after-ms`, then `Retry-After`
-/// (delay-seconds or an HTTP date).
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    for name in ["retry-after-ms", "x-ms-retry-after-ms"] {
-        if let Some(ms) = text(name).and_then(|v| v.parse::<u64>().ok()) {
-            return Some(Duration::from_millis(ms));
-        }
-    }
-    let value = text(RETRY_AFTER.as_str())?;
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
-}
-
 /// A non-success ARM answer as a [`CloudError`].
-fn response_error(target: &str, status: StatusCode, headers: &HeaderMap, body: &[u8]) -> CloudError {
+/// A body that is not ARM's error JSON is quoted after the `known` secrets are redacted from it.
+fn response_error(target: &str, status: StatusCode, headers: &HeaderMap, body: &[u8], known: &[&str]) -> CloudError {
     let doc: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     // ARM: {"error": {"code", "message"}}; a few resource providers answer the object at the top.
     let err = if doc["error"].is_object() { &doc["error"] } else { &doc };
@@ -723,7 +723,7 @@ fn response_error(target: &str, status: StatusCode, headers: &HeaderMap, body: &
         .or_else(|| headers.get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_string))
         .unwrap_or_else(|| status.canonical_reason().unwrap_or("HttpError").replace(' ', ""));
     let message =
-        err["message"].as_str().map(str::to_string).unwrap_or_else(|| snippet(&String::from_utf8_lossy(body)));
+        err["message"].as_str().map(str::to_string).unwrap_or_else(|| snippet(&String::from_utf8_lossy(body), known));
     status_error(target, status.as_u16(), headers, code, message)
 }
 
@@ -768,46 +768,6 @@ fn operation_failed(target: &str, state: &str, doc: &Value) -> CloudError {
         CloudError::Server { target, status: 500, message: format!("{code}: {message}") }
     } else {
         CloudError::Rejected { target, status: 409, code, message }
-    }
-}
-
-/// A failure below HTTP: a timeout, or no answer at all.
-pub(crate) fn transport_error(target: &str, e: &reqwest::Error) -> CloudError {
-    if e.is_timeout() {
-        return CloudError::Timeout { target: target.to_string() };
-    }
-    CloudError::Unreachable { target: target.to_string(), message: error_chain(e) }
-}
-
-/// An error with its sources, `outer: inner: innermost`.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
-/// The start of a body, for messages.
-pub(crate) fn snippet(text: &str) -> String {
-    let text = text.trim();
-    if text.is_empty() {
-        return "(empty body)".to_string();
-    }
-    let mut end = text.len().min(300);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    if end < text.len() {
-        format!("{}…", &text[..end])
-    } else {
-        text.to_string()
     }
 }
 
@@ -902,26 +862,11 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_prefers_milliseconds_then_seconds_then_dates() {
-        let mut h = HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert(RETRY_AFTER, "7".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
-        h.insert("x-ms-retry-after-ms", "1500".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
-        h.insert("retry-after-ms", "20".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(20)));
-        let mut h = HeaderMap::new();
-        h.insert(RETRY_AFTER, "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-    }
-
-    #[test]
     fn regression_write_refusals_are_classified_by_the_condition_sent() {
         let h = HeaderMap::new();
         let busy =
             br#"{"error":{"code":"AnotherOperationInProgress","message":"Operation on subnet b is in progress"}}"#;
-        let conflict = classify(response_error("s", StatusCode::CONFLICT, &h, busy), Sent::Nothing);
+        let conflict = classify(response_error("s", StatusCode::CONFLICT, &h, busy, &[]), Sent::Nothing);
         assert!(matches!(&conflict, CloudError::Conflict { code, .. } if code == "AnotherOperationInProgress"));
         assert!(conflict.is_transient(), "the engine waits for the other operation and retries");
         // The same refusal reported by the write's long-running operation.
@@ -931,16 +876,19 @@ mod tests {
 
         let pre = br#"{"error":{"code":"PreconditionFailed","message":"etag mismatch"}}"#;
         assert_eq!(
-            classify(response_error("s", StatusCode::PRECONDITION_FAILED, &h, pre), Sent::IfMatch("W/\"1\"".into())),
+            classify(
+                response_error("s", StatusCode::PRECONDITION_FAILED, &h, pre, &[]),
+                Sent::IfMatch("W/\"1\"".into())
+            ),
             CloudError::PreconditionFailed { target: "s".into(), expected: "W/\"1\"".into() }
         );
         assert_eq!(
-            classify(response_error("s", StatusCode::PRECONDITION_FAILED, &h, pre), Sent::IfNoneMatch),
+            classify(response_error("s", StatusCode::PRECONDITION_FAILED, &h, pre, &[]), Sent::IfNoneMatch),
             CloudError::AlreadyExists { target: "s".into(), status: 412 }
         );
         let other = br#"{"error":{"code":"Conflict","message":"x"}}"#;
         assert!(matches!(
-            classify(response_error("s", StatusCode::CONFLICT, &h, other), Sent::Nothing),
+            classify(response_error("s", StatusCode::CONFLICT, &h, other, &[]), Sent::Nothing),
             CloudError::Rejected { status: 409, .. }
         ));
     }
@@ -950,7 +898,7 @@ mod tests {
         let h = HeaderMap::new();
         let body = br#"{"error":{"code":"InUseSubnetCannotBeDeleted","message":"Subnet web is in use"}}"#;
         assert_eq!(
-            response_error("x", StatusCode::BAD_REQUEST, &h, body),
+            response_error("x", StatusCode::BAD_REQUEST, &h, body, &[]),
             CloudError::Rejected {
                 target: "x".into(),
                 status: 400,
@@ -960,12 +908,12 @@ mod tests {
         );
         let mut h = HeaderMap::new();
         h.insert("x-ms-error-code", "Conflict".parse().unwrap());
-        assert!(matches!(response_error("x", StatusCode::CONFLICT, &h, b"oops"),
+        assert!(matches!(response_error("x", StatusCode::CONFLICT, &h, b"oops", &[]),
             CloudError::Rejected { code, message, .. } if code == "Conflict" && message == "oops"));
-        assert!(matches!(response_error("x", StatusCode::BAD_GATEWAY, &HeaderMap::new(), b""),
+        assert!(matches!(response_error("x", StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"", &[]),
             CloudError::Server { status: 502, message, .. } if message == "BadGateway: (empty body)"));
         assert_eq!(
-            response_error("x", StatusCode::REQUEST_TIMEOUT, &HeaderMap::new(), b""),
+            response_error("x", StatusCode::REQUEST_TIMEOUT, &HeaderMap::new(), b"", &[]),
             CloudError::Timeout { target: "x".into() }
         );
     }

@@ -189,3 +189,68 @@ async fn a_long_running_operation_elsewhere_is_never_polled_with_the_token() {
         assert!(elsewhere.hits().is_empty(), "polled {poll}: {:?}", elsewhere.hits());
     }
 }
+
+#[tokio::test]
+async fn regression_a_secret_straddling_the_quoted_part_of_an_answer_is_redacted_whole() {
+    // A plain-text error body is quoted up to 300 characters. The token starts before the cut and
+    // ends after it: cut first, its first half was printed (no pattern matched it any more).
+    for pad in [270, 285, 295] {
+        let fake = Fake::start(move |hit| {
+            let token = hit.header("authorization").unwrap_or("").trim_start_matches("Bearer ").to_string();
+            Answer::text(400, format!("{} you sent {token} which is not valid here at all", "x".repeat(pad)))
+        })
+        .await;
+        for token in [JWT, OPAQUE] {
+            let err = arm(&fake.url(), token).get(RG).await.unwrap_err();
+            let text = format!("{err} {err:?}");
+            for part in [&token[..12], &token[token.len() - 12..]] {
+                assert!(!text.contains(part), "part {part:?} of the token leaked (pad {pad}): {text}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn regression_an_oversized_answer_is_refused_without_being_read_whole() {
+    // Valid JSON, far larger than the limit: refused while reading, in one line, not retried.
+    let big = format!(r#"{{"id": "{RG}", "name": "rg", "tags": {{"x": "{}"}}}}"#, "a".repeat(2 << 20));
+    let fake = Fake::start(move |_| Answer { status: 200, headers: vec![], body: big.clone() }).await;
+    let client = arm(&fake.url(), OPAQUE).with_response_limit(1 << 20);
+    let err = client.get(RG).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(&err, CloudError::Rejected { code, .. } if code == "ResponseTooLarge"), "{err:?}");
+    assert!(text.contains("larger than 1 MiB") && text.contains(RG), "{text}");
+    assert!(!err.is_transient(), "{err:?}");
+    assert!(!text.contains('\n'));
+    // Under the limit the same answer is read.
+    let fine = arm(&fake.url(), OPAQUE).with_response_limit(4 << 20);
+    assert_eq!(fine.get(RG).await.unwrap().unwrap()["name"], "rg");
+}
+
+#[tokio::test]
+async fn regression_an_answer_for_another_resource_is_refused() {
+    // A GET answered with another resource group (a proxy, a broken endpoint) was taken for the
+    // one asked for; a list item from elsewhere likewise.
+    let other = "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/someone-elses";
+    let fake = Fake::start(move |hit| {
+        if hit.path().ends_with("/providers/Microsoft.Network/virtualNetworks") {
+            Answer::json(
+                200,
+                json!({"value": [{"id": format!("{other}/providers/Microsoft.Network/virtualNetworks/v")}]}),
+            )
+        } else {
+            Answer::json(200, json!({"id": other, "name": "someone-elses", "location": "westeurope"}))
+        }
+    })
+    .await;
+    let client = arm(&fake.url(), OPAQUE);
+    let err = client.get(RG).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(&err, CloudError::Rejected { code, .. } if code == "WrongResource"), "{err:?}");
+    assert!(text.contains(other) && text.contains(RG), "{text}");
+    let err = client.list(RG, "Microsoft.Network/virtualNetworks").await.unwrap_err();
+    assert!(err.to_string().contains("someone-elses"), "{err}");
+    // The id compares as ARM compares ids: without regard to case.
+    let same = Fake::start(|_| Answer::json(200, json!({"id": RG.to_uppercase(), "name": "rg"}))).await;
+    assert!(arm(&same.url(), OPAQUE).get(RG).await.unwrap().is_some());
+}
