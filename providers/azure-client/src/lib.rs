@@ -25,8 +25,8 @@
 //!
 //! # Long-running operations
 //! Waits between polls come from `retry-after-ms`, `x-ms-retry-after-ms`, then `Retry-After`
-//! (seconds or an HTTP date), 30 s when none is given (ARM's default), each capped at
-//! [`ArmClient::with_lro_poll_cap`] (default 10 s). An operation that is still running after
+//! (seconds or an HTTP date), 30 s when none is given (ARM's default), each at least 1 s and capped
+//! at [`ArmClient::with_lro_poll_cap`] (default 10 s). An operation that is still running after
 //! [`ArmClient::with_lro_timeout`] (default 30 min) is a `Timeout`. A poll that fails transiently
 //! (429, 5xx, timeout) is retried up to 3 times in a row. `Failed` or `Canceled` becomes
 //! `Rejected { status: 409, code, message }` with the operation's own error code and message (the
@@ -101,6 +101,9 @@ pub const DEFAULT_API_VERSION: &str = "2021-04-01";
 
 /// ARM's wait between polls when the answer names none.
 const DEFAULT_POLL_WAIT: Duration = Duration::from_secs(30);
+/// The shortest wait between polls, whatever the answer asks for (`Retry-After: 0` polled ~22
+/// times a second); lowered to the poll cap when that is smaller (tests).
+const MIN_POLL_WAIT: Duration = Duration::from_secs(1);
 /// Transient poll failures in a row before a long-running operation is given up.
 const POLL_RETRIES: u32 = 3;
 /// A guard against a `nextLink` that never ends.
@@ -424,7 +427,8 @@ impl ArmClient {
 
     /// How long to wait before the next poll.
     fn poll_wait(&self, headers: &HeaderMap) -> Duration {
-        retry_after(headers).unwrap_or(DEFAULT_POLL_WAIT).min(self.lro_poll_cap)
+        let floor = MIN_POLL_WAIT.min(self.lro_poll_cap);
+        retry_after(headers).unwrap_or(DEFAULT_POLL_WAIT).clamp(floor, self.lro_poll_cap)
     }
 
     /// Polls a long-running operation until it ends.
@@ -453,7 +457,10 @@ impl ArmClient {
                 Ok(answer) => answer,
                 Err(e) if e.is_transient() && failures < POLL_RETRIES => {
                     failures += 1;
-                    wait = e.retry_after().unwrap_or(Duration::from_secs(1)).min(self.lro_poll_cap);
+                    wait = e
+                        .retry_after()
+                        .unwrap_or(MIN_POLL_WAIT)
+                        .clamp(MIN_POLL_WAIT.min(self.lro_poll_cap), self.lro_poll_cap);
                     continue;
                 }
                 Err(e) => return Err(e),

@@ -254,3 +254,28 @@ async fn regression_an_answer_for_another_resource_is_refused() {
     let same = Fake::start(|_| Answer::json(200, json!({"id": RG.to_uppercase(), "name": "rg"}))).await;
     assert!(arm(&same.url(), OPAQUE).get(RG).await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn regression_an_operation_answering_retry_after_zero_is_not_polled_in_a_tight_loop() {
+    // `Retry-After: 0` on every poll was obeyed: ~22 polls a second. Polls wait at least 1 s, so
+    // an operation that never ends is polled at most twice before a 2.5 s operation timeout.
+    let fake = Fake::start(|hit| {
+        let zero = vec![("retry-after".into(), "0".into())];
+        match hit.method.as_str() {
+            "PUT" => Answer {
+                status: 201,
+                headers: [zero.clone(), vec![("azure-asyncoperation".into(), "/op".into())]].concat(),
+                body: json!({"id": RG}).to_string(),
+            },
+            _ => Answer { status: 200, headers: zero, body: json!({"status": "InProgress"}).to_string() },
+        }
+    })
+    .await;
+    let client = ArmClient::new(Url::parse(&fake.url()).unwrap(), Arc::new(StaticToken(OPAQUE.into())))
+        .unwrap()
+        .with_lro_timeout(Duration::from_millis(2500));
+    let err = client.put(RG, json!({"location": "westeurope"})).await.unwrap_err();
+    assert!(matches!(err, CloudError::Timeout { .. }), "{err:?}");
+    let polls = fake.hits().iter().filter(|h| h.path() == "/op").count();
+    assert!(polls <= 2, "{polls} polls");
+}
