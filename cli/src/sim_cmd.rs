@@ -577,27 +577,62 @@ async fn gce_write(session: &Session, command: GceWrite, state: &str) -> Result<
 }
 
 /// `trellis sim serve`: both simulated clouds of the state dir (with `--world` synced in) behind one
-/// HTTP listener until Ctrl-C; the audit log of what the clients did is kept as for `trellis sim …`.
+/// HTTP listener until Ctrl-C or SIGTERM; the audit log of what the clients did is kept as for
+/// `trellis sim …`.
+///
+/// Durability: the simulated ARM cloud leaves its flushes to the state dir (as in process, where the
+/// node's state commit flushes); here the answer acknowledges a write, so every request that may
+/// write is answered after the state dir's grouped flush ([`trellis_sim_http::flush_before_answer`]).
 async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
     if !listen.ip().is_loopback() {
         bail!("--listen {listen} is not a loopback address; the emulator serves plain http, so listen on 127.0.0.1 (the real clients send credentials over http only to loopback)");
     }
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr().context("the listener has no address")?;
+    // Before anything is answered: a stop signal from then on is a graceful stop.
+    let stop = stop_signal()?;
     let session = open(env, "sim serve").await?;
-    let router = trellis_sim_http::both(
-        trellis_sim_http::SimServer::new(session.sim.clone()),
-        trellis_sim_http::gce::GceServer::new(session.gce.clone()),
+    let store = Arc::downgrade(&session.store);
+    let flush: trellis_sim::SharedFlush = Arc::new(move || match store.upgrade() {
+        Some(store) => store.flush().map_err(|e| e.to_string()),
+        None => Err("the state dir was closed".to_string()),
+    });
+    let router = trellis_sim_http::flush_before_answer(
+        trellis_sim_http::both(
+            trellis_sim_http::SimServer::new(session.sim.clone()),
+            trellis_sim_http::gce::GceServer::new(session.gce.clone()),
+        ),
+        flush,
     );
     println!(
-        "serving the simulated clouds of {} on http://{addr} (ARM and GCE REST); Ctrl-C stops",
+        "serving the simulated clouds of {} on http://{addr} (ARM and GCE REST); Ctrl-C or SIGTERM stops",
         env.sim_shown(&env.location()?)
     );
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("the emulator stopped");
+    let served = axum::serve(listener, router).with_graceful_shutdown(stop).await.context("the emulator stopped");
     session.finish(served.map(|()| 0))
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM, which both stop the emulator gracefully. The handlers
+/// are installed when this is called, so a signal that arrives before the future is polled counts.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C (SIGINT)")?;
+        let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
 }

@@ -1,21 +1,28 @@
 //! The real clients end to end against `trellis sim serve`: the emulator serves the simulated clouds
 //! of one state dir over HTTP, and `--cloud gcp --endpoint URL` (the google-cloud-compute-v1 client,
-//! signed in with a service-account key) plans and applies a GCP shoot through it.
+//! signed in with a service-account key) plans and applies a GCP shoot through it. Also what the
+//! emulator promises on its own: an answered write survives `kill -9` and SIGTERM.
 
 mod common;
 
-use common::{finish, Sandbox, BIN};
-use std::io::{BufRead as _, BufReader};
+use common::{finish, Sandbox, BIN, PATIENCE};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-/// A running `trellis sim serve`, stopped when dropped.
+/// A running `trellis sim serve`, killed (SIGKILL) when dropped.
 struct Emulator {
     child: Child,
     url: String,
+    /// `127.0.0.1:PORT`.
+    addr: String,
 }
 
 impl Emulator {
+    /// Starts the emulator on `state` and waits (bounded) for the first line, which names its URL.
     fn start(state: &str) -> Emulator {
         let mut child = Command::new(BIN)
             .args(["sim", "serve", "--listen", "127.0.0.1:0", "--state", state])
@@ -24,14 +31,54 @@ impl Emulator {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start trellis sim serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = match rx.recv_timeout(PATIENCE) {
+            Ok(line) => line,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("trellis sim serve printed no first line ({e})");
+            }
+        };
         let url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://127.0.0.1:"))
-            .expect("the URL on line 1")
+            .unwrap_or_else(|| panic!("the URL on line 1: {line:?}"))
             .to_string();
-        Emulator { child, url }
+        let addr = url.trim_start_matches("http://").to_string();
+        Emulator { child, url, addr }
+    }
+
+    /// One request addressed to `127.0.0.1:PORT`, with a bearer token.
+    fn call(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        http(&self.addr, &self.addr, method, path, &[("Authorization", "Bearer test-token")], body)
+    }
+
+    /// `kill -9`, and reaps it.
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits (bounded) for the process to end; its exit code.
+    fn terminate(mut self) -> i32 {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: kill(2) with a pid this test started and has not reaped yet.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM sent");
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code().unwrap_or_else(|| panic!("trellis sim serve was killed by SIGTERM: {status}"));
+            }
+            assert!(Instant::now() < deadline, "trellis sim serve did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -41,6 +88,32 @@ impl Drop for Emulator {
         let _ = self.child.wait();
     }
 }
+
+/// One HTTP/1.1 request to `addr` with `Host: host` (`Connection: close`; socket timeouts bound
+/// every wait); the status and the body.
+fn http(addr: &str, host: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the emulator");
+    stream.set_read_timeout(Some(PATIENCE)).expect("read timeout");
+    stream.set_write_timeout(Some(PATIENCE)).expect("write timeout");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).expect("send the request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read the answer");
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{answer}"));
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// The ARM URL of resource group `name` in the emulator's subscription.
+fn group(name: &str) -> String {
+    format!("/subscriptions/{}/resourceGroups/{name}?api-version=2021-04-01", trellis_sim::DEFAULT_SUBSCRIPTION)
+}
+
+const NETWORKS: &str = "/compute/v1/projects/trellis-sim/global/networks";
 
 fn key_file() -> String {
     let path =
@@ -81,4 +154,40 @@ fn the_emulator_listens_on_loopback_only_and_endpoint_needs_a_real_cloud() {
     let mut cmd = sb.command(&["plan", "--cloud", "gcp", "-f", &example("managed/shoot.yaml")]);
     cmd.env_remove("GOOGLE_CLOUD_PROJECT");
     finish(&mut cmd).code(1).stderr_has("--cloud gcp needs a project");
+}
+
+/// Found in the hardening review: the emulator left its ARM writes to a flush that only its stop
+/// made, so a resource group answered 201 (and read back 200) was gone after `kill -9` and a
+/// restart, while the client's state recorded it.
+#[test]
+fn regression_sim_serve_keeps_an_answered_write_through_kill_9() {
+    let sb = Sandbox::new();
+    let state = sb.file("emulator-state");
+    let emulator = Emulator::start(&state);
+    let (status, body) = emulator.call("POST", NETWORKS, r#"{"name": "vpc-kept"}"#);
+    assert_eq!(status, 200, "{body}");
+    // The last write before the kill (a GCE write's flush would make the ARM writes before it durable).
+    let (status, body) = emulator.call("PUT", &group("rg-kept"), r#"{"location": "westeurope"}"#);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(emulator.call("GET", &group("rg-kept"), "").0, 200);
+    emulator.kill();
+
+    let emulator = Emulator::start(&state);
+    let (status, body) = emulator.call("GET", &group("rg-kept"), "");
+    assert_eq!(status, 200, "the resource group answered 201 is still there after kill -9: {body}");
+    let (status, body) = emulator.call("GET", &format!("{NETWORKS}/vpc-kept"), "");
+    assert_eq!(status, 200, "the network is still there after kill -9: {body}");
+}
+
+/// Found in the hardening review: SIGTERM (what a CI runner or a service manager sends) ended the
+/// emulator without its graceful stop, losing what it had not flushed; it stops as on Ctrl-C.
+#[test]
+fn regression_sim_serve_stops_on_sigterm_as_on_ctrl_c() {
+    let sb = Sandbox::new();
+    let state = sb.file("emulator-state");
+    let emulator = Emulator::start(&state);
+    assert_eq!(emulator.call("PUT", &group("rg-term"), r#"{"location": "westeurope"}"#).0, 201);
+    assert_eq!(emulator.terminate(), 0, "SIGTERM is a graceful stop");
+    let emulator = Emulator::start(&state);
+    assert_eq!(emulator.call("GET", &group("rg-term"), "").0, 200);
 }

@@ -401,7 +401,7 @@ fn status_name(status: u16, reason: &str) -> &'static str {
     }
 }
 
-fn gce_error(status: u16, reason: &str, message: impl Into<String>) -> Response {
+pub(crate) fn gce_error(status: u16, reason: &str, message: impl Into<String>) -> Response {
     let message = message.into();
     let body = json!({"error": {
         "code": status,

@@ -222,6 +222,47 @@ pub fn both(arm: SimServer, gce: gce::GceServer) -> Router {
     })
 }
 
+/// `router` (the served simulated clouds) with every request that may write — any method but GET
+/// and HEAD — answered only after `flush` returned: for simulated clouds that leave their flushes
+/// to the owner of their database ([`ArmSim::leave_flushes_to_owner`]; `trellis sim serve`), whose
+/// answer is what acknowledges a write. Concurrent requests share `flush` as the owner groups it.
+/// A failed flush answers 500 in the cloud's error shape instead of the router's answer: nothing
+/// is acknowledged that is not durable.
+pub fn flush_before_answer(router: Router, flush: trellis_sim::SharedFlush) -> Router {
+    use tower::ServiceExt as _;
+    Router::new().fallback(move |req: axum::extract::Request| {
+        let (router, flush) = (router.clone(), flush.clone());
+        async move {
+            let writes = !matches!(*req.method(), Method::GET | Method::HEAD);
+            let gce = is_gce_path(req.uri().path());
+            let response = match router.oneshot(req).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            if !writes {
+                return response;
+            }
+            let flushed = match tokio::task::spawn_blocking(move || flush()).await {
+                Ok(flushed) => flushed,
+                Err(e) => Err(format!("the flush stopped unexpectedly ({e})")),
+            };
+            match flushed {
+                Ok(()) => response,
+                Err(e) => {
+                    let message = format!(
+                        "the simulated cloud could not make the write durable: {e}; nothing was acknowledged: check that the state dir is writable and retry"
+                    );
+                    if gce {
+                        gce::gce_error(500, "backendError", message)
+                    } else {
+                        arm_error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError", message)
+                    }
+                }
+            }
+        }
+    })
+}
+
 /// Serves `sim` over ARM REST on `listener` with the default [`ServerOptions`].
 pub async fn serve(sim: ArmSim, listener: TcpListener) -> std::io::Result<()> {
     SimServer::new(sim).serve(listener).await
