@@ -1,6 +1,8 @@
-//! The real GCP client: trellis' [`CloudRead`] / [`CloudWrite`] for GCE, through the official
-//! `google-cloud-compute-v1` clients (and `google-cloud-iam-admin-v1` for service accounts; rustls
-//! with ring, no aws-lc), signed in with a service-account key through `google-cloud-auth`.
+//! The real GCP client: trellis' [`CloudRead`] / [`CloudWrite`] for GCE, speaking GCE's (and IAM's)
+//! REST API over trellis' own HTTP client ([`trellis_http::client`]: rustls with ring, no
+//! redirects), signed in with a service-account key through `google-cloud-auth`. Request and
+//! answer bodies go through the official `google-cloud-compute-v1` / `google-cloud-iam-admin-v1`
+//! model types, so Google's crates still define the shapes; only the transport is trellis'.
 //!
 //! Ids are GCE selfLink paths, relative (`projects/P/global/networks/N`,
 //! `projects/P/regions/R/subnetworks/S`, …) or as full URLs; `…/routers/R/nats/N` is a Cloud NAT,
@@ -11,29 +13,48 @@
 //! | trellis | GCE |
 //! |---|---|
 //! | `get` | GET (404 = `None`); a NAT: GET the router, its `nats[]` entry |
-//! | `list` | the collection's list, every page (`list_filtered` takes a GCE filter) |
-//! | `create` | insert with a `requestId`, wait for the operation, look inside it for an error; a 409 is success only when the existing resource equals the body ("ours") |
-//! | `update` | patch with the fingerprint (of the precondition, else the current one); 412 = [`CloudError::PreconditionFailed`]; routes and addresses cannot be patched |
-//! | `remove` | delete with a `requestId` (404 = done); under a precondition the fingerprint is checked with a GET first |
+//! | `list` | the collection's list, every page (`items` / IAM's `accounts`, `nextPageToken`, `maxResults`; `list_filtered` takes a GCE `filter`) |
+//! | `create` | POST to the collection with a `requestId`, wait for the operation, look inside it for an error; a 409 is success only when the existing resource equals the body ("ours") |
+//! | `update` | PATCH with the fingerprint (of the precondition, else the current one); 412 = [`CloudError::PreconditionFailed`]; routes and addresses cannot be patched |
+//! | `remove` | DELETE with a `requestId` (404 = done); under a precondition the fingerprint is checked with a GET first |
 //! | NAT writes | GET the router, replace / add / drop that one `nats[]` entry, patch the router under its fingerprint |
 //!
-//! Every call is retried on 429 and 5xx and on connection errors, with exponential backoff (gax
-//! policies); writes are safe to retry because each carries a `requestId`. Errors keep their class
-//! and never contain the key: the client only reports HTTP statuses and the server's messages.
+//! # Time bounds
+//! - Every HTTP request (and getting its token) ends within [`GcpOptions::request_timeout`]
+//!   (default 60 s; a TCP connection within [`trellis_http::CONNECT_TIMEOUT`]): a server that
+//!   accepts and never answers is a [`CloudError::Timeout`].
+//! - The client does **not** retry a request: a 429, a 5xx, a timeout or a refused connection is
+//!   returned as its transient [`CloudError`], and the engine's `RetryPolicy` (around each call)
+//!   decides, so retries never multiply. Writes are safe to repeat: a repeated insert meets a 409
+//!   and the "ours" check.
+//! - An operation is polled (GET `…/operations/NAME`) until `DONE`, at most
+//!   [`GcpOptions::operation_timeout`] (default 10 min), waiting [`GcpOptions::poll_interval`]
+//!   (default 1 s) before the first poll and twice as long before each next one, up to 10 s — never
+//!   less than [`MIN_POLL_WAIT`], however fast the server answers. A poll that fails transiently is
+//!   repeated (at most [`POLL_RETRIES`] in a row, within the same deadline): the write itself was
+//!   accepted, and repeating it would not be the same (a PATCH's fingerprint has moved on).
+//!
+//! # The wire
+//! - No redirects: a 3xx is a `Rejected { code: "Redirected" }` naming its `Location`.
+//! - Answers are read up to [`GcpOptions::response_limit`] ([`trellis_http::MAX_RESPONSE_BYTES`]).
+//! - An answer must be the resource asked for: its `selfLink` (IAM: its `name`) is the id's path;
+//!   a list item's lies in the listed collection (`WrongResource` otherwise).
+//! - Every error leaving the client (its trait methods and [`GcpClient::list_filtered`]) has been
+//!   through [`trellis_http::redact`] with the bearer token last sent, the key's `private_key_id`
+//!   and every line of its private key among the known secrets (and the PEM, `Bearer` and JWT
+//!   patterns), so a server that echoes the request cannot put a credential into a message.
 
 use async_trait::async_trait;
-use google_cloud_compute_v1::client::{Addresses, Firewalls, Networks, Routers, Routes, Subnetworks};
-use google_cloud_compute_v1::model::{Address, Firewall, Network, Operation, Route, Router, Subnetwork};
-use google_cloud_gax::error::Error as GaxError;
-use google_cloud_gax::exponential_backoff::ExponentialBackoffBuilder;
-use google_cloud_gax::paginator::ItemPaginator as _;
-use google_cloud_gax::retry_policy::{RetryPolicy, RetryPolicyExt as _};
-use google_cloud_gax::retry_result::RetryResult;
-use google_cloud_gax::retry_state::RetryState;
+use google_cloud_auth::credentials::CacheableResource;
+use google_cloud_compute_v1::model::{Address, Firewall, Network, Route, Router, Subnetwork};
 use google_cloud_iam_admin_v1::model::ServiceAccount;
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION};
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use trellis_http::{read_capped, redirect_error, snippet, transport_error, MAX_RESPONSE_BYTES};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
 
 pub use url::Url;
@@ -41,8 +62,30 @@ pub use url::Url;
 /// The compute API's URL prefix of selfLinks.
 pub const COMPUTE_URL: &str = "https://www.googleapis.com/compute/v1/";
 
+/// Where compute requests go without `--endpoint`.
+pub const DEFAULT_COMPUTE_ENDPOINT: &str = "https://compute.googleapis.com";
+
+/// Where IAM requests go without `--endpoint` (with one, IAM's paths go to the same endpoint).
+pub const DEFAULT_IAM_ENDPOINT: &str = "https://iam.googleapis.com";
+
 /// The environment variable naming the service-account key file.
 pub const CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
+
+/// The shortest wait between two polls of an operation, whatever [`GcpOptions::poll_interval`]
+/// says: a server that answers instantly is never polled in a busy loop.
+pub const MIN_POLL_WAIT: Duration = Duration::from_millis(100);
+
+/// The longest wait between two polls of an operation.
+pub const MAX_POLL_WAIT: Duration = Duration::from_secs(10);
+
+/// Transient poll failures in a row before waiting for an operation is given up.
+pub const POLL_RETRIES: u32 = 3;
+
+/// A guard against a `nextPageToken` that never ends.
+const MAX_PAGES: usize = 10_000;
+
+/// The flag a user changes when the endpoint misbehaves.
+const ENDPOINT_SETTING: &str = "--endpoint";
 
 /// How the client signs in.
 #[derive(Clone, Debug)]
@@ -75,61 +118,56 @@ pub enum GcpClientError {
 /// Tunables; the defaults suit real GCP.
 #[derive(Clone, Debug)]
 pub struct GcpOptions {
-    /// First backoff delay between retries and between operation polls.
-    pub backoff_initial: Duration,
-    /// Largest backoff delay.
-    pub backoff_max: Duration,
-    /// Attempts per call (first one included) on 429 / 5xx / connection errors.
-    pub attempts: u32,
+    /// The timeout of each HTTP request, from connecting to the last byte of the answer (and of
+    /// getting its token).
+    pub request_timeout: Duration,
     /// How long to wait for one operation to be DONE.
     pub operation_timeout: Duration,
+    /// The wait before the first poll of an operation; it doubles per poll up to
+    /// [`MAX_POLL_WAIT`] and is never below [`MIN_POLL_WAIT`].
+    pub poll_interval: Duration,
     /// `maxResults` of list pages; `None`: the server's default (500).
     pub page_size: Option<u32>,
+    /// The largest answer read, in bytes; a larger one is refused while it is read.
+    pub response_limit: usize,
 }
 
 impl Default for GcpOptions {
     fn default() -> Self {
         GcpOptions {
-            backoff_initial: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(30),
-            attempts: 8,
+            request_timeout: Duration::from_secs(60),
             operation_timeout: Duration::from_secs(600),
+            poll_interval: Duration::from_secs(1),
             page_size: None,
-        }
-    }
-}
-
-/// Retries what GCE says may succeed later: 429, 5xx, timeouts and connection errors — for every
-/// method, since writes carry a `requestId` (GCE deduplicates them). Everything else is final.
-#[derive(Debug)]
-struct Transient;
-
-impl RetryPolicy for Transient {
-    fn on_error(&self, _state: &RetryState, error: GaxError) -> RetryResult {
-        let retry = error.is_transient_and_before_rpc()
-            || error.is_io()
-            || error.is_timeout()
-            || error.http_status_code().is_some_and(|s| s == 429 || s >= 500);
-        if retry {
-            RetryResult::Continue(error)
-        } else {
-            RetryResult::Permanent(error)
+            response_limit: MAX_RESPONSE_BYTES,
         }
     }
 }
 
 /// The real GCE client of one project.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct GcpClient {
     project: String,
     opts: GcpOptions,
-    networks: Networks,
-    subnetworks: Subnetworks,
-    routers: Routers,
-    firewalls: Firewalls,
-    routes: Routes,
-    addresses: Addresses,
-    iam: google_cloud_iam_admin_v1::client::Iam,
+    http: reqwest::Client,
+    compute: Url,
+    iam: Url,
+    creds: google_cloud_auth::credentials::Credentials,
+    /// The key's `private_key_id` and the lines of its private key: redacted from every error.
+    secrets: Arc<Vec<String>>,
+    /// The bearer token last sent, redacted from errors even where it appears without `Bearer`.
+    last_token: Arc<Mutex<String>>,
+}
+
+impl std::fmt::Debug for GcpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GcpClient")
+            .field("project", &self.project)
+            .field("compute", &self.compute.as_str())
+            .field("iam", &self.iam.as_str())
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A GCE resource kind this client writes.
@@ -216,46 +254,153 @@ fn valid_project(p: &str) -> bool {
         && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == ':')
 }
 
-/// A gax error as trellis' class. `sent` is the fingerprint a conditional write carried.
-fn classify(target: &str, e: &GaxError, sent: Option<&str>) -> CloudError {
-    let target_s = target.to_string();
-    let message = e.status().map(|s| s.message.clone()).filter(|m| !m.is_empty());
-    if let Some(status) = e.http_status_code() {
-        let code = e.status().map(|s| s.code.name().to_string()).unwrap_or_else(|| format!("HTTP{status}"));
-        let message = message.unwrap_or_else(|| format!("HTTP {status}"));
-        return match status {
-            409 if code == "ALREADY_EXISTS" || message.contains("already exists") => {
-                CloudError::AlreadyExists { target: target_s, status }
-            }
-            409 => CloudError::Conflict { target: target_s, code, message },
-            412 => CloudError::PreconditionFailed { target: target_s, expected: sent.unwrap_or("none").to_string() },
-            429 => CloudError::Throttled { target: target_s, retry_after: None },
-            s if s >= 500 => CloudError::Server { target: target_s, status: s, message },
-            s => CloudError::Rejected { target: target_s, status: s, code, message },
-        };
+impl Kind {
+    /// The collection's path segment.
+    fn collection(self) -> &'static str {
+        match self {
+            Kind::Networks => "networks",
+            Kind::Firewalls => "firewalls",
+            Kind::Routes => "routes",
+            Kind::Subnetworks => "subnetworks",
+            Kind::Routers => "routers",
+            Kind::Addresses => "addresses",
+            Kind::ServiceAccounts => "serviceAccounts",
+        }
     }
-    if e.is_timeout() {
-        return CloudError::Timeout { target: target_s };
+
+    /// The body (ours or GCE's) through the crate's model type of this kind and back: a body the
+    /// API would not take is refused before it is sent, an answer that is not the kind's shape is
+    /// an error, and both look as the official clients would send and read them.
+    fn through_model(self, body: Value) -> Result<Value, String> {
+        fn round<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> Result<Value, String> {
+            let model: T = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            serde_json::to_value(&model).map_err(|e| e.to_string())
+        }
+        match self {
+            Kind::Networks => round::<Network>(body),
+            Kind::Firewalls => round::<Firewall>(body),
+            Kind::Routes => round::<Route>(body),
+            Kind::Subnetworks => round::<Subnetwork>(body),
+            Kind::Routers => round::<Router>(body),
+            Kind::Addresses => round::<Address>(body),
+            Kind::ServiceAccounts => round::<ServiceAccount>(body),
+        }
     }
-    if e.is_authentication() {
-        return CloudError::Unreachable {
-            target: target_s,
-            message: "could not get an access token with the service-account key; check the key and its account".into(),
-        };
-    }
-    if e.is_io() || e.is_connect() || e.is_transport() || e.is_exhausted() {
-        return CloudError::Unreachable { target: target_s, message: "the GCE endpoint did not answer".into() };
-    }
-    if e.is_deserialization() {
-        return CloudError::Server { target: target_s, status: 200, message: "the answer is not GCE JSON".into() };
-    }
-    CloudError::Unreachable { target: target_s, message: message.unwrap_or_else(|| "the call failed".into()) }
 }
 
+impl Id {
+    /// `projects/P/global` or `projects/P/regions/R` (IAM: `projects/P`).
+    fn scope_segments(&self) -> Vec<&str> {
+        match self.kind {
+            Kind::ServiceAccounts => vec!["projects", &self.project],
+            k if k.regional() => vec!["projects", &self.project, "regions", &self.region],
+            _ => vec!["projects", &self.project, "global"],
+        }
+    }
+
+    /// The resource's path segments (a NAT: its router's).
+    fn segments(&self) -> Vec<&str> {
+        let mut s = self.scope_segments();
+        s.push(self.kind.collection());
+        s.push(&self.name);
+        s
+    }
+
+    /// The selfLink path (IAM: the resource name) an answer for this resource carries.
+    fn path(&self) -> String {
+        self.segments().join("/")
+    }
+}
+
+fn bad_answer(target: &str, status: StatusCode, what: &str) -> CloudError {
+    CloudError::Server {
+        target: target.to_string(),
+        status: 502,
+        message: format!(
+            "GCE answered HTTP {} with {what}; check that {ENDPOINT_SETTING} is GCE itself",
+            status.as_u16()
+        ),
+    }
+}
+
+/// An answer, its body read (capped).
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self, target: &str) -> Result<Value, CloudError> {
+        serde_json::from_slice(&self.body)
+            .map_err(|e| bad_answer(target, self.status, &format!("a body that is not JSON ({e})")))
+    }
+}
+
+/// The path of a selfLink: what follows `/compute/v1/` in a full URL, else the text itself.
+fn link_path(link: &str) -> &str {
+    let path = match link.find("/compute/v1/") {
+        Some(i) => &link[i + "/compute/v1/".len()..],
+        None => link,
+    };
+    path.trim_matches('/')
+}
+
+/// Checks that an answer is about what was asked: its `selfLink` (IAM, which has none: its
+/// `name`) passes `expected`. A server or proxy answering another resource would otherwise be taken
+/// for the one the plan reads.
+fn answered_for(target: &str, kind: Kind, doc: &Value, expected: impl Fn(&str) -> bool) -> Result<(), CloudError> {
+    let field = if kind == Kind::ServiceAccounts { "name" } else { "selfLink" };
+    match doc.get(field).and_then(Value::as_str) {
+        Some(link) if expected(link_path(link)) => Ok(()),
+        answered => Err(rejected(
+            target,
+            502,
+            "WrongResource",
+            format!(
+                "GCE answered {} instead; check that {ENDPOINT_SETTING} is GCE itself, not a proxy that rewrites answers",
+                match answered {
+                    Some(other) => format!("the resource '{}'", trellis_http::redact(other, &[])),
+                    None => format!("an object without a `{field}`"),
+                }
+            ),
+        )),
+    }
+}
+
+/// A GCE error answer (`{"error": {"code", "message", "status", "errors": [{"reason"}]}}`) as
+/// trellis' class; a body that is not that JSON is quoted redacted (with the `known` secrets), then
+/// cut. `sent` is the fingerprint a conditional write carried.
+fn response_error(target: &str, answer: &Answer, sent: Option<&str>, known: &[&str]) -> CloudError {
+    let status = answer.status.as_u16();
+    let doc: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    let err = &doc["error"];
+    let code = err["status"]
+        .as_str()
+        .or_else(|| err["errors"][0]["reason"].as_str())
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("HTTP{status}"));
+    let message = match err["message"].as_str().filter(|m| !m.is_empty()) {
+        Some(m) => m.to_string(),
+        None => format!("HTTP {status}: {}", snippet(&String::from_utf8_lossy(&answer.body), known)),
+    };
+    let target = target.to_string();
+    match status {
+        409 if code == "ALREADY_EXISTS" || message.contains("already exists") => {
+            CloudError::AlreadyExists { target, status }
+        }
+        409 => CloudError::Conflict { target, code, message },
+        412 => CloudError::PreconditionFailed { target, expected: sent.unwrap_or("none").to_string() },
+        429 => CloudError::Throttled { target, retry_after: trellis_http::retry_after(&answer.headers) },
+        408 => CloudError::Timeout { target },
+        s if s >= 500 => CloudError::Server { target, status: s, message: format!("{code}: {message}") },
+        s => CloudError::Rejected { target, status: s, code, message },
+    }
+}
 /// The error a finished operation reports, if it failed (DONE with `error.errors[]` or
 /// `httpErrorStatusCode`): GCE answers such a write with 200.
-fn operation_error(target: &str, op: &Operation) -> Option<CloudError> {
-    let v = serde_json::to_value(op).ok()?;
+fn operation_error(target: &str, v: &Value) -> Option<CloudError> {
     let status = v.get("httpErrorStatusCode").and_then(Value::as_u64);
     let first = v.get("error").and_then(|e| e.get("errors")).and_then(Value::as_array).and_then(|a| a.first());
     if status.is_none() && first.is_none() {
@@ -298,21 +443,20 @@ fn ours(sent: &Value, have: &Value) -> bool {
     }
 }
 
-fn to_model<T: serde::de::DeserializeOwned>(target: &str, body: Value) -> Result<T, CloudError> {
-    serde_json::from_value(body)
-        .map_err(|e| rejected(target, 400, "invalid", format!("the body is not a valid GCE resource: {e}")))
-}
-
-fn to_json<T: serde::Serialize>(target: &str, v: &T) -> Result<Value, CloudError> {
-    serde_json::to_value(v).map_err(|e| CloudError::Server {
-        target: target.to_string(),
-        status: 200,
-        message: format!("cannot read the answer: {e}"),
-    })
-}
-
 fn request_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// A URL of `base` (a base path is kept) with `segments` appended, each percent-encoded.
+fn join(base: &Url, segments: &[&str]) -> Result<Url, String> {
+    let mut url = base.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    url.path_segments_mut()
+        .map_err(|()| format!("'{base}' cannot take a path; use http(s)://host[:port]"))?
+        .pop_if_empty()
+        .extend(segments);
+    Ok(url)
 }
 
 impl GcpClient {
@@ -344,43 +488,35 @@ impl GcpClient {
             };
             let signed = !matches!(creds, Credentials::Anonymous);
             if url.scheme() != "https" && !(url.scheme() == "http" && loopback) && signed {
-                return Err(GcpClientError::PlainHttp(url.to_string()));
+                return Err(GcpClientError::PlainHttp(trellis_http::redact(url.as_str(), &[])));
             }
         }
-        let credentials = credentials(&creds)?;
-        let endpoint_s = endpoint.as_ref().map(|u| u.as_str().trim_end_matches('/').to_string());
-        let shown = endpoint_s.clone().unwrap_or_else(|| "https://compute.googleapis.com".into());
-        let build_err =
-            |e: &dyn std::fmt::Display| GcpClientError::Build { endpoint: shown.clone(), message: e.to_string() };
-        let backoff = || {
-            ExponentialBackoffBuilder::new()
-                .with_initial_delay(opts.backoff_initial)
-                .with_maximum_delay(opts.backoff_max)
-                .build()
-        };
-        macro_rules! client {
-            ($t:ty) => {{
-                let mut b = <$t>::builder()
-                    .with_credentials(credentials.clone())
-                    .with_retry_policy(Transient.with_attempt_limit(opts.attempts.max(1)))
-                    .with_backoff_policy(backoff().map_err(|e| build_err(&e))?)
-                    .with_polling_backoff_policy(backoff().map_err(|e| build_err(&e))?);
-                if let Some(e) = &endpoint_s {
-                    b = b.with_endpoint(e.clone());
+        let shown =
+            endpoint.as_ref().map_or(DEFAULT_COMPUTE_ENDPOINT.to_string(), |u| trellis_http::redact(u.as_str(), &[]));
+        let build_err = |message: String| GcpClientError::Build { endpoint: shown.clone(), message };
+        let (compute, iam) = match endpoint {
+            Some(url) => {
+                if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                    return Err(build_err("expected http(s)://host[:port]".into()));
                 }
-                b.build().await.map_err(|e| build_err(&e))?
-            }};
-        }
+                (url.clone(), url)
+            }
+            None => {
+                let parse = |s: &str| Url::parse(s).map_err(|e| build_err(e.to_string()));
+                (parse(DEFAULT_COMPUTE_ENDPOINT)?, parse(DEFAULT_IAM_ENDPOINT)?)
+            }
+        };
+        let (creds, secrets) = credentials(&creds)?;
+        let http = trellis_http::client().map_err(|e| build_err(trellis_http::redact(&e, &[])))?;
         Ok(GcpClient {
             project: project.to_string(),
-            networks: client!(Networks),
-            subnetworks: client!(Subnetworks),
-            routers: client!(Routers),
-            firewalls: client!(Firewalls),
-            routes: client!(Routes),
-            addresses: client!(Addresses),
-            iam: client!(google_cloud_iam_admin_v1::client::Iam),
             opts,
+            http,
+            compute,
+            iam,
+            creds,
+            secrets: Arc::new(secrets),
+            last_token: Arc::default(),
         })
     }
 
@@ -389,16 +525,162 @@ impl GcpClient {
         &self.project
     }
 
-    /// Waits for a write's operation and turns a failed one into its error.
-    async fn finish<P>(&self, target: &str, poller: P, sent: Option<&str>) -> Result<(), CloudError>
-    where
-        P: google_cloud_lro::Poller<Operation, Operation>,
-    {
-        let op = match tokio::time::timeout(self.opts.operation_timeout, poller.until_done()).await {
-            Err(_) => return Err(CloudError::Timeout { target: target.to_string() }),
-            Ok(Err(e)) => return Err(classify(target, &e, sent)),
-            Ok(Ok(op)) => op,
+    /// `e` without credentials: the patterns, the token last sent and the key's secrets.
+    fn redacted(&self, e: CloudError) -> CloudError {
+        let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut known: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        known.push(&token);
+        trellis_http::redact_error(e, &known)
+    }
+
+    fn response_error(&self, target: &str, answer: &Answer, sent: Option<&str>) -> CloudError {
+        let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut known: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        known.push(&token);
+        response_error(target, answer, sent, &known)
+    }
+
+    fn url(&self, id: &Id) -> Result<Url, CloudError> {
+        self.url_of(id.kind, &id.segments(), id.nat.as_deref().unwrap_or(&id.name))
+    }
+
+    /// The compute (`/compute/v1/…`) or IAM (`/v1/…`) URL of a path.
+    fn url_of(&self, kind: Kind, segments: &[&str], target: &str) -> Result<Url, CloudError> {
+        let joined = if kind == Kind::ServiceAccounts {
+            join(&self.iam, &[&["v1"], segments].concat())
+        } else {
+            join(&self.compute, &[&["compute", "v1"], segments].concat())
         };
+        joined.map_err(|m| rejected(target, 400, "invalid", m))
+    }
+
+    /// The request's headers from the credentials (`Authorization: Bearer …`; none when anonymous).
+    async fn auth_headers(&self, target: &str) -> Result<HeaderMap, CloudError> {
+        let got = tokio::time::timeout(self.opts.request_timeout, self.creds.headers(Default::default()))
+            .await
+            .map_err(|_| CloudError::Timeout { target: target.to_string() })?;
+        match got {
+            Ok(CacheableResource::New { data, .. }) => {
+                if let Some(token) = data.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+                    let token = token.strip_prefix("Bearer ").unwrap_or(token).to_string();
+                    *self.last_token.lock().unwrap_or_else(PoisonError::into_inner) = token;
+                }
+                Ok(data)
+            }
+            Ok(CacheableResource::NotModified) => Err(CloudError::Unreachable {
+                target: target.to_string(),
+                message: "the credentials gave no request headers; try again".into(),
+            }),
+            Err(e) => {
+                let message = format!(
+                    "could not get an access token with the service-account key ({}); check the key and its account",
+                    trellis_http::snippet(&e.to_string(), &[])
+                );
+                Err(if e.is_transient() {
+                    CloudError::Unreachable { target: target.to_string(), message }
+                } else {
+                    rejected(target, 401, "UNAUTHENTICATED", message)
+                })
+            }
+        }
+    }
+
+    /// One request, its answer read up to the limit; `timeout` bounds it from connecting to the
+    /// last byte. Redirects are refused; no status is an error here.
+    async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+        target: &str,
+        timeout: Duration,
+    ) -> Result<Answer, CloudError> {
+        let headers = self.auth_headers(target).await?;
+        let mut req =
+            self.http.request(method, url).headers(headers).header(ACCEPT, "application/json").timeout(timeout);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req.send().await.map_err(|e| transport_error(target, &e))?;
+        if resp.status().is_redirection() {
+            return Err(redirect_error(target, resp.status().as_u16(), resp.headers(), ENDPOINT_SETTING));
+        }
+        let (status, headers, body) = read_capped(resp, target, self.opts.response_limit).await?;
+        Ok(Answer { status, headers, body })
+    }
+
+    async fn request(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+        target: &str,
+    ) -> Result<Answer, CloudError> {
+        self.call(method, url, body, target, self.opts.request_timeout).await
+    }
+
+    /// A compute write (POST / PATCH / DELETE with a `requestId`), then its operation.
+    async fn write_op(
+        &self,
+        method: Method,
+        mut url: Url,
+        body: Option<&Value>,
+        target: &str,
+        id: &Id,
+        sent: Option<&str>,
+    ) -> Result<(), CloudError> {
+        url.query_pairs_mut().append_pair("requestId", &request_id());
+        let answer = self.request(method, url, body, target).await?;
+        if !answer.status.is_success() {
+            return Err(self.response_error(target, &answer, sent));
+        }
+        let op = answer.json(target)?;
+        self.finish(target, id, op, sent).await
+    }
+
+    /// Polls an operation until it is DONE (within `operation_timeout`, never faster than
+    /// [`MIN_POLL_WAIT`]) and turns a failed one into its error.
+    async fn finish(&self, target: &str, id: &Id, mut op: Value, sent: Option<&str>) -> Result<(), CloudError> {
+        let deadline = Instant::now() + self.opts.operation_timeout;
+        let mut wait = self.opts.poll_interval.clamp(MIN_POLL_WAIT, MAX_POLL_WAIT);
+        let mut failures = 0;
+        while op.get("status").and_then(Value::as_str) != Some("DONE") {
+            let Some(name) = op.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).map(str::to_string)
+            else {
+                return Err(bad_answer(target, StatusCode::OK, "an operation without a `name`"));
+            };
+            let now = Instant::now();
+            if now + wait >= deadline {
+                return Err(CloudError::Timeout { target: target.to_string() });
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(MAX_POLL_WAIT);
+            let mut segments = id.scope_segments();
+            segments.extend(["operations", name.as_str()]);
+            let url = self.url_of(id.kind, &segments, target)?;
+            let left = deadline.saturating_duration_since(Instant::now()).max(MIN_POLL_WAIT);
+            let polled = match self.call(Method::GET, url, None, target, self.opts.request_timeout.min(left)).await {
+                Ok(a) if a.status.is_success() => a.json(target),
+                Ok(a) => Err(self.response_error(target, &a, None)),
+                Err(e) => Err(e),
+            };
+            match polled {
+                Ok(next) => {
+                    if next.get("name").and_then(Value::as_str) != Some(name.as_str()) {
+                        return Err(rejected(
+                            target,
+                            502,
+                            "WrongResource",
+                            format!("GCE answered the poll of operation '{name}' with another object; check that {ENDPOINT_SETTING} is GCE itself"),
+                        ));
+                    }
+                    op = next;
+                    failures = 0;
+                }
+                Err(e) if e.is_transient() && failures < POLL_RETRIES => failures += 1,
+                Err(e) => return Err(e),
+            }
+        }
         match operation_error(target, &op) {
             Some(CloudError::PreconditionFailed { target, .. }) => {
                 Err(CloudError::PreconditionFailed { target, expected: sent.unwrap_or("none").to_string() })
@@ -408,162 +690,92 @@ impl GcpClient {
         }
     }
 
-    /// GET of a whole resource (a NAT id reads its router).
+    /// GET of a whole resource (a NAT id reads its router), through the kind's model.
     async fn get_resource(&self, target: &str, id: &Id) -> Result<Option<Value>, CloudError> {
-        let (p, r, n) = (&id.project, &id.region, &id.name);
-        let got = match id.kind {
-            Kind::Networks => {
-                self.networks.get().set_project(p).set_network(n).send().await.map(|v| to_json(target, &v))
+        let answer = self.request(Method::GET, self.url(id)?, None, target).await?;
+        match answer.status {
+            StatusCode::NOT_FOUND => Ok(None),
+            s if s.is_success() => {
+                let doc = answer.json(target)?;
+                let path = id.path();
+                answered_for(target, id.kind, &doc, |answered| answered == path)?;
+                id.kind.through_model(doc).map(Some).map_err(|e| {
+                    bad_answer(target, s, &format!("a body that is not a GCE {} ({e})", id.kind.collection()))
+                })
             }
-            Kind::Firewalls => {
-                self.firewalls.get().set_project(p).set_firewall(n).send().await.map(|v| to_json(target, &v))
-            }
-            Kind::Routes => self.routes.get().set_project(p).set_route(n).send().await.map(|v| to_json(target, &v)),
-            Kind::Subnetworks => self
-                .subnetworks
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_subnetwork(n)
-                .send()
-                .await
-                .map(|v| to_json(target, &v)),
-            Kind::Routers => {
-                self.routers.get().set_project(p).set_region(r).set_router(n).send().await.map(|v| to_json(target, &v))
-            }
-            Kind::Addresses => self
-                .addresses
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_address(n)
-                .send()
-                .await
-                .map(|v| to_json(target, &v)),
-            Kind::ServiceAccounts => {
-                self.iam.get_service_account().set_name(account_name(id)).send().await.map(|v| to_json(target, &v))
-            }
-        };
-        match got {
-            Ok(v) => v.map(Some),
-            Err(e) if e.http_status_code() == Some(404) => Ok(None),
-            Err(e) => Err(classify(target, &e, None)),
+            _ => Err(self.response_error(target, &answer, None)),
         }
     }
 
+    /// Our body as the API takes it (through the kind's model), or `Rejected`.
+    fn wire_body(target: &str, kind: Kind, body: Value) -> Result<Value, CloudError> {
+        kind.through_model(body)
+            .map_err(|e| rejected(target, 400, "invalid", format!("the body is not a valid GCE resource: {e}")))
+    }
+
     async fn insert(&self, target: &str, id: &Id, body: Value) -> Result<(), CloudError> {
-        let (p, r, rid) = (&id.project, &id.region, request_id());
-        match id.kind {
-            Kind::Networks => {
-                let b: Network = to_model(target, body)?;
-                self.finish(
+        let p = &id.project;
+        if id.kind == Kind::ServiceAccounts {
+            // IAM answers the account itself (no operation); the account id is the email's
+            // local part.
+            let suffix = format!("@{p}.iam.gserviceaccount.com");
+            let Some(account_id) = id.name.strip_suffix(&suffix) else {
+                return Err(rejected(
                     target,
-                    self.networks.insert().set_project(p).set_body(b).set_request_id(rid).poller(),
-                    None,
-                )
-                .await
+                    400,
+                    "invalid",
+                    format!("a service account of project '{p}' is named <id>{suffix}"),
+                ));
+            };
+            let mut body = body;
+            if let Some(o) = body.as_object_mut() {
+                o.remove("name");
             }
-            Kind::Firewalls => {
-                let b: Firewall = to_model(target, body)?;
-                self.finish(
-                    target,
-                    self.firewalls.insert().set_project(p).set_body(b).set_request_id(rid).poller(),
-                    None,
-                )
-                .await
+            let account = Self::wire_body(target, id.kind, body)?;
+            let request = json!({"accountId": account_id, "serviceAccount": account});
+            let url = self.url_of(
+                id.kind,
+                &id.scope_segments().into_iter().chain(["serviceAccounts"]).collect::<Vec<_>>(),
+                target,
+            )?;
+            let answer = self.request(Method::POST, url, Some(&request), target).await?;
+            if !answer.status.is_success() {
+                return Err(self.response_error(target, &answer, None));
             }
-            Kind::Routes => {
-                let b: Route = to_model(target, body)?;
-                self.finish(target, self.routes.insert().set_project(p).set_body(b).set_request_id(rid).poller(), None)
-                    .await
-            }
-            Kind::Subnetworks => {
-                let b: Subnetwork = to_model(target, body)?;
-                let call = self.subnetworks.insert().set_project(p).set_region(r).set_body(b).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::Routers => {
-                let b: Router = to_model(target, body)?;
-                let call = self.routers.insert().set_project(p).set_region(r).set_body(b).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::Addresses => {
-                let b: Address = to_model(target, body)?;
-                let call = self.addresses.insert().set_project(p).set_region(r).set_body(b).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::ServiceAccounts => {
-                // IAM answers the account itself (no operation); the account id is the email's
-                // local part.
-                let suffix = format!("@{p}.iam.gserviceaccount.com");
-                let Some(account_id) = id.name.strip_suffix(&suffix) else {
-                    return Err(rejected(
-                        target,
-                        400,
-                        "invalid",
-                        format!("a service account of project '{p}' is named <id>{suffix}"),
-                    ));
-                };
-                let mut body = body;
-                if let Some(o) = body.as_object_mut() {
-                    o.remove("name");
-                }
-                let b: ServiceAccount = to_model(target, body)?;
-                let call =
-                    self.iam.create_service_account().set_name(format!("projects/{p}")).set_account_id(account_id);
-                call.set_service_account(b).send().await.map(|_| ()).map_err(|e| classify(target, &e, None))
-            }
+            let path = id.path();
+            return answered_for(target, id.kind, &answer.json(target)?, |answered| answered == path);
         }
+        let body = Self::wire_body(target, id.kind, body)?;
+        let mut segments = id.scope_segments();
+        segments.push(id.kind.collection());
+        let url = self.url_of(id.kind, &segments, target)?;
+        self.write_op(Method::POST, url, Some(&body), target, id, None).await
     }
 
     /// PATCH with `body` (which carries the fingerprint `sent`).
     async fn patch(&self, target: &str, id: &Id, body: Value, sent: &str) -> Result<(), CloudError> {
-        let (p, r, n, rid) = (&id.project, &id.region, &id.name, request_id());
         let s = Some(sent);
         match id.kind {
-            Kind::Networks => {
-                let b: Network = to_model(target, body)?;
-                let call = self.networks.patch().set_project(p).set_network(n).set_body(b).set_request_id(rid);
-                self.finish(target, call.poller(), s).await
-            }
-            Kind::Firewalls => {
-                let b: Firewall = to_model(target, body)?;
-                let call = self.firewalls.patch().set_project(p).set_firewall(n).set_body(b).set_request_id(rid);
-                self.finish(target, call.poller(), s).await
-            }
-            Kind::Subnetworks => {
-                let b: Subnetwork = to_model(target, body)?;
-                let call = self
-                    .subnetworks
-                    .patch()
-                    .set_project(p)
-                    .set_region(r)
-                    .set_subnetwork(n)
-                    .set_body(b)
-                    .set_request_id(rid);
-                self.finish(target, call.poller(), s).await
-            }
-            Kind::Routers => {
-                let b: Router = to_model(target, body)?;
-                let call =
-                    self.routers.patch().set_project(p).set_region(r).set_router(n).set_body(b).set_request_id(rid);
-                self.finish(target, call.poller(), s).await
+            Kind::Networks | Kind::Firewalls | Kind::Subnetworks | Kind::Routers => {
+                let body = Self::wire_body(target, id.kind, body)?;
+                self.write_op(Method::PATCH, self.url(id)?, Some(&body), target, id, s).await
             }
             Kind::ServiceAccounts => {
                 // IAM's PATCH names the fields it changes; only these two can change.
-                let mask: Vec<&str> = [("displayName", "display_name"), ("description", "description")]
-                    .into_iter()
-                    .filter(|(json, _)| body.get(*json).is_some())
-                    .map(|(_, path)| path)
-                    .collect();
+                let mask: Vec<&str> =
+                    ["displayName", "description"].into_iter().filter(|f| body.get(*f).is_some()).collect();
                 let mut body = body;
                 if let Some(o) = body.as_object_mut() {
                     o.insert("name".into(), json!(account_name(id)));
                 }
-                let b: ServiceAccount = to_model(target, body)?;
-                let mask = google_cloud_wkt::FieldMask::default().set_paths(mask);
-                let call = self.iam.patch_service_account().set_service_account(b).set_update_mask(mask);
-                call.send().await.map(|_| ()).map_err(|e| classify(target, &e, s))
+                let account = Self::wire_body(target, id.kind, body)?;
+                let request = json!({"serviceAccount": account, "updateMask": mask.join(",")});
+                let answer = self.request(Method::PATCH, self.url(id)?, Some(&request), target).await?;
+                if !answer.status.is_success() {
+                    return Err(self.response_error(target, &answer, s));
+                }
+                let path = id.path();
+                answered_for(target, id.kind, &answer.json(target)?, |answered| answered == path)
             }
             Kind::Routes | Kind::Addresses => Err(rejected(
                 target,
@@ -576,40 +788,14 @@ impl GcpClient {
 
     /// DELETE; 404 is done.
     async fn delete_resource(&self, target: &str, id: &Id) -> Result<(), CloudError> {
-        let (p, r, n, rid) = (&id.project, &id.region, &id.name, request_id());
-        let done = match id.kind {
-            Kind::Networks => {
-                self.finish(
-                    target,
-                    self.networks.delete().set_project(p).set_network(n).set_request_id(rid).poller(),
-                    None,
-                )
-                .await
+        let done = if id.kind == Kind::ServiceAccounts {
+            let answer = self.request(Method::DELETE, self.url(id)?, None, target).await?;
+            match answer.status {
+                s if s.is_success() => Ok(()),
+                _ => Err(self.response_error(target, &answer, None)),
             }
-            Kind::Firewalls => {
-                let call = self.firewalls.delete().set_project(p).set_firewall(n).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::Routes => {
-                self.finish(target, self.routes.delete().set_project(p).set_route(n).set_request_id(rid).poller(), None)
-                    .await
-            }
-            Kind::Subnetworks => {
-                let call = self.subnetworks.delete().set_project(p).set_region(r).set_subnetwork(n).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::Routers => {
-                let call = self.routers.delete().set_project(p).set_region(r).set_router(n).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::Addresses => {
-                let call = self.addresses.delete().set_project(p).set_region(r).set_address(n).set_request_id(rid);
-                self.finish(target, call.poller(), None).await
-            }
-            Kind::ServiceAccounts => match self.iam.delete_service_account().set_name(account_name(id)).send().await {
-                Err(e) if e.http_status_code() == Some(404) => Ok(()),
-                other => other.map(|_| ()).map_err(|e| classify(target, &e, None)),
-            },
+        } else {
+            self.write_op(Method::DELETE, self.url(id)?, None, target, id, None).await
         };
         match done {
             Err(CloudError::Rejected { status: 404, .. }) => Ok(()),
@@ -625,59 +811,83 @@ impl GcpClient {
         rtype: &str,
         filter: Option<&str>,
     ) -> Result<Vec<Value>, CloudError> {
+        self.list_unredacted(parent, rtype, filter).await.map_err(|e| self.redacted(e))
+    }
+
+    async fn list_unredacted(&self, parent: &str, rtype: &str, filter: Option<&str>) -> Result<Vec<Value>, CloudError> {
         let parent_path = parent.strip_prefix(COMPUTE_URL).unwrap_or(parent).trim_matches('/');
         let target = format!("{parent_path}/{rtype}");
         let segs: Vec<&str> = parent_path.split('/').collect();
-        let (p, r) =
-            match (segs.as_slice(), Kind::of(rtype)) {
-                (["projects", p], Some(Kind::ServiceAccounts)) => (p.to_string(), String::new()),
-                (["projects", p, "global"], Some(k)) if !k.regional() && k != Kind::ServiceAccounts => {
-                    (p.to_string(), String::new())
-                }
-                (["projects", p, "regions", r], Some(k)) if k.regional() => (p.to_string(), r.to_string()),
-                _ => return Err(rejected(
+        let kind = match (segs.as_slice(), Kind::of(rtype)) {
+            (["projects", p], Some(Kind::ServiceAccounts)) if !p.is_empty() => Kind::ServiceAccounts,
+            (["projects", p, "global"], Some(k)) if !p.is_empty() && !k.regional() && k != Kind::ServiceAccounts => k,
+            (["projects", p, "regions", r], Some(k)) if !p.is_empty() && !r.is_empty() && k.regional() => k,
+            _ => {
+                return Err(rejected(
                     &target,
                     400,
                     "invalid",
                     "not a GCE collection this client lists: expected projects/P/global + networks|firewalls|routes, \
                      projects/P/regions/R + subnetworks|routers|addresses or projects/P + serviceAccounts",
-                )),
-            };
-        let filter = filter.unwrap_or_default().to_string();
-        let max = self.opts.page_size.unwrap_or(500);
+                ))
+            }
+        };
         let t = target.as_str();
-        if Kind::of(rtype) == Some(Kind::ServiceAccounts) {
-            if !filter.is_empty() {
-                return Err(rejected(t, 400, "invalid", "IAM's service account list takes no filter"));
-            }
-            let size = i32::try_from(max).unwrap_or(100);
-            let mut items =
-                self.iam.list_service_accounts().set_name(format!("projects/{p}")).set_page_size(size).by_item();
-            let mut out = Vec::new();
-            while let Some(item) = items.next().await {
-                out.push(to_json(t, &item.map_err(|e| classify(t, &e, None))?)?);
-            }
-            return Ok(out);
+        let filter = filter.unwrap_or_default();
+        let iam = kind == Kind::ServiceAccounts;
+        if iam && !filter.is_empty() {
+            return Err(rejected(t, 400, "invalid", "IAM's service account list takes no filter"));
         }
-        macro_rules! drain {
-            ($list:expr) => {{
-                let mut items = $list.set_filter(filter.clone()).set_max_results(max).by_item();
-                let mut out = Vec::new();
-                while let Some(item) = items.next().await {
-                    out.push(to_json(t, &item.map_err(|e| classify(t, &e, None))?)?);
+        let mut segments = segs.clone();
+        segments.push(kind.collection());
+        let base = self.url_of(kind, &segments, t)?;
+        let max = self.opts.page_size.unwrap_or(if iam { 100 } else { 500 }).to_string();
+        let under = format!("{}/", segments.join("/"));
+        let items_field = if iam { "accounts" } else { "items" };
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut url = base.clone();
+            {
+                let mut q = url.query_pairs_mut();
+                q.append_pair(if iam { "pageSize" } else { "maxResults" }, &max);
+                if !filter.is_empty() {
+                    q.append_pair("filter", filter);
                 }
-                out
-            }};
+                if let Some(token) = &token {
+                    q.append_pair("pageToken", token);
+                }
+            }
+            let answer = self.request(Method::GET, url, None, t).await?;
+            if !answer.status.is_success() {
+                return Err(self.response_error(t, &answer, None));
+            }
+            let mut page = answer.json(t)?;
+            match page.get_mut(items_field).map(Value::take) {
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        answered_for(t, kind, &item, |answered| {
+                            answered.strip_prefix(&under).is_some_and(|name| !name.is_empty() && !name.contains('/'))
+                        })?;
+                        out.push(kind.through_model(item).map_err(|e| {
+                            bad_answer(t, answer.status, &format!("a list item that is not a GCE {rtype} ({e})"))
+                        })?);
+                    }
+                }
+                Some(Value::Null) | None => {}
+                Some(_) => {
+                    return Err(bad_answer(t, answer.status, &format!("a list whose `{items_field}` is not an array")))
+                }
+            }
+            match page.get("nextPageToken").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                Some(next) if token.as_deref() == Some(next) => {
+                    return Err(bad_answer(t, answer.status, "the same nextPageToken twice (a paging loop)"))
+                }
+                Some(next) => token = Some(next.to_string()),
+                None => return Ok(out),
+            }
         }
-        Ok(match Kind::of(rtype) {
-            Some(Kind::Networks) => drain!(self.networks.list().set_project(&p)),
-            Some(Kind::Firewalls) => drain!(self.firewalls.list().set_project(&p)),
-            Some(Kind::Routes) => drain!(self.routes.list().set_project(&p)),
-            Some(Kind::Subnetworks) => drain!(self.subnetworks.list().set_project(&p).set_region(&r)),
-            Some(Kind::Routers) => drain!(self.routers.list().set_project(&p).set_region(&r)),
-            Some(Kind::Addresses) => drain!(self.addresses.list().set_project(&p).set_region(&r)),
-            Some(Kind::ServiceAccounts) | None => Vec::new(),
-        })
+        Err(bad_answer(t, StatusCode::OK, &format!("a list that did not end after {MAX_PAGES} pages")))
     }
 
     /// Writes one NAT entry of a router (`entry: None` drops it) under the router's fingerprint
@@ -781,9 +991,15 @@ fn named(target: &str, mut body: Value, name: &str) -> Result<Value, CloudError>
     Ok(body)
 }
 
-fn credentials(creds: &Credentials) -> Result<google_cloud_auth::credentials::Credentials, GcpClientError> {
+/// The credentials, and the key's secrets to redact from errors (its `private_key_id` and every
+/// line of its private key).
+fn credentials(
+    creds: &Credentials,
+) -> Result<(google_cloud_auth::credentials::Credentials, Vec<String>), GcpClientError> {
     let path = match creds {
-        Credentials::Anonymous => return Ok(google_cloud_auth::credentials::anonymous::Builder::new().build()),
+        Credentials::Anonymous => {
+            return Ok((google_cloud_auth::credentials::anonymous::Builder::new().build(), Vec::new()))
+        }
         Credentials::KeyFile(p) => p.clone(),
         Credentials::FromEnv => match std::env::var_os(CREDENTIALS_ENV) {
             Some(p) if !p.is_empty() => PathBuf::from(p),
@@ -804,14 +1020,26 @@ fn credentials(creds: &Credentials) -> Result<google_cloud_auth::credentials::Cr
             return Err(invalid(&format!("field \"{field}\" is missing")));
         }
     }
-    google_cloud_auth::credentials::service_account::Builder::new(key)
+    let mut secrets: Vec<String> = key
+        .get("private_key")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("-----") && l.len() >= trellis_http::redact::MIN_LITERAL_LEN)
+        .map(str::to_string)
+        .collect();
+    if let Some(id) = key.get("private_key_id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        secrets.push(id.to_string());
+    }
+    let built = google_cloud_auth::credentials::service_account::Builder::new(key)
         .build()
-        .map_err(|_| invalid("the private key cannot be loaded (expected a PEM PKCS#8 RSA key)"))
+        .map_err(|_| invalid("the private key cannot be loaded (expected a PEM PKCS#8 RSA key)"))?;
+    Ok((built, secrets))
 }
 
-#[async_trait]
-impl CloudRead for GcpClient {
-    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+impl GcpClient {
+    async fn get_unredacted(&self, id: &str) -> Result<Option<Value>, CloudError> {
         let parsed = parse_id(id)?;
         match &parsed.nat {
             Some(nat) => self.get_nat(id, &parsed, nat).await,
@@ -819,16 +1047,9 @@ impl CloudRead for GcpClient {
         }
     }
 
-    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
-        self.list_filtered(parent, rtype, None).await
-    }
-}
-
-#[async_trait]
-impl CloudWrite for GcpClient {
     /// Insert with a `requestId`, wait for the operation, read back. A 409 is success only when
     /// what exists is what we asked for.
-    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+    async fn create_unredacted(&self, id: &str, body: Value) -> Result<Value, CloudError> {
         let parsed = parse_id(id)?;
         if let Some(nat) = &parsed.nat {
             let body = named(id, body, nat)?;
@@ -855,7 +1076,7 @@ impl CloudWrite for GcpClient {
 
     /// PATCH under the fingerprint of `pre` (without one: the current one; a missing resource is
     /// then created), then read back.
-    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+    async fn update_unredacted(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
         let parsed = parse_id(id)?;
         let expected = match pre {
             Precondition::IfMatch(v) => Some(v.as_str()),
@@ -872,7 +1093,7 @@ impl CloudWrite for GcpClient {
         let Some(have) = self.get_resource(id, &parsed).await? else {
             return match expected {
                 Some(v) => Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() }),
-                None => self.create(id, body).await,
+                None => self.create_unredacted(id, body).await,
             };
         };
         let mut body = named(id, body, &parsed.name)?;
@@ -893,7 +1114,7 @@ impl CloudWrite for GcpClient {
 
     /// Delete; a missing resource is fine without a precondition, 412 with one (GCE's delete takes
     /// no fingerprint: it is checked with a GET first).
-    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+    async fn remove_unredacted(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
         let parsed = parse_id(id)?;
         let expected = match pre {
             Precondition::IfMatch(v) => Some(v.as_str()),
@@ -910,6 +1131,34 @@ impl CloudWrite for GcpClient {
             }
         }
         self.delete_resource(id, &parsed).await
+    }
+}
+
+// Every error leaves the client through these impls (and `list_filtered`), redacted: the work is
+// done by the inherent `*_unredacted` methods above.
+#[async_trait]
+impl CloudRead for GcpClient {
+    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        self.get_unredacted(id).await.map_err(|e| self.redacted(e))
+    }
+
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        self.list_filtered(parent, rtype, None).await
+    }
+}
+
+#[async_trait]
+impl CloudWrite for GcpClient {
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.create_unredacted(id, body).await.map_err(|e| self.redacted(e))
+    }
+
+    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        self.update_unredacted(id, body, pre).await.map_err(|e| self.redacted(e))
+    }
+
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        self.remove_unredacted(id, pre).await.map_err(|e| self.redacted(e))
     }
 }
 

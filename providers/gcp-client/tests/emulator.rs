@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use trellis_gcp_client::{Credentials, GcpClient, GcpClientError, GcpOptions, Url};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::retry::RetryPolicy;
 use trellis_sim::{Fault, FaultRule, Faults, GceSim, Matcher, Quotas};
 use trellis_sim_http::gce::{GceOptions, GceRunning, GceServer};
 
@@ -18,12 +19,17 @@ const ROUTE: &str = "projects/p/global/routes/egress";
 
 fn fast() -> GcpOptions {
     GcpOptions {
-        backoff_initial: Duration::from_millis(5),
-        backoff_max: Duration::from_millis(20),
-        attempts: 6,
+        request_timeout: Duration::from_secs(10),
         operation_timeout: Duration::from_secs(20),
-        page_size: None,
+        // The floor (MIN_POLL_WAIT) applies.
+        poll_interval: Duration::ZERO,
+        ..GcpOptions::default()
     }
+}
+
+/// The engine's retries around each client call (the client itself retries no request).
+fn engine() -> RetryPolicy {
+    RetryPolicy::immediate(6)
 }
 
 async fn serve(sim: GceSim, opts: GceOptions) -> GceRunning {
@@ -156,12 +162,12 @@ async fn a_retried_create_of_ours_is_success_and_of_a_strangers_is_already_exist
     assert!(matches!(e, CloudError::AlreadyExists { status: 409, .. }), "{e:?}");
     assert_eq!(sim.get_now(SUBNET).unwrap()["ipCidrRange"], "10.250.0.0/16", "the stranger's resource is untouched");
 
-    // An insert applied whose answer was lost (504): the client's retry meets our own resource.
+    // An insert applied whose answer was lost (504): the engine's retry meets our own resource.
     sim.set_faults(Faults::none().with_rule(FaultRule::once_at(Matcher::method("POST"), 1, Fault::TimeoutAfterApply)));
-    let fw = c
-        .create(FIREWALL, json!({"network": "global/networks/vpc-a", "allowed": [{"IPProtocol": "tcp"}]}))
+    let fw = engine()
+        .run(|| c.create(FIREWALL, json!({"network": "global/networks/vpc-a", "allowed": [{"IPProtocol": "tcp"}]})))
         .await
-        .expect("the retried insert finds its own rule");
+        .expect("the engine's retried insert finds its own rule");
     assert_eq!(fw["name"], "fw-ssh");
     assert_eq!(sim.faults_fired(), 1);
 }
@@ -216,14 +222,15 @@ async fn throttled_and_unavailable_calls_converge() {
     );
     let srv = serve(sim.clone(), GceOptions::default()).await;
     let c = client(&srv, Credentials::Anonymous, fast()).await;
-    c.create(NET, json!({"autoCreateSubnetworks": false})).await.expect("retries converge");
+    engine().run(|| c.create(NET, json!({"autoCreateSubnetworks": false}))).await.expect("retries converge");
     assert_eq!(sim.faults_fired(), 3);
     let statuses: Vec<u16> = sim.calls().iter().map(|c| c.status).collect();
-    // insert: throttled twice, then applied; the operation poll: unavailable once, then DONE;
-    // then the read back.
+    // insert: throttled twice (each answer back to the engine, which retries), then applied; the
+    // operation poll: unavailable once (polled again by the client: the write was accepted), then
+    // DONE; then the read back.
     assert_eq!(statuses, [429, 429, 200, 503, 200, 200], "{statuses:?}");
 
-    // Without enough attempts the throttle is reported as such.
+    // The client itself reports the throttle as such, after one request.
     sim.set_faults(Faults::none().with_rule(FaultRule::always(
         Matcher::method("POST"),
         Fault::Throttle { retry_after: Duration::from_millis(5) },
@@ -349,8 +356,7 @@ async fn a_service_account_key_signs_every_request_and_never_shows_in_errors() {
     messages.push(c.get("projects/p/zones/z/instances/i").await.unwrap_err().to_string());
     // A client whose endpoint does not answer.
     let dead = Url::parse("http://127.0.0.1:9").unwrap();
-    let opts = GcpOptions { attempts: 1, ..fast() };
-    let gone = GcpClient::with_options("p", Some(dead), Credentials::KeyFile(key_path()), opts).await.unwrap();
+    let gone = GcpClient::with_options("p", Some(dead), Credentials::KeyFile(key_path()), fast()).await.unwrap();
     messages.push(gone.get(NET).await.unwrap_err().to_string());
     for m in &messages {
         assert!(!m.contains(&jwt), "the token leaks: {m}");

@@ -18,13 +18,13 @@ async fn stub(State(patches): State<Patches>, method: Method, uri: Uri, body: By
     let op = json!({"kind": "compute#operation", "name": "op-1", "status": "DONE"});
     let answer = match (method, path.as_str()) {
         (Method::GET, "/compute/v1/projects/p/global/firewalls/fw") => {
-            json!({"kind": "compute#firewall", "name": "fw", "network": "global/networks/vpc", "sourceRanges": ["10.0.0.0/8"]})
+            json!({"kind": "compute#firewall", "name": "fw", "selfLink": "https://www.googleapis.com/compute/v1/projects/p/global/firewalls/fw", "network": "global/networks/vpc", "sourceRanges": ["10.0.0.0/8"]})
         }
         (Method::GET, "/compute/v1/projects/p/regions/r/routers/rtr") => {
-            json!({"kind": "compute#router", "name": "rtr", "network": "global/networks/vpc", "nats": []})
+            json!({"kind": "compute#router", "name": "rtr", "selfLink": "https://www.googleapis.com/compute/v1/projects/p/regions/r/routers/rtr", "network": "global/networks/vpc", "nats": []})
         }
         (Method::GET, "/compute/v1/projects/p/regions/r/subnetworks/s") => {
-            json!({"kind": "compute#subnetwork", "name": "s", "fingerprint": "q1w2e3r4t5Y=", "ipCidrRange": "10.0.0.0/24"})
+            json!({"kind": "compute#subnetwork", "name": "s", "selfLink": "https://www.googleapis.com/compute/v1/projects/p/regions/r/subnetworks/s", "fingerprint": "q1w2e3r4t5Y=", "ipCidrRange": "10.0.0.0/24"})
         }
         // Someone changed the subnet between our GET and our PATCH.
         (Method::PATCH, "/compute/v1/projects/p/regions/r/subnetworks/s") => {

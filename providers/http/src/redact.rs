@@ -21,9 +21,12 @@ pub const MIN_LITERAL_LEN: usize = 8;
 /// Fields whose value is a credential, in form bodies, query strings and JSON.
 const FIELDS: &str = "client_secret|client_assertion|access_token|refresh_token|id_token";
 
-static PATTERNS: LazyLock<[(Regex, &'static str); 6]> = LazyLock::new(|| {
+static PATTERNS: LazyLock<[(Regex, &'static str); 7]> = LazyLock::new(|| {
     let re = |s: &str| Regex::new(s).expect("a valid redaction pattern");
     [
+        // A PEM private key (a service-account key file's `private_key`), with real or JSON-escaped
+        // line breaks; without its END line (a cut text), up to the end.
+        (re(r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)"), "<redacted>"),
         // `client_secret=…` up to the next `&`, whitespace or quote.
         (re(&format!(r#"(?i)\b({FIELDS})=[^&\s"'<>,;]+"#)), "${1}=<redacted>"),
         // `"access_token": "…"` in JSON.
@@ -39,7 +42,7 @@ static PATTERNS: LazyLock<[(Regex, &'static str); 6]> = LazyLock::new(|| {
     ]
 });
 
-/// `text` without credentials: the values of `client_secret=`, `client_assertion=`,
+/// `text` without credentials: PEM private keys, the values of `client_secret=`, `client_assertion=`,
 /// `access_token`/`refresh_token`/`id_token` (form or JSON), `Bearer` tokens, JWTs, passwords in
 /// URLs, and each of the `known` values (literally and form-encoded) of at least
 /// [`MIN_LITERAL_LEN`] characters.
@@ -121,6 +124,17 @@ mod tests {
             redact("error sending request for url (https://user:pa55@proxy:8080/x)", &[]),
             "error sending request for url (https://user:<redacted>@proxy:8080/x)"
         );
+    }
+
+    #[test]
+    fn pem_private_keys_whole_or_cut() {
+        let pem = "-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBgkqhkiG9w0BAQEFAASC\nBKgwggSkAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n";
+        assert_eq!(redact(&format!("key {pem} end"), &[]), "key <redacted>\n end");
+        // As a JSON string (escaped line breaks), and an RSA key cut before its END line.
+        let escaped = pem.replace('\n', "\\n");
+        assert_eq!(redact(&format!(r#"{{"private_key": "{escaped}"}}"#), &[]), r#"{"private_key": "<redacted>\n"}"#);
+        assert_eq!(redact("x -----BEGIN RSA PRIVATE KEY-----\nMIIEow", &[]), "x <redacted>");
+        assert_eq!(redact("-----BEGIN CERTIFICATE-----", &[]), "-----BEGIN CERTIFICATE-----");
     }
 
     #[test]
