@@ -337,6 +337,11 @@ impl Answer {
     }
 }
 
+/// A server's text on one line (errors are one line: line breaks and tabs become spaces).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The path of a selfLink: what follows `/compute/v1/` in a full URL, else the text itself.
 fn link_path(link: &str) -> &str {
     let path = match link.find("/compute/v1/") {
@@ -382,8 +387,8 @@ fn response_error(target: &str, answer: &Answer, sent: Option<&str>, known: &[&s
         .map(str::to_string)
         .unwrap_or_else(|| format!("HTTP{status}"));
     let message = match err["message"].as_str().filter(|m| !m.is_empty()) {
-        Some(m) => m.to_string(),
-        None => format!("HTTP {status}: {}", snippet(&String::from_utf8_lossy(&answer.body), known)),
+        Some(m) => one_line(m),
+        None => format!("HTTP {status}: {}", one_line(&snippet(&String::from_utf8_lossy(&answer.body), known))),
     };
     let target = target.to_string();
     match status {
@@ -398,6 +403,7 @@ fn response_error(target: &str, answer: &Answer, sent: Option<&str>, known: &[&s
         s => CloudError::Rejected { target, status: s, code, message },
     }
 }
+
 /// The error a finished operation reports, if it failed (DONE with `error.errors[]` or
 /// `httpErrorStatusCode`): GCE answers such a write with 200.
 fn operation_error(target: &str, v: &Value) -> Option<CloudError> {
@@ -412,7 +418,7 @@ fn operation_error(target: &str, v: &Value) -> Option<CloudError> {
         .and_then(|f| f.get("message"))
         .and_then(Value::as_str)
         .or_else(|| v.get("httpErrorMessage").and_then(Value::as_str))
-        .unwrap_or("the operation failed");
+        .map_or_else(|| "the operation failed".to_string(), one_line);
     let target = target.to_string();
     Some(match status {
         409 if code == "RESOURCE_ALREADY_EXISTS" || code == "alreadyExists" => {
@@ -421,7 +427,7 @@ fn operation_error(target: &str, v: &Value) -> Option<CloudError> {
         412 => CloudError::PreconditionFailed { target, expected: "none".into() },
         429 => CloudError::Throttled { target, retry_after: None },
         s if s >= 500 => CloudError::Server { target, status: s, message: format!("{code}: {message}") },
-        s => CloudError::Rejected { target, status: s, code: code.to_string(), message: message.to_string() },
+        s => CloudError::Rejected { target, status: s, code: code.to_string(), message },
     })
 }
 
