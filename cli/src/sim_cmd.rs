@@ -583,6 +583,9 @@ async fn gce_write(session: &Session, command: GceWrite, state: &str) -> Result<
 /// Durability: the simulated ARM cloud leaves its flushes to the state dir (as in process, where the
 /// node's state commit flushes); here the answer acknowledges a write, so every request that may
 /// write is answered after the state dir's grouped flush ([`trellis_sim_http::flush_before_answer`]).
+/// The served clouds' audit logs are kept in the state dir's audit trees as the calls are made
+/// (`keep_audit`), so that flush makes a write's entry durable with it; a read's entry is made
+/// durable by the next write's flush, or the stop.
 async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
     if !listen.ip().is_loopback() {
         bail!("--listen {listen} is not a loopback address; the emulator serves plain http, so listen on 127.0.0.1 (the real clients send credentials over http only to loopback)");
@@ -592,6 +595,10 @@ async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
     // Before anything is answered: a stop signal from then on is a graceful stop.
     let stop = stop_signal()?;
     let session = open(env, "sim serve").await?;
+    let kept = keep_audit(&session);
+    if let Err(e) = kept {
+        return session.finish(Err(e));
+    }
     let store = Arc::downgrade(&session.store);
     let flush: trellis_sim::SharedFlush = Arc::new(move || match store.upgrade() {
         Some(store) => store.flush().map_err(|e| e.to_string()),
@@ -609,7 +616,21 @@ async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
         env.sim_shown(&env.location()?)
     );
     let served = axum::serve(listener, router).with_graceful_shutdown(stop).await.context("the emulator stopped");
-    session.finish(served.map(|()| 0))
+    let audited = served.and_then(|()| {
+        // Writes what a failed keep left in memory, and flushes the reads' entries.
+        session.sim.persist_audit(&session.store.tree(trellis_cli::ops::SIM_AUDIT_TREE)?)?;
+        session.gce.persist_audit(&session.store.tree(trellis_cli::ops::SIM_GCE_AUDIT_TREE)?)?;
+        Ok(())
+    });
+    session.finish(audited.map(|()| 0))
+}
+
+/// Keeps the served clouds' audit logs in the state dir's audit trees as the calls are made (the
+/// trees `trellis sim audit` reads; see [`trellis_sim::ArmSim::keep_audit`]).
+fn keep_audit(session: &Session) -> Result<()> {
+    session.sim.keep_audit(session.store.tree(trellis_cli::ops::SIM_AUDIT_TREE)?)?;
+    session.gce.keep_audit(session.store.tree(trellis_cli::ops::SIM_GCE_AUDIT_TREE)?)?;
+    Ok(())
 }
 
 /// Resolves on Ctrl-C (SIGINT) or SIGTERM, which both stop the emulator gracefully. The handlers

@@ -1,7 +1,8 @@
 //! The real clients end to end against `trellis sim serve`: the emulator serves the simulated clouds
 //! of one state dir over HTTP, and `--cloud gcp --endpoint URL` (the google-cloud-compute-v1 client,
 //! signed in with a service-account key) plans and applies a GCP shoot through it. Also what the
-//! emulator promises on its own: an answered write survives `kill -9` and SIGTERM.
+//! emulator promises on its own: an answered write survives `kill -9` and SIGTERM, and its audit log
+//! is kept in the state dir.
 
 mod common;
 
@@ -142,6 +143,10 @@ fn regression_gcp_shoot_applies_and_replans_no_changes_through_the_real_client_a
     };
     gcp(&["apply", "--auto-approve", "-f", &shoot]).code(0).stdout_has("apply complete");
     gcp(&["plan", "--detailed-exitcode", "-f", &shoot]).code(0).stdout_has("No changes");
+    // The emulator kept the apply's calls, as an apply in process keeps them.
+    assert_eq!(emulator.terminate(), 0);
+    let audit = sb.run_raw(&["sim", "audit", "--writes", "--state", &sb.file("emulator-state")]).code(0);
+    assert!(audit.stdout.lines().any(|l| l.starts_with("gce   POST   200 ")), "{}", audit.stdout);
 }
 
 #[test]
@@ -190,4 +195,21 @@ fn regression_sim_serve_stops_on_sigterm_as_on_ctrl_c() {
     assert_eq!(emulator.terminate(), 0, "SIGTERM is a graceful stop");
     let emulator = Emulator::start(&state);
     assert_eq!(emulator.call("GET", &group("rg-term"), "").0, 200);
+}
+
+/// Found in the hardening review: the emulator never kept its audit log (`trellis sim audit
+/// --writes` said "No writes kept" after an apply through it). Its calls are kept in the state dir
+/// as an apply's, and a write's entry is durable before the write is answered.
+#[test]
+fn regression_sim_serve_keeps_its_audit_log_through_kill_9() {
+    let sb = Sandbox::new();
+    let state = sb.file("emulator-state");
+    let emulator = Emulator::start(&state);
+    assert_eq!(emulator.call("POST", NETWORKS, r#"{"name": "vpc-audited"}"#).0, 200);
+    assert_eq!(emulator.call("PUT", &group("rg-audited"), r#"{"location": "westeurope"}"#).0, 201);
+    emulator.kill();
+    let audit = sb.run_raw(&["sim", "audit", "--writes", "--state", &state]).code(0);
+    let lines: Vec<&str> = audit.stdout.lines().collect();
+    assert!(lines.iter().any(|l| l.starts_with("azure PUT    201 ") && l.ends_with("/rg-audited")), "{}", audit.stdout);
+    assert!(lines.iter().any(|l| l.starts_with("gce   POST   200 ") && l.contains("networks")), "{}", audit.stdout);
 }

@@ -90,7 +90,8 @@
 //! [`ArmSim::leave_flushes_to_owner`] leaves it to the owner's next flush altogether (the CLI: the
 //! state commit of the node that made the write): the writes then wait in memory ([`DeferredWrites`],
 //! seen by every read) until the owner writes them in one batch right before its flush. [`ArmSim::in_memory`]
-//! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree.
+//! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree, and
+//! [`ArmSim::keep_audit`] writes each call's entry to a tree as the call is made.
 //!
 //! # Runtime writers
 //! [`runtime`] simulates the controllers that write into the cloud after apply — the CCM (Service
@@ -251,6 +252,16 @@ impl ArmSim {
     /// [`Call`] as JSON) in one batch, and flushes it. Returns how many calls were written.
     pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
         self.core.lock().audit.persist(tree)
+    }
+
+    /// Keeps the audit log in `tree` as the calls are made, for a process that answers calls until
+    /// it is stopped (`trellis sim serve`): the calls not persisted yet are written now, and every
+    /// later call's entry is written when the call is recorded (as [`ArmSim::persist_audit`] writes
+    /// them), before its write's flush — so a flush of the tree's database that makes a write durable
+    /// makes its entry durable too. Nothing is flushed here; [`ArmSim::persist_audit`] flushes.
+    /// Returns how many calls were written now.
+    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
+        self.core.lock().audit.keep(tree)
     }
 }
 

@@ -7,16 +7,26 @@ const AUDIT_PREFIX: &str = "audit/";
 /// Calls written per sled batch by [`AuditLog::persist`].
 const AUDIT_BATCH: usize = 1_000;
 
-/// The calls in memory, and how many of them [`AuditLog::persist`] has written.
+/// The calls in memory, how many of them are written to a tree, and the tree each call is written
+/// to as it is made ([`AuditLog::keep`]).
 #[derive(Default)]
 pub(crate) struct AuditLog {
     calls: Vec<Call>,
     persisted: usize,
+    /// [`AuditLog::keep`]'s tree and the sequence number of the next call written to it.
+    kept: Option<(sled::Tree, u64)>,
 }
 
 impl AuditLog {
+    /// Records `call`; a kept log ([`AuditLog::keep`]) also writes it to its tree (not flushed). A
+    /// failed write stops keeping: the call stays in memory, for the next [`AuditLog::persist`].
     pub fn push(&mut self, call: Call) {
         self.calls.push(call);
+        if let Some((tree, next)) = self.kept.take() {
+            if let Ok(next) = self.write(&tree, next) {
+                self.kept = Some((tree, next));
+            }
+        }
     }
 
     pub fn calls(&self) -> &[Call] {
@@ -33,36 +43,63 @@ impl AuditLog {
     }
 
     /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
-    /// [`Call`] as JSON) in batches of [`AUDIT_BATCH`], and flushes them. Returns how many calls were written.
+    /// [`Call`] as JSON) in batches of [`AUDIT_BATCH`], and flushes them (also when the log is kept
+    /// and nothing was left to write: the flush makes the kept calls durable). Returns how many calls
+    /// were written.
     pub fn persist(&mut self, tree: &sled::Tree) -> Result<usize, SimError> {
-        let calls = &self.calls[self.persisted..];
-        if calls.is_empty() {
+        if self.persisted == self.calls.len() && self.kept.is_none() {
             return Ok(0);
         }
-        let next = match tree.scan_prefix(AUDIT_PREFIX).keys().next_back().transpose()? {
-            Some(k) => {
-                let text = String::from_utf8_lossy(&k[AUDIT_PREFIX.len()..]).into_owned();
-                text.parse::<u64>().map_err(|e| SimError::Corrupt {
-                    key: String::from_utf8_lossy(&k).into_owned(),
-                    detail: format!("not an audit sequence number: {e}"),
-                })? + 1
-            }
-            None => 0,
-        };
+        let before = self.persisted;
+        self.write(tree, next_sequence(tree)?)?;
+        tree.flush()?;
+        Ok(self.persisted - before)
+    }
+
+    /// Keeps the log in `tree` from now on: the calls not persisted yet are written now, and every
+    /// call as it is recorded ([`AuditLog::push`], under the cloud's lock, so before the call's own
+    /// write is flushed), without a flush of its own — a flush of the database makes them durable.
+    /// Returns how many calls were written now.
+    pub fn keep(&mut self, tree: sled::Tree) -> Result<usize, SimError> {
+        let before = self.persisted;
+        let next = self.write(&tree, next_sequence(&tree)?)?;
+        self.kept = Some((tree, next));
+        Ok(self.persisted - before)
+    }
+
+    /// Writes the calls not persisted yet to `tree` from sequence number `next` on, in batches of
+    /// [`AUDIT_BATCH`] (not flushed); the sequence number after them.
+    fn write(&mut self, tree: &sled::Tree, next: u64) -> Result<u64, SimError> {
         // In batches of a bounded size: sled keeps every version of a node a batch replaces until the
         // batch ends, so one batch of a fleet's tens of thousands of calls doubled the apply's peak memory.
-        for (n, chunk) in calls.chunks(AUDIT_BATCH).enumerate() {
+        let mut next = next;
+        while self.persisted < self.calls.len() {
+            let chunk = &self.calls[self.persisted..self.calls.len().min(self.persisted + AUDIT_BATCH)];
             let mut batch = sled::Batch::default();
             for (i, call) in chunk.iter().enumerate() {
-                let key = format!("{AUDIT_PREFIX}{:020}", next + (n * AUDIT_BATCH + i) as u64);
+                let key = format!("{AUDIT_PREFIX}{:020}", next + i as u64);
                 batch.insert(key.as_bytes(), serde_json::to_vec(call).expect("a call serialises"));
             }
             tree.apply_batch(batch)?;
+            next += chunk.len() as u64;
+            self.persisted += chunk.len();
         }
-        tree.flush()?;
-        let n = calls.len();
-        self.persisted += n;
-        Ok(n)
+        Ok(next)
+    }
+}
+
+/// The sequence number after the last call kept in `tree` (0 for none).
+fn next_sequence(tree: &sled::Tree) -> Result<u64, SimError> {
+    match tree.scan_prefix(AUDIT_PREFIX).keys().next_back().transpose()? {
+        Some(k) => {
+            let text = String::from_utf8_lossy(&k[AUDIT_PREFIX.len()..]).into_owned();
+            let last = text.parse::<u64>().map_err(|e| SimError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                detail: format!("not an audit sequence number: {e}"),
+            })?;
+            Ok(last + 1)
+        }
+        None => Ok(0),
     }
 }
 
@@ -115,5 +152,24 @@ mod tests {
             assert_eq!(key, &format!("audit/{n:020}"));
             assert_eq!(target, &format!("/t/{n}"));
         }
+    }
+
+    /// A kept log (`trellis sim serve`) writes each call to the tree as it is recorded, after what
+    /// the tree held, so a flush of the database — not the end of the command — makes it durable; a
+    /// later persist writes nothing twice.
+    #[test]
+    fn a_kept_log_writes_each_call_as_it_is_recorded() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree("audit").unwrap();
+        let mut earlier = AuditLog::default();
+        earlier.push(call(0));
+        earlier.persist(&tree).unwrap();
+        let mut log = AuditLog::default();
+        log.push(call(1));
+        assert_eq!(log.keep(tree.clone()).unwrap(), 1, "what was recorded before is written at once");
+        log.push(call(2));
+        assert_eq!(persisted(&tree).unwrap(), [call(0), call(1), call(2)], "written as recorded, in order");
+        assert_eq!(log.persist(&tree).unwrap(), 0, "nothing written twice");
+        assert_eq!(persisted(&tree).unwrap().len(), 3);
     }
 }

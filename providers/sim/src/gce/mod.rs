@@ -158,6 +158,11 @@ impl GceSim {
         self.lock().audit.persist(tree)
     }
 
+    /// Keeps the audit log in `tree` as the calls are made (as [`crate::ArmSim::keep_audit`] does).
+    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
+        self.lock().audit.keep(tree)
+    }
+
     /// The quotas in force.
     pub fn quotas(&self) -> Quotas {
         self.lock().store.quotas
