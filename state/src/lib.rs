@@ -291,6 +291,13 @@
 //! message gives the `psql` query that prints the previous version from `trellis_history` as a
 //! `state push` file, and `trellis state push --force` replaces the damaged version (a forced push
 //! reads only the row's lineage and serial, not its damaged document; without `--force` it is refused).
+//! History is never overwritten: its insert is `ON CONFLICT DO NOTHING` and a serial already there
+//! refuses the write. A shoot whose history goes beyond its row — trellis never deletes a row, so the row
+//! was deleted or set back by hand — is damage, as a workspace missing behind its head record is in
+//! sled: [`StateStore::load`] (which reads the newest history serial in the same round trip), commit,
+//! push (even forced) and import refuse it with [`StateError::BehindHistory`], whose message gives the
+//! SQL that restores the row from the newest version in the history, and the SQL that starts the shoot
+//! over on purpose, keeping its old history under another name.
 //!
 //! **What the role needs:** `CONNECT` on the database; `CREATE` on the schema for the first run (which
 //! creates the tables), and for a later trellis that adds a migration; then `SELECT`, `INSERT`, `UPDATE`
@@ -624,6 +631,11 @@ pub enum StateError {
     /// A stored version of a workspace in the PostgreSQL database does not match its checksum.
     #[error("{}", damaged_version_message(.location, .shoot, *.serial, .detail))]
     DamagedVersion { location: String, shoot: String, serial: u64, detail: String },
+    /// PostgreSQL: `trellis_history` holds versions of a workspace up to serial `newest` that its row in
+    /// `trellis_workspaces` does not (`stored`: the row's serial, `None` when there is no row) — the row
+    /// was deleted or changed by hand. Nothing was written: history is never overwritten.
+    #[error("{}", behind_history_message(.location, .shoot, *.stored, *.newest))]
+    BehindHistory { location: String, shoot: String, stored: Option<u64>, newest: u64 },
     /// The database's schema was migrated by a newer trellis.
     #[error(
         "state database {location} has schema version {version}, but this trellis knows versions up to \
@@ -648,6 +660,25 @@ fn damaged_version_message(location: &str, shoot: &str, serial: u64, detail: &st
          json_build_object('workspace', document::json) FROM trellis_history WHERE shoot = '{shoot}' AND serial = \
          {previous}\" > {shoot}.json`, then `trellis state push {shoot} {shoot}.json --force --state '{location}'`",
         previous = serial.saturating_sub(1)
+    )
+}
+
+fn behind_history_message(location: &str, shoot: &str, stored: Option<u64>, newest: u64) -> String {
+    let row = match stored {
+        None => "has no row in trellis_workspaces".to_string(),
+        Some(serial) => format!("is stored at serial {serial}"),
+    };
+    format!(
+        "workspace {shoot} in {location} {row}, but trellis_history holds its versions up to serial {newest}: its \
+         row was deleted or changed by hand (trellis never does either); nothing was written, and history is never \
+         overwritten. Restore the row from its newest version: `psql '{location}' -c \"DELETE FROM trellis_workspaces \
+         WHERE shoot = '{shoot}'; INSERT INTO trellis_workspaces (shoot, lineage, serial, resources, document, \
+         checksum) SELECT shoot, document::json->>'lineage', serial, (entry::json->>'resources')::bigint, document, \
+         checksum FROM trellis_history WHERE shoot = '{shoot}' AND document IS NOT NULL ORDER BY serial DESC LIMIT \
+         1\"`; or, to start {shoot} over on purpose (trellis then knows none of its resources), keep its old \
+         history under another name first: `psql '{location}' -c \"DELETE FROM trellis_workspaces WHERE shoot = \
+         '{shoot}'; UPDATE trellis_history SET shoot = shoot || '.deleted-' || to_char(now(), 'YYYYMMDD-HH24MISS') \
+         WHERE shoot = '{shoot}'\"`"
     )
 }
 

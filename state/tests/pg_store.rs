@@ -491,3 +491,78 @@ fn pg_a_role_with_only_the_documented_grants_works_and_one_without_create_is_tol
     assert_eq!(store.export(SHOOT).unwrap().map(|e| e.history.len()), Some(2));
     store.close().unwrap();
 }
+
+/// Hardening finding 9: after the workspace's row was deleted by hand, the next apply started a new
+/// lineage at serial 1 and `ON CONFLICT DO UPDATE` overwrote the history's earlier versions. The history
+/// proves the workspace existed: the state is damaged, and is refused (as sled refuses a workspace its
+/// head record names but the database lacks) until the row is restored, with nothing written.
+#[test]
+fn regression_a_deleted_workspace_row_never_overwrites_its_history() {
+    let (server, url) = database("deleted_row");
+    let store = connect(&url);
+    let mut ws = workspace_with_one_resource();
+    store.commit(&mut ws, "apply").unwrap();
+    store.commit(&mut ws, "apply").unwrap();
+    let db = db_name(&url);
+    let history = || {
+        server.psql(&db, "SELECT shoot, serial, entry, document, checksum FROM trellis_history ORDER BY 1, 2").unwrap()
+    };
+    let before = history();
+    server.psql(&db, &format!("DELETE FROM trellis_workspaces WHERE shoot = '{SHOOT}'")).unwrap();
+    let refused = |err: StateError, stored: Option<u64>| {
+        assert!(
+            matches!(&err, StateError::BehindHistory { shoot, stored: s, newest: 2, .. } if shoot == SHOOT && *s == stored),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(!msg.contains('\n') && msg.contains(&url.to_string()) && msg.contains("nothing was written"), "{msg}");
+        msg
+    };
+    // What an apply does next: load (refused: it is not a new shoot), and a commit of a new lineage
+    // (refused in the transaction too, for a run that loaded before the row went).
+    refused(store.load(SHOOT).unwrap_err(), None);
+    let mut again = workspace_with_one_resource();
+    refused(store.commit(&mut again, "apply").unwrap_err(), None);
+    assert_eq!(again.serial, 0);
+    refused(store.push(&again, true).unwrap_err(), None);
+    assert!(store.export(SHOOT).is_err());
+    let into = connect(&url);
+    let exported = trellis_state::ExportedWorkspace { workspace: ws.clone(), history: Vec::new() };
+    refused(into.import(&exported).unwrap_err(), None);
+    assert_eq!(history(), before, "the history was changed");
+    assert_eq!(server.psql(&db, "SELECT count(*) FROM trellis_workspaces").unwrap(), "0");
+
+    // A row put back at an older serial by hand: the SQL itself refuses to overwrite the history's
+    // serial 2 (the commit, made against serial 1, gets past the compare-and-swap).
+    server
+        .psql(
+            &db,
+            "INSERT INTO trellis_workspaces (shoot, lineage, serial, resources, document, checksum) \
+             SELECT shoot, document::json->>'lineage', serial, 1, document, checksum FROM trellis_history WHERE serial = 1",
+        )
+        .unwrap();
+    refused(store.load(SHOOT).unwrap_err(), Some(1));
+    let mut older = ws.clone();
+    older.serial = 1;
+    let msg = refused(store.commit(&mut older, "apply").unwrap_err(), Some(1));
+    assert_eq!(history(), before, "the history was changed");
+
+    // The restore the message gives brings back the newest version, and the workspace goes on from it.
+    let restore = msg.split("-c \"").nth(1).and_then(|q| q.split('"').next()).expect("the message has the restore");
+    server.psql(&db, restore).unwrap();
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws.clone()));
+    store.commit(&mut ws, "apply").unwrap();
+    assert_eq!(store.history(SHOOT).unwrap().iter().map(|h| h.serial).collect::<Vec<_>>(), vec![1, 2, 3]);
+
+    // Starting over on purpose, as the message says: the old history is kept under another name.
+    let start_over = msg.split("-c \"").nth(2).and_then(|q| q.split('"').next()).expect("the message has it");
+    server.psql(&db, start_over).unwrap();
+    assert_eq!(store.load(SHOOT).unwrap(), None);
+    let mut fresh = Workspace::new(SHOOT);
+    store.commit(&mut fresh, "apply").unwrap();
+    assert_eq!(fresh.serial, 1);
+    let kept = server
+        .psql(&db, &format!("SELECT count(*) FROM trellis_history WHERE shoot LIKE '{SHOOT}.deleted-%'"))
+        .unwrap();
+    assert_eq!(kept, "3");
+}

@@ -437,16 +437,96 @@ impl Inner {
 
     // ---- workspaces ----
 
+    /// The stored version of `shoot`, checked against its checksum and against the history: a row
+    /// behind its history, or a history without a row, is refused ([`StateError::BehindHistory`]), so
+    /// that a plan is never made against a workspace whose row was deleted or changed by hand.
     async fn load(&self, shoot: &str) -> Result<Option<Workspace>, Failure> {
         let client = self.client().await?;
+        // One round trip: the row, if any, and the newest serial of the history (an index lookup).
         let select = client
-            .prepare_cached("SELECT serial, document, checksum FROM trellis_workspaces WHERE shoot = $1")
+            .prepare_cached(
+                "SELECT w.serial, w.document, w.checksum, \
+                 (SELECT max(h.serial) FROM trellis_history h WHERE h.shoot = $1) \
+                 FROM (VALUES (1)) AS one LEFT JOIN trellis_workspaces w ON w.shoot = $1",
+            )
             .await
             .map_err(|e| self.classify(e))?;
-        let row = client.query_opt(&select, &[&shoot]).await.map_err(|e| self.classify(e))?;
-        let Some(row) = row else { return Ok(None) };
-        let ws = self.check_version(shoot, to_u64(row.get(0)), row.get(1), row.get(2)).map_err(Failure::Final)?;
+        let row = client.query_one(&select, &[&shoot]).await.map_err(|e| self.classify(e))?;
+        let stored: Option<i64> = row.get(0);
+        let newest: Option<i64> = row.get(3);
+        let stored = stored.map(to_u64);
+        if let Some(newest) = newest.map(to_u64).filter(|newest| stored.is_none_or(|s| s < *newest)) {
+            return Err(Failure::Final(self.behind_history(shoot, stored, newest)));
+        }
+        let (Some(serial), Some(document), Some(checksum)) = (stored, row.get(1), row.get(2)) else {
+            return Ok(None);
+        };
+        let ws = self.check_version(shoot, serial, document, checksum).map_err(Failure::Final)?;
         Ok(Some(ws))
+    }
+
+    fn behind_history(&self, shoot: &str, stored: Option<u64>, newest: u64) -> StateError {
+        StateError::BehindHistory { location: self.location.clone(), shoot: shoot.to_string(), stored, newest }
+    }
+
+    /// The newest serial in the history of `shoot`, if it has any.
+    async fn newest_in_history(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        shoot: &str,
+    ) -> Result<Option<u64>, Failure> {
+        let newest = tx
+            .prepare_cached("SELECT max(serial) FROM trellis_history WHERE shoot = $1")
+            .await
+            .map_err(|e| self.classify(e))?;
+        let row = tx.query_one(&newest, &[&shoot]).await.map_err(|e| self.classify(e))?;
+        Ok(row.get::<_, Option<i64>>(0).map(to_u64))
+    }
+
+    /// When a workspace's row is created, in the transaction that creates it (after the row's insert):
+    /// a history without a row means the row was deleted by hand. The workspace existed; it is not
+    /// started again.
+    async fn refuse_history_without_row(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        shoot: &str,
+    ) -> Result<(), Failure> {
+        match self.newest_in_history(tx, shoot).await? {
+            Some(newest) => Err(Failure::Final(self.behind_history(shoot, None, newest))),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds a version to the history of `shoot`. A serial the history holds already is never
+    /// overwritten: the statement cannot (`DO NOTHING`), and the commit is refused naming the newest
+    /// version ([`StateError::BehindHistory`]; `stored`: the row's serial before this write).
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_history(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        shoot: &str,
+        serial: i64,
+        entry: &str,
+        document: Option<&str>,
+        checksum: Option<&str>,
+        stored: Option<u64>,
+    ) -> Result<(), Failure> {
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (shoot, serial) DO NOTHING",
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        let written = tx
+            .execute(&insert, &[&shoot, &serial, &entry, &document, &checksum])
+            .await
+            .map_err(|e| self.classify(e))?;
+        if written == 1 {
+            return Ok(());
+        }
+        let newest = self.newest_in_history(tx, shoot).await?.unwrap_or(to_u64(serial));
+        Err(Failure::Final(self.behind_history(shoot, stored, newest)))
     }
 
     /// Parses a stored version and checks it against its checksum.
@@ -553,23 +633,27 @@ impl Inner {
             checksum: Some(checksum.to_string()),
             previous,
         };
-        self.write_version(&tx, next, checksum, row.is_some(), &entry).await?;
+        let stored = row.as_ref().map(|row| to_u64(row.get(1)));
+        self.write_version(&tx, next, checksum, stored, &entry).await?;
         tx.commit().await.map_err(|e| self.classify(e))
     }
 
-    /// Writes `ws` as the stored version (insert or update) and its history entry, in `tx`.
+    /// Writes `ws` as the stored version (an update of the row at serial `stored`, or the row's insert)
+    /// and its history entry, in `tx`. Neither overwrites history: a row is not created for a shoot
+    /// that has a history, and a history entry is never replaced.
     async fn write_version(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         ws: &Workspace,
         checksum: &str,
-        update: bool,
+        stored: Option<u64>,
         entry: &HistoryEntry,
     ) -> Result<(), Failure> {
         let shoot = ws.shoot.as_str();
         let document = serde_json::to_string(ws).expect("a workspace serialises");
         let serial = to_i64(shoot, ws.serial)?;
         let resources = i64::try_from(ws.resources.len()).unwrap_or(i64::MAX);
+        let update = stored.is_some();
         let sql = if update {
             "UPDATE trellis_workspaces SET lineage = $2, serial = $3, resources = $4, document = $5, checksum = $6 \
              WHERE shoot = $1"
@@ -588,18 +672,13 @@ impl Inner {
                 detail: "another run stored the workspace while this one was writing it".to_string(),
             }));
         }
+        if !update {
+            // After the row's insert, which another run creating it at the same time waits for: a
+            // history found now was not written by such a run, but is a row deleted by hand.
+            self.refuse_history_without_row(tx, shoot).await?;
+        }
         let entry_json = serde_json::to_string(entry).expect("a history entry serialises");
-        let history = tx
-            .prepare_cached(
-                "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (shoot, serial) DO UPDATE SET entry = $3, document = $4, checksum = $5",
-            )
-            .await
-            .map_err(|e| self.classify(e))?;
-        tx.execute(&history, &[&shoot, &serial, &entry_json, &document, &checksum])
-            .await
-            .map_err(|e| self.classify(e))?;
-        Ok(())
+        self.insert_history(tx, shoot, serial, &entry_json, Some(&document), Some(checksum), stored).await
     }
 
     /// Whether the stored version of `shoot` is `lineage` at `serial` with `checksum`: after a failure
@@ -1009,7 +1088,8 @@ impl Inner {
             checksum: Some(checksum.to_string()),
             previous: row.as_ref().map(|row| row.get(2)),
         };
-        self.write_version(&tx, next, checksum, row.is_some(), &entry).await?;
+        let stored = row.as_ref().map(|row| to_u64(row.get(1)));
+        self.write_version(&tx, next, checksum, stored, &entry).await?;
         tx.commit().await.map_err(|e| self.classify(e))
     }
 
@@ -1047,6 +1127,7 @@ impl Inner {
             // Stored by someone else meanwhile: the next attempt compares with it.
             return Err(Failure::Transient(format!("workspace {shoot} was stored while it was being imported")));
         }
+        self.refuse_history_without_row(&tx, shoot).await?;
         for entry in &exported.history {
             let entry_serial = to_i64(shoot, entry.serial)?;
             let entry_json = serde_json::to_string(entry).expect("a history entry serialises");
@@ -1057,13 +1138,7 @@ impl Inner {
             } else {
                 (None, entry.checksum.as_deref())
             };
-            tx.execute(
-                "INSERT INTO trellis_history (shoot, serial, entry, document, checksum) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (shoot, serial) DO UPDATE SET entry = $3, document = $4, checksum = $5",
-                &[&shoot, &entry_serial, &entry_json, &doc, &sum],
-            )
-            .await
-            .map_err(|e| self.classify(e))?;
+            self.insert_history(&tx, shoot, entry_serial, &entry_json, doc, sum, None).await?;
         }
         tx.commit().await.map_err(|e| self.classify(e))?;
         Ok(Imported::Created)
