@@ -1,8 +1,8 @@
 //! The real clients end to end against `trellis sim serve`: the emulator serves the simulated clouds
 //! of one state dir over HTTP, and `--cloud gcp --endpoint URL` (the google-cloud-compute-v1 client,
 //! signed in with a service-account key) plans and applies a GCP shoot through it. Also what the
-//! emulator promises on its own: an answered write survives `kill -9` and SIGTERM, and its audit log
-//! is kept in the state dir.
+//! emulator promises on its own: an answered write survives `kill -9` and SIGTERM, its audit log is
+//! kept in the state dir, and it answers only requests addressed to a loopback name.
 
 mod common;
 
@@ -212,4 +212,28 @@ fn regression_sim_serve_keeps_its_audit_log_through_kill_9() {
     let lines: Vec<&str> = audit.stdout.lines().collect();
     assert!(lines.iter().any(|l| l.starts_with("azure PUT    201 ") && l.ends_with("/rg-audited")), "{}", audit.stdout);
     assert!(lines.iter().any(|l| l.starts_with("gce   POST   200 ") && l.contains("networks")), "{}", audit.stdout);
+}
+
+/// Found in the hardening review: the emulator answered any `Host` and built its operation URLs
+/// from it (DNS rebinding), and the GCE side answered calls without a token.
+#[test]
+fn regression_sim_serve_answers_only_loopback_hosts_and_gce_calls_need_a_token() {
+    let sb = Sandbox::new();
+    let emulator = Emulator::start(&sb.file("emulator-state"));
+    let bearer = [("Authorization", "Bearer test-token")];
+    let body = r#"{"location": "westeurope"}"#;
+    let (status, answer) = http(&emulator.addr, "attacker.example", "PUT", &group("rg-x"), &bearer, body);
+    assert_eq!(status, 421, "{answer}");
+    assert_eq!(answer.lines().count(), 1, "one line: {answer}");
+    assert!(answer.contains("\"code\":\"MisdirectedRequest\"") && answer.contains("attacker.example"), "{answer}");
+    let (status, answer) = http(&emulator.addr, "attacker.example:80", "GET", NETWORKS, &bearer, "");
+    assert_eq!(status, 421, "{answer}");
+    assert!(answer.contains("\"code\":421"), "GCE's error shape: {answer}");
+    for host in ["localhost", "127.0.0.1", "[::1]"] {
+        let port = emulator.addr.rsplit(':').next().expect("a port");
+        let (status, answer) = http(&emulator.addr, &format!("{host}:{port}"), "GET", NETWORKS, &bearer, "");
+        assert_eq!(status, 200, "{host}: {answer}");
+    }
+    let (status, answer) = http(&emulator.addr, &emulator.addr, "GET", NETWORKS, &[], "");
+    assert_eq!(status, 401, "no token: {answer}");
 }

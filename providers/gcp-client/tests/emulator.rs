@@ -32,8 +32,12 @@ fn engine() -> RetryPolicy {
     RetryPolicy::immediate(6)
 }
 
+/// The emulator, also answering requests without a token: most tests here sign in anonymously.
 async fn serve(sim: GceSim, opts: GceOptions) -> GceRunning {
-    GceServer::with_options(sim, opts).spawn_local().await.expect("bind 127.0.0.1")
+    GceServer::with_options(sim, GceOptions { accept_anonymous: true, ..opts })
+        .spawn_local()
+        .await
+        .expect("bind 127.0.0.1")
 }
 
 async fn client(srv: &GceRunning, creds: Credentials, opts: GcpOptions) -> GcpClient {

@@ -20,6 +20,11 @@
 //! idempotency). Unknown query parameters (`$alt`, `$apiVersion`) are ignored; a missing or empty
 //! `pageToken` is the first page. [`GceOptions::page_size`] caps `maxResults`.
 //!
+//! Every request but `POST /token` needs `Authorization: Bearer <token>` (any non-empty token, or
+//! [`GceOptions::required_token`]): 401 `UNAUTHENTICATED` otherwise, unless
+//! [`GceOptions::accept_anonymous`] lets requests without the header through. A request whose
+//! `Host` is not a loopback name ([`crate::is_loopback_host`]) is 421 (DNS rebinding).
+//!
 //! Errors are GCE's JSON `{"error": {"code", "message", "status", "errors": [{"reason",
 //! "message"}]}}`. Faults injected into the [`GceSim`] surface as HTTP: a throttle is 429
 //! `RESOURCE_EXHAUSTED` with `Retry-After`, a server error 503 `UNAVAILABLE`, a timeout 504
@@ -29,7 +34,7 @@
 use crate::RequestRecord;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
@@ -47,9 +52,12 @@ pub struct GceOptions {
     /// Cap every list page at this many items (`nextPageToken` follows); `None`: the client's
     /// `maxResults` (default 500).
     pub page_size: Option<u32>,
-    /// When set, every compute and IAM request must carry `Authorization: Bearer <this>`
-    /// (401 `UNAUTHENTICATED` otherwise).
+    /// When set, every compute and IAM request must carry `Authorization: Bearer <this>`; otherwise
+    /// any non-empty bearer token (as the ARM server). 401 `UNAUTHENTICATED` when it does not.
     pub required_token: Option<String>,
+    /// Also answer compute and IAM requests that carry no `Authorization` header at all (tests of a
+    /// client without credentials). Off by default: a token is required, as real GCE requires one.
+    pub accept_anonymous: bool,
 }
 
 /// The access token the token endpoint hands out.
@@ -70,7 +78,7 @@ struct Shared {
     tokens_issued: AtomicUsize,
     /// The `assertion`s the token endpoint received (JWTs; tests check what was signed).
     assertions: Mutex<Vec<String>>,
-    /// The `Authorization` header of every compute / IAM request (empty when none was sent).
+    /// The `Authorization` header of every request but the token endpoint's (empty when none was sent).
     authorizations: Mutex<Vec<String>>,
     /// The `requestId` of every write (`""` when absent).
     request_ids: Mutex<Vec<String>>,
@@ -118,8 +126,8 @@ impl GceServer {
         lock(&self.shared.assertions).clone()
     }
 
-    /// The `Authorization` header of every compute / IAM request, in order (`""` when absent):
-    /// tests check what the client signed in with.
+    /// The `Authorization` header of every request but the token endpoint's, in order (`""` when
+    /// absent): tests check what the client signed in with.
     pub fn authorizations(&self) -> Vec<String> {
         lock(&self.shared.authorizations).clone()
     }
@@ -193,6 +201,13 @@ async fn handle(State(srv): State<GceServer>, method: Method, uri: Uri, headers:
     let query: Vec<(String, String)> = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
+    if let Err(message) = crate::loopback_host(&headers, &uri) {
+        let response = gce_error(421, "misdirectedRequest", message);
+        let api_version = query.iter().find(|(k, _)| k == "$apiVersion").map(|(_, v)| v.clone());
+        let status = response.status().as_u16();
+        lock(&srv.shared.requests).push(RequestRecord { method: method.to_string(), path, api_version, status });
+        return response;
+    }
     let segs: Vec<String> = path
         .split('/')
         .filter(|s| !s.is_empty())
@@ -211,19 +226,17 @@ async fn route(srv: &GceServer, req: Req) -> Response {
     if segs == ["token"] {
         return token(srv, &req);
     }
+    // Every other request needs a token (the token endpoint is how a client gets one).
+    let sent_auth = req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    lock(&srv.shared.authorizations).push(sent_auth.to_string());
+    if let Some(denied) = check_auth(srv, sent_auth, req.headers.contains_key(header::AUTHORIZATION)) {
+        return denied;
+    }
     let rest = match segs.as_slice() {
         ["compute", "v1", rest @ ..] => rest,
         ["v1", rest @ ..] if rest.len() >= 3 && rest[2] == "serviceAccounts" => rest,
         _ => return gce_error(404, "notFound", format!("no GCE route for {} /{}", req.method, req.segs.join("/"))),
     };
-    let sent_auth = req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    lock(&srv.shared.authorizations).push(sent_auth.to_string());
-    if let Some(required) = &srv.shared.opts.required_token {
-        let sent = req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        if sent != Some(format!("Bearer {required}").as_str()) {
-            return gce_error(401, "authError", "Request had invalid authentication credentials.");
-        }
-    }
     let path = rest.join("/");
     let is_collection = trellis_sim::gce::CollectionPath::parse(&path).is_ok();
     let is_iam = rest.len() >= 3 && rest[2] == "serviceAccounts";
@@ -246,6 +259,32 @@ async fn route(srv: &GceServer, req: Req) -> Response {
         (&Method::DELETE, false) => write(srv, &req, || srv.sim.delete_resource(&path)).await,
         _ => gce_error(405, "methodNotAllowed", format!("{} is not allowed on /{}", req.method, req.segs.join("/"))),
     }
+}
+
+/// `None` when the request may go on: `Authorization: Bearer <token>` with a non-empty token (the
+/// [`GceOptions::required_token`] when set), or no header at all with [`GceOptions::accept_anonymous`];
+/// otherwise GCE's 401 `UNAUTHENTICATED`.
+fn check_auth(srv: &GceServer, sent: &str, has_header: bool) -> Option<Response> {
+    let opts = &srv.shared.opts;
+    let token = sent.strip_prefix("Bearer ").or_else(|| sent.strip_prefix("bearer ")).map(str::trim).unwrap_or("");
+    let (reason, message) = if token.is_empty() {
+        if opts.accept_anonymous && !has_header {
+            return None;
+        }
+        (
+            "required",
+            "Request is missing required authentication credential. Expected an OAuth 2 access token in Authorization: Bearer …; a service-account key's token_uri gets one from POST /token.",
+        )
+    } else if opts.required_token.as_deref().is_some_and(|t| t != token) {
+        ("authError", "Request had invalid authentication credentials. Expected OAuth 2 access token.")
+    } else {
+        return None;
+    };
+    let mut response = gce_error(401, reason, message);
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"https://accounts.google.com/\""));
+    Some(response)
 }
 
 /// IAM's PATCH body `{"serviceAccount": {...}, "updateMask": "displayName,description"}` as the
@@ -392,6 +431,7 @@ fn status_name(status: u16, reason: &str) -> &'static str {
         (409, "alreadyExists") => "ALREADY_EXISTS",
         (409, _) => "ABORTED",
         (412, _) => "FAILED_PRECONDITION",
+        (421, _) => "INVALID_ARGUMENT",
         (429, _) => "RESOURCE_EXHAUSTED",
         (501, _) => "UNIMPLEMENTED",
         (503, _) => "UNAVAILABLE",

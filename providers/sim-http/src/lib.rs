@@ -30,7 +30,10 @@
 //! [`ServerOptions::required_token`], any other token is 401 `InvalidAuthenticationToken`).
 //! Errors are ARM JSON `{"error": {"code", "message"}}` with the code repeated in `x-ms-error-code`.
 //! A list is paged after [`ServerOptions::page_size`] items: `nextLink` is an absolute URL on this
-//! server (built from the `Host` header) carrying `$skiptoken`; so are the operation URLs.
+//! server (built from the `Host` header) carrying `$skiptoken`; so are the operation URLs. Hence a
+//! request is answered only when its `Host` names the loopback interface ([`is_loopback_host`]:
+//! `localhost`, 127.0.0.0/8, `[::1]`, any port); any other is 421 `MisdirectedRequest` (DNS
+//! rebinding), before anything else is looked at — the GCE server does the same.
 //!
 //! # Faults
 //! Faults injected into the [`ArmSim`] surface as HTTP: a throttle is 429 with `Retry-After`
@@ -328,9 +331,17 @@ async fn handle(State(srv): State<SimServer>, method: Method, uri: Uri, headers:
         .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect();
     let lower = segs.iter().map(|s| s.to_ascii_lowercase()).collect();
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1").to_string();
+    let api_version = query.iter().find(|(k, _)| k.eq_ignore_ascii_case("api-version")).map(|(_, v)| v.clone());
+    let host = match loopback_host(&headers, &uri) {
+        Ok(host) => host,
+        Err(message) => {
+            let response = arm_error(StatusCode::MISDIRECTED_REQUEST, "MisdirectedRequest", message);
+            let status = response.status().as_u16();
+            lock(&srv.shared.requests).push(RequestRecord { method: method.to_string(), path, api_version, status });
+            return response;
+        }
+    };
     let req = Req { method, segs, lower, query, headers, body, base: format!("http://{host}") };
-    let api_version = req.param("api-version").map(str::to_string);
     let method = req.method.to_string();
     let response = route(&srv, req).await;
     lock(&srv.shared.requests).push(RequestRecord { method, path, api_version, status: response.status().as_u16() });
@@ -406,6 +417,49 @@ async fn route(srv: &SimServer, req: Req) -> Response {
         return list(srv, &req, &parent, &rtype).await;
     }
     resource(srv, &req).await
+}
+
+/// Whether `host` (a `Host` header's value: a name or an address, and an optional port) names the
+/// loopback interface: `localhost`, an address in 127.0.0.0/8, or `[::1]`. The servers answer no
+/// other: a name of someone else's that resolves to 127.0.0.1 is how a web page reaches a loopback
+/// server (DNS rebinding). A server listening on a loopback address (all `trellis sim serve`
+/// listens on) is always named by one of these.
+pub fn is_loopback_host(host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) if !port.contains(']') => (name, Some(port)),
+        _ => (host, None),
+    };
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok());
+    let name_ok = match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback()),
+        None => {
+            name.eq_ignore_ascii_case("localhost")
+                || name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+        }
+    };
+    port_ok && name_ok
+}
+
+/// The host a request is addressed to (its `Host` header, else its URI's authority, as HTTP/2
+/// sends it) when [`is_loopback_host`]; otherwise the one-line message of the 421 answer.
+pub(crate) fn loopback_host(headers: &HeaderMap, uri: &Uri) -> Result<String, String> {
+    let sent = match headers.get(header::HOST) {
+        Some(h) => Some(String::from_utf8_lossy(h.as_bytes()).into_owned()),
+        None => uri.authority().map(|a| a.as_str().to_string()),
+    };
+    match sent {
+        Some(host) if is_loopback_host(&host) => Ok(host),
+        Some(host) => {
+            let shown: String = host.chars().take(100).map(|c| if c.is_control() { '?' } else { c }).collect();
+            Err(format!(
+                "this emulator answers requests addressed to localhost, 127.0.0.0/8 or [::1] only, not to Host '{shown}' (a name that resolves to this machine is refused: DNS rebinding); send the request to the http://127.0.0.1:PORT address it printed"
+            ))
+        }
+        None => Err(
+            "the request names no host (no Host header); send it to the http://127.0.0.1:PORT address the emulator printed"
+                .to_string(),
+        ),
+    }
 }
 
 /// `YYYY-MM-DD` with an optional `-suffix` (`-preview`).
@@ -795,6 +849,32 @@ mod tests {
         assert!(is_api_version("2024-03-01-preview"));
         for bad in ["2024-3-1", "latest", "2024-03-01-", "2024_03_01", ""] {
             assert!(!is_api_version(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_loopback_names_are_loopback_hosts() {
+        for host in
+            ["localhost", "LocalHost:8080", "127.0.0.1", "127.0.0.1:41235", "127.255.0.9:1", "[::1]", "[::1]:80"]
+        {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "attacker.example",
+            "attacker.example:41235",
+            "localhost.attacker.example",
+            "127.0.0.1.nip.io",
+            "10.0.0.1",
+            "0.0.0.0:80",
+            "[::]:80",
+            "::1",
+            "[::1",
+            "127.0.0.1:",
+            "127.0.0.1:port",
+            "127.0.0.1:99999",
+            "",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
         }
     }
 

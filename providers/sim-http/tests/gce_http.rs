@@ -16,11 +16,18 @@ async fn send(r: reqwest::RequestBuilder) -> (u16, Value, reqwest::header::Heade
     (status, body, headers)
 }
 
+/// A client that signs every request in with a bearer token (the server needs one).
+fn signed_in() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::AUTHORIZATION, "Bearer t".parse().unwrap());
+    reqwest::Client::builder().default_headers(headers).build().unwrap()
+}
+
 #[tokio::test]
 async fn a_write_repeated_with_its_request_id_is_applied_once() {
     let sim = GceSim::in_memory();
     let srv = GceServer::new(sim.clone()).spawn_local().await.unwrap();
-    let http = reqwest::Client::new();
+    let http = signed_in();
     let url = format!("{}{NETWORKS}?requestId=r-1&$alt=json", srv.url());
     let (s1, op1, _) = send(http.post(&url).json(&json!({"name": "vpc-a"}))).await;
     let (s2, op2, _) = send(http.post(&url).json(&json!({"name": "vpc-a"}))).await;
@@ -49,7 +56,7 @@ async fn an_empty_page_token_is_the_first_page_and_pages_are_capped() {
         .spawn_local()
         .await
         .unwrap();
-    let http = reqwest::Client::new();
+    let http = signed_in();
     let (s, page, _) = send(http.get(format!("{}{NETWORKS}?pageToken=&maxResults=500", srv.url()))).await;
     assert_eq!(s, 200);
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
@@ -65,7 +72,7 @@ async fn faults_and_unknown_routes_answer_gce_errors() {
     let sim = GceSim::in_memory()
         .with_faults(Faults::fail_call(1, Fault::Throttle { retry_after: Duration::from_millis(1500) }));
     let srv = GceServer::new(sim).spawn_local().await.unwrap();
-    let http = reqwest::Client::new();
+    let http = signed_in();
     let (s, err, headers) = send(http.get(format!("{}{NETWORKS}/x", srv.url()))).await;
     assert_eq!((s, err["error"]["status"].as_str()), (429, Some("RESOURCE_EXHAUSTED")));
     assert_eq!(headers.get("retry-after").unwrap(), "2");
