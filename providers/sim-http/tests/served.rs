@@ -1,5 +1,5 @@
-//! What `trellis sim serve` adds around the servers: writes answered only after the owner's flush
-//! ([`flush_before_answer`]).
+//! What `trellis sim serve` relies on: writes answered only after the owner's flush
+//! ([`flush_before_answer`]), loopback `Host` names only, a bearer token on every GCE call.
 
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
