@@ -349,7 +349,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 1 } else { 0 };
-            let _ = e.print();
+            print_usage_error(&e);
             return ExitCode::from(code);
         }
     };
@@ -373,9 +373,31 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprint_error(&error_text(&e));
+            eprint_error(&e);
             ExitCode::from(1)
         }
+    }
+}
+
+/// Prints clap's message (usage errors, `--help`, `--version`) as clap does, except that an argument
+/// holding a control character (a newline in `--expect-digest`'s value) is shown escaped wherever
+/// clap quotes it: no value from the command line can print a line of its own.
+fn print_usage_error(e: &clap::Error) {
+    let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let values = args.iter().flat_map(|a| [Some(a.as_str()), a.split_once('=').map(|(_, v)| v)]).flatten();
+    let unsafe_values: Vec<&str> = values.filter(|v| escape::text(v) != *v).collect();
+    if unsafe_values.is_empty() {
+        let _ = e.print();
+        return;
+    }
+    let mut text = e.render().to_string();
+    for v in unsafe_values {
+        text = text.replace(v, &escape::text(v));
+    }
+    if e.use_stderr() {
+        let _ = write!(std::io::stderr(), "{text}");
+    } else {
+        let _ = write!(std::io::stdout(), "{text}");
     }
 }
 
@@ -396,14 +418,25 @@ fn error_text(e: &anyhow::Error) -> String {
     text
 }
 
-/// Prints an error to stderr: the first line after `error: `, further lines (field errors, one per
-/// line) as they are. Control characters from user input (a name with ESC or CR bytes) are shown
-/// escaped, so no message can rewrite the terminal.
-fn eprint_error(text: &str) {
+/// Prints an error to stderr after `error: `: one line, unless the error is a list
+/// ([`ops::list_lines`]: a fleet's failures, field errors, a world file's problems), whose lines
+/// follow one per line.
+/// Everything else is escaped: a control character from user input (ESC, CR) cannot rewrite the
+/// terminal, and a newline inside a quoted value (a path, an id, a flag's value) is shown as `\n`,
+/// so no value can print a line of its own ("No changes.").
+fn eprint_error(e: &anyhow::Error) {
+    match ops::list_lines(e) {
+        Some(lines) => eprint_lines(lines),
+        None => eprint_lines([error_text(e)]),
+    }
+}
+
+/// Prints `lines` as an error: the first after `error: `, each escaped ([`escape::text`]).
+fn eprint_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) {
     let mut stderr = std::io::stderr().lock();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in lines.into_iter().enumerate() {
         let prefix = if i == 0 { "error: " } else { "" };
-        let _ = writeln!(stderr, "{prefix}{}", escape::text(line));
+        let _ = writeln!(stderr, "{prefix}{}", escape::text(line.as_ref()));
     }
 }
 
@@ -555,17 +588,14 @@ fn validate(inputs: Inputs) -> Result<u8> {
             Ok(()) => {}
             Err(trellis_providers::provider::ProviderError::Invalid(errs)) => {
                 failed += 1;
-                let mut text = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
-                for e in errs {
-                    text.push_str(&format!("\n{e}"));
-                }
-                eprint_error(&text);
+                let head = format!("{} ({}): {} validation error(s):", s.id(), s.file.display(), errs.len());
+                eprint_lines(std::iter::once(head).chain(errs.iter().map(|e| e.to_string())));
             }
             // Not a rule of the manifest, but the shoot cannot be planned as it is (e.g. its workspace
             // is recorded with another provider): as `plan` says it.
             Err(other) => {
                 failed += 1;
-                eprint_error(&format!("{} ({}): {other}", s.id(), s.file.display()));
+                eprint_lines([format!("{} ({}): {other}", s.id(), s.file.display())]);
             }
         }
     }
@@ -580,7 +610,7 @@ fn validate(inputs: Inputs) -> Result<u8> {
             store,
         ) {
             failed += 1;
-            eprint_error(&error_text(&e));
+            eprint_error(&e);
         }
     }
     if let Some(store) = store {
@@ -614,22 +644,24 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     session.finish(result)
 }
 
-/// Plans the fleet as a stream ([`ops::plan_fleet_streaming`]): each shoot's plan goes out in input
-/// order as soon as it and the shoots before it are planned — into `--out`'s temporary file (kept
-/// only if the whole fleet plans) and to stdout as JSON or text (on a failure stdout ends where the
-/// failure was found, and the command fails with the error). The fleet checks' warnings, known only
-/// at the end, follow the plans (text: before the total line; JSON: on stderr). Markdown, HTML and
-/// the graphs are rendered once the whole fleet is planned.
+/// Plans the fleet as a stream ([`ops::plan_fleet_streaming`]): each shoot's plan is written in
+/// input order as soon as it and the shoots before it are planned — into `--out`'s temporary file
+/// (kept only if the whole fleet plans) and, as JSON or text, into a temporary file of its own
+/// ([`Spill`]) that is copied to stdout once the whole fleet planned and passed the fleet checks: on
+/// a failure stdout gets nothing and stderr the errors (a fleet failing a fleet check printed its
+/// whole text plan first). Memory stays flat either way. The fleet checks' warnings follow the
+/// plans (text: before the total line; JSON: on stderr). Markdown, HTML and the graphs are rendered
+/// once the whole fleet is planned.
 async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
     let text = (args.output == Output::Text)
         .then(|| render::TextOptions { color: color_for(std::io::stdout().is_terminal()), verbose: args.verbose });
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
-    // A fleet's output is large (~15 KB of JSON, ~4 KB of text a shoot): written in 1 MiB pieces
-    // (8 KiB ones cost ~7 % of the wall time of 10,000 GCP shoots into a pipe).
-    let stdout = || std::io::BufWriter::with_capacity(STDOUT_CHUNK, std::io::stdout());
-    let mut json_out = json.then(|| trellis_plans::PlanSetWriter::new(stdout()));
-    let mut text_out = text.as_ref().map(|o| render::TextWriter::new(stdout(), o));
+    let mut json_out = if json { Some(trellis_plans::PlanSetWriter::new(Spill::new()?)) } else { None };
+    let mut text_out = match &text {
+        Some(o) => Some(render::TextWriter::new(Spill::new()?, o)),
+        None => None,
+    };
     // Markdown, HTML and the graphs need the whole fleet.
     let keep_plans = !json && text.is_none();
     let mut kept = Vec::new();
@@ -638,12 +670,11 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
         }
-        // As before: a closed pipe ends the process (SIGPIPE); other write errors are not the plan's.
         if let (Some(out), Some(rendered)) = (json_out.as_mut(), p.json) {
-            let _ = out.push_rendered(rendered);
+            out.push_rendered(rendered).map_err(Spill::error)?;
         }
         if let (Some(out), Some(rendered)) = (text_out.as_mut(), &p.text) {
-            let _ = out.push(rendered);
+            out.push(rendered).map_err(Spill::error)?;
         }
         kept.extend(p.plan);
         Ok(())
@@ -653,18 +684,20 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
         eprintln!("{}", summary.shard.line(shard));
     }
     if let Some(out) = json_out {
-        let _ = out.finish();
-        // The shoots' JSON went out before the fleet checks ended: their warnings follow on stderr.
+        out.finish().map_err(Spill::error)?.print()?;
+        // The fleet checks' warnings follow the JSON, on stderr.
         for w in &summary.fleet_warnings {
-            eprintln!("warning: {}: {}", w.shoot, w.message);
+            eprintln!("warning: {}: {}", escape::text(&w.shoot), escape::text(&w.message));
         }
     }
     if let Some(out) = text_out {
-        let _ = out.finish(summary.fleet_warnings.iter().map(|w| (w.shoot.as_str(), w.message.as_str())));
+        let warnings = summary.fleet_warnings.iter().map(|w| (w.shoot.as_str(), w.message.as_str()));
+        out.finish(warnings).map_err(Spill::error)?.print()?;
     }
     if let (Some(file), Some(out)) = (plan_file, &args.out) {
         file.persist(&summary.fleet_warnings)?;
-        eprintln!("Saved the plan to {}; apply it with `trellis apply {}`.", out.display(), out.display());
+        let out = escape::text(&out.display().to_string()).into_owned();
+        eprintln!("Saved the plan to {out}; apply it with `trellis apply {out}`.");
     }
     if keep_plans {
         // In input order, as the JSON.
@@ -675,8 +708,54 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     Ok(if args.detailed_exitcode && summary.changes { 2 } else { 0 })
 }
 
-/// How much of a streamed plan is written to stdout at once.
+/// How much of a streamed plan is written at once: a fleet's output is large (~15 KB of JSON, ~4 KB
+/// of text a shoot), and 8 KiB pieces cost ~7 % of the wall time of 10,000 GCP shoots into a pipe.
 const STDOUT_CHUNK: usize = 1 << 20;
+
+/// A plan's stdout output, held in an unnamed temporary file (removed by the system when closed,
+/// also on a crash) until the whole fleet planned; then [`Spill::print`] copies it to stdout.
+struct Spill(std::io::BufWriter<std::fs::File>);
+
+impl Spill {
+    fn new() -> Result<Spill> {
+        let file = tempfile::tempfile().context(
+            "cannot create a temporary file for the plan's output (it is printed once the whole fleet is planned); check TMPDIR",
+        )?;
+        Ok(Spill(std::io::BufWriter::with_capacity(STDOUT_CHUNK, file)))
+    }
+
+    fn error(e: std::io::Error) -> anyhow::Error {
+        anyhow::anyhow!("cannot write the plan's output to its temporary file: {e}; check the space in TMPDIR")
+    }
+
+    /// Copies the output to stdout in [`STDOUT_CHUNK`] pieces. A closed pipe ends the process
+    /// (SIGPIPE, as `plan | head` expects); other write errors to stdout are not the plan's.
+    fn print(self) -> Result<()> {
+        use std::io::{Read as _, Seek as _};
+        let mut file = self.0.into_inner().map_err(|e| Spill::error(e.into_error()))?;
+        file.rewind().map_err(Spill::error)?;
+        let mut chunk = vec![0; STDOUT_CHUNK];
+        let mut stdout = std::io::stdout().lock();
+        loop {
+            let n = file.read(&mut chunk).map_err(Spill::error)?;
+            if n == 0 || stdout.write_all(&chunk[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = stdout.flush();
+        Ok(())
+    }
+}
+
+impl std::io::Write for Spill {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
 
 fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
     match output {

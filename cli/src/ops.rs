@@ -17,7 +17,7 @@ use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::retry::RetryPolicy;
 use trellis_planner::write::WriteLocks;
 use trellis_plans::render::{RenderedText, TextOptions};
-use trellis_plans::{Action, Node, Plan, PlanSet, RenderedPlan};
+use trellis_plans::{escape, Action, Node, Plan, PlanSet, RenderedPlan};
 use trellis_providers::features::Features;
 use trellis_providers::field::ErrorList;
 use trellis_providers::manifest::{self, ManifestError};
@@ -450,29 +450,78 @@ pub struct FleetError {
     pub failures: Vec<(String, PathBuf, ProviderError)>,
 }
 
-impl std::fmt::Display for FleetError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, (shoot, file, err)) in self.failures.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{shoot} ({}): {err}", file.display())?;
+impl FleetError {
+    /// One line per shoot (its file, the error), then its field errors one per line, as written
+    /// (unescaped: [`Lines`] escapes each when displayed).
+    fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (shoot, file, err) in &self.failures {
+            lines.push(format!("{shoot} ({}): {err}", file.display()));
             match err {
-                ProviderError::Invalid(errs) => {
-                    for e in errs {
-                        write!(f, "\n{e}")?;
-                    }
-                }
-                ProviderError::Preflight(errs) => {
-                    for e in errs {
-                        write!(f, "\n{e}")?;
-                    }
-                }
+                ProviderError::Invalid(errs) => lines.extend(errs.iter().map(|e| e.to_string())),
+                ProviderError::Preflight(errs) => lines.extend(errs.iter().map(|e| e.to_string())),
                 _ => {}
             }
         }
+        lines
+    }
+}
+
+impl std::fmt::Display for FleetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Lines(self.lines()).fmt(f)
+    }
+}
+
+/// An error that is a list, one fact a line (a fleet's failures, a manifest's field errors). Each
+/// line is escaped when displayed ([`escape::text`]: a newline inside it is shown as `\n`), so the
+/// only line breaks are the list's own: a value quoted in a line cannot start a line of its own.
+/// Every other error is printed as one line ([`list_lines`]).
+#[derive(Debug)]
+pub struct Lines(pub Vec<String>);
+
+impl std::fmt::Display for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, line) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            f.write_str(&escape::text(line))?;
+        }
         Ok(())
     }
+}
+
+impl std::error::Error for Lines {}
+
+/// The lines of `e` when it is a list, one fact a line ([`Lines`], [`FleetError`], a world file's
+/// problems, a manifest error listing entries or field errors), unescaped, the contexts above the
+/// list before its first line; `None` for every other error, which is printed as one line.
+pub fn list_lines(e: &anyhow::Error) -> Option<Vec<String>> {
+    let mut above: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let lines = if let Some(l) = cause.downcast_ref::<Lines>() {
+            l.0.clone()
+        } else if let Some(f) = cause.downcast_ref::<FleetError>() {
+            f.lines()
+        } else if let Some(trellis_sim::SimError::WorldInvalid { problems, .. }) = cause.downcast_ref() {
+            problems.clone()
+        } else if let Some(m) = cause.downcast_ref::<ManifestError>().filter(|m| m.is_list()) {
+            m.to_string().split('\n').map(str::to_string).collect()
+        } else {
+            above.push(cause.to_string());
+            continue;
+        };
+        let mut lines = lines;
+        if let Some(first) = lines.first_mut() {
+            let head: Vec<&String> = above.iter().filter(|a| !a.contains(first.as_str())).collect();
+            if !head.is_empty() {
+                *first = format!("{}: {first}", head.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(": "));
+            }
+        }
+        return Some(lines);
+    }
+    None
 }
 
 impl std::error::Error for FleetError {}
@@ -1516,13 +1565,11 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             // a manifest does.
             let errs = trellis_providers::metadata::validate(shoot.metadata());
             if !errs.is_empty() {
-                let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-                bail!(
-                    "{}: the plan's source manifest ({}) has an invalid name; fix the manifest and re-run `trellis plan --out`\n{}",
-                    p.shoot,
-                    source.file,
-                    lines.join("\n")
+                let head = format!(
+                    "{}: the plan's source manifest ({}) has an invalid name; fix the manifest and re-run `trellis plan --out`",
+                    p.shoot, source.file
                 );
+                return Err(Lines(std::iter::once(head).chain(errs.iter().map(|e| e.to_string())).collect()).into());
             }
             if shoot.technical_id() != p.shoot {
                 bail!(

@@ -199,7 +199,14 @@ fn regression_yaml_limits_are_said_in_words_not_debug_text() {
     let wide = sb.file("wide.yaml");
     std::fs::write(&wide, format!("x: [{}]\n", vec!["1"; 300_000].join(","))).unwrap();
     let world = sb.file("wide-world.yaml");
-    std::fs::write(&world, format!("azure:\n  resources: [{}]\n", vec!["1"; 300_000].join(","))).unwrap();
+    std::fs::write(
+        &world,
+        format!(
+            "azure:\n  subscriptionId: 0b7c3a52-6e4f-4b8e-9a51-2f1d8c9e7a10\n  resources: [{}]\n",
+            vec!["1"; 300_000].join(",")
+        ),
+    )
+    .unwrap();
     for run in [sb.run(&["validate", "-f", &wide]), sb.run(&["plan", "-f", &a1(), "--world", &world])] {
         let run = run.code(1).stderr_has("the document is too large or too complex to read safely (");
         assert!(!run.stderr.contains("Nodes {") && !run.stderr.contains("budget breached"), "{}", run.stderr);
@@ -235,4 +242,51 @@ fn regression_apply_and_destroy_refuse_plan_only_outputs() {
         }
     }
     sb.assert_no_workspaces();
+}
+
+/// Item 10 of the third hardening round: a value quoted in an error (a world-file id, an `-f` path,
+/// a `state show` id, a plan-file path, an `--expect-digest` value) printed its newline raw, so a
+/// forged line ("No changes.") could appear on its own. Every error is one line per fact; a value's
+/// newline is shown as `\n`.
+#[test]
+fn regression_a_newline_in_a_quoted_value_cannot_forge_a_line() {
+    let sb = Sandbox::new();
+    let forged = "No changes. Your infrastructure matches the configuration.";
+    let evil = format!("x\n{forged}");
+    let world = sb.file("world.yaml");
+    let id = format!("/subscriptions/0b7c3a52-6e4f-4b8e-9a51-2f1d8c9e7a10/resourceGroups/a\n{forged}/not-an-id");
+    std::fs::write(&world, format!("azure:\n  subscriptionId: 0b7c3a52-6e4f-4b8e-9a51-2f1d8c9e7a10\n  resources:\n    - id: {}\n      location: westeurope\n", serde_json::json!(id)))
+        .unwrap();
+    let plan = sb.file("good.plan.json");
+    sb.run(&["plan", "-f", &a1(), "--out", &plan]).code(0);
+    let missing_plan = sb.file(&format!("missing{evil}.json"));
+    let missing_manifest = sb.file(&format!("missing{evil}.yaml"));
+    let digest = format!("{}\n{forged}", "a".repeat(64));
+    let runs = [
+        vec!["plan".to_string(), "-f".into(), a1(), "--world".into(), world.clone()],
+        vec!["plan".into(), "-f".into(), missing_manifest.clone()],
+        vec!["validate".into(), "-f".into(), missing_manifest],
+        vec!["state".into(), "show".into(), evil.clone()],
+        vec!["apply".into(), missing_plan.clone()],
+        vec!["apply".into(), plan.clone(), "--expect-digest".into(), digest],
+    ];
+    let show = finish(&mut sb.raw_command(&["show", &missing_plan]));
+    for (args, run) in runs
+        .iter()
+        .map(|args| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            (args.join(" "), no_panic(&sb, &args))
+        })
+        .chain([("show".to_string(), show)])
+    {
+        let _ = args;
+        assert_eq!(run.code, 1, "`{}` is refused:\n{}", run.cmd, run.stderr);
+        assert!(
+            !run.stderr.lines().chain(run.stdout.lines()).any(|l| l.trim_start().starts_with("No changes")),
+            "`{}` printed a forged line:\n{}",
+            run.cmd,
+            run.stderr
+        );
+        assert!(run.stderr.contains("\\nNo changes"), "`{}`: the newline is shown as \\n:\n{}", run.cmd, run.stderr);
+    }
 }

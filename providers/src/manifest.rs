@@ -552,7 +552,7 @@ pub enum ManifestError {
     #[error("{}: no *.yaml or *.yml files in this directory", dir.display())]
     EmptyDir { dir: PathBuf },
     /// `*.yaml`/`*.yml` entries of a fleet directory that cannot be read as files, one line each.
-    #[error("{}", entries.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    #[error("{}", escaped_lines(entries.iter().map(|e| e.to_string())))]
     UnreadableEntries { entries: Vec<UnreadableEntry> },
     #[error("no Shoot manifests found in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
     NoManifests { paths: Vec<PathBuf> },
@@ -573,7 +573,20 @@ fn invalid_metadata_lines(failures: &[(DocRef, ErrorList)]) -> String {
         lines.push(format!("{doc}: {} validation error(s) in the shoot's name:", errs.len()));
         lines.extend(errs.iter().map(|e| e.to_string()));
     }
-    lines.join("\n")
+    escaped_lines(lines)
+}
+
+/// The lines of a list error, each escaped (a newline inside one — a path, a name — is shown as
+/// `\n`), joined by the list's own line breaks.
+fn escaped_lines(lines: impl IntoIterator<Item = String>) -> String {
+    lines.into_iter().map(|l| trellis_plans::escape::text(&l).into_owned()).collect::<Vec<_>>().join("\n")
+}
+
+impl ManifestError {
+    /// Whether the error is a list, one fact a line (its text's only line breaks are the list's).
+    pub fn is_list(&self) -> bool {
+        matches!(self, ManifestError::UnreadableEntries { .. } | ManifestError::InvalidMetadata { .. })
+    }
 }
 
 /// A `*.yaml`/`*.yml` entry of a fleet directory that is not a readable file.
