@@ -232,8 +232,8 @@
 //!
 //! [`PgStore::connect`] takes a [`PgUrl`] (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?OPTIONS]`,
 //! as libpq reads it; the password is never shown: every message prints the URL with `***` in its
-//! place). trellis connects without TLS: reach a remote server through a private
-//! network or a tunnel. The client is tokio-postgres on a runtime the store owns, so the store can be
+//! place). TLS follows the URL's `sslmode` / `sslrootcert` as libpq reads them (`prefer` by default;
+//! see `pg::tls`). The client is tokio-postgres on a runtime the store owns, so the store can be
 //! used from any thread, inside a tokio runtime or not.
 //!
 //! **Schema.** Embedded, versioned migrations, applied on connect when the database lacks them, under
