@@ -346,68 +346,62 @@ impl ShootEnvelope {
     /// typed pass does). An error carries no location: the loader then reads the document again
     /// with the typed pass, whose error has one.
     pub fn with_infrastructure_config<C: DeserializeOwned>(self) -> Result<Shoot<C>, serde_json::Error> {
+        self.map_config(serde_json::from_value)
+    }
+}
+
+impl<A> Shoot<A> {
+    /// The same Shoot with its `spec.provider.infrastructureConfig` turned into a `B` by `f`; every
+    /// other field is moved as it is.
+    pub fn map_config<B, E>(self, f: impl FnOnce(A) -> Result<B, E>) -> Result<Shoot<B>, E> {
         let Shoot { api_version, kind, metadata, spec, status } = self;
-        let ShootSpec {
-            cloud_profile_name,
-            cloud_profile,
-            region,
-            secret_binding_name,
-            credentials_binding_name,
-            seed_name,
-            seed_selector,
-            purpose,
-            kubernetes,
-            networking,
-            provider,
-            dns,
-            maintenance,
-            hibernation,
-            addons,
-            extensions,
-            resources,
-            tolerations,
-            exposure_class_name,
-            control_plane,
-            system_components,
-            scheduler_name,
-            monitoring,
-            access_restrictions,
-        } = spec;
-        let Provider { type_, infrastructure_config, control_plane_config, workers, workers_settings } = provider;
-        let provider = Provider {
+        Ok(Shoot { api_version, kind, metadata, spec: spec.map_config(f)?, status })
+    }
+}
+
+impl<A> ShootSpec<A> {
+    /// The same spec with its provider's infrastructureConfig turned into a `B` by `f`.
+    pub fn map_config<B, E>(self, f: impl FnOnce(A) -> Result<B, E>) -> Result<ShootSpec<B>, E> {
+        Ok(ShootSpec {
+            provider: self.provider.map_config(f)?,
+            cloud_profile_name: self.cloud_profile_name,
+            cloud_profile: self.cloud_profile,
+            region: self.region,
+            secret_binding_name: self.secret_binding_name,
+            credentials_binding_name: self.credentials_binding_name,
+            seed_name: self.seed_name,
+            seed_selector: self.seed_selector,
+            purpose: self.purpose,
+            kubernetes: self.kubernetes,
+            networking: self.networking,
+            dns: self.dns,
+            maintenance: self.maintenance,
+            hibernation: self.hibernation,
+            addons: self.addons,
+            extensions: self.extensions,
+            resources: self.resources,
+            tolerations: self.tolerations,
+            exposure_class_name: self.exposure_class_name,
+            control_plane: self.control_plane,
+            system_components: self.system_components,
+            scheduler_name: self.scheduler_name,
+            monitoring: self.monitoring,
+            access_restrictions: self.access_restrictions,
+        })
+    }
+}
+
+impl<A> Provider<A> {
+    /// The same provider section with its infrastructureConfig turned into a `B` by `f`.
+    pub fn map_config<B, E>(self, f: impl FnOnce(A) -> Result<B, E>) -> Result<Provider<B>, E> {
+        let Provider { type_, infrastructure_config, control_plane_config, workers, workers_settings } = self;
+        Ok(Provider {
             type_,
-            infrastructure_config: serde_json::from_value(infrastructure_config)?,
+            infrastructure_config: f(infrastructure_config)?,
             control_plane_config,
             workers,
             workers_settings,
-        };
-        let spec = ShootSpec {
-            cloud_profile_name,
-            cloud_profile,
-            region,
-            secret_binding_name,
-            credentials_binding_name,
-            seed_name,
-            seed_selector,
-            purpose,
-            kubernetes,
-            networking,
-            provider,
-            dns,
-            maintenance,
-            hibernation,
-            addons,
-            extensions,
-            resources,
-            tolerations,
-            exposure_class_name,
-            control_plane,
-            system_components,
-            scheduler_name,
-            monitoring,
-            access_restrictions,
-        };
-        Ok(Shoot { api_version, kind, metadata, spec, status })
+        })
     }
 }
 
@@ -1420,6 +1414,22 @@ fn document_text<'t>(text: &'t str, line_starts: &[usize], doc: &DocSpan) -> &'t
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_config_changes_only_the_infrastructure_config() {
+        let mut shoot: Shoot<i32> = Shoot::default();
+        shoot.metadata.name = "a".into();
+        shoot.spec.region = "westeurope".into();
+        shoot.spec.access_restrictions = Some(serde_json::json!([{"name": "eu-access-only"}]));
+        shoot.spec.provider.type_ = "azure".into();
+        shoot.spec.provider.infrastructure_config = 7;
+        let mapped = shoot.clone().map_config(|n| u8::try_from(n).map(|n| n.to_string())).unwrap();
+        let mut want = serde_json::to_value(&shoot).unwrap();
+        want["spec"]["provider"]["infrastructureConfig"] = "7".into();
+        assert_eq!(serde_json::to_value(&mapped).unwrap(), want);
+        shoot.spec.provider.infrastructure_config = -1;
+        assert!(shoot.map_config(u8::try_from).is_err(), "the mapping's error is the result");
+    }
 
     /// The head as the light pass reads it, for every document of `text`, beside the split pass's.
     fn heads(text: &str) -> Vec<(Option<HeadFacts>, Result<HeadFacts, String>)> {
