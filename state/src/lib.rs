@@ -753,26 +753,12 @@ fn now_rfc3339() -> String {
     rfc3339_utc(secs)
 }
 
-/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian calendar, UTC).
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC, by jiff). jiff's range ends in the
+/// year 9999: a later instant is shown as jiff's last one.
 fn rfc3339_utc(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// Days since 1970-01-01 -> (year, month, day). Howard Hinnant's `civil_from_days`, for days >= 0.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468; // days since 0000-03-01
-    let era = z / 146_097; // 400-year eras
-    let doe = z % 146_097; // day of era, [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // year of era, [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year starting March 1st, [0, 365]
-    let mp = (5 * doy + 2) / 153; // month starting March, [0, 11]
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    let ts =
+        i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).unwrap_or(jiff::Timestamp::MAX);
+    format!("{ts:.0}")
 }
 
 #[cfg(test)]
@@ -810,6 +796,7 @@ mod tests {
         assert_eq!(rfc3339_utc(4_102_444_800), "2100-01-01T00:00:00Z"); // 2100 is not a leap year
         assert_eq!(rfc3339_utc(4_107_542_400), "2100-03-01T00:00:00Z");
         assert_eq!(rfc3339_utc(1_796_056_927), "2026-11-30T16:42:07Z");
+        assert_eq!(rfc3339_utc(u64::MAX), "9999-12-30T22:00:00Z", "past jiff's range: its last instant");
     }
 
     #[test]

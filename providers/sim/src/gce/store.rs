@@ -154,26 +154,15 @@ pub(crate) fn etag(key: &str, tick: u64) -> String {
 }
 
 /// The simulated time of tick `n`: 2026-01-01T00:00:00Z plus `n` seconds, RFC 3339 with
-/// milliseconds as GCE writes it.
+/// milliseconds as GCE writes it (by jiff; past its range, the year 9999, jiff's last instant).
 pub(crate) fn timestamp(n: u64) -> String {
-    let days = n / 86_400;
-    let secs = n % 86_400;
-    let (y, m, d) = civil_from_days(20_454 + days as i64); // 20454 = days from 1970-01-01 to 2026-01-01
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    const START: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z in seconds since the Unix epoch
+    let ts = i64::try_from(n)
+        .ok()
+        .and_then(|n| n.checked_add(START))
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    format!("{ts:.3}")
 }
 
 #[cfg(test)]
@@ -213,6 +202,7 @@ mod tests {
         assert_eq!(timestamp(0), "2026-01-01T00:00:00.000Z");
         assert_eq!(timestamp(86_400 * 59 + 3_661), "2026-03-01T01:01:01.000Z");
         assert_eq!(timestamp(86_400 * 365), "2027-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(u64::MAX), "9999-12-30T22:00:00.999Z", "past jiff's range: its last instant");
     }
 
     #[test]
