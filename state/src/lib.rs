@@ -729,21 +729,37 @@ fn this_host() -> String {
     }
 }
 
-/// Whether a process with this pid exists on this host. Without a usable `/proc` we cannot tell and
-/// answer `true`, so that a lock is never broken on a guess. A zombie (exited, not yet reaped) is dead.
+/// Whether a process with this pid exists on this host: `kill(pid, 0)` through rustix (no such
+/// process: dead; one we may not signal, another user's: alive). A zombie (exited, not yet reaped) is
+/// dead too, which `kill` does not tell and rustix has no call for: its state letter is read from
+/// `/proc/{pid}/stat` where there is one. When it cannot be told the answer is `true`, so that a lock
+/// is never broken on a guess.
+#[cfg(unix)]
 fn pid_alive(pid: u32) -> bool {
-    if !Path::new("/proc/self/stat").exists() {
-        return true;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // `pid (comm) S ...`: the state letter follows the last `)` (comm may itself contain `)`).
-        Ok(stat) => {
-            let state = stat.rfind(')').and_then(|i| stat[i + 1..].trim_start().chars().next());
-            !matches!(state, Some('Z') | Some('X'))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+    use rustix::io::Errno;
+    // A pid beyond i32 (or 0, the caller's process group) names no process.
+    let Some(target) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
+    match rustix::process::test_kill_process(target) {
+        Err(Errno::SRCH) => false,
+        Ok(()) | Err(Errno::PERM) => !is_zombie(pid),
         Err(_) => true,
     }
+}
+
+/// Not on Unix: no way to tell, so alive.
+#[cfg(not(unix))]
+fn pid_alive(_pid: u32) -> bool {
+    true
+}
+
+/// Whether `/proc/{pid}/stat` shows the process as a zombie (`Z`, or `X`: being reaped). Unreadable
+/// (no `/proc`, or another user's process hidden by `hidepid`): not known to be one.
+#[cfg(unix)]
+fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // `pid (comm) S ...`: the state letter follows the last `)` (comm may itself contain `)`).
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].trim_start().chars().next());
+    matches!(state, Some('Z') | Some('X'))
 }
 
 /// Now as RFC 3339 UTC with second precision.
@@ -814,5 +830,22 @@ mod tests {
     #[test]
     fn this_process_is_alive() {
         assert!(pid_alive(std::process::id()));
+    }
+
+    /// A child that exited is dead while it is a zombie (not yet reaped) and after it was reaped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_exited_child_is_dead_as_a_zombie_and_once_reaped() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !is_zombie(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(is_zombie(pid), "the child did not exit");
+        assert!(!pid_alive(pid), "a zombie is dead");
+        child.wait().unwrap();
+        assert!(!pid_alive(pid), "a reaped child is dead");
+        assert!(!pid_alive(0) && !pid_alive(u32::MAX), "no process has these pids");
     }
 }
