@@ -10,7 +10,7 @@
 use crate::discover::{FetchBug, NotFetched, Observed};
 use crate::json;
 use crate::model::Desired;
-use trellis_plans::{Change, Check, DeleteOwnership, Node, Operation};
+use trellis_plans::{Change, Check, DeleteOwnership, Node, Operation, Reason, ReasonCode};
 
 /// Turns what the provider wants into plan nodes, sorted by address. Dependencies on addresses that
 /// are not part of the plan are dropped. A managed or deleted resource whose id discovery never
@@ -37,7 +37,10 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             let changes = json::changes_in(observed.ids(), current, &m.patch);
             let forced: Vec<&Change> = changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
             let (op, reason) = match current {
-                None => (Operation::Create { patch: m.patch, changes }, format!("{}; does not exist yet", m.why)),
+                None => (
+                    Operation::Create { patch: m.patch, changes },
+                    Reason::new(ReasonCode::Absent, format!("{}; does not exist yet", m.why)),
+                ),
                 Some(_) if !forced.is_empty() => {
                     let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
                     let detach = match m.referrers.as_slice() {
@@ -53,13 +56,19 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
                         m.why,
                         paths.join(", ")
                     );
-                    (Operation::Replace { patch: m.patch, changes, detach: m.referrers }, reason)
+                    (
+                        Operation::Replace { patch: m.patch, changes, detach: m.referrers },
+                        Reason::new(ReasonCode::ForceNew, reason),
+                    )
                 }
                 Some(_) if !changes.is_empty() => {
                     let reason = format!("{}; {} attribute(s) differ from the live resource", m.why, changes.len());
-                    (Operation::Update { patch: m.patch, changes }, reason)
+                    (Operation::Update { patch: m.patch, changes }, Reason::new(ReasonCode::Differs, reason))
                 }
-                Some(_) => (Operation::Noop { patch: Some(m.patch) }, format!("{}; matches the live resource", m.why)),
+                Some(_) => (
+                    Operation::Noop { patch: Some(m.patch) },
+                    Reason::new(ReasonCode::InSync, format!("{}; matches the live resource", m.why)),
+                ),
             };
             Node {
                 address: m.res.address,
@@ -116,7 +125,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
 fn delete_node(
     res: crate::model::Resource,
     depends_on: Vec<String>,
-    why: String,
+    why: Reason,
     ownership: DeleteOwnership,
     observed: &Observed,
 ) -> Result<Option<Node>, NotFetched> {
@@ -210,12 +219,24 @@ mod tests {
             ]
         );
         assert!(nodes.iter().all(|n| n.depends_on.is_empty()), "dependencies outside the plan are dropped");
+        let codes: Vec<Option<ReasonCode>> = nodes.iter().map(|n| n.reason.code()).collect();
+        assert_eq!(
+            codes,
+            [ReasonCode::Differs, ReasonCode::ForceNew, ReasonCode::Absent, ReasonCode::InSync].map(Some).to_vec(),
+            "the diff gives a managed node the code of what it found"
+        );
+        assert!(nodes[1].reason.detail().contains("/sku/name cannot change in place (ForceNew)"));
     }
 
     #[test]
     fn user_resources_never_carry_a_patch() {
         let desired = vec![
-            Desired::Verify(VerifySpec { res: res("byo"), checks: vec![], depends_on: vec![], why: "byo".into() }),
+            Desired::Verify(VerifySpec {
+                res: res("byo"),
+                checks: vec![],
+                depends_on: vec![],
+                why: Reason::new(ReasonCode::ByoUserOwned, "byo"),
+            }),
             Desired::Skip(SkipSpec {
                 address: "azure.route_table.rg.worker_route_table".into(),
                 kind: Kind::RouteTable,
@@ -223,7 +244,7 @@ mod tests {
                 scope: "rg".into(),
                 id: None,
                 ownership: Ownership::Managed,
-                why: "gated".into(),
+                why: Reason::new(ReasonCode::GatedOut, "gated"),
             }),
         ];
         for n in plan_nodes(desired, &Observed::default()).unwrap() {
@@ -234,7 +255,11 @@ mod tests {
 
     #[test]
     fn delete_of_a_resource_already_gone_is_dropped() {
-        let desired = vec![Desired::DeleteManaged { res: res("gone"), depends_on: vec![], why: "orphan".into() }];
+        let desired = vec![Desired::DeleteManaged {
+            res: res("gone"),
+            depends_on: vec![],
+            why: Reason::new(ReasonCode::RecordedInState, "orphan"),
+        }];
         let mut observed = Observed::default();
         observed.insert(&res("gone").id, None);
         assert!(plan_nodes(desired, &observed).unwrap().is_empty());
@@ -261,8 +286,16 @@ mod tests {
     #[test]
     fn regression_forgotten_fetch_of_a_delete_is_a_bug_not_already_gone() {
         for desired in [
-            Desired::DeleteManaged { res: res("leftover"), depends_on: vec![], why: "orphan".into() },
-            Desired::DeleteRuntime { res: res("leftover"), depends_on: vec![], rule: "ccm".into() },
+            Desired::DeleteManaged {
+                res: res("leftover"),
+                depends_on: vec![],
+                why: Reason::new(ReasonCode::RecordedInState, "orphan"),
+            },
+            Desired::DeleteRuntime {
+                res: res("leftover"),
+                depends_on: vec![],
+                rule: Reason::new(ReasonCode::RuntimeOwned, "ccm"),
+            },
         ] {
             let err = plan_nodes(vec![desired], &Observed::default()).unwrap_err();
             assert_eq!(err.missing, crate::discover::NotFetched::Resource(res("leftover").id));

@@ -475,7 +475,7 @@ fn restore_reference(holder: &mut Value, path: &str, target: &str, removed: Refe
 async fn read_existing(cloud: &dyn CloudRead, retry: &RetryPolicy, node: &Node, id: &str) -> Result<Value, NodeError> {
     match retry.run(|| cloud.get(id)).await? {
         Some(v) => Ok(v),
-        None => Err(NodeError::Missing { id: id.to_string(), reason: node.reason.clone() }),
+        None => Err(NodeError::Missing { id: id.to_string(), reason: node.reason.detail().to_string() }),
     }
 }
 
@@ -589,7 +589,7 @@ mod tests {
             scope: "rg".to_string(),
             id: Some(ID.to_string()),
             op,
-            reason: "test".to_string(),
+            reason: trellis_plans::Reason::new(trellis_plans::ReasonCode::Absent, "test"),
             depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
         }
     }

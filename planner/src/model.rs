@@ -6,7 +6,7 @@
 //! through [`Desired::DeleteRuntime`], which names the spec rule that allows it.
 
 use serde_json::Value;
-use trellis_plans::{Check, Kind, Ownership};
+use trellis_plans::{Check, Kind, Ownership, Reason};
 
 /// What identifies a resource in a plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +32,8 @@ pub struct ManagedSpec {
     pub force_new: Vec<&'static str>,
     /// Addresses this resource must wait for.
     pub depends_on: Vec<String>,
-    /// The rule behind the resource, e.g. "managed mode: upstream task `ensure route table`".
+    /// The rule behind the resource, e.g. "managed mode: upstream task `ensure route table`". The
+    /// diff adds what it found and the code that goes with it (`absent`, `differs`, `force-new`, `in-sync`).
     pub why: String,
     /// Other managed resources that reference this one; a replace detaches and re-attaches them.
     pub referrers: Vec<trellis_plans::Detach>,
@@ -44,7 +45,7 @@ pub struct VerifySpec {
     pub res: Resource,
     pub checks: Vec<Check>,
     pub depends_on: Vec<String>,
-    pub why: String,
+    pub why: Reason,
 }
 
 /// A resource whose values are read (e.g. a user's managed identity, a user public IP). Read only.
@@ -53,7 +54,7 @@ pub struct ReadSpec {
     pub res: Resource,
     pub ownership: ReadOwnership,
     pub depends_on: Vec<String>,
-    pub why: String,
+    pub why: Reason,
 }
 
 /// Who owns a resource that is only read: the plan's own type, so a read node carries it as it is.
@@ -69,10 +70,11 @@ pub struct SkipSpec {
     /// The id, when the resource has one the reviewer should see.
     pub id: Option<String>,
     pub ownership: Ownership,
-    pub why: String,
+    pub why: Reason,
 }
 
-/// One thing the provider wants the plan to say about a resource.
+/// One thing the provider wants the plan to say about a resource, with the reason the node gets: a
+/// [`Reason`] (code and words) for every variant but [`Desired::Managed`], whose code the diff decides.
 #[derive(Clone, Debug)]
 pub enum Desired {
     Managed(ManagedSpec),
@@ -83,13 +85,13 @@ pub enum Desired {
     DeleteManaged {
         res: Resource,
         depends_on: Vec<String>,
-        why: String,
+        why: Reason,
     },
     /// A runtime-owned resource deleted because a spec rule says so (e.g. the GCP BYO delete safety net).
     DeleteRuntime {
         res: Resource,
         depends_on: Vec<String>,
-        rule: String,
+        rule: Reason,
     },
 }
 

@@ -10,7 +10,7 @@
 
 use crate::escape::{self, Md};
 use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, md_inline, prior_text};
-use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, Summary};
+use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, ReasonCode, Summary};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,7 +83,10 @@ pub struct NodeDiff {
     pub address: String,
     pub action: Option<Delta<Action>>,
     pub ownership: Option<Delta<Ownership>>,
+    /// The reason's words.
     pub reason: Option<Delta<String>>,
+    /// The reason's code (`None` inside: a plan file written before reasons had codes).
+    pub reason_code: Option<Delta<Option<ReasonCode>>>,
     pub id: Option<Delta<Option<String>>>,
     /// Per attribute path, the change as the old and the new plan have it (`None`: not changed there).
     pub changes: Vec<ChangeDiff>,
@@ -269,6 +272,7 @@ impl NodeDiff {
         self.action.is_none()
             && self.ownership.is_none()
             && self.reason.is_none()
+            && self.reason_code.is_none()
             && self.id.is_none()
             && self.changes.is_empty()
             && self.depends_on_added.is_empty()
@@ -284,7 +288,9 @@ fn diff_node(o: &crate::Node, n: &crate::Node) -> NodeDiff {
         address: o.address.clone(),
         action: moved(&o.action(), &n.action()),
         ownership: moved(&o.ownership(), &n.ownership()),
-        reason: moved(&o.reason, &n.reason),
+        reason: (o.reason.detail() != n.reason.detail())
+            .then(|| Delta { old: o.reason.detail().to_string(), new: n.reason.detail().to_string() }),
+        reason_code: moved(&o.reason.code(), &n.reason.code()),
         id: moved(&o.id, &n.id),
         patch: moved(&o.patch().cloned(), &n.patch().cloned()),
         ..NodeDiff::default()
@@ -530,6 +536,10 @@ fn node_lines(n: &NodeDiff) -> Vec<(usize, String)> {
         lines.push((0, "reason:".to_string()));
         lines.push((1, format!("old plan: {}", escape::text(a))));
         lines.push((1, format!("new plan: {}", escape::text(b))));
+    }
+    if let Some(Delta { old: a, new: b }) = n.reason_code {
+        let code = |c: Option<ReasonCode>| c.map_or("(none)", ReasonCode::as_str);
+        lines.push((0, format!("reason code: {} -> {}", code(a), code(b))));
     }
     if let Some(Delta { old: a, new: b }) = &n.id {
         lines.push((0, format!("id: {} -> {}", opt_str(a.as_deref()), opt_str(b.as_deref()))));

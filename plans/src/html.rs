@@ -81,11 +81,12 @@ fn plan_html(out: &mut String, plan: &Plan) {
 fn node_html(out: &mut String, n: &Node) {
     let _ = writeln!(
         out,
-        "<details><summary><code>{}</code> ({}, {})</summary>\n<p>{}</p>",
+        "<details><summary><code>{}</code> ({}, {})</summary>\n<p>{}{}</p>",
         escape::html(&graphs::label(n)),
         n.action().as_str(),
         n.ownership().as_str(),
-        escape::html(&n.reason)
+        n.reason.code().map(|c| format!("<code class=\"reason-code\">{c}</code> ")).unwrap_or_default(),
+        escape::html(n.reason.detail())
     );
     let lines: Vec<String> = n.changes().iter().map(change_text).chain(n.checks().iter().map(check_text)).collect();
     if !lines.is_empty() {

@@ -11,10 +11,12 @@ pub mod diff;
 pub mod escape;
 pub mod graphs;
 pub mod html;
+pub mod reason;
 pub mod render;
 pub mod stream;
 pub mod terraform;
 
+pub use reason::{Reason, ReasonCode};
 pub use stream::{PlanSetWriter, RenderedPlan};
 
 use serde::{Deserialize, Serialize};
@@ -330,8 +332,9 @@ pub struct Node {
     /// The cloud id (ARM id, GCE selfLink) when known. Every node but a skip has one.
     pub id: Option<String>,
     pub op: Operation,
-    /// Why, in words a reviewer understands, with the rule behind it.
-    pub reason: String,
+    /// Why: a code policy tools match on, and words a reviewer understands, with the rule behind it.
+    /// The JSON keeps the words as `reason` and adds the code as `reason_code`.
+    pub reason: Reason,
     pub depends_on: Vec<String>,
 }
 
@@ -397,6 +400,9 @@ struct NodeJson<'a> {
     action: Action,
     ownership: Ownership,
     reason: Cow<'a, str>,
+    /// Absent in plan files written before reasons had codes; such a node is written back without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason_code: Option<ReasonCode>,
     #[serde(default)]
     depends_on: Cow<'a, [String]>,
     #[serde(default)]
@@ -425,7 +431,8 @@ impl Serialize for Node {
             id: self.id.as_deref().map(Cow::Borrowed),
             action: self.action(),
             ownership: self.ownership(),
-            reason: Cow::Borrowed(&self.reason),
+            reason: Cow::Borrowed(self.reason.detail()),
+            reason_code: self.reason.code(),
             depends_on: Cow::Borrowed(&self.depends_on),
             changes: Cow::Borrowed(self.changes()),
             patch: self.patch().map(Cow::Borrowed),
@@ -507,7 +514,7 @@ impl TryFrom<NodeJsonOwned> for Node {
             scope: n.scope.into_owned(),
             id: n.id.map(Cow::into_owned),
             op,
-            reason: n.reason.into_owned(),
+            reason: Reason::from_file(n.reason_code, n.reason.into_owned()),
             depends_on: n.depends_on.into_owned(),
         })
     }
@@ -816,8 +823,13 @@ fn node_difference(saved: &Node, now: &Node) -> Option<String> {
     if saved.depends_on != now.depends_on {
         return words("the dependencies", json(&saved.depends_on), json(&now.depends_on));
     }
-    if saved.reason != now.reason {
-        return words("the reason", format!("{:?}", saved.reason), format!("{:?}", now.reason));
+    // A plan file written before reasons had codes has none: only its words are compared.
+    if saved.reason.code().is_some() && saved.reason.code() != now.reason.code() {
+        let code = |r: &Reason| r.code().map_or_else(|| "none".to_string(), |c| format!("`{c}`"));
+        return words("the reason code", code(&saved.reason), code(&now.reason));
+    }
+    if saved.reason.detail() != now.reason.detail() {
+        return words("the reason", format!("{:?}", saved.reason.detail()), format!("{:?}", now.reason.detail()));
     }
     None
 }

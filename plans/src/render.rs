@@ -234,7 +234,14 @@ fn node_text(out: &mut String, node: &Node, style: Style) {
         let _ = write!(head, " ({})", node.ownership().as_str());
     }
     let _ = writeln!(out, "{}", style.paint(action_color(node.action()), &head));
-    let _ = writeln!(out, "      # {}", escape::text(&one_line(&node.reason)));
+    match node.reason.code() {
+        Some(code) => {
+            let _ = writeln!(out, "      # [{code}] {}", escape::text(&one_line(node.reason.detail())));
+        }
+        None => {
+            let _ = writeln!(out, "      # {}", escape::text(&one_line(node.reason.detail())));
+        }
+    }
     match node.action() {
         Action::Delete => {
             if let Some(id) = &node.id {
@@ -632,7 +639,7 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
                 n.action().as_str(),
                 escape::md_code(&n.address, Md::Cell),
                 ownership_cell(n),
-                md_cell(&n.reason)
+                reason_cell(&n.reason)
             );
         }
     }
@@ -762,6 +769,14 @@ fn named_artifacts_markdown(out: &mut String, a: &Artifacts) {
 /// Text safe inside a markdown table cell: [`escape::md_inline`] for a cell.
 pub fn md_cell(s: &str) -> String {
     escape::md_inline(s, Md::Cell)
+}
+
+/// A node's reason in a markdown table cell: the code as a code span, then the words.
+fn reason_cell(reason: &crate::Reason) -> String {
+    match reason.code() {
+        Some(code) => format!("`{code}` {}", md_cell(reason.detail())),
+        None => md_cell(reason.detail()),
+    }
 }
 
 /// Text safe in a markdown list item or paragraph: [`escape::md_inline`].

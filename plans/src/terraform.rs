@@ -15,6 +15,11 @@
 //!   configuration does not declare (`count = 0`).
 //! - `before`/`after` hold the changed attributes at their JSON pointer paths (create: the whole
 //!   body trellis writes; no-op: the compared body), nothing is unknown or sensitive.
+//! - `action_reason` comes from the node's reason code where Terraform has one that means the same
+//!   ([`crate::ReasonCode::terraform_action_reason`]: force-new → `replace_because_cannot_update`,
+//!   recorded-in-state and found-by-name deletes → `delete_because_no_resource_config`); otherwise it
+//!   is left out, as Terraform leaves it out (a create, a destroy). A node without a code (a plan file
+//!   of an earlier version) gets it from its action, as before.
 
 use crate::{Action, Change, Node, Plan, PlanSet};
 use serde_json::{json, Map, Value};
@@ -106,10 +111,14 @@ fn resource_change(plan: &Plan, node: &Node) -> Option<Value> {
             "after_sensitive": false,
         },
     });
-    let reason = match node.action() {
-        Action::Replace => Some("replace_because_cannot_update"),
-        Action::Delete => Some("delete_because_no_resource_config"),
-        _ => None,
+    let reason = match node.reason.code() {
+        Some(code) => code.terraform_action_reason(),
+        // A plan file written before reasons had codes: by the action, as trellis did then.
+        None => match node.action() {
+            Action::Replace => Some("replace_because_cannot_update"),
+            Action::Delete => Some("delete_because_no_resource_config"),
+            _ => None,
+        },
     };
     if let Some(reason) = reason {
         change["action_reason"] = json!(reason);

@@ -98,7 +98,10 @@ fn node_and_artifact_changes() {
     let Operation::Create { changes, .. } = &mut subnet.op else { panic!("the subnet is created") };
     changes[0] = Change { path: "/properties/addressPrefix".into(), before: None, after: Some(json!("10.250.0.0/18")) };
     changes.push(Change { path: "/properties/natGateway/id".into(), before: None, after: Some(json!(nat.id)) });
-    subnet.reason = "managed mode: upstream task `ensure subnets` (networks.workers 10.250.0.0/18)".into();
+    subnet.reason = trellis_plans::Reason::new(
+        trellis_plans::ReasonCode::Absent,
+        "managed mode: upstream task `ensure subnets` (networks.workers 10.250.0.0/18)",
+    );
     subnet.depends_on.push(nat.address.clone());
     p.nodes.push(nat);
     p.nodes.retain(|n| n.kind != trellis_plans::Kind::RouteTable);

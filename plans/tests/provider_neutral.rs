@@ -26,7 +26,7 @@ fn domains_plan(sans: &[&str]) -> Plan {
         patch: json!({"type": "A", "ttl": 120}),
         changes: vec![Change { path: "/ttl".into(), before: None, after: Some(json!(120)) }],
     };
-    record.reason = "the API server's record".to_string();
+    record.reason = trellis_plans::Reason::new(trellis_plans::ReasonCode::Absent, "the API server's record");
     let nodes = vec![record];
     let artifacts = Artifacts {
         infrastructure_status: serde_json::Value::Null,

@@ -106,7 +106,10 @@ fn verbose_lists_unchanged_nodes() {
     let long = render::text(&s, &TextOptions { color: false, verbose: true });
     assert!(!long.contains("unchanged\n"), "{long}");
     for n in s.plans[0].nodes.iter().filter(|n| n.action() == Action::Noop) {
-        assert!(long.contains(&format!("\n    {}\n      # matches the configuration\n", n.address)), "{long}");
+        assert!(
+            long.contains(&format!("\n    {}\n      # [in-sync] matches the configuration\n", n.address)),
+            "{long}"
+        );
     }
 }
 
@@ -258,7 +261,7 @@ fn byo_first_plan() -> trellis_plans::Plan {
 fn markdown_lists_verify_checks() {
     let md = render::markdown(&set(vec![byo_first_plan()]));
     assert!(md.contains("\n**Checks** (re-read at apply; apply fails if one breaks)\n\n"), "{md}");
-    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn>-nodes |"), "{md}");
+    assert!(md.contains("| skip | `azure.subnet.shoot--dev--beta.shoot--dev--beta-nodes` | managed | `gated-out` skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating &lt;tn>-nodes |"), "{md}");
     insta::assert_snapshot!("markdown_user_managed_first_plan", md);
 }
 

@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 use trellis_planner::model::{Desired, SkipSpec};
-use trellis_plans::{Check, Kind, Ownership};
+use trellis_plans::{Check, Kind, Ownership, Reason};
 
-/// A skip node at `address` for a task the configuration gates out, with the reason.
+/// A skip node at `address` for a task the configuration gates out (or a resource of the user's a
+/// destroy leaves alone), with the reason.
 pub fn skipped_at(
     address: String,
     kind: Kind,
@@ -14,17 +15,9 @@ pub fn skipped_at(
     name: &str,
     id: Option<String>,
     ownership: Ownership,
-    why: &str,
+    why: Reason,
 ) -> Desired {
-    Desired::Skip(SkipSpec {
-        address,
-        kind,
-        name: name.to_string(),
-        scope: scope.to_string(),
-        id,
-        ownership,
-        why: why.to_string(),
-    })
+    Desired::Skip(SkipSpec { address, kind, name: name.to_string(), scope: scope.to_string(), id, ownership, why })
 }
 
 /// A verify check that an attribute (a JSON pointer into the live resource) equals a value.

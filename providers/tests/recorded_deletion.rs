@@ -5,7 +5,7 @@
 
 use serde_json::json;
 use trellis_planner::discover::Observed;
-use trellis_plans::{Action, Kind, Ownership};
+use trellis_plans::{Action, Kind, Ownership, ReasonCode};
 use trellis_providers::azure::desired::{self, Recorded};
 use trellis_providers::azure::{names, Ctx};
 
@@ -24,7 +24,7 @@ fn id(rg: &str, rtype: &str, name: &str) -> String {
     names::resource_id(SUB, rg, rtype, name)
 }
 
-fn delete_reason(nodes: &[trellis_plans::Node], id: &str) -> Option<String> {
+fn delete_reason(nodes: &[trellis_plans::Node], id: &str) -> Option<trellis_plans::Reason> {
     nodes
         .iter()
         .find(|n| n.id.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(id)))
@@ -82,14 +82,16 @@ fn regression_recorded_managed_resources_outside_the_naming_scheme_are_deleted_a
     let forget = desired::recorded_gone(&ctx, &wanted, &observed).unwrap();
     let nodes = trellis_planner::diff::plan_nodes(wanted, &observed).unwrap();
     let reason = delete_reason(&nodes, &legacy_ip).expect("the recorded IP outside the cluster group is deleted");
-    assert!(reason.contains("recorded in state"), "{reason}");
+    assert!(reason.detail().contains("recorded in state"), "{reason}");
+    assert_eq!(reason.code(), Some(ReasonCode::RecordedInState));
     let legacy = nodes.iter().find(|n| n.id.as_deref() == Some(legacy_ip.as_str())).unwrap();
     assert_eq!(
         (legacy.ownership(), legacy.scope.as_str(), legacy.name.as_str()),
         (Ownership::Managed, "legacy-egress", "egress-ip-1")
     );
     let reason = delete_reason(&nodes, &unrecorded_nat).expect("the name scan still finds what state does not know");
-    assert!(reason.contains("found by name"), "{reason}");
+    assert!(reason.detail().contains("found by name"), "{reason}");
+    assert_eq!(reason.code(), Some(ReasonCode::FoundByName));
     assert_eq!(delete_reason(&nodes, &user_nat), None, "recorded as the user's: never deleted");
     assert!(nodes.iter().all(|n| n.id.as_deref() != Some(gone_nat.as_str())), "gone: no node");
     assert_eq!(forget, vec![(ctx.recorded[2].address.clone(), gone_nat.clone())]);
@@ -133,7 +135,8 @@ fn regression_destroy_deletes_recorded_managed_resources_outside_the_cluster_gro
     let nodes = trellis_planner::diff::plan_nodes(wanted, &observed).unwrap();
     let ip = nodes.iter().find(|n| n.id.as_deref() == Some(outside.as_str())).expect("deleted");
     assert_eq!(ip.action(), Action::Delete);
-    assert!(ip.reason.contains("recorded in state"), "{}", ip.reason);
+    assert!(ip.reason.detail().contains("recorded in state"), "{}", ip.reason);
+    assert_eq!(ip.reason.code(), Some(ReasonCode::Destroy), "part of the destroy");
     let rg_node = nodes.iter().find(|n| n.kind == Kind::ResourceGroup).unwrap();
     assert!(rg_node.depends_on.contains(&ip.address), "{:?}", rg_node.depends_on);
 }

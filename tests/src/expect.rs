@@ -703,7 +703,11 @@ async fn plan_json(s: &Scenario, files: &[String], destroy: bool) -> anyhow::Res
     let paths: Vec<PathBuf> = files.iter().map(|f| s.file(f)).collect();
     let shoots = trellis_cli::ops::load_shoots_with(&paths, s.session.features)?;
     let plans = trellis_cli::ops::plan_fleet(&s.session, shoots, destroy).await?;
-    Ok(crate::plans_of(&plans).into_iter().map(|p| to_json(&p)).collect())
+    let plans = crate::plans_of(&plans);
+    for p in &plans {
+        crate::check_reason_codes(p)?;
+    }
+    Ok(plans.into_iter().map(|p| to_json(&p)).collect())
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Value {

@@ -203,3 +203,24 @@ pub fn text(plan: &Plan) -> String {
 pub fn plans_of(plans: &[ShootPlan]) -> Vec<&Plan> {
     plans.iter().map(|p| &p.planned.plan).collect()
 }
+
+/// Every node of a plan trellis makes has a reason code, one its action may carry
+/// (`ReasonCode::actions`, the table in docs/usage/reviewing-plans.md). The scenario driver checks
+/// it on every plan and destroy plan of every scenario.
+pub fn check_reason_codes(plan: &Plan) -> anyhow::Result<()> {
+    for n in &plan.nodes {
+        let Some(code) = n.reason.code() else {
+            anyhow::bail!("plan of {}: node {} has no reason code ({:?})", plan.shoot, n.address, n.reason.detail());
+        };
+        if !code.actions().contains(&n.action()) {
+            anyhow::bail!(
+                "plan of {}: node {} is `{}` with reason code `{code}`, which only {:?} carry",
+                plan.shoot,
+                n.address,
+                n.action().as_str(),
+                code.actions()
+            );
+        }
+    }
+    Ok(())
+}

@@ -46,10 +46,15 @@ async fn regression_every_scenario_plans_no_changes_after_its_apply() {
         let manifests: Vec<&str> = manifests.iter().map(String::as_str).collect();
         // Scenarios whose shoot is refused (group C) have nothing to apply.
         let Ok(plans) = s.plan_files(&manifests).await else { continue };
+        // Every node of every scenario plan has a reason code its action may carry (the scenario
+        // driver checks every plan step the same way).
+        for p in &plans {
+            trellis_tests::check_reason_codes(&p.planned.plan).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
         // A node whose values GCE assigns on create (GCP dual-stack's IPv6 firewall rules) is planned
         // "known after apply": a second apply writes it; after that nothing may change.
         let known_after_apply = plans.iter().any(|p| {
-            p.planned.plan.nodes.iter().any(|n| n.action() == Action::Skip && n.reason.contains("known after apply"))
+            p.planned.plan.nodes.iter().any(|n| n.reason.code() == Some(trellis_plans::ReasonCode::KnownAfterApply))
         });
         let report = s.apply_plans(plans, "apply").await.unwrap();
         assert!(report.ok, "{}: {report:#?}", dir.display());
@@ -59,6 +64,7 @@ async fn regression_every_scenario_plans_no_changes_after_its_apply() {
         }
         for again in s.plan_files(&manifests).await.unwrap() {
             let plan = &again.planned.plan;
+            trellis_tests::check_reason_codes(plan).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             assert!(
                 plan.nodes
                     .iter()

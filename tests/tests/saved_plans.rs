@@ -141,7 +141,8 @@ async fn regression_tampered_plan_carrying_another_shoots_manifest_is_refused() 
 async fn regression_edited_plan_without_a_new_digest_does_not_read() {
     let s = Scenario::new("A1");
     let mut set = saved(&s).await;
-    set.plans[0].nodes[0].reason = "trust me".to_string();
+    let code = set.plans[0].nodes[0].reason.code().expect("a fresh plan's node has a code");
+    set.plans[0].nodes[0].reason = trellis_plans::Reason::new(code, "trust me");
     match through_file(&set) {
         Err(e @ PlanFileError::Edited { .. }) => {
             let msg = e.to_string();

@@ -47,10 +47,12 @@ async fn regression_a_managed_resource_the_name_scan_cannot_find_is_deleted_beca
     let plan = s.plan_file(&update).await.unwrap();
     let ip_node = node(&plan, &format!("{TN}-nat-gateway-ip"));
     assert_eq!((ip_node.action(), ip_node.ownership()), (Action::Delete, Ownership::Managed));
-    assert!(ip_node.reason.contains("recorded in state"), "{}", ip_node.reason);
+    assert!(ip_node.reason.detail().contains("recorded in state"), "{}", ip_node.reason);
+    assert_eq!(ip_node.reason.code(), Some(trellis_plans::ReasonCode::RecordedInState));
     let nat_node = node(&plan, &format!("{TN}-nat-gateway"));
     assert_eq!(nat_node.action(), Action::Delete);
-    assert!(nat_node.reason.contains("recorded in state"), "{}", nat_node.reason);
+    assert!(nat_node.reason.detail().contains("recorded in state"), "{}", nat_node.reason);
+    assert_eq!(nat_node.reason.code(), Some(trellis_plans::ReasonCode::RecordedInState));
     // The IP goes after the NAT gateway that uses it.
     assert!(ip_node.depends_on.contains(&nat_node.address), "{:?}", ip_node.depends_on);
 

@@ -32,11 +32,25 @@ pub fn node(address: &str, kind: Kind, scope: &str, name: &str, action: Action, 
         scope: scope.to_string(),
         id: None,
         op: op(action, ownership),
-        reason: String::new(),
+        reason: Reason::new(code_of(action, ownership), ""),
         depends_on: Vec::new(),
     };
     assert_eq!(n.ownership(), ownership, "{address}: a plan has no {ownership:?} node with action {action:?}");
     n
+}
+
+/// The code a node of this action and ownership most often has (callers that say more set their own).
+pub fn code_of(action: Action, ownership: Ownership) -> ReasonCode {
+    match (action, ownership) {
+        (Action::Create, _) => ReasonCode::Absent,
+        (Action::Update, _) => ReasonCode::Differs,
+        (Action::Replace, _) => ReasonCode::ForceNew,
+        (Action::Noop, _) => ReasonCode::InSync,
+        (Action::Delete | Action::Read, Ownership::Runtime) => ReasonCode::RuntimeOwned,
+        (Action::Delete, _) => ReasonCode::RecordedInState,
+        (Action::Verify | Action::Read, _) | (Action::Skip, Ownership::User) => ReasonCode::ByoUserOwned,
+        (Action::Skip, _) => ReasonCode::GatedOut,
+    }
 }
 
 /// An operation with empty data (a write's patch is `{}`).
@@ -74,7 +88,7 @@ pub fn create(
 ) -> Node {
     let mut n = node(address, kind, scope, name, Action::Create, Ownership::Managed);
     n.id = Some(id);
-    n.reason = reason.to_string();
+    n.reason = Reason::new(ReasonCode::Absent, reason);
     n.op = Operation::Create {
         patch: patch_of(after),
         changes: after
@@ -304,7 +318,8 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
     let mut rg =
         node(&format!("azure.resource_group.{tn}"), Kind::ResourceGroup, tn, tn, Action::Noop, Ownership::Managed);
     rg.id = Some(arm(tn, ""));
-    rg.reason = "managed in both modes: the cluster resource group matches the configuration".to_string();
+    rg.reason =
+        Reason::new(ReasonCode::InSync, "managed in both modes: the cluster resource group matches the configuration");
 
     let mut vnet = node(
         &format!("azure.virtual_network.{hub}.hub-vnet"),
@@ -315,8 +330,10 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         Ownership::User,
     );
     vnet.id = Some(arm(hub, "virtualNetworks/hub-vnet"));
-    vnet.reason =
-        "user-managed egress: the BYO VNet (networks.vnet.name/resourceGroup) is read, never written".to_string();
+    vnet.reason = Reason::new(
+        ReasonCode::ByoUserOwned,
+        "user-managed egress: the BYO VNet (networks.vnet.name/resourceGroup) is read, never written",
+    );
 
     let mut subnet = node(
         &format!("azure.subnet.{hub}.{subnet_name}"),
@@ -327,8 +344,10 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         Ownership::User,
     );
     subnet.id = Some(arm(hub, &format!("virtualNetworks/hub-vnet/subnets/{subnet_name}")));
-    subnet.reason =
-        "user-managed egress: BYO subnet (networks.subnet set); must exist and be dedicated to this shoot".to_string();
+    subnet.reason = Reason::new(
+        ReasonCode::ByoUserOwned,
+        "user-managed egress: BYO subnet (networks.subnet set); must exist and be dedicated to this shoot",
+    );
     subnet.depends_on = vec![vnet.address.clone()];
     subnet.op = Operation::Verify {
         checks: vec![
@@ -359,9 +378,10 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         Ownership::User,
     );
     nsg.id = Some(nsg_id);
-    nsg.reason =
-        "user-managed egress: the NSG is discovered from the BYO subnet; the CCM and bastion write rules on it, trellis never does"
-            .to_string();
+    nsg.reason = Reason::new(
+        ReasonCode::ByoUserOwned,
+        "user-managed egress: the NSG is discovered from the BYO subnet; the CCM and bastion write rules on it, trellis never does",
+    );
     nsg.depends_on = vec![subnet.address.clone()];
     nsg.op = Operation::Verify {
         checks: vec![check("/properties/provisioningState", json!("Succeeded"), "the NSG must be provisioned")],
@@ -376,13 +396,15 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         Ownership::User,
     );
     rt.id = Some(rt_id);
-    rt.reason = "user-managed egress: the route table is discovered from the BYO subnet; the seed CCM writes per-node routes into it"
-        .to_string();
+    rt.reason = Reason::new(
+        ReasonCode::ByoUserOwned,
+        "user-managed egress: the route table is discovered from the BYO subnet; the seed CCM writes per-node routes into it",
+    );
     rt.depends_on = vec![subnet.address.clone()];
 
     let skip = |address: String, kind: Kind, name: String, why: &str| {
         let mut n = node(&address, kind, tn, &name, Action::Skip, Ownership::Managed);
-        n.reason = why.to_string();
+        n.reason = Reason::new(ReasonCode::GatedOut, why);
         n
     };
     let skips = vec![
@@ -467,9 +489,12 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     let nat_id = arm(tn, &format!("natGateways/{tn}-nat-gateway"));
     for n in &mut plan.nodes {
         n.op = Operation::Noop { patch: None };
-        n.reason = "matches the configuration".to_string();
+        n.reason = Reason::new(ReasonCode::InSync, "matches the configuration");
         if n.kind == Kind::RouteTable {
-            n.reason = "ForceNew attribute /location differs (created in northeurope): delete, then create".to_string();
+            n.reason = Reason::new(
+                ReasonCode::ForceNew,
+                "ForceNew attribute /location differs (created in northeurope): delete, then create",
+            );
             n.op = Operation::Replace {
                 patch: json!({"location": REGION}),
                 changes: vec![Change {
@@ -481,8 +506,10 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
             };
         }
         if n.kind == Kind::Subnet {
-            n.reason =
-                "managed mode: networks.serviceEndpoints changed; the NAT gateway is no longer configured".to_string();
+            n.reason = Reason::new(
+                ReasonCode::Differs,
+                "managed mode: networks.serviceEndpoints changed; the NAT gateway is no longer configured",
+            );
             n.op = Operation::Update {
                 patch: json!({"properties": {"natGateway": null, "serviceEndpoints": [{"service": "Microsoft.Storage"}]}}),
                 changes: vec![
@@ -499,7 +526,10 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     let mut nat =
         node(&nat_addr, Kind::NatGateway, tn, &format!("{tn}-nat-gateway"), Action::Delete, Ownership::Managed);
     nat.id = Some(nat_id.clone());
-    nat.reason = "managed: no longer desired (networks.natGateway removed from the InfrastructureConfig)".to_string();
+    nat.reason = Reason::new(
+        ReasonCode::RecordedInState,
+        "managed: no longer desired (networks.natGateway removed from the InfrastructureConfig)",
+    );
     nat.depends_on = vec![format!("azure.subnet.{tn}.{tn}-nodes")];
     nat.op = Operation::Delete {
         ownership: DeleteOwnership::Managed,
@@ -514,7 +544,10 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
         Ownership::Runtime,
     );
     route.id = Some(arm(tn, &format!("routeTables/worker_route_table/routes/{tn}-worker-z1-5f7c8")));
-    route.reason = "runtime: per-node pod-CIDR route written by the seed CCM; reported, never written".to_string();
+    route.reason = Reason::new(
+        ReasonCode::RuntimeOwned,
+        "runtime: per-node pod-CIDR route written by the seed CCM; reported, never written",
+    );
     route.depends_on = vec![format!("azure.route_table.{tn}.worker_route_table")];
     plan.nodes.push(nat);
     plan.nodes.push(route);
@@ -552,7 +585,10 @@ pub fn hostile(plan: &Plan, payload: &str) -> Plan {
             Value::Object(map) => {
                 for (k, mut v) in std::mem::take(map) {
                     if !keys_too
-                        && matches!(k.as_str(), "action" | "ownership" | "kind" | "provider" | "mode" | "format")
+                        && matches!(
+                            k.as_str(),
+                            "action" | "ownership" | "reason_code" | "kind" | "provider" | "mode" | "format"
+                        )
                     {
                         map.insert(k, v);
                         continue;

@@ -18,7 +18,7 @@ use super::Ctx;
 use serde_json::Value;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::model::{Desired, VerifySpec};
-use trellis_plans::{Kind, Ownership};
+use trellis_plans::{Kind, Ownership, Reason, ReasonCode};
 
 const GATED: &str = "skipped: user-managed egress (networks.subnet is set)";
 
@@ -71,7 +71,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         res: res(Kind::VirtualNetwork, &vnet_rg, &vnet_name, vnet_id),
         checks: vec![],
         depends_on: vec![],
-        why: "bring-your-own VNet (networks.vnet): read only; it must exist".to_string(),
+        why: Reason::new(ReasonCode::ByoUserOwned, "bring-your-own VNet (networks.vnet): read only; it must exist"),
     }));
     out.extend(identity(cfg, ctx));
 
@@ -82,7 +82,10 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         names::ROUTE_TABLE_NAME,
         None,
         Ownership::Managed,
-        &format!("{GATED} — no route table is created; the route table is discovered from the BYO subnet"),
+        Reason::new(
+            ReasonCode::GatedOut,
+            format!("{GATED} — no route table is created; the route table is discovered from the BYO subnet"),
+        ),
     ));
     out.push(skipped(
         Kind::NetworkSecurityGroup,
@@ -90,7 +93,10 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         &names::nsg_name(tn),
         None,
         Ownership::Managed,
-        &format!("{GATED} — no NSG is created; the NSG is discovered from the BYO subnet"),
+        Reason::new(
+            ReasonCode::GatedOut,
+            format!("{GATED} — no NSG is created; the NSG is discovered from the BYO subnet"),
+        ),
     ));
     out.push(skipped(
         Kind::NatGateway,
@@ -98,7 +104,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         &names::nat_name(tn, None, false),
         None,
         Ownership::Managed,
-        &format!("{GATED} — Gardener creates no NAT gateway or public IPs; egress is yours (a NAT you attach to the subnet stays untouched)"),
+        Reason::new(ReasonCode::GatedOut, format!("{GATED} — Gardener creates no NAT gateway or public IPs; egress is yours (a NAT you attach to the subnet stays untouched)")),
     ));
 
     let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
@@ -135,7 +141,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         res: res(Kind::Subnet, &vnet_rg, &format!("{vnet_name}/{}", subnet.name), subnet_id),
         checks,
         depends_on: vec![vnet_address],
-        why: "bring-your-own subnet (networks.subnet): discovered read-only, never written (EnsureUserSubnet); its NSG and route table associations and CIDR must stay as planned".to_string(),
+        why: Reason::new(ReasonCode::ByoUserOwned, "bring-your-own subnet (networks.subnet): discovered read-only, never written (EnsureUserSubnet); its NSG and route table associations and CIDR must stay as planned"),
     }));
 
     if let (Some(id), Some(parsed)) = (&found.nsg_id, &found.nsg) {
@@ -143,7 +149,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             res: res(Kind::NetworkSecurityGroup, &parsed.resource_group, &parsed.name, id.clone()),
             checks: vec![],
             depends_on: vec![],
-            why: "your NSG, discovered from the subnet: never written by trellis; the CCM and bastion controller add their rules at run time".to_string(),
+            why: Reason::new(ReasonCode::ByoUserOwned, "your NSG, discovered from the subnet: never written by trellis; the CCM and bastion controller add their rules at run time"),
         }));
     }
     if let (Some(id), Some(parsed)) = (&found.route_table_id, &found.route_table) {
@@ -156,7 +162,10 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             res: res(Kind::RouteTable, &parsed.resource_group, &parsed.name, id.clone()),
             checks: vec![],
             depends_on: vec![],
-            why: format!("your route table, discovered from the subnet: never written by trellis; {writer}"),
+            why: Reason::new(
+                ReasonCode::ByoUserOwned,
+                format!("your route table, discovered from the subnet: never written by trellis; {writer}"),
+            ),
         }));
     }
     Ok(out)

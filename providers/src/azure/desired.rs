@@ -12,7 +12,7 @@ use super::Ctx;
 use serde_json::{json, Value};
 use trellis_planner::discover::{ListReq, NotFetched, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, ReadOwnership, ReadSpec, Resource, VerifySpec};
-use trellis_plans::{Detach, Kind, Ownership};
+use trellis_plans::{Detach, Kind, Ownership, Reason, ReasonCode};
 use trellis_state::Workspace;
 
 /// Tags upstream puts on managed public IPs.
@@ -231,8 +231,10 @@ pub(super) fn identity(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<Desired>
         ),
         ownership: ReadOwnership::User,
         depends_on: vec![],
-        why: "user-assigned identity (identity): read for the status's id and clientID (upstream task `ensure managed identity`)"
-            .to_string(),
+        why: Reason::new(
+            ReasonCode::ByoUserOwned,
+            "user-assigned identity (identity): read for the status's id and clientID (upstream task `ensure managed identity`)",
+        ),
     }))
 }
 
@@ -287,12 +289,12 @@ fn recorded_foreign(ctx: &Ctx, id: &str) -> bool {
     ctx.recorded.iter().any(|r| !r.managed() && r.id.eq_ignore_ascii_case(id))
 }
 
-/// Which source found a leftover, for its plan reason.
-fn found_by(ctx: &Ctx, id: &str) -> &'static str {
+/// Which source found a leftover, for its plan reason: its code and words.
+fn found_by(ctx: &Ctx, id: &str) -> (ReasonCode, &'static str) {
     if recorded_managed(ctx, id) {
-        "recorded in state"
+        (ReasonCode::RecordedInState, "recorded in state")
     } else {
-        "found by name: not recorded in state, made by an earlier trellis or by upstream"
+        (ReasonCode::FoundByName, "found by name: not recorded in state, made by an earlier trellis or by upstream")
     }
 }
 
@@ -360,11 +362,19 @@ pub fn recorded_deletes(ctx: &Ctx, out: &mut Vec<Desired>, inside_cluster_group:
         };
         let what = r.kind.as_str().replace('_', " ");
         let why = if inside_cluster_group {
-            format!(
-                "{what} trellis created for this shoot (recorded in state) that the configuration no longer asks for"
+            Reason::new(
+                ReasonCode::RecordedInState,
+                format!(
+                    "{what} trellis created for this shoot (recorded in state) that the configuration no longer asks for"
+                ),
             )
         } else {
-            format!("{what} trellis created for this shoot (recorded in state), outside the cluster resource group")
+            Reason::new(
+                ReasonCode::Destroy,
+                format!(
+                    "{what} trellis created for this shoot (recorded in state), outside the cluster resource group"
+                ),
+            )
         };
         out.push(Desired::DeleteManaged {
             res: Resource { address: r.address.clone(), kind: r.kind, name, scope, id: r.id.clone() },
@@ -437,7 +447,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             res: vnet_res.clone(),
             checks: vec![],
             depends_on: vec![],
-            why: "bring-your-own VNet (networks.vnet.name/resourceGroup): read only; it must exist (upstream task `ensure vnet` only reads it)".to_string(),
+            why: Reason::new(ReasonCode::ByoUserOwned, "bring-your-own VNet (networks.vnet.name/resourceGroup): read only; it must exist (upstream task `ensure vnet` only reads it)"),
         }));
     }
 
@@ -539,10 +549,13 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             && !wanted_nats.iter().any(|w| w.eq_ignore_ascii_case(name))
             && !recorded_foreign(ctx, &id)
         {
+            let (code, found) = found_by(ctx, &id);
             out.push(Desired::DeleteManaged {
-                why: format!(
-                    "NAT gateway of this shoot that the configuration no longer asks for ({}; upstream task `ensure nats`)",
-                    found_by(ctx, &id)
+                why: Reason::new(
+                    code,
+                    format!(
+                        "NAT gateway of this shoot that the configuration no longer asks for ({found}; upstream task `ensure nats`)"
+                    ),
                 ),
                 res: res(Kind::NatGateway, tn, name, id),
                 depends_on: subnet_addresses.clone(),
@@ -562,10 +575,13 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
         {
             let mut deps = subnet_addresses.clone();
             deps.extend(nat_addresses.iter().cloned());
+            let (code, found) = found_by(ctx, &id);
             out.push(Desired::DeleteManaged {
-                why: format!(
-                    "public IP of this shoot that the configuration no longer asks for ({}; upstream task `ensure public IPs`)",
-                    found_by(ctx, &id)
+                why: Reason::new(
+                    code,
+                    format!(
+                        "public IP of this shoot that the configuration no longer asks for ({found}; upstream task `ensure public IPs`)"
+                    ),
                 ),
                 res: res(Kind::PublicIpAddress, tn, name, id),
                 depends_on: deps,
@@ -581,10 +597,13 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             && !subnets.iter().any(|w| w.name.eq_ignore_ascii_case(name))
             && !recorded_foreign(ctx, &r.id)
         {
+            let (code, found) = found_by(ctx, &r.id);
             out.push(Desired::DeleteManaged {
-                why: format!(
-                    "worker subnet of this shoot that the configuration no longer asks for ({}; upstream task `ensure subnets`)",
-                    found_by(ctx, &r.id)
+                why: Reason::new(
+                    code,
+                    format!(
+                        "worker subnet of this shoot that the configuration no longer asks for ({found}; upstream task `ensure subnets`)"
+                    ),
                 ),
                 res: r,
                 depends_on: vec![],
@@ -653,7 +672,10 @@ fn nat_gateway(
             res: ip,
             ownership: ReadOwnership::User,
             depends_on: vec![],
-            why: format!("your public IP for NAT gateway {} (natGateway.ipAddresses): read only", nat.name),
+            why: Reason::new(
+                ReasonCode::ByoUserOwned,
+                format!("your public IP for NAT gateway {} (natGateway.ipAddresses): read only", nat.name),
+            ),
         }));
     }
     let nat_res = res(Kind::NatGateway, tn, &nat.name, nat.id(ctx));
@@ -680,8 +702,8 @@ fn nat_gateway(
     (address, ip_addresses)
 }
 
-/// A skip node for a task the configuration gates out.
-pub fn skipped(kind: Kind, scope: &str, name: &str, id: Option<String>, ownership: Ownership, why: &str) -> Desired {
+/// A skip node for a task the configuration gates out (or a resource of the user's a destroy leaves alone).
+pub fn skipped(kind: Kind, scope: &str, name: &str, id: Option<String>, ownership: Ownership, why: Reason) -> Desired {
     crate::nodes::skipped_at(names::address(kind, scope, name), kind, scope, name, id, ownership, why)
 }
 
@@ -742,7 +764,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             out.push(Desired::DeleteRuntime {
                 res: r,
                 depends_on: vec![],
-                rule: "load balancer the CCM created in the cluster resource group; upstream's delete graph removes every load balancer there first when the VNet is not Gardener's (task `delete load balancers`)".to_string(),
+                rule: Reason::new(ReasonCode::RuntimeOwned, "load balancer the CCM created in the cluster resource group; upstream's delete graph removes every load balancer there first when the VNet is not Gardener's (task `delete load balancers`)"),
             });
         }
         let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
@@ -755,17 +777,23 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
                     &format!("{vnet_name}/{name}"),
                     Some(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, name)),
                     Ownership::User,
-                    "never deleted: your subnet (networks.subnet), with its NSG and route table, stays untouched",
+                    Reason::new(
+                        ReasonCode::ByoUserOwned,
+                        "never deleted: your subnet (networks.subnet), with its NSG and route table, stays untouched",
+                    ),
                 ));
             } else if name.starts_with(tn)
                 && !recorded_foreign(ctx, &names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, name))
             {
                 let r = subnet_res(ctx, &vnet_rg, &vnet_name, name);
                 subnet_addresses.push(r.address.clone());
+                let (_, found) = found_by(ctx, &r.id);
                 out.push(Desired::DeleteManaged {
-                    why: format!(
-                        "subnet of this shoot in your VNet ({}; upstream task `delete subnets in foreign resource group`)",
-                        found_by(ctx, &r.id)
+                    why: Reason::new(
+                        ReasonCode::Destroy,
+                        format!(
+                            "subnet of this shoot in your VNet ({found}; upstream task `delete subnets in foreign resource group`)"
+                        ),
                     ),
                     res: r,
                     depends_on: lb_addresses.clone(),
@@ -778,7 +806,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             &vnet_name,
             Some(vnet_id),
             Ownership::User,
-            "never deleted: your VNet (networks.vnet)",
+            Reason::new(ReasonCode::ByoUserOwned, "never deleted: your VNet (networks.vnet)"),
         ));
     }
     let mut deps = lb_addresses;
@@ -786,7 +814,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
     out.push(Desired::DeleteManaged {
         res: rg_res(ctx),
         depends_on: deps,
-        why: "the cluster resource group and everything in it: VMs, NICs, disks, public IPs, load balancers, and in managed mode the VNet, route table, NSG and NAT gateways (upstream task `delete resource group`)".to_string(),
+        why: Reason::new(ReasonCode::Destroy, "the cluster resource group and everything in it: VMs, NICs, disks, public IPs, load balancers, and in managed mode the VNet, route table, NSG and NAT gateways (upstream task `delete resource group`)"),
     });
     recorded_deletes(ctx, &mut out, false);
     Ok(out)

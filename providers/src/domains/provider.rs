@@ -12,7 +12,7 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::Observed;
 use trellis_planner::ids::{DnsIds, IdScheme};
 use trellis_planner::model::{Desired, ManagedSpec, Resource};
-use trellis_plans::{Artifacts, Kind, Node, Ownership, Plan};
+use trellis_plans::{Artifacts, Kind, Node, Ownership, Plan, Reason, ReasonCode};
 use trellis_state::{ProviderState, Workspace};
 
 use super::api::{DomainsShoot, ANNOTATION_OPERATION};
@@ -213,7 +213,10 @@ pub fn desired(ds: &DomainsShoot, d: &Decided, recorded: &[(String, String)]) ->
         out.push(Desired::DeleteManaged {
             res: resource(&seed, &tn, last_segment(id), id),
             depends_on: Vec::new(),
-            why: format!("GEP-0066: recorded by trellis ({addr}) and no longer wanted ({phase}): the old name leaves"),
+            why: Reason::new(
+                ReasonCode::RecordedInState,
+                format!("GEP-0066: recorded by trellis ({addr}) and no longer wanted ({phase}): the old name leaves"),
+            ),
         });
     }
     out
@@ -376,7 +379,7 @@ pub fn destroy_with(
         .map(|(addr, id)| Desired::DeleteManaged {
             res: resource(&seed, &tn, last_segment(id), id),
             depends_on: Vec::new(),
-            why: format!("destroy: recorded by trellis ({addr})"),
+            why: Reason::new(ReasonCode::Destroy, format!("destroy: recorded by trellis ({addr})")),
         })
         .collect();
     let nodes = trellis_planner::diff::plan_nodes(desired, observed).map_err(other)?;

@@ -24,7 +24,7 @@ use ipnet::IpNet;
 use serde_json::{json, Value};
 use trellis_planner::discover::{ListReq, NotFetched, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, Resource, VerifySpec};
-use trellis_plans::{Kind, Ownership};
+use trellis_plans::{Kind, Ownership, Reason, ReasonCode};
 
 /// Upstream's `DefaultAggregationInterval`, `DefaultFlowSampling`, `DefaultMetadata`.
 pub const FLOW_LOGS_DEFAULT_INTERVAL: &str = "INTERVAL_5_MIN";
@@ -88,7 +88,7 @@ pub fn service_account_res(ctx: &Ctx) -> Resource {
     res(Kind::ServiceAccount, global_scope(ctx), &name, names::service_account_link(&ctx.project, &ctx.tn))
 }
 
-fn skipped(r: &Resource, ownership: Ownership, why: &str) -> Desired {
+fn skipped(r: &Resource, ownership: Ownership, why: Reason) -> Desired {
     skipped_at(r.address.clone(), r.kind, &r.scope, &r.name, Some(r.id.clone()), ownership, why)
 }
 
@@ -222,8 +222,10 @@ fn byo(
         res: vpc.clone(),
         checks: vec![],
         depends_on: vec![],
-        why: "your VPC (networks.vpc.name), verified only (user-managed egress: upstream task `ensure VPC`, user VPC)"
-            .to_string(),
+        why: Reason::new(
+            ReasonCode::ByoUserOwned,
+            "your VPC (networks.vpc.name), verified only (user-managed egress: upstream task `ensure VPC`, user VPC)",
+        ),
     })];
     let subnet_checks = |name: &str| {
         let mut checks = vec![check(
@@ -244,7 +246,7 @@ fn byo(
     out.push(Desired::Verify(VerifySpec {
         checks: subnet_checks(&workers.name),
         depends_on: vec![vpc.address.clone()],
-        why: format!("{WORKERS_SUBNET_WHY}, verified only: never created or patched (upstream task `ensure worker subnet`, ensureUserManagedWorkersSubnet)"),
+        why: Reason::new(ReasonCode::ByoUserOwned, format!("{WORKERS_SUBNET_WHY}, verified only: never created or patched (upstream task `ensure worker subnet`, ensureUserManagedWorkersSubnet)")),
         res: w.clone(),
     }));
     if dual {
@@ -253,18 +255,23 @@ fn byo(
                 res: subnet_res(ctx, &s.name),
                 checks: subnet_checks(&s.name),
                 depends_on: vec![vpc.address.clone(), w.address.clone()],
-                why: "your services subnet (networks.subnetServices), verified only; the shoot's IPv6 services range is its /64 cut to a /108 (upstream tasks `ensure IPv6 services subnet`, `ensure IPv6 CIDRs`)".to_string(),
+                why: Reason::new(ReasonCode::ByoUserOwned, "your services subnet (networks.subnetServices), verified only; the shoot's IPv6 services range is its /64 cut to a /108 (upstream tasks `ensure IPv6 services subnet`, `ensure IPv6 CIDRs`)"),
             }));
         }
     }
     let not_scheduled = |what: &str| {
-        format!("not created: user-managed egress (networks.subnetWorkers) — upstream's BYO branch does not schedule {what}")
+        Reason::new(
+            ReasonCode::GatedOut,
+            format!(
+                "not created: user-managed egress (networks.subnetWorkers) — upstream's BYO branch does not schedule {what}"
+            ),
+        )
     };
-    out.push(skipped(&service_account_res(ctx), Ownership::Managed, &not_scheduled("`ensure service account`")));
+    out.push(skipped(&service_account_res(ctx), Ownership::Managed, not_scheduled("`ensure service account`")));
     out.push(skipped(
         &subnet_res(ctx, &names::internal_subnet(tn)),
         Ownership::Managed,
-        &not_scheduled("`ensure internal subnet`; internal load balancers take their IPs from your workers subnet (cloudprovider.conf subnetwork-name)"),
+        not_scheduled("`ensure internal subnet`; internal load balancers take their IPs from your workers subnet (cloudprovider.conf subnetwork-name)"),
     ));
     let router = res(
         Kind::Router,
@@ -272,7 +279,7 @@ fn byo(
         &names::cloud_router(tn),
         names::router_link(&ctx.project, &ctx.region, &names::cloud_router(tn)),
     );
-    out.push(skipped(&router, Ownership::Managed, &not_scheduled("`ensure router`; egress is yours")));
+    out.push(skipped(&router, Ownership::Managed, not_scheduled("`ensure router`; egress is yours")));
     let nat = res(
         Kind::CloudNat,
         format!("{}/{}", regional_scope(ctx), router.name),
@@ -282,7 +289,7 @@ fn byo(
     out.push(skipped(
         &nat,
         Ownership::Managed,
-        &not_scheduled("`ensure nats` (nor `ensure IP addresses`); egress is yours"),
+        not_scheduled("`ensure nats` (nor `ensure IP addresses`); egress is yours"),
     ));
     let rules = static_firewall_names(tn);
     let count = if dual { 4 } else { 2 };
@@ -290,7 +297,7 @@ fn byo(
         out.push(skipped(
             &firewall_res(ctx, name),
             Ownership::Managed,
-            &not_scheduled("`ensure firewall`; provide an equivalent rule yourself, tag-scoped to the shoot's technical id (see warnings)"),
+            not_scheduled("`ensure firewall`; provide an equivalent rule yourself, tag-scoped to the shoot's technical id (see warnings)"),
         ));
     }
     Ok(out)
@@ -417,8 +424,10 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             res: vpc.clone(),
             checks: vec![],
             depends_on: vec![],
-            why: "your VPC (networks.vpc.name): verified only (upstream task `ensure VPC`, ensureUserManagedVPC)"
-                .to_string(),
+            why: Reason::new(
+                ReasonCode::ByoUserOwned,
+                "your VPC (networks.vpc.name): verified only (upstream task `ensure VPC`, ensureUserManagedVPC)",
+            ),
         }));
     } else {
         let mut patch =
@@ -475,7 +484,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
                 out.push(Desired::DeleteManaged {
                     res: internal,
                     depends_on: vec![],
-                    why: "internal subnet of this shoot that networks.internal no longer asks for (upstream task `ensure internal subnet` deletes it)".to_string(),
+                    why: Reason::new(ReasonCode::FoundByName, "internal subnet of this shoot that networks.internal no longer asks for (upstream task `ensure internal subnet` deletes it)"),
                 });
             }
         }
@@ -512,7 +521,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             )],
             res: router.clone(),
             depends_on: vec![vpc.address.clone()],
-            why: "your Cloud Router (networks.vpc.cloudRouter.name): verified only; the Cloud NAT is added to it (upstream task `ensure router`, ensureUserManagedCloudRouter)".to_string(),
+            why: Reason::new(ReasonCode::ByoUserOwned, "your Cloud Router (networks.vpc.cloudRouter.name): verified only; the Cloud NAT is added to it (upstream task `ensure router`, ensureUserManagedCloudRouter)"),
         }));
     } else {
         out.push(Desired::Managed(ManagedSpec {
@@ -533,7 +542,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
             checks: vec![],
             res: a,
             depends_on: vec![],
-            why: "your static external address for the Cloud NAT (networks.cloudNAT.natIPNames): verified only (upstream task `ensure IP addresses`)".to_string(),
+            why: Reason::new(ReasonCode::ByoUserOwned, "your static external address for the Cloud NAT (networks.cloudNAT.natIPNames): verified only (upstream task `ensure IP addresses`)"),
         }));
     }
     out.push(Desired::Managed(ManagedSpec {
@@ -571,7 +580,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
                 out.push(skipped(
                     &firewall_res(ctx, &name),
                     Ownership::Managed,
-                    "not planned yet: its sources are the subnets' IPv6 ranges, which GCE assigns when it creates them (known after apply); `trellis plan` again after the apply plans it (upstream task `ensure firewall` creates it once `ensure IPv6 CIDR services` has them)",
+                    Reason::new(ReasonCode::KnownAfterApply, "not planned yet: its sources are the subnets' IPv6 ranges, which GCE assigns when it creates them (known after apply); `trellis plan` again after the apply plans it (upstream task `ensure firewall` creates it once `ensure IPv6 CIDR services` has them)"),
                 ));
             }
         } else {
@@ -641,7 +650,7 @@ fn runtime_cleanups(
             out.push(Desired::DeleteRuntime {
                 res: route_res(ctx, name),
                 depends_on: vec![],
-                rule: "route the CCM wrote for a node of this shoot (upstream task `destroy kubernetes routes`, ensureKubernetesRoutesDeleted: the safety net for routes the in-cluster CCM did not remove)".to_string(),
+                rule: Reason::new(ReasonCode::RuntimeOwned, "route the CCM wrote for a node of this shoot (upstream task `destroy kubernetes routes`, ensureKubernetesRoutesDeleted: the safety net for routes the in-cluster CCM did not remove)"),
             });
         }
     }
@@ -656,11 +665,11 @@ fn runtime_cleanups(
             out.push(Desired::DeleteRuntime {
                 res: firewall_res(ctx, name),
                 depends_on: vec![],
-                rule: if byo {
-                    "firewall rule the CCM wrote for a LoadBalancer Service, target tag = this shoot's technical id (upstream task `destroy CCM firewall rules`, ensureCCMFirewallRulesDeleted: the BYO safety net; your own rules are never touched)".to_string()
+                rule: Reason::new(ReasonCode::RuntimeOwned, if byo {
+                    "firewall rule the CCM wrote for a LoadBalancer Service, target tag = this shoot's technical id (upstream task `destroy CCM firewall rules`, ensureCCMFirewallRulesDeleted: the BYO safety net; your own rules are never touched)"
                 } else {
-                    "firewall rule the CCM wrote, target tag = this shoot's technical id (upstream task `destroy infrastructure firewall`)".to_string()
-                },
+                    "firewall rule the CCM wrote, target tag = this shoot's technical id (upstream task `destroy infrastructure firewall`)"
+                }),
             });
         }
     }
@@ -674,17 +683,21 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
     let vpc = vpc_res(cfg, ctx);
     if let Mode::UserManagedEgress { workers, services } = cfg.mode() {
         let mut out = runtime_cleanups(cfg, ctx, observed, true)?;
-        out.push(skipped(&vpc, Ownership::User, "never deleted: your VPC (networks.vpc.name)"));
+        out.push(skipped(
+            &vpc,
+            Ownership::User,
+            Reason::new(ReasonCode::ByoUserOwned, "never deleted: your VPC (networks.vpc.name)"),
+        ));
         out.push(skipped(
             &subnet_res(ctx, &workers.name),
             Ownership::User,
-            "never deleted: your workers subnet (networks.subnetWorkers)",
+            Reason::new(ReasonCode::ByoUserOwned, "never deleted: your workers subnet (networks.subnetWorkers)"),
         ));
         if let Some(s) = services {
             out.push(skipped(
                 &subnet_res(ctx, &s.name),
                 Ownership::User,
-                "never deleted: your services subnet (networks.subnetServices)",
+                Reason::new(ReasonCode::ByoUserOwned, "never deleted: your services subnet (networks.subnetServices)"),
             ));
         }
         return Ok(out);
@@ -693,7 +706,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
     out.push(Desired::DeleteManaged {
         res: service_account_res(ctx),
         depends_on: vec![],
-        why: "service account of the shoot (upstream task `destroy service account`)".to_string(),
+        why: Reason::new(ReasonCode::Destroy, "service account of the shoot (upstream task `destroy service account`)"),
     });
     let mut vpc_deps = Vec::new();
     for name in static_firewall_names(tn) {
@@ -702,7 +715,10 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         out.push(Desired::DeleteManaged {
             res: r,
             depends_on: vec![],
-            why: "static firewall rule (upstream task `destroy infrastructure firewall`)".to_string(),
+            why: Reason::new(
+                ReasonCode::Destroy,
+                "static firewall rule (upstream task `destroy infrastructure firewall`)",
+            ),
         });
     }
     vpc_deps.extend(out.iter().filter(|d| matches!(d, Desired::DeleteRuntime { .. })).map(|d| d.address().to_string()));
@@ -712,12 +728,18 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         out.push(Desired::DeleteManaged {
             res: nat_res(cfg, ctx),
             depends_on: vec![],
-            why: format!("Cloud NAT on your router {} (upstream task `destroy nats`)", router.name),
+            why: Reason::new(
+                ReasonCode::Destroy,
+                format!("Cloud NAT on your router {} (upstream task `destroy nats`)", router.name),
+            ),
         });
         out.push(skipped(
             &router,
             Ownership::User,
-            "never deleted: your Cloud Router (networks.vpc.cloudRouter.name); only the Cloud NAT is removed from it",
+            Reason::new(
+                ReasonCode::ByoUserOwned,
+                "never deleted: your Cloud Router (networks.vpc.cloudRouter.name); only the Cloud NAT is removed from it",
+            ),
         ));
     } else {
         // A router whose NAT holds static addresses (natIPNames) cannot be deleted while it does (GCE
@@ -730,13 +752,16 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             out.push(Desired::DeleteManaged {
                 res: nat,
                 depends_on: vec![],
-                why: "Cloud NAT holding your static addresses (networks.cloudNAT.natIPNames), removed from its router first: a router whose NAT holds addresses cannot be deleted".to_string(),
+                why: Reason::new(ReasonCode::Destroy, "Cloud NAT holding your static addresses (networks.cloudNAT.natIPNames), removed from its router first: a router whose NAT holds addresses cannot be deleted"),
             });
         }
         out.push(Desired::DeleteManaged {
             res: router.clone(),
             depends_on: router_deps,
-            why: "Cloud Router, with its Cloud NAT (upstream task `ensure router deleted`)".to_string(),
+            why: Reason::new(
+                ReasonCode::Destroy,
+                "Cloud Router, with its Cloud NAT (upstream task `ensure router deleted`)",
+            ),
         });
         vpc_deps.push(router.address.clone());
     }
@@ -750,15 +775,19 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
     for (name, deps, why) in subnets {
         let r = subnet_res(ctx, &name);
         vpc_deps.push(r.address.clone());
-        out.push(Desired::DeleteManaged { res: r, depends_on: deps, why: why.to_string() });
+        out.push(Desired::DeleteManaged { res: r, depends_on: deps, why: Reason::new(ReasonCode::Destroy, why) });
     }
     if names::is_user_vpc(cfg) {
-        out.push(skipped(&vpc, Ownership::User, "never deleted: your VPC (networks.vpc.name)"));
+        out.push(skipped(
+            &vpc,
+            Ownership::User,
+            Reason::new(ReasonCode::ByoUserOwned, "never deleted: your VPC (networks.vpc.name)"),
+        ));
     } else {
         out.push(Desired::DeleteManaged {
             res: vpc,
             depends_on: vpc_deps,
-            why: "the shoot's VPC (upstream task `destroy vpc`)".to_string(),
+            why: Reason::new(ReasonCode::Destroy, "the shoot's VPC (upstream task `destroy vpc`)"),
         });
     }
     Ok(out)

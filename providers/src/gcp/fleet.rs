@@ -30,7 +30,7 @@ use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Provide
 pub fn is_byo_workers_subnet_node(node: &Node) -> bool {
     node.kind == Kind::Subnetwork
         && node.ownership() == Ownership::User
-        && node.reason.starts_with(desired::WORKERS_SUBNET_WHY)
+        && node.reason.detail().starts_with(desired::WORKERS_SUBNET_WHY)
 }
 
 /// Whether a plan node is a user's VPC (verified, never written).

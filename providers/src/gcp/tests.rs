@@ -281,7 +281,7 @@ fn b1_byo_ipv4_verifies_and_creates_nothing() {
     assert!(n
         .iter()
         .filter(|n| n.action() == Action::Skip)
-        .all(|n| n.reason.contains("upstream's BYO branch does not schedule")));
+        .all(|n| n.reason.detail().contains("upstream's BYO branch does not schedule")));
     assert!(render::configure_cloud_routes(&c, &x), "BYO IPv4: per-node routes (spec)");
 }
 
