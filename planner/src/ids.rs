@@ -175,6 +175,10 @@ pub struct ArmId {
     segments: Vec<String>,
 }
 
+/// The REST types of the ids that name no resource provider's resource.
+const SUBSCRIPTION_TYPE: &str = "Microsoft.Resources/subscriptions";
+const RESOURCE_GROUP_TYPE: &str = "Microsoft.Resources/resourceGroups";
+
 /// What an ARM id looks like, for error messages.
 pub const ARM_ID_SHAPE: &str = "expected /subscriptions/{subscription}[/resourceGroups/{group}[/providers/{Namespace}/{type}/{name}[/{childType}/{childName}]…]]";
 
@@ -233,17 +237,38 @@ impl ArmId {
     /// `Microsoft.Resources/resourceGroups` for a resource group).
     pub fn rtype(&self) -> String {
         match self.segments.len() {
-            2 => "Microsoft.Resources/subscriptions".to_string(),
-            4 => "Microsoft.Resources/resourceGroups".to_string(),
+            2 => SUBSCRIPTION_TYPE.to_string(),
+            4 => RESOURCE_GROUP_TYPE.to_string(),
             _ => {
-                let mut t = self.segments[5].clone();
-                for pair in self.segments[6..].chunks(2) {
-                    t.push('/');
-                    t.push_str(&pair[0]);
+                let mut t = String::new();
+                for name in self.type_names() {
+                    if !t.is_empty() {
+                        t.push('/');
+                    }
+                    t.push_str(name);
                 }
                 t
             }
         }
+    }
+
+    /// Whether [`ArmId::rtype`] is `rtype`, ignoring case, without building it (the simulator's reads
+    /// ask this of every descendant of a resource).
+    pub fn rtype_is(&self, rtype: &str) -> bool {
+        match self.segments.len() {
+            2 => rtype.eq_ignore_ascii_case(SUBSCRIPTION_TYPE),
+            4 => rtype.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE),
+            n => {
+                rtype.split('/').count() == (n - 6) / 2 + 1
+                    && self.type_names().zip(rtype.split('/')).all(|(a, b)| a.eq_ignore_ascii_case(b))
+            }
+        }
+    }
+
+    /// The parts of a resource's REST type: the namespace, then the type before each name
+    /// (`Microsoft.Network`, `virtualNetworks`, `subnets`).
+    fn type_names(&self) -> impl Iterator<Item = &str> {
+        self.segments[5..6].iter().chain(self.segments[6..].iter().step_by(2)).map(String::as_str)
     }
 
     /// Whether this is a nested resource (a subnet, a rule, …) rather than a top-level one.
@@ -254,11 +279,25 @@ impl ArmId {
     /// The containing resource: the parent resource for a child, the resource group for a
     /// top-level resource, the subscription for a resource group; `None` for a subscription.
     pub fn parent(&self) -> Option<ArmId> {
+        self.parent_depth().map(|n| self.prefix(n))
+    }
+
+    /// Whether [`ArmId::parent`] is the resource with the key `parent_key` ([`ArmId::key`]), told
+    /// from the id's text without building the parent (the simulator's reads ask this of every
+    /// descendant of a resource).
+    pub fn is_child_of(&self, parent_key: &str) -> bool {
+        let Some(n) = self.parent_depth() else { return false };
+        let len: usize = self.segments[..n].iter().map(|s| s.len() + 1).sum();
+        len == parent_key.len() && self.raw[..len].eq_ignore_ascii_case(parent_key)
+    }
+
+    /// The segment count of [`ArmId::parent`]: a resource group's parent is its subscription (2), a
+    /// top-level resource's its resource group (4), a child's its parent resource (two fewer).
+    fn parent_depth(&self) -> Option<usize> {
         match self.segments.len() {
             2 => None,
-            4 => Some(self.prefix(2)),
-            8 => Some(self.prefix(4)),
-            n => Some(self.prefix(n - 2)),
+            8 => Some(4),
+            n => Some(n - 2),
         }
     }
 
@@ -409,6 +448,48 @@ mod tests {
         assert!(subnet.is_child());
         assert_eq!(subnet.depth(), 10);
         assert_eq!(subnet.with_resource_group("rg").as_str(), format!("{VNET}/subnets/web").replace("/RG/", "/rg/"));
+    }
+
+    const IDS: &[&str] = &[
+        "/subscriptions/s",
+        "/subscriptions/s/resourceGroups/RG",
+        "/subscriptions/s/resourceGroups/rg-2",
+        "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/VNet",
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/A",
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet-2/subnets/a",
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/natGateways/vnet",
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/routeTables/rt/routes/r",
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/routeTables/rt/routes/r/x/y",
+        "/subscriptions/S/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/VNET/subnets/b",
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnetsX/c",
+    ];
+
+    /// The text-only checks (`is_child_of`, `rtype_is`) agree with the built `parent()` and `rtype()`.
+    #[test]
+    fn direct_child_and_type_checks_agree_with_the_built_parent_and_type() {
+        let ids: Vec<ArmId> = IDS.iter().map(|id| ArmId::parse(id).unwrap()).collect();
+        let types: Vec<String> = ids
+            .iter()
+            .map(ArmId::rtype)
+            .chain(
+                [
+                    "microsoft.network/VIRTUALNETWORKS/subnets",
+                    "Microsoft.Network",
+                    "Microsoft.Network/virtualNetworks/",
+                ]
+                .map(String::from),
+            )
+            .collect();
+        for id in &ids {
+            for parent in &ids {
+                let key = parent.key();
+                let want = id.parent().is_some_and(|p| p.key() == key);
+                assert_eq!(id.is_child_of(&key), want, "{id} under {key}");
+            }
+            for rtype in &types {
+                assert_eq!(id.rtype_is(rtype), id.rtype().eq_ignore_ascii_case(rtype), "{id} of type {rtype}");
+            }
+        }
     }
 
     #[test]
