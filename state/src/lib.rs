@@ -64,10 +64,10 @@
 //!   compare-and-swap from "no lock". The record lives in the database, so it survives the process and
 //!   also protects a workspace across processes that open the dir one after the other, and across backends
 //!   shared by several machines. A lock held by a process that no longer exists would block the shoot
-//!   forever, so a lock whose holder ran on *this* host with a pid that is no longer alive (no
-//!   `/proc/<pid>`, or a zombie) is taken over and reported as [`Acquired::BrokeStale`]. A lock from
-//!   another host cannot be checked and is always respected; `trellis state unlock`
-//!   ([`StateStore::force_unlock`]) removes it.
+//!   forever, so a lock whose holder ran on *this* host with a pid that is no longer alive
+//!   (`kill(pid, 0)` finds no such process, or `/proc/<pid>/stat` shows a zombie) is taken over and
+//!   reported as [`Acquired::BrokeStale`]. A lock from another host cannot be checked and is always
+//!   respected; `trellis state unlock` ([`StateStore::force_unlock`]) removes it.
 //!
 //! # Durability
 //!
