@@ -812,39 +812,12 @@ fn zones_must_exist_in_the_region_unless_already_used() {
     assert!(validate_infrastructure_config_against_zones(None, &cfg(SINGLE), &[], &Path::root()).is_empty());
 }
 
-/// A valid managed shoot named `name` in `namespace`.
+/// The valid managed shoot of the providers' tests, named `name` in `namespace`.
 fn named_shoot(name: &str, namespace: &str) -> trellis_providers::azure::AzureShoot {
-    let text = format!(
-        "apiVersion: core.gardener.cloud/v1beta1
-kind: Shoot
-metadata:
-  name: {name}
-  namespace: {namespace}
-spec:
-  networking:
-    type: calico
-    nodes: {NODES}
-    pods: {PODS}
-    services: {SERVICES}
-  provider:
-    type: azure
-    infrastructureConfig:
-      apiVersion: azure.provider.extensions.gardener.cloud/v1alpha1
-      kind: InfrastructureConfig
-      networks:
-        vnet:
-          cidr: 10.250.0.0/16
-        workers: 10.250.0.0/19
-    workers:
-      - name: worker
-        minimum: 1
-        maximum: 2
-        volume:
-          type: StandardSSD_LRS
-          size: 50Gi
-"
-    );
-    common::azure_shoot(std::path::Path::new("shoot.yaml"), text, &[])
+    common::managed_shoot(&[
+        ("  name: web\n", &format!("  name: {name}\n")),
+        ("  namespace: garden-dev\n", &format!("  namespace: {namespace}\n")),
+    ])
 }
 
 #[test]

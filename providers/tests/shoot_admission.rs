@@ -5,6 +5,7 @@
 //! upstream's unit-test entries, are in `shoot_validation.rs`.
 
 mod common;
+use common::managed_shoot as shoot;
 
 use serde_json::json;
 use trellis_providers::azure::{self, AzureError, AzureShoot};
@@ -14,45 +15,6 @@ use trellis_state::Workspace;
 fn assert_errors(got: Vec<String>, expected: &[&str], what: &str) {
     let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     assert_eq!(got, expected, "\n{what}\n  got:\n    {}\n", got.join("\n    "));
-}
-
-/// A valid managed shoot (Calico, one worker, zoned single-subnet layout) with `edit` applied to
-/// its YAML text (a list of (from, to) replacements).
-fn shoot(edit: &[(&str, &str)]) -> AzureShoot {
-    let text = String::from(
-        "apiVersion: core.gardener.cloud/v1beta1
-kind: Shoot
-metadata:
-  name: web
-  namespace: garden-dev
-spec:
-  region: westeurope
-  networking:
-    type: calico
-    nodes: 10.250.0.0/16
-    pods: 100.96.0.0/11
-    services: 100.64.0.0/13
-  provider:
-    type: azure
-    infrastructureConfig:
-      apiVersion: azure.provider.extensions.gardener.cloud/v1alpha1
-      kind: InfrastructureConfig
-      networks:
-        vnet:
-          cidr: 10.250.0.0/16
-        workers: 10.250.0.0/19
-      zoned: true
-    workers:
-      - name: worker
-        minimum: 1
-        maximum: 3
-        volume:
-          type: StandardSSD_LRS
-          size: 50Gi
-        zones: ['1', '2']
-",
-    );
-    common::azure_shoot(std::path::Path::new("shoot.yaml"), text, edit)
 }
 
 /// `azure::validate` against `ws`: the error lines (empty when valid).
