@@ -1,7 +1,9 @@
 //! Retry with exponential backoff for transient cloud errors (429, 5xx, timeouts), honouring
 //! Retry-After within bounds.
 //!
-//! Every wait is bounded: an exponential backoff by [`RetryPolicy::max_backoff`], a server's
+//! Exponential waits have full jitter (each drawn at random between zero and its bound, as AWS'
+//! "Exponential Backoff And Jitter" describes), so the shoots of a throttled fleet do not retry in
+//! lockstep. Every wait is bounded: an exponential backoff by [`RetryPolicy::max_backoff`], a server's
 //! Retry-After by [`RetryPolicy::max_retry_after`] (and never shorter than the first backoff, so a
 //! `Retry-After: 0` storm is not retried in a tight loop); and one call's waits together by
 //! [`RetryPolicy::budget`]. When the next wait would go past the budget, or the attempts are used
@@ -21,6 +23,9 @@ pub struct RetryPolicy {
     pub max_retry_after: Duration,
     /// The most time one call spends waiting between its attempts, all waits together.
     pub budget: Duration,
+    /// Draw each exponential wait at random below its bound ([`RetryPolicy::backoff`]); a server's
+    /// `Retry-After` is obeyed as it is.
+    pub jitter: bool,
 }
 
 impl Default for RetryPolicy {
@@ -33,6 +38,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(10),
             max_retry_after: Duration::from_secs(60),
             budget: Duration::from_secs(120),
+            jitter: true,
         }
     }
 }
@@ -46,10 +52,11 @@ impl RetryPolicy {
             max_backoff: Duration::ZERO,
             max_retry_after: Duration::ZERO,
             budget: Duration::ZERO,
+            jitter: false,
         }
     }
 
-    /// The wait before attempt `n + 1` after `n` failed attempts: the server's `Retry-After`
+    /// The longest wait before attempt `n + 1` after `n` failed attempts: the server's `Retry-After`
     /// between [`RetryPolicy::initial_backoff`] and [`RetryPolicy::max_retry_after`], else the
     /// exponential backoff up to [`RetryPolicy::max_backoff`].
     pub fn backoff(&self, failed: u32, err: &CloudError) -> Duration {
@@ -58,6 +65,18 @@ impl RetryPolicy {
         }
         let factor = 2u32.saturating_pow(failed.saturating_sub(1));
         self.initial_backoff.saturating_mul(factor).min(self.max_backoff)
+    }
+
+    /// The wait before attempt `n + 1`: a server's `Retry-After` as [`RetryPolicy::backoff`] bounds
+    /// it; an exponential backoff drawn uniformly between zero and its bound when
+    /// [`RetryPolicy::jitter`] is set.
+    pub fn wait(&self, failed: u32, err: &CloudError) -> Duration {
+        let bound = self.backoff(failed, err);
+        if self.jitter && err.retry_after().is_none() {
+            bound.mul_f64(fastrand::f64())
+        } else {
+            bound
+        }
     }
 
     /// Runs `call` until it succeeds, fails for good, the attempts are used up, or the next wait
@@ -74,7 +93,7 @@ impl RetryPolicy {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_transient() && failed + 1 < self.attempts => {
                     failed += 1;
-                    let wait = self.backoff(failed, &e);
+                    let wait = self.wait(failed, &e);
                     if waited + wait > self.budget {
                         return Err(e);
                     }
@@ -135,9 +154,26 @@ mod tests {
         assert!(spent <= policy.budget);
         assert!(matches!(err, CloudError::Server { status: 503, .. }));
         // A budget smaller than the backoffs cuts the attempts short.
-        let tight = RetryPolicy { budget: Duration::from_millis(700), ..RetryPolicy::default() };
+        let tight = RetryPolicy { budget: Duration::from_millis(700), jitter: false, ..RetryPolicy::default() };
         let (calls, spent, _) = storm(&tight, five).await;
         assert_eq!((calls, spent), (3, Duration::from_millis(600)), "200 ms + 400 ms, then 800 ms would pass 700 ms");
+    }
+
+    #[test]
+    fn exponential_waits_are_spread_below_their_bound_and_retry_after_is_not() {
+        let policy = RetryPolicy::default();
+        let five = CloudError::Server { target: "rg".into(), status: 503, message: "busy".into() };
+        let waits: Vec<Duration> = (0..200).map(|_| policy.wait(3, &five)).collect();
+        assert!(waits.iter().all(|w| *w <= Duration::from_millis(800)), "{waits:?}");
+        let distinct: std::collections::BTreeSet<Duration> = waits.iter().copied().collect();
+        assert!(distinct.len() > 100, "200 shoots retrying at once must not wait alike: {} distinct", distinct.len());
+        assert!(
+            waits.iter().any(|w| *w < Duration::from_millis(400))
+                && waits.iter().any(|w| *w > Duration::from_millis(400))
+        );
+        assert_eq!(policy.wait(1, &throttled(5)), Duration::from_secs(5));
+        let fixed = RetryPolicy { jitter: false, ..RetryPolicy::default() };
+        assert_eq!(fixed.wait(3, &five), Duration::from_millis(800));
     }
 
     #[test]
