@@ -449,7 +449,17 @@ fn append_everywhere(v: &mut serde_json::Value, payload: &str) {
         serde_json::Value::Array(items) => items.iter_mut().for_each(|i| append_everywhere(i, payload)),
         serde_json::Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                let fixed = ["format_version", "action", "ownership", "kind", "provider", "mode", "format", "source"];
+                let fixed = [
+                    "format_version",
+                    "action",
+                    "ownership",
+                    "reason_code",
+                    "kind",
+                    "provider",
+                    "mode",
+                    "format",
+                    "source",
+                ];
                 if !fixed.contains(&k.as_str()) {
                     append_everywhere(v, payload);
                 }
