@@ -120,9 +120,9 @@ pub use crate::dns::{DnsSim, DnsWorld};
 pub use crate::gce::world::GceWorld;
 pub use crate::gce::{GceSim, ListQuery, Quotas};
 
-use crate::core::faults::FaultState;
+use crate::arm::Arm;
+use crate::core::sim::Sim;
 use crate::core::store::Store;
-use crate::core::Shared;
 use async_trait::async_trait;
 use serde_json::Value;
 use trellis_planner::cloud::{self, Call, CloudError, CloudRead, CloudWrite, Sent};
@@ -163,7 +163,7 @@ pub type SharedFlush = std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sy
 /// The simulated ARM cloud. Clones share the same cloud.
 #[derive(Clone)]
 pub struct ArmSim {
-    core: Shared,
+    core: Sim<Arm>,
 }
 
 impl ArmSim {
@@ -204,7 +204,7 @@ impl ArmSim {
     }
 
     fn from_store(store: Store) -> ArmSim {
-        ArmSim { core: Shared::new(store) }
+        ArmSim { core: Sim::new(store, ()) }
     }
 
     /// The same simulated cloud with `faults` installed.
@@ -215,17 +215,17 @@ impl ArmSim {
 
     /// Installs `faults` (replacing the previous ones) and restarts their call counting.
     pub fn set_faults(&self, faults: Faults) {
-        self.core.lock().faults = FaultState::new(faults);
+        self.core.set_faults(faults);
     }
 
     /// The faults installed now.
     pub fn faults(&self) -> Faults {
-        self.core.lock().faults.faults().clone()
+        self.core.faults()
     }
 
     /// How many faults were injected since the faults were installed.
     pub fn faults_fired(&self) -> usize {
-        self.core.lock().faults.fired()
+        self.core.faults_fired()
     }
 
     /// The subscription the simulated cloud belongs to.
@@ -235,23 +235,23 @@ impl ArmSim {
 
     /// Every call since this `ArmSim` was created (or opened).
     pub fn calls(&self) -> Vec<Call> {
-        self.core.lock().audit.calls().to_vec()
+        self.core.calls()
     }
 
     /// The calls made after [`ArmSim::mark`] returned `mark`.
     pub fn calls_since(&self, mark: usize) -> Vec<Call> {
-        self.core.lock().audit.since(mark)
+        self.core.calls_since(mark)
     }
 
     /// A position in the audit log, for [`ArmSim::calls_since`].
     pub fn mark(&self) -> usize {
-        self.core.lock().audit.len()
+        self.core.mark()
     }
 
     /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
     /// [`Call`] as JSON) in one batch, and flushes it. Returns how many calls were written.
     pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.core.lock().audit.persist(tree)
+        self.core.persist_audit(tree)
     }
 
     /// Keeps the audit log in `tree` as the calls are made, for a process that answers calls until
@@ -261,7 +261,7 @@ impl ArmSim {
     /// makes its entry durable too. Nothing is flushed here; [`ArmSim::persist_audit`] flushes.
     /// Returns how many calls were written now.
     pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.core.lock().audit.keep(tree)
+        self.core.keep_audit(tree)
     }
 }
 

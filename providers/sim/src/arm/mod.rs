@@ -15,3 +15,4 @@ mod sim;
 pub(crate) mod world;
 
 pub use id::{canonical_type, ArmId, Kind};
+pub(crate) use sim::Arm;

@@ -21,10 +21,11 @@
 //! region.
 
 use crate::arm::defaults::arm_defaults;
+use crate::arm::sim::Arm;
 use crate::arm::{ArmId, Kind};
 use crate::core::precondition::{self, Precondition};
+use crate::core::sim::{Accepted, Refusal, Step};
 use crate::core::store::{Entry, Origin, Store};
-use crate::core::{Accepted, Refusal, Step};
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -712,12 +713,12 @@ fn check_subnet_region_in(store: &Store, id: &ArmId, value: &Value, region: Opti
 
 /// The scope a write to `id` holds while in flight: ARM serialises the writes within a VNet (the
 /// VNet itself, its subnets); a second one meanwhile is refused with [`another_operation_in_progress`].
-pub(crate) fn write_scope(id: &str) -> Option<(String, Refusal)> {
+pub(crate) fn write_scope(id: &str) -> Option<(String, Refusal<Arm>)> {
     let mut top = ArmId::parse(id).ok()?;
     while top.is_child() {
         top = top.parent()?;
     }
-    (top.kind() == Kind::VirtualNetwork).then(|| (top.key(), another_operation_in_progress as Refusal))
+    (top.kind() == Kind::VirtualNetwork).then(|| (top.key(), another_operation_in_progress as Refusal<Arm>))
 }
 
 /// ARM's answer to a write into a VNet while operation `operation` is in flight there (409).
@@ -775,7 +776,7 @@ pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
     Ok(200)
 }
 
-/// DELETE of a resource group, a long-running operation ([`crate::core::Shared::call_lro`]) as in
+/// DELETE of a resource group, a long-running operation ([`crate::core::sim::Sim::call_lro`]) as in
 /// ARM: accepted when nothing outside the group uses what is in it (else refused at once, nothing
 /// deleted); the group shows `provisioningState: Deleting` (writes into it are refused with
 /// `ResourceGroupBeingDeleted`), then [`resource_group_delete_step`] removes its resources one by one,

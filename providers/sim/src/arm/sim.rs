@@ -1,12 +1,62 @@
-//! [`ArmSim`]'s ARM side: the call paths behind `CloudRead` / `CloudWrite`, and the unaudited views.
+//! [`ArmSim`]'s ARM side: ARM's part of the shared call pipeline ([`Arm`]), the call paths behind
+//! `CloudRead` / `CloudWrite`, and the unaudited views.
 
 use crate::arm::{rules, world, ArmId, Kind};
+use crate::core::faults::FaultWording;
+use crate::core::persist::GroupFlush;
 use crate::core::precondition::Precondition;
-use crate::core::store::Origin;
+use crate::core::sim::SimCloud;
+use crate::core::store::{Origin, Store};
 use crate::core::world::{SyncReport, WorldFile};
+use crate::core::ApiError;
 use crate::{ArmSim, SimError};
 use serde_json::Value;
+use std::sync::Arc;
 use trellis_planner::cloud::CloudError;
+
+/// ARM's part of the shared call pipeline ([`crate::core::sim::Sim`]).
+pub(crate) struct Arm;
+
+impl SimCloud for Arm {
+    type Store = Store;
+    /// ARM's store writes itself (its tree, read lazily, is inside it).
+    type Persist = ();
+    const FAULTS: FaultWording = FaultWording {
+        server_status: 500,
+        server_message: "InternalServerError: injected fault",
+        forbidden_code: "AuthorizationFailed",
+        forbidden_message: "the client does not have authorization to perform this action (injected fault)",
+    };
+    const SERVER_ERROR_CODE: &'static str = "InternalServerError";
+
+    /// Refuses (and forgets) what was decided on a damaged read.
+    fn write(store: &mut Store, _: &()) -> Result<Option<Arc<GroupFlush>>, SimError> {
+        store.write()
+    }
+
+    /// 5xx are server errors (`<code>: <message>`), the rest rejections; the write model's
+    /// classification by condition is [`ArmSim`]'s (`arm_refusal`).
+    fn refusal(target: &str, e: ApiError, _sent: Option<&str>) -> CloudError {
+        if e.status >= 500 {
+            CloudError::Server {
+                target: target.to_string(),
+                status: e.status,
+                message: format!("{}: {}", e.code, e.message),
+            }
+        } else {
+            CloudError::Rejected { target: target.to_string(), status: e.status, code: e.code, message: e.message }
+        }
+    }
+
+    /// A damaged resource an unaudited view read is not this call's.
+    fn before_rule(store: &mut Store) {
+        let _ = store.take_damage();
+    }
+
+    fn after_call(store: &mut Store) {
+        store.trim();
+    }
+}
 
 impl ArmSim {
     /// Re-syncs the resources `world` declares; see the `arm::world` module. Not audited, not faulted.
@@ -50,7 +100,7 @@ impl ArmSim {
 
     pub(crate) async fn arm_get(&self, id: &str) -> Result<Option<Value>, CloudError> {
         self.core
-            .call("GET", id.to_string(), |store| {
+            .call("GET", id.to_string(), None, |store| {
                 let found = rules::get(store, id)?;
                 let status = if found.is_some() { 200 } else { 404 };
                 Ok((found, status))
@@ -59,7 +109,9 @@ impl ArmSim {
     }
 
     pub(crate) async fn arm_list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
-        self.core.call("LIST", format!("{parent}/{rtype}"), |store| Ok((rules::list(store, parent, rtype)?, 200))).await
+        self.core
+            .call("LIST", format!("{parent}/{rtype}"), None, |store| Ok((rules::list(store, parent, rtype)?, 200)))
+            .await
     }
 
     /// DELETE; a resource group's is a long-running operation (see

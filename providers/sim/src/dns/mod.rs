@@ -34,43 +34,53 @@ pub mod world;
 pub use store::{DnsId, RecordType, DEFAULT_TTL, DNSRECORD_API_VERSION, DNSRECORD_KIND};
 pub use world::DnsWorld;
 
-use crate::core::audit::AuditLog;
-use crate::core::faults::{Fault, FaultState, FaultWording, Faults};
+use crate::core::faults::{FaultWording, Faults};
+use crate::core::persist::GroupFlush;
+use crate::core::sim::{Sim, SimCloud};
 use crate::core::world::{SyncReport, WorldFile};
-use crate::core::{latency, ApiError};
+use crate::core::ApiError;
 use crate::SimError;
 use async_trait::async_trait;
 use serde_json::Value;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use store::{ControllerWrite, DnsStore};
 use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op, Precondition};
 
-struct DnsCore {
-    store: DnsStore,
-    audit: AuditLog,
-    faults: FaultState,
-    /// Where the store is kept (`None`: in memory only).
-    persist: Option<persist::Persist>,
-}
+/// The DNS's part of the shared call pipeline ([`Sim`]).
+pub(crate) struct Dns;
 
-impl DnsCore {
-    /// Writes the store's changes to its tree; the answer is the flush to wait for, outside the lock.
-    fn write(&mut self) -> Result<Option<Arc<crate::core::persist::GroupFlush>>, SimError> {
-        match &self.persist {
-            Some(p) => p.write(&mut self.store),
+impl SimCloud for Dns {
+    type Store = DnsStore;
+    /// Where the store is kept (`None`: in memory only).
+    type Persist = Option<persist::Persist>;
+    const FAULTS: FaultWording = FaultWording {
+        server_status: 500,
+        server_message: "InternalError: injected fault",
+        forbidden_code: "Forbidden",
+        forbidden_message: "the caller may not write DNSRecords (injected fault)",
+    };
+    const SERVER_ERROR_CODE: &'static str = "InternalError";
+
+    fn write(store: &mut DnsStore, persist: &Self::Persist) -> Result<Option<Arc<GroupFlush>>, SimError> {
+        match persist {
+            Some(p) => p.write(store),
             None => {
-                self.store.dirty.clear();
-                self.store.meta_dirty = false;
+                store.dirty.clear();
+                store.meta_dirty = false;
                 Ok(None)
             }
         }
+    }
+
+    fn refusal(target: &str, e: ApiError, sent: Option<&str>) -> CloudError {
+        dns_error(target, e, sent)
     }
 }
 
 /// The simulated DNS. Clones share it.
 #[derive(Clone)]
 pub struct DnsSim {
-    inner: Arc<Mutex<DnsCore>>,
+    sim: Sim<Dns>,
 }
 
 impl Default for DnsSim {
@@ -85,31 +95,22 @@ type Outcome<T> = (T, u16, Vec<ControllerWrite>);
 impl DnsSim {
     /// An empty simulated DNS in memory.
     pub fn in_memory() -> DnsSim {
-        DnsSim::from_parts(DnsStore::default(), None)
+        DnsSim { sim: Sim::new(DnsStore::default(), None) }
     }
 
     /// The simulated DNS kept in `tree` (the state dir's `sim/dns`): what earlier commands left
     /// there, and every change written back before the call that made it returns.
     pub fn open(tree: sled::Tree) -> Result<DnsSim, SimError> {
         let (persist, store) = persist::Persist::open(tree)?;
-        Ok(DnsSim::from_parts(store, Some(persist)))
-    }
-
-    fn from_parts(store: DnsStore, persist: Option<persist::Persist>) -> DnsSim {
-        let core = DnsCore { store, audit: AuditLog::default(), faults: FaultState::default(), persist };
-        DnsSim { inner: Arc::new(Mutex::new(core)) }
+        Ok(DnsSim { sim: Sim::new(store, Some(persist)) })
     }
 
     /// Makes writes durable through `flush` (the database owner's grouped flush, as
     /// [`crate::ArmSim::share_flush`]) instead of flushing the tree itself.
     pub fn share_flush(&self, flush: crate::SharedFlush) {
-        if let Some(p) = &self.lock().persist {
+        if let Some(p) = &self.sim.lock().persist {
             p.share_flush(flush);
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, DnsCore> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The same simulated DNS with `faults` installed.
@@ -120,17 +121,17 @@ impl DnsSim {
 
     /// Installs `faults` (replacing the previous ones) and restarts their call counting.
     pub fn set_faults(&self, faults: Faults) {
-        self.lock().faults = FaultState::new(faults);
+        self.sim.set_faults(faults);
     }
 
     /// Every call answered so far (the controller's zone-record writes included).
     pub fn calls(&self) -> Vec<Call> {
-        self.lock().audit.calls().to_vec()
+        self.sim.calls()
     }
 
     /// Appends the calls not persisted yet to `tree` (see [`crate::ArmSim::persist_audit`]).
     pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.lock().audit.persist(tree)
+        self.sim.persist_audit(tree)
     }
 
     /// Re-syncs the zones and records the world file's `dns:` section declares (see [`world`]). Not
@@ -139,35 +140,29 @@ impl DnsSim {
         let Some(dns) = &world.dns else {
             return Ok(SyncReport::default());
         };
-        let flush = {
-            let mut st = self.lock();
-            let report = world::sync(&mut st.store, dns);
-            (st.write()?, report)
-        };
-        if let Some(f) = flush.0 {
-            f.durable()?;
-        }
-        Ok(flush.1)
+        let report = world::sync(&mut self.sim.lock().store, dns);
+        self.sim.commit()?;
+        Ok(report)
     }
 
     /// GET without audit, latency or faults (tests, `trellis sim` commands).
     pub fn get_now(&self, id: &str) -> Option<Value> {
         let parsed = id.parse::<DnsId>().ok()?;
-        self.lock().store.get(&parsed, id)
+        self.sim.lock().store.get(&parsed, id)
     }
 
     /// Every zone record, sorted by id.
     pub fn records(&self) -> Vec<Value> {
-        self.lock().store.records.values().map(|r| r.value.clone()).collect()
+        self.sim.lock().store.records.values().map(|r| r.value.clone()).collect()
     }
 
     /// Every `DNSRecord` object, sorted by id.
     pub fn objects(&self) -> Vec<Value> {
-        self.lock().store.objects.values().cloned().collect()
+        self.sim.lock().store.objects.values().cloned().collect()
     }
 
-    /// One call: fault decision and latency, then `apply` under the lock, then the audit entries
-    /// (the call's, then the controller's writes). `sent` is the version a conditional write carried.
+    /// One call through the shared pipeline; the DNS controller's writes are audited after it.
+    /// `sent` is the version a conditional write carried.
     async fn call<T>(
         &self,
         method: &'static str,
@@ -175,75 +170,17 @@ impl DnsSim {
         sent: Option<&str>,
         apply: impl FnOnce(&mut DnsStore) -> Result<Outcome<T>, ApiError>,
     ) -> Result<T, CloudError> {
-        let op = if matches!(method, "GET" | "LIST") { Op::Read } else { Op::Write };
-        let (fault, delay) = {
-            let mut st = self.lock();
-            let fault = st.faults.decide(method, target, op);
-            (fault, latency::delay(st.faults.faults(), op))
-        };
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        let mut st = self.lock();
-        let mut controller = Vec::new();
-        let (result, status) = match injected(fault.as_ref(), target) {
-            Some((err, status)) => (Err(err), status),
-            None => match apply(&mut st.store) {
-                Ok((value, status, writes)) => {
-                    controller = writes;
-                    match fault {
-                        Some(_) => (Err(CloudError::Timeout { target: target.to_string() }), status),
-                        None => (Ok(value), status),
-                    }
-                }
-                Err(e) => {
-                    let status = e.status;
-                    let err = match fault {
-                        Some(_) => CloudError::Timeout { target: target.to_string() },
-                        None => dns_error(target, e, sent),
-                    };
-                    (Err(err), status)
-                }
-            },
-        };
-        let flush = st.write();
-        let status = if flush.is_err() { 500 } else { status };
-        st.audit.push(Call { op, method: method.to_string(), target: target.to_string(), status });
-        for w in controller {
-            st.audit.push(Call { op: Op::Write, method: w.method.to_string(), target: w.target, status: w.status });
-        }
-        drop(st);
-        match flush {
-            Err(e) => Err(storage_error(target, e)),
-            Ok(Some(flush)) => {
-                flush.durable().map_err(|e| storage_error(target, e))?;
-                result
-            }
-            Ok(None) => result,
-        }
+        self.sim
+            .call_followed(method, target.to_string(), sent, None, |store| {
+                let (value, status, writes) = apply(store)?;
+                let writes = writes
+                    .into_iter()
+                    .map(|w| Call { op: Op::Write, method: w.method.to_string(), target: w.target, status: w.status })
+                    .collect();
+                Ok((value, status, writes))
+            })
+            .await
     }
-}
-
-/// A storage failure as the cloud call's answer.
-fn storage_error(target: &str, e: SimError) -> CloudError {
-    CloudError::Server {
-        target: target.to_string(),
-        status: 500,
-        message: format!("the simulated DNS could not store the change: {e}"),
-    }
-}
-
-/// How this cloud words injected faults.
-const DNS_FAULTS: FaultWording = FaultWording {
-    server_status: 500,
-    server_message: "InternalError: injected fault",
-    forbidden_code: "Forbidden",
-    forbidden_message: "the caller may not write DNSRecords (injected fault)",
-};
-
-/// The answer of a fault that keeps the request from being applied, with its audit status.
-fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
-    fault?.refusal(target, &DNS_FAULTS)
 }
 
 /// The simulator's refusal as the write model's error: 409 `AlreadyExists` on a create, 412 a

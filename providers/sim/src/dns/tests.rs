@@ -218,7 +218,7 @@ async fn lists_of_a_namespace_a_zone_and_the_zones() {
 
 #[tokio::test]
 async fn faults_apply_and_a_refused_call_is_audited() {
-    use crate::core::faults::{FaultRule, Matcher};
+    use crate::core::faults::{Fault, FaultRule, Matcher};
     let sim =
         sim().with_faults(Faults::none().with_rule(FaultRule::once_at(Matcher::method("PUT"), 1, Fault::ServerError)));
     let e = sim.create(OBJ, body()).await.unwrap_err();

@@ -33,54 +33,55 @@ pub use path::{Collection, CollectionPath, GcePath, Scope, COMPUTE_URL};
 pub use rules::{ListQuery, AUTO_MODE_SUBNETS};
 pub use store::Quotas;
 
-use crate::core::audit::AuditLog;
-use crate::core::faults::{Fault, FaultState, FaultWording, Faults};
+use crate::core::faults::{FaultWording, Faults};
+use crate::core::persist::GroupFlush;
+use crate::core::sim::{Sim, SimCloud};
 use crate::core::store::Origin;
 use crate::core::world::{SyncReport, WorldFile};
-use crate::core::{latency, ApiError};
+use crate::core::ApiError;
 use crate::SimError;
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard};
 use store::GceStore;
-use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op, Precondition};
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Precondition};
 
-struct GceCore {
-    store: GceStore,
-    audit: AuditLog,
-    faults: FaultState,
+/// GCE's part of the shared call pipeline ([`Sim`]).
+pub(crate) struct Gce;
+
+impl SimCloud for Gce {
+    type Store = GceStore;
     /// Where the store is kept (`None`: in memory only).
-    persist: Option<persist::Persist>,
-}
+    type Persist = Option<persist::Persist>;
+    const FAULTS: FaultWording = FaultWording {
+        server_status: 503,
+        server_message: "backendError: injected fault",
+        forbidden_code: "forbidden",
+        forbidden_message: "Required permission is missing (injected fault)",
+    };
+    const SERVER_ERROR_CODE: &'static str = "internalError";
 
-impl GceCore {
-    /// Writes the store's changes to its tree; the answer is the flush to wait for, outside the lock.
-    fn write(&mut self) -> Result<Option<Arc<crate::core::persist::GroupFlush>>, SimError> {
-        match &self.persist {
-            Some(p) => p.write(&mut self.store),
+    fn write(store: &mut GceStore, persist: &Self::Persist) -> Result<Option<Arc<GroupFlush>>, SimError> {
+        match persist {
+            Some(p) => p.write(store),
             None => {
-                self.store.dirty.clear();
-                self.store.ops_dirty.clear();
-                self.store.meta_dirty = false;
+                store.dirty.clear();
+                store.ops_dirty.clear();
+                store.meta_dirty = false;
                 Ok(None)
             }
         }
     }
-}
 
-/// A storage failure as the cloud call's answer.
-fn storage_error(target: &str, e: SimError) -> CloudError {
-    CloudError::Server {
-        target: target.to_string(),
-        status: 500,
-        message: format!("the simulated cloud could not store the change: {e}"),
+    fn refusal(target: &str, e: ApiError, sent: Option<&str>) -> CloudError {
+        gce_error(target, e, sent)
     }
 }
 
 /// The simulated GCE cloud. Clones share the same cloud.
 #[derive(Clone)]
 pub struct GceSim {
-    inner: Arc<Mutex<GceCore>>,
+    sim: Sim<Gce>,
 }
 
 impl Default for GceSim {
@@ -92,21 +93,14 @@ impl Default for GceSim {
 impl GceSim {
     /// An empty simulated GCE cloud in memory, with the default [`Quotas`].
     pub fn in_memory() -> GceSim {
-        let core = GceCore {
-            store: GceStore::default(),
-            audit: AuditLog::default(),
-            faults: FaultState::default(),
-            persist: None,
-        };
-        GceSim { inner: Arc::new(Mutex::new(core)) }
+        GceSim { sim: Sim::new(GceStore::default(), None) }
     }
 
     /// The simulated GCE cloud kept in `tree` (the state dir's `sim/gce`): what earlier commands left
     /// there, and every change written back before the call that made it returns.
     pub fn open(tree: sled::Tree) -> Result<GceSim, SimError> {
         let (persist, store) = persist::Persist::open(tree)?;
-        let core = GceCore { store, audit: AuditLog::default(), faults: FaultState::default(), persist: Some(persist) };
-        Ok(GceSim { inner: Arc::new(Mutex::new(core)) })
+        Ok(GceSim { sim: Sim::new(store, Some(persist)) })
     }
 
     /// Makes writes durable through `flush` (the database owner's grouped flush, as
@@ -117,17 +111,8 @@ impl GceSim {
         }
     }
 
-    /// Writes the store's changes and waits until they are durable.
-    fn commit(&self) -> Result<(), SimError> {
-        let flush = self.lock().write()?;
-        match flush {
-            Some(f) => f.durable(),
-            None => Ok(()),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, GceCore> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, crate::core::sim::Core<Gce>> {
+        self.sim.lock()
     }
 
     /// The same simulated cloud with `faults` installed.
@@ -139,28 +124,28 @@ impl GceSim {
     /// Installs `faults` (replacing the previous ones) and restarts their call counting. Methods are
     /// GCE's: `GET`, `LIST`, `POST` (insert), `PATCH`, `DELETE`.
     pub fn set_faults(&self, faults: Faults) {
-        self.lock().faults = FaultState::new(faults);
+        self.sim.set_faults(faults);
     }
 
     /// How many faults were injected since the faults were installed.
     pub fn faults_fired(&self) -> usize {
-        self.lock().faults.fired()
+        self.sim.faults_fired()
     }
 
     /// Every call answered so far, failed and faulted ones included.
     pub fn calls(&self) -> Vec<Call> {
-        self.lock().audit.calls().to_vec()
+        self.sim.calls()
     }
 
     /// Appends the calls not persisted yet to `tree` (as [`crate::ArmSim::persist_audit`] does), so
     /// that the audit log of a command outlives its process; returns how many were written.
     pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.lock().audit.persist(tree)
+        self.sim.persist_audit(tree)
     }
 
     /// Keeps the audit log in `tree` as the calls are made (as [`crate::ArmSim::keep_audit`] does).
     pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.lock().audit.keep(tree)
+        self.sim.keep_audit(tree)
     }
 
     /// The quotas in force.
@@ -175,14 +160,14 @@ impl GceSim {
             st.store.quotas = quotas;
             st.store.meta_dirty = true;
         }
-        self.commit()
+        self.sim.commit()
     }
 
     /// Re-syncs the resources the world file's `gce:` section declares (see [`world`]). Not
     /// audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
         let report = world::sync(&mut self.lock().store, world)?;
-        self.commit()?;
+        self.sim.commit()?;
         Ok(report)
     }
 
@@ -286,8 +271,8 @@ impl GceSim {
         self.call(method, target, None, |store| apply(store)).await
     }
 
-    /// One cloud call: fault decision and latency, then `apply` under the lock, then the audit entry.
-    /// `sent` is the fingerprint a conditional write carried (for a 412's message).
+    /// One call through the shared pipeline ([`Sim::call`]). `sent` is the fingerprint a conditional
+    /// write carried (for a 412's message).
     async fn call<T>(
         &self,
         method: &'static str,
@@ -295,45 +280,7 @@ impl GceSim {
         sent: Option<String>,
         apply: impl FnOnce(&mut GceStore) -> Result<(T, u16), ApiError>,
     ) -> Result<T, CloudError> {
-        let op = if matches!(method, "GET" | "LIST") { Op::Read } else { Op::Write };
-        let (fault, delay) = {
-            let mut st = self.lock();
-            let fault = st.faults.decide(method, &target, op);
-            (fault, latency::delay(st.faults.faults(), op))
-        };
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        let mut st = self.lock();
-        let (result, status) = match injected(fault.as_ref(), &target) {
-            Some((err, status)) => (Err(err), status),
-            None => match apply(&mut st.store) {
-                Ok((_, status)) if fault.is_some() => (Err(CloudError::Timeout { target: target.clone() }), status),
-                Ok((v, status)) => (Ok(v), status),
-                Err(e) => {
-                    let status = e.status;
-                    let err = if fault.is_some() {
-                        CloudError::Timeout { target: target.clone() }
-                    } else {
-                        gce_error(&target, e, sent.as_deref())
-                    };
-                    (Err(err), status)
-                }
-            },
-        };
-        let flush = match st.write() {
-            Ok(flush) => flush,
-            Err(e) => {
-                st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status: 500 });
-                return Err(storage_error(&target, e));
-            }
-        };
-        st.audit.push(Call { op, method: method.to_string(), target: target.clone(), status });
-        drop(st);
-        if let Some(flush) = flush {
-            flush.durable().map_err(|e| storage_error(&target, e))?;
-        }
-        result
+        self.sim.call(method, target, sent.as_deref(), apply).await
     }
 
     /// GET, audited: `Ok(None)` on 404.
@@ -347,19 +294,6 @@ impl GceSim {
         })
         .await
     }
-}
-
-/// How this cloud words injected faults.
-const GCE_FAULTS: FaultWording = FaultWording {
-    server_status: 503,
-    server_message: "backendError: injected fault",
-    forbidden_code: "forbidden",
-    forbidden_message: "Required permission is missing (injected fault)",
-};
-
-/// The answer of a fault that keeps the request from being applied, with its audit status.
-fn injected(fault: Option<&Fault>, target: &str) -> Option<(CloudError, u16)> {
-    fault?.refusal(target, &GCE_FAULTS)
 }
 
 /// Classifies GCE's refusal: 409 `alreadyExists` is [`CloudError::AlreadyExists`], 412
