@@ -665,7 +665,7 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     // Markdown, HTML and the graphs need the whole fleet.
     let keep_plans = !json && text.is_none();
     let mut kept = Vec::new();
-    let opts = ops::StreamOptions { json: json || plan_file.is_some(), text, keep_plans, shard };
+    let opts = ops::StreamOptions { json: json || plan_file.is_some(), text, keep_plans, shard, ..Default::default() };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
@@ -945,8 +945,7 @@ async fn apply_in(
     let plans = match saved {
         Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
         None => {
-            let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, shard);
-            let plans = ops::plan_fleet(session, shoots, false).await?;
+            let plans = plan_files(session, &args.inputs.files, false, shard).await?;
             if args.run.output == ReportOutput::Text {
                 print_plan(&ops::plan_set(&plans), Output::Text, false);
             }
@@ -984,18 +983,22 @@ fn print_timings(session: &Session, timings: bool) {
     }
 }
 
-/// The inputs of `shard`'s shoots (all without `--shard`), with the shard's line on stderr.
-fn sharded(mut shoots: Vec<ops::ShootInput>, shard: Option<Shard>) -> Vec<ops::ShootInput> {
+/// [`ops::plan_files`] of `shard`'s shoots (all without `--shard`), with the shard's line on stderr.
+async fn plan_files(
+    session: &Session,
+    files: &[PathBuf],
+    destroy: bool,
+    shard: Option<Shard>,
+) -> Result<Vec<ops::ShootPlan>> {
+    let planned = ops::plan_files(session, files, destroy, shard).await?;
     if let Some(shard) = shard {
-        let count = ops::shard_inputs(&mut shoots, shard);
-        eprintln!("{}", count.line(shard));
+        eprintln!("{}", planned.summary.shard.line(shard));
     }
-    shoots
+    Ok(planned.plans)
 }
 
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
-    let shoots = sharded(ops::load_shoots_with(&args.inputs.files, session.features)?, args.shard.get()?);
-    let plans = ops::plan_fleet(session, shoots, true).await?;
+    let plans = plan_files(session, &args.inputs.files, true, args.shard.get()?).await?;
     if args.run.output == ReportOutput::Text {
         print_plan(&ops::plan_set(&plans), Output::Text, false);
     }

@@ -328,15 +328,6 @@ impl ShootInput {
     }
 }
 
-/// Keeps the inputs of `shard`'s shoots (a shoot's domains plan goes with it: both are sharded by the
-/// shoot's technical id) and counts the shoots it took and left to the other shards.
-pub fn shard_inputs(inputs: &mut Vec<ShootInput>, shard: Shard) -> ShardCount {
-    let all: std::collections::BTreeSet<String> = inputs.iter().map(|i| i.shoot.technical_id()).collect();
-    inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
-    let taken = all.iter().filter(|id| shard.takes(id)).count();
-    ShardCount { taken, left: all.len() - taken }
-}
-
 /// Loads every Shoot from the given files and directories, under every feature gate's default
 /// ([`load_shoots_with`]).
 pub fn load_shoots(paths: &[PathBuf]) -> Result<Vec<ShootInput>> {
@@ -526,10 +517,41 @@ pub fn list_lines(e: &anyhow::Error) -> Option<Vec<String>> {
 
 impl std::error::Error for FleetError {}
 
-/// Plans every shoot (concurrently); reads only. Plans come in workspace order (a shoot's
-/// infrastructure plan, then its domains plan), after the fleet-wide checks.
+/// Plans the shoots of `paths` (files, or directories of them) for a caller that needs them all at
+/// once (`apply -f`, `destroy`, the scenario tests): [`plan_fleet_streaming`] — the one fleet planner
+/// `trellis plan` runs — with every shoot's [`ShootPlan`] collected, the fleet checks' warnings added,
+/// in workspace order (a shoot's infrastructure plan, then its domains plan). Reads only.
+pub async fn plan_files(
+    session: &Session,
+    paths: &[PathBuf],
+    destroy: bool,
+    shard: Option<Shard>,
+) -> Result<FleetPlans> {
+    let files = read_ahead(list_manifest_files(paths)?);
+    let opts = StreamOptions { keep: true, destroy, shard, ..StreamOptions::default() };
+    let mut plans = Vec::new();
+    let summary = plan_fleet_streaming(session, paths, files, opts, |p| {
+        plans.extend(p.shoot_plan);
+        Ok(())
+    })
+    .await?;
+    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), summary.fleet_warnings.clone());
+    plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
+    Ok(FleetPlans { plans, summary })
+}
+
+/// What [`plan_files`] gives: the planned shoots and the stream's summary (e.g. the shard's count).
+pub struct FleetPlans {
+    pub plans: Vec<ShootPlan>,
+    pub summary: StreamSummary,
+}
+
+/// Plans shoots that are not in files (a saved plan's manifests, [`check_saved_plan`]) with the same
+/// per-shoot step as [`plan_fleet_streaming`] ([`plan_one`]) and the same fleet-wide checks; in
+/// workspace order. Reads only.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
-    let mut plans = plan_inputs(session, shoots, destroy).await?;
+    let shared = Arc::new(Shared::new(session, StreamOptions { destroy, ..StreamOptions::default() }));
+    let mut plans = plan_inputs(&shared, shoots).await?;
     // By workspace: a shoot's infrastructure plan, then its domains plan (`<id>` < `<id>+domains`).
     plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
     let warnings = check_fleet(session, &plans).await?;
@@ -537,38 +559,25 @@ pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: boo
     Ok(plans)
 }
 
-/// Plans every input (concurrently), each against its workspace; reads only. Plans come in input
-/// order; every failure fails the call ([`FleetError`], in input order). No fleet-wide check.
-async fn plan_inputs(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
-    let clouds = Arc::new(session.clouds());
+/// Plans every input (concurrently) with [`plan_one`]. Plans come in input order; every failure
+/// fails the call ([`FleetError`], in input order). No fleet-wide check.
+async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Vec<ShootPlan>> {
     let mut tasks = tokio::task::JoinSet::new();
     for (i, input) in shoots.into_iter().enumerate() {
-        let ws = session.store.load(&input.id())?.unwrap_or_else(|| Workspace::new(&input.id()));
-        let clouds = Arc::clone(&clouds);
+        let shared = Arc::clone(shared);
         tasks.spawn(async move {
-            let (provider, shoot) = (input.provider, input.shoot.as_ref());
-            let res = match clouds.of(provider) {
-                Err(e) => Err(e),
-                Ok((cloud, ctx)) if destroy => provider.plan_destroy(shoot, &ws, cloud.as_ref(), ctx).await,
-                Ok((cloud, ctx)) => provider.plan(shoot, &ws, cloud.as_ref(), ctx).await,
-            };
-            (i, input, ws, res)
+            let (id, file) = (input.id(), input.file.clone());
+            (i, id, file, plan_one(&shared, input).await)
         });
     }
     let mut done = Vec::new();
     let mut failures = Vec::new();
     while let Some(joined) = tasks.join_next().await {
-        let (i, input, workspace, res) = joined.context("a planning task panicked")?;
+        let (i, id, file, res) = joined.context("a planning task panicked")?;
         match res {
-            Ok(mut planned) => {
-                planned.plan.source = Some(trellis_plans::Source {
-                    file: trellis_plans::Source::file_of(&input.file, std::env::current_dir().ok().as_deref()),
-                    shoot: input.shoot.to_json()?,
-                });
-                let ShootInput { file, provider, shoot } = input;
-                done.push((i, ShootPlan { input_file: file, provider, shoot, workspace, planned }))
-            }
-            Err(e) => failures.push((i, input.id(), input.file, e)),
+            Ok(planned) => done.push((i, planned)),
+            Err(NotPlanned::Other(e)) => return Err(e),
+            Err(NotPlanned::Failed(e)) => failures.push((i, id, file, e)),
         }
     }
     if !failures.is_empty() {
@@ -577,6 +586,34 @@ async fn plan_inputs(session: &Session, shoots: Vec<ShootInput>, destroy: bool) 
     }
     done.sort_by_key(|(i, _)| *i);
     Ok(done.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Why [`plan_one`] gave no plan.
+enum NotPlanned {
+    /// Its workspace could not be read, or its plan could not be completed.
+    Other(anyhow::Error),
+    /// The provider refused it (invalid, pre-flight, the cloud).
+    Failed(ProviderError),
+}
+
+/// The one per-shoot step of every fleet planner: the shoot's workspace, the provider's plan (or
+/// destroy plan, [`StreamOptions::destroy`]) through the session's cloud, and the plan's `source`.
+async fn plan_one(shared: &Shared, input: ShootInput) -> Result<ShootPlan, NotPlanned> {
+    let id = input.id();
+    let ws = shared.store.load(&id).map_err(|e| NotPlanned::Other(e.into()))?.unwrap_or_else(|| Workspace::new(&id));
+    let (cloud, ctx) = shared.clouds.of(input.provider).map_err(NotPlanned::Failed)?;
+    let (provider, shoot) = (input.provider, input.shoot.as_ref());
+    let planned = if shared.opts.destroy {
+        provider.plan_destroy(shoot, &ws, cloud.as_ref(), ctx).await
+    } else {
+        provider.plan(shoot, &ws, cloud.as_ref(), ctx).await
+    };
+    let mut planned = planned.map_err(NotPlanned::Failed)?;
+    let json = shoot.to_json().map_err(|e| NotPlanned::Other(e.into()))?;
+    let file = trellis_plans::Source::file_of(&input.file, shared.cwd.as_deref());
+    planned.plan.source = Some(trellis_plans::Source { file, shoot: json });
+    let ShootInput { file, provider, shoot } = input;
+    Ok(ShootPlan { input_file: file, provider, shoot, workspace: ws, planned })
 }
 
 /// Adds the fleet checks' warnings ([`Provider::check_fleet`]) to the plans of the shoots they are
@@ -768,6 +805,10 @@ pub struct StreamOptions {
     /// `--shard I/N`: plan only the shoots of this shard (the others are counted in
     /// [`StreamSummary::shard`]); a shoot's domains plan goes with its shoot.
     pub shard: Option<Shard>,
+    /// Hand out each shoot's whole [`ShootPlan`] ([`StreamedPlan::shoot_plan`]): what an apply needs.
+    pub keep: bool,
+    /// Plan the shoots' deletion (each provider's delete graph) instead of their reconcile.
+    pub destroy: bool,
 }
 
 /// One planned shoot, as [`plan_fleet_streaming`] hands it out (in input order).
@@ -781,6 +822,8 @@ pub struct StreamedPlan {
     pub text: Option<RenderedText>,
     /// With [`StreamOptions::keep_plans`].
     pub plan: Option<Plan>,
+    /// With [`StreamOptions::keep`].
+    pub shoot_plan: Option<ShootPlan>,
 }
 
 impl StreamedPlan {
@@ -792,7 +835,21 @@ impl StreamedPlan {
             json: opts.json.then(|| RenderedPlan::of(plan)),
             text: opts.text.map(|o| RenderedText::of(plan, &o)),
             plan: opts.keep_plans.then(|| plan.clone()),
+            shoot_plan: None,
         }
+    }
+
+    /// A planned shoot handed out as `opts` asks, and its fleet facts ([`Provider::fleet_facts`]).
+    fn with_facts(planned: ShootPlan, opts: &StreamOptions) -> (StreamedPlan, Option<Plan>) {
+        let mut streamed = StreamedPlan::of(&planned.planned.plan, opts);
+        let facts = if opts.keep {
+            let facts = planned.provider.fleet_facts(planned.planned.plan.clone());
+            streamed.shoot_plan = Some(planned);
+            facts
+        } else {
+            planned.provider.fleet_facts(planned.planned.plan)
+        };
+        (streamed, facts)
     }
 }
 
@@ -851,6 +908,12 @@ struct Shared {
     cwd: Option<PathBuf>,
 }
 
+impl Shared {
+    fn new(session: &Session, opts: StreamOptions) -> Shared {
+        Shared { store: Arc::clone(&session.store), clouds: session.clouds(), opts, cwd: std::env::current_dir().ok() }
+    }
+}
+
 /// Metadata check → workspace → provider plan → render, for one file read and parsed by [`read_ahead`].
 async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<Shared>) -> FileJob {
     let loaded = match loaded {
@@ -872,7 +935,7 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
             other_shards += 1;
             continue;
         }
-        let outcome = plan_doc(&id, l, &shared).await;
+        let outcome = plan_doc(l, &shared).await;
         docs.push(DocJob { doc, planned: Ok((id, outcome)) });
     }
     let domains_only = loaded.domains_only.len();
@@ -880,29 +943,17 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
     FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal, other_shards }
 }
 
-async fn plan_doc(id: &str, l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
-    let ws = match shared.store.load(id) {
-        Ok(ws) => ws.unwrap_or_else(|| Workspace::new(id)),
-        Err(e) => return DocOutcome::Other(e.into()),
-    };
-    let (cloud, ctx) = match shared.clouds.of(l.provider) {
-        Ok(found) => found,
-        Err(e) => return DocOutcome::Failed(e),
-    };
-    let planned = match l.provider.plan(l.shoot.as_ref(), &ws, cloud.as_ref(), ctx).await {
-        Ok(planned) => planned,
-        Err(e) => return DocOutcome::Failed(e),
-    };
-    let mut plan = planned.plan;
-    let shoot = match l.shoot.to_json() {
-        Ok(shoot) => shoot,
-        Err(e) => return DocOutcome::Other(e.into()),
-    };
-    let file = trellis_plans::Source::file_of(&l.file, shared.cwd.as_deref());
-    plan.source = Some(trellis_plans::Source { file, shoot });
-    let streamed = StreamedPlan::of(&plan, &shared.opts);
-    let facts = l.provider.fleet_facts(plan);
-    DocOutcome::Planned(Box::new(PlannedDoc { provider: l.provider, facts, streamed }))
+async fn plan_doc(l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
+    let input = ShootInput { file: l.file, provider: l.provider, shoot: l.shoot };
+    match plan_one(shared, input).await {
+        Err(NotPlanned::Other(e)) => DocOutcome::Other(e),
+        Err(NotPlanned::Failed(e)) => DocOutcome::Failed(e),
+        Ok(planned) => {
+            let provider = planned.provider;
+            let (streamed, facts) = StreamedPlan::with_facts(planned, &shared.opts);
+            DocOutcome::Planned(Box::new(PlannedDoc { provider, facts, streamed }))
+        }
+    }
 }
 
 /// How many files one planning task reads and plans, in order, at most ([`plan_fleet_streaming`]).
@@ -1016,12 +1067,7 @@ pub async fn plan_fleet_streaming(
     mut emit: impl FnMut(StreamedPlan) -> Result<()>,
 ) -> Result<StreamSummary> {
     use futures::StreamExt as _;
-    let shared = Arc::new(Shared {
-        store: Arc::clone(&session.store),
-        clouds: session.clouds(),
-        opts,
-        cwd: std::env::current_dir().ok(),
-    });
+    let shared = Arc::new(Shared::new(session, opts));
     let window = planning_window();
     let ReadAhead { batches, .. } = &mut files;
     let batches = futures::stream::poll_fn(|cx| batches.poll_recv(cx));
@@ -1154,14 +1200,8 @@ pub async fn plan_fleet_streaming(
         if let Some(shard) = opts.shard {
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
-        domains = plan_inputs(session, inputs, false).await?;
+        domains = plan_inputs(&shared, inputs).await?;
         loaded_seeds = loaded.seeds;
-        for p in &domains {
-            let plan = &p.planned.plan;
-            summary.plans += 1;
-            summary.changes |= plan.has_changes();
-            emit(StreamedPlan::of(plan, &opts))?;
-        }
     }
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =
@@ -1173,6 +1213,12 @@ pub async fn plan_fleet_streaming(
         session.features,
         Some(session.store.as_ref()),
     )?;
+    // The domains plans go out last, after every infrastructure plan, in shoot order.
+    for planned in domains {
+        summary.plans += 1;
+        summary.changes |= planned.planned.plan.has_changes();
+        emit(StreamedPlan::with_facts(planned, &opts).0)?;
+    }
     Ok(summary)
 }
 

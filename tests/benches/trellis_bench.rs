@@ -1070,9 +1070,8 @@ fn apply_bench(runtime: &Runtime, cfg: &Config, n: usize) -> Result<ApplyRun> {
     let (session, _) = Session::open(&tmp.path().join("state"), "apply", None)?;
     session.sim.set_faults(faults.clone());
 
-    let shoots = ops::load_shoots(&[dir])?;
     let t = Instant::now();
-    let plans: Vec<ShootPlan> = runtime.block_on(ops::plan_fleet(&session, shoots, false))?;
+    let plans: Vec<ShootPlan> = runtime.block_on(ops::plan_files(&session, &[dir], false, None))?.plans;
     let plan = t.elapsed();
 
     // The lower bound of a fleet apply: no shoot finishes before its own critical path, and with at
@@ -1138,9 +1137,8 @@ fn commit_bench(runtime: &Runtime, n: usize) -> Result<CommitRun> {
         .collect();
     let dir = write_manifests(tmp.path(), &manifests)?;
     let (session, _) = Session::open(&tmp.path().join("state"), "apply", None)?;
-    let shoots = ops::load_shoots(&[dir])?;
     let t = Instant::now();
-    let plans: Vec<ShootPlan> = runtime.block_on(ops::plan_fleet(&session, shoots, false))?;
+    let plans: Vec<ShootPlan> = runtime.block_on(ops::plan_files(&session, &[dir], false, None))?.plans;
     let plan = t.elapsed();
     let nodes = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
     let opts = ApplyOptions { parallelism: 10, operation: "apply".to_string() };

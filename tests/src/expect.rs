@@ -701,8 +701,7 @@ fn full_id(s: &Scenario, id: &str) -> String {
 
 async fn plan_json(s: &Scenario, files: &[String], destroy: bool) -> anyhow::Result<Vec<Value>> {
     let paths: Vec<PathBuf> = files.iter().map(|f| s.file(f)).collect();
-    let shoots = trellis_cli::ops::load_shoots_with(&paths, s.session.features)?;
-    let plans = trellis_cli::ops::plan_fleet(&s.session, shoots, destroy).await?;
+    let plans = trellis_cli::ops::plan_files(&s.session, &paths, destroy, None).await?.plans;
     let plans = crate::plans_of(&plans);
     for p in &plans {
         crate::check_reason_codes(p)?;

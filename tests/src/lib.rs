@@ -109,8 +109,7 @@ impl Scenario {
 
     pub async fn plan_files(&self, files: &[&str]) -> Result<Vec<ShootPlan>> {
         let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
-        let shoots = ops::load_shoots_with(&paths, self.session.features)?;
-        ops::plan_fleet(&self.session, shoots, false).await
+        Ok(ops::plan_files(&self.session, &paths, false, None).await?.plans)
     }
 
     /// Plans `shoot.yaml`.
@@ -140,8 +139,7 @@ impl Scenario {
 
     pub async fn destroy_files(&self, files: &[&str]) -> Result<ApplyReport> {
         let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
-        let shoots = ops::load_shoots_with(&paths, self.session.features)?;
-        let plans = ops::plan_fleet(&self.session, shoots, true).await?;
+        let plans = ops::plan_files(&self.session, &paths, true, None).await?.plans;
         self.apply_plans(plans, "destroy").await
     }
 

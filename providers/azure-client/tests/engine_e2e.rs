@@ -40,7 +40,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     session.retry = RetryPolicy::immediate(4);
     session.use_cloud(Arc::new(client), SUB.to_string());
 
-    let plans = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), false).await.expect("plan");
+    let plans = ops::plan_files(&session, &[a2()], false, None).await.expect("plan").plans;
     let plan = &plans[0].planned.plan;
     assert!(plan.has_changes(), "a fresh shoot has resources to create");
     assert!(cloud.calls().iter().all(|c| c.op == Op::Read), "plan never writes");
@@ -66,7 +66,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
 
     // Plan again: nothing to do.
     let mark = cloud.mark();
-    let again = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), false).await.expect("re-plan");
+    let again = ops::plan_files(&session, &[a2()], false, None).await.expect("re-plan").plans;
     let plan = &again[0].planned.plan;
     let pending: Vec<_> =
         plan.nodes.iter().filter(|n| n.action() != Action::Noop).map(|n| (&n.address, n.action())).collect();
@@ -81,7 +81,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     assert_eq!(server.server.tokens_issued(), 1);
 
     // Destroy: DELETEs through the client; the shoot's resources are gone.
-    let plans = ops::plan_fleet(&session, ops::load_shoots(&[a2()]).unwrap(), true).await.expect("destroy plan");
+    let plans = ops::plan_files(&session, &[a2()], true, None).await.expect("destroy plan").plans;
     let opts = ApplyOptions { parallelism: 4, operation: "destroy".into() };
     let report = ops::apply(&session, plans, &opts, &mut Quiet).await.expect("destroy");
     assert!(report.ok, "destroy failed: {:?}", report.shoots[0].nodes);
