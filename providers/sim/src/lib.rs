@@ -5,14 +5,16 @@
 //! share it across tokio tasks.
 //!
 //! # Layout
-//! `core` holds what every simulated cloud shares — the store and its persistence, the audit log,
-//! faults, latency and writes in flight, preconditions, the world file's sections — and the call
-//! pipeline (fault → latency → the cloud's rule under the lock → commit → audit). [`arm`] is the ARM
-//! module on it: ids, rules, defaults, the `azure:` world section, [`ArmSim`]'s call paths and the
-//! runtime writers. [`gce`] is the GCE module beside it ([`GceSim`]: compute v1 and IAM service
-//! accounts in their REST shape, GCE's rules, the `gce:` world section), with a store of its own in
-//! memory. [`dns`] is the DNS module ([`DnsSim`]: zones, zone records and the seeds' `DNSRecord`
-//! objects, with the DNS extension's controller between them; the `dns:` world section).
+//! `core` holds what every simulated cloud shares — the call pipeline, once (`core::sim::Sim` over
+//! a cloud's `SimCloud`: fault → latency → the cloud's rule under the lock → write → audit → flush,
+//! with one storage-failure policy), the audit log, faults, latency and writes in flight,
+//! preconditions, the group flush of a sled tree, the world file's sections. Each cloud module
+//! implements `SimCloud` (its store and where it is written, its fault wording, its refusals) and
+//! keeps its ids and rules: [`arm`] (ids, its lazily read store and tree layout, rules, defaults, the
+//! `azure:` world section, [`ArmSim`]'s call paths and the runtime writers), [`gce`] ([`GceSim`]:
+//! compute v1 and IAM service accounts in their REST shape, GCE's rules, the `gce:` world section)
+//! and [`dns`] ([`DnsSim`]: zones, zone records and the seeds' `DNSRecord` objects, with the DNS
+//! extension's controller between them; the `dns:` world section).
 //!
 //! # ARM rules enforced
 //! - Ids are case-insensitive: looked up in lowercase, returned with the casing they were created
@@ -90,7 +92,8 @@
 //! [`ArmSim::leave_flushes_to_owner`] leaves it to the owner's next flush altogether (the CLI: the
 //! state commit of the node that made the write): the writes then wait in memory ([`DeferredWrites`],
 //! seen by every read) until the owner writes them in one batch right before its flush. [`ArmSim::in_memory`]
-//! keeps nothing. The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree, and
+//! keeps nothing. A write that cannot be persisted is the call's 500 (the one storage-failure policy
+//! of every simulated cloud, in `core::sim`). The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree, and
 //! [`ArmSim::keep_audit`] writes each call's entry to a tree as the call is made.
 //!
 //! # Runtime writers
@@ -108,21 +111,22 @@ mod core;
 pub mod dns;
 pub mod gce;
 
+pub use crate::arm::persist::DeferredWrites;
 pub use crate::arm::runtime;
+pub use crate::arm::store::DEFAULT_SUBSCRIPTION;
 pub use crate::arm::world::{AzureWorld, WorldResource};
 pub use crate::core::audit::persisted as persisted_audit;
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
-pub use crate::core::persist::DeferredWrites;
 pub use crate::core::precondition::Precondition;
-pub use crate::core::store::{Origin, DEFAULT_SUBSCRIPTION};
 pub use crate::core::world::{SyncReport, WorldFile};
+pub use crate::core::Origin;
 pub use crate::dns::{DnsSim, DnsWorld};
 pub use crate::gce::world::GceWorld;
 pub use crate::gce::{GceSim, ListQuery, Quotas};
 
+use crate::arm::store::Store;
 use crate::arm::Arm;
 use crate::core::sim::Sim;
-use crate::core::store::Store;
 use async_trait::async_trait;
 use serde_json::Value;
 use trellis_planner::cloud::{self, Call, CloudError, CloudRead, CloudWrite, Sent};

@@ -22,10 +22,11 @@
 
 use crate::arm::defaults::arm_defaults;
 use crate::arm::sim::Arm;
+use crate::arm::store::{Entry, Store};
 use crate::arm::{ArmId, Kind};
 use crate::core::precondition::{self, Precondition};
 use crate::core::sim::{Accepted, Refusal, Step};
-use crate::core::store::{Entry, Origin, Store};
+use crate::core::Origin;
 use ipnet::IpNet;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

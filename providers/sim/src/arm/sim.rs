@@ -1,14 +1,15 @@
 //! [`ArmSim`]'s ARM side: ARM's part of the shared call pipeline ([`Arm`]), the call paths behind
 //! `CloudRead` / `CloudWrite`, and the unaudited views.
 
+use crate::arm::store::Store;
 use crate::arm::{rules, world, ArmId, Kind};
 use crate::core::faults::FaultWording;
 use crate::core::persist::GroupFlush;
 use crate::core::precondition::Precondition;
 use crate::core::sim::SimCloud;
-use crate::core::store::{Origin, Store};
 use crate::core::world::{SyncReport, WorldFile};
 use crate::core::ApiError;
+use crate::core::Origin;
 use crate::{ArmSim, SimError};
 use serde_json::Value;
 use std::sync::Arc;

@@ -14,9 +14,10 @@
 //! subscription, which pre-flight rule C12 then reports); each problem names the resource and its line.
 
 use crate::arm::rules::{self, check_link, links, normalize, without_etag, LinkProblem};
+use crate::arm::store::{descendants, Entry, Store};
 use crate::arm::{ArmId, Kind};
-use crate::core::store::{descendants, Entry, Origin, Store};
 use crate::core::world::{SyncReport, WorldFile};
+use crate::core::Origin;
 use crate::SimError;
 use serde::Deserialize;
 use serde_json::Value;

@@ -3,8 +3,7 @@
 //! - [`sim`]: the call pipeline, once — [`sim::Sim`] over a cloud's [`sim::SimCloud`] (fault
 //!   decision, latency and write scopes, the cloud's rule under the lock, the write of its changes,
 //!   the audit entry, the flush; long-running operations), and the one storage-failure policy;
-//! - [`store`]: the resources, keyed by lowercased id, with a reverse index of references;
-//! - [`persist`]: the store in a `sled::Tree`, flushed before a write returns;
+//! - [`persist`]: the group flush of a cloud's sled tree (each cloud writes its own layout);
 //! - [`audit`]: every call, failed and faulted ones included;
 //! - [`faults`] and [`latency`]: injected faults and simulated time;
 //! - [`precondition`]: `If-Match` / `If-None-Match: *` against a resource's etag;
@@ -20,7 +19,6 @@ pub(crate) mod latency;
 pub(crate) mod persist;
 pub mod precondition;
 pub(crate) mod sim;
-pub(crate) mod store;
 pub mod world;
 
 /// A cloud's refusal: HTTP status, error code, message.
@@ -35,4 +33,14 @@ impl ApiError {
     pub fn new(status: u16, code: &str, message: impl Into<String>) -> ApiError {
         ApiError { status, code: code.to_string(), message: message.into() }
     }
+}
+
+/// Who brought a resource into a simulated cloud.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Declared by a world file: it existed before trellis ran.
+    World,
+    /// Created through the API (`apply`, or a runtime writer such as the CCM).
+    Api,
 }

@@ -9,8 +9,8 @@
 //! Every rule checks everything first and changes the store only when the call succeeds, so a refused
 //! call changes nothing.
 
-use crate::core::store::Origin;
 use crate::core::ApiError;
+use crate::core::Origin;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -17,8 +17,8 @@
 //! so is a zone no longer listed unless a record the DNS controller wrote is still in it.
 
 use super::store::{normal_name, record_id, valid_name, within, Dirty, DnsStore, Record, RecordType, Zone};
-use crate::core::store::Origin;
 use crate::core::world::SyncReport;
+use crate::core::Origin;
 use crate::SimError;
 use serde::Deserialize;
 use serde_json::json;

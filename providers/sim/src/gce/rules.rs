@@ -3,8 +3,8 @@
 use super::filter::Filter;
 use super::path::{resolve, Collection, CollectionPath, GcePath, Scope, COMPUTE_URL};
 use super::store::{etag, fingerprint, numeric_id, timestamp, Entry, GceStore};
-use crate::core::store::Origin;
 use crate::core::ApiError;
+use crate::core::Origin;
 use ipnet::{IpNet, Ipv4Net};
 use regex::Regex;
 use serde_json::{json, Map, Value};

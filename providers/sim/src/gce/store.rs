@@ -1,7 +1,7 @@
 //! GCE's own in-memory store: resources by selfLink path (case-sensitive), operations, and the
 //! counters that make ids, timestamps, fingerprints and allocated addresses deterministic.
 
-use crate::core::store::Origin;
+use crate::core::Origin;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};

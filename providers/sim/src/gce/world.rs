@@ -22,8 +22,8 @@
 use super::path::{Collection, GcePath};
 use super::rules;
 use super::store::{Entry, GceStore, Quotas};
-use crate::core::store::Origin;
 use crate::core::world::{SyncReport, WorldFile};
+use crate::core::Origin;
 use crate::SimError;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

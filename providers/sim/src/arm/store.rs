@@ -1,11 +1,11 @@
-//! The resource store: lowercased id → resource, with a reverse index of references.
+//! ARM's resource store: lowercased id → resource, with a reverse index of references.
 //!
-//! Persistence in a `sled::Tree`: see [`crate::core::persist`].
+//! Persistence in a `sled::Tree`: see [`crate::arm::persist`].
 
 use crate::arm::{ArmId, Kind};
+use crate::core::Origin;
 use crate::SimError;
 use elsa::FrozenBTreeMap;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -14,16 +14,6 @@ use std::sync::Arc;
 
 /// The subscription a simulated cloud belongs to when nobody said otherwise.
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
-
-/// Who brought a resource into the simulated cloud.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// Declared by a world file: it existed before trellis ran.
-    World,
-    /// Created through the API (`apply`, or a runtime writer such as the CCM).
-    Api,
-}
 
 /// One stored resource.
 #[derive(Clone, Debug)]
@@ -64,9 +54,9 @@ pub(crate) struct Store {
     pub(super) clock: u64,
     /// Public IP addresses allocated so far (see [`Store::allocate_address`]).
     pub(super) addresses: u64,
-    /// The tree, read through the writes not applied to it yet (see [`crate::core::persist`]).
-    pub(super) tree: Option<crate::core::persist::Backing>,
-    /// Flushes `tree`, shared by the calls that wrote meanwhile (see [`crate::core::persist`]).
+    /// The tree, read through the writes not applied to it yet (see [`crate::arm::persist`]).
+    pub(super) tree: Option<crate::arm::persist::Backing>,
+    /// Flushes `tree`, shared by the calls that wrote meanwhile (see [`crate::arm::persist`]).
     pub(super) flusher: Option<std::sync::Arc<crate::core::persist::GroupFlush>>,
     /// Keys changed since the last write: in `cache` (written or replaced) or not (removed).
     pub(super) dirty: BTreeSet<String>,
@@ -163,7 +153,7 @@ impl Store {
         }
         // Not in the cache: absent without a tree, and removed since the last write if dirty.
         let tree = self.tree.as_ref().filter(|_| !self.dirty.contains(key))?;
-        match crate::core::persist::load(tree, key) {
+        match crate::arm::persist::load(tree, key) {
             Ok(Some(entry)) => Some(self.cache.insert(key.to_string(), Box::new(entry))),
             Ok(None) => None,
             Err(e) => {
@@ -220,7 +210,7 @@ impl Store {
                     // resource not read yet is read here (a damaged one is left to `get`, which
                     // reports it), not looked up again key by key.
                     if self.cache.get(&key).is_none() && !self.dirty.contains(&key) {
-                        if let Ok(entry) = crate::core::persist::entry_of(&key, &v) {
+                        if let Ok(entry) = crate::arm::persist::entry_of(&key, &v) {
                             self.cache.insert(key.clone(), Box::new(entry));
                         }
                     }
@@ -340,7 +330,7 @@ impl Store {
         if self.referrers.borrow().contains_key(target) {
             return;
         }
-        let loaded = crate::core::persist::load_referrers(tree, target);
+        let loaded = crate::arm::persist::load_referrers(tree, target);
         let loaded = loaded.unwrap_or_else(|e| {
             self.damage.borrow_mut().get_or_insert(e);
             BTreeSet::new()
@@ -379,7 +369,7 @@ impl Store {
         }
     }
 
-    /// The entries changed since the last write, for [`crate::core::persist`]: `Some` written, `None` removed.
+    /// The entries changed since the last write, for [`crate::arm::persist`]: `Some` written, `None` removed.
     pub(super) fn cached(&self, key: &str) -> Option<&Entry> {
         self.cache.get(key)
     }
