@@ -1,9 +1,7 @@
-//! The wiring behind the `trellis` binary: sessions (state + cloud), plan, apply, destroy.
-//!
-//! The binary (`main.rs`) parses flags and prints; everything it runs lives here so the scenario tests
-//! drive exactly what users run.
+//! The `trellis` binary's own pieces besides flags (`main.rs`): the progress display. Everything the
+//! binary runs is `trellis-engine`'s; its modules are re-exported here under their old paths
+//! (`trellis_cli::ops`, `::backend`, `::shard`) for code written against them.
 
-pub mod backend;
-pub mod ops;
 pub mod progress;
-pub mod shard;
+
+pub use trellis_engine::{backend, ops, shard};

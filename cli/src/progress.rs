@@ -1,8 +1,8 @@
 //! Progress display for apply/destroy: indicatif bars on a TTY, one line per finished write otherwise.
 
-use crate::ops::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write;
+use trellis_engine::ops::Progress;
 use trellis_planner::exec::{NodeResult, Outcome};
 use trellis_plans::{escape, Action, Node};
 

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use trellis_cli::shard::Shard;
+use trellis_engine::shard::Shard;
 use trellis_pgtest::PgServer;
 
 const BRAVO: &str = A2_SHOOT;

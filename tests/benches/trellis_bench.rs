@@ -365,7 +365,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
-use trellis_cli::ops::{self, ApplyOptions, Quiet, Session, ShootPlan};
+use trellis_engine::ops::{self, ApplyOptions, Quiet, Session, ShootPlan};
 use trellis_planner::graph::PlanGraph;
 use trellis_plans::{Action, Node};
 use trellis_sim::Faults;

@@ -420,7 +420,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         Ok(Outcome::Synced)
     } else {
         let world = step.world.as_deref().unwrap_or_default();
-        let world = trellis_cli::ops::load_world(&s.file(world));
+        let world = trellis_engine::ops::load_world(&s.file(world));
         world
             .and_then(|w| {
                 s.sim().sync_world(&w)?;
@@ -701,7 +701,7 @@ fn full_id(s: &Scenario, id: &str) -> String {
 
 async fn plan_json(s: &Scenario, files: &[String], destroy: bool) -> anyhow::Result<Vec<Value>> {
     let paths: Vec<PathBuf> = files.iter().map(|f| s.file(f)).collect();
-    let plans = trellis_cli::ops::plan_files(&s.session, &paths, destroy, None).await?.plans;
+    let plans = trellis_engine::ops::plan_files(&s.session, &paths, destroy, None).await?.plans;
     let plans = crate::plans_of(&plans);
     for p in &plans {
         crate::check_reason_codes(p)?;

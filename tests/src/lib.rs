@@ -4,14 +4,14 @@
 //! (`tests/tests/scenarios.rs`, module [`expect`]) runs.
 //!
 //! A [`Scenario`] owns a fresh state dir with the simulated cloud inside, and drives exactly what
-//! the CLI drives (`trellis_cli::ops`).
+//! the CLI drives (`trellis_engine::ops`).
 
 pub mod expect;
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use trellis_cli::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
+use trellis_engine::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
 use trellis_planner::cloud::{Call, Op};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Node, Ownership, Plan, PlanSet};

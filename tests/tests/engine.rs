@@ -1,7 +1,7 @@
 //! Engine invariants end to end: idempotence, crash safety, stale plans, locks, determinism.
 
 use std::collections::BTreeSet;
-use trellis_cli::ops;
+use trellis_engine::ops;
 use trellis_planner::cloud::Op;
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::PlanSet;

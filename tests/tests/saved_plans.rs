@@ -7,7 +7,7 @@
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use trellis_cli::ops;
+use trellis_engine::ops;
 use trellis_planner::cloud::CloudWrite;
 use trellis_plans::{Action, DeleteOwnership, Operation, Ownership, Plan, PlanFileError, PlanSet, Summary};
 use trellis_sim::runtime::Ccm;

@@ -25,7 +25,7 @@ fn ids_of(s: &Scenario, rtype: &str) -> Vec<String> {
 }
 
 /// The failed nodes of an apply report: (address, error).
-fn failures(report: &trellis_cli::ops::ApplyReport) -> Vec<(String, String)> {
+fn failures(report: &trellis_engine::ops::ApplyReport) -> Vec<(String, String)> {
     let doc = serde_json::to_value(report).unwrap();
     doc["shoots"]
         .as_array()

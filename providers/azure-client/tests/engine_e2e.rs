@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use trellis_azure_client::{ArmClient, ClientSecretCredential, Url};
-use trellis_cli::ops::{self, ApplyOptions, Quiet, Session};
+use trellis_engine::ops::{self, ApplyOptions, Quiet, Session};
 use trellis_planner::cloud::Op;
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::Action;
