@@ -434,8 +434,8 @@ fn applied(session: &Session, shoot: &str, state: &str) -> Result<(Map<String, V
     };
     let artifacts: Artifacts = serde_json::from_value(outputs)
         .with_context(|| format!("{shoot}: the applied artifacts in the state cannot be read; {hint}"))?;
-    let routes = artifacts.ccm_flags.as_ref().and_then(|f| f.get("configure-cloud-routes")).copied().unwrap_or(true);
-    let Some(config) = artifacts.cloud_provider_config else {
+    let routes = artifacts.ccm_flags().and_then(|f| f.get("configure-cloud-routes")).copied().unwrap_or(true);
+    let Some(config) = artifacts.cloud_provider_config().cloned() else {
         bail!("{shoot}: the applied artifacts in {} have no cloud-provider config; {hint}", state);
     };
     Ok((config.values, routes))
@@ -494,7 +494,7 @@ fn gce_network(session: &Session, shoot: &str, state: &str) -> Result<(ShootNetw
     let routes = ws
         .outputs
         .and_then(|o| serde_json::from_value::<Artifacts>(o).ok())
-        .and_then(|a| a.ccm_flags.and_then(|f| f.get("configure-cloud-routes").copied()))
+        .and_then(|a| a.ccm_flags().and_then(|f| f.get("configure-cloud-routes").copied()))
         .unwrap_or(true);
     let network = ShootNetwork {
         project: session.project.clone(),

@@ -1,17 +1,18 @@
 //! The semantic diff of two plan files (`trellis diff OLD NEW`).
 //!
 //! Two plans are compared as documents, not as text: shoots by technical id, nodes by address, artifacts
-//! field by field, with a unified line diff for the text artifacts (the cloud-provider config and the
-//! InfrastructureStatus as pretty JSON). The plan `digest` (of nodes and artifacts) follows the body, and
+//! by name as the plans show them ([`crate::Artifacts::shown`]), with a unified line diff for the text
+//! artifacts (the cloud-provider config, the InfrastructureStatus and every value as pretty JSON). The plan `digest` (of nodes and artifacts) follows the body, and
 //! the `prior` state moves on every apply; neither is a difference of its own: they are reported on a
 //! separate `state` line and never make a diff non-empty.
 //!
 //! The renderers escape every string of the plans through [`crate::escape`], as [`crate::render`] does.
 
 use crate::escape::{self, Md};
-use crate::render::{check_text, compact, config_file_name, counts_line, egress_text, md_inline, prior_text};
-use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, ReasonCode, Summary};
-use serde::Serialize;
+use crate::render::{check_text, compact, counts_line, egress_text, md_inline, prior_text};
+use crate::{Action, Change, Check, Mode, Ownership, Plan, PlanSet, Provider, ReasonCode, Shown, Summary};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -106,19 +107,78 @@ pub struct ChangeDiff {
     pub new: Option<Change>,
 }
 
-/// Artifact differences. Text artifacts carry a unified diff.
-#[derive(Clone, Debug, PartialEq, Default, Serialize)]
+/// Artifact differences, by name: only the artifacts that differ, each as its kind diffs. In the JSON an
+/// object, name → [`ArtifactDiff`].
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct ArtifactsDiff {
-    /// Unified diff of the InfrastructureStatus as pretty JSON.
-    pub infrastructure_status: Option<TextDiff>,
-    /// Unified diff of `cloud_provider_config.content`, named as reviewers know the file (`azure.json`).
-    pub cloud_provider_config: Option<TextDiff>,
-    pub egress_cidrs: Option<Delta<Option<Vec<String>>>>,
-    pub allow_egress: Option<Delta<Option<bool>>>,
-    /// Per flag that differs: old and new value (`None`: not set).
-    pub ccm_flags: Vec<FlagDiff>,
-    /// Unified diff of each provider-specific artifact that differs (pretty JSON), by name.
-    pub named: Vec<TextDiff>,
+    entries: Vec<(String, ArtifactDiff)>,
+}
+
+/// How one artifact differs. In the JSON: a text artifact as its [`TextDiff`], egress CIDRs and
+/// allow-egress as `{old, new}` (`null`: absent, or egress CIDRs Gardener cannot know), CCM flags as a
+/// list of [`FlagDiff`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ArtifactDiff {
+    /// The InfrastructureStatus as pretty JSON, as `status.json`.
+    InfrastructureStatus(TextDiff),
+    /// The cloud-provider config's content, named as reviewers know the file (`azure.json`).
+    CloudProviderConfig(TextDiff),
+    /// A value, as pretty JSON, under its name.
+    Value(TextDiff),
+    /// `None`: the plan has no egress CIDRs; `Some(None)`: Gardener cannot know them.
+    EgressCidrs(Delta<Option<Option<Vec<String>>>>),
+    /// `None`: the plan does not deploy or remove the Services (not applicable).
+    AllowEgress(Delta<Option<bool>>),
+    /// Per flag that differs.
+    CcmFlags(Vec<FlagDiff>),
+}
+
+impl ArtifactDiff {
+    /// A unified text diff (rendered as a block), rather than a line.
+    fn text(&self) -> Option<&TextDiff> {
+        match self {
+            ArtifactDiff::InfrastructureStatus(t) | ArtifactDiff::CloudProviderConfig(t) | ArtifactDiff::Value(t) => {
+                Some(t)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where the diff renderers list it: the lines (egress CIDRs, allow-egress, CCM flags), then the
+    /// text diffs (the config, the status, the values by name).
+    fn rank(&self) -> u8 {
+        match self {
+            ArtifactDiff::EgressCidrs(_) => 0,
+            ArtifactDiff::AllowEgress(_) => 1,
+            ArtifactDiff::CcmFlags(_) => 2,
+            ArtifactDiff::CloudProviderConfig(_) => 3,
+            ArtifactDiff::InfrastructureStatus(_) => 4,
+            ArtifactDiff::Value(_) => 5,
+        }
+    }
+}
+
+impl ArtifactsDiff {
+    /// The difference of the artifact `name`, if it differs.
+    pub fn get(&self, name: &str) -> Option<&ArtifactDiff> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, d)| d)
+    }
+
+    /// Every difference, by name, in the order the renderers list them.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &ArtifactDiff)> {
+        self.entries.iter().map(|(n, d)| (n.as_str(), d))
+    }
+}
+
+impl Serialize for ArtifactsDiff {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
+        for (name, d) in &self.entries {
+            map.serialize_entry(name, d)?;
+        }
+        map.end()
+    }
 }
 
 /// A CCM flag whose value differs (`None`: not set in that plan).
@@ -162,21 +222,14 @@ impl ShootDiff {
     /// Whether the only differences are the unified text diffs (rendered as blocks, not list items).
     fn is_empty_but_text_artifacts(&self) -> bool {
         let mut rest = self.clone();
-        rest.artifacts.infrastructure_status = None;
-        rest.artifacts.cloud_provider_config = None;
-        rest.artifacts.named.clear();
+        rest.artifacts.entries.retain(|(_, d)| d.text().is_none());
         rest.is_empty()
     }
 }
 
 impl ArtifactsDiff {
     pub fn is_empty(&self) -> bool {
-        self.infrastructure_status.is_none()
-            && self.cloud_provider_config.is_none()
-            && self.egress_cidrs.is_none()
-            && self.allow_egress.is_none()
-            && self.ccm_flags.is_empty()
-            && self.named.is_empty()
+        self.entries.is_empty()
     }
 }
 
@@ -322,43 +375,89 @@ fn added_removed(old: &[String], new: &[String]) -> (Vec<String>, Vec<String>) {
 }
 
 fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
-    let (oa, na) = (&o.artifacts, &n.artifacts);
-    let mut d = ArtifactsDiff {
-        egress_cidrs: moved(&oa.egress_cidrs, &na.egress_cidrs),
-        allow_egress: moved(&oa.allow_egress, &na.allow_egress),
-        ..ArtifactsDiff::default()
+    let (oa, na) = (o.artifacts.shown(), n.artifacts.shown());
+    let find = Shown::find;
+    let mut names: Vec<&str> = oa.iter().map(Shown::name).collect();
+    names.extend(na.iter().map(Shown::name).filter(|name| find(&oa, name).is_none()));
+    let mut entries: Vec<(String, ArtifactDiff)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let (os, ns) = (find(&oa, name), find(&na, name));
+            (os != ns).then(|| artifact_diff(n.provider, os, ns)).flatten().map(|d| (name.to_string(), d))
+        })
+        .collect();
+    // The values by name, after the typed artifacts (whose order is fixed by their rank).
+    entries.sort_by(|(a, x), (b, y)| {
+        let value = |d: &ArtifactDiff| matches!(d, ArtifactDiff::Value(_));
+        x.rank().cmp(&y.rank()).then_with(|| if value(x) && value(y) { a.cmp(b) } else { std::cmp::Ordering::Equal })
+    });
+    ArtifactsDiff { entries }
+}
+
+/// How one artifact shown by the old plan as `o` and by the new as `n` (`None`: not in that plan) differs,
+/// as the new plan's kind of it (the old side read as absent when it is of another kind); `None` when the
+/// difference does not show (a config whose content is the same, flags of the same values).
+fn artifact_diff(provider: Provider, o: Option<Shown<'_>>, n: Option<Shown<'_>>) -> Option<ArtifactDiff> {
+    use Shown as S;
+    let text =
+        |name: &str, old: String, new: String| TextDiff { name: name.to_string(), unified: unified(&old, &new, name) };
+    let status = |s: Option<Shown<'_>>| match s {
+        Some(S::InfrastructureStatus(v)) => pretty(v),
+        _ => String::new(),
     };
-    if oa.infrastructure_status != na.infrastructure_status {
-        let name = "status.json";
-        let text = unified(&pretty(&oa.infrastructure_status), &pretty(&na.infrastructure_status), name);
-        d.infrastructure_status = Some(TextDiff { name: name.to_string(), unified: text });
-    }
-    let (oc, nc) = (oa.cloud_provider_config.as_ref(), na.cloud_provider_config.as_ref());
-    let content = |c: Option<&crate::CloudProviderConfig>| c.map_or(String::new(), |c| c.content.clone());
-    if content(oc) != content(nc) {
-        let format = nc.or(oc).map(|c| c.format).unwrap_or_default();
-        let name = config_file_name(n.provider, format);
-        d.cloud_provider_config =
-            Some(TextDiff { name: name.to_string(), unified: unified(&content(oc), &content(nc), name) });
-    }
-    let no_flags = BTreeMap::new();
-    let (of, nf) = (oa.ccm_flags.as_ref().unwrap_or(&no_flags), na.ccm_flags.as_ref().unwrap_or(&no_flags));
-    let flags: BTreeSet<&String> = of.keys().chain(nf.keys()).collect();
-    for flag in flags {
-        let (ov, nv) = (of.get(flag).copied(), nf.get(flag).copied());
-        if ov != nv {
-            d.ccm_flags.push(FlagDiff { flag: flag.clone(), old: ov, new: nv });
+    fn config<'a>(s: Option<Shown<'a>>) -> Option<&'a crate::CloudProviderConfig> {
+        match s {
+            Some(Shown::CloudProviderConfig(c)) => Some(c),
+            _ => None,
         }
     }
-    let names: BTreeSet<&String> = oa.named.keys().chain(na.named.keys()).collect();
-    for name in names {
-        let (ov, nv) = (oa.named.get(name), na.named.get(name));
-        if ov != nv {
-            let text = |v: Option<&Value>| v.map_or(String::new(), pretty);
-            d.named.push(TextDiff { name: name.clone(), unified: unified(&text(ov), &text(nv), name) });
+    let cidrs = |s: Option<Shown<'_>>| match s {
+        Some(S::EgressCidrs(c)) => Some(c.map(<[String]>::to_vec)),
+        _ => None,
+    };
+    let allow = |s: Option<Shown<'_>>| match s {
+        Some(S::AllowEgress(b)) => Some(b),
+        _ => None,
+    };
+    let value = |s: Option<Shown<'_>>| match s {
+        Some(S::Value(_, v)) => pretty(v),
+        _ => String::new(),
+    };
+    Some(match n.or(o)? {
+        S::InfrastructureStatus(_) => ArtifactDiff::InfrastructureStatus(text("status.json", status(o), status(n))),
+        S::CloudProviderConfig(_) => {
+            let (oc, nc) = (config(o), config(n));
+            let content = |c: Option<&crate::CloudProviderConfig>| c.map_or(String::new(), |c| c.content.clone());
+            if content(oc) == content(nc) {
+                return None;
+            }
+            let format = nc.or(oc).map(|c| c.format).unwrap_or_default();
+            ArtifactDiff::CloudProviderConfig(text(provider.config_file_name(format), content(oc), content(nc)))
         }
-    }
-    d
+        S::EgressCidrs(_) => ArtifactDiff::EgressCidrs(Delta { old: cidrs(o), new: cidrs(n) }),
+        S::AllowEgress(_) => ArtifactDiff::AllowEgress(Delta { old: allow(o), new: allow(n) }),
+        S::CcmFlags(_) => {
+            let no_flags = BTreeMap::new();
+            let flags = |s: Option<Shown<'_>>| match s {
+                Some(S::CcmFlags(f)) => f.clone(),
+                _ => no_flags.clone(),
+            };
+            let (of, nf) = (flags(o), flags(n));
+            let names: BTreeSet<&String> = of.keys().chain(nf.keys()).collect();
+            let diffs: Vec<FlagDiff> = names
+                .into_iter()
+                .filter_map(|flag| {
+                    let (ov, nv) = (of.get(flag).copied(), nf.get(flag).copied());
+                    (ov != nv).then(|| FlagDiff { flag: flag.clone(), old: ov, new: nv })
+                })
+                .collect();
+            if diffs.is_empty() {
+                return None;
+            }
+            ArtifactDiff::CcmFlags(diffs)
+        }
+        S::Value(name, _) => ArtifactDiff::Value(text(name, value(o), value(n))),
+    })
 }
 
 fn pretty(v: &Value) -> String {
@@ -590,16 +689,31 @@ fn opt_flag(v: Option<bool>) -> String {
 /// The one-line artifact differences (no indentation).
 fn artifact_lines(a: &ArtifactsDiff) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(Delta { old: o, new: n }) = &a.egress_cidrs {
-        lines.push(format!("egress CIDRs: {} -> {}", egress_text(o), egress_text(n)));
-    }
-    if let Some(Delta { old: o, new: n }) = a.allow_egress {
-        lines.push(format!("allow-egress Services: {} -> {}", deployed(o), deployed(n)));
-    }
-    for FlagDiff { flag, old: o, new: n } in &a.ccm_flags {
-        lines.push(format!("CCM flag --{}: {} -> {}", escape::text(flag), opt_flag(*o), opt_flag(*n)));
+    for (_, d) in a.iter() {
+        match d {
+            ArtifactDiff::EgressCidrs(Delta { old: o, new: n }) => {
+                lines.push(format!("egress CIDRs: {} -> {}", cidrs_text(o), cidrs_text(n)));
+            }
+            ArtifactDiff::AllowEgress(Delta { old: o, new: n }) => {
+                lines.push(format!("allow-egress Services: {} -> {}", deployed(*o), deployed(*n)));
+            }
+            ArtifactDiff::CcmFlags(flags) => {
+                for FlagDiff { flag, old: o, new: n } in flags {
+                    lines.push(format!("CCM flag --{}: {} -> {}", escape::text(flag), opt_flag(*o), opt_flag(*n)));
+                }
+            }
+            _ => {}
+        }
     }
     lines
+}
+
+/// Egress CIDRs as [`egress_text`] has them; `(not applicable)` in a plan without them.
+fn cidrs_text(c: &Option<Option<Vec<String>>>) -> String {
+    match c {
+        Some(c) => egress_text(c.as_deref()),
+        None => "(not applicable)".to_string(),
+    }
 }
 
 fn deployed(b: Option<bool>) -> &'static str {
@@ -622,17 +736,17 @@ fn mode_or_provider(s: &ShootRef) -> &'static str {
 
 /// The unified diffs, labelled.
 fn text_artifacts(a: &ArtifactsDiff) -> Vec<(String, &str)> {
-    let mut out = Vec::new();
-    if let Some(t) = &a.cloud_provider_config {
-        out.push((t.name.clone(), t.unified.as_str()));
-    }
-    if let Some(t) = &a.infrastructure_status {
-        out.push(("infrastructure status".to_string(), t.unified.as_str()));
-    }
-    for t in &a.named {
-        out.push((escape::text(&t.name).into_owned(), t.unified.as_str()));
-    }
-    out
+    a.iter()
+        .filter_map(|(_, d)| {
+            let label = match d {
+                ArtifactDiff::InfrastructureStatus(_) => "infrastructure status".to_string(),
+                ArtifactDiff::CloudProviderConfig(t) => t.name.clone(),
+                ArtifactDiff::Value(t) => escape::text(&t.name).into_owned(),
+                _ => return None,
+            };
+            d.text().map(|t| (label, t.unified.as_str()))
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 //! Architecture invariant: the JSON of a plan is a pure function of its inputs. Nothing in here reads a
 //! clock, a random number generator or the environment (the text renderer's colour switch is passed in).
 
+pub mod artifact;
 pub mod diff;
 pub mod escape;
 pub mod graphs;
@@ -16,6 +17,7 @@ pub mod render;
 pub mod stream;
 pub mod terraform;
 
+pub use artifact::{Artifact, ArtifactName, Artifacts, CloudProviderConfig, ConfigFormat, ReservedArtifactName, Shown};
 pub use reason::{Reason, ReasonCode};
 pub use stream::{PlanSetWriter, RenderedPlan};
 
@@ -132,6 +134,18 @@ impl Provider {
             Provider::Azure => "azure",
             Provider::Gcp => "gcp",
             Provider::Domains => "domains",
+        }
+    }
+
+    /// The file name reviewers know this provider's cloud-provider config by
+    /// ([`Artifact::CloudProviderConfig`]). Plan files do not record it (their JSON predates it), so it
+    /// is part of the provider's identity.
+    pub fn config_file_name(self, format: ConfigFormat) -> &'static str {
+        match (self, format) {
+            (Provider::Azure, _) => "azure.json",
+            (Provider::Gcp, _) => "cloudprovider.conf",
+            (Provider::Domains, ConfigFormat::Yaml) => "cloud-provider config (yaml)",
+            (Provider::Domains, ConfigFormat::Ini) => "cloud-provider config (ini)",
         }
     }
 }
@@ -529,51 +543,6 @@ pub struct Detach {
     pub path: String,
 }
 
-/// The cloud-provider config the CCM receives (Azure `azure.json`, GCP `cloudprovider.conf`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct CloudProviderConfig {
-    pub format: ConfigFormat,
-    /// Key → value, in the order upstream renders them.
-    pub values: serde_json::Map<String, Value>,
-    /// The rendered file, byte for byte.
-    pub content: String,
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfigFormat {
-    #[default]
-    Yaml,
-    Ini,
-}
-
-/// What the reconcile produces besides cloud resources.
-///
-/// The fields every infrastructure provider has are always written; what only a cloud provider with a
-/// CCM has (`cloud_provider_config`, `ccm_flags`, `allow_egress`) is optional and left out when absent
-/// (a domains provider has none of it); anything else a provider produces (a DNS record set, the
-/// API server's SANs) goes into `named`, by name.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct Artifacts {
-    /// The provider's InfrastructureStatus, with upstream JSON field names; `null` when it has none.
-    pub infrastructure_status: Value,
-    /// `shoot.status.provider.egressCIDRs`; `null` when Gardener cannot know them (user-managed egress).
-    /// Addresses of public IPs that do not exist yet read `(known after apply)`.
-    pub egress_cidrs: Option<Vec<String>>,
-    /// The file the CCM reads (Azure `azure.json`, GCP `cloudprovider.conf`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cloud_provider_config: Option<CloudProviderConfig>,
-    /// CCM command-line flags that depend on the configuration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ccm_flags: Option<BTreeMap<String, bool>>,
-    /// Whether the `allow-{tcp,udp}-egress` Services are deployed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_egress: Option<bool>,
-    /// Provider-specific artifacts by name, e.g. `dns_record_set` or `apiserver_sans`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub named: BTreeMap<String, Value>,
-}
-
 /// Counts per action.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct Summary {
@@ -843,22 +812,17 @@ fn json<T: Serialize>(value: &T) -> String {
     }
 }
 
-/// The first artifact in which two plans differ, by name.
+/// The first artifact in which two plans differ, by name, as the plans show them ([`Artifacts::shown`]):
+/// a plan file written with its artifacts under `named` and a fresh plan with the same artifacts at the
+/// top level do not differ.
 fn artifacts_difference(saved: &Artifacts, now: &Artifacts) -> Option<String> {
-    let named = saved.named.keys().chain(now.named.keys()).find(|k| saved.named.get(*k) != now.named.get(*k));
-    if saved.infrastructure_status != now.infrastructure_status {
-        Some("infrastructure_status".to_string())
-    } else if saved.egress_cidrs != now.egress_cidrs {
-        Some("egress_cidrs".to_string())
-    } else if saved.cloud_provider_config != now.cloud_provider_config {
-        Some("cloud_provider_config".to_string())
-    } else if saved.ccm_flags != now.ccm_flags {
-        Some("ccm_flags".to_string())
-    } else if saved.allow_egress != now.allow_egress {
-        Some("allow_egress".to_string())
-    } else {
-        named.map(|name| format!("named.{name}"))
-    }
+    let (saved, now) = (saved.shown(), now.shown());
+    let find = Shown::find;
+    saved
+        .iter()
+        .find(|s| find(&now, s.name()) != Some(**s))
+        .or_else(|| now.iter().find(|n| find(&saved, n.name()).is_none()))
+        .map(|s| s.name().to_string())
 }
 
 /// sha256 (hex) of a plan body: its nodes and artifacts, as compact JSON (`{"nodes":[…],"artifacts":{…}}`,

@@ -22,7 +22,7 @@
 //! element it was put in.
 
 use crate::escape::{self, Md};
-use crate::{Action, Artifacts, Change, Check, ConfigFormat, Node, Ownership, Plan, PlanSet, Provider, Summary};
+use crate::{Action, Artifacts, Change, Check, Node, Ownership, Plan, PlanSet, Provider, Shown, Summary};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -310,16 +310,6 @@ fn one_line(s: &str) -> Cow<'_, str> {
     Cow::Owned(s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
-/// The file name reviewers know the cloud-provider config by.
-pub fn config_file_name(provider: Provider, format: ConfigFormat) -> &'static str {
-    match (provider, format) {
-        (Provider::Azure, _) => "azure.json",
-        (Provider::Gcp, _) => "cloudprovider.conf",
-        (Provider::Domains, ConfigFormat::Yaml) => "cloud-provider config (yaml)",
-        (Provider::Domains, ConfigFormat::Ini) => "cloud-provider config (ini)",
-    }
-}
-
 /// The InfrastructureStatus keys a reviewer scans, as `(label, JSON pointers tried in order)`.
 const STATUS_KEYS: [(&str, &[&str]); 5] = [
     ("outboundAccessType", &["/networks/outboundAccessType", "/outboundAccessType"]),
@@ -377,10 +367,10 @@ fn status_entry(v: &Value) -> String {
 }
 
 /// `a, b`, `none`, or the user-managed-egress explanation for `null`; escaped as [`escape::text`].
-pub fn egress_text(egress: &Option<Vec<String>>) -> String {
+pub fn egress_text(egress: Option<&[String]>) -> String {
     match egress {
         None => "none (user-managed egress: Gardener cannot know them)".to_string(),
-        Some(cidrs) if cidrs.is_empty() => "none".to_string(),
+        Some([]) => "none".to_string(),
         Some(cidrs) => escape::text(&cidrs.join(", ")).into_owned(),
     }
 }
@@ -406,47 +396,68 @@ fn named_text(v: &Value) -> String {
     }
 }
 
-fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
-    if a.infrastructure_status.is_null() {
-        // A destroy plan produces no artifacts; a provider without an InfrastructureStatus (domains)
-        // only its named ones.
-        if !a.named.is_empty() {
-            out.push_str("Artifacts:\n");
-            named_artifacts_text(out, a);
-        }
-        return;
-    }
-    out.push_str("Artifacts:\n");
-    let status = status_lines(&a.infrastructure_status);
-    if !status.is_empty() {
-        out.push_str("  infrastructure status:\n");
-        for (k, v) in status {
-            let _ = writeln!(out, "    {k}: {v}");
-        }
-    }
-    let _ = writeln!(out, "  egress CIDRs: {}", egress_text(&a.egress_cidrs));
-    if let Some(deployed) = a.allow_egress {
-        let _ = writeln!(out, "  allow-egress Services: {}", allow_egress_text(deployed));
-    }
-    if let Some(flags) = a.ccm_flags.as_ref().filter(|f| !f.is_empty()) {
-        let _ = writeln!(out, "  CCM flags: {}", flags_text(flags));
-    }
-    named_artifacts_text(out, a);
-    if let Some(cfg) = a.cloud_provider_config.as_ref().filter(|c| !c.content.is_empty()) {
-        let _ = writeln!(out, "  {}:", config_file_name(provider, cfg.format));
-        for line in escape::lines(&cfg.content).lines() {
-            if line.is_empty() {
-                out.push('\n');
-            } else {
-                let _ = writeln!(out, "    {line}");
-            }
-        }
+/// Where the human renderers list an artifact: the status first, then the one-line artifacts, the files
+/// (blocks) last; artifacts of one place in the provider's order.
+fn shown_rank(s: &Shown<'_>) -> u8 {
+    match s {
+        Shown::InfrastructureStatus(_) => 0,
+        Shown::EgressCidrs(_) => 1,
+        Shown::AllowEgress(_) => 2,
+        Shown::CcmFlags(_) => 3,
+        Shown::Value(..) => 4,
+        Shown::CloudProviderConfig(_) => 5,
     }
 }
 
-fn named_artifacts_text(out: &mut String, a: &Artifacts) {
-    for (name, value) in &a.named {
-        let _ = writeln!(out, "  {}: {}", escape::text(name), escape::text(&named_text(value)));
+/// The artifacts a plan shows ([`Artifacts::shown`]), in the order the human renderers list them.
+fn listed(a: &Artifacts) -> Vec<Shown<'_>> {
+    let mut shown = a.shown();
+    shown.sort_by_key(shown_rank);
+    shown
+}
+
+fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
+    let shown = listed(a);
+    if shown.is_empty() {
+        return;
+    }
+    out.push_str("Artifacts:\n");
+    for artifact in shown {
+        match artifact {
+            Shown::InfrastructureStatus(status) => {
+                let status = status_lines(status);
+                if !status.is_empty() {
+                    out.push_str("  infrastructure status:\n");
+                    for (k, v) in status {
+                        let _ = writeln!(out, "    {k}: {v}");
+                    }
+                }
+            }
+            Shown::EgressCidrs(cidrs) => {
+                let _ = writeln!(out, "  egress CIDRs: {}", egress_text(cidrs));
+            }
+            Shown::AllowEgress(deployed) => {
+                let _ = writeln!(out, "  allow-egress Services: {}", allow_egress_text(deployed));
+            }
+            Shown::CcmFlags(flags) if !flags.is_empty() => {
+                let _ = writeln!(out, "  CCM flags: {}", flags_text(flags));
+            }
+            Shown::CcmFlags(_) => {}
+            Shown::Value(name, value) => {
+                let _ = writeln!(out, "  {}: {}", escape::text(name), escape::text(&named_text(value)));
+            }
+            Shown::CloudProviderConfig(cfg) if !cfg.content.is_empty() => {
+                let _ = writeln!(out, "  {}:", provider.config_file_name(cfg.format));
+                for line in escape::lines(&cfg.content).lines() {
+                    if line.is_empty() {
+                        out.push('\n');
+                    } else {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+            }
+            Shown::CloudProviderConfig(_) => {}
+        }
     }
 }
 
@@ -726,43 +737,43 @@ fn diff_block_node(out: &mut String, n: &Node) {
 }
 
 fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
-    if a.infrastructure_status.is_null() {
-        if !a.named.is_empty() {
-            out.push_str("\n**Artifacts**\n\n");
-            named_artifacts_markdown(out, a);
-        }
+    let shown = listed(a);
+    if shown.is_empty() {
         return;
     }
     out.push_str("\n**Artifacts**\n\n");
-    for (k, v) in status_lines(&a.infrastructure_status) {
-        let _ = writeln!(out, "- {k}: {}", escape::md_code(&v, Md::Inline));
-    }
-    let _ = writeln!(out, "- egress CIDRs: {}", md_inline(&egress_text(&a.egress_cidrs)));
-    if let Some(deployed) = a.allow_egress {
-        let _ = writeln!(out, "- allow-egress Services: {}", allow_egress_text(deployed));
-    }
-    if let Some(flags) = a.ccm_flags.as_ref().filter(|f| !f.is_empty()) {
-        let _ = writeln!(out, "- CCM flags: {}", escape::md_code(&flags_text(flags), Md::Inline));
-    }
-    named_artifacts_markdown(out, a);
-    if let Some(cfg) = a.cloud_provider_config.as_ref().filter(|c| !c.content.is_empty()) {
-        let lang = match cfg.format {
-            ConfigFormat::Yaml => "yaml",
-            ConfigFormat::Ini => "ini",
-        };
-        let content = escape::lines(&cfg.content);
-        let fence = escape::fence_for(&content);
-        let _ = write!(out, "\n{}:\n\n{fence}{lang}\n{content}", config_file_name(provider, cfg.format));
-        if !content.ends_with('\n') {
-            out.push('\n');
+    for artifact in shown {
+        match artifact {
+            Shown::InfrastructureStatus(status) => {
+                for (k, v) in status_lines(status) {
+                    let _ = writeln!(out, "- {k}: {}", escape::md_code(&v, Md::Inline));
+                }
+            }
+            Shown::EgressCidrs(cidrs) => {
+                let _ = writeln!(out, "- egress CIDRs: {}", md_inline(&egress_text(cidrs)));
+            }
+            Shown::AllowEgress(deployed) => {
+                let _ = writeln!(out, "- allow-egress Services: {}", allow_egress_text(deployed));
+            }
+            Shown::CcmFlags(flags) if !flags.is_empty() => {
+                let _ = writeln!(out, "- CCM flags: {}", escape::md_code(&flags_text(flags), Md::Inline));
+            }
+            Shown::CcmFlags(_) => {}
+            Shown::Value(name, value) => {
+                let _ = writeln!(out, "- {}: {}", md_inline(name), escape::md_code(&named_text(value), Md::Inline));
+            }
+            Shown::CloudProviderConfig(cfg) if !cfg.content.is_empty() => {
+                let content = escape::lines(&cfg.content);
+                let fence = escape::fence_for(&content);
+                let name = provider.config_file_name(cfg.format);
+                let _ = write!(out, "\n{name}:\n\n{fence}{}\n{content}", cfg.format.as_str());
+                if !content.ends_with('\n') {
+                    out.push('\n');
+                }
+                let _ = writeln!(out, "{fence}");
+            }
+            Shown::CloudProviderConfig(_) => {}
         }
-        let _ = writeln!(out, "{fence}");
-    }
-}
-
-fn named_artifacts_markdown(out: &mut String, a: &Artifacts) {
-    for (name, value) in &a.named {
-        let _ = writeln!(out, "- {}: {}", md_inline(name), escape::md_code(&named_text(value), Md::Inline));
     }
 }
 

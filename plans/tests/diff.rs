@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use trellis_plans::diff::{diff, diff_markdown, render_diff, Delta, TextDiff};
-use trellis_plans::{Change, Operation, Plan, PlanSet, Prior, Summary};
+use trellis_plans::diff::{diff, diff_markdown, render_diff, ArtifactDiff, Delta, TextDiff};
+use trellis_plans::{Artifact, Change, Operation, Plan, PlanSet, Prior, Summary};
 
 fn one(p: Plan) -> PlanSet {
     set(vec![p])
@@ -22,7 +22,7 @@ fn grown(tn: &str) -> Plan {
     let mut p = replanned(azure_managed_plan(tn));
     let entries =
         azure_json_entries(tn, "worker_route_table", &format!("{tn}-workers"), &format!("{tn}-nodes"), tn, &[], 20);
-    p.artifacts.cloud_provider_config = Some(azure_json(&entries));
+    p.artifacts.set(Artifact::CloudProviderConfig(azure_json(&entries)));
     p.digest = p.body_digest();
     p
 }
@@ -60,11 +60,15 @@ fn azure_json_change_shows_a_unified_diff() {
     assert!(!d.is_empty());
     let shoot = &d.changed[0];
     assert!(shoot.nodes_changed.is_empty() && shoot.nodes_added.is_empty() && shoot.nodes_removed.is_empty());
-    let TextDiff { name, unified } = shoot.artifacts.cloud_provider_config.as_ref().expect("azure.json differs");
+    let Some(ArtifactDiff::CloudProviderConfig(TextDiff { name, unified })) =
+        shoot.artifacts.get("cloud_provider_config")
+    else {
+        panic!("azure.json differs: {:?}", shoot.artifacts)
+    };
     assert_eq!(name, "azure.json");
     assert!(unified.contains("\n-cloudProviderRateLimitQPS: 10\n+cloudProviderRateLimitQPS: 20\n"), "{unified}");
     assert!(unified.starts_with("--- old/azure.json\n+++ new/azure.json\n@@ "), "{unified}");
-    assert!(shoot.artifacts.infrastructure_status.is_none());
+    assert!(shoot.artifacts.get("infrastructure_status").is_none());
 
     let text = render_diff(&d, false);
     assert!(
@@ -107,9 +111,11 @@ fn node_and_artifact_changes() {
     p.nodes.retain(|n| n.kind != trellis_plans::Kind::RouteTable);
     p.nodes.sort_by(|a, b| a.address.cmp(&b.address));
     p.summary = Summary::of(&p.nodes);
-    p.artifacts.infrastructure_status["networks"]["outboundAccessType"] = json!("NATGateway");
-    p.artifacts.egress_cidrs = Some(vec!["(known after apply)".into()]);
-    p.artifacts.allow_egress = Some(false);
+    let mut status = p.artifacts.infrastructure_status().cloned().unwrap();
+    status["networks"]["outboundAccessType"] = json!("NATGateway");
+    p.artifacts.set(Artifact::InfrastructureStatus(status));
+    p.artifacts.set(Artifact::EgressCidrs(Some(vec!["(known after apply)".into()])));
+    p.artifacts.set(Artifact::AllowEgress(false));
     p.warnings
         .push("the NAT gateway's public IP is new: allow-lists that name the old egress address need updating".into());
     let new = one(p);
@@ -119,7 +125,10 @@ fn node_and_artifact_changes() {
     assert_eq!(shoot.nodes_added.len(), 1);
     assert_eq!(shoot.nodes_removed.len(), 1);
     assert_eq!(shoot.nodes_changed.len(), 1);
-    assert_eq!(shoot.artifacts.allow_egress, Some(Delta { old: Some(true), new: Some(false) }));
+    assert_eq!(
+        shoot.artifacts.get("allow_egress"),
+        Some(&ArtifactDiff::AllowEgress(Delta { old: Some(true), new: Some(false) }))
+    );
     insta::assert_snapshot!("diff_nodes_and_artifacts", render_diff(&d, false));
     insta::assert_snapshot!("diff_nodes_and_artifacts_markdown", diff_markdown(&d));
 }

@@ -104,7 +104,7 @@ fn regression_gcp_managed_shoot_plans_applies_and_replans_no_changes_on_the_simu
     for want in ["network", "subnetwork", "router", "nat", "firewall", "service_account"] {
         assert!(creates.iter().any(|a| a.contains(want)), "no create of a {want} in {creates:?}");
     }
-    assert!(planned.plan.artifacts.cloud_provider_config.is_some());
+    assert!(planned.plan.artifacts.cloud_provider_config().is_some());
     // The typed, versioned provider state.
     assert_eq!((planned.state.provider.as_str(), planned.state.version), ("gcp", 1));
     let state: GcpState = planned.state.read(&s.technical_id()).unwrap();
@@ -118,7 +118,7 @@ fn regression_gcp_managed_shoot_plans_applies_and_replans_no_changes_on_the_simu
     ws.provider_state = Some(planned.state);
     let again = block_on(gcp().plan(s.as_ref(), &ws, &sim, &ctx())).unwrap();
     assert_eq!(writes(&again.plan), Vec::<String>::new(), "the re-plan after apply has no changes");
-    let status = &again.plan.artifacts.infrastructure_status;
+    let status = again.plan.artifacts.infrastructure_status().unwrap();
     assert!(status.to_string().contains("shoot--platform--web"), "{status}");
 
     // A managed shoot adds no facts to the fleet check.

@@ -20,7 +20,7 @@ async fn every_plan_reverifies_the_byo_subnet_against_the_last_apply() {
     s.session.accept_drift = true;
     let plan = s.plan().await.unwrap();
     assert_eq!(
-        plan.artifacts.cloud_provider_config.as_ref().unwrap().values["securityGroupName"],
+        plan.artifacts.cloud_provider_config().unwrap().values["securityGroupName"],
         serde_json::json!("shoot-a-nsg-2")
     );
     assert!(s.apply().await.unwrap().ok);

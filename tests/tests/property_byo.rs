@@ -199,7 +199,7 @@ fn run(c: &Case) -> Result<(), TestCaseError> {
                 prop_assert!(writes_to(&report.calls, &user).is_empty());
                 let after = s.plan().await.unwrap();
                 prop_assert!(!after.has_changes());
-                prop_assert_eq!(after.artifacts.ccm_flags.as_ref().unwrap()["configure-cloud-routes"], !c.overlay);
+                prop_assert_eq!(after.artifacts.ccm_flags().unwrap()["configure-cloud-routes"], !c.overlay);
             }
         }
         prop_assert!(writes_to(&s.sim().calls(), &user).is_empty(), "a user-owned resource was written");

@@ -122,7 +122,9 @@ async fn regression_tampered_plan_with_a_removed_node_is_refused() {
 async fn regression_tampered_plan_with_edited_artifacts_is_refused() {
     let s = Scenario::new("A1");
     let mut set = saved(&s).await;
-    set.plans[0].artifacts.allow_egress = set.plans[0].artifacts.allow_egress.map(|b| !b);
+    if let Some(b) = set.plans[0].artifacts.allow_egress() {
+        set.plans[0].artifacts.set(trellis_plans::Artifact::AllowEgress(!b));
+    }
     reseal(&mut set.plans[0]);
     let msg = refused(&s, &set).await.expect("refused");
     assert!(msg.contains("artifact allow_egress differs"), "{msg}");

@@ -294,14 +294,12 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
         &[],
         3,
     ));
-    let artifacts = Artifacts {
-        infrastructure_status: status,
-        egress_cidrs: Some(vec![]),
-        cloud_provider_config: Some(cfg),
-        ccm_flags: Some(ccm_flags(true)),
-        allow_egress: Some(true),
-        named: BTreeMap::new(),
-    };
+    let artifacts = Artifacts::new()
+        .with(Artifact::InfrastructureStatus(status))
+        .with(Artifact::EgressCidrs(Some(vec![])))
+        .with(Artifact::CloudProviderConfig(cfg))
+        .with(Artifact::CcmFlags(ccm_flags(true)))
+        .with(Artifact::AllowEgress(true));
     finish(tn, Mode::Managed, Prior::default(), nodes, artifacts, vec![])
 }
 
@@ -458,14 +456,12 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
         ],
         3,
     ));
-    let artifacts = Artifacts {
-        infrastructure_status: status,
-        egress_cidrs: None,
-        cloud_provider_config: Some(cfg),
-        ccm_flags: Some(ccm_flags(true)),
-        allow_egress: Some(false),
-        named: BTreeMap::new(),
-    };
+    let artifacts = Artifacts::new()
+        .with(Artifact::InfrastructureStatus(status))
+        .with(Artifact::EgressCidrs(None))
+        .with(Artifact::CloudProviderConfig(cfg))
+        .with(Artifact::CcmFlags(ccm_flags(true)))
+        .with(Artifact::AllowEgress(false));
     let warnings = vec![
         "egress CIDRs are unknown in user-managed egress mode: consumers of shoot.status.provider.egressCIDRs must handle null"
             .to_string(),

@@ -343,13 +343,13 @@ pub async fn plan_destroy(
     let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
     // A destroy produces no artifacts. The empty CCM artifacts are written as before, so a destroy
     // plan's JSON (and digest) is what earlier versions wrote.
-    let artifacts = trellis_plans::Artifacts {
-        infrastructure_status: Value::Null,
-        cloud_provider_config: Some(Default::default()),
-        ccm_flags: Some(Default::default()),
-        allow_egress: Some(false),
-        ..Default::default()
-    };
+    use trellis_plans::Artifact;
+    let artifacts = trellis_plans::Artifacts::new()
+        .with(Artifact::InfrastructureStatus(Value::Null))
+        .with(Artifact::EgressCidrs(None))
+        .with(Artifact::CloudProviderConfig(Default::default()))
+        .with(Artifact::CcmFlags(Default::default()))
+        .with(Artifact::AllowEgress(false));
     let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());
     state.last_applied = Some(last_applied(shoot));
     // A destroy empties the workspace: nothing to forget one by one.

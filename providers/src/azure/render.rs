@@ -12,7 +12,7 @@ use super::Ctx;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use trellis_planner::discover::{NotFetched, Observed};
-use trellis_plans::{Action, Artifacts, CloudProviderConfig, ConfigFormat, Node};
+use trellis_plans::{Action, Artifact, Artifacts, CloudProviderConfig, ConfigFormat, Node};
 
 /// Shown where a value only exists after apply (a public IP's address).
 pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
@@ -32,14 +32,12 @@ pub fn artifacts(
     let outbound = outbound_access_type(cfg, ctx);
     let mut ccm_flags = BTreeMap::new();
     ccm_flags.insert("configure-cloud-routes".to_string(), configure_cloud_routes(cfg, ctx));
-    Ok(Artifacts {
-        cloud_provider_config: Some(azure_json(cfg, ctx, &status)),
-        infrastructure_status: serde_json::to_value(&status).expect("status serialises"),
-        egress_cidrs: egress_cidrs(cfg, ctx, observed, nodes)?,
-        ccm_flags: Some(ccm_flags),
-        allow_egress: Some(allow_egress(ctx, outbound)),
-        named: BTreeMap::new(),
-    })
+    Ok(Artifacts::new()
+        .with(Artifact::InfrastructureStatus(serde_json::to_value(&status).expect("status serialises")))
+        .with(Artifact::EgressCidrs(egress_cidrs(cfg, ctx, observed, nodes)?))
+        .with(Artifact::CloudProviderConfig(azure_json(cfg, ctx, &status)))
+        .with(Artifact::CcmFlags(ccm_flags))
+        .with(Artifact::AllowEgress(allow_egress(ctx, outbound))))
 }
 
 /// `--configure-cloud-routes`: true in managed mode (upstream hard-codes it); in user-managed-egress

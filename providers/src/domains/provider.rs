@@ -127,8 +127,14 @@ pub fn warnings(ds: &DomainsShoot) -> Vec<String> {
     out
 }
 
-/// The artifacts of `roles` in `phase` (`before`: the roles before the plan).
-pub fn artifacts(ds: &DomainsShoot, phase: Option<Phase>, before: &Roles, roles: &Roles) -> Artifacts {
+/// The artifacts of `roles` in `phase` (`before`: the roles before the plan), each a value at the top
+/// level, by name in alphabetical order.
+pub fn artifacts(
+    ds: &DomainsShoot,
+    phase: Option<Phase>,
+    before: &Roles,
+    roles: &Roles,
+) -> Result<Artifacts, ProviderError> {
     let tn = ds.shoot.technical_id();
     let issuers = model::issuers(&ds.shoot, roles, phase);
     let role_map: BTreeMap<&str, &str> =
@@ -154,7 +160,11 @@ pub fn artifacts(ds: &DomainsShoot, phase: Option<Phase>, before: &Roles, roles:
     if let Some(c) = model::constraint(ds, roles) {
         named.insert("constraints".to_string(), json!([c]));
     }
-    Artifacts { infrastructure_status: Value::Null, named, ..Default::default() }
+    let mut artifacts = Artifacts::new();
+    for (name, value) in named {
+        artifacts.set_value(name, value).map_err(other)?;
+    }
+    Ok(artifacts)
 }
 
 /// `domains.dns_record.<technical id>.<name>`.
@@ -250,7 +260,7 @@ pub fn plan_with(ds: &DomainsShoot, ws: &Workspace, observed: &Observed) -> Resu
             forget.push((addr.clone(), id.clone()));
         }
     }
-    let artifacts = artifacts(ds, d.phase, &d.before, &d.roles);
+    let artifacts = artifacts(ds, d.phase, &d.before, &d.roles)?;
     let plan = plan_document(&ds.shoot.technical_id(), ws, nodes, artifacts, d.warnings.clone());
     Ok(Planned { plan, state: provider_state(&d.state)?, forget })
 }
@@ -332,7 +342,7 @@ impl Provider for Domains {
     ) -> Result<Artifacts, ProviderError> {
         let ds = self.shoot(shoot)?;
         let st: DomainsState = state.read(&ds.shoot.technical_id())?;
-        Ok(artifacts(ds, st.phase, &st.roles, &st.roles))
+        artifacts(ds, st.phase, &st.roles, &st.roles)
     }
 
     /// Nothing: the DNS extension writes only the zone records of trellis's DNSRecord objects, which
@@ -383,12 +393,7 @@ pub fn destroy_with(
         })
         .collect();
     let nodes = trellis_planner::diff::plan_nodes(desired, observed).map_err(other)?;
-    let plan = plan_document(
-        &tn,
-        ws,
-        nodes,
-        Artifacts { infrastructure_status: Value::Null, ..Default::default() },
-        Vec::new(),
-    );
+    // A destroy produces no artifacts.
+    let plan = plan_document(&tn, ws, nodes, Artifacts::new(), Vec::new());
     Ok(Planned { plan, state: provider_state(&DomainsState::default())?, forget: Vec::new() })
 }

@@ -131,7 +131,7 @@ fn actions(plan: &Plan) -> Vec<(String, &'static str)> {
 }
 
 fn named<'a>(plan: &'a Plan, name: &str) -> &'a Value {
-    plan.artifacts.named.get(name).unwrap_or_else(|| panic!("no artifact {name}: {:?}", plan.artifacts.named))
+    plan.artifacts.value(name).unwrap_or_else(|| panic!("no artifact {name}: {:?}", plan.artifacts))
 }
 
 fn invalid(r: Result<Planned, ProviderError>) -> Vec<String> {
@@ -312,7 +312,7 @@ fn internal_domain_migration_needs_the_confirmation_and_a_trigger_and_is_shown_a
     let sa = named(&prep.plan, "service_account_issuer");
     assert_eq!(sa["issuer"], "https://api.a.dev.internal.int2.example.com");
     assert_eq!(sa["acceptedIssuers"], json!(["https://api.a.dev.internal.int.example.com"]));
-    assert!(!prep.plan.artifacts.named.contains_key("constraints"));
+    assert!(prep.plan.artifacts.get("constraints").is_none());
     w.apply(&prep);
     assert!(w.state().consumed_migrate_internal_confirmation);
     let ds = paired(
@@ -652,7 +652,7 @@ fn a_ca_rotation_without_a_domain_change_moves_no_record_and_the_gate_off_never_
         )));
         assert!(p.plan.nodes.iter().all(|n| n.action() == Action::Noop), "{:?}", actions(&p.plan));
         assert_eq!(named(&p.plan, "domains")["phase"], "Preparing");
-        assert!(!p.plan.artifacts.named.contains_key("user_actions"));
+        assert!(p.plan.artifacts.get("user_actions").is_none());
     }
 }
 

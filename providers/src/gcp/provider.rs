@@ -208,7 +208,10 @@ impl Provider for Gcp {
         let observed = observe(cloud, cctx, desired::destroy_discovery(cfg, &ctx)).await?;
         let desired = desired::destroy(cfg, &ctx, &observed).map_err(bug("gcp destroy"))?;
         let nodes = trellis_planner::diff::plan_nodes(desired, &observed).map_err(other)?;
-        let artifacts = Artifacts { infrastructure_status: Value::Null, ..Default::default() };
+        // A destroy produces no artifacts; the empty ones earlier versions wrote keep its digest.
+        let artifacts = Artifacts::new()
+            .with(trellis_plans::Artifact::InfrastructureStatus(Value::Null))
+            .with(trellis_plans::Artifact::EgressCidrs(None));
         let plan = plan_document(cfg, &ctx.tn, ws, nodes, artifacts, Vec::new());
         let mut state = stored_state(ws)?;
         state.last_applied = Some(last_applied(shoot));

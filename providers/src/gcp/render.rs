@@ -13,7 +13,7 @@ use super::Ctx;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use trellis_planner::discover::{NotFetched, Observed};
-use trellis_plans::{Artifacts, CloudProviderConfig, ConfigFormat};
+use trellis_plans::{Artifact, Artifacts, CloudProviderConfig, ConfigFormat};
 
 /// The warning a BYO plan carries about its empty egress CIDRs (spec: "Status shape", E9).
 pub const BYO_EGRESS_WARNING: &str = "user-managed egress: shoot.status.provider.egressCIDRs is empty — Gardener has no reliable way to know your egress IPs (your own Cloud NAT, an NVA, an on-prem gateway, or none at all); consumers of egressCIDRs must handle the empty case";
@@ -139,14 +139,15 @@ pub fn configure_cloud_routes(cfg: &InfrastructureConfig, ctx: &Ctx) -> bool {
 /// Every artifact of a GCP plan.
 pub fn artifacts(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result<Artifacts, NotFetched> {
     let status = serde_json::to_value(status(cfg, ctx, observed)?).unwrap_or(Value::Null);
-    let mut named = BTreeMap::new();
-    named.insert("status_networking".to_string(), status_networking(cfg, ctx, observed)?);
-    Ok(Artifacts {
-        infrastructure_status: status,
-        egress_cidrs: egress_cidrs(cfg, ctx, observed)?,
-        cloud_provider_config: Some(cloud_provider_config(cfg, ctx)),
-        ccm_flags: Some(BTreeMap::from([("configure-cloud-routes".to_string(), configure_cloud_routes(cfg, ctx))])),
-        allow_egress: None,
-        named,
-    })
+    // `status_networking` stays under `named`, where GCP plan files have always had it (their digests).
+    let named = BTreeMap::from([("status_networking".to_string(), status_networking(cfg, ctx, observed)?)]);
+    Ok(Artifacts::new()
+        .with(Artifact::InfrastructureStatus(status))
+        .with(Artifact::EgressCidrs(egress_cidrs(cfg, ctx, observed)?))
+        .with(Artifact::CloudProviderConfig(cloud_provider_config(cfg, ctx)))
+        .with(Artifact::CcmFlags(BTreeMap::from([(
+            "configure-cloud-routes".to_string(),
+            configure_cloud_routes(cfg, ctx),
+        )])))
+        .with(Artifact::Named(named)))
 }

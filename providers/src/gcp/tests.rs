@@ -132,10 +132,13 @@ fn a1_managed_default_creates_the_upstream_graph() {
     assert_eq!((nat["minPortsPerVm"].clone(), nat["maxPortsPerVm"].clone()), (json!(2048), json!(65536)));
     // Status: auto-allocated NAT IPs are not reported (upstream), so no egress CIDRs.
     let a = render::artifacts(&c, &x, &o).unwrap();
-    assert_eq!(a.egress_cidrs, Some(vec![]));
-    assert_eq!(a.infrastructure_status["networks"]["vpc"]["cloudRouter"]["name"], "shoot--p--n-cloud-router");
-    assert_eq!(a.infrastructure_status["serviceAccountEmail"], "shoot--p--n@prj.iam.gserviceaccount.com");
-    assert!(a.ccm_flags.unwrap()["configure-cloud-routes"]);
+    assert_eq!(a.egress_cidrs(), Some(Some(&[][..])));
+    assert_eq!(
+        a.infrastructure_status().unwrap()["networks"]["vpc"]["cloudRouter"]["name"],
+        "shoot--p--n-cloud-router"
+    );
+    assert_eq!(a.infrastructure_status().unwrap()["serviceAccountEmail"], "shoot--p--n@prj.iam.gserviceaccount.com");
+    assert!(a.ccm_flags().unwrap()["configure-cloud-routes"]);
 }
 
 #[test]
@@ -202,8 +205,11 @@ fn a3_user_nat_ips_are_verified_used_manually_and_are_the_egress_cidrs() {
         "https://www.googleapis.com/compute/v1/projects/prj/regions/europe-west1/addresses/nat-ip-2"
     );
     let a = render::artifacts(&c, &x, &o).unwrap();
-    assert_eq!(a.egress_cidrs, Some(vec!["34.76.10.11/32".to_string(), "34.76.10.12/32".to_string()]));
-    assert_eq!(a.infrastructure_status["networks"]["natIPs"], json!([{"ip": "34.76.10.11"}, {"ip": "34.76.10.12"}]));
+    assert_eq!(a.egress_cidrs(), Some(Some(&["34.76.10.11/32".to_string(), "34.76.10.12/32".to_string()][..])));
+    assert_eq!(
+        a.infrastructure_status().unwrap()["networks"]["natIPs"],
+        json!([{"ip": "34.76.10.11"}, {"ip": "34.76.10.12"}])
+    );
 }
 
 #[test]
@@ -331,10 +337,10 @@ fn e9_byo_status_has_the_users_network_and_no_egress() {
     let (c, x) = (byo_dual(), ctx(true));
     let o = observed("byo-dual", &c, &x, false);
     let a = render::artifacts(&c, &x, &o).unwrap();
-    assert_eq!(a.egress_cidrs, None, "E9: Gardener cannot know the user's egress");
+    assert_eq!(a.egress_cidrs(), Some(None), "E9: Gardener cannot know the user's egress");
     assert_eq!(
-        a.infrastructure_status,
-        json!({"apiVersion": "gcp.provider.extensions.gardener.cloud/v1alpha1", "kind": "InfrastructureStatus",
+        a.infrastructure_status().unwrap(),
+        &json!({"apiVersion": "gcp.provider.extensions.gardener.cloud/v1alpha1", "kind": "InfrastructureStatus",
             "networks": {"vpc": {"name": "my-vpc"},
                 "subnets": [{"name": "my-workers", "purpose": "nodes"}, {"name": "my-services", "purpose": "services"}],
                 "ipfamilies": ["IPv4", "IPv6"]},
@@ -342,8 +348,8 @@ fn e9_byo_status_has_the_users_network_and_no_egress() {
     );
     // ensureIPv6CIDRs: nodes and pods get the workers subnet's /64, services the /108 of the services subnet's.
     assert_eq!(
-        a.named["status_networking"],
-        json!({"nodes": ["10.100.0.0/16", "2600:1900:4041:b5e::/64"], "pods": ["100.96.0.0/11", "2600:1900:4041:b5e::/64"],
+        a.value("status_networking").unwrap(),
+        &json!({"nodes": ["10.100.0.0/16", "2600:1900:4041:b5e::/64"], "pods": ["100.96.0.0/11", "2600:1900:4041:b5e::/64"],
                "services": ["10.200.0.0/20", "2600:1900:4041:b5f::/108"]})
     );
     assert!(!render::BYO_EGRESS_WARNING.contains('\n'));
