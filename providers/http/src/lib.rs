@@ -12,6 +12,8 @@
 //! - **Waits a server asks for** ([`retry_after`]) are read here; the engine caps them
 //!   (`trellis_planner::retry::RetryPolicy`).
 
+#[cfg(feature = "fake")]
+pub mod fake;
 pub mod redact;
 
 pub use redact::{redact, redact_error, REDACTED};
