@@ -168,6 +168,30 @@ fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
     sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
 }
 
+/// A plan file written when a domains plan carried `infrastructure_status: null`, `egress_cidrs: null`
+/// and its artifacts under `named` (plans/tests/data: the bundled example, planned then): its digests
+/// verify, it shows as it did, and `apply` finds it to be what trellis plans now (the same artifacts at
+/// the top level).
+#[test]
+fn regression_a_saved_domains_plan_with_named_artifacts_still_applies() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    // The world into the state dir, as when the file was planned.
+    sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
+    let plan = sb.file("old.json");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../plans/tests/data/domains-format1.json"), &plan).unwrap();
+    let old_digest = "c8c42325377ee7a692c7d16fa1cd482c5ba21370b5bf029802920f79a3f8a4f5";
+    sb.run_raw(&["show", &plan])
+        .code(0)
+        .stdout_has(old_digest)
+        .stdout_has("\n  kubeconfig_server: https://api.web.platform.example.com\n");
+    let azure_digest = "b5c21f5b5f431b44e2f39fb27d4c446e734a3c617b5f4443fccf0dfadbe7756e";
+    sb.run(&["apply", &plan, "--expect-digest", old_digest, "--expect-digest", azure_digest])
+        .code(0)
+        .stdout_has("shoot--platform--web+domains: apply complete.");
+    sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
+}
+
 /// The example Seed with its internal domain moved to `other.example.com` and `internal.example.com`
 /// dropped from `internalDomains`.
 fn seed_without_the_old_internal_domain(sb: &Sandbox) -> String {
