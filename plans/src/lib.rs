@@ -848,15 +848,23 @@ pub struct PlanSet {
     pub plans: Vec<Plan>,
 }
 
+/// Why a plan file cannot be read. Each is one line: everything it quotes from the file (a value
+/// serde's message repeats, an address, a shoot) or its path goes through [`escape::text`], so a
+/// newline in a plan file cannot start a line of its own.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {
-    #[error("{path}: not a trellis plan file: {cause}")]
+    #[error("{}: not a trellis plan file: {}", escape::text(path), escape::text(&cause.to_string()))]
     Parse { path: String, cause: serde_json::Error },
-    #[error("{path}: plan format_version {found} is not supported by this trellis (supports {FORMAT_VERSION}); re-run `trellis plan` with this version")]
+    #[error("{}: plan format_version {found} is not supported by this trellis (supports {FORMAT_VERSION}); re-run `trellis plan` with this version", escape::text(path))]
     Version { path: String, found: u32 },
-    #[error("{path}: node {address}: {problem}; the plan file was edited or corrupted — re-run `trellis plan`")]
+    #[error(
+        "{}: node {}: {}; the plan file was edited or corrupted — re-run `trellis plan`",
+        escape::text(path),
+        escape::text(address),
+        escape::text(problem)
+    )]
     Invalid { path: String, address: String, problem: String },
-    #[error("{path}: plan of {shoot}: its nodes and artifacts do not match its digest {digest}; the plan file was edited or corrupted after `trellis plan` wrote it — re-run `trellis plan --out`")]
+    #[error("{}: plan of {}: its nodes and artifacts do not match its digest {}; the plan file was edited or corrupted after `trellis plan` wrote it — re-run `trellis plan --out`", escape::text(path), escape::text(shoot), escape::text(digest))]
     Edited { path: String, shoot: String, digest: String },
 }
 

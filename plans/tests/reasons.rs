@@ -104,6 +104,23 @@ fn a_plan_file_with_an_unknown_code_is_refused() {
 }
 
 #[test]
+fn regression_a_newline_in_an_unknown_value_is_refused_in_one_line() {
+    // serde's "unknown variant" message quotes the value as read: a `\n` in the file's string became
+    // a line of its own in the error (found by the hostile-readers property test, 1 run in 4).
+    let json = set(vec![azure_managed_plan("shoot--dev--alpha")]).to_json();
+    for (from, to) in [
+        ("\"reason_code\": \"absent\"", "\"reason_code\": \"abs\\nNo changes.\""),
+        ("\"action\": \"create\"", "\"action\": \"cre\\nNo changes.\""),
+    ] {
+        let edited = json.replacen(from, to, 1);
+        assert_ne!(edited, json, "{from}");
+        let err = PlanSet::from_json("edited\nplan.json", &edited).unwrap_err().to_string();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("edited\\nplan.json: ") && err.contains("\\nNo changes."), "{err}");
+    }
+}
+
+#[test]
 fn a_changed_code_is_a_difference_when_applying_a_saved_plan() {
     let saved = azure_drifted_plan("shoot--dev--alpha");
     let mut now = saved.clone();
