@@ -1,0 +1,319 @@
+//! Apply: the executor over a fleet's plans, the workspace committed after every node.
+
+use crate::backend::Backend;
+use anyhow::{bail, Result};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use trellis_planner::cloud::{Audited, Call, CloudWrite};
+use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
+use trellis_planner::write::WriteLocks;
+use trellis_plans::{Action, Node};
+use trellis_providers::provider::Orphan;
+use trellis_providers::registry::Registry;
+use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
+
+use super::*;
+
+/// What `apply --output json` prints.
+#[derive(Serialize, Debug)]
+pub struct ApplyReport {
+    pub operation: String,
+    pub shoots: Vec<ShootReport>,
+    /// Every cloud call made, in order.
+    pub calls: Vec<Call>,
+    pub ok: bool,
+}
+
+#[derive(Serialize, Debug)]
+pub struct ShootReport {
+    pub shoot: String,
+    pub ok: bool,
+    pub nodes: Vec<NodeResult>,
+    pub calls: Vec<Call>,
+    /// Artifacts rendered from the cloud as it is after the apply (null for destroy or on failure).
+    pub artifacts: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// After a destroy in user-managed-egress mode: what the CCM and bastion controller left on the
+    /// user's NSG and route table (never deleted by trellis), with the command to prune each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub orphans: Vec<Orphan>,
+}
+
+/// Called for every node as it starts and ends, for progress display.
+pub trait Progress: Send {
+    fn start(&mut self, _shoot: &str, _node: &Node) {}
+    fn finish(&mut self, _shoot: &str, _node: &Node, _result: &NodeResult) {}
+    fn message(&mut self, _line: &str) {}
+}
+
+/// No progress output.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// Persists state after every node, then tells the progress display.
+struct Persist<'a> {
+    store: &'a Backend,
+    ws: &'a mut Workspace,
+    operation: &'a str,
+    progress: &'a mut dyn Progress,
+}
+
+impl Observer for Persist<'_> {
+    fn started(&mut self, node: &Node) {
+        self.progress.start(&self.ws.shoot, node);
+    }
+
+    fn finished(&mut self, node: &Node, result: &NodeResult) -> Result<(), String> {
+        // State first: once a line says "created", the state has it.
+        let committed = self.record(node, result);
+        self.progress.finish(&self.ws.shoot, node, result);
+        committed
+    }
+}
+
+impl Persist<'_> {
+    fn record(&mut self, node: &Node, result: &NodeResult) -> Result<(), String> {
+        if !result.outcome.is_ok() {
+            return Ok(());
+        }
+        let id = node.id.clone().unwrap_or_default();
+        let changed = match node.action() {
+            Action::Create | Action::Update | Action::Replace | Action::Verify | Action::Read | Action::Noop => {
+                let kept = StoredResource { kind: node.kind, id, ownership: node.ownership() };
+                self.ws.record_resource(&node.address, kept)
+            }
+            Action::Delete => self.ws.forget_resource(&node.address, &id),
+            Action::Skip => false,
+        };
+        if changed {
+            // Returns once the commit is durable; commits of other shoots made meanwhile share its flush,
+            // and so do the simulated cloud's writes made before it (this node's among them).
+            blocking(|| self.store.commit(self.ws, self.operation).map_err(|e| e.to_string()))?;
+        } else if node.action().is_write() {
+            // Nothing new to record, but the node wrote to the cloud: its writes are durable before the
+            // node counts as done (the simulated cloud leaves its flushes to the state's).
+            blocking(|| self.store.flush().map_err(|e| e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `f`, which blocks on the state store (a commit waits for the flush that makes it durable),
+/// without holding up the other shoots: on a multi-threaded runtime (the binary's) the worker thread
+/// first hands its other tasks to another thread (`block_in_place`), so the shoots' commits wait
+/// together and share a flush; on a current-thread runtime it just runs.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+/// Options for apply and destroy.
+#[derive(Clone, Debug)]
+pub struct ApplyOptions {
+    pub parallelism: usize,
+    pub operation: String,
+}
+
+/// Applies planned shoots concurrently; at most `parallelism` nodes are in flight across the whole
+/// fleet (one shared limit), so a fleet apply takes about as long as its busiest shoots, not their sum.
+/// Each shoot runs as its own task (at most `parallelism` shoots at a time), so that the state commits
+/// of concurrent shoots wait together and share one flush; their progress comes back here over a
+/// channel, each node's end only after its state is durable. Reports come back in plan order.
+pub async fn apply(
+    session: &Session,
+    plans: Vec<ShootPlan>,
+    opts: &ApplyOptions,
+    progress: &mut dyn Progress,
+) -> Result<ApplyReport> {
+    let parallelism = opts.parallelism.max(1);
+    let ctx = ApplyCtx {
+        store: Arc::clone(&session.store),
+        clouds: Arc::new(session.clouds()),
+        opts: opts.clone(),
+        limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
+        write_locks: Arc::new(
+            Registry::builtin()
+                .providers()
+                .iter()
+                .chain(std::iter::once(&Registry::builtin().domains()))
+                .map(|p| (p.type_name(), Arc::new(WriteLocks::new(p.ids()))))
+                .collect(),
+        ),
+    };
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let mut results: Vec<Option<Result<ShootReport>>> = plans.iter().map(|_| None).collect();
+    let mut waiting = plans.into_iter().enumerate();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < parallelism {
+            let Some((i, p)) = waiting.next() else { break };
+            let (ctx, mut shoot_progress) = (ctx.clone(), SendProgress(events.clone()));
+            running.spawn(async move { (i, apply_one(&ctx, p, &mut shoot_progress).await) });
+        }
+        tokio::select! {
+            biased;
+            Some(event) = received.recv() => event.show(progress),
+            joined = running.join_next() => match joined {
+                None => break,
+                Some(Ok((i, result))) => results[i] = Some(result),
+                Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Some(Err(e)) => bail!("applying a shoot was interrupted: {e}"),
+            },
+        }
+    }
+    drop(events);
+    while let Some(event) = received.recv().await {
+        event.show(progress);
+    }
+    let mut report = ApplyReport { operation: opts.operation.clone(), shoots: Vec::new(), calls: Vec::new(), ok: true };
+    for shoot_report in results.into_iter().flatten() {
+        let shoot_report = shoot_report?;
+        report.ok &= shoot_report.ok;
+        report.calls.extend(shoot_report.calls.iter().cloned());
+        report.shoots.push(shoot_report);
+    }
+    Ok(report)
+}
+
+/// What applying one shoot needs from the session, owned, so that each shoot can run as its own task.
+#[derive(Clone)]
+struct ApplyCtx {
+    store: Arc<Backend>,
+    clouds: Arc<Clouds>,
+    opts: ApplyOptions,
+    /// The fleet-wide limit of nodes in flight.
+    limit: Arc<tokio::sync::Semaphore>,
+    /// The fleet-wide write scopes, per provider (each under its provider's id scheme,
+    /// [`Provider::ids`]): shoots may write subnets into one VNet, NATs into one router.
+    write_locks: Arc<BTreeMap<&'static str, Arc<WriteLocks>>>,
+}
+
+/// A progress call of one shoot's task, shown by [`apply`] on the caller's display.
+enum ProgressEvent {
+    Start(String, Box<Node>),
+    Finish(String, Box<Node>, Box<NodeResult>),
+    Message(String),
+}
+
+impl ProgressEvent {
+    fn show(self, progress: &mut dyn Progress) {
+        match self {
+            ProgressEvent::Start(shoot, node) => progress.start(&shoot, &node),
+            ProgressEvent::Finish(shoot, node, result) => progress.finish(&shoot, &node, &result),
+            ProgressEvent::Message(line) => progress.message(&line),
+        }
+    }
+}
+
+/// The progress display of one shoot's task: every call goes to [`apply`] in order. Sending fails
+/// only when `apply` is gone, and then there is no display left to tell.
+struct SendProgress(tokio::sync::mpsc::UnboundedSender<ProgressEvent>);
+
+impl Progress for SendProgress {
+    fn start(&mut self, shoot: &str, node: &Node) {
+        let _ = self.0.send(ProgressEvent::Start(shoot.to_string(), Box::new(node.clone())));
+    }
+    fn finish(&mut self, shoot: &str, node: &Node, result: &NodeResult) {
+        let event = ProgressEvent::Finish(shoot.to_string(), Box::new(node.clone()), Box::new(result.clone()));
+        let _ = self.0.send(event);
+    }
+    fn message(&mut self, line: &str) {
+        let _ = self.0.send(ProgressEvent::Message(line.to_string()));
+    }
+}
+
+async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
+    let shoot = p.workspace.shoot.clone();
+    let store: &dyn StateStore = ctx.store.as_ref();
+    let lock = LockInfo::here(&ctx.opts.operation);
+    let mut warnings = Vec::new();
+    if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock).map_err(anyhow::Error::from))? {
+        let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
+        progress.message(&line);
+        warnings.push(line);
+    }
+    let result = apply_locked(ctx, p, progress, warnings).await;
+    blocking(|| store.unlock(&shoot, &lock.id).map_err(anyhow::Error::from))?;
+    result
+}
+
+async fn apply_locked(
+    ctx: &ApplyCtx,
+    p: ShootPlan,
+    progress: &mut dyn Progress,
+    mut warnings: Vec<String>,
+) -> Result<ShootReport> {
+    let plan = &p.planned.plan;
+    let opts = &ctx.opts;
+    let store: &dyn StateStore = ctx.store.as_ref();
+    let workspace = p.workspace.shoot.clone();
+    let mut ws = store.load(&workspace)?.unwrap_or_else(|| Workspace::new(&workspace));
+    check_prior(plan, &ws)?;
+    let (provider_cloud, cloud_ctx) = ctx.clouds.of(p.provider)?;
+    let write_locks = match ctx.write_locks.get(p.provider.type_name()) {
+        Some(locks) => Arc::clone(locks),
+        None => bail!("bug: no write locks for provider {}; please report", p.provider.type_name()),
+    };
+    let audited = Arc::new(Audited::new(Arc::clone(provider_cloud)));
+    let cloud: Arc<dyn CloudWrite> = audited.clone();
+    let exec_opts = ExecOptions {
+        parallelism: opts.parallelism,
+        retry: cloud_ctx.retry.clone(),
+        shared_limit: Some(Arc::clone(&ctx.limit)),
+        write_locks,
+    };
+    let results = {
+        let mut persist = Persist { store: ctx.store.as_ref(), ws: &mut ws, operation: &opts.operation, progress };
+        exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?
+    };
+    let mut ok = results.iter().all(|r| r.outcome.is_ok());
+    let destroy = opts.operation == "destroy";
+    let mut artifacts = None;
+    let mut orphans = Vec::new();
+    if ok && destroy {
+        match p.provider.orphans_after_destroy(p.shoot.as_ref(), audited.as_ref(), cloud_ctx).await {
+            Ok(found) => orphans = found,
+            Err(e) => warnings.push(format!("{}: the orphan report could not be made: {e}", plan.shoot)),
+        }
+    }
+    if ok && destroy && ws.serial == 0 {
+        // Nothing was ever applied for this shoot: no workspace to empty.
+    } else if ok && destroy {
+        ws.resources.clear();
+        ws.outputs = None;
+        ws.provider_state = None;
+        blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
+    } else if ok {
+        // The resources are in place; the artifacts are re-rendered from the cloud as it is now
+        // (public IP addresses are known only after apply). If that read fails, the state keeps the
+        // resources but not the new config, so the next apply re-reads and records it.
+        let after =
+            p.provider.artifacts_after_apply(p.shoot.as_ref(), &p.planned.state, audited.as_ref(), cloud_ctx).await;
+        match after {
+            Ok(after) => {
+                let value = serde_json::to_value(&after)?;
+                ws.outputs = Some(value.clone());
+                ws.provider_state = Some(p.planned.state.clone());
+                for (address, id) in &p.planned.forget {
+                    ws.forget_resource(address, id);
+                }
+                blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
+                artifacts = Some(value);
+            }
+            Err(e) => {
+                ok = false;
+                warnings.push(format!(
+                    "{}: every resource was applied, but reading the artifacts back failed: {e}; run `trellis apply` again to record them",
+                    plan.shoot
+                ));
+            }
+        }
+    }
+    Ok(ShootReport { shoot: workspace, ok, nodes: results, calls: audited.calls(), artifacts, warnings, orphans })
+}

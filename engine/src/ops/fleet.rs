@@ -1,0 +1,787 @@
+//! The fleet planner: [`plan_fleet_streaming`] (what `trellis plan` runs), [`plan_files`] (the same,
+//! collected, for apply, destroy and the tests), [`plan_fleet`] (a saved plan's manifests), the one
+//! per-shoot step (`plan_one`) and the fleet-wide checks.
+
+use crate::backend::Backend;
+use crate::shard::{Shard, ShardCount};
+use anyhow::{bail, Context as _, Result};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use trellis_plans::render::{RenderedText, TextOptions};
+use trellis_plans::{Plan, PlanSet, RenderedPlan};
+use trellis_providers::features::Features;
+use trellis_providers::field::ErrorList;
+use trellis_providers::manifest::{self, ManifestError};
+use trellis_providers::metadata;
+use trellis_providers::provider::{FleetShoot, FleetWarning, Provider, ProviderError, ProviderShoot};
+use trellis_providers::registry::Registry;
+use trellis_state::{StateStore, Workspace};
+
+use super::*;
+
+/// Plans the shoots of `paths` (files, or directories of them) for a caller that needs them all at
+/// once (`apply -f`, `destroy`, the scenario tests): [`plan_fleet_streaming`] — the one fleet planner
+/// `trellis plan` runs — with every shoot's [`ShootPlan`] collected, the fleet checks' warnings added,
+/// in workspace order (a shoot's infrastructure plan, then its domains plan). Reads only.
+pub async fn plan_files(
+    session: &Session,
+    paths: &[PathBuf],
+    destroy: bool,
+    shard: Option<Shard>,
+) -> Result<FleetPlans> {
+    let files = read_ahead(list_manifest_files(paths)?);
+    let opts = StreamOptions { keep: true, destroy, shard, ..StreamOptions::default() };
+    let mut plans = Vec::new();
+    let summary = plan_fleet_streaming(session, paths, files, opts, |p| {
+        plans.extend(p.shoot_plan);
+        Ok(())
+    })
+    .await?;
+    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), summary.fleet_warnings.clone());
+    plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
+    Ok(FleetPlans { plans, summary })
+}
+
+/// What [`plan_files`] gives: the planned shoots and the stream's summary (e.g. the shard's count).
+pub struct FleetPlans {
+    pub plans: Vec<ShootPlan>,
+    pub summary: StreamSummary,
+}
+
+/// Plans shoots that are not in files (a saved plan's manifests, [`check_saved_plan`]) with the same
+/// per-shoot step as [`plan_fleet_streaming`] ([`plan_one`]) and the same fleet-wide checks; in
+/// workspace order. Reads only.
+pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
+    let shared = Arc::new(Shared::new(session, StreamOptions { destroy, ..StreamOptions::default() }));
+    let mut plans = plan_inputs(&shared, shoots).await?;
+    // By workspace: a shoot's infrastructure plan, then its domains plan (`<id>` < `<id>+domains`).
+    plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
+    let warnings = check_fleet(session, &plans).await?;
+    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), warnings);
+    Ok(plans)
+}
+
+/// Plans every input (concurrently) with [`plan_one`]. Plans come in input order; every failure
+/// fails the call ([`FleetError`], in input order). No fleet-wide check.
+async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Vec<ShootPlan>> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, input) in shoots.into_iter().enumerate() {
+        let shared = Arc::clone(shared);
+        tasks.spawn(async move {
+            let (id, file) = (input.id(), input.file.clone());
+            (i, id, file, plan_one(&shared, input).await)
+        });
+    }
+    let mut done = Vec::new();
+    let mut failures = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (i, id, file, res) = joined.context("a planning task panicked")?;
+        match res {
+            Ok(planned) => done.push((i, planned)),
+            Err(NotPlanned::Other(e)) => return Err(e),
+            Err(NotPlanned::Failed(e)) => failures.push((i, id, file, e)),
+        }
+    }
+    if !failures.is_empty() {
+        failures.sort_by_key(|f| f.0);
+        return Err(FleetError { failures: failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect() }.into());
+    }
+    done.sort_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Why [`plan_one`] gave no plan.
+enum NotPlanned {
+    /// Its workspace could not be read, or its plan could not be completed.
+    Other(anyhow::Error),
+    /// The provider refused it (invalid, pre-flight, the cloud).
+    Failed(ProviderError),
+}
+
+/// The one per-shoot step of every fleet planner: the shoot's workspace, the provider's plan (or
+/// destroy plan, [`StreamOptions::destroy`]) through the session's cloud, and the plan's `source`.
+async fn plan_one(shared: &Shared, input: ShootInput) -> Result<ShootPlan, NotPlanned> {
+    let id = input.id();
+    let ws = shared.store.load(&id).map_err(|e| NotPlanned::Other(e.into()))?.unwrap_or_else(|| Workspace::new(&id));
+    let (cloud, ctx) = shared.clouds.of(input.provider).map_err(NotPlanned::Failed)?;
+    let (provider, shoot) = (input.provider, input.shoot.as_ref());
+    let planned = if shared.opts.destroy {
+        provider.plan_destroy(shoot, &ws, cloud.as_ref(), ctx).await
+    } else {
+        provider.plan(shoot, &ws, cloud.as_ref(), ctx).await
+    };
+    let mut planned = planned.map_err(NotPlanned::Failed)?;
+    let json = shoot.to_json().map_err(|e| NotPlanned::Other(e.into()))?;
+    let file = trellis_plans::Source::file_of(&input.file, shared.cwd.as_deref());
+    planned.plan.source = Some(trellis_plans::Source { file, shoot: json });
+    let ShootInput { file, provider, shoot } = input;
+    Ok(ShootPlan { input_file: file, provider, shoot, workspace: ws, planned })
+}
+
+/// Adds the fleet checks' warnings ([`Provider::check_fleet`]) to the plans of the shoots they are
+/// for, after the plans' own warnings.
+pub fn add_fleet_warnings<'a>(plans: impl Iterator<Item = &'a mut Plan>, warnings: Vec<FleetWarning>) {
+    if warnings.is_empty() {
+        return;
+    }
+    let mut by_shoot: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for w in warnings {
+        by_shoot.entry(w.shoot).or_default().push(w.message);
+    }
+    for plan in plans {
+        if let Some(found) = by_shoot.remove(&plan.shoot) {
+            plan.warnings.extend(found);
+        }
+    }
+}
+
+/// Fleet-wide rules: one technical id per shoot, then each provider's own rules over its shoots
+/// ([`Provider::check_fleet`]; Azure: a BYO subnet belongs to one shoot only), against the fleet
+/// and the shoots already applied in this state. Returns the checks' warnings.
+async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<FleetWarning>> {
+    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
+    for p in plans {
+        if let Some(other) = seen.insert(&p.workspace.shoot, &p.input_file) {
+            bail!(
+                "shoot {} is defined twice: {} and {}; each shoot must appear once",
+                p.planned.plan.shoot,
+                other.display(),
+                p.input_file.display()
+            );
+        }
+    }
+    let facts: Vec<FleetFacts<'_>> =
+        plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
+    let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
+    check_seeds(
+        plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
+        &[],
+        session.features,
+        Some(session.store.as_ref()),
+    )?;
+    Ok(warnings)
+}
+
+/// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
+/// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
+/// (trellis keeps no Seed in state): the applied shoots' internal domains stand in for it. With a `store`,
+/// the internal domains in use are also read from the domains workspaces in state
+/// ([`internal_domains_in_use`]): every shoot trellis applied on the Seed, in this run or not.
+///
+/// `seeds` are the Seeds of the run and `features` the run's gates: a Seed without any of its shoots
+/// among `inputs` is checked too, against the shoots applied on it (with a `store`).
+pub fn check_seeds<'a>(
+    inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>,
+    seeds: &[manifest::LoadedSeed],
+    features: Features,
+    store: Option<&dyn StateStore>,
+) -> Result<()> {
+    use trellis_providers::domains::{check_seed, DomainsShoot};
+    let mut by_seed: BTreeMap<String, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
+    for (shoot, file) in inputs {
+        if let Some(ds) = shoot.downcast_ref::<DomainsShoot>() {
+            by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
+        }
+    }
+    // The Seeds without a shoot in this run (names are unique: [`manifest::pair_seeds`]).
+    let alone: Vec<&manifest::LoadedSeed> =
+        seeds.iter().filter(|s| !by_seed.contains_key(&s.seed.metadata.name)).collect();
+    // Read with the gate on (the in-use rule) and off (the internal domain must not change while
+    // applied shoots are on the seed); only when some Seed is checked.
+    let applied = match store {
+        Some(store) if !by_seed.is_empty() || !alone.is_empty() => internal_domains_in_use(store)?,
+        _ => BTreeMap::new(),
+    };
+    let mut failures = Vec::new();
+    for (name, shoots) in &by_seed {
+        let (first, file) = shoots[0];
+        let all: Vec<&DomainsShoot> = shoots.iter().map(|(ds, _)| *ds).collect();
+        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&first.seed, None, &all, used, first.features) {
+            failures.push((format!("seed {name}"), file.to_path_buf(), e));
+        }
+    }
+    for s in alone {
+        let name = &s.seed.metadata.name;
+        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&s.seed, None, &[], used, features) {
+            failures.push((format!("seed {name}"), s.file.clone(), e));
+        }
+    }
+    failures.sort_by(|a, b| a.0.cmp(&b.0));
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(FleetError { failures }.into())
+    }
+}
+
+/// The internal domains the shoots trellis applied use, by the Seed they were applied on: each
+/// domains workspace in state (`<id>+domains`) whose shoot was last applied with `spec.seedName`
+/// set, its `internal` and `prior-internal` roles ([`DomainsState::internal_in_use`]).
+///
+/// [`DomainsState::internal_in_use`]: trellis_providers::domains::state::DomainsState::internal_in_use
+fn internal_domains_in_use(
+    store: &dyn StateStore,
+) -> Result<BTreeMap<String, Vec<trellis_providers::domains::InternalInUse>>> {
+    use trellis_providers::domains::{provider::stored_state, InternalInUse};
+    let mut out: BTreeMap<String, Vec<InternalInUse>> = BTreeMap::new();
+    for summary in store.list()? {
+        let Some(shoot) = summary.shoot.strip_suffix(DOMAINS_WORKSPACE_SUFFIX) else { continue };
+        let Some(ws) = store.load(&summary.shoot)? else { continue };
+        let state = stored_state(&ws).with_context(|| format!("state of {}", summary.shoot))?;
+        let Some(seed) = state.last_applied.as_ref().and_then(|l| l.seed_name.clone()) else { continue };
+        let used = out.entry(seed).or_default();
+        used.extend(
+            state
+                .internal_in_use()
+                .into_iter()
+                .map(|d| InternalInUse { shoot: shoot.to_string(), domain: d.to_string() }),
+        );
+    }
+    Ok(out)
+}
+
+/// What the fleet-wide checks read of one planned shoot: its plan, whole or reduced by
+/// [`Provider::fleet_facts`].
+struct FleetFacts<'a> {
+    provider: &'static dyn Provider,
+    plan: &'a Plan,
+    file: &'a Path,
+}
+
+/// Each provider's [`Provider::check_fleet`] over the plans' facts (in technical-id order);
+/// `in_fleet` says which shoots are part of the fleet (their workspaces in state are not "applied
+/// elsewhere"), also those whose facts were dropped. Returns the providers' warnings.
+async fn check_fleet_facts(
+    session: &Session,
+    in_fleet: &(dyn Fn(&str) -> bool + Sync),
+    plans: &[FleetFacts<'_>],
+) -> Result<Vec<FleetWarning>> {
+    // The workspaces in state of shoots not in this fleet, read only if a provider asks.
+    let applied = || -> Result<Vec<Workspace>, ProviderError> {
+        let mut out = Vec::new();
+        for summary in session.store.list()? {
+            if in_fleet(summary.shoot.as_str()) {
+                continue;
+            }
+            out.extend(session.store.load(&summary.shoot)?);
+        }
+        Ok(out)
+    };
+    let clouds = session.clouds();
+    let mut warnings = Vec::new();
+    for provider in Registry::builtin().providers() {
+        let fleet: Vec<FleetShoot<'_>> = plans
+            .iter()
+            .filter(|p| p.provider.type_name() == provider.type_name())
+            .map(|p| FleetShoot { plan: p.plan, file: p.file })
+            .collect();
+        if !fleet.is_empty() {
+            let (cloud, ctx) = clouds.of(*provider)?;
+            warnings.extend(provider.check_fleet(&fleet, &applied, cloud.as_ref(), ctx).await?);
+        }
+    }
+    Ok(warnings)
+}
+
+/// What [`plan_fleet_streaming`] hands out per shoot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamOptions {
+    /// Render each plan's JSON on the worker that planned it ([`StreamedPlan::json`]).
+    pub json: bool,
+    /// Render each plan's text on the worker that planned it ([`StreamedPlan::text`]).
+    pub text: Option<TextOptions>,
+    /// Hand out the plan itself ([`StreamedPlan::plan`]), e.g. for the markdown and HTML renderers,
+    /// which need the whole fleet.
+    pub keep_plans: bool,
+    /// `--shard I/N`: plan only the shoots of this shard (the others are counted in
+    /// [`StreamSummary::shard`]); a shoot's domains plan goes with its shoot.
+    pub shard: Option<Shard>,
+    /// Hand out each shoot's whole [`ShootPlan`] ([`StreamedPlan::shoot_plan`]): what an apply needs.
+    pub keep: bool,
+    /// Plan the shoots' deletion (each provider's delete graph) instead of their reconcile.
+    pub destroy: bool,
+}
+
+/// One planned shoot, as [`plan_fleet_streaming`] hands it out (in input order).
+pub struct StreamedPlan {
+    /// `shoot--<project>--<name>`.
+    pub shoot: String,
+    pub has_changes: bool,
+    /// With [`StreamOptions::json`].
+    pub json: Option<RenderedPlan>,
+    /// With [`StreamOptions::text`].
+    pub text: Option<RenderedText>,
+    /// With [`StreamOptions::keep_plans`].
+    pub plan: Option<Plan>,
+    /// With [`StreamOptions::keep`].
+    pub shoot_plan: Option<ShootPlan>,
+}
+
+impl StreamedPlan {
+    /// `plan` handed out as `opts` asks (rendered, and kept or not).
+    fn of(plan: &Plan, opts: &StreamOptions) -> StreamedPlan {
+        StreamedPlan {
+            shoot: plan.shoot.clone(),
+            has_changes: plan.has_changes(),
+            json: opts.json.then(|| RenderedPlan::of(plan)),
+            text: opts.text.map(|o| RenderedText::of(plan, &o)),
+            plan: opts.keep_plans.then(|| plan.clone()),
+            shoot_plan: None,
+        }
+    }
+
+    /// A planned shoot handed out as `opts` asks, and its fleet facts ([`Provider::fleet_facts`]).
+    fn with_facts(planned: ShootPlan, opts: &StreamOptions) -> (StreamedPlan, Option<Plan>) {
+        let mut streamed = StreamedPlan::of(&planned.planned.plan, opts);
+        let facts = if opts.keep {
+            let facts = planned.provider.fleet_facts(planned.planned.plan.clone());
+            streamed.shoot_plan = Some(planned);
+            facts
+        } else {
+            planned.provider.fleet_facts(planned.planned.plan)
+        };
+        (streamed, facts)
+    }
+}
+
+/// How many shoots a streaming plan has handed out, and whether any has changes.
+#[derive(Clone, Debug, Default)]
+pub struct StreamSummary {
+    pub plans: usize,
+    pub changes: bool,
+    /// The fleet checks' warnings ([`Provider::check_fleet`]), known only once the whole fleet is
+    /// planned, so not in the plans handed out: the caller adds them ([`add_fleet_warnings`]).
+    pub fleet_warnings: Vec<FleetWarning>,
+    /// With [`StreamOptions::shard`]: the shoots it took and those it left to the other shards.
+    pub shard: ShardCount,
+}
+
+/// What planning one Shoot document of [`plan_file`] gave.
+enum DocOutcome {
+    /// Its workspace could not be read, or its plan could not be completed.
+    Other(anyhow::Error),
+    Failed(ProviderError),
+    Planned(Box<PlannedDoc>),
+}
+
+struct PlannedDoc {
+    provider: &'static dyn Provider,
+    /// The plan reduced by [`Provider::fleet_facts`], for the fleet-wide checks at the end (none when
+    /// they need nothing of it).
+    facts: Option<Plan>,
+    streamed: StreamedPlan,
+}
+
+struct DocJob {
+    doc: manifest::DocRef,
+    /// Its technical id and what planning it gave, or why its name or namespace breaks Gardener's
+    /// rules (it is not planned then, and has no technical id).
+    planned: Result<(String, DocOutcome), ErrorList>,
+}
+
+/// One manifest file: parsed, then each Shoot checked, planned and rendered.
+struct FileJob {
+    result: Result<Vec<DocJob>, ManifestError>,
+    seeds: usize,
+    /// Its Shoots without an infrastructure plan ([`manifest::DomainsOnlyShoot`]), planned at the end
+    /// with the Seeds; the refusal of the first, for when no Seed is among the inputs.
+    domains_only: usize,
+    refusal: Option<ManifestError>,
+    /// Its Shoots of other shards (`--shard`), not planned here.
+    other_shards: usize,
+}
+
+struct Shared {
+    store: Arc<Backend>,
+    clouds: Clouds,
+    opts: StreamOptions,
+    /// The working directory, for each plan's `source.file` (looked up once, not once per shoot).
+    cwd: Option<PathBuf>,
+}
+
+impl Shared {
+    fn new(session: &Session, opts: StreamOptions) -> Shared {
+        Shared { store: Arc::clone(&session.store), clouds: session.clouds(), opts, cwd: std::env::current_dir().ok() }
+    }
+}
+
+/// Metadata check → workspace → provider plan → render, for one file read and parsed by [`read_ahead`].
+async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<Shared>) -> FileJob {
+    let loaded = match loaded {
+        Ok(loaded) => loaded,
+        Err(e) => return FileJob { result: Err(e), seeds: 0, domains_only: 0, refusal: None, other_shards: 0 },
+    };
+    let multi = loaded.documents() > 1;
+    let mut docs = Vec::with_capacity(loaded.shoots.len());
+    let mut other_shards = 0;
+    for l in loaded.shoots {
+        let doc = manifest::DocRef { file: l.file.clone(), doc_index: l.doc_index, multi };
+        let errs = metadata::validate(l.metadata());
+        if !errs.is_empty() {
+            docs.push(DocJob { doc, planned: Err(errs) });
+            continue;
+        }
+        let id = l.technical_id();
+        if shared.opts.shard.is_some_and(|shard| !shard.takes(&id)) {
+            other_shards += 1;
+            continue;
+        }
+        let outcome = plan_doc(l, &shared).await;
+        docs.push(DocJob { doc, planned: Ok((id, outcome)) });
+    }
+    let domains_only = loaded.domains_only.len();
+    let refusal = loaded.domains_only.into_iter().next().map(|d| d.refusal);
+    FileJob { result: Ok(docs), seeds: loaded.seeds.len(), domains_only, refusal, other_shards }
+}
+
+async fn plan_doc(l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
+    let input = ShootInput { file: l.file, provider: l.provider, shoot: l.shoot };
+    match plan_one(shared, input).await {
+        Err(NotPlanned::Other(e)) => DocOutcome::Other(e),
+        Err(NotPlanned::Failed(e)) => DocOutcome::Failed(e),
+        Ok(planned) => {
+            let provider = planned.provider;
+            let (streamed, facts) = StreamedPlan::with_facts(planned, &shared.opts);
+            DocOutcome::Planned(Box::new(PlannedDoc { provider, facts, streamed }))
+        }
+    }
+}
+
+/// How many files one planning task reads and plans, in order, at most ([`plan_fleet_streaming`]).
+const FILES_PER_TASK: usize = 8;
+
+/// The files of a batch task, in order, or one error if the task (its parse or its planning) panicked.
+fn batch_results(joined: Result<Vec<FileJob>, tokio::task::JoinError>) -> Vec<Result<FileJob>> {
+    match joined {
+        Ok(jobs) => jobs.into_iter().map(Ok).collect(),
+        Err(e) => vec![Err(anyhow::Error::new(e).context("a planning task panicked"))],
+    }
+}
+
+/// How many documents (Shoots, Seeds; a file without any, or unreadable, counts as one) [`read_ahead`]
+/// holds parsed and not yet planned at most: the parse runs ahead of the planning, but a fleet (of
+/// one-document files or of files with many documents each) is not read whole into memory.
+const READ_AHEAD_DOCS: usize = 1024;
+
+/// A batch of files read and parsed (or the parse task's panic), with its share of [`READ_AHEAD_DOCS`]
+/// (given back once planned).
+type ParsedBatch =
+    (Result<Vec<Result<manifest::Loaded, ManifestError>>, tokio::task::JoinError>, tokio::sync::OwnedSemaphorePermit);
+
+/// A fleet's files, read and parsed in input order ahead of their planning ([`read_ahead`]).
+pub struct ReadAhead {
+    batches: tokio::sync::mpsc::Receiver<ParsedBatch>,
+    /// The task that reads; stopped when the planning stops early (a failed open, a failed shoot).
+    reader: tokio::task::AbortHandle,
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Starts reading and parsing `files` (from [`list_manifest_files`]) on the runtime's worker threads,
+/// in batches, up to [`READ_AHEAD_DOCS`] documents ahead of what [`plan_fleet_streaming`] has
+/// planned. Started before the session opens, so parsing the first shoots overlaps the state's open
+/// (its checks read the whole state dir) and the simulated cloud's: a fleet plan's only serial part
+/// besides the end. Reading touches nothing but the manifest files, and nothing read is shown before
+/// the session is open: a failed open is still the command's only error.
+pub fn read_ahead(files: Vec<PathBuf>) -> ReadAhead {
+    read_ahead_bounded(files, READ_AHEAD_DOCS)
+}
+
+/// [`read_ahead`] holding at most `max_docs` documents parsed and not yet planned.
+fn read_ahead_bounded(files: Vec<PathBuf>, max_docs: usize) -> ReadAhead {
+    use futures::StreamExt as _;
+    let window = planning_window();
+    // A task plans a few files one after the other: one task, and one wake-up of the planning loop,
+    // per batch rather than per file (with a file per task the scheduler's wake-ups cost ~5 % of the
+    // CPU). A small fleet still fills the window (at least `window` batches, down to a file each), so
+    // as many files wait for the cloud at once as with a task per file.
+    let per_task = (files.len() / window).clamp(1, FILES_PER_TASK);
+    let batches: Vec<Vec<PathBuf>> = files.chunks(per_task).map(<[PathBuf]>::to_vec).collect();
+    let max_docs = max_docs.max(1);
+    // Every batch holds at least one permit, so the permits bound the batches waiting here too.
+    let (tx, rx) = tokio::sync::mpsc::channel(max_docs);
+    let reader = tokio::spawn(async move {
+        let mut parsed = futures::stream::iter(batches)
+            .map(|batch| tokio::spawn(async move { batch.iter().map(|f| manifest::load_file(f)).collect::<Vec<_>>() }))
+            .buffered(window);
+        let docs = Arc::new(tokio::sync::Semaphore::new(max_docs));
+        while let Some(batch) = parsed.next().await {
+            // A file of more documents than the bound takes all of it.
+            let count = match &batch {
+                Ok(files) => files.iter().map(|l| l.as_ref().map_or(1, |l| l.documents().max(1))).sum(),
+                Err(_) => 1,
+            };
+            let count = u32::try_from(count.min(max_docs)).unwrap_or(1);
+            let Ok(permit) = Arc::clone(&docs).acquire_many_owned(count).await else { break };
+            if tx.send((batch, permit)).await.is_err() {
+                break; // the planning stopped
+            }
+        }
+    })
+    .abort_handle();
+    ReadAhead { batches: rx, reader }
+}
+
+/// How many batches are worked on at once: 4 per core.
+fn planning_window() -> usize {
+    4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+/// Plans the Shoots of `files` (from [`list_manifest_files`]; `paths` as given, for messages) and
+/// hands each plan to `emit` as soon as it and every shoot before it are planned, in input order
+/// (file order, then document order). Reads only.
+///
+/// Files are worked on concurrently, each on the runtime's worker threads from reading it to
+/// rendering its plans, in batches of up to [`FILES_PER_TASK`] files per task (fewer for a fleet
+/// smaller than 8 times the window), at most a bounded window of batches at once (4 per core), so the
+/// memory held
+/// does not grow with the fleet beyond a few small facts: per shoot its id and where it came from,
+/// and, if the fleet-wide checks read anything of its plan, the plan reduced to that
+/// ([`Provider::fleet_facts`]; Azure: a BYO shoot's subnet node) stay until the end.
+///
+/// The checks that need the whole fleet are decided at the end, and fail the call with the same
+/// errors, in the same precedence, as [`load_shoots`] followed by [`plan_fleet`]: the first file
+/// that cannot be read or parsed; no Shoot at all; every invalid name or namespace; a duplicate
+/// technical id; a workspace that cannot be read; every shoot that cannot be planned; the providers'
+/// [`Provider::check_fleet`] (over the shoots in technical-id order). After the first failure
+/// nothing more is emitted, so what was emitted before it is a prefix of the fleet: a caller that
+/// must not leave a partial document (a plan file) writes it only on success.
+pub async fn plan_fleet_streaming(
+    session: &Session,
+    paths: &[PathBuf],
+    mut files: ReadAhead,
+    opts: StreamOptions,
+    mut emit: impl FnMut(StreamedPlan) -> Result<()>,
+) -> Result<StreamSummary> {
+    use futures::StreamExt as _;
+    let shared = Arc::new(Shared::new(session, opts));
+    let window = planning_window();
+    let ReadAhead { batches, .. } = &mut files;
+    let batches = futures::stream::poll_fn(|cx| batches.poll_recv(cx));
+    let mut jobs = batches
+        .map(|(parsed, read_ahead): ParsedBatch| {
+            let shared = Arc::clone(&shared);
+            async move {
+                // A panic while parsing is the batch's error, as one while planning is.
+                tokio::spawn(async move {
+                    let mut jobs = Vec::new();
+                    for loaded in parsed? {
+                        jobs.push(plan_file(loaded, Arc::clone(&shared)).await);
+                    }
+                    drop(read_ahead); // planned: the reader may parse as many documents more
+                    Ok(jobs)
+                })
+                .await
+                .and_then(|planned| planned)
+            }
+        })
+        .buffered(window)
+        .flat_map(|joined| futures::stream::iter(batch_results(joined)));
+
+    let mut summary = StreamSummary::default();
+    let (mut shoots, mut seeds) = (0usize, 0usize);
+    let mut unreadable: Option<ManifestError> = None;
+    // The first Shoot without an infrastructure plan: refused as before when no Seed is among the inputs.
+    let mut refusal: Option<ManifestError> = None;
+    let mut invalid: Vec<(manifest::DocRef, ErrorList)> = Vec::new();
+    let mut seen: HashMap<String, manifest::DocRef> = HashMap::new();
+    let mut duplicate: Option<ManifestError> = None;
+    let mut other: Option<anyhow::Error> = None;
+    let mut failures: Vec<(String, PathBuf, ProviderError)> = Vec::new();
+    let mut facts: Vec<(&'static dyn Provider, Plan, PathBuf)> = Vec::new();
+    let mut failed = false;
+    while let Some(job) = jobs.next().await {
+        let job = job?;
+        let docs = match job.result {
+            Ok(docs) => docs,
+            Err(e) => {
+                unreadable.get_or_insert(e);
+                failed = true;
+                continue;
+            }
+        };
+        seeds += job.seeds;
+        shoots += job.domains_only;
+        summary.shard.left += job.other_shards;
+        if let Some(e) = job.refusal {
+            refusal.get_or_insert(e);
+        }
+        for DocJob { doc, planned } in docs {
+            shoots += 1;
+            summary.shard.taken += 1;
+            let (id, outcome) = match planned {
+                Ok(planned) => planned,
+                Err(errs) => {
+                    invalid.push((doc, errs));
+                    failed = true;
+                    continue;
+                }
+            };
+            match seen.get(&id) {
+                Some(first) => {
+                    if duplicate.is_none() {
+                        duplicate = Some(ManifestError::DuplicateShoot {
+                            technical_id: id.clone(),
+                            first: first.clone(),
+                            second: doc.clone(),
+                        });
+                    }
+                    failed = true;
+                }
+                None => {
+                    seen.insert(id.clone(), doc.clone());
+                }
+            }
+            match outcome {
+                DocOutcome::Other(e) => {
+                    other.get_or_insert(e);
+                    failed = true;
+                }
+                DocOutcome::Failed(e) => {
+                    failures.push((id, doc.file, e));
+                    failed = true;
+                }
+                DocOutcome::Planned(planned) if !failed => {
+                    let PlannedDoc { provider, facts: reduced, streamed } = *planned;
+                    summary.plans += 1;
+                    summary.changes |= streamed.has_changes;
+                    emit(streamed)?;
+                    if let Some(reduced) = reduced {
+                        facts.push((provider, reduced, doc.file));
+                    }
+                }
+                DocOutcome::Planned(_) => {} // the command fails: nothing more is shown or checked
+            }
+        }
+    }
+    if let Some(e) = unreadable {
+        return Err(e.into());
+    }
+    if let Some(e) = refusal.filter(|_| seeds == 0) {
+        return Err(e.into());
+    }
+    if shoots == 0 && summary.shard.left == 0 {
+        // Seeds alone plan nothing: a domains plan is a Shoot's. (A shard may take none of a fleet.)
+        return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
+    }
+    if !invalid.is_empty() {
+        return Err(ManifestError::InvalidMetadata { failures: invalid }.into());
+    }
+    if let Some(e) = duplicate {
+        return Err(e.into());
+    }
+    if let Some(e) = other {
+        return Err(e);
+    }
+    if !failures.is_empty() {
+        return Err(FleetError { failures }.into());
+    }
+    // Domains plans (GEP-0066), only when Seeds were among the inputs: a Seed may be in any file, so
+    // the manifests are loaded again whole and paired ([`domains_inputs`]); each paired Shoot's domains
+    // plan is made and handed out after every infrastructure plan, in shoot order.
+    let mut domains = Vec::new();
+    let mut loaded_seeds = Vec::new();
+    if seeds > 0 {
+        let loaded = manifest::load(paths)?;
+        let mut inputs = domains_inputs(&loaded, session.features)?;
+        if let Some(shard) = opts.shard {
+            inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
+        }
+        domains = plan_inputs(&shared, inputs).await?;
+        loaded_seeds = loaded.seeds;
+    }
+    facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
+    let facts: Vec<FleetFacts<'_>> =
+        facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
+    summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
+    check_seeds(
+        domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
+        &loaded_seeds,
+        session.features,
+        Some(session.store.as_ref()),
+    )?;
+    // The domains plans go out last, after every infrastructure plan, in shoot order.
+    for planned in domains {
+        summary.plans += 1;
+        summary.changes |= planned.planned.plan.has_changes();
+        emit(StreamedPlan::with_facts(planned, &opts).0)?;
+    }
+    Ok(summary)
+}
+
+/// The plan documents of planned shoots, by value: for the fleet's plan file without copying it.
+pub fn into_plan_set(plans: Vec<ShootPlan>) -> PlanSet {
+    PlanSet::new(plans.into_iter().map(|p| p.planned.plan).collect())
+}
+
+pub fn plan_set(plans: &[ShootPlan]) -> PlanSet {
+    PlanSet::new(plans.iter().map(|p| p.planned.plan.clone()).collect())
+}
+
+#[cfg(test)]
+mod read_ahead_tests {
+    use super::*;
+
+    /// `n` files of `docs` A1 Shoots each (distinct names), in a temporary dir.
+    fn fleet(n: usize, docs: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let a1 = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/azure/A1-managed-no-nat/shoot.yaml"
+        ))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files = (0..n)
+            .map(|i| {
+                let text: Vec<String> =
+                    (0..docs).map(|d| a1.replacen("name: alpha", &format!("name: s{i}-{d}"), 1)).collect();
+                let path = dir.path().join(format!("{i:03}.yaml"));
+                std::fs::write(&path, text.join("\n---\n")).unwrap();
+                path
+            })
+            .collect();
+        (dir, files)
+    }
+
+    /// Issue #9's read-ahead keeps memory bounded by documents, not files: with nothing planned, it
+    /// stops once it holds the bound; a file of more documents than the bound still goes through.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_ahead_holds_at_most_its_documents_and_lets_a_larger_file_through() {
+        let (_dir, files) = fleet(6, 2);
+        let ahead = read_ahead_bounded(files, 4);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while ahead.batches.len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the first two files were never read");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // Files of two documents, one file a batch: two batches hold the bound of 4.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(ahead.batches.len(), 2, "read ahead beyond 4 documents");
+
+        // Everything arrives, in order, as batches are planned (their permits dropped); a file of 5
+        // documents against a bound of 4 takes the whole bound instead of waiting forever.
+        let (_dir, files) = fleet(3, 5);
+        let names: Vec<PathBuf> = files.clone();
+        let mut ahead = read_ahead_bounded(files, 4);
+        let mut seen = Vec::new();
+        let drained = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while let Some((batch, permit)) = ahead.batches.recv().await {
+                for loaded in batch.unwrap() {
+                    let loaded = loaded.unwrap();
+                    assert_eq!(loaded.documents(), 5);
+                    seen.push(loaded.shoots[0].file.clone());
+                }
+                drop(permit);
+            }
+        })
+        .await;
+        assert!(drained.is_ok(), "a file of more documents than the bound never got through: {seen:?}");
+        assert_eq!(seen, names);
+    }
+}

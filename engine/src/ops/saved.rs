@@ -1,0 +1,108 @@
+//! Saved plans: `apply PLAN` re-plans from the manifests a plan file carries and runs only what
+//! trellis plans now.
+
+use anyhow::{bail, Context as _, Result};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use trellis_plans::{Plan, PlanSet};
+use trellis_providers::registry::Registry;
+use trellis_state::Workspace;
+
+use super::*;
+
+/// Refuses a plan made against another state than the one stored now.
+pub(crate) fn check_prior(plan: &Plan, ws: &Workspace) -> Result<()> {
+    let now_lineage = ws.prior().lineage;
+    if plan.prior.lineage.is_some() && plan.prior.lineage != now_lineage {
+        bail!(
+            "{}: the plan was made against state lineage {}, but the state now has lineage {}; the workspace was recreated — re-run `trellis plan`",
+            plan.shoot,
+            plan.prior.lineage.as_deref().unwrap_or("(none)"),
+            now_lineage.as_deref().unwrap_or("(none)")
+        );
+    }
+    if plan.prior.serial != ws.serial {
+        bail!(
+            "{}: stale plan: it was made at state serial {}, but the state is at serial {} now (something was applied since); re-run `trellis plan`",
+            plan.shoot,
+            plan.prior.serial,
+            ws.serial
+        );
+    }
+    Ok(())
+}
+
+/// For `apply PLAN`: re-plans each shoot from the manifest saved in the plan, against the state and the
+/// cloud as they are now, and refuses unless the state has not moved and every node and artifact is
+/// identical to the saved plan (naming the first difference). Returns the fresh plans: what runs is
+/// always what trellis plans itself — ownership, actions, ids and patches come from the provider, never
+/// from the file. A write by someone else that changes no planned node (a CCM's NSG rule, a route)
+/// leaves the saved plan valid.
+pub async fn check_saved_plan(
+    session: &Session,
+    saved: &PlanSet,
+    shoots: Vec<ShootInput>,
+    destroy: bool,
+) -> Result<Vec<ShootPlan>> {
+    let mut fresh: BTreeMap<String, ShootPlan> =
+        plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.workspace.shoot.clone(), p)).collect();
+    let mut out = Vec::new();
+    for old in &saved.plans {
+        let Some(p) = fresh.remove(&plan_workspace(old)) else {
+            bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
+        };
+        check_prior(old, &p.workspace)?;
+        if let Some(difference) = trellis_plans::first_difference(old, &p.planned.plan) {
+            bail!(
+                "{}: stale plan: {difference}: the cloud changed since the plan was made, or the plan file was edited — re-run `trellis plan`",
+                old.shoot
+            );
+        }
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// The shoots a saved plan was made from (each plan carries its manifest).
+pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
+    saved
+        .plans
+        .iter()
+        .map(|p| {
+            let Some(source) = &p.source else {
+                bail!("{}: the plan file carries no source manifest; re-run `trellis plan --out`", p.shoot);
+            };
+            let unreadable =
+                || format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot);
+            // A domains plan carries its paired input (`{shoot, seed, features}`), read by the domains provider.
+            let provider = match p.provider {
+                trellis_plans::Provider::Domains => Registry::builtin().domains(),
+                _ => {
+                    let provider_type =
+                        source.shoot.pointer("/spec/provider/type").and_then(Value::as_str).unwrap_or_default();
+                    Registry::builtin().get(provider_type).with_context(unreadable)?
+                }
+            };
+            let shoot = provider.shoot_from_json(&source.shoot).with_context(unreadable)?;
+            // The technical id is made from the name: check it before anything uses it, as loading
+            // a manifest does.
+            let errs = trellis_providers::metadata::validate(shoot.metadata());
+            if !errs.is_empty() {
+                let head = format!(
+                    "{}: the plan's source manifest ({}) has an invalid name; fix the manifest and re-run `trellis plan --out`",
+                    p.shoot, source.file
+                );
+                return Err(Lines(std::iter::once(head).chain(errs.iter().map(|e| e.to_string())).collect()).into());
+            }
+            if shoot.technical_id() != p.shoot {
+                bail!(
+                    "{}: the plan carries the manifest of shoot {}; the plan file was edited — re-run `trellis plan --out`",
+                    p.shoot,
+                    shoot.technical_id()
+                );
+            }
+            Ok(ShootInput { file: PathBuf::from(&source.file), provider, shoot })
+        })
+        .collect()
+}
