@@ -33,17 +33,19 @@ pub async fn plan_files(
     let files = read_ahead(list_manifest_files(paths)?);
     let opts = StreamOptions { keep: true, destroy, shard, ..StreamOptions::default() };
     let mut plans = Vec::new();
-    let summary = plan_fleet_streaming(session, paths, files, opts, |p| {
+    let mut summary = plan_fleet_streaming(session, paths, files, opts, |p| {
         plans.extend(p.shoot_plan);
         Ok(())
     })
     .await?;
-    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), summary.fleet_warnings.clone());
+    // The warnings move into the plans they are for (the summary keeps the counts).
+    add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), std::mem::take(&mut summary.fleet_warnings));
     plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
     Ok(FleetPlans { plans, summary })
 }
 
-/// What [`plan_files`] gives: the planned shoots and the stream's summary (e.g. the shard's count).
+/// What [`plan_files`] gives: the planned shoots (the fleet warnings added to their plans) and the
+/// stream's summary (counts, the shard's count; its `fleet_warnings` emptied into the plans).
 pub struct FleetPlans {
     pub plans: Vec<ShootPlan>,
     pub summary: StreamSummary,

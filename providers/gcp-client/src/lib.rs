@@ -531,19 +531,21 @@ impl GcpClient {
         &self.project
     }
 
-    /// `e` without credentials: the patterns, the token last sent and the key's secrets.
-    fn redacted(&self, e: CloudError) -> CloudError {
+    /// What is redacted literally from every error: the key's secrets and the token last sent.
+    fn known_secrets(&self) -> Vec<String> {
         let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut known: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
-        known.push(&token);
-        trellis_http::redact_error(e, &known)
+        self.secrets.iter().cloned().chain(std::iter::once(token)).collect()
+    }
+
+    /// `e` without credentials: the patterns and [`GcpClient::known_secrets`].
+    fn redacted(&self, e: CloudError) -> CloudError {
+        let known = self.known_secrets();
+        trellis_http::redact_error(e, &known.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     fn response_error(&self, target: &str, answer: &Answer, sent: Option<&str>) -> CloudError {
-        let token = self.last_token.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut known: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
-        known.push(&token);
-        response_error(target, answer, sent, &known)
+        let known = self.known_secrets();
+        response_error(target, answer, sent, &known.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     fn url(&self, id: &Id) -> Result<Url, CloudError> {
