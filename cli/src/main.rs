@@ -646,18 +646,22 @@ async fn plan(args: PlanArgs) -> Result<u8> {
 
 /// Plans the fleet as a stream ([`ops::plan_fleet_streaming`]): each shoot's plan is written in
 /// input order as soon as it and the shoots before it are planned — into `--out`'s temporary file
-/// (kept only if the whole fleet plans) and, as JSON or text, into a temporary file of its own
-/// ([`Spill`]) that is copied to stdout once the whole fleet planned and passed the fleet checks: on
-/// a failure stdout gets nothing and stderr the errors (a fleet failing a fleet check printed its
-/// whole text plan first). Memory stays flat either way. The fleet checks' warnings follow the
-/// plans (text: before the total line; JSON: on stderr). Markdown, HTML and the graphs are rendered
-/// once the whole fleet is planned.
+/// (kept only if the whole fleet plans), as JSON straight to stdout (on a failure it ends where the
+/// failure was found: no complete document, exit 1), and as text into a temporary file of its own
+/// ([`Spill`]) copied to stdout only once the whole fleet planned and passed the fleet checks (a fleet
+/// failing a fleet check printed its whole text plan first). Memory stays flat either way. The fleet
+/// checks' warnings follow the plans (text: before the total line; JSON: on stderr). Markdown, HTML and
+/// the graphs are rendered once the whole fleet is planned.
 async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
     let json = args.output == Output::Json;
     let text = (args.output == Output::Text)
         .then(|| render::TextOptions { color: color_for(std::io::stdout().is_terminal()), verbose: args.verbose });
     let mut plan_file = args.out.as_deref().map(PlanFile::create).transpose()?;
-    let mut json_out = if json { Some(trellis_plans::PlanSetWriter::new(Spill::new()?)) } else { None };
+    // JSON streams to stdout as it is planned (a consumer checks the exit code; a failed fleet's JSON
+    // ends where the failure was found and is no complete document); the text, read by people, is held
+    // until the whole fleet planned ([`Spill`]).
+    let mut json_out = json
+        .then(|| trellis_plans::PlanSetWriter::new(std::io::BufWriter::with_capacity(STDOUT_CHUNK, std::io::stdout())));
     let mut text_out = match &text {
         Some(o) => Some(render::TextWriter::new(Spill::new()?, o)),
         None => None,
@@ -670,8 +674,9 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
         }
+        // A closed pipe ends the process (SIGPIPE); other write errors to stdout are not the plan's.
         if let (Some(out), Some(rendered)) = (json_out.as_mut(), p.json) {
-            out.push_rendered(rendered).map_err(Spill::error)?;
+            let _ = out.push_rendered(rendered);
         }
         if let (Some(out), Some(rendered)) = (text_out.as_mut(), &p.text) {
             out.push(rendered).map_err(Spill::error)?;
@@ -684,7 +689,7 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
         eprintln!("{}", summary.shard.line(shard));
     }
     if let Some(out) = json_out {
-        out.finish().map_err(Spill::error)?.print()?;
+        let _ = out.finish();
         // The fleet checks' warnings follow the JSON, on stderr.
         for w in &summary.fleet_warnings {
             eprintln!("warning: {}: {}", escape::text(&w.shoot), escape::text(&w.message));
