@@ -1,0 +1,4 @@
+//! The integration tests of trellis-sim-http in one binary (one link instead of one per file).
+
+mod gce_http;
+mod served;
