@@ -8,6 +8,7 @@
 //! managed or deleted resource that was never fetched is a [`FetchBug`], never a create.
 
 use crate::discover::{FetchBug, NotFetched, Observed};
+use crate::ids::IdScheme;
 use crate::json;
 use crate::model::Desired;
 use trellis_plans::{Change, Check, DeleteOwnership, Node, Operation, Reason, ReasonCode};
@@ -147,7 +148,7 @@ fn delete_node(
 }
 
 /// Evaluates a verify node's checks against a live resource; returns the messages of the failed ones.
-pub fn failed_checks(checks: &[Check], live: &serde_json::Value) -> Vec<String> {
+pub fn failed_checks(ids: &dyn IdScheme, checks: &[Check], live: &serde_json::Value) -> Vec<String> {
     checks
         .iter()
         .filter(|c| {
@@ -155,7 +156,7 @@ pub fn failed_checks(checks: &[Check], live: &serde_json::Value) -> Vec<String> 
             match (&c.expect, actual) {
                 (serde_json::Value::Null, None) => false,
                 (serde_json::Value::Null, Some(v)) => !v.is_null(),
-                (expect, Some(v)) => !json::same_value(&c.path, expect, v),
+                (expect, Some(v)) => !json::same_value_in(ids, &c.path, expect, v),
                 (_, None) => true,
             }
         })
@@ -173,7 +174,7 @@ mod tests {
     fn res(name: &str) -> Resource {
         Resource {
             address: format!("azure.nat_gateway.rg.{name}"),
-            kind: Kind::NatGateway,
+            kind: Kind::new("nat_gateway"),
             name: name.into(),
             scope: "rg".into(),
             id: format!("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/natGateways/{name}"),
@@ -193,7 +194,7 @@ mod tests {
 
     #[test]
     fn actions_follow_the_live_resource() {
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&crate::ids::ArmIds);
         observed.insert(&res("same").id, Some(json!({"sku": {"name": "Standard"}})));
         observed.insert(
             &res("differs").id,
@@ -239,7 +240,7 @@ mod tests {
             }),
             Desired::Skip(SkipSpec {
                 address: "azure.route_table.rg.worker_route_table".into(),
-                kind: Kind::RouteTable,
+                kind: Kind::new("route_table"),
                 name: "worker_route_table".into(),
                 scope: "rg".into(),
                 id: None,
@@ -247,7 +248,7 @@ mod tests {
                 why: Reason::new(ReasonCode::GatedOut, "gated"),
             }),
         ];
-        for n in plan_nodes(desired, &Observed::default()).unwrap() {
+        for n in plan_nodes(desired, &Observed::new(&crate::ids::ArmIds)).unwrap() {
             assert!(n.patch().is_none());
             assert!(!n.action().is_write());
         }
@@ -260,7 +261,7 @@ mod tests {
             depends_on: vec![],
             why: Reason::new(ReasonCode::RecordedInState, "orphan"),
         }];
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&crate::ids::ArmIds);
         observed.insert(&res("gone").id, None);
         assert!(plan_nodes(desired, &observed).unwrap().is_empty());
     }
@@ -269,7 +270,7 @@ mod tests {
     /// naming the id, not a create of a resource that may well exist.
     #[test]
     fn regression_forgotten_fetch_is_a_bug_not_a_create() {
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&crate::ids::ArmIds);
         observed.insert(&res("fetched").id, None);
         let desired = vec![
             managed("fetched", json!({"sku": {"name": "Standard"}})),
@@ -297,7 +298,7 @@ mod tests {
                 rule: Reason::new(ReasonCode::RuntimeOwned, "ccm"),
             },
         ] {
-            let err = plan_nodes(vec![desired], &Observed::default()).unwrap_err();
+            let err = plan_nodes(vec![desired], &Observed::new(&crate::ids::ArmIds)).unwrap_err();
             assert_eq!(err.missing, crate::discover::NotFetched::Resource(res("leftover").id));
         }
     }
@@ -313,6 +314,20 @@ mod tests {
             Check { path: "/properties/networkSecurityGroup/id".into(), expect: json!("/A"), message: "nsg".into() },
         ];
         let live = json!({"properties": {"addressPrefix": "10.1.0.0/16", "networkSecurityGroup": {"id": "/a"}}});
-        assert_eq!(failed_checks(&checks, &live), vec!["cidr moved".to_string()]);
+        assert_eq!(failed_checks(&crate::ids::ArmIds, &checks, &live), vec!["cidr moved".to_string()]);
+    }
+
+    /// Regression: a verify check compared references as ARM does (case-insensitively) for every
+    /// provider, so a GCE reference differing only in case passed; it compares as the provider's ids do.
+    #[test]
+    fn regression_failed_checks_compare_references_as_the_providers_ids_do() {
+        let checks = vec![Check {
+            path: "/network/id".into(),
+            expect: json!("projects/p/global/networks/VPC"),
+            message: "vpc".into(),
+        }];
+        let live = json!({"network": {"id": "projects/p/global/networks/vpc"}});
+        assert_eq!(failed_checks(&crate::ids::GceIds, &checks, &live), vec!["vpc".to_string()]);
+        assert!(failed_checks(&crate::ids::ArmIds, &checks, &live).is_empty());
     }
 }

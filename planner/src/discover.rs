@@ -10,7 +10,7 @@
 //! a create for a resource that exists.
 
 use crate::cloud::{CloudError, CloudRead};
-use crate::ids::{ArmIds, IdScheme};
+use crate::ids::IdScheme;
 use crate::retry::RetryPolicy;
 use futures::future::join_all;
 use serde_json::Value;
@@ -91,13 +91,6 @@ pub struct Observed {
     resources: BTreeMap<String, Option<Value>>,
     /// List results by (parent as a key, type), as id keys.
     lists: BTreeMap<(String, String), Vec<String>>,
-}
-
-impl Default for Observed {
-    /// A snapshot of an ARM cloud.
-    fn default() -> Self {
-        Observed::new(&ArmIds)
-    }
 }
 
 impl std::fmt::Debug for Observed {
@@ -234,6 +227,7 @@ impl Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ArmIds;
     use serde_json::json;
 
     const NAT: &str = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/natGateways/n";
@@ -242,7 +236,7 @@ mod tests {
 
     #[test]
     fn regression_observed_tells_never_fetched_from_absent() {
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&ArmIds);
         assert_eq!(observed.get(NAT), Err(NotFetched::Resource(NAT.to_string())), "never looked up");
         observed.insert(NAT, None);
         assert_eq!(observed.get(NAT), Ok(None), "looked up, absent");
@@ -252,7 +246,7 @@ mod tests {
 
     #[test]
     fn regression_observed_list_never_run_is_not_empty() {
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&ArmIds);
         assert_eq!(
             observed.list(RG, NATS),
             Err(NotFetched::List { parent: RG.to_string(), rtype: NATS.to_string() }),
@@ -268,14 +262,14 @@ mod tests {
             "listed items are fetched"
         );
 
-        let mut gone = Observed::default();
+        let mut gone = Observed::new(&ArmIds);
         gone.insert(RG, None);
         assert_eq!(gone.list(RG, NATS), Ok(vec![]), "nothing exists under an absent parent");
     }
 
     #[test]
     fn regression_observed_compares_ids_through_the_scheme() {
-        let mut arm = Observed::default();
+        let mut arm = Observed::new(&ArmIds);
         arm.insert(NAT, Some(json!({"id": NAT})));
         assert!(arm.get(&NAT.to_uppercase()).unwrap().is_some(), "ARM: one resource whatever the case");
 
@@ -310,7 +304,7 @@ mod tests {
         let cloud = OneNat(Default::default());
         let retry = RetryPolicy::immediate(1);
         let other = format!("{RG}/providers/Microsoft.Network/natGateways/other");
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&ArmIds);
         observed.fetch(&cloud, &retry, &[RG.to_string()], &[]).await.unwrap();
         let req = ListReq::new(RG, NATS).covering([NAT.to_string(), other.clone()]);
         // The covered ids are asked for as GETs too: the list answers, no GET is made.
@@ -326,7 +320,7 @@ mod tests {
         let retry = RetryPolicy::immediate(1);
         let gone = "/subscriptions/s/resourceGroups/gone";
         let nat = format!("{gone}/providers/Microsoft.Network/natGateways/n");
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&ArmIds);
         observed.fetch(&cloud, &retry, &[gone.to_string()], &[]).await.unwrap();
         observed.fetch(&cloud, &retry, &[], &[ListReq::new(gone, NATS).covering([nat.clone()])]).await.unwrap();
         assert_eq!(observed.get(&nat), Ok(None));
@@ -364,7 +358,7 @@ mod tests {
         let cloud = OneVnet(Default::default());
         let retry = RetryPolicy::immediate(1);
         let req = ListReq::new(VNET, SUBNETS).covering([subnet("a"), subnet("b")]).embedded_at("/properties/subnets");
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&ArmIds);
         observed.fetch(&cloud, &retry, &[VNET.to_string()], &[]).await.unwrap();
         observed.fetch(&cloud, &retry, &[], std::slice::from_ref(&req)).await.unwrap();
         assert_eq!(*cloud.0.lock().unwrap(), vec![format!("GET {VNET}")], "the VNet's GET answered the list");
@@ -374,7 +368,7 @@ mod tests {
 
         // In the same round as its parent, the list cannot use the body yet: it runs.
         let cloud = OneVnet(Default::default());
-        let mut observed = Observed::default();
+        let mut observed = Observed::new(&ArmIds);
         observed.fetch(&cloud, &retry, &[VNET.to_string()], &[req]).await.unwrap();
         assert_eq!(cloud.0.lock().unwrap().len(), 2, "{:?}", cloud.0.lock().unwrap());
         assert!(observed.get(&subnet("a")).unwrap().is_some());

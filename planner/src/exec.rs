@@ -38,13 +38,15 @@ pub struct ExecOptions {
     pub write_locks: Arc<WriteLocks>,
 }
 
-impl Default for ExecOptions {
-    fn default() -> Self {
+impl ExecOptions {
+    /// Ten nodes at a time, the default retries, no fleet-wide limit, write locks of the scheme `ids`
+    /// (the provider's, [`crate::ids::IdScheme`]).
+    pub fn new(ids: &'static dyn IdScheme) -> ExecOptions {
         ExecOptions {
             parallelism: 10,
             retry: RetryPolicy::default(),
             shared_limit: None,
-            write_locks: Arc::new(WriteLocks::default()),
+            write_locks: Arc::new(WriteLocks::new(ids)),
         }
     }
 }
@@ -328,7 +330,7 @@ async fn step(
     let writer = Writer { cloud, retry, locks };
     match &node.op {
         Operation::Noop { .. } | Operation::Skip { .. } => Ok(Outcome::Unchanged),
-        Operation::Verify { checks } => verify(node, id, checks, cloud, retry).await,
+        Operation::Verify { checks } => verify(node, id, checks, cloud, retry, locks.ids()).await,
         Operation::Read { .. } => read_existing(cloud, retry, node, id).await.map(|_| Outcome::Done),
         Operation::Create { patch, changes } | Operation::Update { patch, changes } => {
             let current = writer.get(id).await?;
@@ -414,9 +416,10 @@ async fn verify(
     checks: &[Check],
     cloud: &dyn CloudRead,
     retry: &RetryPolicy,
+    ids: &dyn IdScheme,
 ) -> Result<Outcome, NodeError> {
     let live = read_existing(cloud, retry, node, id).await?;
-    let failed = failed_checks(checks, &live);
+    let failed = failed_checks(ids, checks, &live);
     if failed.is_empty() {
         Ok(Outcome::Done)
     } else {
@@ -584,7 +587,7 @@ mod tests {
     fn node(address: &str, op: Operation, depends_on: &[&str]) -> Node {
         Node {
             address: address.to_string(),
-            kind: Kind::NatGateway,
+            kind: Kind::new("nat_gateway"),
             name: "nat".to_string(),
             scope: "rg".to_string(),
             id: Some(ID.to_string()),
@@ -600,7 +603,7 @@ mod tests {
 
     async fn run(nodes: &[Node], cloud: Fake, observer: &mut Record) -> (Vec<Value>, usize) {
         let cloud = Arc::new(cloud);
-        let results = execute(nodes, cloud.clone(), &ExecOptions::default(), observer).await.unwrap();
+        let results = execute(nodes, cloud.clone(), &ExecOptions::new(&crate::ids::ArmIds), observer).await.unwrap();
         let writes = *cloud.writes.lock().unwrap();
         (results.iter().map(|r| serde_json::to_value(r).unwrap()).collect(), writes)
     }

@@ -1,6 +1,6 @@
 //! Small JSON helpers: RFC 7386 merge patch, JSON pointers, and attribute changes.
 
-use crate::ids::{ArmIds, IdScheme};
+use crate::ids::IdScheme;
 use serde_json::{Map, Value};
 use trellis_plans::Change;
 
@@ -24,11 +24,6 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// [`same_value_in`] with ARM's ids.
-pub fn same_value(path: &str, a: &Value, b: &Value) -> bool {
-    same_value_in(&ArmIds, path, a, b)
-}
-
 /// Compares references (`…/id` attributes) as the provider's id scheme does (ARM: case-insensitively,
 /// GCE: exactly); other values exactly.
 pub fn same_value_in(ids: &dyn IdScheme, path: &str, a: &Value, b: &Value) -> bool {
@@ -45,11 +40,6 @@ pub fn same_value_in(ids: &dyn IdScheme, path: &str, a: &Value, b: &Value) -> bo
         }
         _ => a == b,
     }
-}
-
-/// [`changes_in`] with ARM's ids.
-pub fn changes(current: Option<&Value>, patch: &Value) -> Vec<Change> {
-    changes_in(&ArmIds, current, patch)
 }
 
 /// The attribute changes a merge patch makes to `current` (`None`: the resource does not exist),
@@ -116,6 +106,7 @@ fn pointer_child<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ArmIds;
     use serde_json::json;
 
     #[test]
@@ -129,7 +120,7 @@ mod tests {
     fn changes_report_only_differing_leaves_and_ignore_id_case() {
         let live = json!({"properties": {"addressPrefix": "10.0.0.0/16", "routeTable": {"id": "/A/B"}}});
         let patch = json!({"properties": {"addressPrefix": "10.1.0.0/16", "routeTable": {"id": "/a/b"}}});
-        let c = changes(Some(&live), &patch);
+        let c = changes_in(&ArmIds, Some(&live), &patch);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].path, "/properties/addressPrefix");
         assert_eq!(c[0].before, Some(json!("10.0.0.0/16")));
@@ -226,7 +217,7 @@ mod tests {
 
     #[test]
     fn null_leaf_on_absent_attribute_is_no_change() {
-        assert!(changes(Some(&json!({})), &json!({"properties": {"natGateway": null}})).is_empty());
-        assert_eq!(changes(None, &json!({"a": 1})).len(), 1);
+        assert!(changes_in(&ArmIds, Some(&json!({})), &json!({"properties": {"natGateway": null}})).is_empty());
+        assert_eq!(changes_in(&ArmIds, None, &json!({"a": 1})).len(), 1);
     }
 }

@@ -23,7 +23,7 @@
 
 use crate::cloud::{CloudError, CloudWrite, Precondition};
 use crate::exec::NodeError;
-use crate::ids::{ArmIds, IdScheme};
+use crate::ids::IdScheme;
 use crate::json;
 use crate::retry::RetryPolicy;
 use serde_json::Value;
@@ -63,13 +63,6 @@ impl std::fmt::Debug for WriteLocks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let scopes = self.scopes.lock().unwrap_or_else(PoisonError::into_inner).len();
         f.debug_struct("WriteLocks").field("scopes", &scopes).finish_non_exhaustive()
-    }
-}
-
-impl Default for WriteLocks {
-    /// ARM's scheme.
-    fn default() -> Self {
-        WriteLocks::new(&ArmIds)
     }
 }
 

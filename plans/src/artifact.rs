@@ -23,6 +23,10 @@ use std::fmt;
 /// The cloud-provider config the CCM receives (Azure `azure.json`, GCP `cloudprovider.conf`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct CloudProviderConfig {
+    /// The name reviewers know the file by (`azure.json`), as its provider names it. Empty in plan files
+    /// written before plans recorded it: shown as [`CloudProviderConfig::shown_name`] says.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file_name: String,
     pub format: ConfigFormat,
     /// Key → value, in the order upstream renders them.
     pub values: serde_json::Map<String, Value>,
@@ -36,6 +40,18 @@ pub enum ConfigFormat {
     #[default]
     Yaml,
     Ini,
+}
+
+impl CloudProviderConfig {
+    /// The name the file is shown under: its [`CloudProviderConfig::file_name`], or, for a plan file that
+    /// does not record one, `cloud-provider config (<format>)`.
+    pub fn shown_name(&self) -> std::borrow::Cow<'_, str> {
+        if self.file_name.is_empty() {
+            format!("cloud-provider config ({})", self.format.as_str()).into()
+        } else {
+            self.file_name.as_str().into()
+        }
+    }
 }
 
 impl ConfigFormat {
@@ -84,7 +100,7 @@ pub enum Artifact {
     /// them (user-managed egress). Addresses of public IPs that do not exist yet read `(known after apply)`.
     EgressCidrs(Option<Vec<String>>),
     /// `cloud_provider_config`: the file the CCM reads, shown under the name reviewers know it by
-    /// ([`crate::Provider::config_file_name`]).
+    /// ([`CloudProviderConfig::file_name`]).
     CloudProviderConfig(CloudProviderConfig),
     /// `ccm_flags`: CCM command-line flags that depend on the configuration.
     CcmFlags(BTreeMap<String, bool>),

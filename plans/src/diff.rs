@@ -383,7 +383,7 @@ fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
         .into_iter()
         .filter_map(|name| {
             let (os, ns) = (find(&oa, name), find(&na, name));
-            (os != ns).then(|| artifact_diff(n.provider, os, ns)).flatten().map(|d| (name.to_string(), d))
+            (os != ns).then(|| artifact_diff(os, ns)).flatten().map(|d| (name.to_string(), d))
         })
         .collect();
     // The values by name, after the typed artifacts (whose order is fixed by their rank).
@@ -397,7 +397,7 @@ fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
 /// How one artifact shown by the old plan as `o` and by the new as `n` (`None`: not in that plan) differs,
 /// as the new plan's kind of it (the old side read as absent when it is of another kind); `None` when the
 /// difference does not show (a config whose content is the same, flags of the same values).
-fn artifact_diff(provider: Provider, o: Option<Shown<'_>>, n: Option<Shown<'_>>) -> Option<ArtifactDiff> {
+fn artifact_diff(o: Option<Shown<'_>>, n: Option<Shown<'_>>) -> Option<ArtifactDiff> {
     use Shown as S;
     let text =
         |name: &str, old: String, new: String| TextDiff { name: name.to_string(), unified: unified(&old, &new, name) };
@@ -431,8 +431,8 @@ fn artifact_diff(provider: Provider, o: Option<Shown<'_>>, n: Option<Shown<'_>>)
             if content(oc) == content(nc) {
                 return None;
             }
-            let format = nc.or(oc).map(|c| c.format).unwrap_or_default();
-            ArtifactDiff::CloudProviderConfig(text(provider.config_file_name(format), content(oc), content(nc)))
+            let name = nc.or(oc).map(|c| c.shown_name().into_owned()).unwrap_or_default();
+            ArtifactDiff::CloudProviderConfig(text(&name, content(oc), content(nc)))
         }
         S::EgressCidrs(_) => ArtifactDiff::EgressCidrs(Delta { old: cidrs(o), new: cidrs(n) }),
         S::AllowEgress(_) => ArtifactDiff::AllowEgress(Delta { old: allow(o), new: allow(n) }),

@@ -12,12 +12,14 @@ pub mod diff;
 pub mod escape;
 pub mod graphs;
 pub mod html;
+pub mod ident;
 pub mod reason;
 pub mod render;
 pub mod stream;
 pub mod terraform;
 
 pub use artifact::{Artifact, ArtifactName, Artifacts, CloudProviderConfig, ConfigFormat, ReservedArtifactName, Shown};
+pub use ident::{Kind, Provider};
 pub use reason::{Reason, ReasonCode};
 pub use stream::{PlanSetWriter, RenderedPlan};
 
@@ -120,36 +122,6 @@ impl Ownership {
     }
 }
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    Azure,
-    Gcp,
-    Domains,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Azure => "azure",
-            Provider::Gcp => "gcp",
-            Provider::Domains => "domains",
-        }
-    }
-
-    /// The file name reviewers know this provider's cloud-provider config by
-    /// ([`Artifact::CloudProviderConfig`]). Plan files do not record it (their JSON predates it), so it
-    /// is part of the provider's identity.
-    pub fn config_file_name(self, format: ConfigFormat) -> &'static str {
-        match (self, format) {
-            (Provider::Azure, _) => "azure.json",
-            (Provider::Gcp, _) => "cloudprovider.conf",
-            (Provider::Domains, ConfigFormat::Yaml) => "cloud-provider config (yaml)",
-            (Provider::Domains, ConfigFormat::Ini) => "cloud-provider config (ini)",
-        }
-    }
-}
-
 /// The mode a shoot is reconciled in. Derived from the configuration, never an input.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "kebab-case")]
@@ -166,60 +138,6 @@ impl Mode {
         match self {
             Mode::Managed => "managed",
             Mode::UserManagedEgress => "user-managed-egress",
-        }
-    }
-}
-
-/// Resource kinds across all providers, as the contract names them.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    // Azure
-    ResourceGroup,
-    VirtualNetwork,
-    Subnet,
-    RouteTable,
-    NetworkSecurityGroup,
-    NatGateway,
-    PublicIpAddress,
-    ManagedIdentity,
-    LoadBalancer,
-    SecurityRule,
-    Route,
-    // GCP
-    ServiceAccount,
-    Network,
-    Subnetwork,
-    Router,
-    CloudNat,
-    Address,
-    Firewall,
-    // Domains
-    DnsRecord,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::ResourceGroup => "resource_group",
-            Kind::VirtualNetwork => "virtual_network",
-            Kind::Subnet => "subnet",
-            Kind::RouteTable => "route_table",
-            Kind::NetworkSecurityGroup => "network_security_group",
-            Kind::NatGateway => "nat_gateway",
-            Kind::PublicIpAddress => "public_ip_address",
-            Kind::ManagedIdentity => "managed_identity",
-            Kind::LoadBalancer => "load_balancer",
-            Kind::SecurityRule => "security_rule",
-            Kind::Route => "route",
-            Kind::ServiceAccount => "service_account",
-            Kind::Network => "network",
-            Kind::Subnetwork => "subnetwork",
-            Kind::Router => "router",
-            Kind::CloudNat => "cloud_nat",
-            Kind::Address => "address",
-            Kind::Firewall => "firewall",
-            Kind::DnsRecord => "dns_record",
         }
     }
 }
@@ -664,6 +582,13 @@ impl Source {
 }
 
 impl Plan {
+    /// Whether this is a plan derived from a Shoot besides its infrastructure plan (the domains plan of a
+    /// Shoot whose Seed is among the inputs): a plan without a [`Mode`], since every infrastructure
+    /// provider reconciles in one. Renderers tell a shoot's two plans apart by it.
+    pub fn is_derived(&self) -> bool {
+        self.mode.is_none()
+    }
+
     /// The plan document of one shoot, with its derived parts (digest, summary) computed from its body;
     /// `source` is filled in by the caller, which knows the manifest file.
     pub fn new(
@@ -820,9 +745,20 @@ fn artifacts_difference(saved: &Artifacts, now: &Artifacts) -> Option<String> {
     let find = Shown::find;
     saved
         .iter()
-        .find(|s| find(&now, s.name()) != Some(**s))
+        .find(|s| !find(&now, s.name()).is_some_and(|n| same_artifact(s, &n)))
         .or_else(|| now.iter().find(|n| find(&saved, n.name()).is_none()))
         .map(|s| s.name().to_string())
+}
+
+/// Whether a saved artifact is the fresh one: equal, or a cloud-provider config from a plan file written
+/// before plans recorded the file's name, with the same content.
+fn same_artifact(saved: &Shown<'_>, now: &Shown<'_>) -> bool {
+    match (saved, now) {
+        (Shown::CloudProviderConfig(s), Shown::CloudProviderConfig(n)) if s.file_name.is_empty() => {
+            s.format == n.format && s.values == n.values && s.content == n.content
+        }
+        _ => saved == now,
+    }
 }
 
 /// sha256 (hex) of a plan body: its nodes and artifacts, as compact JSON (`{"nodes":[…],"artifacts":{…}}`,

@@ -22,7 +22,7 @@
 //! element it was put in.
 
 use crate::escape::{self, Md};
-use crate::{Action, Artifacts, Change, Check, Node, Ownership, Plan, PlanSet, Provider, Shown, Summary};
+use crate::{Action, Artifacts, Change, Check, Node, Ownership, Plan, PlanSet, Shown, Summary};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -218,7 +218,7 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
     }
 
     out.push('\n');
-    artifacts_text(out, plan.provider, &plan.artifacts);
+    artifacts_text(out, &plan.artifacts);
 
     if !plan.warnings.is_empty() {
         out.push('\n');
@@ -416,7 +416,7 @@ fn listed(a: &Artifacts) -> Vec<Shown<'_>> {
     shown
 }
 
-fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
+fn artifacts_text(out: &mut String, a: &Artifacts) {
     let shown = listed(a);
     if shown.is_empty() {
         return;
@@ -447,7 +447,7 @@ fn artifacts_text(out: &mut String, provider: Provider, a: &Artifacts) {
                 let _ = writeln!(out, "  {}: {}", escape::text(name), escape::text(&named_text(value)));
             }
             Shown::CloudProviderConfig(cfg) if !cfg.content.is_empty() => {
-                let _ = writeln!(out, "  {}:", provider.config_file_name(cfg.format));
+                let _ = writeln!(out, "  {}:", escape::text(&cfg.shown_name()));
                 for line in escape::lines(&cfg.content).lines() {
                     if line.is_empty() {
                         out.push('\n');
@@ -518,8 +518,9 @@ const WARNING_ADDRESSES: usize = 20;
 pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
     let mut out = String::new();
     let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
-    // A shoot with its Seed has two plans (infrastructure and domains): count plans then, not shoots.
-    let noun = if set.plans.iter().any(|p| p.provider == Provider::Domains) { "plan" } else { "shoot" };
+    // A shoot with a derived plan (its domains plan beside its infrastructure plan) has two: count plans
+    // then, not shoots.
+    let noun = if set.plans.iter().any(Plan::is_derived) { "plan" } else { "shoot" };
     let _ = writeln!(
         out,
         "### trellis plan: {} of {} {noun}{} with changes\n",
@@ -557,7 +558,7 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
         parts.push(format!(
             "| {}{} | {} |\n",
             escape::md_code(&plan.shoot, Md::Cell),
-            domains_suffix(plan),
+            derived_suffix(plan),
             table_counts(&plan.summary)
         ));
     }
@@ -573,7 +574,7 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
                 section,
                 "{}{}: {}",
                 escape::md_code(&plan.shoot, Md::Inline),
-                domains_suffix(plan),
+                derived_suffix(plan),
                 counts_line(&plan.summary)
             );
         }
@@ -595,12 +596,13 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
     out
 }
 
-/// ` (domains)` after a domains plan's shoot, so a shoot's two plans are told apart; nothing otherwise.
-fn domains_suffix(plan: &Plan) -> &'static str {
-    if plan.provider == Provider::Domains {
-        " (domains)"
+/// ` (domains)` after a derived plan's shoot ([`Plan::is_derived`]: its provider's name), so a shoot's two
+/// plans are told apart; nothing otherwise.
+fn derived_suffix(plan: &Plan) -> String {
+    if plan.is_derived() {
+        format!(" ({})", plan.provider)
     } else {
-        ""
+        String::new()
     }
 }
 
@@ -624,7 +626,7 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
         out,
         "<details><summary><code>{}</code>{}: {}</summary>\n",
         escape::html(&plan.shoot),
-        domains_suffix(plan),
+        derived_suffix(plan),
         counts_line(&plan.summary)
     );
     let _ = writeln!(
@@ -690,7 +692,7 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
         }
     }
 
-    artifacts_markdown(out, plan.provider, &plan.artifacts);
+    artifacts_markdown(out, &plan.artifacts);
 
     if !plan.warnings.is_empty() {
         out.push_str("\n**Warnings**\n\n");
@@ -736,7 +738,7 @@ fn diff_block_node(out: &mut String, n: &Node) {
     }
 }
 
-fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
+fn artifacts_markdown(out: &mut String, a: &Artifacts) {
     let shown = listed(a);
     if shown.is_empty() {
         return;
@@ -765,7 +767,7 @@ fn artifacts_markdown(out: &mut String, provider: Provider, a: &Artifacts) {
             Shown::CloudProviderConfig(cfg) if !cfg.content.is_empty() => {
                 let content = escape::lines(&cfg.content);
                 let fence = escape::fence_for(&content);
-                let name = provider.config_file_name(cfg.format);
+                let name = md_inline(&cfg.shown_name());
                 let _ = write!(out, "\n{name}:\n\n{fence}{}\n{content}", cfg.format.as_str());
                 if !content.ends_with('\n') {
                     out.push('\n');

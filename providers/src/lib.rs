@@ -2,6 +2,8 @@
 //!
 //! - [`provider`]: the [`provider::Provider`] trait every provider implements, and the
 //!   provider-neutral shoot ([`provider::ProviderShoot`]) the engine and the CLI hold.
+//! - [`stages`]: the pipeline every provider's plan runs through ([`stages::Stages`], [`stages::plan_shoot`]),
+//!   and [`stages::Staged`], the [`provider::Provider`] a provider's stages make.
 //! - [`registry`]: the providers by `spec.provider.type` ([`registry::Registry::builtin`]).
 //! - [`manifest`]: Gardener `Shoot` and `Seed` manifests (core.gardener.cloud/v1beta1) parsed into typed
 //!   objects; Shoots dispatched by `spec.provider.type` through the registry.
@@ -32,5 +34,6 @@ pub mod nodes;
 pub mod provider;
 pub mod registry;
 pub mod seed;
+pub mod stages;
 pub mod strict;
 pub mod workers;

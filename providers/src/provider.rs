@@ -1,6 +1,7 @@
 //! The provider interface: what the engine, the loader and the CLI know about a provider.
 //!
-//! A provider (Azure today) implements [`Provider`] once and registers itself in
+//! A provider implements [`crate::stages::Stages`] (its pure stages; the pipeline that runs them is
+//! written once) and registers the [`Provider`] that makes, [`crate::stages::Staged`], in
 //! [`crate::registry`]; nothing outside the provider's own module names its types. A loaded Shoot is
 //! provider-neutral for everyone else: a [`ProviderShoot`] (the typed manifest, erased) together with
 //! the `&'static dyn Provider` that parsed it and is the only one that reads it.
@@ -14,7 +15,6 @@ use std::any::Any;
 use std::fmt;
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
@@ -157,35 +157,8 @@ impl From<StateError> for ProviderError {
     }
 }
 
-/// [`Provider::parse_shoot`] of a provider whose shoots are `T` (`Shoot<C>`, `C` its
-/// infrastructureConfig, or a provider's own input document): the typed pass, the same for every provider.
-pub fn parse_typed_shoot<T>(text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error>
-where
-    T: DeserializeOwned + ProviderShoot,
-{
-    let shoot: T = trellis_planner::yaml::from_str(text)?;
-    Ok(Box::new(shoot))
-}
-
-/// [`Provider::shoot_from_json`] of a provider whose shoots are `T`.
-pub fn typed_shoot_from_json<T>(value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
-where
-    T: DeserializeOwned + ProviderShoot,
-{
-    let shoot: T = T::deserialize(value)?;
-    Ok(Box::new(shoot))
-}
-
-/// [`Provider::shoot_from_envelope`] of a provider whose Shoots are `Shoot<C>`.
-pub fn typed_shoot_from_envelope<C>(shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error>
-where
-    C: DeserializeOwned + Default + Serialize + fmt::Debug + Send + Sync + 'static,
-{
-    let shoot: Shoot<C> = shoot.with_infrastructure_config()?;
-    Ok(Box::new(shoot))
-}
-
-/// A provider: one `spec.provider.type` of Gardener Shoots.
+/// A provider: one `spec.provider.type` of Gardener Shoots, as the engine drives it. Every built-in
+/// provider is a [`crate::stages::Staged`] (its [`crate::stages::Stages`] run by the one pipeline).
 ///
 /// Object-safe; the registry holds `&'static dyn Provider`. Every method that takes a
 /// [`ProviderShoot`] is given only shoots this provider parsed ([`Provider::parse_shoot`] or

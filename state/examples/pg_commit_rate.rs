@@ -18,7 +18,7 @@ fn workspace(shoot: &str) -> Workspace {
         ws.resources.insert(
             format!("azure.subnet.{shoot}.nodes-{i}"),
             StoredResource {
-                kind: Kind::Subnet,
+                kind: Kind::new("subnet"),
                 id: format!("/subscriptions/s/resourceGroups/{shoot}/providers/Microsoft.Network/virtualNetworks/{shoot}/subnets/nodes-{i}"),
                 ownership: Ownership::Managed,
             },

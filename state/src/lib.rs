@@ -783,8 +783,11 @@ mod tests {
 
     #[test]
     fn one_resource_is_recorded_under_one_address() {
-        let nsg =
-            |id: &str| StoredResource { kind: Kind::NetworkSecurityGroup, id: id.into(), ownership: Ownership::User };
+        let nsg = |id: &str| StoredResource {
+            kind: Kind::new("network_security_group"),
+            id: id.into(),
+            ownership: Ownership::User,
+        };
         let mut ws = Workspace::new("shoot--p--s");
         assert!(
             ws.record_resource("azure.network_security_group.RG1.TESTNSG", nsg("/s/x/resourceGroups/RG1/n/TESTNSG"))

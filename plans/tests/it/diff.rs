@@ -91,14 +91,14 @@ fn node_and_artifact_changes() {
     // The nodes CIDR doubles; the route table is gone; a NAT gateway appears and the subnet waits for it.
     let nat = create(
         &format!("azure.nat_gateway.{tn}.{tn}-nat-gateway"),
-        trellis_plans::Kind::NatGateway,
+        trellis_plans::Kind::new("nat_gateway"),
         tn,
         &format!("{tn}-nat-gateway"),
         arm(tn, &format!("natGateways/{tn}-nat-gateway")),
         &[("/location", json!(REGION)), ("/sku/name", json!("Standard"))],
         "managed mode: upstream task `ensure nat gateway` (networks.natGateway.enabled)",
     );
-    let subnet = p.nodes.iter_mut().find(|n| n.kind == trellis_plans::Kind::Subnet).unwrap();
+    let subnet = p.nodes.iter_mut().find(|n| n.kind == trellis_plans::Kind::new("subnet")).unwrap();
     let Operation::Create { changes, .. } = &mut subnet.op else { panic!("the subnet is created") };
     changes[0] = Change { path: "/properties/addressPrefix".into(), before: None, after: Some(json!("10.250.0.0/18")) };
     changes.push(Change { path: "/properties/natGateway/id".into(), before: None, after: Some(json!(nat.id)) });
@@ -108,7 +108,7 @@ fn node_and_artifact_changes() {
     );
     subnet.depends_on.push(nat.address.clone());
     p.nodes.push(nat);
-    p.nodes.retain(|n| n.kind != trellis_plans::Kind::RouteTable);
+    p.nodes.retain(|n| n.kind != trellis_plans::Kind::new("route_table"));
     p.nodes.sort_by(|a, b| a.address.cmp(&b.address));
     p.summary = Summary::of(&p.nodes);
     let mut status = p.artifacts.infrastructure_status().cloned().unwrap();

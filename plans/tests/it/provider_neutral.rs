@@ -16,7 +16,7 @@ const PLAIN: TextOptions = TextOptions { color: false, verbose: false };
 fn domains_plan(sans: &[&str]) -> Plan {
     let mut record = node(
         "domains.dns_record.shoot--dev--alpha.api",
-        Kind::DnsRecord,
+        Kind::new("dns_record"),
         "shoot--dev--alpha",
         "api",
         Action::Create,
@@ -35,7 +35,7 @@ fn domains_plan(sans: &[&str]) -> Plan {
     Plan {
         format_version: FORMAT_VERSION,
         shoot: "shoot--dev--alpha".to_string(),
-        provider: Provider::Domains,
+        provider: Provider::new("domains"),
         mode: None,
         prior: Prior::default(),
         digest: body_digest(&nodes, &artifacts),
@@ -125,7 +125,7 @@ fn top_level(plan: &Plan) -> Plan {
 fn regression_a_domains_plan_file_with_named_artifacts_loads_verifies_and_is_written_back_byte_for_byte() {
     let text = format1_file();
     let set = PlanSet::from_json("domains-format1.json", &text).expect("the old shape loads and its digests verify");
-    let domains = set.plans.iter().find(|p| p.provider == Provider::Domains).unwrap();
+    let domains = set.plans.iter().find(|p| p.provider == Provider::new("domains")).unwrap();
     let keys: Vec<&str> = domains.artifacts.iter().map(Artifact::name).collect();
     assert_eq!(keys, ["infrastructure_status", "egress_cidrs", "named"], "read as written");
     assert_eq!(domains.digest, "c8c42325377ee7a692c7d16fa1cd482c5ba21370b5bf029802920f79a3f8a4f5");
@@ -140,7 +140,7 @@ fn regression_a_domains_plan_file_with_named_artifacts_loads_verifies_and_is_wri
 #[test]
 fn regression_a_domains_plan_with_named_artifacts_shows_and_compares_as_the_top_level_shape() {
     let set = PlanSet::from_json("domains-format1.json", &format1_file()).unwrap();
-    let old = set.plans.iter().find(|p| p.provider == Provider::Domains).unwrap().clone();
+    let old = set.plans.iter().find(|p| p.provider == Provider::new("domains")).unwrap().clone();
     let new = top_level(&old);
     let v: serde_json::Value = serde_json::from_str(&PlanSet::new(vec![new.clone()]).to_json()).unwrap();
     let keys: Vec<&str> = v["artifacts"].as_object().unwrap().keys().map(String::as_str).collect();

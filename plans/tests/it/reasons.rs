@@ -13,8 +13,13 @@ use trellis_plans::{first_difference, terraform, Action, PlanSet, Reason, Reason
 const DIGEST_BEFORE_CODES: &str = "1810d0b3c7793b00216527827ee786baeb74d2401a688fca51cb770da29867dc";
 
 /// `json` as an earlier version wrote it: no `reason_code` line, and its digest.
+/// A plan file as the version before reason codes wrote it: no `reason_code`s (nor the config file's
+/// `file_name`, recorded since).
 fn without_codes(json: &str) -> String {
-    json.lines().filter(|l| !l.trim_start().starts_with("\"reason_code\": ")).map(|l| format!("{l}\n")).collect()
+    json.lines()
+        .filter(|l| !l.trim_start().starts_with("\"reason_code\": ") && !l.trim_start().starts_with("\"file_name\": "))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[test]
@@ -70,8 +75,13 @@ fn a_plan_file_without_codes_loads_verifies_and_is_written_back_as_it_was() {
     let now = set(vec![azure_managed_plan("shoot--dev--alpha")]);
     let fresh = now.to_json();
     let old = without_codes(&fresh).replace(&now.plans[0].digest, DIGEST_BEFORE_CODES);
-    // A plan made now differs from the earlier version's only by the `reason_code` lines (and so its digest).
-    assert_eq!(fresh.lines().count() - old.lines().count(), now.plans[0].nodes.len(), "one reason_code line per node");
+    // A plan made now differs from the earlier version's only by the `reason_code` lines and the config
+    // file's name (and so its digest).
+    assert_eq!(
+        fresh.lines().count() - old.lines().count(),
+        now.plans[0].nodes.len() + 1,
+        "one reason_code line per node"
+    );
     let back = PlanSet::from_json("old.tfplan", &old).expect("an earlier version's plan file loads");
     let plan = &back.plans[0];
     assert_eq!(plan.digest, DIGEST_BEFORE_CODES);

@@ -12,13 +12,14 @@
 
 use super::api::InfrastructureConfig;
 use super::desired::{check, identity, res, resource_group, skipped, vnet};
+use super::kind;
 use super::names::{self, rtype};
 use super::prefixes::SubnetPrefixes;
 use super::Ctx;
 use serde_json::Value;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::model::{Desired, VerifySpec};
-use trellis_plans::{Kind, Ownership, Reason, ReasonCode};
+use trellis_plans::{Ownership, Reason, ReasonCode};
 
 const GATED: &str = "skipped: user-managed egress (networks.subnet is set)";
 
@@ -66,9 +67,9 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
     let mut out = vec![resource_group(ctx)];
 
     let vnet_id = names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name);
-    let vnet_address = names::address(Kind::VirtualNetwork, &vnet_rg, &vnet_name);
+    let vnet_address = names::address(kind::VIRTUAL_NETWORK, &vnet_rg, &vnet_name);
     out.push(Desired::Verify(VerifySpec {
-        res: res(Kind::VirtualNetwork, &vnet_rg, &vnet_name, vnet_id),
+        res: res(kind::VIRTUAL_NETWORK, &vnet_rg, &vnet_name, vnet_id),
         checks: vec![],
         depends_on: vec![],
         why: Reason::new(ReasonCode::ByoUserOwned, "bring-your-own VNet (networks.vnet): read only; it must exist"),
@@ -77,7 +78,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
 
     // The tasks the spec gates out, shown so a reviewer sees what is not created and why.
     out.push(skipped(
-        Kind::RouteTable,
+        kind::ROUTE_TABLE,
         tn,
         names::ROUTE_TABLE_NAME,
         None,
@@ -88,7 +89,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         ),
     ));
     out.push(skipped(
-        Kind::NetworkSecurityGroup,
+        kind::NETWORK_SECURITY_GROUP,
         tn,
         &names::nsg_name(tn),
         None,
@@ -99,7 +100,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         ),
     ));
     out.push(skipped(
-        Kind::NatGateway,
+        kind::NAT_GATEWAY,
         tn,
         &names::nat_name(tn, None, false),
         None,
@@ -138,7 +139,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
         ),
     ));
     out.push(Desired::Verify(VerifySpec {
-        res: res(Kind::Subnet, &vnet_rg, &format!("{vnet_name}/{}", subnet.name), subnet_id),
+        res: res(kind::SUBNET, &vnet_rg, &format!("{vnet_name}/{}", subnet.name), subnet_id),
         checks,
         depends_on: vec![vnet_address],
         why: Reason::new(ReasonCode::ByoUserOwned, "bring-your-own subnet (networks.subnet): discovered read-only, never written (EnsureUserSubnet); its NSG and route table associations and CIDR must stay as planned"),
@@ -146,7 +147,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
 
     if let (Some(id), Some(parsed)) = (&found.nsg_id, &found.nsg) {
         out.push(Desired::Verify(VerifySpec {
-            res: res(Kind::NetworkSecurityGroup, &parsed.resource_group, &parsed.name, id.clone()),
+            res: res(kind::NETWORK_SECURITY_GROUP, &parsed.resource_group, &parsed.name, id.clone()),
             checks: vec![],
             depends_on: vec![],
             why: Reason::new(ReasonCode::ByoUserOwned, "your NSG, discovered from the subnet: never written by trellis; the CCM and bastion controller add their rules at run time"),
@@ -159,7 +160,7 @@ pub fn desired(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             "the CCM writes per-node pod-CIDR routes at run time"
         };
         out.push(Desired::Verify(VerifySpec {
-            res: res(Kind::RouteTable, &parsed.resource_group, &parsed.name, id.clone()),
+            res: res(kind::ROUTE_TABLE, &parsed.resource_group, &parsed.name, id.clone()),
             checks: vec![],
             depends_on: vec![],
             why: Reason::new(

@@ -6,6 +6,7 @@
 //! attributes written by others (CCM routes, NSG rules, subnet delegations) are left alone.
 
 use super::api::{InfrastructureConfig, OutboundAccessType};
+use super::kind;
 use super::names::{self, rtype};
 use super::prefixes::SubnetPrefixes;
 use super::Ctx;
@@ -200,11 +201,11 @@ pub(super) fn res(kind: Kind, scope: &str, name: &str, id: String) -> Resource {
 
 /// The cluster resource group.
 pub(super) fn rg_res(ctx: &Ctx) -> Resource {
-    res(Kind::ResourceGroup, &ctx.tn, &ctx.tn, names::resource_group_id(&ctx.sub, &ctx.tn))
+    res(kind::RESOURCE_GROUP, &ctx.tn, &ctx.tn, names::resource_group_id(&ctx.sub, &ctx.tn))
 }
 
 fn subnet_res(ctx: &Ctx, vnet_rg: &str, vnet_name: &str, name: &str) -> Resource {
-    res(Kind::Subnet, vnet_rg, &format!("{vnet_name}/{name}"), names::subnet_id(&ctx.sub, vnet_rg, vnet_name, name))
+    res(kind::SUBNET, vnet_rg, &format!("{vnet_name}/{name}"), names::subnet_id(&ctx.sub, vnet_rg, vnet_name, name))
 }
 
 /// The cluster resource group, managed in both modes.
@@ -224,7 +225,7 @@ pub(super) fn identity(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<Desired>
     let identity = cfg.identity.as_ref()?;
     Some(Desired::Read(ReadSpec {
         res: res(
-            Kind::ManagedIdentity,
+            kind::MANAGED_IDENTITY,
             &identity.resource_group,
             &identity.name,
             names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name),
@@ -302,10 +303,10 @@ fn found_by(ctx: &Ctx, id: &str) -> (ReasonCode, &'static str) {
 /// NAT gateway, route table and NSG; a NAT gateway its public IPs; everything sits in a resource group).
 fn delete_rank(kind: Kind) -> u8 {
     match kind {
-        Kind::Subnet | Kind::LoadBalancer => 0,
-        Kind::NatGateway => 1,
-        Kind::VirtualNetwork => 3,
-        Kind::ResourceGroup => 4,
+        kind::SUBNET | kind::LOAD_BALANCER => 0,
+        kind::NAT_GATEWAY => 1,
+        kind::VIRTUAL_NETWORK => 3,
+        kind::RESOURCE_GROUP => 4,
         _ => 2,
     }
 }
@@ -419,7 +420,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     let mut out = vec![resource_group(ctx)];
 
     let vnet_res = res(
-        Kind::VirtualNetwork,
+        kind::VIRTUAL_NETWORK,
         &vnet_rg,
         &vnet_name,
         names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name),
@@ -454,7 +455,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     out.extend(identity(cfg, ctx));
 
     let rt = res(
-        Kind::RouteTable,
+        kind::ROUTE_TABLE,
         tn,
         names::ROUTE_TABLE_NAME,
         names::resource_id(&ctx.sub, tn, rtype::ROUTE_TABLE, names::ROUTE_TABLE_NAME),
@@ -468,7 +469,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
         referrers: vec![],
     }));
     let nsg_name = names::nsg_name(tn);
-    let nsg = res(Kind::NetworkSecurityGroup, tn, &nsg_name, names::resource_id(&ctx.sub, tn, rtype::NSG, &nsg_name));
+    let nsg = res(kind::NETWORK_SECURITY_GROUP, tn, &nsg_name, names::resource_id(&ctx.sub, tn, rtype::NSG, &nsg_name));
     out.push(Desired::Managed(ManagedSpec {
         res: nsg.clone(),
         patch: json!({"location": names::arm_location(&ctx.region)}),
@@ -557,7 +558,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
                         "NAT gateway of this shoot that the configuration no longer asks for ({found}; upstream task `ensure nats`)"
                     ),
                 ),
-                res: res(Kind::NatGateway, tn, name, id),
+                res: res(kind::NAT_GATEWAY, tn, name, id),
                 depends_on: subnet_addresses.clone(),
             });
         }
@@ -583,7 +584,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
                         "public IP of this shoot that the configuration no longer asks for ({found}; upstream task `ensure public IPs`)"
                     ),
                 ),
-                res: res(Kind::PublicIpAddress, tn, name, id),
+                res: res(kind::PUBLIC_IP_ADDRESS, tn, name, id),
                 depends_on: deps,
             });
         }
@@ -647,7 +648,7 @@ fn nat_gateway(
     let zones = nat.zone.map(|z| json!([z.to_string()])).unwrap_or(Value::Null);
     let mut ip_addresses = Vec::new();
     if let Some(ip_name) = &nat.managed_ip {
-        let ip = res(Kind::PublicIpAddress, tn, ip_name, names::resource_id(&ctx.sub, tn, rtype::PUBLIC_IP, ip_name));
+        let ip = res(kind::PUBLIC_IP_ADDRESS, tn, ip_name, names::resource_id(&ctx.sub, tn, rtype::PUBLIC_IP, ip_name));
         ip_addresses.push(ip.address.clone());
         out.push(Desired::Managed(ManagedSpec {
             res: ip,
@@ -665,8 +666,12 @@ fn nat_gateway(
         }));
     }
     for (ip_rg, ip_name) in &nat.user_ips {
-        let ip =
-            res(Kind::PublicIpAddress, ip_rg, ip_name, names::resource_id(&ctx.sub, ip_rg, rtype::PUBLIC_IP, ip_name));
+        let ip = res(
+            kind::PUBLIC_IP_ADDRESS,
+            ip_rg,
+            ip_name,
+            names::resource_id(&ctx.sub, ip_rg, rtype::PUBLIC_IP, ip_name),
+        );
         ip_addresses.push(ip.address.clone());
         out.push(Desired::Read(ReadSpec {
             res: ip,
@@ -678,7 +683,7 @@ fn nat_gateway(
             ),
         }));
     }
-    let nat_res = res(Kind::NatGateway, tn, &nat.name, nat.id(ctx));
+    let nat_res = res(kind::NAT_GATEWAY, tn, &nat.name, nat.id(ctx));
     let address = nat_res.address.clone();
     let ips: Vec<Value> = nat.ip_ids(ctx).into_iter().map(|id| json!({"id": id})).collect();
     let mut deps = vec![rg.address.clone()];
@@ -759,7 +764,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
     if !vnet_managed {
         for lb in observed.list(&rg_id, rtype::LOAD_BALANCER)? {
             let Some(name) = lb.get("name").and_then(Value::as_str) else { continue };
-            let r = res(Kind::LoadBalancer, tn, name, names::resource_id(&ctx.sub, tn, rtype::LOAD_BALANCER, name));
+            let r = res(kind::LOAD_BALANCER, tn, name, names::resource_id(&ctx.sub, tn, rtype::LOAD_BALANCER, name));
             lb_addresses.push(r.address.clone());
             out.push(Desired::DeleteRuntime {
                 res: r,
@@ -772,7 +777,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             let Some(name) = s.get("name").and_then(Value::as_str) else { continue };
             if Some(name) == byo_subnet {
                 out.push(skipped(
-                    Kind::Subnet,
+                    kind::SUBNET,
                     &vnet_rg,
                     &format!("{vnet_name}/{name}"),
                     Some(names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, name)),
@@ -801,7 +806,7 @@ pub fn destroy(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
             }
         }
         out.push(skipped(
-            Kind::VirtualNetwork,
+            kind::VIRTUAL_NETWORK,
             &vnet_rg,
             &vnet_name,
             Some(vnet_id),

@@ -15,6 +15,7 @@
 pub mod api;
 pub mod byo;
 pub mod desired;
+pub mod kind;
 pub mod names;
 pub mod orphans;
 pub mod overlay;
@@ -28,20 +29,21 @@ pub mod warnings;
 
 use crate::field::{ErrorList, Path};
 use crate::manifest::{Networking, Shoot, Worker};
+use crate::provider::ProviderError;
+use crate::stages::GardenerShoot;
 use api::InfrastructureConfig;
-use serde_json::Value;
 use state::{AzureState, LastApplied};
 use std::collections::BTreeMap;
-use trellis_planner::cloud::{CloudError, CloudRead};
-use trellis_planner::discover::{FetchBug, Observed};
-use trellis_planner::retry::RetryPolicy;
-use trellis_plans::{Mode, Plan, Provider};
+use trellis_plans::Plan;
 use trellis_state::Workspace;
 
 pub type AzureShoot = Shoot<InfrastructureConfig>;
 
 /// `spec.provider.type` of an Azure Shoot.
 pub const PROVIDER_TYPE: &str = "azure";
+
+/// The provider, as its plans name it.
+pub const PROVIDER: trellis_plans::Provider = trellis_plans::Provider::new(PROVIDER_TYPE);
 
 /// Everything the pure stages need to know about the shoot besides its InfrastructureConfig.
 #[derive(Clone, Debug)]
@@ -95,36 +97,9 @@ impl Ctx {
     }
 }
 
-/// Why a shoot cannot be planned.
-#[derive(Debug, thiserror::Error)]
-pub enum AzureError {
-    #[error("{} validation error(s)", .0.len())]
-    Invalid(ErrorList),
-    #[error("{} pre-flight error(s)", .0.len())]
-    Preflight(Vec<preflight::PreflightError>),
-    #[error(transparent)]
-    Cloud(#[from] CloudError),
-    /// The workspace's provider state cannot be read (newer than this trellis, or damaged).
-    #[error(transparent)]
-    State(Box<trellis_state::StateError>),
-    /// A stage asked about something discovery never fetched (a bug in the provider's discovery).
-    #[error(transparent)]
-    Bug(#[from] FetchBug),
-}
-
-/// A planned shoot: the plan and what the apply needs to remember.
-pub struct Planned {
-    pub plan: Plan,
-    /// The provider state to store after a successful apply.
-    pub state: AzureState,
-    /// Recorded resources to forget after a successful apply, as (address, id): managed resources
-    /// the configuration no longer wants that are already gone from the cloud (no delete node).
-    pub forget: Vec<(String, String)>,
-}
-
 /// The provider state of a workspace, migrated to the current version (empty for a new workspace).
-pub fn stored_state(ws: &Workspace) -> Result<AzureState, AzureError> {
-    Ok(ws.provider_state::<AzureState>().map_err(|e| AzureError::State(Box::new(e)))?.unwrap_or_default())
+pub fn stored_state(ws: &Workspace) -> Result<AzureState, ProviderError> {
+    crate::stages::stored_state::<provider::Azure>(ws)
 }
 
 /// The configuration as kept in state, for update validation and migrations: the
@@ -158,13 +133,13 @@ fn old_spec(state: &AzureState) -> Option<OldSpec> {
 
 /// The shoot as Gardener would store it: `spec.networking` after provider-azure's Shoot mutator
 /// ([`overlay::mutate_networking`], against the last-applied networking; not for a workerless shoot).
-pub fn mutated(shoot: &AzureShoot, ws: &Workspace) -> Result<AzureShoot, AzureError> {
+pub fn mutated(shoot: &AzureShoot, stored: &AzureState) -> AzureShoot {
     let mut out = shoot.clone();
     if !shoot.spec.provider.workers.is_empty() {
-        let old = old_spec(&stored_state(ws)?);
+        let old = old_spec(stored);
         out.spec.networking = overlay::mutate_networking(&shoot.spec.networking, old.as_ref().map(|o| &o.networking));
     }
-    Ok(out)
+    out
 }
 
 /// Admission validation, all errors at once, in this order:
@@ -174,30 +149,40 @@ pub fn mutated(shoot: &AzureShoot, ws: &Workspace) -> Result<AzureShoot, AzureEr
 /// 2. Gardener's rules for `spec.networking` ([`crate::networking`]): the API's validation, its
 ///    update rules against the last-applied networking, and the `ShootValidator` admission plugin's
 ///    disjointedness and reserved-range checks;
-/// 3. provider-azure's Shoot validator (skipped for a workerless shoot, as upstream's webhook does):
-///    `ValidateNetworking`, the InfrastructureConfig's create rules and its update rules against the
-///    last-applied config, `ValidateWorkers`, and `ValidateWorkersUpdate` against the last-applied
-///    workers.
-pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
+/// 3. provider-azure's Shoot validator ([`rules`]).
+pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), ProviderError> {
+    crate::stages::validate(&provider::Azure, shoot, &stored_state(ws)?)
+}
+
+/// Gardener's rules for the shoot (1 and 2 of [`validate`]).
+fn gardener_shoot<'a>(shoot: &'a AzureShoot, stored: &'a AzureState) -> GardenerShoot<'a> {
+    let applied = stored.last_applied.as_ref();
+    GardenerShoot {
+        metadata: &shoot.metadata,
+        networking: &shoot.spec.networking,
+        workerless: shoot.spec.provider.workers.is_empty(),
+        first_apply: old_config(stored).is_none(),
+        // Only with the workers known (a state written before trellis kept them has no old spec).
+        old_networking: applied
+            .filter(|a| a.workers.is_some())
+            .map(|a| a.networking.as_ref().unwrap_or(&NO_NETWORKING)),
+    }
+}
+
+static NO_NETWORKING: std::sync::LazyLock<Networking> = std::sync::LazyLock::new(Networking::default);
+
+/// provider-azure's Shoot validator (skipped for a workerless shoot, as upstream's webhook does):
+/// `ValidateNetworking`, the InfrastructureConfig's create rules and its update rules against the
+/// last-applied config, `ValidateWorkers`, and `ValidateWorkersUpdate` against the last-applied workers.
+fn rules(shoot: &AzureShoot, stored: &AzureState) -> ErrorList {
     let cfg = &shoot.spec.provider.infrastructure_config;
-    let stored = stored_state(ws)?;
-    let old = old_config(&stored);
-    let old_spec = old_spec(&stored);
+    let old = old_config(stored);
+    let old_spec = old_spec(stored);
     let workerless = shoot.spec.provider.workers.is_empty();
     let networking_path = Path::new("spec").child("networking");
     let workers_path = Path::new("spec").child("provider").child("workers");
-
-    let mut errs = crate::metadata::validate(&shoot.metadata);
-    if errs.is_empty() && old.is_none() {
-        errs.extend(crate::metadata::validate_create(&shoot.metadata));
-    }
     let networking = &shoot.spec.networking;
-    errs.extend(crate::networking::validate_networking(networking, workerless, &networking_path));
-    if let Some(old) = &old_spec {
-        errs.extend(crate::networking::validate_networking_update(networking, &old.networking, &networking_path));
-    }
-    errs.extend(crate::networking::validate_shoot_networks(networking, &networking_path));
-
+    let mut errs = ErrorList::new();
     if !workerless {
         errs.extend(validation::shoot::validate_networking(networking, &networking_path));
     }
@@ -215,14 +200,7 @@ pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), AzureError> {
             ));
         }
     }
-    // Upstream reports some errors twice (the single-subnet workers rule runs in two places); say each once.
-    let mut seen = std::collections::BTreeSet::new();
-    errs.retain(|e| seen.insert(e.to_string()));
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(AzureError::Invalid(errs))
-    }
+    errs
 }
 
 /// The zone that keeps the single-subnet names: remembered, or found now by a single → multi-subnet
@@ -238,124 +216,6 @@ fn migrated_zone(cfg: &InfrastructureConfig, stored: &AzureState) -> Option<i32>
     old.networks.workers.as_ref().and_then(|w| cfg.networks.zones.iter().find(|z| &z.cidr == w)).map(|z| z.name)
 }
 
-/// Plans one Azure shoot against the cloud. Reads only.
-pub async fn plan(
-    shoot: &AzureShoot,
-    ws: &Workspace,
-    cloud: &dyn CloudRead,
-    retry: &RetryPolicy,
-    subscription: &str,
-    accept_drift: bool,
-) -> Result<Planned, AzureError> {
-    validate(shoot, ws)?;
-    let shoot = &mutated(shoot, ws)?;
-    let cfg = &shoot.spec.provider.infrastructure_config;
-    let stored = stored_state(ws)?;
-    let mut state = stored.clone();
-    state.overlay = Some(overlay::overlay_enabled(&shoot.spec.networking));
-    let mut warnings = Vec::new();
-    if let Some(z) = migrated_zone(cfg, &stored) {
-        if stored.migrated_zone.is_none() {
-            warnings.push(format!(
-                "single → multi-subnet migration: zone {z} takes over the existing subnet {tn}-nodes (and NAT gateway {tn}-nat-gateway), as upstream's migration webhook does with annotation {}={z}",
-                api::NETWORK_LAYOUT_ZONE_MIGRATION_ANNOTATION,
-                tn = shoot.technical_id()
-            ));
-        }
-        state.migrated_zone = Some(z);
-    }
-    let ctx = Ctx::new(shoot, subscription, &state).with_recorded(ws);
-
-    let mut observed = Observed::default();
-    observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    let (ids, lists) =
-        desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure discovery round 2"))?;
-    observed.fetch(cloud, retry, &ids, &lists).await?;
-
-    let mut errs = preflight::check(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure preflight"))?;
-    let byo_facts = preflight::byo_memory(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure preflight"))?;
-    if !accept_drift {
-        errs.extend(preflight::drift(cfg, &ctx, &byo_facts, &stored.byo));
-    }
-    if !errs.is_empty() {
-        return Err(AzureError::Preflight(errs));
-    }
-    state.byo.update(byo_facts);
-    let desired = desired::desired(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure desired"))?;
-    let forget = desired::recorded_gone(&ctx, &desired, &observed).map_err(|e| e.in_stage("azure desired"))?;
-    let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
-    let artifacts = render::artifacts(cfg, &ctx, &observed, &nodes).map_err(|e| e.in_stage("azure render"))?;
-    warnings.extend(warnings::warnings(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure warnings"))?);
-    let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, warnings);
-    state.last_applied = Some(last_applied(shoot));
-    Ok(Planned { plan, state, forget })
-}
-
-/// The plan document of one shoot; `source` is filled in by the caller, which knows the file.
-fn plan_document(
-    cfg: &InfrastructureConfig,
-    ctx: &Ctx,
-    ws: &Workspace,
-    nodes: Vec<trellis_plans::Node>,
-    artifacts: trellis_plans::Artifacts,
-    warnings: Vec<String>,
-) -> Plan {
-    let mode = if cfg.is_using_user_managed_egress() { Mode::UserManagedEgress } else { Mode::Managed };
-    Plan::new(ctx.tn.clone(), Provider::Azure, Some(mode), ws.prior(), nodes, artifacts, warnings)
-}
-
-/// Re-renders the artifacts against the cloud as it is after an apply (public IP addresses are known now).
-pub async fn artifacts_after_apply(
-    shoot: &AzureShoot,
-    state: &AzureState,
-    cloud: &dyn CloudRead,
-    retry: &RetryPolicy,
-    subscription: &str,
-) -> Result<trellis_plans::Artifacts, AzureError> {
-    let cfg = &shoot.spec.provider.infrastructure_config;
-    let ctx = Ctx::new(shoot, subscription, state);
-    let mut observed = Observed::default();
-    observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    // Round two as planning does it: its lists answer for the resources in the cluster resource group.
-    let (ids, lists) =
-        desired::discovery_round2(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure discovery round 2"))?;
-    observed.fetch(cloud, retry, &ids, &lists).await?;
-    Ok(render::artifacts(cfg, &ctx, &observed, &[]).map_err(|e| e.in_stage("azure render"))?)
-}
-
-/// Plans the deletion of one Azure shoot (upstream delete graph). Reads only.
-pub async fn plan_destroy(
-    shoot: &AzureShoot,
-    ws: &Workspace,
-    cloud: &dyn CloudRead,
-    retry: &RetryPolicy,
-    subscription: &str,
-) -> Result<Planned, AzureError> {
-    let cfg = &shoot.spec.provider.infrastructure_config;
-    let mut state = stored_state(ws)?;
-    let ctx = Ctx::new(shoot, subscription, &state).with_recorded(ws);
-    let mut observed = Observed::default();
-    observed.fetch(cloud, retry, &desired::discovery_round1(cfg, &ctx), &[]).await?;
-    let (ids, lists) =
-        desired::destroy_discovery(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure destroy discovery"))?;
-    observed.fetch(cloud, retry, &ids, &lists).await?;
-    let desired = desired::destroy(cfg, &ctx, &observed).map_err(|e| e.in_stage("azure destroy"))?;
-    let nodes = trellis_planner::diff::plan_nodes(desired, &observed)?;
-    // A destroy produces no artifacts. The empty CCM artifacts are written as before, so a destroy
-    // plan's JSON (and digest) is what earlier versions wrote.
-    use trellis_plans::Artifact;
-    let artifacts = trellis_plans::Artifacts::new()
-        .with(Artifact::InfrastructureStatus(Value::Null))
-        .with(Artifact::EgressCidrs(None))
-        .with(Artifact::CloudProviderConfig(Default::default()))
-        .with(Artifact::CcmFlags(Default::default()))
-        .with(Artifact::AllowEgress(false));
-    let plan = plan_document(cfg, &ctx, ws, nodes, artifacts, Vec::new());
-    state.last_applied = Some(last_applied(shoot));
-    // A destroy empties the workspace: nothing to forget one by one.
-    Ok(Planned { plan, state, forget: Vec::new() })
-}
-
 /// The BYO subnet a planned shoot uses (its user-owned subnet node), lowercased.
 pub fn byo_subnet_of_plan(plan: &Plan) -> Option<String> {
     plan.nodes.iter().find(|n| is_byo_subnet_node(n)).and_then(|n| n.id.as_deref()).map(str::to_ascii_lowercase)
@@ -363,7 +223,7 @@ pub fn byo_subnet_of_plan(plan: &Plan) -> Option<String> {
 
 /// Whether a plan node is a BYO subnet: a user-owned subnet.
 pub fn is_byo_subnet_node(node: &trellis_plans::Node) -> bool {
-    node.kind == trellis_plans::Kind::Subnet && node.ownership() == trellis_plans::Ownership::User
+    node.kind == kind::SUBNET && node.ownership() == trellis_plans::Ownership::User
 }
 
 /// The BYO subnet a workspace's last-applied configuration uses, lowercased.

@@ -120,6 +120,7 @@ pub fn parse_id(id: &str) -> Option<ArmId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::azure::kind;
 
     #[test]
     fn names_follow_upstream() {
@@ -132,8 +133,8 @@ mod tests {
 
     #[test]
     fn addresses_are_lowercase() {
-        assert_eq!(address(Kind::NetworkSecurityGroup, "RG1", "TestNSG"), "azure.network_security_group.rg1.testnsg");
-        assert_eq!(address(Kind::Subnet, "rg1", "V/S"), address(Kind::Subnet, "Rg1", "v/s"));
+        assert_eq!(address(kind::NETWORK_SECURITY_GROUP, "RG1", "TestNSG"), "azure.network_security_group.rg1.testnsg");
+        assert_eq!(address(kind::SUBNET, "rg1", "V/S"), address(kind::SUBNET, "Rg1", "v/s"));
     }
 
     #[test]

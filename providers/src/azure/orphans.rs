@@ -9,11 +9,11 @@
 
 use super::api::InfrastructureConfig;
 use super::byo::discovered;
+use super::kind;
 use super::Ctx;
 use ipnet::IpNet;
 use serde_json::Value;
 use trellis_planner::discover::{NotFetched, Observed};
-use trellis_plans::Kind;
 
 /// Prefix of the NSG rules the Azure CCM writes (upstream cloud-provider-azure).
 pub const CCM_RULE_PREFIX: &str = "k8s-azure-lb_";
@@ -42,7 +42,7 @@ pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
                 continue;
             };
             out.push(Orphan {
-                kind: Kind::SecurityRule,
+                kind: kind::SECURITY_RULE,
                 id: format!("{nsg_id}/securityRules/{name}"),
                 writer,
                 prune: format!(
@@ -62,7 +62,7 @@ pub fn orphans(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Re
                 .and_then(|p| p.parse::<IpNet>().ok());
             if prefix.is_some_and(|p| pods.contains(&p)) {
                 out.push(Orphan {
-                    kind: Kind::Route,
+                    kind: kind::ROUTE,
                     id: format!("{rt_id}/routes/{name}"),
                     writer: "cloud-controller-manager (per-node pod-CIDR route)",
                     prune: format!(
@@ -87,13 +87,13 @@ pub async fn scan(
     cloud: &dyn trellis_planner::cloud::CloudRead,
     retry: &trellis_planner::retry::RetryPolicy,
     subscription: &str,
-) -> Result<Vec<Orphan>, super::AzureError> {
+) -> Result<Vec<Orphan>, crate::provider::ProviderError> {
     let cfg = &shoot.spec.provider.infrastructure_config;
     if !cfg.is_using_user_managed_egress() {
         return Ok(Vec::new());
     }
     let ctx = Ctx::new(shoot, subscription, &Default::default());
-    let mut observed = Observed::default();
+    let mut observed = Observed::new(&trellis_planner::ids::ArmIds);
     observed.fetch(cloud, retry, &super::desired::discovery_round1(cfg, &ctx), &[]).await?;
     // Round two of a BYO shoot is exactly the subnet's route table and NSG.
     let (ids, _) =

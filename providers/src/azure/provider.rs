@@ -1,115 +1,241 @@
-//! Azure as a [`Provider`]: each method delegates to the Azure pipeline of this module's parent.
+//! Azure as [`Stages`]: each stage is one of the pure functions of this module's parent and its
+//! submodules; the pipeline that runs them is [`crate::stages`]'s.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
+use trellis_planner::discover::Observed;
 use trellis_planner::ids::{ArmIds, IdScheme};
-use trellis_plans::{Artifacts, Plan};
-use trellis_state::{ProviderState, Workspace};
+use trellis_planner::model::Desired;
+use trellis_plans::{Artifact, Artifacts, Mode, Node, Plan};
+use trellis_state::Workspace;
 
 use super::state::AzureState;
-use super::{AzureError, AzureShoot};
+use super::{desired, overlay, preflight, render, warnings, AzureShoot, Ctx};
+use crate::field::ErrorList;
 use crate::manifest::ShootEnvelope;
-use crate::provider::{
-    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
-};
+use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, ProviderError};
+use crate::stages::{Fetch, GardenerShoot, PreflightErrors, Setup, Staged, Stages};
 
 /// The Azure provider, as registered in [`crate::registry`].
-pub static AZURE: Azure = Azure;
+pub static AZURE: Staged<Azure> = Staged(Azure);
 
 /// `spec.provider.type: azure`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Azure;
 
-impl From<AzureError> for ProviderError {
-    fn from(e: AzureError) -> ProviderError {
-        match e {
-            AzureError::Invalid(errs) => ProviderError::Invalid(errs),
-            AzureError::Preflight(errs) => {
-                ProviderError::Preflight(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect())
-            }
-            other => ProviderError::Other(Box::new(other)),
-        }
-    }
-}
-
-impl Azure {
-    /// The Azure shoot behind `shoot`.
-    fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a AzureShoot, ProviderError> {
-        shoot.typed(super::PROVIDER_TYPE)
-    }
-}
-
 #[async_trait::async_trait]
-impl Provider for Azure {
-    fn type_name(&self) -> &'static str {
-        super::PROVIDER_TYPE
-    }
+impl Stages for Azure {
+    type Shoot = AzureShoot;
+    type Ctx = Ctx;
+    type State = AzureState;
 
-    fn ids(&self) -> &'static dyn IdScheme {
+    const TYPE: &'static str = super::PROVIDER_TYPE;
+
+    fn id_scheme(&self) -> &'static dyn IdScheme {
         &ArmIds
     }
 
-    fn infrastructure_config_type(&self) -> (&'static str, &'static str) {
+    fn config_type(&self) -> (&'static str, &'static str) {
         (super::api::API_VERSION, super::api::INFRASTRUCTURE_CONFIG_KIND)
     }
 
-    fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        crate::provider::parse_typed_shoot::<AzureShoot>(text)
+    fn shoot_of_envelope(&self, shoot: ShootEnvelope) -> Result<AzureShoot, serde_json::Error> {
+        shoot.with_infrastructure_config()
     }
 
-    fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_json::<AzureShoot>(value)
+    fn gardener_shoot<'a>(&self, shoot: &'a AzureShoot, stored: &'a AzureState) -> Option<GardenerShoot<'a>> {
+        Some(super::gardener_shoot(shoot, stored))
     }
 
-    fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_envelope::<super::api::InfrastructureConfig>(shoot)
+    fn rules(&self, shoot: &AzureShoot, stored: &AzureState) -> ErrorList {
+        super::rules(shoot, stored)
     }
 
-    fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
-        Ok(super::validate(self.shoot(shoot)?, ws)?)
+    fn admitted<'a>(&self, shoot: &'a AzureShoot, stored: &AzureState) -> Cow<'a, AzureShoot> {
+        Cow::Owned(super::mutated(shoot, stored))
     }
 
-    async fn plan(
+    /// Remembers the CNI's overlay decision and, on a single → multi-subnet migration, the zone that
+    /// keeps the single-subnet names (with a warning the first time).
+    fn context(
         &self,
-        shoot: &dyn ProviderShoot,
+        shoot: &AzureShoot,
         ws: &Workspace,
-        cloud: &dyn CloudRead,
-        ctx: &CloudCtx,
-    ) -> Result<Planned, ProviderError> {
-        neutral(super::plan(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account, ctx.accept_drift).await?)
+        stored: &AzureState,
+        cloud: &CloudCtx,
+    ) -> Result<Setup<Ctx, AzureState>, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        let mut state = stored.clone();
+        state.overlay = Some(overlay::overlay_enabled(&shoot.spec.networking));
+        let mut warnings = Vec::new();
+        if let Some(z) = super::migrated_zone(cfg, stored) {
+            if stored.migrated_zone.is_none() {
+                warnings.push(format!(
+                    "single → multi-subnet migration: zone {z} takes over the existing subnet {tn}-nodes (and NAT gateway {tn}-nat-gateway), as upstream's migration webhook does with annotation {}={z}",
+                    super::api::NETWORK_LAYOUT_ZONE_MIGRATION_ANNOTATION,
+                    tn = shoot.technical_id()
+                ));
+            }
+            state.migrated_zone = Some(z);
+        }
+        let ctx = Ctx::new(shoot, &cloud.account, &state).with_recorded(ws);
+        Ok(Setup { ctx, state, warnings })
     }
 
-    async fn plan_destroy(
+    /// Round one: the resource group, the VNet and the identity; round two follows from what they hold.
+    fn discovery(
         &self,
-        shoot: &dyn ProviderShoot,
-        ws: &Workspace,
-        cloud: &dyn CloudRead,
-        ctx: &CloudCtx,
-    ) -> Result<Planned, ProviderError> {
-        neutral(super::plan_destroy(self.shoot(shoot)?, ws, cloud, &ctx.retry, &ctx.account).await?)
+        round: usize,
+        shoot: &AzureShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+    ) -> Result<Option<Fetch>, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        Ok(match round {
+            0 => Some((desired::discovery_round1(cfg, ctx), Vec::new())),
+            1 => {
+                Some(desired::discovery_round2(cfg, ctx, observed).map_err(|e| e.in_stage("azure discovery round 2"))?)
+            }
+            _ => None,
+        })
     }
 
-    async fn artifacts_after_apply(
+    /// The runtime rules, and the BYO facts remembered for the next plan's drift check.
+    fn preflight(
         &self,
-        shoot: &dyn ProviderShoot,
-        state: &ProviderState,
-        cloud: &dyn CloudRead,
-        ctx: &CloudCtx,
+        shoot: &AzureShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+        stored: &AzureState,
+        next: &mut AzureState,
+        accept_drift: bool,
+    ) -> Result<PreflightErrors, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        let mut errs = preflight::check(cfg, ctx, observed).map_err(|e| e.in_stage("azure preflight"))?;
+        let byo_facts = preflight::byo_memory(cfg, ctx, observed).map_err(|e| e.in_stage("azure preflight"))?;
+        if !accept_drift {
+            errs.extend(preflight::drift(cfg, ctx, &byo_facts, &stored.byo));
+        }
+        if errs.is_empty() {
+            next.byo.update(byo_facts);
+        }
+        Ok(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect())
+    }
+
+    fn desired(&self, shoot: &AzureShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        Ok(desired::desired(cfg, ctx, observed).map_err(|e| e.in_stage("azure desired"))?)
+    }
+
+    fn forget(
+        &self,
+        ctx: &Ctx,
+        desired: &[Desired],
+        observed: &Observed,
+    ) -> Result<Vec<(String, String)>, ProviderError> {
+        Ok(desired::recorded_gone(ctx, desired, observed).map_err(|e| e.in_stage("azure desired"))?)
+    }
+
+    fn artifacts(
+        &self,
+        shoot: &AzureShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+        nodes: &[Node],
     ) -> Result<Artifacts, ProviderError> {
-        let shoot = self.shoot(shoot)?;
-        let state: AzureState = state.read(&shoot.technical_id())?;
-        Ok(super::artifacts_after_apply(shoot, &state, cloud, &ctx.retry, &ctx.account).await?)
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        Ok(render::artifacts(cfg, ctx, observed, nodes).map_err(|e| e.in_stage("azure render"))?)
     }
 
-    async fn orphans_after_destroy(
+    fn warnings(&self, shoot: &AzureShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<String>, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        Ok(warnings::warnings(cfg, ctx, observed).map_err(|e| e.in_stage("azure warnings"))?)
+    }
+
+    fn mode(&self, shoot: &AzureShoot) -> Option<Mode> {
+        let byo = shoot.spec.provider.infrastructure_config.is_using_user_managed_egress();
+        Some(if byo { Mode::UserManagedEgress } else { Mode::Managed })
+    }
+
+    fn next_state(&self, shoot: &AzureShoot, _ctx: &Ctx, mut state: AzureState) -> Result<AzureState, ProviderError> {
+        state.last_applied = Some(super::last_applied(shoot));
+        Ok(state)
+    }
+
+    fn destroy_context(
         &self,
-        shoot: &dyn ProviderShoot,
+        shoot: &AzureShoot,
+        ws: &Workspace,
+        stored: &AzureState,
+        cloud: &CloudCtx,
+    ) -> Result<Ctx, ProviderError> {
+        Ok(Ctx::new(shoot, &cloud.account, stored).with_recorded(ws))
+    }
+
+    /// Round one as a plan's; round two: what the delete graph deletes.
+    fn destroy_discovery(
+        &self,
+        round: usize,
+        shoot: &AzureShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+    ) -> Result<Option<Fetch>, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        Ok(match round {
+            0 => Some((desired::discovery_round1(cfg, ctx), Vec::new())),
+            1 => Some(
+                desired::destroy_discovery(cfg, ctx, observed).map_err(|e| e.in_stage("azure destroy discovery"))?,
+            ),
+            _ => None,
+        })
+    }
+
+    /// Upstream's delete graph.
+    fn destroy_desired(
+        &self,
+        shoot: &AzureShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+    ) -> Result<Vec<Desired>, ProviderError> {
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        Ok(desired::destroy(cfg, ctx, observed).map_err(|e| e.in_stage("azure destroy"))?)
+    }
+
+    /// The empty artifacts earlier versions wrote, so a destroy plan's JSON (and digest) stays what it was.
+    fn destroy_artifacts(&self) -> Artifacts {
+        Artifacts::new()
+            .with(Artifact::InfrastructureStatus(Value::Null))
+            .with(Artifact::EgressCidrs(None))
+            .with(Artifact::CloudProviderConfig(Default::default()))
+            .with(Artifact::CcmFlags(Default::default()))
+            .with(Artifact::AllowEgress(false))
+    }
+
+    fn destroy_state(&self, shoot: &AzureShoot, mut stored: AzureState) -> AzureState {
+        stored.last_applied = Some(super::last_applied(shoot));
+        stored
+    }
+
+    /// The plan's context without the recorded resources (public IP addresses are known now).
+    fn after_apply_context(
+        &self,
+        shoot: &AzureShoot,
+        state: &AzureState,
+        cloud: &CloudCtx,
+    ) -> Result<Ctx, ProviderError> {
+        Ok(Ctx::new(shoot, &cloud.account, state))
+    }
+
+    async fn orphans(
+        &self,
+        shoot: &AzureShoot,
         cloud: &dyn CloudRead,
         ctx: &CloudCtx,
     ) -> Result<Vec<Orphan>, ProviderError> {
-        Ok(super::orphans::scan(self.shoot(shoot)?, cloud, &ctx.retry, &ctx.account).await?)
+        super::orphans::scan(shoot, cloud, &ctx.retry, &ctx.account).await
     }
 
     /// A BYO subnet belongs to one shoot only (spec: "The BYO subnet must not be shared across
@@ -159,11 +285,4 @@ impl Provider for Azure {
         }
         Ok(Vec::new())
     }
-}
-
-/// Azure's plan as the engine keeps it: the typed state stored as a versioned blob.
-fn neutral(planned: super::Planned) -> Result<Planned, ProviderError> {
-    let state = ProviderState::of(&planned.state)
-        .map_err(|e| ProviderError::Other(format!("azure state does not serialise: {e}").into()))?;
-    Ok(Planned { plan: planned.plan, state, forget: planned.forget })
 }

@@ -217,5 +217,5 @@ pub fn azure_json(cfg: &InfrastructureConfig, ctx: &Ctx, status: &Infrastructure
             other => format!("{k}: {other}\n"),
         })
         .collect();
-    CloudProviderConfig { format: ConfigFormat::Yaml, values: v, content }
+    CloudProviderConfig { file_name: "azure.json".to_string(), format: ConfigFormat::Yaml, values: v, content }
 }

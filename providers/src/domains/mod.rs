@@ -35,6 +35,7 @@
 //!   upstream's optional constraints), reason `InternalDomainMigrationRequired`.
 
 pub mod api;
+pub mod kind;
 pub mod model;
 pub mod phase;
 pub mod provider;
@@ -56,6 +57,9 @@ use crate::seed::Seed;
 
 /// `domains`.
 pub const PROVIDER_TYPE: &str = "domains";
+
+/// The provider, as its plans name it.
+pub const PROVIDER: trellis_plans::Provider = trellis_plans::Provider::new(PROVIDER_TYPE);
 
 /// Why a Shoot and a Seed cannot be paired, or a domains input cannot be read.
 #[derive(Debug, thiserror::Error)]

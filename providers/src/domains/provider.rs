@@ -1,31 +1,31 @@
-//! The domains provider as a [`Provider`]: validation ([`super::validation`]), the phase machine
+//! The domains provider as [`Stages`]: validation ([`super::validation`]), the phase machine
 //! ([`super::phase`]) and the model ([`super::model`]) over an [`Observed`] keyed by [`DnsIds`].
 //!
 //! It is not dispatched by `spec.provider.type` (every Shoot may have a domains plan beside its
 //! infrastructure plan): [`crate::registry::Registry::domains`] returns it, and its shoots are made by
 //! [`super::pair`].
 
+use super::kind;
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-use trellis_planner::cloud::CloudRead;
+use serde_json::json;
 use trellis_planner::discover::Observed;
 use trellis_planner::ids::{DnsIds, IdScheme};
 use trellis_planner::model::{Desired, ManagedSpec, Resource};
-use trellis_plans::{Artifacts, Kind, Node, Ownership, Plan, Reason, ReasonCode};
-use trellis_state::{ProviderState, Workspace};
+use trellis_plans::{Artifacts, Node, Ownership, Reason, ReasonCode};
+use trellis_state::Workspace;
 
 use super::api::{DomainsShoot, ANNOTATION_OPERATION};
 use super::model::{self, Roles, Step};
 use super::phase::{Phase, Trigger};
 use super::state::{DomainsState, LastApplied};
 use super::validation;
-use crate::provider::{
-    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
-};
+use crate::field::ErrorList;
+use crate::provider::{CloudCtx, Planned, ProviderError};
+use crate::stages::{Fetch, Setup, Staged, Stages};
 
 /// The domains provider ([`crate::registry::Registry::domains`]).
-pub static DOMAINS: Domains = Domains;
+pub static DOMAINS: Staged<Domains> = Staged(Domains);
 
 /// GEP-0066's DNS records and artifacts of one Shoot.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,7 +37,7 @@ fn other(e: impl std::error::Error + Send + Sync + 'static) -> ProviderError {
 
 /// The provider state of a workspace, migrated to the current version (empty for a new workspace).
 pub fn stored_state(ws: &Workspace) -> Result<DomainsState, ProviderError> {
-    Ok(ws.provider_state::<DomainsState>()?.unwrap_or_default())
+    crate::stages::stored_state::<Domains>(ws)
 }
 
 /// What one plan decides before it looks at the cloud.
@@ -175,7 +175,7 @@ pub fn address(tn: &str, name: &str) -> String {
 fn resource(seed: &str, tn: &str, name: &str, id: &str) -> Resource {
     Resource {
         address: address(tn, name),
-        kind: Kind::DnsRecord,
+        kind: kind::DNS_RECORD,
         name: name.to_string(),
         scope: format!("{seed}/{tn}"),
         id: id.to_string(),
@@ -186,7 +186,7 @@ fn resource(seed: &str, tn: &str, name: &str, id: &str) -> Resource {
 fn recorded(ws: &Workspace) -> Vec<(String, String)> {
     ws.resources
         .iter()
-        .filter(|(_, r)| r.kind == Kind::DnsRecord && r.ownership == Ownership::Managed && !r.id.is_empty())
+        .filter(|(_, r)| r.kind == kind::DNS_RECORD && r.ownership == Ownership::Managed && !r.id.is_empty())
         .map(|(a, r)| (a.clone(), r.id.clone()))
         .collect()
 }
@@ -198,11 +198,12 @@ fn last_segment(id: &str) -> &str {
 /// The desired state: every wanted record managed (its whole body; name, type and record type are
 /// immutable upstream, so a change of them replaces the object), every recorded record no longer
 /// wanted deleted.
-pub fn desired(ds: &DomainsShoot, d: &Decided, recorded: &[(String, String)]) -> Vec<Desired> {
+pub fn desired(ds: &DomainsShoot, ctx: &DomainsCtx) -> Vec<Desired> {
     let tn = ds.shoot.technical_id();
     let seed = seed_name(ds);
-    let phase = d.phase.map_or("no CA rotation", Phase::as_str);
-    let mut out: Vec<Desired> = d
+    let phase = ctx.phase.map_or("no CA rotation", Phase::as_str);
+    let recorded = &ctx.recorded;
+    let mut out: Vec<Desired> = ctx
         .records
         .iter()
         .map(|r| {
@@ -217,7 +218,7 @@ pub fn desired(ds: &DomainsShoot, d: &Decided, recorded: &[(String, String)]) ->
         })
         .collect();
     for (addr, id) in recorded {
-        if d.records.iter().any(|r| DnsIds.same(&r.id, id)) {
+        if ctx.records.iter().any(|r| DnsIds.same(&r.id, id)) {
             continue;
         }
         out.push(Desired::DeleteManaged {
@@ -232,37 +233,28 @@ pub fn desired(ds: &DomainsShoot, d: &Decided, recorded: &[(String, String)]) ->
     out
 }
 
-async fn observe(cloud: &dyn CloudRead, ctx: &CloudCtx, ids: Vec<String>) -> Result<Observed, ProviderError> {
-    let mut observed = Observed::new(&DnsIds);
-    observed.fetch(cloud, &ctx.retry, &ids, &[]).await.map_err(other)?;
-    Ok(observed)
+/// What the stages of one domains plan share.
+#[derive(Clone, Debug, Default)]
+pub struct DomainsCtx {
+    /// The phase the plan executes (`None`: never rotated).
+    pub phase: Option<Phase>,
+    /// The roles before the plan, and the roles it leaves.
+    pub before: Roles,
+    pub roles: Roles,
+    /// The DNSRecord objects the plan wants (none in a destroy).
+    pub records: Vec<model::Record>,
+    /// The DNSRecord objects the workspace records as trellis's, as (address, id).
+    pub recorded: Vec<(String, String)>,
 }
 
-fn plan_document(tn: &str, ws: &Workspace, nodes: Vec<Node>, artifacts: Artifacts, warnings: Vec<String>) -> Plan {
-    Plan::new(tn.to_string(), trellis_plans::Provider::Domains, None, ws.prior(), nodes, artifacts, warnings)
+/// The context of no CA rotation: for tests and callers that have only an `observed` cloud.
+fn no_cloud() -> CloudCtx {
+    CloudCtx { account: String::new(), retry: Default::default(), accept_drift: false }
 }
 
-fn provider_state(state: &DomainsState) -> Result<ProviderState, ProviderError> {
-    ProviderState::of(state).map_err(|e| ProviderError::Other(format!("domains state does not serialise: {e}").into()))
-}
-
-/// Plans one shoot against `observed` (holding every id of `d.records` and of `recorded`). Pure.
+/// Plans one shoot against `observed` (holding every id of [`discovery`]). Pure.
 pub fn plan_with(ds: &DomainsShoot, ws: &Workspace, observed: &Observed) -> Result<Planned, ProviderError> {
-    let stored = stored_state(ws)?;
-    let d = decide(ds, &stored)?;
-    let rec = recorded(ws);
-    let desired = desired(ds, &d, &rec);
-    let nodes = trellis_planner::diff::plan_nodes(desired, observed).map_err(other)?;
-    let mut forget = Vec::new();
-    for (addr, id) in &rec {
-        let wanted = d.records.iter().any(|r| DnsIds.same(&r.id, id));
-        if !wanted && matches!(observed.get(id), Ok(None)) {
-            forget.push((addr.clone(), id.clone()));
-        }
-    }
-    let artifacts = artifacts(ds, d.phase, &d.before, &d.roles)?;
-    let plan = plan_document(&ds.shoot.technical_id(), ws, nodes, artifacts, d.warnings.clone());
-    Ok(Planned { plan, state: provider_state(&d.state)?, forget })
+    crate::stages::plan_observed(&Domains, ds, ws, &no_cloud(), observed)
 }
 
 /// The ids a plan reads: the wanted records and the recorded ones.
@@ -271,129 +263,168 @@ pub fn discovery(ds: &DomainsShoot, ws: &Workspace) -> Result<Vec<String>, Provi
     Ok(d.records.iter().map(|r| r.id.clone()).chain(recorded(ws).into_iter().map(|(_, id)| id)).collect())
 }
 
-impl Domains {
-    fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a DomainsShoot, ProviderError> {
-        shoot.typed(super::PROVIDER_TYPE)
-    }
+/// The record ids of `ctx`: one round, none when there are none.
+fn fetch(ctx: &DomainsCtx, round: usize) -> Option<Fetch> {
+    let ids: Vec<String> =
+        ctx.records.iter().map(|r| r.id.clone()).chain(ctx.recorded.iter().map(|(_, id)| id.clone())).collect();
+    (round == 0 && !ids.is_empty()).then_some((ids, Vec::new()))
 }
 
 #[async_trait::async_trait]
-impl Provider for Domains {
-    fn type_name(&self) -> &'static str {
-        super::PROVIDER_TYPE
-    }
+impl Stages for Domains {
+    /// A [`DomainsShoot`] document (`{shoot, seed, features}`, what `to_json` writes), made by [`super::pair`].
+    type Shoot = DomainsShoot;
+    type Ctx = DomainsCtx;
+    type State = DomainsState;
 
-    fn ids(&self) -> &'static dyn IdScheme {
+    const TYPE: &'static str = super::PROVIDER_TYPE;
+
+    fn id_scheme(&self) -> &'static dyn IdScheme {
         &DnsIds
     }
 
-    /// None: a domains plan reads no infrastructureConfig (its input is [`super::pair`]'s).
-    fn infrastructure_config_type(&self) -> (&'static str, &'static str) {
-        ("", "")
+    fn rules(&self, ds: &DomainsShoot, stored: &DomainsState) -> ErrorList {
+        validation::validate(ds, stored).err().unwrap_or_default()
     }
 
-    /// A [`DomainsShoot`] document (`{shoot, seed, features}`, what `to_json` writes).
-    fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        crate::provider::parse_typed_shoot::<DomainsShoot>(text)
-    }
-
-    fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_json::<DomainsShoot>(value)
-    }
-
-    fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
-        let ds = self.shoot(shoot)?;
-        validation::validate(ds, &stored_state(ws)?).map(|_| ()).map_err(ProviderError::Invalid)
-    }
-
-    async fn plan(
+    /// The phase machine and the roles ([`decide`]).
+    fn context(
         &self,
-        shoot: &dyn ProviderShoot,
+        ds: &DomainsShoot,
         ws: &Workspace,
-        cloud: &dyn CloudRead,
-        ctx: &CloudCtx,
-    ) -> Result<Planned, ProviderError> {
-        let ds = self.shoot(shoot)?;
-        let observed = observe(cloud, ctx, discovery(ds, ws)?).await?;
-        plan_with(ds, ws, &observed)
+        stored: &DomainsState,
+        _cloud: &CloudCtx,
+    ) -> Result<Setup<DomainsCtx, DomainsState>, ProviderError> {
+        let d = decide(ds, stored)?;
+        let ctx =
+            DomainsCtx { phase: d.phase, before: d.before, roles: d.roles, records: d.records, recorded: recorded(ws) };
+        Ok(Setup { ctx, state: d.state, warnings: d.warnings })
     }
 
-    /// Deletes every DNSRecord object the workspace records as trellis's (never found by name).
-    async fn plan_destroy(
+    fn discovery(
         &self,
-        shoot: &dyn ProviderShoot,
-        ws: &Workspace,
-        cloud: &dyn CloudRead,
-        ctx: &CloudCtx,
-    ) -> Result<Planned, ProviderError> {
-        let ds = self.shoot(shoot)?;
-        let rec = recorded(ws);
-        let observed = observe(cloud, ctx, rec.iter().map(|(_, id)| id.clone()).collect()).await?;
-        Ok(destroy_with(ds, ws, &rec, &observed)?)
+        round: usize,
+        _ds: &DomainsShoot,
+        ctx: &DomainsCtx,
+        _observed: &Observed,
+    ) -> Result<Option<Fetch>, ProviderError> {
+        Ok(fetch(ctx, round))
     }
 
-    /// The artifacts as the applied plan left them: the phase advanced (Preparing → Prepared, …).
-    async fn artifacts_after_apply(
+    fn desired(
         &self,
-        shoot: &dyn ProviderShoot,
-        state: &ProviderState,
-        _cloud: &dyn CloudRead,
-        _ctx: &CloudCtx,
+        ds: &DomainsShoot,
+        ctx: &DomainsCtx,
+        _observed: &Observed,
+    ) -> Result<Vec<Desired>, ProviderError> {
+        Ok(desired(ds, ctx))
+    }
+
+    /// The recorded records no longer wanted that are gone already.
+    fn forget(
+        &self,
+        ctx: &DomainsCtx,
+        _desired: &[Desired],
+        observed: &Observed,
+    ) -> Result<Vec<(String, String)>, ProviderError> {
+        let mut forget = Vec::new();
+        for (addr, id) in &ctx.recorded {
+            let wanted = ctx.records.iter().any(|r| DnsIds.same(&r.id, id));
+            if !wanted && matches!(observed.get(id), Ok(None)) {
+                forget.push((addr.clone(), id.clone()));
+            }
+        }
+        Ok(forget)
+    }
+
+    fn artifacts(
+        &self,
+        ds: &DomainsShoot,
+        ctx: &DomainsCtx,
+        _observed: &Observed,
+        _nodes: &[Node],
     ) -> Result<Artifacts, ProviderError> {
-        let ds = self.shoot(shoot)?;
-        let st: DomainsState = state.read(&ds.shoot.technical_id())?;
-        artifacts(ds, st.phase, &st.roles, &st.roles)
+        artifacts(ds, ctx.phase, &ctx.before, &ctx.roles)
     }
 
-    /// Nothing: the DNS extension writes only the zone records of trellis's DNSRecord objects, which
-    /// the destroy deletes with them.
-    async fn orphans_after_destroy(
-        &self,
-        shoot: &dyn ProviderShoot,
-        _cloud: &dyn CloudRead,
-        _ctx: &CloudCtx,
-    ) -> Result<Vec<Orphan>, ProviderError> {
-        self.shoot(shoot)?;
-        Ok(Vec::new())
-    }
-
-    /// Reads nothing of a domains plan: the Seed-level rules run in [`super::check_seed`], which the
-    /// fleet plan calls with the Seed and all its shoots.
-    fn fleet_facts(&self, _plan: Plan) -> Option<Plan> {
+    /// None: a domains plan is derived from its Shoot's (see [`trellis_plans::Plan::is_derived`]).
+    fn mode(&self, _ds: &DomainsShoot) -> Option<trellis_plans::Mode> {
         None
     }
 
-    /// See [`Provider::fleet_facts`]: the Seed-level rules are [`super::check_seed`]'s.
-    async fn check_fleet(
+    fn next_state(
         &self,
-        _fleet: &[FleetShoot<'_>],
-        _applied: AppliedShoots<'_>,
-        _cloud: &dyn CloudRead,
-        _ctx: &CloudCtx,
-    ) -> Result<Vec<FleetWarning>, ProviderError> {
-        Ok(Vec::new())
+        _ds: &DomainsShoot,
+        _ctx: &DomainsCtx,
+        state: DomainsState,
+    ) -> Result<DomainsState, ProviderError> {
+        Ok(state)
+    }
+
+    /// Deletes every DNSRecord object the workspace records as trellis's (never found by name).
+    fn destroy_context(
+        &self,
+        _ds: &DomainsShoot,
+        ws: &Workspace,
+        _stored: &DomainsState,
+        _cloud: &CloudCtx,
+    ) -> Result<DomainsCtx, ProviderError> {
+        Ok(DomainsCtx { recorded: recorded(ws), ..DomainsCtx::default() })
+    }
+
+    fn destroy_discovery(
+        &self,
+        round: usize,
+        _ds: &DomainsShoot,
+        ctx: &DomainsCtx,
+        _observed: &Observed,
+    ) -> Result<Option<Fetch>, ProviderError> {
+        Ok(fetch(ctx, round))
+    }
+
+    fn destroy_desired(
+        &self,
+        ds: &DomainsShoot,
+        ctx: &DomainsCtx,
+        _observed: &Observed,
+    ) -> Result<Vec<Desired>, ProviderError> {
+        Ok(destroy_desired(ds, &ctx.recorded))
+    }
+
+    fn destroy_state(&self, _ds: &DomainsShoot, _stored: DomainsState) -> DomainsState {
+        DomainsState::default()
+    }
+
+    /// The artifacts as the applied plan left them: the phase advanced (Preparing → Prepared, …); nothing read.
+    fn after_apply_context(
+        &self,
+        _ds: &DomainsShoot,
+        state: &DomainsState,
+        _cloud: &CloudCtx,
+    ) -> Result<DomainsCtx, ProviderError> {
+        Ok(DomainsCtx {
+            phase: state.phase,
+            before: state.roles.clone(),
+            roles: state.roles.clone(),
+            ..DomainsCtx::default()
+        })
     }
 }
 
-/// The destroy plan over `observed`. Pure.
-pub fn destroy_with(
-    ds: &DomainsShoot,
-    ws: &Workspace,
-    rec: &[(String, String)],
-    observed: &Observed,
-) -> Result<Planned, ProviderError> {
+/// The delete graph of a destroy: every recorded DNSRecord object.
+fn destroy_desired(ds: &DomainsShoot, rec: &[(String, String)]) -> Vec<Desired> {
     let tn = ds.shoot.technical_id();
     let seed = seed_name(ds);
-    let desired: Vec<Desired> = rec
-        .iter()
+    rec.iter()
         .map(|(addr, id)| Desired::DeleteManaged {
             res: resource(&seed, &tn, last_segment(id), id),
             depends_on: Vec::new(),
             why: Reason::new(ReasonCode::Destroy, format!("destroy: recorded by trellis ({addr})")),
         })
-        .collect();
-    let nodes = trellis_planner::diff::plan_nodes(desired, observed).map_err(other)?;
-    // A destroy produces no artifacts.
-    let plan = plan_document(&tn, ws, nodes, Artifacts::new(), Vec::new());
-    Ok(Planned { plan, state: provider_state(&DomainsState::default())?, forget: Vec::new() })
+        .collect()
+}
+
+/// The destroy plan over `observed` (holding the recorded ids). Pure.
+pub fn destroy_with(ds: &DomainsShoot, ws: &Workspace, observed: &Observed) -> Result<Planned, ProviderError> {
+    crate::stages::destroy_observed(&Domains, ds, ws, &no_cloud(), observed)
 }

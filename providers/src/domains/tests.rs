@@ -530,7 +530,7 @@ fn destroy_deletes_only_recorded_records() {
     for (_, id) in &rec {
         observed.insert(id, w.cloud.get(&DnsIds.key(id)).cloned());
     }
-    let p = provider::destroy_with(&ds, &w.ws, &rec, &observed).unwrap();
+    let p = provider::destroy_with(&ds, &w.ws, &observed).unwrap();
     assert_eq!(actions(&p.plan), vec![("a-external".into(), "delete"), ("a-internal".into(), "delete")]);
 }
 

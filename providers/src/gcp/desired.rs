@@ -17,6 +17,7 @@
 //! entry.
 
 use super::api::{InfrastructureConfig, Mode, SubnetReference};
+use super::kind;
 use super::names::{self, collection};
 use super::Ctx;
 use crate::nodes::{check, skipped_at};
@@ -55,37 +56,37 @@ pub const WORKERS_SUBNET_WHY: &str = "your workers subnet (networks.subnetWorker
 
 pub fn vpc_res(cfg: &InfrastructureConfig, ctx: &Ctx) -> Resource {
     let name = names::vpc_name(cfg, &ctx.tn);
-    res(Kind::Network, global_scope(ctx), &name, names::network_link(&ctx.project, &name))
+    res(kind::NETWORK, global_scope(ctx), &name, names::network_link(&ctx.project, &name))
 }
 pub fn subnet_res(ctx: &Ctx, name: &str) -> Resource {
-    res(Kind::Subnetwork, regional_scope(ctx), name, names::subnet_link(&ctx.project, &ctx.region, name))
+    res(kind::SUBNETWORK, regional_scope(ctx), name, names::subnet_link(&ctx.project, &ctx.region, name))
 }
 pub fn router_res(cfg: &InfrastructureConfig, ctx: &Ctx) -> Resource {
     let name = names::router_name(cfg, &ctx.tn);
-    res(Kind::Router, regional_scope(ctx), &name, names::router_link(&ctx.project, &ctx.region, &name))
+    res(kind::ROUTER, regional_scope(ctx), &name, names::router_link(&ctx.project, &ctx.region, &name))
 }
 pub fn nat_res(cfg: &InfrastructureConfig, ctx: &Ctx) -> Resource {
     let router = names::router_name(cfg, &ctx.tn);
     let name = names::cloud_nat(&ctx.tn);
     res(
-        Kind::CloudNat,
+        kind::CLOUD_NAT,
         format!("{}/{router}", regional_scope(ctx)),
         &name,
         names::nat_link(&ctx.project, &ctx.region, &router, &name),
     )
 }
 pub fn address_res(ctx: &Ctx, name: &str) -> Resource {
-    res(Kind::Address, regional_scope(ctx), name, names::address_link(&ctx.project, &ctx.region, name))
+    res(kind::ADDRESS, regional_scope(ctx), name, names::address_link(&ctx.project, &ctx.region, name))
 }
 pub fn firewall_res(ctx: &Ctx, name: &str) -> Resource {
-    res(Kind::Firewall, global_scope(ctx), name, names::firewall_link(&ctx.project, name))
+    res(kind::FIREWALL, global_scope(ctx), name, names::firewall_link(&ctx.project, name))
 }
 pub fn route_res(ctx: &Ctx, name: &str) -> Resource {
-    res(Kind::Route, global_scope(ctx), name, names::route_link(&ctx.project, name))
+    res(kind::ROUTE, global_scope(ctx), name, names::route_link(&ctx.project, name))
 }
 pub fn service_account_res(ctx: &Ctx) -> Resource {
     let name = names::service_account_name(&ctx.tn);
-    res(Kind::ServiceAccount, global_scope(ctx), &name, names::service_account_link(&ctx.project, &ctx.tn))
+    res(kind::SERVICE_ACCOUNT, global_scope(ctx), &name, names::service_account_link(&ctx.project, &ctx.tn))
 }
 
 fn skipped(r: &Resource, ownership: Ownership, why: Reason) -> Desired {
@@ -274,14 +275,14 @@ fn byo(
         not_scheduled("`ensure internal subnet`; internal load balancers take their IPs from your workers subnet (cloudprovider.conf subnetwork-name)"),
     ));
     let router = res(
-        Kind::Router,
+        kind::ROUTER,
         regional_scope(ctx),
         &names::cloud_router(tn),
         names::router_link(&ctx.project, &ctx.region, &names::cloud_router(tn)),
     );
     out.push(skipped(&router, Ownership::Managed, not_scheduled("`ensure router`; egress is yours")));
     let nat = res(
-        Kind::CloudNat,
+        kind::CLOUD_NAT,
         format!("{}/{}", regional_scope(ctx), router.name),
         &names::cloud_nat(tn),
         names::nat_link(&ctx.project, &ctx.region, &router.name, &names::cloud_nat(tn)),

@@ -11,6 +11,7 @@
 //!   it. Reads the project's firewall rules (one list) and the workers subnets of the shoots of such
 //!   a VPC, only when two or more BYO shoots share a VPC.
 
+use super::kind;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
@@ -18,7 +19,7 @@ use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{ListReq, Observed};
 use trellis_planner::ids::{GceIds, IdScheme};
-use trellis_plans::{Kind, Node, Ownership};
+use trellis_plans::{Node, Ownership};
 
 use super::desired;
 use super::names::{self, collection};
@@ -28,14 +29,14 @@ use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Provide
 /// Whether a plan node is a shoot's BYO workers subnet (`networks.subnetWorkers`): a user-owned
 /// subnet verified as the workers subnet.
 pub fn is_byo_workers_subnet_node(node: &Node) -> bool {
-    node.kind == Kind::Subnetwork
+    node.kind == kind::SUBNETWORK
         && node.ownership() == Ownership::User
         && node.reason.detail().starts_with(desired::WORKERS_SUBNET_WHY)
 }
 
 /// Whether a plan node is a user's VPC (verified, never written).
 pub fn is_user_vpc_node(node: &Node) -> bool {
-    node.kind == Kind::Network && node.ownership() == Ownership::User
+    node.kind == kind::NETWORK && node.ownership() == Ownership::User
 }
 
 /// One BYO shoot as the fleet checks see it.

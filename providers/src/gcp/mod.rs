@@ -21,6 +21,7 @@
 pub mod api;
 pub mod desired;
 pub mod fleet;
+pub mod kind;
 pub mod names;
 pub mod preflight;
 pub mod provider;
@@ -37,6 +38,9 @@ use validation::Stack;
 
 /// `spec.provider.type` of a GCP Shoot.
 pub const PROVIDER_TYPE: &str = "gcp";
+
+/// The provider, as its plans name it.
+pub const PROVIDER: trellis_plans::Provider = trellis_plans::Provider::new(PROVIDER_TYPE);
 
 pub type GcpShoot = Shoot<api::InfrastructureConfig>;
 

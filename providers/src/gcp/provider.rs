@@ -1,49 +1,38 @@
-//! GCP as a [`Provider`]: each method delegates to the pure planning functions of this module's
-//! parent ([`super::desired`], [`super::preflight`], [`super::render`], [`super::warnings`],
-//! [`super::validation`]) over an [`Observed`] keyed by [`GceIds`].
+//! GCP as [`Stages`]: each stage is one of the pure planning functions of this module's parent
+//! ([`super::desired`], [`super::preflight`], [`super::render`], [`super::warnings`],
+//! [`super::validation`]) over an [`Observed`] keyed by [`GceIds`]; the pipeline is [`crate::stages`]'s.
 
+use super::kind;
 use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifacts, Kind, Mode, Node, Plan};
-use trellis_state::{ProviderState, Workspace};
+use trellis_plans::{Artifacts, Mode, Node, Plan};
+use trellis_state::Workspace;
 
 use super::api::{InfrastructureConfig, Mode as CfgMode};
 use super::state::{GcpState, LastApplied};
 use super::{desired, fleet, names, preflight, render, warnings, Ctx, GcpShoot};
-use crate::field::Path;
+use crate::field::ErrorList;
 use crate::manifest::ShootEnvelope;
-use crate::provider::{
-    AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, Planned, Provider, ProviderError, ProviderShoot,
-};
+use crate::provider::{AppliedShoots, CloudCtx, FleetShoot, FleetWarning, Orphan, ProviderError};
+use crate::stages::{Fetch, GardenerShoot, PreflightErrors, Setup, Staged, Stages};
 
 /// The GCP provider, as registered in [`crate::registry`].
-pub static GCP: Gcp = Gcp;
+pub static GCP: Staged<Gcp> = Staged(Gcp);
 
 /// `spec.provider.type: gcp`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Gcp;
 
-fn other(e: impl std::error::Error + Send + Sync + 'static) -> ProviderError {
-    ProviderError::Other(Box::new(e))
-}
-
 fn bug(stage: &'static str) -> impl Fn(NotFetched) -> ProviderError {
-    move |e| other(e.in_stage(stage))
-}
-
-impl Gcp {
-    /// The GCP shoot behind `shoot`.
-    fn shoot<'a>(&self, shoot: &'a dyn ProviderShoot) -> Result<&'a GcpShoot, ProviderError> {
-        shoot.typed(super::PROVIDER_TYPE)
-    }
+    move |e| e.in_stage(stage).into()
 }
 
 /// The provider state of a workspace, migrated to the current version (empty for a new workspace).
 pub fn stored_state(ws: &Workspace) -> Result<GcpState, ProviderError> {
-    Ok(ws.provider_state::<GcpState>()?.unwrap_or_default())
+    crate::stages::stored_state::<Gcp>(ws)
 }
 
 /// The shoot as last applied: `shoot` with the configuration, networking and workers of `applied`.
@@ -61,56 +50,7 @@ fn old_shoot(shoot: &GcpShoot, applied: &LastApplied) -> GcpShoot {
 /// provider-gcp's Shoot validator ([`super::validation::shoot::validate_shoot`]) with the last-applied
 /// shoot as the old one.
 pub fn validate(shoot: &GcpShoot, ws: &Workspace) -> Result<(), ProviderError> {
-    let stored = stored_state(ws)?;
-    let old = stored.last_applied.as_ref().map(|a| old_shoot(shoot, a));
-    let workerless = shoot.spec.provider.workers.is_empty();
-    let networking_path = Path::new("spec").child("networking");
-    let networking = &shoot.spec.networking;
-
-    let mut errs = crate::metadata::validate(&shoot.metadata);
-    if errs.is_empty() && old.is_none() {
-        errs.extend(crate::metadata::validate_create(&shoot.metadata));
-    }
-    errs.extend(crate::networking::validate_networking(networking, workerless, &networking_path));
-    if let Some(old) = &old {
-        errs.extend(crate::networking::validate_networking_update(networking, &old.spec.networking, &networking_path));
-    }
-    errs.extend(crate::networking::validate_shoot_networks(networking, &networking_path));
-    errs.extend(super::validation::shoot::validate_shoot(shoot, old.as_ref()));
-    let mut seen = std::collections::BTreeSet::new();
-    errs.retain(|e| seen.insert(e.to_string()));
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(ProviderError::Invalid(errs))
-    }
-}
-
-/// What the cloud holds of the resources `(ids, lists)` name.
-async fn observe(
-    cloud: &dyn CloudRead,
-    ctx: &CloudCtx,
-    (ids, lists): (Vec<String>, Vec<trellis_planner::discover::ListReq>),
-) -> Result<Observed, ProviderError> {
-    let mut observed = Observed::new(&GceIds);
-    observed.fetch(cloud, &ctx.retry, &ids, &lists).await.map_err(other)?;
-    Ok(observed)
-}
-
-/// The plan document of one shoot; `source` is filled in by the caller, which knows the file.
-fn plan_document(
-    cfg: &InfrastructureConfig,
-    tn: &str,
-    ws: &Workspace,
-    nodes: Vec<Node>,
-    artifacts: Artifacts,
-    warnings: Vec<String>,
-) -> Plan {
-    let mode = match cfg.mode() {
-        CfgMode::UserManagedEgress { .. } => Mode::UserManagedEgress,
-        CfgMode::Managed => Mode::Managed,
-    };
-    Plan::new(tn.to_string(), trellis_plans::Provider::Gcp, Some(mode), ws.prior(), nodes, artifacts, warnings)
+    crate::stages::validate(&Gcp, shoot, &stored_state(ws)?)
 }
 
 /// The selfLink of the shoot's BYO workers subnet (`None` in managed mode).
@@ -119,12 +59,6 @@ fn byo_workers_subnet(cfg: &InfrastructureConfig, ctx: &Ctx) -> Option<String> {
         CfgMode::UserManagedEgress { workers, .. } => Some(desired::subnet_res(ctx, &workers.name).id),
         CfgMode::Managed => None,
     }
-}
-
-fn neutral(plan: Plan, state: &GcpState) -> Result<Planned, ProviderError> {
-    let state = ProviderState::of(state)
-        .map_err(|e| ProviderError::Other(format!("gcp state does not serialise: {e}").into()))?;
-    Ok(Planned { plan, state, forget: Vec::new() })
 }
 
 fn last_applied(shoot: &GcpShoot) -> LastApplied {
@@ -136,122 +70,170 @@ fn last_applied(shoot: &GcpShoot) -> LastApplied {
 }
 
 #[async_trait::async_trait]
-impl Provider for Gcp {
-    fn type_name(&self) -> &'static str {
-        super::PROVIDER_TYPE
-    }
+impl Stages for Gcp {
+    type Shoot = GcpShoot;
+    type Ctx = Ctx;
+    type State = GcpState;
 
-    fn ids(&self) -> &'static dyn IdScheme {
+    const TYPE: &'static str = super::PROVIDER_TYPE;
+
+    fn id_scheme(&self) -> &'static dyn IdScheme {
         &GceIds
     }
 
-    fn infrastructure_config_type(&self) -> (&'static str, &'static str) {
+    fn config_type(&self) -> (&'static str, &'static str) {
         (super::api::API_VERSION, super::api::INFRASTRUCTURE_CONFIG_KIND)
     }
 
-    fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {
-        crate::provider::parse_typed_shoot::<GcpShoot>(text)
+    fn shoot_of_envelope(&self, shoot: ShootEnvelope) -> Result<GcpShoot, serde_json::Error> {
+        shoot.with_infrastructure_config()
     }
 
-    fn shoot_from_json(&self, value: &Value) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_json::<GcpShoot>(value)
+    fn gardener_shoot<'a>(&self, shoot: &'a GcpShoot, stored: &'a GcpState) -> Option<GardenerShoot<'a>> {
+        let applied = stored.last_applied.as_ref();
+        Some(GardenerShoot {
+            metadata: &shoot.metadata,
+            networking: &shoot.spec.networking,
+            workerless: shoot.spec.provider.workers.is_empty(),
+            first_apply: applied.is_none(),
+            old_networking: applied.map(|a| &a.networking),
+        })
     }
 
-    fn shoot_from_envelope(&self, shoot: ShootEnvelope) -> Result<Box<dyn ProviderShoot>, serde_json::Error> {
-        crate::provider::typed_shoot_from_envelope::<InfrastructureConfig>(shoot)
+    fn rules(&self, shoot: &GcpShoot, stored: &GcpState) -> ErrorList {
+        let old = stored.last_applied.as_ref().map(|a| old_shoot(shoot, a));
+        super::validation::shoot::validate_shoot(shoot, old.as_ref())
     }
 
-    fn validate(&self, shoot: &dyn ProviderShoot, ws: &Workspace) -> Result<(), ProviderError> {
-        validate(self.shoot(shoot)?, ws)
-    }
-
-    /// validate → discover → pre-flight → desired → diff → artifacts and warnings.
-    async fn plan(
+    fn context(
         &self,
-        shoot: &dyn ProviderShoot,
-        ws: &Workspace,
-        cloud: &dyn CloudRead,
-        cctx: &CloudCtx,
-    ) -> Result<Planned, ProviderError> {
-        let shoot = self.shoot(shoot)?;
-        validate(shoot, ws)?;
-        let cfg = &shoot.spec.provider.infrastructure_config;
-        let ctx = Ctx::new(shoot, &cctx.account);
-        let observed = observe(cloud, cctx, desired::discovery(cfg, &ctx)).await?;
-        let errs = preflight::check(cfg, &ctx, &observed).map_err(bug("gcp preflight"))?;
-        if !errs.is_empty() {
-            return Err(ProviderError::Preflight(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect()));
-        }
-        let desired = desired::desired(cfg, &ctx, &observed).map_err(bug("gcp desired"))?;
-        let nodes = trellis_planner::diff::plan_nodes(desired, &observed).map_err(other)?;
-        let artifacts = render::artifacts(cfg, &ctx, &observed).map_err(bug("gcp render"))?;
-        let warnings = warnings::warnings(cfg, &ctx, &observed).map_err(bug("gcp warnings"))?;
-        let plan = plan_document(cfg, &ctx.tn, ws, nodes, artifacts, warnings);
-        let mut state = stored_state(ws)?;
+        shoot: &GcpShoot,
+        _ws: &Workspace,
+        stored: &GcpState,
+        cloud: &CloudCtx,
+    ) -> Result<Setup<Ctx, GcpState>, ProviderError> {
+        Ok(Setup { ctx: Ctx::new(shoot, &cloud.account), state: stored.clone(), warnings: Vec::new() })
+    }
+
+    /// One round: the VPC, the static firewall rules, the subnets, router and NAT, and the lists.
+    fn discovery(
+        &self,
+        round: usize,
+        shoot: &GcpShoot,
+        ctx: &Ctx,
+        _observed: &Observed,
+    ) -> Result<Option<Fetch>, ProviderError> {
+        Ok((round == 0).then(|| desired::discovery(&shoot.spec.provider.infrastructure_config, ctx)))
+    }
+
+    fn preflight(
+        &self,
+        shoot: &GcpShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+        _stored: &GcpState,
+        _next: &mut GcpState,
+        _accept_drift: bool,
+    ) -> Result<PreflightErrors, ProviderError> {
+        let errs = preflight::check(&shoot.spec.provider.infrastructure_config, ctx, observed)
+            .map_err(bug("gcp preflight"))?;
+        Ok(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect())
+    }
+
+    fn desired(&self, shoot: &GcpShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {
+        desired::desired(&shoot.spec.provider.infrastructure_config, ctx, observed).map_err(bug("gcp desired"))
+    }
+
+    fn artifacts(
+        &self,
+        shoot: &GcpShoot,
+        ctx: &Ctx,
+        observed: &Observed,
+        _nodes: &[Node],
+    ) -> Result<Artifacts, ProviderError> {
+        render::artifacts(&shoot.spec.provider.infrastructure_config, ctx, observed).map_err(bug("gcp render"))
+    }
+
+    fn warnings(&self, shoot: &GcpShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<String>, ProviderError> {
+        warnings::warnings(&shoot.spec.provider.infrastructure_config, ctx, observed).map_err(bug("gcp warnings"))
+    }
+
+    fn mode(&self, shoot: &GcpShoot) -> Option<Mode> {
+        Some(match shoot.spec.provider.infrastructure_config.mode() {
+            CfgMode::UserManagedEgress { .. } => Mode::UserManagedEgress,
+            CfgMode::Managed => Mode::Managed,
+        })
+    }
+
+    fn next_state(&self, shoot: &GcpShoot, ctx: &Ctx, mut state: GcpState) -> Result<GcpState, ProviderError> {
         state.last_applied = Some(last_applied(shoot));
-        state.byo_workers_subnet = byo_workers_subnet(cfg, &ctx);
+        state.byo_workers_subnet = byo_workers_subnet(&shoot.spec.provider.infrastructure_config, ctx);
         state.region = Some(ctx.region.clone());
-        neutral(plan, &state)
+        Ok(state)
+    }
+
+    fn destroy_context(
+        &self,
+        shoot: &GcpShoot,
+        _ws: &Workspace,
+        _stored: &GcpState,
+        cloud: &CloudCtx,
+    ) -> Result<Ctx, ProviderError> {
+        Ok(Ctx::new(shoot, &cloud.account))
+    }
+
+    fn destroy_discovery(
+        &self,
+        round: usize,
+        shoot: &GcpShoot,
+        ctx: &Ctx,
+        _observed: &Observed,
+    ) -> Result<Option<Fetch>, ProviderError> {
+        Ok((round == 0).then(|| desired::destroy_discovery(&shoot.spec.provider.infrastructure_config, ctx)))
     }
 
     /// The delete graph (upstream's `buildDeleteGraph`, with its BYO early return).
-    async fn plan_destroy(
-        &self,
-        shoot: &dyn ProviderShoot,
-        ws: &Workspace,
-        cloud: &dyn CloudRead,
-        cctx: &CloudCtx,
-    ) -> Result<Planned, ProviderError> {
-        let shoot = self.shoot(shoot)?;
-        let cfg = &shoot.spec.provider.infrastructure_config;
-        let ctx = Ctx::new(shoot, &cctx.account);
-        let observed = observe(cloud, cctx, desired::destroy_discovery(cfg, &ctx)).await?;
-        let desired = desired::destroy(cfg, &ctx, &observed).map_err(bug("gcp destroy"))?;
-        let nodes = trellis_planner::diff::plan_nodes(desired, &observed).map_err(other)?;
-        // A destroy produces no artifacts; the empty ones earlier versions wrote keep its digest.
-        let artifacts = Artifacts::new()
-            .with(trellis_plans::Artifact::InfrastructureStatus(Value::Null))
-            .with(trellis_plans::Artifact::EgressCidrs(None));
-        let plan = plan_document(cfg, &ctx.tn, ws, nodes, artifacts, Vec::new());
-        let mut state = stored_state(ws)?;
-        state.last_applied = Some(last_applied(shoot));
-        neutral(plan, &state)
+    fn destroy_desired(&self, shoot: &GcpShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {
+        desired::destroy(&shoot.spec.provider.infrastructure_config, ctx, observed).map_err(bug("gcp destroy"))
     }
 
-    /// The artifacts rendered again from the cloud as it is now (the NAT's and subnets' addresses
-    /// GCE assigned during the apply).
-    async fn artifacts_after_apply(
-        &self,
-        shoot: &dyn ProviderShoot,
-        _state: &ProviderState,
-        cloud: &dyn CloudRead,
-        cctx: &CloudCtx,
-    ) -> Result<Artifacts, ProviderError> {
-        let shoot = self.shoot(shoot)?;
-        let cfg = &shoot.spec.provider.infrastructure_config;
-        let ctx = Ctx::new(shoot, &cctx.account);
-        let observed = observe(cloud, cctx, desired::discovery(cfg, &ctx)).await?;
-        render::artifacts(cfg, &ctx, &observed).map_err(bug("gcp render"))
+    /// The empty artifacts earlier versions wrote, which keep a destroy plan's digest.
+    fn destroy_artifacts(&self) -> Artifacts {
+        Artifacts::new()
+            .with(trellis_plans::Artifact::InfrastructureStatus(Value::Null))
+            .with(trellis_plans::Artifact::EgressCidrs(None))
+    }
+
+    fn destroy_state(&self, shoot: &GcpShoot, mut stored: GcpState) -> GcpState {
+        stored.last_applied = Some(last_applied(shoot));
+        stored
+    }
+
+    /// The plan's context: the artifacts are rendered again from the cloud as it is now (the NAT's and
+    /// subnets' addresses GCE assigned during the apply).
+    fn after_apply_context(&self, shoot: &GcpShoot, _state: &GcpState, cloud: &CloudCtx) -> Result<Ctx, ProviderError> {
+        Ok(Ctx::new(shoot, &cloud.account))
     }
 
     /// What the runtime writers (the CCM's routes and LoadBalancer firewall rules) still hold for
     /// this shoot after the destroy: what the delete graph's safety net would delete if run again
     /// (the entries come from the project's route and firewall lists, so each is present).
-    async fn orphans_after_destroy(
+    async fn orphans(
         &self,
-        shoot: &dyn ProviderShoot,
+        shoot: &GcpShoot,
         cloud: &dyn CloudRead,
         cctx: &CloudCtx,
     ) -> Result<Vec<Orphan>, ProviderError> {
-        let shoot = self.shoot(shoot)?;
         let cfg = &shoot.spec.provider.infrastructure_config;
         let ctx = Ctx::new(shoot, &cctx.account);
-        let observed = observe(cloud, cctx, desired::destroy_discovery(cfg, &ctx)).await?;
+        let (ids, lists) = desired::destroy_discovery(cfg, &ctx);
+        let mut observed = Observed::new(&GceIds);
+        observed.fetch(cloud, &cctx.retry, &ids, &lists).await?;
         let mut out = Vec::new();
         for d in desired::destroy(cfg, &ctx, &observed).map_err(bug("gcp orphans"))? {
             let Desired::DeleteRuntime { res, .. } = d else { continue };
             let (writer, command) = match res.kind {
-                Kind::Route => ("cloud-controller-manager (route controller)", "routes"),
+                kind::ROUTE => ("cloud-controller-manager (route controller)", "routes"),
                 _ => ("cloud-controller-manager (service controller)", "firewall-rules"),
             };
             let name = names::last_segment(&res.id).to_string();

@@ -120,7 +120,7 @@ pub fn cloud_provider_config(cfg: &InfrastructureConfig, ctx: &Ctx) -> CloudProv
     content.push_str(&format!("local-zone=\"{}\"\n", ctx.zone));
     content.push_str("token-url=nil\n");
     content.push_str(&format!("node-tags=\"{}\"\n", ctx.tn));
-    CloudProviderConfig { format: ConfigFormat::Ini, values, content }
+    CloudProviderConfig { file_name: "cloudprovider.conf".to_string(), format: ConfigFormat::Ini, values, content }
 }
 
 /// The CCM's `--configure-cloud-routes`: false in dual-stack (alias IPs, upstream and spec); true in

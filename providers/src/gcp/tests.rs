@@ -3,6 +3,7 @@
 
 use super::api::InfrastructureConfig;
 use super::desired::{self, first_subnet};
+use super::kind;
 use super::{preflight, render, warnings, Ctx};
 use serde_json::{json, Value};
 use trellis_planner::diff::plan_nodes;
@@ -123,7 +124,7 @@ fn a1_managed_default_creates_the_upstream_graph() {
     let patch = fw.patch().unwrap();
     assert_eq!(patch["sourceRanges"], json!(["100.96.0.0/11", "10.100.0.0/16"]), "pods, workers; not nodes");
     assert_eq!(patch["targetTags"], Value::Null, "untargeted");
-    let nat = n.iter().find(|n| n.kind == trellis_plans::Kind::CloudNat).unwrap().patch().unwrap().clone();
+    let nat = n.iter().find(|n| n.kind == kind::CLOUD_NAT).unwrap().patch().unwrap().clone();
     assert_eq!(nat["natIpAllocateOption"], "AUTO_ONLY");
     assert_eq!(
         nat["subnetworks"][0]["name"],
@@ -198,7 +199,7 @@ fn a3_user_nat_ips_are_verified_used_manually_and_are_the_egress_cidrs() {
     assert!(preflight::check(&c, &x, &o).unwrap().is_empty(), "nat-ip-2 is used by the shoot's router only");
     let n = nodes(desired::desired(&c, &x, &o).unwrap(), &o);
     assert_eq!(action_of(&n, "gcp.address.prj/europe-west1.nat-ip-1"), Some(Action::Verify));
-    let nat = n.iter().find(|n| n.kind == trellis_plans::Kind::CloudNat).unwrap().patch().unwrap().clone();
+    let nat = n.iter().find(|n| n.kind == kind::CLOUD_NAT).unwrap().patch().unwrap().clone();
     assert_eq!(nat["natIpAllocateOption"], "MANUAL_ONLY");
     assert_eq!(
         nat["natIps"][1],

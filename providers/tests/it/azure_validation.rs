@@ -822,7 +822,8 @@ fn named_shoot(name: &str, namespace: &str) -> trellis_providers::azure::AzureSh
 
 #[test]
 fn regression_project_and_shoot_name_longer_than_21_characters_is_refused_on_create() {
-    use trellis_providers::azure::{self, AzureError};
+    use trellis_providers::azure;
+    use trellis_providers::provider::ProviderError;
     use trellis_state::Workspace;
     // 8 + 13 = 21: fine.
     let shoot = named_shoot("thirteen-char", "garden-platform");
@@ -831,7 +832,7 @@ fn regression_project_and_shoot_name_longer_than_21_characters_is_refused_on_cre
     let shoot = named_shoot("fourteen-chars", "garden-platform");
     let new = Workspace::new(&shoot.technical_id());
     match azure::validate(&shoot, &new) {
-        Err(AzureError::Invalid(errs)) => assert_eq!(
+        Err(ProviderError::Invalid(errs)) => assert_eq!(
             errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
             vec!["metadata.name: Invalid value: \"fourteen-chars\": the length of the shoot name and the project name must not exceed 21 characters (project: platform; shoot: fourteen-chars)"]
         ),

@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use trellis_planner::cloud::CloudWrite;
 use trellis_planner::exec::{execute, ExecOptions, NodeResult, Observer};
-use trellis_planner::write::WriteLocks;
 
-use trellis_plans::{Action, Plan, Provider as PlanProvider};
+use trellis_plans::{Action, Plan};
 use trellis_providers::gcp::state::GcpState;
 use trellis_providers::provider::{CloudCtx, FleetShoot, Provider, ProviderError, ProviderShoot};
 use trellis_providers::registry::Registry;
@@ -86,7 +85,7 @@ fn apply(plan: &Plan, sim: &GceSim) {
             Ok(())
         }
     }
-    let opts = ExecOptions { write_locks: Arc::new(WriteLocks::new(gcp().ids())), ..Default::default() };
+    let opts = ExecOptions::new(gcp().ids());
     let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
     let results = block_on(execute(&plan.nodes, cloud, &opts, &mut Quiet)).unwrap();
     let failed: Vec<_> = results.iter().filter(|r| !r.outcome.is_ok()).collect();
@@ -99,7 +98,7 @@ fn regression_gcp_managed_shoot_plans_applies_and_replans_no_changes_on_the_simu
     let mut ws = Workspace::new(&s.technical_id());
     let sim = GceSim::in_memory();
     let planned = block_on(gcp().plan(s.as_ref(), &ws, &sim, &ctx())).unwrap();
-    assert_eq!(planned.plan.provider, PlanProvider::Gcp);
+    assert_eq!(planned.plan.provider, trellis_providers::gcp::PROVIDER);
     let creates = writes(&planned.plan);
     for want in ["network", "subnetwork", "router", "nat", "firewall", "service_account"] {
         assert!(creates.iter().any(|a| a.contains(want)), "no create of a {want} in {creates:?}");
@@ -147,7 +146,7 @@ fn regression_gcp_byo_shoot_plans_no_writes_to_the_users_network() {
     assert!(user_writes.is_empty(), "{user_writes:?}");
     // The BYO branch schedules no write at all (upstream's early return).
     assert_eq!(writes(&planned.plan), Vec::<String>::new());
-    assert_eq!(planned.plan.provider, PlanProvider::Gcp);
+    assert_eq!(planned.plan.provider, trellis_providers::gcp::PROVIDER);
     let state: GcpState = planned.state.read(&s.technical_id()).unwrap();
     assert_eq!(
         state.byo_workers_subnet.as_deref(),

@@ -11,7 +11,7 @@ use common::data_shoot as shoot;
 
 /// Round one fetched, everything absent: a new managed shoot.
 fn round1_absent(shoot: &AzureShoot, ctx: &Ctx) -> Observed {
-    let mut observed = Observed::default();
+    let mut observed = Observed::new(&trellis_planner::ids::ArmIds);
     for id in desired::discovery_round1(&shoot.spec.provider.infrastructure_config, ctx) {
         observed.insert(&id, None);
     }
@@ -48,7 +48,7 @@ fn regression_preflight_does_not_call_a_forgotten_user_vnet_missing() {
     let shoot = shoot("azure-byo.yaml");
     let cfg = &shoot.spec.provider.infrastructure_config;
     let ctx = Ctx::new(&shoot, SUB, &Default::default());
-    let got = preflight::check(cfg, &ctx, &Observed::default());
+    let got = preflight::check(cfg, &ctx, &Observed::new(&trellis_planner::ids::ArmIds));
     assert!(matches!(got, Err(NotFetched::Resource(_))), "never looked up is not 'not found': {got:?}");
     // Looked up and absent: the user's error.
     let errs = preflight::check(cfg, &ctx, &round1_absent(&shoot, &ctx)).unwrap();
@@ -62,7 +62,7 @@ fn regression_a_forgotten_fetch_stops_the_plan_as_a_bug() {
     let ctx = Ctx::new(&shoot, SUB, &Default::default());
     let observed = round1_absent(&shoot, &ctx);
     let err = desired::desired(cfg, &ctx, &observed).unwrap_err().in_stage("azure desired");
-    let text = trellis_providers::azure::AzureError::from(err).to_string();
+    let text = trellis_providers::provider::ProviderError::from(err).to_string();
     assert!(text.starts_with("bug: /subscriptions/"), "{text}");
     assert!(text.ends_with("was never fetched before planning (stage: azure desired); please report"), "{text}");
 }

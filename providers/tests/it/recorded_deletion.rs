@@ -47,12 +47,12 @@ fn regression_recorded_managed_resources_outside_the_naming_scheme_are_deleted_a
     // Not recorded, found by the name scan: made by an earlier trellis (or upstream).
     let unrecorded_nat = id(&tn, names::rtype::NAT_GATEWAY, &format!("{tn}-nat-gateway-z9"));
     ctx.recorded = vec![
-        recorded(Kind::PublicIpAddress, &legacy_ip, Ownership::Managed),
-        recorded(Kind::NatGateway, &user_nat, Ownership::User),
-        recorded(Kind::NatGateway, &gone_nat, Ownership::Managed),
+        recorded(trellis_providers::azure::kind::PUBLIC_IP_ADDRESS, &legacy_ip, Ownership::Managed),
+        recorded(trellis_providers::azure::kind::NAT_GATEWAY, &user_nat, Ownership::User),
+        recorded(trellis_providers::azure::kind::NAT_GATEWAY, &gone_nat, Ownership::Managed),
     ];
 
-    let mut observed = Observed::default();
+    let mut observed = Observed::new(&trellis_planner::ids::ArmIds);
     for rid in desired::discovery_round1(cfg, &ctx) {
         observed.insert(&rid, None);
     }
@@ -96,7 +96,7 @@ fn regression_recorded_managed_resources_outside_the_naming_scheme_are_deleted_a
     assert!(nodes.iter().all(|n| n.id.as_deref() != Some(gone_nat.as_str())), "gone: no node");
     assert_eq!(forget, vec![(ctx.recorded[2].address.clone(), gone_nat.clone())]);
     // The IP goes after every write of the plan (the subnet update that detaches what it uses).
-    let subnet = nodes.iter().find(|n| n.kind == Kind::Subnet).unwrap();
+    let subnet = nodes.iter().find(|n| n.kind == trellis_providers::azure::kind::SUBNET).unwrap();
     assert!(legacy.depends_on.contains(&subnet.address), "{:?}", legacy.depends_on);
 }
 
@@ -109,16 +109,16 @@ fn regression_destroy_deletes_recorded_managed_resources_outside_the_cluster_gro
     let outside = id("legacy-egress", names::rtype::PUBLIC_IP, "egress-ip-1");
     let inside = id(&tn, names::rtype::NAT_GATEWAY, "old-nat");
     ctx.recorded = vec![
-        recorded(Kind::PublicIpAddress, &outside, Ownership::Managed),
-        recorded(Kind::NatGateway, &inside, Ownership::Managed),
+        recorded(trellis_providers::azure::kind::PUBLIC_IP_ADDRESS, &outside, Ownership::Managed),
+        recorded(trellis_providers::azure::kind::NAT_GATEWAY, &inside, Ownership::Managed),
         Recorded {
-            address: names::address(Kind::ResourceGroup, &tn, &tn),
-            kind: Kind::ResourceGroup,
+            address: names::address(trellis_providers::azure::kind::RESOURCE_GROUP, &tn, &tn),
+            kind: trellis_providers::azure::kind::RESOURCE_GROUP,
             id: names::resource_group_id(SUB, &tn),
             ownership: Ownership::Managed,
         },
     ];
-    let mut observed = Observed::default();
+    let mut observed = Observed::new(&trellis_planner::ids::ArmIds);
     for rid in desired::discovery_round1(cfg, &ctx) {
         observed.insert(&rid, None);
     }
@@ -137,6 +137,6 @@ fn regression_destroy_deletes_recorded_managed_resources_outside_the_cluster_gro
     assert_eq!(ip.action(), Action::Delete);
     assert!(ip.reason.detail().contains("recorded in state"), "{}", ip.reason);
     assert_eq!(ip.reason.code(), Some(ReasonCode::Destroy), "part of the destroy");
-    let rg_node = nodes.iter().find(|n| n.kind == Kind::ResourceGroup).unwrap();
+    let rg_node = nodes.iter().find(|n| n.kind == trellis_providers::azure::kind::RESOURCE_GROUP).unwrap();
     assert!(rg_node.depends_on.contains(&ip.address), "{:?}", rg_node.depends_on);
 }

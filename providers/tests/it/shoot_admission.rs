@@ -8,7 +8,8 @@ use crate::common;
 use common::managed_shoot as shoot;
 
 use serde_json::json;
-use trellis_providers::azure::{self, AzureError, AzureShoot};
+use trellis_providers::azure::{self, AzureShoot};
+use trellis_providers::provider::ProviderError;
 use trellis_state::Workspace;
 
 #[track_caller]
@@ -21,7 +22,7 @@ fn assert_errors(got: Vec<String>, expected: &[&str], what: &str) {
 fn validate_in(shoot: &AzureShoot, ws: &Workspace) -> Vec<String> {
     match azure::validate(shoot, ws) {
         Ok(()) => Vec::new(),
-        Err(AzureError::Invalid(errs)) => errs.iter().map(|e| e.to_string()).collect(),
+        Err(ProviderError::Invalid(errs)) => errs.iter().map(|e| e.to_string()).collect(),
         Err(other) => panic!("unexpected error {other}"),
     }
 }

@@ -629,7 +629,7 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
         ws.record_resource(
             "azure.resource_group.rg",
             trellis_state::StoredResource {
-                kind: trellis_state::Kind::ResourceGroup,
+                kind: trellis_state::Kind::new("resource_group"),
                 id: "/subscriptions/s/resourceGroups/rg".to_string(),
                 ownership: trellis_state::Ownership::Managed,
             },
@@ -638,15 +638,16 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
     }
     store.close().unwrap();
 
-    // A newer trellis stored alpha's resource record with a resource kind this one does not know, and
-    // its head (whose digest covers the records) and head record.
+    // A newer trellis stored alpha's resource record with an ownership this one does not know, and its
+    // head (whose digest covers the records) and head record. (A kind this trellis has no provider for
+    // reads: kinds are names, not a closed list.)
     let (stored, checksum) = {
         let db = sled::Config::new().path(dir).open().unwrap();
         let (heads, parts) = (db.open_tree("workspace_heads").unwrap(), db.open_tree("workspace_parts").unwrap());
         let mut prefix = SHOOT.as_bytes().to_vec();
         prefix.push(0xFF);
         let (key, raw) = parts.scan_prefix(&prefix).next().unwrap().unwrap();
-        let newer = String::from_utf8(raw.to_vec()).unwrap().replace("\"resource_group\"", "\"storage_bucket\"");
+        let newer = String::from_utf8(raw.to_vec()).unwrap().replace("\"managed\"", "\"borrowed\"");
         assert_ne!(newer.as_bytes(), &raw[..]);
         parts.insert(&key, newer.as_bytes()).unwrap();
         let hash = |value: &[u8]| {
@@ -675,7 +676,7 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
     let lines: Vec<String> = heads.iter().map(|h| format!("{h}\n")).collect();
     fs::write(dir.join("heads.log"), lines.concat()).unwrap();
     as_if_the_last_run_was_killed(dir);
-    assert!(stored.contains("storage_bucket"));
+    assert!(stored.contains("borrowed"));
 
     // The dir opens; the other workspace reads; alpha is refused when it is read, naming what is wrong.
     let store = SledStore::open(dir, "plan").expect("one unreadable workspace does not make the dir damaged");
@@ -683,7 +684,7 @@ fn regression_a_workspace_this_trellis_cannot_read_does_not_refuse_the_whole_sta
     let err = store.load(SHOOT).expect_err("alpha cannot be read by this trellis");
     assert!(matches!(err, StateError::Corrupt { .. }), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains(SHOOT) && msg.contains("storage_bucket"), "{msg}");
+    assert!(msg.contains(SHOOT) && msg.contains("borrowed"), "{msg}");
     assert!(!msg.contains('\n'), "{msg}");
     let listed: Vec<_> = store.list().unwrap().into_iter().map(|w| (w.shoot, w.resources)).collect();
     assert_eq!(listed, [(SHOOT.to_string(), 1), (BRAVO.to_string(), 1)]);
@@ -694,7 +695,7 @@ fn rg(ws: &mut Workspace, name: &str, id: &str) {
     ws.record_resource(
         &format!("azure.resource_group.{name}"),
         trellis_state::StoredResource {
-            kind: trellis_state::Kind::ResourceGroup,
+            kind: trellis_state::Kind::new("resource_group"),
             id: id.to_string(),
             ownership: trellis_state::Ownership::Managed,
         },

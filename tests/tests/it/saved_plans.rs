@@ -180,7 +180,7 @@ async fn regression_saved_plan_goes_stale_when_a_planned_node_changes() {
     assert!(s.apply().await.unwrap().ok);
     let set = saved(&s).await;
     // Someone deletes the managed subnet: the plan would now have to create it.
-    let subnet = set.plans[0].nodes.iter().find(|n| n.kind == trellis_plans::Kind::Subnet).unwrap().clone();
+    let subnet = set.plans[0].nodes.iter().find(|n| n.kind == trellis_providers::azure::kind::SUBNET).unwrap().clone();
     s.sim().delete(subnet.id.as_deref().unwrap()).await.unwrap();
     let shoots = ops::shoots_from_plan(&set).unwrap();
     let msg = format!("{:#}", ops::check_saved_plan(&s.session, &set, shoots, false).await.err().expect("stale"));

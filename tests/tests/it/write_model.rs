@@ -53,7 +53,8 @@ impl Interloper {
 
     /// Puts the other writer between the scenario's executor and its cloud.
     fn install(s: &mut Scenario, target: &str, id: &str, body: Value) {
-        s.session.cloud = Arc::new(Interloper::new(Arc::clone(&s.session.cloud), target, id, body));
+        let cloud = Interloper::new(s.azure_cloud(), target, id, body);
+        s.use_azure_cloud(Arc::new(cloud));
     }
 
     async fn interfere(&self, id: &str) {
@@ -104,9 +105,9 @@ async fn regression_lost_update_against_the_ccm_is_caught() {
     let rt = ids_of(&s, "Microsoft.Network/routeTables").pop().expect("A1 has a route table");
     let route = format!("{rt}/routes/shoot--dev--alpha-node-1");
     let ccm_route = json!({"properties": {"addressPrefix": "100.96.1.0/24", "nextHopType": "VirtualAppliance", "nextHopIpAddress": "10.250.0.5"}});
-    let ccm = Interloper::new(Arc::clone(&s.session.cloud), &rt, &route, ccm_route);
+    let ccm = Interloper::new(s.azure_cloud(), &rt, &route, ccm_route);
 
-    let locks = WriteLocks::default();
+    let locks = WriteLocks::new(&trellis_planner::ids::ArmIds);
     let retry = RetryPolicy::immediate(3);
     let writer = Writer { cloud: &ccm, retry: &retry, locks: &locks };
     let read = writer.get(&rt).await.unwrap().unwrap();
@@ -256,11 +257,11 @@ impl CloudWrite for BusyParents {
 async fn regression_a4_three_subnets_in_one_vnet_never_hit_another_operation_in_progress() {
     let mut s = Scenario::new("A4");
     let busy = Arc::new(BusyParents {
-        inner: Arc::clone(&s.session.cloud),
+        inner: s.azure_cloud(),
         in_flight: Mutex::new(HashMap::new()),
         overlaps: Mutex::new(Vec::new()),
     });
-    s.session.cloud = busy.clone();
+    s.use_azure_cloud(busy.clone());
     let report = s.apply().await.unwrap();
     assert!(report.ok, "{:?}", failures(&report));
     let subnets = ids_of(&s, "Microsoft.Network/virtualNetworks/subnets");

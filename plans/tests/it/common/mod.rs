@@ -129,7 +129,7 @@ pub fn azure_json(entries: &[(String, Value)]) -> CloudProviderConfig {
         values.insert(k.to_string(), v.clone());
         content.push_str(&format!("{k}: {v}\n"));
     }
-    CloudProviderConfig { format: ConfigFormat::Yaml, values, content }
+    CloudProviderConfig { file_name: "azure.json".to_string(), format: ConfigFormat::Yaml, values, content }
 }
 
 /// The azure.json keys of a shoot, in template order. `extra` is inserted after `vnetName`.
@@ -186,7 +186,7 @@ fn finish(
     Plan {
         format_version: FORMAT_VERSION,
         shoot: shoot.to_string(),
-        provider: Provider::Azure,
+        provider: Provider::new("azure"),
         mode: Some(mode),
         prior,
         digest: body_digest(&nodes, &artifacts),
@@ -215,7 +215,7 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
     let mut nodes = vec![
         create(
             &rg,
-            Kind::ResourceGroup,
+            Kind::new("resource_group"),
             tn,
             tn,
             arm(tn, ""),
@@ -224,7 +224,7 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
         ),
         create(
             &vnet,
-            Kind::VirtualNetwork,
+            Kind::new("virtual_network"),
             tn,
             tn,
             arm(tn, &format!("virtualNetworks/{tn}")),
@@ -233,7 +233,7 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
         ),
         create(
             &rt,
-            Kind::RouteTable,
+            Kind::new("route_table"),
             tn,
             "worker_route_table",
             rt_id.clone(),
@@ -242,7 +242,7 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
         ),
         create(
             &nsg,
-            Kind::NetworkSecurityGroup,
+            Kind::new("network_security_group"),
             tn,
             &format!("{tn}-workers"),
             nsg_id.clone(),
@@ -251,7 +251,7 @@ pub fn azure_managed_plan(tn: &str) -> Plan {
         ),
         create(
             &subnet,
-            Kind::Subnet,
+            Kind::new("subnet"),
             tn,
             &format!("{tn}-nodes"),
             arm(tn, &format!("virtualNetworks/{tn}/subnets/{tn}-nodes")),
@@ -313,15 +313,21 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
     let rt_id = arm(hub, "routeTables/hub-egress-rt");
     let nsg_id = arm(hub, "networkSecurityGroups/shoot-beta-nsg");
 
-    let mut rg =
-        node(&format!("azure.resource_group.{tn}"), Kind::ResourceGroup, tn, tn, Action::Noop, Ownership::Managed);
+    let mut rg = node(
+        &format!("azure.resource_group.{tn}"),
+        Kind::new("resource_group"),
+        tn,
+        tn,
+        Action::Noop,
+        Ownership::Managed,
+    );
     rg.id = Some(arm(tn, ""));
     rg.reason =
         Reason::new(ReasonCode::InSync, "managed in both modes: the cluster resource group matches the configuration");
 
     let mut vnet = node(
         &format!("azure.virtual_network.{hub}.hub-vnet"),
-        Kind::VirtualNetwork,
+        Kind::new("virtual_network"),
         hub,
         "hub-vnet",
         Action::Read,
@@ -335,7 +341,7 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
 
     let mut subnet = node(
         &format!("azure.subnet.{hub}.{subnet_name}"),
-        Kind::Subnet,
+        Kind::new("subnet"),
         hub,
         subnet_name,
         Action::Verify,
@@ -369,7 +375,7 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
 
     let mut nsg = node(
         &format!("azure.network_security_group.{hub}.shoot-beta-nsg"),
-        Kind::NetworkSecurityGroup,
+        Kind::new("network_security_group"),
         hub,
         "shoot-beta-nsg",
         Action::Verify,
@@ -387,7 +393,7 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
 
     let mut rt = node(
         &format!("azure.route_table.{hub}.hub-egress-rt"),
-        Kind::RouteTable,
+        Kind::new("route_table"),
         hub,
         "hub-egress-rt",
         Action::Read,
@@ -408,19 +414,19 @@ pub fn azure_user_managed_plan(tn: &str) -> Plan {
     let skips = vec![
         skip(
             format!("azure.route_table.{tn}.worker_route_table"),
-            Kind::RouteTable,
+            Kind::new("route_table"),
             "worker_route_table".to_string(),
             "skipped: user-managed egress — the route table is discovered from the BYO subnet (Networks.Subnet set)",
         ),
         skip(
             format!("azure.network_security_group.{tn}.{tn}-workers"),
-            Kind::NetworkSecurityGroup,
+            Kind::new("network_security_group"),
             format!("{tn}-workers"),
             "skipped: user-managed egress — the NSG is discovered from the BYO subnet (Networks.Subnet set)",
         ),
         skip(
             format!("azure.subnet.{tn}.{tn}-nodes"),
-            Kind::Subnet,
+            Kind::new("subnet"),
             format!("{tn}-nodes"),
             "skipped: user-managed egress — `EnsureUserSubnet` verifies the BYO subnet instead of creating <tn>-nodes",
         ),
@@ -486,7 +492,7 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     for n in &mut plan.nodes {
         n.op = Operation::Noop { patch: None };
         n.reason = Reason::new(ReasonCode::InSync, "matches the configuration");
-        if n.kind == Kind::RouteTable {
+        if n.kind == Kind::new("route_table") {
             n.reason = Reason::new(
                 ReasonCode::ForceNew,
                 "ForceNew attribute /location differs (created in northeurope): delete, then create",
@@ -501,7 +507,7 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
                 detach: vec![],
             };
         }
-        if n.kind == Kind::Subnet {
+        if n.kind == Kind::new("subnet") {
             n.reason = Reason::new(
                 ReasonCode::Differs,
                 "managed mode: networks.serviceEndpoints changed; the NAT gateway is no longer configured",
@@ -520,7 +526,7 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
         }
     }
     let mut nat =
-        node(&nat_addr, Kind::NatGateway, tn, &format!("{tn}-nat-gateway"), Action::Delete, Ownership::Managed);
+        node(&nat_addr, Kind::new("nat_gateway"), tn, &format!("{tn}-nat-gateway"), Action::Delete, Ownership::Managed);
     nat.id = Some(nat_id.clone());
     nat.reason = Reason::new(
         ReasonCode::RecordedInState,
@@ -533,7 +539,7 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     };
     let mut route = node(
         &format!("azure.route.{tn}.worker_route_table.{tn}-worker-z1-5f7c8"),
-        Kind::Route,
+        Kind::new("route"),
         tn,
         &format!("{tn}-worker-z1-5f7c8"),
         Action::Read,

@@ -13,7 +13,7 @@ pub fn workspace_with_one_resource() -> Workspace {
     ws.resources.insert(
         "azure.resource_group.shoot--dev--alpha.main".to_string(),
         StoredResource {
-            kind: Kind::ResourceGroup,
+            kind: Kind::new("resource_group"),
             id: "/subscriptions/s/resourceGroups/shoot--dev--alpha".to_string(),
             ownership: Ownership::Managed,
         },
