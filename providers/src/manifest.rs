@@ -626,15 +626,21 @@ fn or_none(s: &str) -> std::borrow::Cow<'_, str> {
 /// document order. Empty documents are skipped. Every Shoot's `metadata.name` and
 /// `metadata.namespace` are checked ([`metadata::validate`]) before its technical id is used; the
 /// errors of all documents come at once. Two documents with the same technical id are an error
-/// naming both.
+/// naming both. Shoots are dispatched by `spec.provider.type` through [`Registry::builtin`]
+/// ([`load_with`] takes another registry).
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
+    load_with(Registry::builtin(), paths)
+}
+
+/// [`load`], dispatching Shoots through `registry`.
+pub fn load_with(registry: &Registry, paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
     let files = list_files(paths)?;
     // Each Shoot with whether its file holds several documents and its file's position.
     let mut shoots: Vec<(LoadedShoot, bool, usize)> = Vec::new();
     let mut domains_only: Vec<(DomainsOnlyShoot, bool, usize)> = Vec::new();
     let mut seeds = Vec::new();
     for (f, file) in files.iter().enumerate() {
-        let docs = load_file(file)?;
+        let docs = load_file_with(registry, file)?;
         let multi = docs.documents() > 1;
         shoots.extend(docs.shoots.into_iter().map(|d| (d, multi, f)));
         domains_only.extend(docs.domains_only.into_iter().map(|d| (d, multi, f)));
@@ -775,8 +781,13 @@ pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
 
 /// Reads and parses one manifest file ([`parse_str`] of its text).
 pub fn load_file(file: &Path) -> Result<Loaded, ManifestError> {
+    load_file_with(Registry::builtin(), file)
+}
+
+/// [`load_file`], dispatching Shoots through `registry`.
+pub fn load_file_with(registry: &Registry, file: &Path) -> Result<Loaded, ManifestError> {
     let text = std::fs::read_to_string(file).map_err(|cause| ManifestError::Io { path: file.to_path_buf(), cause })?;
-    parse_str(file, &text)
+    parse_str_with(registry, file, &text)
 }
 
 /// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
@@ -840,10 +851,14 @@ impl UnreadableEntry {
 /// Empty documents are skipped; no duplicate check across documents (see [`load`]). Shoots are
 /// dispatched by `spec.provider.type` through [`Registry::builtin`].
 pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
-    let registry = Registry::builtin();
+    parse_str_with(Registry::builtin(), file, text)
+}
+
+/// [`parse_str`], dispatching Shoots through `registry`.
+pub fn parse_str_with(registry: &Registry, file: &Path, text: &str) -> Result<Loaded, ManifestError> {
     match one_pass_shoot(registry, file, text) {
         Some(shoot) => Ok(Loaded { shoots: vec![shoot], ..Loaded::default() }),
-        None => parse_str_general(file, text),
+        None => parse_str_general_with(registry, file, text),
     }
 }
 
@@ -851,7 +866,11 @@ pub fn parse_str(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
 /// documents (and reads their heads), then each is read by the light pass if needed and the typed
 /// pass. [`parse_str`] gives the same result (or error) on every input; public so tests can check it.
 pub fn parse_str_general(file: &Path, text: &str) -> Result<Loaded, ManifestError> {
-    let registry = Registry::builtin();
+    parse_str_general_with(Registry::builtin(), file, text)
+}
+
+/// [`parse_str_general`], dispatching Shoots through `registry`.
+fn parse_str_general_with(registry: &Registry, file: &Path, text: &str) -> Result<Loaded, ManifestError> {
     let docs = split_documents(file, text)?;
     let multi = docs.len() > 1;
     // Byte offset of every line start, so each document is sliced out in constant time.

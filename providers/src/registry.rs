@@ -1,17 +1,21 @@
 //! The providers trellis knows, by `spec.provider.type`.
 //!
-//! [`Registry::builtin`] is the one list: the loader dispatches every Shoot through it and the CLI
-//! plans, applies and checks fleets through the [`Provider`] it returns. Adding a provider is one
-//! module implementing [`Provider`] and one line in [`BUILTIN`].
+//! [`Registry::builtin`] is the providers built into trellis; the loader dispatches Shoots through a
+//! [`Registry`] (the builtin one, or one its caller built: [`crate::manifest::load_with`]). The engine
+//! builds the registry it plans with from its own (`trellis_engine::registry`), which pairs each
+//! provider with its cloud binding; a provider added there at run time is dispatched like a builtin one.
 
 use crate::provider::Provider;
+use std::sync::LazyLock;
 
-/// The providers built into trellis.
-static BUILTIN: Registry = Registry::new(&[&crate::azure::provider::AZURE, &crate::gcp::provider::GCP]);
+/// The providers built into trellis, by `spec.provider.type`.
+static BUILTIN: LazyLock<Registry> =
+    LazyLock::new(|| Registry::new(vec![&crate::azure::provider::AZURE, &crate::gcp::provider::GCP]));
 
 /// A set of providers, by `spec.provider.type`.
+#[derive(Clone)]
 pub struct Registry {
-    providers: &'static [&'static dyn Provider],
+    providers: Vec<&'static dyn Provider>,
 }
 
 /// A `spec.provider.type` no registered provider handles.
@@ -30,7 +34,7 @@ pub struct UnknownProvider {
 
 impl Registry {
     /// A registry of `providers` (their types must differ; the first of a type wins).
-    pub const fn new(providers: &'static [&'static dyn Provider]) -> Registry {
+    pub fn new(providers: Vec<&'static dyn Provider>) -> Registry {
         Registry { providers }
     }
 
@@ -61,7 +65,7 @@ impl Registry {
     }
 
     /// Every registered provider, in registration order.
-    pub fn providers(&self) -> &'static [&'static dyn Provider] {
-        self.providers
+    pub fn providers(&self) -> &[&'static dyn Provider] {
+        &self.providers
     }
 }
