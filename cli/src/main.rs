@@ -5,17 +5,25 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use trellis_cli::backend::{SimPlace, StateLocation, Store};
 use trellis_cli::ops::{self, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_cli::shard::Shard;
+use trellis_engine::binding::CloudChoice;
+use trellis_engine::registry::Registry;
 use trellis_plans::{escape, render, PlanSet};
 use trellis_providers::features::Features;
 use trellis_providers::provider::FleetWarning;
 use trellis_state::{StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
+
+/// The providers and cloud bindings this binary plans with: the registry line.
+fn registry() -> Arc<Registry> {
+    Registry::builtin()
+}
 
 /// mimalloc instead of the system allocator: planning a fleet allocates many small, short-lived values
 /// on every worker thread (YAML events, JSON values, plan nodes), where glibc's malloc took ~12 % of
@@ -39,7 +47,7 @@ const MAX_PARALLELISM: u64 = 1000;
 const MAX_SIM_LATENCY_MS: u64 = 60_000;
 
 #[derive(Parser)]
-#[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure (Azure), Terraform-style")]
+#[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure, Terraform-style")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -98,8 +106,8 @@ struct Env {
     #[arg(long, value_name = "DIR", env = "TRELLIS_SIM_DIR", global = true)]
     sim_dir: Option<PathBuf>,
     /// Which cloud to talk to.
-    #[arg(long, value_enum, default_value_t = CloudKind::Sim, global = true)]
-    cloud: CloudKind,
+    #[arg(long, default_value = "sim", global = true, value_parser = clap::builder::PossibleValuesParser::new(registry().cloud_names()))]
+    cloud: String,
     /// World file: resources that exist outside trellis (re-synced into the simulated cloud on every run).
     #[arg(long, value_name = "FILE", global = true)]
     world: Option<PathBuf>,
@@ -112,23 +120,38 @@ struct Env {
     /// Simulated cloud: extra latency per write (long-running operation) in milliseconds (at most a minute).
     #[arg(long, hide = true, default_value_t = 0, global = true, value_parser = clap::value_parser!(u64).range(0..=MAX_SIM_LATENCY_MS))]
     sim_write_latency_ms: u64,
-    /// With --cloud azure: the subscription the shoots live in. Credentials come from the
-    /// environment: AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (a service principal)
-    /// or AZURE_FEDERATED_TOKEN_FILE (workload identity), or a managed identity.
-    #[arg(long, value_name = "ID", env = "AZURE_SUBSCRIPTION_ID", global = true)]
-    subscription: Option<String>,
-    /// With --cloud azure: the ARM endpoint.
-    #[arg(long, hide = true, value_name = "URL", env = "TRELLIS_AZURE_ENDPOINT", default_value = trellis_azure_client::DEFAULT_ENDPOINT, global = true)]
-    azure_endpoint: String,
-    /// The GCP project the shoots live in. With --cloud gcp, credentials come from the service-account
-    /// key file named by GOOGLE_APPLICATION_CREDENTIALS; with the simulated cloud it names the simulated
-    /// project (default trellis-sim).
-    #[arg(long, value_name = "ID", env = "GOOGLE_CLOUD_PROJECT", global = true)]
-    project: Option<String>,
-    /// With --cloud azure or gcp: the API endpoint instead of the cloud's own (an emulator such as
-    /// `trellis sim serve`); plain http only on a loopback address.
-    #[arg(long, value_name = "URL", env = "TRELLIS_ENDPOINT", global = true)]
+    /// The cloud bindings' own flags (the account, the real client's endpoint).
+    #[command(flatten)]
+    bindings: BindingFlags,
+    // Help: "With --cloud <each real cloud>: the API endpoint instead of the cloud's own …".
+    #[arg(long, value_name = "URL", env = "TRELLIS_ENDPOINT", global = true, help = registry().endpoint_help())]
     endpoint: Option<String>,
+}
+
+/// The registry's bindings' own flags ([`Registry::args`]), global as the rest of [`Env`], kept as
+/// parsed for the bindings to read ([`CloudChoice::flags`]).
+#[derive(Clone)]
+struct BindingFlags(clap::ArgMatches);
+
+impl clap::FromArgMatches for BindingFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(BindingFlags(matches.clone()))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0 = matches.clone();
+        Ok(())
+    }
+}
+
+impl clap::Args for BindingFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.args(registry().args())
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        BindingFlags::augment_args(cmd)
+    }
 }
 
 impl Env {
@@ -150,13 +173,6 @@ impl Env {
             SimPlace::Temporary => "a temporary dir (pass --sim-dir)".to_string(),
         }
     }
-}
-
-#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
-enum CloudKind {
-    Sim,
-    Azure,
-    Gcp,
 }
 
 /// What a report of what was done prints (apply, destroy, `trellis sim audit`): it has no graph or
@@ -458,114 +474,35 @@ async fn run(cli: Cli) -> Result<u8> {
 }
 
 async fn open(env: &Env, operation: &str) -> Result<Session> {
-    // The cloud to talk to instead of the simulator (opened before the state: a bad flag touches nothing).
-    if env.cloud == CloudKind::Sim && env.endpoint.is_some() {
-        bail!("--endpoint needs --cloud azure or --cloud gcp: it points a real client at an emulator; the simulated cloud (--cloud sim) lives in the state dir or --sim-dir");
-    }
-    let azure = match env.cloud {
-        CloudKind::Azure => Some(azure_cloud(env)?),
-        CloudKind::Sim | CloudKind::Gcp => None,
+    // The cloud each provider's shoots talk to: a real client is built before the state is opened (a
+    // bad flag touches nothing).
+    let registry = registry();
+    let choice = CloudChoice {
+        cloud: &env.cloud,
+        endpoint: env.endpoint.as_deref(),
+        world: env.world.is_some(),
+        flags: &env.bindings.0,
     };
-    let gcp = match env.cloud {
-        CloudKind::Gcp => Some(gcp_cloud(env).await?),
-        CloudKind::Sim | CloudKind::Azure => None,
-    };
-    let sim_project = match env.cloud {
-        CloudKind::Sim => {
-            env.project.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(project_id).transpose()?
-        }
-        CloudKind::Azure | CloudKind::Gcp => None,
-    };
+    let chosen = registry.choose(&choice).await?;
     let location = env.location()?;
-    let (mut session, note) = Session::open_at(&location, &env.sim_place(&location), operation, env.world.as_deref())?;
+    let (mut session, note) =
+        Session::open_with(registry, &location, &env.sim_place(&location), operation, env.world.as_deref())?;
     session.accept_drift = env.accept_drift;
-    if let Some(project) = sim_project {
-        session.project = project;
-    }
     if let Some(note) = note {
         eprintln!("{note}");
     }
-    session.sim.set_faults(trellis_sim::Faults {
+    session.set_sim_faults(trellis_sim::Faults {
         latency: Duration::from_millis(env.sim_latency_ms),
         write_latency: Duration::from_millis(env.sim_write_latency_ms),
         ..Default::default()
     });
-    if let Some((cloud, subscription)) = azure {
-        session.use_cloud(cloud, subscription);
-    }
-    if let Some((cloud, project)) = gcp {
-        session.use_gce_cloud(cloud, project);
-    }
+    session.use_chosen(chosen);
     Ok(session)
 }
 
-/// `--cloud azure`: the ARM REST client, signed in with the credential the environment selects (a
-/// service principal, workload identity or a managed identity; see `EnvCredential`).
-fn azure_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
-    use trellis_azure_client::{ArmClient, EnvCredential};
-    if env.world.is_some() {
-        bail!("--world cannot be used with --cloud azure: world files describe the simulated cloud; with --cloud azure trellis reads the subscription itself");
-    }
-    let subscription = env.subscription.as_deref().map(str::trim).unwrap_or_default();
-    if subscription.is_empty() {
-        bail!("--cloud azure needs a subscription: pass --subscription ID or set AZURE_SUBSCRIPTION_ID");
-    }
-    // ARM names a subscription by its GUID, hyphenated (`/subscriptions/{guid}/…`); anything else would
-    // only fail later, at the first call, as a 404 or a malformed URL.
-    if subscription.len() != 36 || uuid::Uuid::try_parse(subscription).is_err() {
-        bail!(
-            "--subscription '{}' is not a subscription id: expected its GUID, e.g. 00000000-0000-0000-0000-000000000000 (az account show --query id)",
-            escape::text(subscription)
-        );
-    }
-    let endpoint = match &env.endpoint {
-        Some(url) => trellis_azure_client::parse_url("--endpoint", url)?,
-        None => trellis_azure_client::parse_url("--azure-endpoint", &env.azure_endpoint)?,
-    };
-    let credential = EnvCredential::from_env().context("--cloud azure cannot sign in")?;
-    let client = ArmClient::new(endpoint, std::sync::Arc::new(credential))?;
-    Ok((std::sync::Arc::new(client), subscription.to_string()))
-}
-
-/// `--project` (or GOOGLE_CLOUD_PROJECT), checked against GCP's rule for project ids: 6 to 30
-/// lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen. With the
-/// simulated cloud it names the simulated project (default `trellis-sim`).
-fn project_id(project: &str) -> Result<String> {
-    let ok = (6..=30).contains(&project.len())
-        && project.starts_with(|c: char| c.is_ascii_lowercase())
-        && !project.ends_with('-')
-        && project.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !ok {
-        bail!("--project '{project}' is not a GCP project id (6 to 30 lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen), e.g. acme-prod");
-    }
-    Ok(project.to_string())
-}
-
-/// `--cloud gcp`: the GCE client (google-cloud-compute-v1) in `--project`, signed in with the
-/// service-account key file named by GOOGLE_APPLICATION_CREDENTIALS.
-async fn gcp_cloud(env: &Env) -> Result<(std::sync::Arc<dyn trellis_planner::cloud::CloudWrite>, String)> {
-    use trellis_gcp_client::{Credentials, GcpClient, Url};
-    if env.world.is_some() {
-        bail!("--world cannot be used with --cloud gcp: world files describe the simulated cloud; with --cloud gcp trellis reads the project itself");
-    }
-    let project = env.project.as_deref().map(str::trim).unwrap_or_default();
-    if project.is_empty() {
-        bail!("--cloud gcp needs a project: pass --project ID or set GOOGLE_CLOUD_PROJECT");
-    }
-    let project = project_id(project)?;
-    let project = project.as_str();
-    let endpoint = match &env.endpoint {
-        Some(url) => Some(Url::parse(url.trim()).map_err(|e| {
-            anyhow::anyhow!("--endpoint '{url}' is not a URL ({e}); pass e.g. https://compute.googleapis.com or http://127.0.0.1:PORT of an emulator")
-        })?),
-        None => None,
-    };
-    let client = GcpClient::new(project, endpoint, Credentials::FromEnv).await.context("--cloud gcp cannot sign in")?;
-    Ok((std::sync::Arc::new(client), project.to_string()))
-}
-
 fn validate(inputs: Inputs) -> Result<u8> {
-    let (shoots, seeds) = ops::load_inputs(&inputs.files, inputs.feature_gates)?;
+    let registry = registry();
+    let (shoots, seeds) = ops::load_inputs(&registry, &inputs.files, inputs.feature_gates)?;
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
@@ -599,11 +536,12 @@ fn validate(inputs: Inputs) -> Result<u8> {
             }
         }
     }
-    // The Seed-level rules of GEP-0066, over each Seed and the domains inputs of its shoots (and the
-    // internal domains the applied shoots use, when there is a state).
+    // The Seed-level rules of GEP-0066 over each Seed and the derived inputs of its shoots, with the
+    // state when there is one ([`ops::check_seeds`]).
     if failed == 0 {
         let store = store.as_ref().map(|s| s as &dyn trellis_state::StateStore);
         if let Err(e) = ops::check_seeds(
+            &registry,
             shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path())),
             &seeds,
             inputs.feature_gates,
@@ -619,12 +557,20 @@ fn validate(inputs: Inputs) -> Result<u8> {
     if failed > 0 {
         return Ok(1);
     }
-    let domains = shoots.iter().filter(|s| s.provider.type_name() == trellis_providers::domains::PROVIDER_TYPE).count();
-    // A shoot may have an infrastructure plan, a domains plan, or both: count each shoot once.
+    // A shoot may have its own plan, derived plans, or both: count each shoot once.
     let count = shoots.iter().map(|s| s.shoot.technical_id()).collect::<std::collections::BTreeSet<_>>().len();
-    match domains {
-        0 => println!("{count} shoot(s) valid."),
-        n => println!("{count} shoot(s) valid ({n} with a domains plan)."),
+    let derived: Vec<String> = registry
+        .entries()
+        .iter()
+        .filter(|e| e.derived.is_some())
+        .map(|e| (e.provider.type_name(), shoots.iter().filter(|s| s.provider.type_name() == e.provider.type_name())))
+        .map(|(kind, with)| (kind, with.count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(kind, n)| format!("{n} with a {kind} plan"))
+        .collect();
+    match derived.is_empty() {
+        true => println!("{count} shoot(s) valid."),
+        false => println!("{count} shoot(s) valid ({}).", derived.join(", ")),
     }
     Ok(0)
 }
@@ -636,7 +582,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
-    let files = ops::read_ahead(files);
+    let files = ops::read_ahead(registry(), files);
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
     let result = plan_in(&session, files, &args, shard).await;
@@ -714,7 +660,8 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
 }
 
 /// How much of a streamed plan is written at once: a fleet's output is large (~15 KB of JSON, ~4 KB
-/// of text a shoot), and 8 KiB pieces cost ~7 % of the wall time of 10,000 GCP shoots into a pipe.
+/// of text a shoot), and 8 KiB pieces cost ~7 % of the wall time of the bench's 10,000-shoot fleet
+/// into a pipe.
 const STDOUT_CHUNK: usize = 1 << 20;
 
 /// A plan's stdout output, held in an unnamed temporary file (removed by the system when closed,
@@ -929,7 +876,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
         Some(path) => {
             let saved = read_plan(path)?;
             check_pinned(&saved, &args.expect_digest)?;
-            let shoots = ops::shoots_from_plan(&saved)?;
+            let shoots = ops::shoots_from_plan_with(&registry(), &saved)?;
             Some((saved, shoots))
         }
         None => None,
@@ -1140,26 +1087,26 @@ fn state(cmd: StateCommand) -> Result<u8> {
         }
         StateCommand::Show { shoot, env } => {
             let store = open_existing(&env, "state show")?;
-            // A technical id names the shoot's infrastructure workspace; its domains workspace
-            // (`<id>+domains`) is described beside it, and shown when it is the only one.
-            let domains_name = match shoot.strip_suffix(ops::DOMAINS_WORKSPACE_SUFFIX) {
-                Some(_) => shoot.clone(),
-                None => format!("{shoot}{}", ops::DOMAINS_WORKSPACE_SUFFIX),
-            };
+            // A technical id names the shoot's own workspace; the workspaces of its derived plans
+            // (`<id><suffix>`) are described beside it, and shown when one is the only one.
             let ws = store.load(&shoot)?;
-            let domains = if domains_name == shoot { ws.clone() } else { store.load(&domains_name)? };
-            store.close()?;
-            let ws = ws.or_else(|| domains.clone()).ok_or_else(|| no_workspace(&shoot, &env))?;
-            println!("{}", serde_json::to_string_pretty(&ws)?);
-            if let Some(domains) = domains {
-                // On stderr: stdout stays the workspace's JSON.
-                let described = match domains.provider_state::<trellis_providers::domains::state::DomainsState>() {
-                    Ok(Some(state)) => state.describe(),
-                    Ok(None) => vec!["phase: none (nothing applied yet)".to_string()],
-                    Err(e) => vec![format!("its provider state cannot be read: {e}")],
+            let mut derived = Vec::new();
+            for entry in registry().entries() {
+                let Some(d) = entry.derived else { continue };
+                let name = match shoot.ends_with(d.workspace_suffix) {
+                    true => shoot.clone(),
+                    false => format!("{shoot}{}", d.workspace_suffix),
                 };
-                eprintln!("domains ({domains_name}):");
-                for line in described {
+                let found = if name == shoot { ws.clone() } else { store.load(&name)? };
+                derived.extend(found.map(|found| (entry.provider.type_name(), name, d.describe, found)));
+            }
+            store.close()?;
+            let ws = ws.or_else(|| derived.first().map(|d| d.3.clone())).ok_or_else(|| no_workspace(&shoot, &env))?;
+            println!("{}", serde_json::to_string_pretty(&ws)?);
+            for (kind, name, describe, found) in derived {
+                // On stderr: stdout stays the workspace's JSON.
+                eprintln!("{kind} ({name}):");
+                for line in describe(&found) {
                     eprintln!("  {}", escape::text(&line));
                 }
             }

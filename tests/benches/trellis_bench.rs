@@ -368,7 +368,7 @@ use tokio::runtime::Runtime;
 use trellis_engine::ops::{self, ApplyOptions, Quiet, Session, ShootPlan};
 use trellis_planner::graph::PlanGraph;
 use trellis_plans::{Action, Node};
-use trellis_sim::Faults;
+use trellis_sim::{ArmSim, Faults};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -1068,7 +1068,7 @@ fn apply_bench(runtime: &Runtime, cfg: &Config, n: usize) -> Result<ApplyRun> {
         .collect::<Result<_>>()?;
     let dir = write_manifests(tmp.path(), &manifests)?;
     let (session, _) = Session::open(&tmp.path().join("state"), "apply", None)?;
-    session.sim.set_faults(faults.clone());
+    session.sim::<ArmSim>().expect("the simulated ARM cloud").set_faults(faults.clone());
 
     let t = Instant::now();
     let plans: Vec<ShootPlan> = runtime.block_on(ops::plan_files(&session, &[dir], false, None))?.plans;

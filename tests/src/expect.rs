@@ -395,7 +395,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
     };
     let mark = s.sim().mark();
     let gce_mark = s.gce().calls().len();
-    let dns_mark = s.session.dns.calls().len();
+    let dns_mark = s.dns().calls().len();
     let result: anyhow::Result<Outcome> = if let Some(files) = &step.plan {
         plan_json(s, files, false).await.map(Outcome::Plans)
     } else if let Some(files) = &step.plan_destroy {
@@ -420,21 +420,14 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         Ok(Outcome::Synced)
     } else {
         let world = step.world.as_deref().unwrap_or_default();
-        let world = trellis_engine::ops::load_world(&s.file(world));
-        world
-            .and_then(|w| {
-                s.sim().sync_world(&w)?;
-                s.gce().sync_world(&w)?;
-                s.session.dns.sync_world(&w)?;
-                Ok(())
-            })
-            .map(|_| Outcome::Synced)
+        let world = s.session.registry.load_world(&s.file(world));
+        world.and_then(|w| s.session.sync_world(&w)).map(|_| Outcome::Synced)
     };
     // The calls of every simulated cloud (a fleet may mix Azure and GCP shoots, and domains plans);
     // the simulated DNS's include its controller's zone-record writes.
     let mut calls = s.sim().calls_since(mark);
     calls.extend(s.gce().calls().into_iter().skip(gce_mark));
-    calls.extend(s.session.dns.calls().into_iter().skip(dns_mark));
+    calls.extend(s.dns().calls().into_iter().skip(dns_mark));
     let writes: Vec<&Call> = calls.iter().filter(|c| c.op == Op::Write).collect();
 
     let outcome = match (result, &step.error) {
@@ -591,7 +584,7 @@ fn gce_network(s: &Scenario, shoot: &str) -> anyhow::Result<Option<trellis_sim::
     let Ok(Some(gcp)) = ws.provider_state::<GcpState>() else { return Ok(None) };
     let Some(net) = gcp.applied_network(shoot) else { return Ok(None) };
     Ok(Some(trellis_sim::gce::runtime::ShootNetwork {
-        project: s.session.project.clone(),
+        project: s.session.account(trellis_providers::gcp::PROVIDER_TYPE).unwrap_or_default().to_string(),
         region: net.region,
         network: net.network,
         workers_subnet: net.workers_subnet,
@@ -693,7 +686,7 @@ fn faults(memo: &Memo) -> trellis_sim::Faults {
 /// A resource id; one that starts at `/resourceGroups/` is in the scenario's subscription.
 fn full_id(s: &Scenario, id: &str) -> String {
     if id.starts_with("/resourceGroups/") {
-        format!("/subscriptions/{}{id}", s.session.subscription())
+        format!("/subscriptions/{}{id}", s.subscription())
     } else {
         id.to_string()
     }

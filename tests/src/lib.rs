@@ -10,12 +10,13 @@ pub mod expect;
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tempfile::TempDir;
 use trellis_engine::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
-use trellis_planner::cloud::{Call, Op};
+use trellis_planner::cloud::{Call, CloudWrite, Op};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Node, Ownership, Plan, PlanSet};
-use trellis_sim::{ArmSim, GceSim};
+use trellis_sim::{ArmSim, DnsSim, GceSim};
 
 pub fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
@@ -78,20 +79,40 @@ impl Scenario {
         self.dir.join(name)
     }
 
+    /// The simulated ARM cloud (Azure shoots).
     pub fn sim(&self) -> &ArmSim {
-        &self.session.sim
+        self.session.sim::<ArmSim>().expect("the session has the simulated ARM cloud")
     }
 
     /// The simulated GCE cloud (GCP shoots).
     pub fn gce(&self) -> &GceSim {
-        &self.session.gce
+        self.session.sim::<GceSim>().expect("the session has the simulated GCE cloud")
+    }
+
+    /// The simulated DNS (domains plans).
+    pub fn dns(&self) -> &DnsSim {
+        self.session.sim::<DnsSim>().expect("the session has the simulated DNS")
+    }
+
+    /// The cloud Azure shoots talk to (the simulated ARM cloud, unless replaced).
+    pub fn azure_cloud(&self) -> Arc<dyn CloudWrite> {
+        Arc::clone(self.session.cloud(trellis_providers::azure::PROVIDER_TYPE).expect("Azure is registered"))
+    }
+
+    /// Azure shoots talk to `cloud` instead (e.g. a wrapper of the simulated ARM cloud).
+    pub fn use_azure_cloud(&mut self, cloud: Arc<dyn CloudWrite>) {
+        self.session.use_cloud(trellis_providers::azure::PROVIDER_TYPE, cloud, None);
+    }
+
+    /// The account of Azure shoots: the simulated cloud's subscription.
+    pub fn subscription(&self) -> &str {
+        self.session.account(trellis_providers::azure::PROVIDER_TYPE).expect("Azure is registered")
     }
 
     /// Re-syncs a world file into the simulated clouds (an out-of-band change).
     pub fn sync_world(&self, file: &str) {
-        let world = ops::load_world(&self.file(file)).expect("world file");
-        self.session.sim.sync_world(&world).expect("world syncs");
-        self.session.gce.sync_world(&world).expect("world syncs");
+        let world = self.session.registry.load_world(&self.file(file)).expect("world file");
+        self.session.sync_world(&world).expect("world syncs");
     }
 
     /// A resource as its simulated cloud returns it: a GCE selfLink path (`projects/…`) from the
@@ -99,11 +120,11 @@ impl Scenario {
     /// ARM id from the ARM one.
     pub fn get_now(&self, id: &str) -> Option<serde_json::Value> {
         if id.starts_with("projects/") {
-            self.session.gce.get_now(id)
+            self.gce().get_now(id)
         } else if id.parse::<trellis_sim::dns::DnsId>().is_ok() {
-            self.session.dns.get_now(id)
+            self.dns().get_now(id)
         } else {
-            self.session.sim.get_now(id)
+            self.sim().get_now(id)
         }
     }
 

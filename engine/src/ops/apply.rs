@@ -11,7 +11,6 @@ use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::write::WriteLocks;
 use trellis_plans::{Action, Node};
 use trellis_providers::provider::Orphan;
-use trellis_providers::registry::Registry;
 use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
 
 use super::*;
@@ -138,11 +137,11 @@ pub async fn apply(
         opts: opts.clone(),
         limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
         write_locks: Arc::new(
-            Registry::builtin()
-                .providers()
+            session
+                .registry
+                .entries()
                 .iter()
-                .chain(std::iter::once(&Registry::builtin().domains()))
-                .map(|p| (p.type_name(), Arc::new(WriteLocks::new(p.ids()))))
+                .map(|e| (e.provider.type_name(), Arc::new(WriteLocks::new(e.provider.ids()))))
                 .collect(),
         ),
     };

@@ -15,8 +15,9 @@ use trellis_providers::field::ErrorList;
 use trellis_providers::manifest::{self, ManifestError};
 use trellis_providers::metadata;
 use trellis_providers::provider::{FleetShoot, FleetWarning, Provider, ProviderError, ProviderShoot};
-use trellis_providers::registry::Registry;
 use trellis_state::{StateStore, Workspace};
+
+use crate::registry::Registry;
 
 use super::*;
 
@@ -30,7 +31,7 @@ pub async fn plan_files(
     destroy: bool,
     shard: Option<Shard>,
 ) -> Result<FleetPlans> {
-    let files = read_ahead(list_manifest_files(paths)?);
+    let files = read_ahead(Arc::clone(&session.registry), list_manifest_files(paths)?);
     let opts = StreamOptions { keep: true, destroy, shard, ..StreamOptions::default() };
     let mut plans = Vec::new();
     let mut summary = plan_fleet_streaming(session, paths, files, opts, |p| {
@@ -117,7 +118,7 @@ async fn plan_one(shared: &Shared, input: ShootInput) -> Result<ShootPlan, NotPl
     let json = shoot.to_json().map_err(|e| NotPlanned::Other(e.into()))?;
     let file = trellis_plans::Source::file_of(&input.file, shared.cwd.as_deref());
     planned.plan.source = Some(trellis_plans::Source { file, shoot: json });
-    let ShootInput { file, provider, shoot } = input;
+    let ShootInput { file, provider, shoot, .. } = input;
     Ok(ShootPlan { input_file: file, provider, shoot, workspace: ws, planned })
 }
 
@@ -157,6 +158,7 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
         plans.iter().map(|p| FleetFacts { provider: p.provider, plan: &p.planned.plan, file: &p.input_file }).collect();
     let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
     check_seeds(
+        &session.registry,
         plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
         &[],
         session.features,
@@ -174,6 +176,7 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
 /// `seeds` are the Seeds of the run and `features` the run's gates: a Seed without any of its shoots
 /// among `inputs` is checked too, against the shoots applied on it (with a `store`).
 pub fn check_seeds<'a>(
+    registry: &Registry,
     inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>,
     seeds: &[manifest::LoadedSeed],
     features: Features,
@@ -192,7 +195,7 @@ pub fn check_seeds<'a>(
     // Read with the gate on (the in-use rule) and off (the internal domain must not change while
     // applied shoots are on the seed); only when some Seed is checked.
     let applied = match store {
-        Some(store) if !by_seed.is_empty() || !alone.is_empty() => internal_domains_in_use(store)?,
+        Some(store) if !by_seed.is_empty() || !alone.is_empty() => internal_domains_in_use(registry, store)?,
         _ => BTreeMap::new(),
     };
     let mut failures = Vec::new();
@@ -225,12 +228,17 @@ pub fn check_seeds<'a>(
 ///
 /// [`DomainsState::internal_in_use`]: trellis_providers::domains::state::DomainsState::internal_in_use
 fn internal_domains_in_use(
+    registry: &Registry,
     store: &dyn StateStore,
 ) -> Result<BTreeMap<String, Vec<trellis_providers::domains::InternalInUse>>> {
-    use trellis_providers::domains::{provider::stored_state, InternalInUse};
+    use trellis_providers::domains::{provider::stored_state, InternalInUse, PROVIDER_TYPE};
     let mut out: BTreeMap<String, Vec<InternalInUse>> = BTreeMap::new();
+    let suffix = registry.workspace_suffix(PROVIDER_TYPE);
+    if suffix.is_empty() {
+        return Ok(out);
+    }
     for summary in store.list()? {
-        let Some(shoot) = summary.shoot.strip_suffix(DOMAINS_WORKSPACE_SUFFIX) else { continue };
+        let Some(shoot) = summary.shoot.strip_suffix(suffix) else { continue };
         let Some(ws) = store.load(&summary.shoot)? else { continue };
         let state = stored_state(&ws).with_context(|| format!("state of {}", summary.shoot))?;
         let Some(seed) = state.last_applied.as_ref().and_then(|l| l.seed_name.clone()) else { continue };
@@ -274,7 +282,7 @@ async fn check_fleet_facts(
     };
     let clouds = session.clouds();
     let mut warnings = Vec::new();
-    for provider in Registry::builtin().providers() {
+    for provider in session.registry.providers().providers() {
         let fleet: Vec<FleetShoot<'_>> = plans
             .iter()
             .filter(|p| p.provider.type_name() == provider.type_name())
@@ -398,6 +406,7 @@ struct FileJob {
 
 struct Shared {
     store: Arc<Backend>,
+    registry: Arc<Registry>,
     clouds: Clouds,
     opts: StreamOptions,
     /// The working directory, for each plan's `source.file` (looked up once, not once per shoot).
@@ -406,7 +415,13 @@ struct Shared {
 
 impl Shared {
     fn new(session: &Session, opts: StreamOptions) -> Shared {
-        Shared { store: Arc::clone(&session.store), clouds: session.clouds(), opts, cwd: std::env::current_dir().ok() }
+        Shared {
+            store: Arc::clone(&session.store),
+            registry: Arc::clone(&session.registry),
+            clouds: session.clouds(),
+            opts,
+            cwd: std::env::current_dir().ok(),
+        }
     }
 }
 
@@ -440,7 +455,7 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
 }
 
 async fn plan_doc(l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
-    let input = ShootInput { file: l.file, provider: l.provider, shoot: l.shoot };
+    let input = ShootInput::new(&shared.registry, l.file, l.provider, l.shoot);
     match plan_one(shared, input).await {
         Err(NotPlanned::Other(e)) => DocOutcome::Other(e),
         Err(NotPlanned::Failed(e)) => DocOutcome::Failed(e),
@@ -492,12 +507,13 @@ impl Drop for ReadAhead {
 /// (its checks read the whole state dir) and the simulated cloud's: a fleet plan's only serial part
 /// besides the end. Reading touches nothing but the manifest files, and nothing read is shown before
 /// the session is open: a failed open is still the command's only error.
-pub fn read_ahead(files: Vec<PathBuf>) -> ReadAhead {
-    read_ahead_bounded(files, READ_AHEAD_DOCS)
+/// Shoots are dispatched by `spec.provider.type` through `registry` (the session's).
+pub fn read_ahead(registry: Arc<Registry>, files: Vec<PathBuf>) -> ReadAhead {
+    read_ahead_bounded(registry, files, READ_AHEAD_DOCS)
 }
 
 /// [`read_ahead`] holding at most `max_docs` documents parsed and not yet planned.
-fn read_ahead_bounded(files: Vec<PathBuf>, max_docs: usize) -> ReadAhead {
+fn read_ahead_bounded(registry: Arc<Registry>, files: Vec<PathBuf>, max_docs: usize) -> ReadAhead {
     use futures::StreamExt as _;
     let window = planning_window();
     // A task plans a few files one after the other: one task, and one wake-up of the planning loop,
@@ -511,7 +527,12 @@ fn read_ahead_bounded(files: Vec<PathBuf>, max_docs: usize) -> ReadAhead {
     let (tx, rx) = tokio::sync::mpsc::channel(max_docs);
     let reader = tokio::spawn(async move {
         let mut parsed = futures::stream::iter(batches)
-            .map(|batch| tokio::spawn(async move { batch.iter().map(|f| manifest::load_file(f)).collect::<Vec<_>>() }))
+            .map(|batch| {
+                let registry = Arc::clone(&registry);
+                tokio::spawn(async move {
+                    batch.iter().map(|f| manifest::load_file_with(registry.providers(), f)).collect::<Vec<_>>()
+                })
+            })
             .buffered(window);
         let docs = Arc::new(tokio::sync::Semaphore::new(max_docs));
         while let Some(batch) = parsed.next().await {
@@ -691,8 +712,8 @@ pub async fn plan_fleet_streaming(
     let mut domains = Vec::new();
     let mut loaded_seeds = Vec::new();
     if seeds > 0 {
-        let loaded = manifest::load(paths)?;
-        let mut inputs = domains_inputs(&loaded, session.features)?;
+        let loaded = manifest::load_with(session.registry.providers(), paths)?;
+        let mut inputs = domains_inputs(&session.registry, &loaded, session.features)?;
         if let Some(shard) = opts.shard {
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
@@ -704,6 +725,7 @@ pub async fn plan_fleet_streaming(
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
     check_seeds(
+        &session.registry,
         domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
         &loaded_seeds,
         session.features,
@@ -756,7 +778,7 @@ mod read_ahead_tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn read_ahead_holds_at_most_its_documents_and_lets_a_larger_file_through() {
         let (_dir, files) = fleet(6, 2);
-        let ahead = read_ahead_bounded(files, 4);
+        let ahead = read_ahead_bounded(Registry::builtin(), files, 4);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while ahead.batches.len() < 2 {
             assert!(std::time::Instant::now() < deadline, "the first two files were never read");
@@ -770,7 +792,7 @@ mod read_ahead_tests {
         // documents against a bound of 4 takes the whole bound instead of waiting forever.
         let (_dir, files) = fleet(3, 5);
         let names: Vec<PathBuf> = files.clone();
-        let mut ahead = read_ahead_bounded(files, 4);
+        let mut ahead = read_ahead_bounded(Registry::builtin(), files, 4);
         let mut seen = Vec::new();
         let drained = tokio::time::timeout(std::time::Duration::from_secs(60), async {
             while let Some((batch, permit)) = ahead.batches.recv().await {

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use trellis_providers::features::Features;
 use trellis_providers::manifest::{self, ManifestError};
 use trellis_providers::provider::{Planned, Provider, ProviderError, ProviderShoot};
-use trellis_providers::registry::Registry;
 use trellis_state::Workspace;
+
+use crate::registry::Registry;
 
 use super::*;
 
@@ -17,12 +18,25 @@ pub struct ShootInput {
     pub file: PathBuf,
     pub provider: &'static dyn Provider,
     pub shoot: Box<dyn ProviderShoot>,
+    /// What its workspace's name adds to the technical id ([`Registry::workspace_suffix`]).
+    pub workspace_suffix: &'static str,
 }
 
 impl ShootInput {
-    /// The workspace its plan is kept in ([`workspace_name`]).
+    /// An input of `provider` (registered in `registry`).
+    pub fn new(
+        registry: &Registry,
+        file: PathBuf,
+        provider: &'static dyn Provider,
+        shoot: Box<dyn ProviderShoot>,
+    ) -> Self {
+        let workspace_suffix = registry.workspace_suffix(provider.type_name());
+        ShootInput { file, provider, shoot, workspace_suffix }
+    }
+
+    /// The workspace its plan is kept in ([`Registry::workspace_name`]).
     pub fn id(&self) -> String {
-        workspace_name(&self.shoot.technical_id(), self.provider.type_name())
+        format!("{}{}", self.shoot.technical_id(), self.workspace_suffix)
     }
 }
 
@@ -32,24 +46,29 @@ pub fn load_shoots(paths: &[PathBuf]) -> Result<Vec<ShootInput>> {
     load_shoots_with(paths, Features::default())
 }
 
-/// Loads every Shoot from the given files and directories: each Shoot's infrastructure plan input,
-/// then the domains plan input of each Shoot whose Seed is among them ([`domains_inputs`]).
+/// Loads every Shoot from the given files and directories with the builtin registry: each Shoot's
+/// infrastructure plan input, then the domains plan input of each Shoot whose Seed is among them
+/// ([`domains_inputs`]).
 pub fn load_shoots_with(paths: &[PathBuf], features: Features) -> Result<Vec<ShootInput>> {
-    Ok(load_inputs(paths, features)?.0)
+    Ok(load_inputs(&Registry::builtin(), paths, features)?.0)
 }
 
-/// [`load_shoots_with`], and the Seeds among the inputs ([`check_seeds`] reads them).
-pub fn load_inputs(paths: &[PathBuf], features: Features) -> Result<(Vec<ShootInput>, Vec<manifest::LoadedSeed>)> {
+/// [`load_shoots_with`] through `registry`, and the Seeds among the inputs ([`check_seeds`] reads them).
+pub fn load_inputs(
+    registry: &Registry,
+    paths: &[PathBuf],
+    features: Features,
+) -> Result<(Vec<ShootInput>, Vec<manifest::LoadedSeed>)> {
     if paths.is_empty() {
         bail!("no manifests given; pass -f FILE or -f DIR (a directory is a fleet: every Shoot in it)");
     }
-    let loaded = manifest::load(paths)?;
+    let loaded = manifest::load_with(registry.providers(), paths)?;
     if loaded.shoots.is_empty() && loaded.domains_only.is_empty() {
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
-    let domains = domains_inputs(&loaded, features)?;
+    let domains = domains_inputs(registry, &loaded, features)?;
     let mut inputs: Vec<ShootInput> = Vec::with_capacity(loaded.shoots.len() + domains.len());
-    inputs.extend(loaded.shoots.into_iter().map(|l| ShootInput { file: l.file, provider: l.provider, shoot: l.shoot }));
+    inputs.extend(loaded.shoots.into_iter().map(|l| ShootInput::new(registry, l.file, l.provider, l.shoot)));
     inputs.extend(domains);
     Ok((inputs, loaded.seeds))
 }
@@ -60,7 +79,11 @@ pub fn load_inputs(paths: &[PathBuf], features: Features) -> Result<(Vec<ShootIn
 /// ([`manifest::DomainsOnlyShoot`], paired by [`manifest::load`]), each with a note on stderr saying
 /// that its infrastructure is not planned. A Shoot whose Seed is not among the inputs (while some
 /// Seed is) gets a note on stderr and its infrastructure plan only; without Seeds nothing is said.
-pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<Vec<ShootInput>> {
+/// A registry without the domains provider pairs nothing.
+pub fn domains_inputs(registry: &Registry, loaded: &manifest::Loaded, features: Features) -> Result<Vec<ShootInput>> {
+    let Some(provider) = registry.entry(trellis_providers::domains::PROVIDER_TYPE).map(|e| e.provider) else {
+        return Ok(Vec::new());
+    };
     let pairing = manifest::pair_seeds(loaded)?;
     for u in &pairing.unpaired {
         let shoot = &loaded.shoots[u.shoot];
@@ -77,7 +100,6 @@ pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<V
             trellis_plans::escape::text(&names.join(", "))
         );
     }
-    let provider = Registry::builtin().domains();
     let mut out = Vec::with_capacity(pairing.pairs.len());
     let mut failures = Vec::new();
     for pair in &pairing.pairs {
@@ -89,8 +111,10 @@ pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<V
             .map_err(|e| ProviderError::Other(Box::new(e)))
             .and_then(|json| trellis_providers::domains::pair(&json, seed, features, &l.file));
         match paired {
-            Ok(shoot) => out.push(ShootInput { file: l.file.clone(), provider, shoot }),
-            Err(e) => failures.push((workspace_name(&l.technical_id(), provider.type_name()), l.file.clone(), e)),
+            Ok(shoot) => out.push(ShootInput::new(registry, l.file.clone(), provider, shoot)),
+            Err(e) => {
+                failures.push((registry.workspace_name(&l.technical_id(), provider.type_name()), l.file.clone(), e))
+            }
         }
     }
     for d in &loaded.domains_only {
@@ -114,8 +138,8 @@ pub fn domains_inputs(loaded: &manifest::Loaded, features: Features) -> Result<V
             .map_err(|e| ProviderError::Other(Box::new(e)))
             .and_then(|json| trellis_providers::domains::pair(&json, &seed.seed, features, &d.file));
         match paired {
-            Ok(shoot) => out.push(ShootInput { file: d.file.clone(), provider, shoot }),
-            Err(e) => failures.push((workspace_name(&id, provider.type_name()), d.file.clone(), e)),
+            Ok(shoot) => out.push(ShootInput::new(registry, d.file.clone(), provider, shoot)),
+            Err(e) => failures.push((registry.workspace_name(&id, provider.type_name()), d.file.clone(), e)),
         }
     }
     if !failures.is_empty() {

@@ -3,7 +3,8 @@
 //! → apply: lock, executor, state committed after every node, artifacts re-rendered from the cloud as
 //! it is afterwards. Everything is re-exported here (`ops::plan_files`, `ops::apply`, …).
 //!
-//! - [`session`]: `Session` (state + clouds), `Clouds`, workspace names, the sled tree names.
+//! - [`session`]: `Session` (state + the simulated cloud of every binding of its registry, and the
+//!   cloud each provider's shoots talk to), `Clouds`.
 //! - [`inputs`]: `ShootInput` (loaded Shoots and domains inputs), `ShootPlan`, listing manifest files.
 //! - [`fleet`]: the fleet planner (`plan_fleet_streaming`, `plan_files`, `plan_fleet`, `plan_one`) and
 //!   the fleet-wide checks.

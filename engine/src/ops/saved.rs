@@ -2,12 +2,12 @@
 //! trellis plans now.
 
 use anyhow::{bail, Context as _, Result};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use trellis_plans::{Plan, PlanSet};
-use trellis_providers::registry::Registry;
 use trellis_state::Workspace;
+
+use crate::registry::Registry;
 
 use super::*;
 
@@ -49,7 +49,7 @@ pub async fn check_saved_plan(
         plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.workspace.shoot.clone(), p)).collect();
     let mut out = Vec::new();
     for old in &saved.plans {
-        let Some(p) = fresh.remove(&plan_workspace(old)) else {
+        let Some(p) = fresh.remove(&session.registry.plan_workspace(old)) else {
             bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
         };
         check_prior(old, &p.workspace)?;
@@ -64,8 +64,14 @@ pub async fn check_saved_plan(
     Ok(out)
 }
 
-/// The shoots a saved plan was made from (each plan carries its manifest).
+/// The shoots a saved plan was made from (each plan carries its manifest), read by the builtin
+/// registry's providers ([`shoots_from_plan_with`]).
 pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
+    shoots_from_plan_with(&Registry::builtin(), saved)
+}
+
+/// The shoots a saved plan was made from, each read by the provider of `registry` its plan names.
+pub fn shoots_from_plan_with(registry: &Registry, saved: &PlanSet) -> Result<Vec<ShootInput>> {
     saved
         .plans
         .iter()
@@ -75,15 +81,12 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
             };
             let unreadable =
                 || format!("{}: the plan's source manifest cannot be read; re-run `trellis plan --out`", p.shoot);
-            // A domains plan carries its paired input (`{shoot, seed, features}`), read by the domains provider.
-            let provider = match p.provider {
-                trellis_plans::Provider::Domains => Registry::builtin().domains(),
-                _ => {
-                    let provider_type =
-                        source.shoot.pointer("/spec/provider/type").and_then(Value::as_str).unwrap_or_default();
-                    Registry::builtin().get(provider_type).with_context(unreadable)?
-                }
-            };
+            // The provider the plan names reads its source (a domains plan carries its paired input,
+            // `{shoot, seed, features}`).
+            let provider = registry
+                .entry(p.provider.as_str())
+                .map(|e| e.provider)
+                .ok_or_else(|| anyhow::anyhow!("{}: plan of provider {:?}, which this trellis does not know; plan again with a trellis that has it", p.shoot, p.provider.as_str()))?;
             let shoot = provider.shoot_from_json(&source.shoot).with_context(unreadable)?;
             // The technical id is made from the name: check it before anything uses it, as loading
             // a manifest does.
@@ -102,7 +105,7 @@ pub fn shoots_from_plan(saved: &PlanSet) -> Result<Vec<ShootInput>> {
                     shoot.technical_id()
                 );
             }
-            Ok(ShootInput { file: PathBuf::from(&source.file), provider, shoot })
+            Ok(ShootInput::new(registry, PathBuf::from(&source.file), provider, shoot))
         })
         .collect()
 }

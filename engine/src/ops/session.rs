@@ -1,111 +1,86 @@
-//! The session: where state and the simulated clouds live, which cloud each provider plans in, and
-//! how workspaces are named.
+//! The session: where state and the simulated clouds live, and which cloud each registered provider
+//! plans in ([`crate::registry`], [`crate::binding`]).
 
 use crate::backend::{Backend, SimPlace, StateLocation};
-use anyhow::{Context as _, Result};
-use std::collections::BTreeMap;
+use crate::binding::{Chosen, CloudBinding, Served, Shows, Simulator};
+use crate::registry::Registry;
+use anyhow::Result;
+use axum::response::IntoResponse as _;
 use std::path::Path;
 use std::sync::Arc;
-use trellis_planner::cloud::CloudWrite;
+use trellis_planner::cloud::{Call, CloudWrite};
 use trellis_planner::retry::RetryPolicy;
-use trellis_plans::Plan;
 use trellis_providers::provider::{CloudCtx, Provider, ProviderError};
-use trellis_sim::{ArmSim, DnsSim, GceSim, WorldFile};
-
-/// The sled tree the simulated Azure cloud lives in, next to the state.
-pub const SIM_TREE: &str = "sim/azure";
-/// The sled tree the simulated cloud's audit log is kept in.
-pub const SIM_AUDIT_TREE: &str = "sim/azure-audit";
-/// The sled tree the simulated GCE cloud's audit log is kept in.
-pub const SIM_GCE_AUDIT_TREE: &str = "sim/gce-audit";
-/// The sled tree the simulated GCE cloud lives in, next to the state and the ARM simulator.
-pub const GCE_SIM_TREE: &str = "sim/gce";
-/// The sled tree the simulated DNS (zones, records, the seeds' DNSRecord objects) lives in.
-pub const DNS_SIM_TREE: &str = "sim/dns";
-/// The sled tree the simulated DNS's audit log is kept in.
-pub const DNS_SIM_AUDIT_TREE: &str = "sim/dns-audit";
-/// The account of the domains provider's calls: the simulated DNS has none.
-pub const DNS_ACCOUNT: &str = "dns";
-/// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
-/// resources in it: `projects/trellis-sim/…`).
-pub const SIM_PROJECT: &str = "trellis-sim";
+use trellis_sim::{Faults, SyncReport, WorldFile};
 
 /// The operations that write to the cloud; only their audit log is kept in the state dir.
 const WRITING_OPERATIONS: [&str; 3] = ["apply", "destroy", "sim"];
 
-/// State and cloud for one command.
+/// State and clouds for one command.
 pub struct Session {
-    /// The cloud every stage talks to: the simulated cloud by default, or a real one.
-    pub cloud: Arc<dyn CloudWrite>,
-    /// The simulated cloud kept in the state dir (also when `cloud` is a real one: world files sync into it).
-    pub sim: ArmSim,
-    /// The cloud GCP shoots talk to: the simulated GCE cloud ([`Session::gce`]).
-    pub gce_cloud: Arc<dyn CloudWrite>,
-    /// The simulated GCE cloud kept in the state dir (tree [`GCE_SIM_TREE`]).
-    pub gce: GceSim,
-    /// The GCP project GCP shoots live in.
-    pub project: String,
-    /// The simulated DNS the domains provider's plans read and write (tree [`DNS_SIM_TREE`]): the
-    /// seeds' DNSRecord objects and the zones the DNS extension writes them into.
-    pub dns: DnsSim,
+    /// The providers and their bindings this session plans with.
+    pub registry: Arc<Registry>,
+    /// Per registry entry, in its order: the cloud its shoots talk to.
+    bound: Vec<Bound>,
+    /// The simulated clouds, one per binding ([`Registry::bindings`]), kept in the state dir (also
+    /// when a provider's shoots talk to a real cloud: world files sync into them).
+    sims: Vec<(&'static dyn CloudBinding, Arc<dyn Simulator>)>,
     /// The feature gates plans are made under (`--feature-gates`; every gate off by default).
     pub features: trellis_providers::features::Features,
-    // After `cloud` and `sim`, which hold sled trees: dropped last, so the store can seal sled's files.
+    // After `bound` and `sims`, which hold sled trees: dropped last, so the store can seal sled's files.
     /// The state (`--state`) and the simulated clouds' database (`--sim-dir`, or the sled state dir).
     pub store: Arc<Backend>,
-    /// The subscription the shoots' credentials point at.
-    pub subscription: String,
     pub retry: RetryPolicy,
     /// Take out-of-band changes to the user's BYO resources on purpose (`--accept-drift`).
     pub accept_drift: bool,
-    /// Whether [`Session::close`] keeps the simulated cloud's audit log (commands that write the cloud).
+    /// Whether [`Session::close`] keeps the simulated clouds' audit logs (commands that write the cloud).
     keep_audit: bool,
 }
 
+/// The cloud one provider's shoots talk to.
+struct Bound {
+    provider_type: &'static str,
+    /// Its binding's simulated cloud, or a real client.
+    cloud: Arc<dyn CloudWrite>,
+    /// The account its shoots live in (Azure: the subscription; GCP: the project).
+    account: String,
+}
+
 impl Session {
-    /// Opens the sled state dir (creating it) and the simulated cloud inside it; syncs `--world` if given
+    /// Opens the sled state dir (creating it) and the simulated clouds inside it; syncs `--world` if given
     /// ([`Session::open_at`] with the dir and [`SimPlace::InState`]).
     pub fn open(state_dir: &Path, operation: &str, world: Option<&Path>) -> Result<(Session, Option<String>)> {
         Session::open_at(&StateLocation::Dir(state_dir.to_path_buf()), &SimPlace::InState, operation, world)
     }
 
-    /// Opens the state (creating a state dir) and the simulated cloud ([`SimPlace`]: inside a sled state
-    /// dir, or in a dir of its own); syncs `--world` if given. `operation` names the command (`plan`,
-    /// `apply`, `destroy`, `sim`, …) in the dir's holder record and the database's lock records.
-    /// If anything after opening the state fails, what this open created is removed again.
+    /// [`Session::open_with`] the builtin registry.
     pub fn open_at(
         state: &StateLocation,
         sim_place: &SimPlace,
         operation: &str,
         world: Option<&Path>,
     ) -> Result<(Session, Option<String>)> {
-        let world = world.map(load_world).transpose()?;
+        Session::open_with(Registry::builtin(), state, sim_place, operation, world)
+    }
+
+    /// Opens the state (creating a state dir) and the simulated cloud of every binding of `registry`
+    /// ([`SimPlace`]: inside a sled state dir, or in a dir of its own); syncs `--world` if given (its
+    /// note: "world: N added, N updated, N removed"). `operation` names the command (`plan`, `apply`,
+    /// `destroy`, `sim`, …) in the dir's holder record and the database's lock records. Every
+    /// provider's shoots talk to its binding's simulated cloud until [`Session::use_chosen`] or
+    /// [`Session::use_cloud`] says otherwise. If anything after opening the state fails, what this
+    /// open created is removed again.
+    pub fn open_with(
+        registry: Arc<Registry>,
+        state: &StateLocation,
+        sim_place: &SimPlace,
+        operation: &str,
+        world: Option<&Path>,
+    ) -> Result<(Session, Option<String>)> {
+        let world = world.map(|w| registry.load_world(w)).transpose()?;
         let store = Backend::open(state, sim_place, operation)?;
-        let subscription = world.as_ref().and_then(|w| w.azure.as_ref()).and_then(|a| a.subscription_id.clone());
-        let opened = store.tree(SIM_TREE).map_err(anyhow::Error::from).and_then(|tree| {
-            let sim = ArmSim::open(tree, subscription)?;
-            let gce = GceSim::open(store.tree(GCE_SIM_TREE)?)?;
-            let dns = DnsSim::open(store.tree(DNS_SIM_TREE)?)?;
-            let note = match &world {
-                Some(world) => {
-                    let mut report = sim.sync_world(world)?;
-                    for other in [gce.sync_world(world)?, dns.sync_world(world)?] {
-                        report.added.extend(other.added);
-                        report.updated.extend(other.updated);
-                        report.removed.extend(other.removed);
-                    }
-                    Some(format!(
-                        "world: {} added, {} updated, {} removed",
-                        report.added.len(),
-                        report.updated.len(),
-                        report.removed.len()
-                    ))
-                }
-                None => None,
-            };
-            Ok(((sim, gce, dns), note))
-        });
-        let ((sim, gce, dns), note) = match opened {
+        let opened = open_sims(&registry, &store, world.as_ref());
+        let (sims, note) = match opened {
             Ok(opened) => opened,
             Err(e) => {
                 let _ = store.discard();
@@ -113,36 +88,36 @@ impl Session {
             }
         };
         let store = Arc::new(store);
-        // The simulated cloud lives in the state's database (a sled state dir without `--sim-dir`): its
-        // writes join the state's grouped flushes, so a write and the commits made meanwhile are made
-        // durable together (in a `--sim-dir` of its own, each state commit flushes it first). An ARM
-        // call's write does not wait for a flush, nor is it written to sled: every flush of the database
-        // holding the simulated cloud first writes the writes made before it in one batch, so the state
-        // commit of its node (begun after the write) makes it durable before the node counts as done
-        // (see `Persist::record`).
+        // The simulated clouds live in the state's database (a sled state dir without `--sim-dir`):
+        // their writes join the state's grouped flushes, so a write and the commits made meanwhile are
+        // made durable together (in a `--sim-dir` of its own, each state commit flushes it first). An
+        // ARM call's write does not wait for a flush, nor is it written to sled: every flush of the
+        // database holding the simulated cloud first writes the writes made before it in one batch, so
+        // the state commit of its node (begun after the write) makes it durable before the node counts
+        // as done (see `Persist::record` and each binding's `Simulator::share_flush`).
         let weak = Arc::downgrade(&store);
         let shared_flush: trellis_sim::SharedFlush = Arc::new(move || match weak.upgrade() {
             Some(store) => store.flush().map_err(|e| e.to_string()),
             None => Err("the state dir was closed".to_string()),
         });
-        let deferred = sim.leave_flushes_to_owner(Arc::clone(&shared_flush))?;
-        store.write_before_flush(move || deferred.write().map_err(|e| e.to_string()));
-        gce.share_flush(Arc::clone(&shared_flush));
-        dns.share_flush(shared_flush);
-        let gce_cloud: Arc<dyn CloudWrite> = Arc::new(gce.clone());
-        let cloud: Arc<dyn CloudWrite> = Arc::new(sim.clone());
-        let subscription = sim.subscription();
+        for (_, sim) in &sims {
+            sim.share_flush(Arc::clone(&shared_flush), &store)?;
+        }
+        let bound = registry
+            .entries()
+            .iter()
+            .map(|e| {
+                let (binding, sim) = sim_of(&sims, e.binding);
+                Bound { provider_type: e.provider.type_name(), cloud: sim.cloud(), account: binding.sim_account(sim) }
+            })
+            .collect();
         Ok((
             Session {
-                cloud,
-                sim,
-                gce_cloud,
-                gce,
-                project: SIM_PROJECT.to_string(),
-                dns,
+                registry,
+                bound,
+                sims,
                 features: Default::default(),
                 store,
-                subscription,
                 retry: RetryPolicy::default(),
                 accept_drift: false,
                 keep_audit: WRITING_OPERATIONS.contains(&operation),
@@ -151,44 +126,152 @@ impl Session {
         ))
     }
 
-    /// Talks to another cloud (e.g. the real Azure client) instead of the simulated one.
-    pub fn use_cloud(&mut self, cloud: Arc<dyn CloudWrite>, subscription: String) {
-        self.cloud = cloud;
-        self.subscription = subscription;
+    /// The simulated cloud of type `T` (`ArmSim`, `GceSim`, `DnsSim`, or a registered binding's own).
+    pub fn sim<T: Simulator>(&self) -> Option<&T> {
+        self.sims.iter().find_map(|(_, sim)| (sim.as_ref() as &dyn std::any::Any).downcast_ref::<T>())
     }
 
-    /// `--cloud gcp`: GCP shoots talk to the real GCE client in `project` instead of the simulated GCE cloud.
-    pub fn use_gce_cloud(&mut self, cloud: Arc<dyn CloudWrite>, project: String) {
-        self.gce_cloud = cloud;
-        self.project = project;
+    /// The simulated cloud of `provider_type`'s binding.
+    pub fn sim_of(&self, provider_type: &str) -> Option<&dyn Simulator> {
+        let entry = self.registry.entry(provider_type)?;
+        self.sims.iter().find(|(b, _)| b.trees() == entry.binding.trees()).map(|(_, sim)| sim.as_ref())
     }
 
-    pub fn subscription(&self) -> String {
-        self.subscription.clone()
+    /// Every simulated cloud, with its binding, in registration order.
+    pub fn sims(&self) -> impl Iterator<Item = (&'static dyn CloudBinding, &dyn Simulator)> {
+        self.sims.iter().map(|(b, sim)| (*b, sim.as_ref()))
     }
 
-    /// What the providers' cloud-reading calls need: the account, the retry policy, `--accept-drift`.
-    pub fn cloud_ctx(&self) -> CloudCtx {
-        CloudCtx { account: self.subscription(), retry: self.retry.clone(), accept_drift: self.accept_drift }
+    /// The cloud `provider_type`'s shoots talk to.
+    pub fn cloud(&self, provider_type: &str) -> Option<&Arc<dyn CloudWrite>> {
+        self.bound.iter().find(|b| b.provider_type == provider_type).map(|b| &b.cloud)
     }
 
-    /// The cloud of each provider with its context: Azure shoots talk to [`Session::cloud`] in the
-    /// subscription, GCP shoots to [`Session::gce_cloud`] in [`Session::project`], domains plans to
-    /// the simulated DNS ([`Session::dns`]; there is no real DNS client yet, so also with `--cloud azure|gcp`).
-    pub fn clouds(&self) -> Clouds {
-        let gcp = CloudCtx { account: self.project.clone(), ..self.cloud_ctx() };
-        let dns = CloudCtx { account: DNS_ACCOUNT.to_string(), ..self.cloud_ctx() };
-        let dns_cloud: Arc<dyn CloudWrite> = Arc::new(self.dns.clone());
-        Clouds {
-            by_type: BTreeMap::from([
-                ("azure", (Arc::clone(&self.cloud), self.cloud_ctx())),
-                ("gcp", (Arc::clone(&self.gce_cloud), gcp)),
-                ("domains", (dns_cloud, dns)),
-            ]),
+    /// The account `provider_type`'s shoots live in (Azure: the subscription; GCP: the project).
+    pub fn account(&self, provider_type: &str) -> Option<&str> {
+        self.bound.iter().find(|b| b.provider_type == provider_type).map(|b| b.account.as_str())
+    }
+
+    /// `provider_type`'s shoots talk to `cloud` (e.g. a real client, or a wrapper of the simulated
+    /// cloud) instead, in `account` if given. Returns whether `provider_type` is registered.
+    pub fn use_cloud(&mut self, provider_type: &str, cloud: Arc<dyn CloudWrite>, account: Option<String>) -> bool {
+        let Some(bound) = self.bound.iter_mut().find(|b| b.provider_type == provider_type) else { return false };
+        bound.cloud = cloud;
+        if let Some(account) = account {
+            bound.account = account;
+        }
+        true
+    }
+
+    /// What [`Registry::choose`] chose for this command, entry by entry.
+    pub fn use_chosen(&mut self, chosen: Vec<Chosen>) {
+        for (bound, chosen) in self.bound.iter_mut().zip(chosen) {
+            match chosen {
+                Chosen::Sim(None) => {}
+                Chosen::Sim(Some(account)) => bound.account = account,
+                Chosen::Real(cloud, account) => {
+                    bound.cloud = cloud;
+                    bound.account = account;
+                }
+            }
         }
     }
 
-    /// Ends the command: keeps the simulated cloud's audit log of a command that writes the cloud
+    /// Installs `faults` (e.g. simulated latency) in every simulated cloud.
+    pub fn set_sim_faults(&self, faults: Faults) {
+        for (_, sim) in &self.sims {
+            sim.set_faults(faults.clone());
+        }
+    }
+
+    /// Re-syncs a world file into every simulated cloud (an out-of-band change).
+    pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport> {
+        sync_world(&self.sims, world)
+    }
+
+    /// Every call the simulated clouds answered in this session, cloud by cloud in registration order.
+    pub fn sim_calls(&self) -> Vec<Call> {
+        self.sims.iter().flat_map(|(_, sim)| sim.calls()).collect()
+    }
+
+    /// The cloud of each provider with its context (the account, the retry policy, `--accept-drift`),
+    /// by `spec.provider.type`: a fleet may mix providers, and each shoot's provider decides its cloud.
+    pub fn clouds(&self) -> Clouds {
+        let ctx = |account: &str| CloudCtx {
+            account: account.to_string(),
+            retry: self.retry.clone(),
+            accept_drift: self.accept_drift,
+        };
+        Clouds {
+            by_type: self.bound.iter().map(|b| (b.provider_type, Arc::clone(&b.cloud), ctx(&b.account))).collect(),
+        }
+    }
+
+    /// The audit logs the state dir keeps, by simulated cloud (`trellis sim audit`).
+    pub fn audit_logs(&self) -> Result<Vec<(&'static str, Vec<Call>)>> {
+        let mut logs = Vec::new();
+        for (binding, _) in &self.sims {
+            let calls = trellis_sim::persisted_audit(&self.store.tree(binding.trees().audit)?)?;
+            logs.push((binding.sim_name(), calls));
+        }
+        Ok(logs)
+    }
+
+    /// `trellis sim show ID`: the simulated cloud `id` is looked up in (the one whose binding takes
+    /// it, else the one taking any other id), with the words naming it.
+    pub fn sim_showing(&self, id: &str) -> Option<(&dyn Simulator, &'static str)> {
+        let mut otherwise = None;
+        for (binding, sim) in &self.sims {
+            match binding.shows(id) {
+                Shows::Yes(what) => return Some((sim.as_ref(), what)),
+                Shows::Otherwise(what) if otherwise.is_none() => otherwise = Some((sim.as_ref(), what)),
+                _ => {}
+            }
+        }
+        otherwise
+    }
+
+    /// `trellis sim serve`: one router for the simulated clouds that have an HTTP API
+    /// ([`CloudBinding::serve`]; a request goes to the cloud whose paths it is on, else to the one
+    /// taking any other path), and their names. Their audit logs are kept in the state dir's audit
+    /// trees as the calls are made (the trees `trellis sim audit` reads).
+    ///
+    /// Durability: a served simulated cloud leaves its flushes to the state dir as in process (where
+    /// the node's state commit flushes); here the answer acknowledges a write, so every request that
+    /// may write is answered after the state dir's grouped flush
+    /// ([`trellis_sim_http::flush_before_answer`]). The audit entries are written as the calls are
+    /// made, so that flush makes a write's entry durable with it; a read's entry is made durable by
+    /// the next write's flush, or the stop ([`Session::persist_served_audit`]).
+    pub fn serve(&self) -> Result<(axum::Router, Vec<&'static str>)> {
+        let mut served = Vec::new();
+        let mut apis = Vec::new();
+        for (binding, sim) in &self.sims {
+            if let Some(s) = binding.serve(sim.as_ref()) {
+                sim.keep_audit(self.store.tree(binding.trees().audit)?)?;
+                apis.extend(binding.http_api());
+                served.push(s);
+            }
+        }
+        let store = Arc::downgrade(&self.store);
+        let flush: trellis_sim::SharedFlush = Arc::new(move || match store.upgrade() {
+            Some(store) => store.flush().map_err(|e| e.to_string()),
+            None => Err("the state dir was closed".to_string()),
+        });
+        Ok((trellis_sim_http::flush_before_answer(route(served), flush), apis))
+    }
+
+    /// After `trellis sim serve`: appends what the served clouds' audit logs hold in memory (what a
+    /// failed keep left) and flushes it.
+    pub fn persist_served_audit(&self) -> Result<()> {
+        for (binding, sim) in &self.sims {
+            if binding.http_api().is_some() {
+                sim.persist_audit(&self.store.tree(binding.trees().audit)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the command: keeps the simulated clouds' audit logs of a command that writes the cloud
     /// (`apply`, `destroy`, `trellis sim …`; a plan's reads stay in memory, so a plan writes nothing), then
     /// closes the state (see [`Backend::close`]).
     pub fn close(self) -> Result<()> {
@@ -230,68 +313,112 @@ impl Session {
 
     fn persist_audit(&self) -> Result<()> {
         if self.keep_audit {
-            let tree = self.store.tree(SIM_AUDIT_TREE)?;
-            self.sim.persist_audit(&tree)?;
-            let tree = self.store.tree(SIM_GCE_AUDIT_TREE)?;
-            self.gce.persist_audit(&tree)?;
-            self.dns.persist_audit(&self.store.tree(DNS_SIM_AUDIT_TREE)?)?;
+            for (binding, sim) in &self.sims {
+                sim.persist_audit(&self.store.tree(binding.trees().audit)?)?;
+            }
         }
         Ok(())
     }
 
-    /// Drops the cloud and the simulated cloud (which hold sled trees) and hands back the store.
+    /// Drops the clouds and the simulated clouds (which hold sled trees) and hands back the store.
     fn release(self) -> Arc<Backend> {
-        let Session { cloud, sim, gce_cloud, gce, dns, store, .. } = self;
-        drop(cloud);
-        drop(sim);
-        drop(gce_cloud);
-        drop(gce);
-        drop(dns);
+        let Session { bound, sims, store, .. } = self;
+        drop(bound);
+        drop(sims);
         store
     }
 }
 
-/// The cloud each provider's shoots are planned and applied against, with the context of their
-/// calls (the account: Azure's subscription, GCP's project), by `spec.provider.type`: a fleet may mix
-/// providers, and each shoot's provider decides its cloud.
+/// One router for `served`: each request goes to the first whose paths it is on, else to the first
+/// taking any other path (404 when none does).
+fn route(served: Vec<Served>) -> axum::Router {
+    use tower::ServiceExt as _;
+    let served = Arc::new(served);
+    axum::Router::new().fallback(move |req: axum::extract::Request| {
+        let path = req.uri().path();
+        let router = served
+            .iter()
+            .find(|s| s.claims.is_some_and(|claims| claims(path)))
+            .or_else(|| served.iter().find(|s| s.claims.is_none()))
+            .map(|s| s.router.clone());
+        async move {
+            match router {
+                Some(router) => match router.oneshot(req).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                None => axum::http::StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    })
+}
+
+/// Opens the simulated cloud of every binding of `registry` on its tree, and syncs `world` into them.
+#[allow(clippy::type_complexity)]
+fn open_sims(
+    registry: &Registry,
+    store: &Backend,
+    world: Option<&WorldFile>,
+) -> Result<(Vec<(&'static dyn CloudBinding, Arc<dyn Simulator>)>, Option<String>)> {
+    let mut sims = Vec::new();
+    for binding in registry.bindings() {
+        let tree = store.tree(binding.trees().cloud)?;
+        sims.push((binding, binding.open_sim(tree, world)?));
+    }
+    let note = match world {
+        Some(world) => {
+            let report = sync_world(&sims, world)?;
+            Some(format!(
+                "world: {} added, {} updated, {} removed",
+                report.added.len(),
+                report.updated.len(),
+                report.removed.len()
+            ))
+        }
+        None => None,
+    };
+    Ok((sims, note))
+}
+
+fn sync_world(sims: &[(&'static dyn CloudBinding, Arc<dyn Simulator>)], world: &WorldFile) -> Result<SyncReport> {
+    let mut report = SyncReport::default();
+    for (_, sim) in sims {
+        report.extend(sim.sync_world(world)?);
+    }
+    Ok(report)
+}
+
+/// The simulated cloud of `binding` (the one opened on its trees).
+fn sim_of<'a>(
+    sims: &'a [(&'static dyn CloudBinding, Arc<dyn Simulator>)],
+    binding: &'static dyn CloudBinding,
+) -> (&'static dyn CloudBinding, &'a dyn Simulator) {
+    let (binding, sim) = sims
+        .iter()
+        .find(|(b, _)| b.trees() == binding.trees())
+        .expect("every binding of the registry has its simulated cloud opened");
+    (*binding, sim.as_ref())
+}
+
+/// The cloud each registered provider's shoots are planned and applied against, with the context of
+/// their calls (the account: Azure's subscription, GCP's project), by `spec.provider.type`: a fleet may
+/// mix providers, and each shoot's provider decides its cloud. Built from the session's registry, so
+/// every registered provider has one.
 #[derive(Clone)]
 pub struct Clouds {
-    by_type: BTreeMap<&'static str, (Arc<dyn CloudWrite>, CloudCtx)>,
+    by_type: Vec<(&'static str, Arc<dyn CloudWrite>, CloudCtx)>,
 }
 
 impl Clouds {
     /// The cloud and context of `provider`'s shoots.
     pub fn of(&self, provider: &dyn Provider) -> Result<(&Arc<dyn CloudWrite>, &CloudCtx), ProviderError> {
-        self.by_type.get(provider.type_name()).map(|(cloud, ctx)| (cloud, ctx)).ok_or_else(|| {
-            ProviderError::Other(
-                format!("bug: no cloud is configured for provider {}; please report", provider.type_name()).into(),
-            )
-        })
+        self.by_type.iter().find(|(t, _, _)| *t == provider.type_name()).map(|(_, cloud, ctx)| (cloud, ctx)).ok_or_else(
+            || {
+                ProviderError::Other(
+                    format!("bug: provider {} is not in the session's registry; please report", provider.type_name())
+                        .into(),
+                )
+            },
+        )
     }
-}
-
-/// Reads and checks a world file.
-pub fn load_world(path: &Path) -> Result<WorldFile> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read world file {}", path.display()))?;
-    Ok(WorldFile::parse(&path.display().to_string(), &text)?)
-}
-
-/// What the workspace of a domains plan is called after the shoot's technical id
-/// (`shoot--dev--a+domains`): a Shoot's infrastructure plan and its domains plan are kept apart (the
-/// state refuses one workspace with two provider types), and no technical id holds a `+`.
-pub const DOMAINS_WORKSPACE_SUFFIX: &str = "+domains";
-
-/// The workspace a plan of `provider_type` for the shoot `technical_id` is kept in: the technical id
-/// for its infrastructure plan, `<technical id>+domains` for its domains plan.
-pub fn workspace_name(technical_id: &str, provider_type: &str) -> String {
-    if provider_type == trellis_providers::domains::PROVIDER_TYPE {
-        format!("{technical_id}{DOMAINS_WORKSPACE_SUFFIX}")
-    } else {
-        technical_id.to_string()
-    }
-}
-
-/// The workspace of a plan ([`workspace_name`] of its shoot and provider).
-pub fn plan_workspace(plan: &Plan) -> String {
-    workspace_name(&plan.shoot, plan.provider.as_str())
 }

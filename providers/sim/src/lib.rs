@@ -118,7 +118,7 @@ pub use crate::arm::world::{AzureWorld, WorldResource};
 pub use crate::core::audit::persisted as persisted_audit;
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
 pub use crate::core::precondition::Precondition;
-pub use crate::core::world::{SyncReport, WorldFile};
+pub use crate::core::world::{builtin_sections, SyncReport, WorldFile, WorldSection};
 pub use crate::core::Origin;
 pub use crate::dns::{DnsSim, DnsWorld};
 pub use crate::gce::world::GceWorld;

@@ -173,7 +173,7 @@ async fn regression_user_vnet_in_another_region_is_refused_at_plan() {
 #[tokio::test]
 async fn regression_managed_vnet_in_another_region_is_refused_at_plan() {
     let s = Scenario::new("A1");
-    let rg = format!("/subscriptions/{}/resourceGroups/shoot--dev--alpha", s.session.subscription);
+    let rg = format!("/subscriptions/{}/resourceGroups/shoot--dev--alpha", s.subscription());
     s.sim().put(&rg, json!({"location": "westeurope"})).await.unwrap();
     let vnet = format!("{rg}/providers/Microsoft.Network/virtualNetworks/shoot--dev--alpha");
     let body =

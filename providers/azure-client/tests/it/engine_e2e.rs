@@ -38,7 +38,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     let state = tempfile::tempdir().unwrap();
     let (mut session, _) = Session::open(state.path(), "test", None).expect("session");
     session.retry = RetryPolicy::immediate(4);
-    session.use_cloud(Arc::new(client), SUB.to_string());
+    session.use_cloud("azure", Arc::new(client), Some(SUB.to_string()));
 
     let plans = ops::plan_files(&session, &[a2()], false, None).await.expect("plan").plans;
     let plan = &plans[0].planned.plan;
@@ -56,7 +56,8 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     for kind in ["resourceGroups/", "virtualNetworks/", "/subnets/", "natGateways/", "publicIPAddresses/"] {
         assert!(puts.iter().any(|t| t.contains(kind)), "no PUT of a {kind} in {puts:?}");
     }
-    assert!(session.sim.calls().is_empty(), "the local simulator was not used");
+    let local = session.sim::<ArmSim>().expect("the simulated ARM cloud");
+    assert!(local.calls().is_empty(), "the local simulator was not used");
     let nat = cloud
         .snapshot()
         .into_iter()

@@ -17,7 +17,7 @@ pub(crate) mod rules;
 pub mod runtime;
 mod sim;
 pub(crate) mod store;
-pub(crate) mod world;
+pub mod world;
 
 pub use id::{canonical_type, ArmId, Kind};
 pub(crate) use sim::Arm;

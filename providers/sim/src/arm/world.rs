@@ -16,7 +16,7 @@
 use crate::arm::rules::{self, check_link, links, normalize, without_etag, LinkProblem};
 use crate::arm::store::{descendants, Entry, Store};
 use crate::arm::{ArmId, Kind};
-use crate::core::world::{SyncReport, WorldFile};
+use crate::core::world::{SyncReport, WorldFile, WorldSection};
 use crate::core::Origin;
 use crate::SimError;
 use serde::Deserialize;
@@ -43,7 +43,7 @@ pub struct WorldResource {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct RawAzure {
+struct RawAzure {
     pub subscription_id: Option<String>,
     #[serde(default)]
     pub other_subscriptions: Vec<String>,
@@ -51,8 +51,36 @@ pub(crate) struct RawAzure {
     pub resources: Vec<Spanned<Value>>,
 }
 
+/// The `azure:` section of world files ([`WorldSection`]).
+pub struct Section;
+
+/// The `azure:` section of world files.
+pub static SECTION: Section = Section;
+
+impl WorldSection for Section {
+    fn key(&self) -> &'static str {
+        "azure"
+    }
+
+    fn check(&self, world: &WorldFile) -> Result<(), SimError> {
+        if let Some(azure) = AzureWorld::of(world)? {
+            azure.declared(&world.path)?;
+        }
+        Ok(())
+    }
+}
+
 impl AzureWorld {
-    pub(crate) fn from_raw(a: RawAzure) -> AzureWorld {
+    /// The `azure:` section of `world` (`None`: it has none).
+    pub fn of(world: &WorldFile) -> Result<Option<AzureWorld>, SimError> {
+        #[derive(Deserialize)]
+        struct File {
+            azure: Option<RawAzure>,
+        }
+        Ok(world.read::<File>()?.azure.map(AzureWorld::from_raw))
+    }
+
+    fn from_raw(a: RawAzure) -> AzureWorld {
         AzureWorld {
             subscription_id: a.subscription_id,
             other_subscriptions: a.other_subscriptions,
@@ -221,7 +249,8 @@ fn split(id: &ArmId, body: Value, out: &mut Vec<(ArmId, Value)>) -> Result<(), r
 /// resources, removes World resources no longer declared (with what is nested in them), leaves API
 /// resources alone. Nothing changes when the result would break containment or a reference.
 pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, SimError> {
-    let declared = match &world.azure {
+    let azure = AzureWorld::of(world)?;
+    let declared = match &azure {
         Some(azure) => azure.declared(&world.path)?,
         None => Vec::new(),
     };
@@ -277,7 +306,7 @@ pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, S
             seq,
         ));
     }
-    if let Some(sub) = world.azure.as_ref().and_then(|a| a.subscription_id.as_deref()) {
+    if let Some(sub) = azure.as_ref().and_then(|a| a.subscription_id.as_deref()) {
         store.set_subscription(sub);
     }
     store.commit()?;

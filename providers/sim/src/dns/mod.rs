@@ -137,10 +137,10 @@ impl DnsSim {
     /// Re-syncs the zones and records the world file's `dns:` section declares (see [`world`]). Not
     /// audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
-        let Some(dns) = &world.dns else {
+        let Some(dns) = world::DnsWorld::of(world)? else {
             return Ok(SyncReport::default());
         };
-        let report = world::sync(&mut self.sim.lock().store, dns);
+        let report = world::sync(&mut self.sim.lock().store, &dns);
         self.sim.commit()?;
         Ok(report)
     }

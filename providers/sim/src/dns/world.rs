@@ -17,7 +17,7 @@
 //! so is a zone no longer listed unless a record the DNS controller wrote is still in it.
 
 use super::store::{normal_name, record_id, valid_name, within, Dirty, DnsStore, Record, RecordType, Zone};
-use crate::core::world::SyncReport;
+use crate::core::world::{SyncReport, WorldFile, WorldSection};
 use crate::core::Origin;
 use crate::SimError;
 use serde::Deserialize;
@@ -56,13 +56,41 @@ pub struct WorldRecord {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawDns {
+struct RawDns {
     #[serde(default)]
     zones: Vec<WorldZone>,
 }
 
+/// The `dns:` section of world files ([`WorldSection`]).
+pub struct Section;
+
+/// The `dns:` section of world files.
+pub static SECTION: Section = Section;
+
+impl WorldSection for Section {
+    fn key(&self) -> &'static str {
+        "dns"
+    }
+
+    fn check(&self, world: &WorldFile) -> Result<(), SimError> {
+        if let Some(dns) = DnsWorld::of(world)? {
+            dns.declared(&world.path)?;
+        }
+        Ok(())
+    }
+}
+
 impl DnsWorld {
-    pub(crate) fn from_raw(raw: RawDns) -> DnsWorld {
+    /// The `dns:` section of `world` (`None`: it has none).
+    pub fn of(world: &WorldFile) -> Result<Option<DnsWorld>, SimError> {
+        #[derive(Deserialize)]
+        struct File {
+            dns: Option<RawDns>,
+        }
+        Ok(world.read::<File>()?.dns.map(DnsWorld::from_raw))
+    }
+
+    fn from_raw(raw: RawDns) -> DnsWorld {
         DnsWorld { zones: raw.zones }
     }
 

@@ -22,7 +22,7 @@
 use super::path::{Collection, GcePath};
 use super::rules;
 use super::store::{Entry, GceStore, Quotas};
-use crate::core::world::{SyncReport, WorldFile};
+use crate::core::world::{SyncReport, WorldFile, WorldSection};
 use crate::core::Origin;
 use crate::SimError;
 use serde::Deserialize;
@@ -42,7 +42,7 @@ pub struct GceWorld {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct RawGce {
+struct RawGce {
     quotas: Option<RawQuotas>,
     #[serde(default)]
     resources: Vec<Value>,
@@ -55,8 +55,36 @@ struct RawQuotas {
     firewalls_per_project: Option<usize>,
 }
 
+/// The `gce:` section of world files ([`WorldSection`]).
+pub struct Section;
+
+/// The `gce:` section of world files.
+pub static SECTION: Section = Section;
+
+impl WorldSection for Section {
+    fn key(&self) -> &'static str {
+        "gce"
+    }
+
+    fn check(&self, world: &WorldFile) -> Result<(), SimError> {
+        if let Some(gce) = GceWorld::of(world)? {
+            gce.declared(&world.path)?;
+        }
+        Ok(())
+    }
+}
+
 impl GceWorld {
-    pub(crate) fn from_raw(raw: RawGce) -> GceWorld {
+    /// The `gce:` section of `world` (`None`: it has none).
+    pub fn of(world: &WorldFile) -> Result<Option<GceWorld>, SimError> {
+        #[derive(Deserialize)]
+        struct File {
+            gce: Option<RawGce>,
+        }
+        Ok(world.read::<File>()?.gce.map(GceWorld::from_raw))
+    }
+
+    fn from_raw(raw: RawGce) -> GceWorld {
         GceWorld {
             quotas: raw.quotas.map(|q| {
                 let d = Quotas::default();
@@ -146,7 +174,7 @@ const KEPT: [&str; 8] = [
 /// Re-syncs the declared resources (origin World): world resources no longer declared go, declared
 /// ones are (re)built; API-created resources stay. Nothing changes when a resource is wrong.
 pub(crate) fn sync(store: &mut GceStore, world: &WorldFile) -> Result<SyncReport, SimError> {
-    let Some(gce) = &world.gce else {
+    let Some(gce) = GceWorld::of(world)? else {
         return Ok(SyncReport::default());
     };
     let mut declared = gce.declared(&world.path)?;

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use trellis_planner::cloud::{CloudRead, CloudWrite};
-use trellis_sim::{ArmSim, Origin, SimError, WorldFile};
+use trellis_sim::{ArmSim, AzureWorld, DnsWorld, Origin, SimError, WorldFile, WorldSection};
 
 const SUB: &str = "6d3a9c1e-0000-4000-8000-000000000001";
 
@@ -247,9 +247,42 @@ fn regression_unknown_sections_are_refused_and_empty_files_are_fine() {
     assert_eq!(*line, 3, "{e}");
     assert!(message.contains("gcp") && message.contains("gce"), "{e}");
     let w = parse("dns:\n  zones: []\n");
-    assert_eq!(w.dns.unwrap().zones, vec![]);
-    assert!(w.azure.is_none());
-    assert_eq!(parse("# nothing yet\n"), WorldFile { path: "world.yaml".into(), ..WorldFile::default() });
+    assert_eq!(DnsWorld::of(&w).unwrap().unwrap().zones, vec![]);
+    assert!(AzureWorld::of(&w).unwrap().is_none());
+    let empty = parse("# nothing yet\n");
+    assert!(!empty.has("azure") && !empty.has("gce") && !empty.has("dns"));
+    assert_eq!(empty.path, "world.yaml");
+    assert_eq!(empty, parse(""));
+}
+
+/// A world file's sections are its simulated clouds': a caller that knows other sections (a
+/// registered binding's own) parses them with [`WorldFile::parse_with`], and an unknown one names
+/// the known sections.
+#[test]
+fn sections_are_the_callers() {
+    struct Mine;
+    impl WorldSection for Mine {
+        fn key(&self) -> &'static str {
+            "mine"
+        }
+        fn check(&self, world: &WorldFile) -> Result<(), SimError> {
+            #[derive(serde::Deserialize)]
+            struct File {
+                #[allow(dead_code)]
+                mine: Option<Vec<String>>,
+            }
+            world.read::<File>().map(drop)
+        }
+    }
+    let [azure, ..] = trellis_sim::builtin_sections();
+    let w = WorldFile::parse_with("w.yaml", "mine: [a]\nazure: {}\n", &[azure, &Mine]).unwrap();
+    assert!(w.has("mine") && w.has("azure") && !w.has("dns"));
+    let e = WorldFile::parse_with("w.yaml", "mine: 3\n", &[&Mine]).unwrap_err();
+    assert!(matches!(e, SimError::WorldParse { line: 1, .. }), "{e:?}");
+    let e = WorldFile::parse_with("w.yaml", "mine: []\ndns: {}\n", &[azure, &Mine]).unwrap_err();
+    assert!(e.to_string().contains("unknown field `dns`, expected one of azure, mine"), "{e}");
+    let e = WorldFile::parse("w.yaml", "mine: []\n").unwrap_err();
+    assert!(e.to_string().contains("expected one of azure, gce, dns"), "{e}");
 }
 
 #[test]
@@ -343,5 +376,5 @@ fn regression_world_file_with_long_comment_blocks_parses() {
     let text = hub_world("").replace("azure:\n", &format!("dns:\n{comments}azure:\n"));
     let text = text.replace("  resources:\n", &format!("  resources:\n{comments}"));
     let w = parse(&text);
-    assert_eq!(w.azure.unwrap().resources.len(), 5);
+    assert_eq!(AzureWorld::of(&w).unwrap().unwrap().resources.len(), 5);
 }

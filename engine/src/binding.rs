@@ -1,0 +1,232 @@
+//! A provider's cloud binding: everything about the cloud its shoots are planned and applied in that
+//! is not the provider's pure stages — the simulated cloud (its sled trees, how it is opened on the
+//! state's database, its world-file section, its audit log's name), the real client built from the
+//! environment and the command line (`--cloud NAME` and the binding's own flags), and the simulated
+//! cloud's runtime writers (`trellis sim …`). The registry ([`crate::registry`]) pairs each provider
+//! with its binding; [`crate::ops::Session`] opens every binding's simulated cloud and keeps, per
+//! provider, the cloud its shoots talk to. The three built in: [`crate::bindings`].
+
+use crate::backend::Backend;
+use crate::ops::Session;
+use anyhow::Result;
+use serde_json::Value;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use trellis_planner::cloud::{Call, CloudWrite};
+use trellis_sim::{Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
+
+/// The storage of a simulated cloud: a tree of the state's sled database (re-exported, so a binding
+/// implements against it without depending on sled itself).
+pub use sled::Tree;
+
+/// A simulated cloud as a session holds it, opened on its tree of the state's database (a cheap
+/// handle: `ArmSim`, `GceSim`, `DnsSim`). Typed access is a downcast: [`Session::sim`].
+pub trait Simulator: Any + Send + Sync {
+    /// The simulated cloud as the cloud its provider's shoots talk to.
+    fn cloud(&self) -> Arc<dyn CloudWrite>;
+
+    /// Makes its writes durable through `flush`, the state database's grouped flush (see
+    /// [`Session::open_with`]); `store` is that database, for a simulated cloud that leaves its writes
+    /// to the owner's flushes altogether.
+    fn share_flush(&self, flush: SharedFlush, store: &Backend) -> Result<(), SimError>;
+
+    /// Re-syncs what its section of `world` declares (not audited, not faulted).
+    fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError>;
+
+    /// Appends the calls not persisted yet to `tree` and flushes it; how many were written.
+    fn persist_audit(&self, tree: &Tree) -> Result<usize, SimError>;
+
+    /// Keeps the audit log in `tree` as calls are made (a served cloud, `trellis sim serve`).
+    fn keep_audit(&self, _tree: Tree) -> Result<usize, SimError> {
+        Err(SimError::Storage("this simulated cloud is not served and keeps its audit log in memory".to_string()))
+    }
+
+    /// Every call since it was opened.
+    fn calls(&self) -> Vec<Call>;
+
+    /// A resource as a GET returns it, without audit, latency or faults.
+    fn get_now(&self, id: &str) -> Option<Value>;
+
+    /// Installs `faults` (latency, injected failures).
+    fn set_faults(&self, faults: Faults);
+}
+
+/// The sled trees a simulated cloud lives in, in the state's database (or the sim dir).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimTrees {
+    /// Its resources (`sim/azure`).
+    pub cloud: &'static str,
+    /// Its audit log, kept for the commands that write (`sim/azure-audit`).
+    pub audit: &'static str,
+}
+
+/// What the command line says about the clouds, for [`CloudBinding::choose`].
+pub struct CloudChoice<'a> {
+    /// `--cloud`: `sim`, or the [`CloudBinding::real_cloud`] name of one binding.
+    pub cloud: &'a str,
+    /// `--endpoint`: the API endpoint of the real client instead of the cloud's own.
+    pub endpoint: Option<&'a str>,
+    /// Whether `--world` was given.
+    pub world: bool,
+    /// The bindings' own flags ([`CloudBinding::args`]), as parsed.
+    pub flags: &'a clap::ArgMatches,
+}
+
+impl CloudChoice<'_> {
+    /// The value of one of the bindings' own flags (`None`: not given, or not a flag of this command).
+    pub fn flag(&self, id: &str) -> Option<&str> {
+        self.flags.try_get_one::<String>(id).ok().flatten().map(String::as_str)
+    }
+}
+
+/// What a binding's shoots talk to for one command.
+pub enum Chosen {
+    /// The simulated cloud, in this account (`None`: [`CloudBinding::sim_account`]).
+    Sim(Option<String>),
+    /// A real client, in this account.
+    Real(Arc<dyn CloudWrite>, String),
+}
+
+/// Whether `trellis sim show ID` looks `id` up in a binding's simulated cloud.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shows {
+    /// Not this cloud's id.
+    No,
+    /// This cloud's id; the words naming the cloud when it is not found (`simulated DNS`).
+    Yes(&'static str),
+    /// Any id no other cloud claims.
+    Otherwise(&'static str),
+}
+
+/// Where `trellis sim …` runs, for its messages.
+pub struct SimCtx<'a> {
+    /// The state (`--state`), as messages show it.
+    pub state: &'a str,
+    /// Where the simulated clouds live, as messages show it.
+    pub sim_where: &'a str,
+}
+
+/// What a binding's `trellis sim` command did.
+pub enum SimOutput {
+    /// Text to print (a resource's JSON).
+    Shown(String),
+    /// A runtime writer ran: the calls it made (its writes are printed, also when a later call
+    /// failed), then its summary line or its error.
+    Wrote { calls: Vec<Call>, result: Result<String> },
+}
+
+/// A simulated cloud served over HTTP (`trellis sim serve`).
+pub struct Served {
+    /// Whether a request path is this API's; `None`: every path no other served cloud claims.
+    pub claims: Option<fn(&str) -> bool>,
+    pub router: axum::Router,
+}
+
+/// A provider's cloud binding. Object-safe: the registry holds `&'static dyn CloudBinding`.
+#[async_trait::async_trait]
+pub trait CloudBinding: Send + Sync {
+    /// The `spec.provider.type` of the provider it serves (`azure`).
+    fn provider_type(&self) -> &'static str;
+
+    /// Its simulated cloud's name where the clouds are listed (`trellis sim audit`: `azure`, `gce`).
+    fn sim_name(&self) -> &'static str;
+
+    /// The sled trees of its simulated cloud. Bindings with the same trees share one simulated cloud.
+    fn trees(&self) -> SimTrees;
+
+    /// Its section of world files (`None`: it reads none).
+    fn world_section(&self) -> Option<&'static dyn WorldSection> {
+        None
+    }
+
+    /// Opens its simulated cloud on `tree`; `world` is the world file about to be synced into it
+    /// (read only for what opening needs).
+    fn open_sim(&self, tree: Tree, world: Option<&WorldFile>) -> Result<Arc<dyn Simulator>, SimError>;
+
+    /// The account its shoots use in the simulated cloud unless a flag says otherwise.
+    fn sim_account(&self, sim: &dyn Simulator) -> String;
+
+    /// The `--cloud` value that selects its real client (`None`: it has none; the simulated cloud is used).
+    fn real_cloud(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Its own command-line flags, global to every command that opens a session (ids unique across
+    /// the registry; values read as strings through [`CloudChoice::flag`]).
+    fn args(&self) -> Vec<clap::Arg> {
+        Vec::new()
+    }
+
+    /// What its shoots talk to for this command: its real client when `--cloud` names it (built from
+    /// the environment and the flags; every problem is an error before anything is opened), else the
+    /// simulated cloud.
+    async fn choose(&self, _choice: &CloudChoice<'_>) -> Result<Chosen> {
+        Ok(Chosen::Sim(None))
+    }
+
+    /// The name of the HTTP API `trellis sim serve` serves its simulated cloud in (`ARM`; `None`: not
+    /// served).
+    fn http_api(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Its simulated cloud over HTTP ([`CloudBinding::http_api`]), the API its real client speaks.
+    fn serve(&self, _sim: &dyn Simulator) -> Option<Served> {
+        None
+    }
+
+    /// `trellis sim show ID`: whether `id` is looked up in its simulated cloud.
+    fn shows(&self, _id: &str) -> Shows {
+        Shows::No
+    }
+
+    /// The ids `trellis sim show` takes for its simulated cloud, for the help (`an ARM id`).
+    fn shows_help(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Its `trellis sim` subcommands (runtime writers of its simulated cloud).
+    fn sim_commands(&self) -> Vec<clap::Command> {
+        Vec::new()
+    }
+
+    /// Runs its `trellis sim` subcommand `name` ([`CloudBinding::sim_commands`]).
+    async fn run_sim(
+        &self,
+        _session: &Session,
+        name: &str,
+        _matches: &clap::ArgMatches,
+        _ctx: &SimCtx<'_>,
+    ) -> Result<SimOutput> {
+        anyhow::bail!("bug: `trellis sim {name}` is not a command of the {} binding; please report", self.sim_name())
+    }
+}
+
+impl std::fmt::Debug for dyn CloudBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CloudBinding({})", self.provider_type())
+    }
+}
+
+/// `--annotation KEY=VALUE` values of a runtime writer, as a map.
+pub(crate) fn parse_annotations(raw: &[String]) -> Result<BTreeMap<String, String>> {
+    raw.iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => anyhow::bail!("--annotation '{a}': expected KEY=VALUE"),
+        })
+        .collect()
+}
+
+/// A Service of a shoot (`--shoot`, `--namespace`, `--name`), for the runtime writers.
+#[derive(clap::Args)]
+pub(crate) struct ServiceRef {
+    /// The shoot's technical id, `shoot--<project>--<name>`.
+    #[arg(long, value_name = "ID")]
+    pub shoot: String,
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    #[arg(long)]
+    pub name: String,
+}

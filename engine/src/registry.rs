@@ -1,0 +1,231 @@
+//! The registry: every provider the engine plans with, each paired with its cloud binding
+//! ([`crate::binding::CloudBinding`]). [`Registry::builtin`] is trellis' own list (Azure, GCP, and the
+//! GEP-0066 domains provider); [`Registry::with`] adds a provider at run time (a test's own), and a
+//! [`crate::ops::Session`] opened with that registry plans, applies and destroys its shoots on its
+//! binding's cloud like any other's.
+//!
+//! The loader dispatches Shoots by `spec.provider.type` through [`Registry::providers`]; a provider
+//! whose plans are derived from other inputs (domains: a Shoot paired with its Seed) is registered
+//! with [`Entry::derived`] and is not dispatched by type.
+
+use crate::binding::{Chosen, CloudBinding, CloudChoice};
+use crate::bindings;
+use anyhow::{bail, Context as _, Result};
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
+use trellis_plans::Plan;
+use trellis_providers::provider::Provider;
+use trellis_sim::{WorldFile, WorldSection};
+use trellis_state::Workspace;
+
+/// The providers built into trellis, with their bindings: the registry line.
+static BUILTIN: LazyLock<Arc<Registry>> = LazyLock::new(|| {
+    use trellis_providers::{azure, domains, gcp};
+    let domains = Derived { workspace_suffix: bindings::dns::WORKSPACE_SUFFIX, describe: bindings::dns::describe };
+    Arc::new(Registry::new(vec![
+        Entry::new(&azure::provider::AZURE, &bindings::azure::AZURE),
+        Entry::new(&gcp::provider::GCP, &bindings::gcp::GCP),
+        Entry::derived(&domains::DOMAINS, &bindings::dns::DNS, domains),
+    ]))
+});
+
+/// One registered provider and its cloud binding.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub provider: &'static dyn Provider,
+    /// Its cloud (`binding.provider_type()` is the provider's type).
+    pub binding: &'static dyn CloudBinding,
+    /// `Some` for a provider whose plans are derived from other inputs instead of dispatched by
+    /// `spec.provider.type`.
+    pub derived: Option<Derived>,
+}
+
+/// What sets a provider of derived plans apart (domains: each Shoot paired with its Seed gets one).
+#[derive(Clone, Copy)]
+pub struct Derived {
+    /// Appended to the shoot's technical id to name the plan's workspace (`+domains`), so the
+    /// shoot's own plan and the derived one are kept apart. No technical id holds a `+`.
+    pub workspace_suffix: &'static str,
+    /// What `trellis state show SHOOT` says about the derived workspace, beside the shoot's own.
+    pub describe: fn(&Workspace) -> Vec<String>,
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Derived").field("workspace_suffix", &self.workspace_suffix).finish_non_exhaustive()
+    }
+}
+
+impl Entry {
+    /// A provider dispatched by `spec.provider.type`, on `binding`'s cloud.
+    pub fn new(provider: &'static dyn Provider, binding: &'static dyn CloudBinding) -> Entry {
+        Entry { provider, binding, derived: None }
+    }
+
+    /// A provider of derived plans ([`Derived`]), on `binding`'s cloud.
+    pub fn derived(provider: &'static dyn Provider, binding: &'static dyn CloudBinding, derived: Derived) -> Entry {
+        Entry { provider, binding, derived: Some(derived) }
+    }
+}
+
+/// The registered providers, in registration order (the first of a type wins).
+#[derive(Clone)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    /// The providers dispatched by `spec.provider.type`, for the loader.
+    by_type: trellis_providers::registry::Registry,
+}
+
+impl Registry {
+    pub fn new(entries: Vec<Entry>) -> Registry {
+        let by_type = entries.iter().filter(|e| e.derived.is_none()).map(|e| e.provider).collect();
+        Registry { entries, by_type: trellis_providers::registry::Registry::new(by_type) }
+    }
+
+    /// The providers built into trellis: Azure, GCP, domains.
+    pub fn builtin() -> Arc<Registry> {
+        Arc::clone(&BUILTIN)
+    }
+
+    /// This registry's entries and `entry` after them: `Registry::builtin().with(Entry::new(&MINE,
+    /// &MY_BINDING))`.
+    pub fn with(&self, entry: Entry) -> Registry {
+        let mut entries = self.entries.clone();
+        entries.push(entry);
+        Registry::new(entries)
+    }
+
+    /// Every entry, in registration order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entry of `provider_type`.
+    pub fn entry(&self, provider_type: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.provider.type_name() == provider_type)
+    }
+
+    /// The providers dispatched by `spec.provider.type` (what the loader reads Shoots with).
+    pub fn providers(&self) -> &trellis_providers::registry::Registry {
+        &self.by_type
+    }
+
+    /// The suffix of the workspaces of `provider_type`'s plans ([`Derived::workspace_suffix`]; empty
+    /// for a provider dispatched by type).
+    pub fn workspace_suffix(&self, provider_type: &str) -> &'static str {
+        self.entry(provider_type).and_then(|e| e.derived).map_or("", |d| d.workspace_suffix)
+    }
+
+    /// The workspace a plan of `provider_type` for the shoot `technical_id` is kept in: the technical id
+    /// for its own plan, with the provider's suffix for a derived one (`<technical id>+domains`).
+    pub fn workspace_name(&self, technical_id: &str, provider_type: &str) -> String {
+        format!("{technical_id}{}", self.workspace_suffix(provider_type))
+    }
+
+    /// The workspace of a plan ([`Registry::workspace_name`] of its shoot and provider).
+    pub fn plan_workspace(&self, plan: &Plan) -> String {
+        self.workspace_name(&plan.shoot, plan.provider.as_str())
+    }
+
+    /// The bindings, each once (entries sharing a binding's trees share its simulated cloud), in
+    /// registration order.
+    pub fn bindings(&self) -> Vec<&'static dyn CloudBinding> {
+        let mut out: Vec<&'static dyn CloudBinding> = Vec::new();
+        for e in &self.entries {
+            if !out.iter().any(|b| b.trees() == e.binding.trees()) {
+                out.push(e.binding);
+            }
+        }
+        out
+    }
+
+    /// The world-file sections of the bindings.
+    pub fn world_sections(&self) -> Vec<&'static dyn WorldSection> {
+        let mut out: Vec<&'static dyn WorldSection> = Vec::new();
+        for section in self.bindings().iter().filter_map(|b| b.world_section()) {
+            if !out.iter().any(|s| s.key() == section.key()) {
+                out.push(section);
+            }
+        }
+        out
+    }
+
+    /// Reads and checks a world file (`--world`): its sections are the bindings'.
+    pub fn load_world(&self, path: &Path) -> Result<WorldFile> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read world file {}", path.display()))?;
+        Ok(WorldFile::parse_with(&path.display().to_string(), &text, &self.world_sections())?)
+    }
+
+    /// `--cloud`'s values: `sim`, then each binding's real cloud.
+    pub fn cloud_names(&self) -> Vec<&'static str> {
+        std::iter::once("sim").chain(self.bindings().iter().filter_map(|b| b.real_cloud())).collect()
+    }
+
+    /// The bindings' own flags ([`CloudBinding::args`]), in registration order.
+    pub fn args(&self) -> Vec<clap::Arg> {
+        self.bindings().iter().flat_map(|b| b.args()).collect()
+    }
+
+    /// What each entry's shoots talk to for one command (in entry order), from `--cloud`, `--endpoint`
+    /// and the bindings' flags. Every problem is an error here, before anything is opened.
+    pub async fn choose(&self, choice: &CloudChoice<'_>) -> Result<Vec<Chosen>> {
+        if choice.cloud == "sim" && choice.endpoint.is_some() {
+            bail!(
+                "--endpoint needs {}: it points a real client at an emulator; the simulated cloud (--cloud sim) lives in the state dir or --sim-dir",
+                self.real_clouds().iter().map(|c| format!("--cloud {c}")).collect::<Vec<_>>().join(" or ")
+            );
+        }
+        let mut chosen = Vec::with_capacity(self.entries.len());
+        for e in &self.entries {
+            chosen.push(e.binding.choose(choice).await?);
+        }
+        Ok(chosen)
+    }
+
+    /// The `--cloud` values of real clients.
+    fn real_clouds(&self) -> Vec<&'static str> {
+        self.bindings().iter().filter_map(|b| b.real_cloud()).collect()
+    }
+
+    /// `--endpoint`'s help.
+    pub fn endpoint_help(&self) -> String {
+        format!(
+            "With --cloud {}: the API endpoint instead of the cloud's own (an emulator such as `trellis sim serve`); plain http only on a loopback address",
+            self.real_clouds().join(" or ")
+        )
+    }
+
+    /// The bindings' `trellis sim` subcommands, listed in this order.
+    pub fn sim_commands(&self) -> Vec<clap::Command> {
+        let commands = self.bindings().iter().flat_map(|b| b.sim_commands()).collect::<Vec<_>>();
+        commands.into_iter().enumerate().map(|(i, c)| c.display_order(i)).collect()
+    }
+
+    /// The binding whose `trellis sim` subcommand `name` is.
+    pub fn sim_command_binding(&self, name: &str) -> Option<&'static dyn CloudBinding> {
+        self.bindings().into_iter().find(|b| b.sim_commands().iter().any(|c| c.get_name() == name))
+    }
+
+    /// `trellis sim show`'s help for its id.
+    pub fn show_help(&self) -> String {
+        self.bindings().iter().filter_map(|b| b.shows_help()).collect::<Vec<_>>().join(", or ")
+    }
+
+    /// `trellis sim audit --output`'s help.
+    pub fn audit_output_help(&self) -> String {
+        let logs: Vec<String> = self.bindings().iter().map(|b| format!("\"{}\": […]", b.sim_name())).collect();
+        format!("text: one call a line (`cloud method status target`); json: `{{{}}}`", logs.join(", "))
+    }
+
+    /// `trellis sim serve`'s description.
+    pub fn serve_about(&self) -> String {
+        let apis: Vec<String> =
+            self.bindings().iter().filter_map(|b| b.http_api()).map(|a| format!("{a} REST")).collect();
+        format!(
+            "Serve the simulated clouds of the state dir over HTTP, {} on one port, for the real clients (`--cloud {} --endpoint URL`); until Ctrl-C",
+            apis.join(" and "),
+            self.real_clouds().join("|")
+        )
+    }
+}
