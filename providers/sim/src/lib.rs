@@ -115,7 +115,7 @@ pub use crate::arm::persist::DeferredWrites;
 pub use crate::arm::runtime;
 pub use crate::arm::store::DEFAULT_SUBSCRIPTION;
 pub use crate::arm::world::{AzureWorld, WorldResource};
-pub use crate::core::audit::persisted as persisted_audit;
+pub use crate::core::audit::{persisted as persisted_audit, AuditLog};
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
 pub use crate::core::precondition::Precondition;
 pub use crate::core::world::{builtin_sections, SyncReport, WorldFile, WorldSection};

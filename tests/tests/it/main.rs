@@ -14,4 +14,5 @@ mod saved_plans;
 mod scenario_driver;
 mod sim_behaves_like_arm;
 mod state_driven_deletion;
+mod toy_provider;
 mod write_model;

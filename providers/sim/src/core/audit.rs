@@ -8,9 +8,10 @@ const AUDIT_PREFIX: &str = "audit/";
 const AUDIT_BATCH: usize = 1_000;
 
 /// The calls in memory, how many of them are written to a tree, and the tree each call is written
-/// to as it is made ([`AuditLog::keep`]).
+/// to as it is made ([`AuditLog::keep`]). Public so a cloud binding outside this crate keeps its
+/// calls in the same form (`trellis sim audit` reads every binding's audit tree alike).
 #[derive(Default)]
-pub(crate) struct AuditLog {
+pub struct AuditLog {
     calls: Vec<Call>,
     persisted: usize,
     /// [`AuditLog::keep`]'s tree and the sequence number of the next call written to it.
@@ -40,6 +41,10 @@ impl AuditLog {
 
     pub fn len(&self) -> usize {
         self.calls.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
     }
 
     /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
