@@ -335,11 +335,8 @@ pub async fn plan_shoot<S: Stages>(
     cloud: &dyn CloudRead,
     cctx: &CloudCtx,
 ) -> Result<Planned, ProviderError> {
-    let stored = stored_state::<S>(ws)?;
-    validate(stages, shoot, &stored)?;
-    let shoot = stages.admitted(shoot, &stored);
+    let (stored, shoot, setup) = plan_start(stages, shoot, ws, cctx)?;
     let shoot = shoot.as_ref();
-    let setup = stages.context(shoot, ws, &stored, cctx)?;
     let observed = discover(stages.id_scheme(), cloud, cctx, |n, o| stages.discovery(n, shoot, &setup.ctx, o)).await?;
     plan_rest(stages, shoot, ws, cctx, &stored, setup, &observed)
 }
@@ -353,11 +350,22 @@ pub fn plan_observed<S: Stages>(
     cctx: &CloudCtx,
     observed: &Observed,
 ) -> Result<Planned, ProviderError> {
+    let (stored, shoot, setup) = plan_start(stages, shoot, ws, cctx)?;
+    plan_rest(stages, shoot.as_ref(), ws, cctx, &stored, setup, observed)
+}
+
+/// The stages before discovery: the stored state, validation, the admitted shoot and the context.
+fn plan_start<'a, S: Stages>(
+    stages: &S,
+    shoot: &'a S::Shoot,
+    ws: &Workspace,
+    cctx: &CloudCtx,
+) -> Result<(S::State, Cow<'a, S::Shoot>, Setup<S::Ctx, S::State>), ProviderError> {
     let stored = stored_state::<S>(ws)?;
     validate(stages, shoot, &stored)?;
-    let shoot = stages.admitted(shoot, &stored);
-    let setup = stages.context(shoot.as_ref(), ws, &stored, cctx)?;
-    plan_rest(stages, shoot.as_ref(), ws, cctx, &stored, setup, observed)
+    let admitted = stages.admitted(shoot, &stored);
+    let setup = stages.context(admitted.as_ref(), ws, &stored, cctx)?;
+    Ok((stored, admitted, setup))
 }
 
 /// The stages after discovery.
