@@ -354,13 +354,17 @@ pub fn plan_observed<S: Stages>(
     plan_rest(stages, shoot.as_ref(), ws, cctx, &stored, setup, observed)
 }
 
+/// What the stages before discovery leave: the stored state, the admitted shoot, the context.
+type Started<'a, S> =
+    (<S as Stages>::State, Cow<'a, <S as Stages>::Shoot>, Setup<<S as Stages>::Ctx, <S as Stages>::State>);
+
 /// The stages before discovery: the stored state, validation, the admitted shoot and the context.
 fn plan_start<'a, S: Stages>(
     stages: &S,
     shoot: &'a S::Shoot,
     ws: &Workspace,
     cctx: &CloudCtx,
-) -> Result<(S::State, Cow<'a, S::Shoot>, Setup<S::Ctx, S::State>), ProviderError> {
+) -> Result<Started<'a, S>, ProviderError> {
     let stored = stored_state::<S>(ws)?;
     validate(stages, shoot, &stored)?;
     let admitted = stages.admitted(shoot, &stored);
