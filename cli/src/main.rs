@@ -456,6 +456,11 @@ fn eprint_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) {
     }
 }
 
+/// Prints a note the engine handed out (on Seed pairing: `note: …`, its values escaped already).
+fn eprint_note(note: String) {
+    eprintln!("{note}");
+}
+
 fn color_for(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
@@ -502,7 +507,7 @@ async fn open(env: &Env, operation: &str) -> Result<Session> {
 
 fn validate(inputs: Inputs) -> Result<u8> {
     let registry = registry();
-    let (shoots, seeds) = ops::load_inputs(&registry, &inputs.files, inputs.feature_gates)?;
+    let (shoots, seeds) = ops::load_inputs(&registry, &inputs.files, inputs.feature_gates, &mut eprint_note)?;
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
@@ -542,7 +547,7 @@ fn validate(inputs: Inputs) -> Result<u8> {
         let store = store.as_ref().map(|s| s as &dyn trellis_state::StateStore);
         if let Err(e) = ops::check_seeds(
             &registry,
-            shoots.iter().map(|s| (s.shoot.as_ref(), s.file.as_path())),
+            shoots.iter().map(|s| (s.provider, s.shoot.as_ref(), s.file.as_path())),
             &seeds,
             inputs.feature_gates,
             store,
@@ -616,7 +621,7 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     let keep_plans = !json && text.is_none();
     let mut kept = Vec::new();
     let opts = ops::StreamOptions { json: json || plan_file.is_some(), text, keep_plans, shard, ..Default::default() };
-    let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, |p| {
+    let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, eprint_note, |p| {
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
         }
@@ -935,14 +940,15 @@ fn print_timings(session: &Session, timings: bool) {
     }
 }
 
-/// [`ops::plan_files`] of `shard`'s shoots (all without `--shard`), with the shard's line on stderr.
+/// [`ops::plan_files`] of `shard`'s shoots (all without `--shard`), with the notes on Seed pairing and
+/// the shard's line on stderr.
 async fn plan_files(
     session: &Session,
     files: &[PathBuf],
     destroy: bool,
     shard: Option<Shard>,
 ) -> Result<Vec<ops::ShootPlan>> {
-    let planned = ops::plan_files(session, files, destroy, shard).await?;
+    let planned = ops::plan_files_with(session, files, destroy, shard, eprint_note).await?;
     if let Some(shard) = shard {
         eprintln!("{}", planned.summary.shard.line(shard));
     }

@@ -6,22 +6,31 @@
 //!
 //! The loader dispatches Shoots by `spec.provider.type` through [`Registry::providers`]; a provider
 //! whose plans are derived from other inputs (domains: a Shoot paired with its Seed) is registered
-//! with [`Entry::derived`] and is not dispatched by type.
+//! with [`Entry::derived`] and is not dispatched by type: its [`Derived`] hooks make its inputs and
+//! run its Seed-level rules, so the engine names none of its types.
 
 use crate::binding::{Chosen, CloudBinding, CloudChoice};
 use crate::bindings;
 use anyhow::{bail, Context as _, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 use trellis_plans::Plan;
-use trellis_providers::provider::Provider;
+use trellis_providers::features::Features;
+use trellis_providers::manifest::LoadedSeed;
+use trellis_providers::provider::{Provider, ProviderError, ProviderShoot};
+use trellis_providers::seed::Seed;
 use trellis_sim::{WorldFile, WorldSection};
 use trellis_state::Workspace;
 
 /// The providers built into trellis, with their bindings: the registry line.
 static BUILTIN: LazyLock<Arc<Registry>> = LazyLock::new(|| {
     use trellis_providers::{azure, domains, gcp};
-    let domains = Derived { workspace_suffix: bindings::dns::WORKSPACE_SUFFIX, describe: bindings::dns::describe };
+    let domains = Derived {
+        workspace_suffix: bindings::dns::WORKSPACE_SUFFIX,
+        describe: bindings::dns::describe,
+        pair: domains::pair,
+        check_seeds: domains::check_seeds,
+    };
     Arc::new(Registry::new(vec![
         Entry::new(&azure::provider::AZURE, &bindings::azure::AZURE),
         Entry::new(&gcp::provider::GCP, &bindings::gcp::GCP),
@@ -40,7 +49,11 @@ pub struct Entry {
     pub derived: Option<Derived>,
 }
 
-/// What sets a provider of derived plans apart (domains: each Shoot paired with its Seed gets one).
+/// What sets a provider of derived plans apart (domains: each Shoot paired with its Seed gets one),
+/// and its Seed-pairing hooks, which the provider owns: the engine pairs Shoots with Seeds by
+/// `spec.seedName` ([`trellis_providers::manifest::pair_seeds`]) and hands each pair to [`Derived::pair`]
+/// ([`crate::ops::derived_inputs`]), and a fleet's derived inputs to [`Derived::check_seeds`]
+/// ([`crate::ops::check_seeds`]).
 #[derive(Clone, Copy)]
 pub struct Derived {
     /// Appended to the shoot's technical id to name the plan's workspace (`+domains`), so the
@@ -48,7 +61,30 @@ pub struct Derived {
     pub workspace_suffix: &'static str,
     /// What `trellis state show SHOOT` says about the derived workspace, beside the shoot's own.
     pub describe: fn(&Workspace) -> Vec<String>,
+    /// The derived input of one Shoot (its document as JSON) on the Seed its `spec.seedName` names,
+    /// under the run's feature gates; `file` names the Shoot in errors. A refusal fails the fleet
+    /// ([`crate::ops::FleetError`], the shoot's derived workspace named).
+    pub pair: PairFn,
+    /// The Seed-level rules over a fleet ([`CheckSeedsFn`]).
+    pub check_seeds: CheckSeedsFn,
 }
+
+/// [`Derived::pair`]: `(shoot, seed, features, file)`.
+pub type PairFn = fn(&serde_json::Value, &Seed, Features, &Path) -> Result<Box<dyn ProviderShoot>, ProviderError>;
+
+/// [`Derived::check_seeds`]: `(inputs, seeds, features, applied)` — the provider's derived inputs of
+/// the fleet with their files (grouping them by Seed is the provider's: only it knows the Seed an
+/// input was paired with), every Seed of the run (those without any of the inputs are checked too),
+/// the run's feature gates, and the workspaces in state carrying the provider's workspace suffix as
+/// (technical id, workspace), read on demand. Returns each broken rule's subject (`seed NAME`), file and
+/// errors (the engine sorts them by subject and fails the fleet with them); `Err` when state cannot
+/// be read.
+pub type CheckSeedsFn = fn(
+    &[(&dyn ProviderShoot, &Path)],
+    &[LoadedSeed],
+    Features,
+    &dyn Fn() -> Result<Vec<(String, Workspace)>, ProviderError>,
+) -> Result<Vec<(String, PathBuf, ProviderError)>, ProviderError>;
 
 impl std::fmt::Debug for Derived {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -24,17 +24,30 @@ use super::*;
 /// Plans the shoots of `paths` (files, or directories of them) for a caller that needs them all at
 /// once (`apply -f`, `destroy`, the scenario tests): [`plan_fleet_streaming`] — the one fleet planner
 /// `trellis plan` runs — with every shoot's [`ShootPlan`] collected, the fleet checks' warnings added,
-/// in workspace order (a shoot's infrastructure plan, then its domains plan). Reads only.
+/// in workspace order (a shoot's infrastructure plan, then its derived plan). Reads only. The notes on
+/// Seed pairing are dropped ([`plan_files_with`] hands them out).
 pub async fn plan_files(
     session: &Session,
     paths: &[PathBuf],
     destroy: bool,
     shard: Option<Shard>,
 ) -> Result<FleetPlans> {
+    plan_files_with(session, paths, destroy, shard, |_| {}).await
+}
+
+/// [`plan_files`], handing each note on Seed pairing to `note` as the planner finds it (before any
+/// error that follows it; [`derived_inputs`]).
+pub async fn plan_files_with(
+    session: &Session,
+    paths: &[PathBuf],
+    destroy: bool,
+    shard: Option<Shard>,
+    note: impl FnMut(String),
+) -> Result<FleetPlans> {
     let files = read_ahead(Arc::clone(&session.registry), list_manifest_files(paths)?);
     let opts = StreamOptions { keep: true, destroy, shard, ..StreamOptions::default() };
     let mut plans = Vec::new();
-    let mut summary = plan_fleet_streaming(session, paths, files, opts, |p| {
+    let mut summary = plan_fleet_streaming(session, paths, files, opts, note, |p| {
         plans.extend(p.shoot_plan);
         Ok(())
     })
@@ -58,7 +71,7 @@ pub struct FleetPlans {
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
     let shared = Arc::new(Shared::new(session, StreamOptions { destroy, ..StreamOptions::default() }));
     let mut plans = plan_inputs(&shared, shoots).await?;
-    // By workspace: a shoot's infrastructure plan, then its domains plan (`<id>` < `<id>+domains`).
+    // By workspace: a shoot's infrastructure plan, then its derived plan (`<id>` < `<id>+domains`).
     plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
     let warnings = check_fleet(session, &plans).await?;
     add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), warnings);
@@ -159,7 +172,7 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
     let warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
     check_seeds(
         &session.registry,
-        plans.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
+        plans.iter().map(|p| (p.provider, p.shoot.as_ref(), p.input_file.as_path())),
         &[],
         session.features,
         Some(session.store.as_ref()),
@@ -167,52 +180,29 @@ async fn check_fleet(session: &Session, plans: &[ShootPlan]) -> Result<Vec<Fleet
     Ok(warnings)
 }
 
-/// The Seed-level rules of GEP-0066 ([`trellis_providers::domains::check_seed`]) over each Seed and
-/// the domains inputs of the shoots on it, Seeds in name order. The Seed as last seen is not known
-/// (trellis keeps no Seed in state): the applied shoots' internal domains stand in for it. With a `store`,
-/// the internal domains in use are also read from the domains workspaces in state
-/// ([`internal_domains_in_use`]): every shoot trellis applied on the Seed, in this run or not.
-///
-/// `seeds` are the Seeds of the run and `features` the run's gates: a Seed without any of its shoots
-/// among `inputs` is checked too, against the shoots applied on it (with a `store`).
+/// The Seed-level rules (GEP-0066's, of the domains provider) over a fleet: each provider of derived
+/// plans in the registry gets its own inputs among `inputs` through its
+/// [`crate::registry::Derived::check_seeds`] hook, with the Seeds of the run (`seeds`: a Seed without
+/// any of its shoots among `inputs` is checked too, against the shoots applied on it), the run's
+/// `features` and, with a `store`, its workspaces in state (`<id><suffix>`, read only if the hook
+/// asks): every shoot trellis applied on the Seed, in this run or not. Every broken rule fails the
+/// call ([`FleetError`], by subject: `seed NAME`).
 pub fn check_seeds<'a>(
     registry: &Registry,
-    inputs: impl Iterator<Item = (&'a dyn ProviderShoot, &'a Path)>,
+    inputs: impl Iterator<Item = (&'static dyn Provider, &'a dyn ProviderShoot, &'a Path)>,
     seeds: &[manifest::LoadedSeed],
     features: Features,
     store: Option<&dyn StateStore>,
 ) -> Result<()> {
-    use trellis_providers::domains::{check_seed, DomainsShoot};
-    let mut by_seed: BTreeMap<String, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
-    for (shoot, file) in inputs {
-        if let Some(ds) = shoot.downcast_ref::<DomainsShoot>() {
-            by_seed.entry(ds.seed.metadata.name.clone()).or_default().push((ds, file));
-        }
-    }
-    // The Seeds without a shoot in this run (names are unique: [`manifest::pair_seeds`]).
-    let alone: Vec<&manifest::LoadedSeed> =
-        seeds.iter().filter(|s| !by_seed.contains_key(&s.seed.metadata.name)).collect();
-    // Read with the gate on (the in-use rule) and off (the internal domain must not change while
-    // applied shoots are on the seed); only when some Seed is checked.
-    let applied = match store {
-        Some(store) if !by_seed.is_empty() || !alone.is_empty() => internal_domains_in_use(registry, store)?,
-        _ => BTreeMap::new(),
-    };
+    let inputs: Vec<_> = inputs.collect();
     let mut failures = Vec::new();
-    for (name, shoots) in &by_seed {
-        let (first, file) = shoots[0];
-        let all: Vec<&DomainsShoot> = shoots.iter().map(|(ds, _)| *ds).collect();
-        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
-        if let Err(e) = check_seed(&first.seed, None, &all, used, first.features) {
-            failures.push((format!("seed {name}"), file.to_path_buf(), e));
-        }
-    }
-    for s in alone {
-        let name = &s.seed.metadata.name;
-        let used = applied.get(name).map(Vec::as_slice).unwrap_or_default();
-        if let Err(e) = check_seed(&s.seed, None, &[], used, features) {
-            failures.push((format!("seed {name}"), s.file.clone(), e));
-        }
+    for entry in registry.entries() {
+        let Some(derived) = entry.derived else { continue };
+        let kind = entry.provider.type_name();
+        let own: Vec<(&dyn ProviderShoot, &Path)> =
+            inputs.iter().filter(|(p, _, _)| p.type_name() == kind).map(|&(_, shoot, file)| (shoot, file)).collect();
+        let applied = || derived_workspaces(store, derived.workspace_suffix);
+        failures.extend((derived.check_seeds)(&own, seeds, features, &applied)?);
     }
     failures.sort_by(|a, b| a.0.cmp(&b.0));
     if failures.is_empty() {
@@ -222,33 +212,15 @@ pub fn check_seeds<'a>(
     }
 }
 
-/// The internal domains the shoots trellis applied use, by the Seed they were applied on: each
-/// domains workspace in state (`<id>+domains`) whose shoot was last applied with `spec.seedName`
-/// set, its `internal` and `prior-internal` roles ([`DomainsState::internal_in_use`]).
-///
-/// [`DomainsState::internal_in_use`]: trellis_providers::domains::state::DomainsState::internal_in_use
-fn internal_domains_in_use(
-    registry: &Registry,
-    store: &dyn StateStore,
-) -> Result<BTreeMap<String, Vec<trellis_providers::domains::InternalInUse>>> {
-    use trellis_providers::domains::{provider::stored_state, InternalInUse, PROVIDER_TYPE};
-    let mut out: BTreeMap<String, Vec<InternalInUse>> = BTreeMap::new();
-    let suffix = registry.workspace_suffix(PROVIDER_TYPE);
-    if suffix.is_empty() {
-        return Ok(out);
-    }
+/// The workspaces in `store` whose name ends in `suffix` (a provider of derived plans'), as (the
+/// shoot's technical id, the workspace); none without a store or a suffix.
+fn derived_workspaces(store: Option<&dyn StateStore>, suffix: &str) -> Result<Vec<(String, Workspace)>, ProviderError> {
+    let mut out = Vec::new();
+    let Some(store) = store.filter(|_| !suffix.is_empty()) else { return Ok(out) };
     for summary in store.list()? {
         let Some(shoot) = summary.shoot.strip_suffix(suffix) else { continue };
         let Some(ws) = store.load(&summary.shoot)? else { continue };
-        let state = stored_state(&ws).with_context(|| format!("state of {}", summary.shoot))?;
-        let Some(seed) = state.last_applied.as_ref().and_then(|l| l.seed_name.clone()) else { continue };
-        let used = out.entry(seed).or_default();
-        used.extend(
-            state
-                .internal_in_use()
-                .into_iter()
-                .map(|d| InternalInUse { shoot: shoot.to_string(), domain: d.to_string() }),
-        );
+        out.push((shoot.to_string(), ws));
     }
     Ok(out)
 }
@@ -307,7 +279,7 @@ pub struct StreamOptions {
     /// which need the whole fleet.
     pub keep_plans: bool,
     /// `--shard I/N`: plan only the shoots of this shard (the others are counted in
-    /// [`StreamSummary::shard`]); a shoot's domains plan goes with its shoot.
+    /// [`StreamSummary::shard`]); a shoot's derived plan (domains) goes with its shoot.
     pub shard: Option<Shard>,
     /// Hand out each shoot's whole [`ShootPlan`] ([`StreamedPlan::shoot_plan`]): what an apply needs.
     pub keep: bool,
@@ -576,11 +548,17 @@ fn planning_window() -> usize {
 /// [`Provider::check_fleet`] (over the shoots in technical-id order). After the first failure
 /// nothing more is emitted, so what was emitted before it is a prefix of the fleet: a caller that
 /// must not leave a partial document (a plan file) writes it only on success.
+///
+/// The notes on Seed pairing ([`derived_inputs`]: a Shoot whose Seed is not among the inputs, a Shoot
+/// without an infrastructure plan) go to `note`, one line each, when the derived plans are paired:
+/// after every infrastructure plan was emitted, before the derived plans and the checks at the end
+/// (and before any error of theirs). The engine prints nothing; the caller shows them.
 pub async fn plan_fleet_streaming(
     session: &Session,
     paths: &[PathBuf],
     mut files: ReadAhead,
     opts: StreamOptions,
+    mut note: impl FnMut(String),
     mut emit: impl FnMut(StreamedPlan) -> Result<()>,
 ) -> Result<StreamSummary> {
     use futures::StreamExt as _;
@@ -691,7 +669,7 @@ pub async fn plan_fleet_streaming(
         return Err(e.into());
     }
     if shoots == 0 && summary.shard.left == 0 {
-        // Seeds alone plan nothing: a domains plan is a Shoot's. (A shard may take none of a fleet.)
+        // Seeds alone plan nothing: a derived plan is a Shoot's. (A shard may take none of a fleet.)
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
     if !invalid.is_empty() {
@@ -706,18 +684,19 @@ pub async fn plan_fleet_streaming(
     if !failures.is_empty() {
         return Err(FleetError { failures }.into());
     }
-    // Domains plans (GEP-0066), only when Seeds were among the inputs: a Seed may be in any file, so
-    // the manifests are loaded again whole and paired ([`domains_inputs`]); each paired Shoot's domains
-    // plan is made and handed out after every infrastructure plan, in shoot order.
-    let mut domains = Vec::new();
+    // Derived plans (GEP-0066's domains plans), only when Seeds were among the inputs: a Seed may be
+    // in any file, so the manifests are loaded again whole and paired ([`derived_inputs`], its notes
+    // handed to `note`); each paired Shoot's derived plan is made and handed out after every
+    // infrastructure plan, in shoot order.
+    let mut derived = Vec::new();
     let mut loaded_seeds = Vec::new();
     if seeds > 0 {
         let loaded = manifest::load_with(session.registry.providers(), paths)?;
-        let mut inputs = domains_inputs(&session.registry, &loaded, session.features)?;
+        let mut inputs = derived_inputs(&session.registry, &loaded, session.features, &mut note)?;
         if let Some(shard) = opts.shard {
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
-        domains = plan_inputs(&shared, inputs).await?;
+        derived = plan_inputs(&shared, inputs).await?;
         loaded_seeds = loaded.seeds;
     }
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
@@ -726,13 +705,13 @@ pub async fn plan_fleet_streaming(
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
     check_seeds(
         &session.registry,
-        domains.iter().map(|p| (p.shoot.as_ref(), p.input_file.as_path())),
+        derived.iter().map(|p| (p.provider, p.shoot.as_ref(), p.input_file.as_path())),
         &loaded_seeds,
         session.features,
         Some(session.store.as_ref()),
     )?;
-    // The domains plans go out last, after every infrastructure plan, in shoot order.
-    for planned in domains {
+    // The derived plans go out last, after every infrastructure plan, in shoot order.
+    for planned in derived {
         summary.plans += 1;
         summary.changes |= planned.planned.plan.has_changes();
         emit(StreamedPlan::with_facts(planned, &opts).0)?;

@@ -5,7 +5,7 @@
 //!
 //! - [`session`]: `Session` (state + the simulated cloud of every binding of its registry, and the
 //!   cloud each provider's shoots talk to), `Clouds`.
-//! - [`inputs`]: `ShootInput` (loaded Shoots and domains inputs), `ShootPlan`, listing manifest files.
+//! - [`inputs`]: `ShootInput` (loaded Shoots and derived inputs), `ShootPlan`, listing manifest files.
 //! - [`fleet`]: the fleet planner (`plan_fleet_streaming`, `plan_files`, `plan_fleet`, `plan_one`) and
 //!   the fleet-wide checks.
 //! - [`saved`]: `apply PLAN` — re-planning a saved plan's manifests and comparing.

@@ -27,10 +27,13 @@
 //!   manifest's `status` is read only before the first apply (adoption). `gardener.cloud/operation`
 //!   and the confirmation annotation are consumed by the apply that acted on them (recorded in state,
 //!   since trellis does not edit the user's manifest).
-//! - **Seed-level rules** run in [`check_seed`] (the caller — the CLI's fleet plan — hands it the
-//!   Seed, the Seed as last seen if known, and every DomainsShoot of the seed); usage of an internal
-//!   domain is read from the shoots' `status.advertisedAddresses` (`internal` / `prior-internal`), as
-//!   the GEP says.
+//! - **Seed pairing** is this provider's hook, registered with its entry in the engine's registry:
+//!   [`pair`] makes a Shoot's domains input on its Seed, and [`check_seeds`] runs the Seed-level
+//!   rules over a fleet's domains inputs (grouped by Seed here), the Seeds of the run and the domains
+//!   workspaces in state; per Seed, [`check_seed`] (the Seed, the Seed as last seen if known, and
+//!   every DomainsShoot of the seed); usage of an internal domain is read from the shoots'
+//!   `status.advertisedAddresses` (`internal` / `prior-internal`), as the GEP says, and from their
+//!   domains state ([`internal_in_use`]).
 //! - **Constraint.** `InternalDomainUpToDate` (positive statement; only written while `False`, as
 //!   upstream's optional constraints), reason `InternalDomainMigrationRequired`.
 
@@ -45,15 +48,18 @@ pub mod validation;
 #[cfg(test)]
 mod tests;
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 pub use api::DomainsShoot;
 pub use provider::{Domains, DOMAINS};
 
 use crate::features::Features;
 use crate::field::{ErrorList, FieldError};
+use crate::manifest::LoadedSeed;
 use crate::provider::{ProviderError, ProviderShoot};
 use crate::seed::Seed;
+use trellis_state::Workspace;
 
 /// `domains`.
 pub const PROVIDER_TYPE: &str = "domains";
@@ -70,6 +76,13 @@ pub enum DomainsError {
     WrongSeed { file: String, shoot: String, want: String, got: String },
     #[error("{file}: Shoot {shoot} has no spec.seedName: a domains plan needs the Seed the Shoot is scheduled on; set spec.seedName")]
     NoSeed { file: String, shoot: String },
+    /// A domains workspace in state whose provider state cannot be read ([`check_seeds`]).
+    #[error("state of {workspace}")]
+    State {
+        workspace: String,
+        #[source]
+        source: ProviderError,
+    },
 }
 
 impl From<DomainsError> for ProviderError {
@@ -243,4 +256,75 @@ pub fn check_seed(
     } else {
         Err(ProviderError::Invalid(errs))
     }
+}
+
+/// The Seed-level rules of GEP-0066 over a fleet, the hook the engine calls for this provider's
+/// entry: each Seed with the domains inputs of its shoots among `inputs` (this provider's, as
+/// [`pair`] made them or a saved plan carries them; grouped by the Seed each was paired with), then
+/// each Seed of the run (`seeds`) without any of them, checked under the run's `features`
+/// against the shoots applied on it; Seeds in name order, each with [`check_seed`]. The Seed as last
+/// seen is not known (trellis keeps no Seed in state): the applied shoots' internal domains stand in
+/// for it. `applied` gives the domains workspaces in state (the shoot's technical id and the
+/// workspace), read only when some Seed is checked ([`internal_in_use`]): every shoot trellis applied
+/// on the Seed, in this run or not.
+///
+/// Returns every Seed that breaks a rule as (`seed NAME`, its file, the errors); `Err` when the state
+/// cannot be read or an input is not a domains input.
+pub fn check_seeds(
+    inputs: &[(&dyn ProviderShoot, &Path)],
+    seeds: &[LoadedSeed],
+    features: Features,
+    applied: &dyn Fn() -> Result<Vec<(String, Workspace)>, ProviderError>,
+) -> Result<Vec<(String, PathBuf, ProviderError)>, ProviderError> {
+    let mut by_seed: BTreeMap<&str, Vec<(&DomainsShoot, &Path)>> = BTreeMap::new();
+    for &(shoot, file) in inputs {
+        let ds = shoot.typed::<DomainsShoot>(PROVIDER_TYPE)?;
+        by_seed.entry(ds.seed.metadata.name.as_str()).or_default().push((ds, file));
+    }
+    // The Seeds without a shoot in this run (names are unique: [`crate::manifest::pair_seeds`]).
+    let alone: Vec<&LoadedSeed> =
+        seeds.iter().filter(|s| !by_seed.contains_key(s.seed.metadata.name.as_str())).collect();
+    if by_seed.is_empty() && alone.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Read with the gate on (the in-use rule) and off (the internal domain must not change while
+    // applied shoots are on the seed).
+    let applied = internal_in_use(&applied()?)?;
+    let mut failures = Vec::new();
+    for (name, shoots) in &by_seed {
+        let (first, file) = shoots[0];
+        let all: Vec<&DomainsShoot> = shoots.iter().map(|(ds, _)| *ds).collect();
+        let used = applied.get(*name).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&first.seed, None, &all, used, first.features) {
+            failures.push((format!("seed {name}"), file.to_path_buf(), e));
+        }
+    }
+    for s in alone {
+        let name = &s.seed.metadata.name;
+        let used = applied.get(name.as_str()).map(Vec::as_slice).unwrap_or_default();
+        if let Err(e) = check_seed(&s.seed, None, &[], used, features) {
+            failures.push((format!("seed {name}"), s.file.clone(), e));
+        }
+    }
+    Ok(failures)
+}
+
+/// The internal domains the shoots trellis applied use, by the Seed they were applied on: of each
+/// domains workspace (`(technical id, workspace)`) whose shoot was last applied with
+/// `spec.seedName` set, its `internal` and `prior-internal` roles
+/// ([`state::DomainsState::internal_in_use`]).
+pub fn internal_in_use(
+    workspaces: &[(String, Workspace)],
+) -> Result<BTreeMap<String, Vec<InternalInUse>>, ProviderError> {
+    let mut out: BTreeMap<String, Vec<InternalInUse>> = BTreeMap::new();
+    for (shoot, ws) in workspaces {
+        let state =
+            provider::stored_state(ws).map_err(|source| DomainsError::State { workspace: ws.shoot.clone(), source })?;
+        let Some(seed) = state.last_applied.as_ref().and_then(|l| l.seed_name.clone()) else { continue };
+        let used = out.entry(seed).or_default();
+        used.extend(
+            state.internal_in_use().into_iter().map(|d| InternalInUse { shoot: shoot.clone(), domain: d.to_string() }),
+        );
+    }
+    Ok(out)
 }

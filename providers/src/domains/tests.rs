@@ -677,3 +677,51 @@ fn regression_an_empty_ca_rotation_phase_reads_as_never_rotated() {
     let p = ok(World::new().plan(&paired(&sh, &seed, true)));
     assert_eq!(named(&p.plan, "domains")["phase"], "Preparing");
 }
+
+/// The Seed-pairing hook's Seed rules ([`check_seeds`], what the engine calls for the domains entry):
+/// the inputs grouped by the Seed each was paired with, a Seed of the run without any of them checked
+/// too, the applied workspaces read only when some Seed is checked and their use of internal domains
+/// taken from their domains state; a refusal names `seed NAME` and the file of its first shoot.
+#[test]
+fn check_seeds_groups_by_seed_and_reads_the_applied_workspaces_only_when_needed() {
+    let gate = Features { mutable_shoot_domains: true };
+    let seed = seed_doc(Some("int.example.com"), &["int.example.com"], None);
+    // Applied on the seed: the shoot's internal role is on int.example.com.
+    let mut w = World::new();
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    w.apply(&ok(w.plan(&ds)));
+    assert_eq!(w.state().internal_in_use(), vec!["a.dev.internal.int.example.com"]);
+    let reads = std::cell::Cell::new(0);
+    let applied = || {
+        reads.set(reads.get() + 1);
+        Ok(vec![(TN.to_string(), w.ws.clone())])
+    };
+    let file = Path::new("shoot.yaml");
+    // Nothing to check: state is not read.
+    assert!(check_seeds(&[], &[], gate, &applied).unwrap().is_empty());
+    assert_eq!(reads.get(), 0);
+    // The Seed kept its internal domain: accepted.
+    assert!(check_seeds(&[(&ds as &dyn ProviderShoot, file)], &[], gate, &applied).unwrap().is_empty());
+    assert_eq!(reads.get(), 1);
+    // A Seed of the run without any shoot of this run, which dropped the applied shoot's internal
+    // domain: refused, naming the shoot from its domains state and the Seed's own file.
+    let moved = seed_doc(Some("int2.example.com"), &["int2.example.com"], None);
+    let loaded = LoadedSeed { file: "seed.yaml".into(), doc_index: 0, seed: moved.clone() };
+    let failures = check_seeds(&[], std::slice::from_ref(&loaded), gate, &applied).unwrap();
+    assert_eq!(failures.len(), 1);
+    let (subject, at, ProviderError::Invalid(e)) = &failures[0] else { panic!("{failures:?}") };
+    assert_eq!((subject.as_str(), at.as_path()), ("seed aws-eu1", Path::new("seed.yaml")));
+    assert_eq!(e[0].to_string(), "spec.dns.internalDomains: Forbidden: the internal domain of api.a.dev.internal.int.example.com is still used by shoot(s) shoot--dev--a: keep its entry until they migrated");
+    // The same Seed with a shoot of this run on it: checked as that shoot's, at its file; the loaded
+    // Seed is not checked a second time.
+    let on_moved = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &moved, true);
+    let failures =
+        check_seeds(&[(&on_moved as &dyn ProviderShoot, file)], std::slice::from_ref(&loaded), gate, &applied).unwrap();
+    assert_eq!(failures.iter().map(|f| (f.0.as_str(), f.1.as_path())).collect::<Vec<_>>(), [("seed aws-eu1", file)]);
+    // An input the domains provider did not make is a bug in the caller, not skipped.
+    let other: Box<dyn ProviderShoot> = Box::new(crate::manifest::ShootEnvelope::default());
+    assert!(matches!(
+        check_seeds(&[(other.as_ref(), file)], &[], gate, &applied),
+        Err(ProviderError::WrongShoot { .. })
+    ));
+}
