@@ -19,7 +19,8 @@
 //! - [`azure`]: the Azure provider (api, validation, preflight, desired, render).
 //! - [`gcp`]: the GCP provider's API types and admission validation (not registered yet).
 //! - [`domains`]: the GEP-0066 `domains` provider (mutable shoot domains): model, validation, CA-rotation
-//!   phases, DNSRecord objects and artifacts; reached through [`registry::Registry::domains`].
+//!   phases, DNSRecord objects and artifacts; registered by the engine as a derived provider (its
+//!   inputs made by [`domains::pair`], its Seed rules [`domains::check_seeds`]).
 
 pub mod azure;
 pub mod cidr;

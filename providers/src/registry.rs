@@ -57,13 +57,6 @@ impl Registry {
         self.providers.iter().map(|p| p.type_name()).collect()
     }
 
-    /// The GEP-0066 `domains` provider. Not among the providers by `spec.provider.type`: any Shoot
-    /// whose Seed is among the inputs gets a domains plan beside its infrastructure plan
-    /// ([`crate::domains::pair`]).
-    pub fn domains(&self) -> &'static dyn Provider {
-        &crate::domains::DOMAINS
-    }
-
     /// Every registered provider, in registration order.
     pub fn providers(&self) -> &[&'static dyn Provider] {
         &self.providers

@@ -2,7 +2,7 @@
 //! ([`super::phase`]) and the model ([`super::model`]) over an [`Observed`] keyed by [`DnsIds`].
 //!
 //! It is not dispatched by `spec.provider.type` (every Shoot may have a domains plan beside its
-//! infrastructure plan): [`crate::registry::Registry::domains`] returns it, and its shoots are made by
+//! infrastructure plan): the engine's registry registers it as a derived provider, and its shoots are made by
 //! [`super::pair`].
 
 use super::kind;
@@ -24,7 +24,7 @@ use crate::field::ErrorList;
 use crate::provider::{CloudCtx, Planned, ProviderError};
 use crate::stages::{Fetch, Setup, Staged, Stages};
 
-/// The domains provider ([`crate::registry::Registry::domains`]).
+/// The domains provider (registered by the engine as a derived provider, paired by [`super::pair`]).
 pub static DOMAINS: Staged<Domains> = Staged(Domains);
 
 /// GEP-0066's DNS records and artifacts of one Shoot.
