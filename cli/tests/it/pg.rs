@@ -1,5 +1,5 @@
 //! trellis with its state in PostgreSQL (`--state postgres://…`), process level: one throwaway server
-//! per test binary (the `trellis-pgtest` crate), a database per test. The simulated cloud lives in
+//! per test process (the `trellis-pgtest` crate), a database per test. The simulated cloud lives in
 //! `--sim-dir` (default `.trellis/sim` in the working directory, so each sandbox has its own).
 
 use crate::common;

@@ -4,7 +4,7 @@
 //! test ever touches the repository's `.trellis`. stdin is `/dev/null` and stdout/stderr are pipes,
 //! so the binary never sees a terminal unless a test asks for one.
 
-// Each test binary uses a different subset of these helpers.
+// Each test module uses a different subset of these helpers.
 #![allow(dead_code)]
 
 use serde_json::Value;

@@ -17,7 +17,7 @@ pub fn azure_shoot(path: &Path, mut text: String, edit: &[(&str, &str)]) -> Azur
 }
 
 /// The Azure shoot of `providers/tests/data/<file>`.
-#[allow(dead_code)] // not every test binary that includes this module uses it
+#[allow(dead_code)] // not every test module uses it
 pub fn data_shoot(file: &str) -> AzureShoot {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -26,7 +26,7 @@ pub fn data_shoot(file: &str) -> AzureShoot {
 
 /// A valid managed shoot (Calico, one worker, zoned single-subnet layout) with `edit` applied to
 /// its YAML text (a list of (from, to) replacements).
-#[allow(dead_code)] // not every test binary that includes this module uses it
+#[allow(dead_code)] // not every test module uses it
 pub fn managed_shoot(edit: &[(&str, &str)]) -> AzureShoot {
     let text = String::from(
         "apiVersion: core.gardener.cloud/v1beta1

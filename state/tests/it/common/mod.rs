@@ -1,13 +1,13 @@
 //! Helpers shared by the state tests: the backend checks every store must pass ([`behaviour`]), and for
-//! the PostgreSQL tests one throwaway server per test binary, shared by the
-//! tests running at the same time, a database per test.
+//! the PostgreSQL tests one throwaway server per test process, shared by the
+//! tests running in it at the same time, a database per test.
 #![allow(dead_code)]
 
 use std::sync::Arc;
 use trellis_pgtest::PgServer;
 use trellis_state::{PgStore, PgUrl};
 
-/// The server the tests of this binary share ([`PgServer::shared`]).
+/// The server the tests of this process share ([`PgServer::shared`]).
 pub fn server() -> Arc<PgServer> {
     PgServer::shared()
 }

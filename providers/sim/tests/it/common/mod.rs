@@ -1,4 +1,4 @@
-//! Ids and helpers shared by the simulator's integration tests (each test binary uses some of them).
+//! Ids and helpers shared by the simulator's integration tests (each test module uses some of them).
 #![allow(dead_code)]
 
 use trellis_planner::cloud::CloudError;
