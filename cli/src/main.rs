@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use trellis_cli::backend::{SimPlace, StateLocation, Store};
-use trellis_cli::ops::{self, ApplyOptions, Session};
+use trellis_cli::ops::{self, ApplyOp, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_cli::shard::Shard;
 use trellis_engine::binding::CloudChoice;
@@ -913,7 +913,7 @@ async fn apply_in(
             plans
         }
     };
-    execute(session, plans, "apply", args.run.parallelism, args.run.output).await
+    execute(session, plans, ApplyOp::Apply, args.run.parallelism, args.run.output).await
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
@@ -964,19 +964,19 @@ async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
         eprintln!("Destroy cancelled.");
         return Ok(1);
     }
-    execute(session, plans, "destroy", args.run.parallelism, args.run.output).await
+    execute(session, plans, ApplyOp::Destroy, args.run.parallelism, args.run.output).await
 }
 
 async fn execute(
     session: &Session,
     plans: Vec<ops::ShootPlan>,
-    operation: &str,
+    operation: ApplyOp,
     parallelism: usize,
     output: ReportOutput,
 ) -> Result<u8> {
     let total: usize = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
     let mut display = Display::new(total as u64, std::io::stderr().is_terminal(), output == ReportOutput::Json);
-    let opts = ApplyOptions { parallelism, operation: operation.to_string() };
+    let opts = ApplyOptions { parallelism, operation };
     let report = ops::apply(session, plans, &opts, &mut display).await?;
     display.done();
     if output == ReportOutput::Json {
@@ -1005,9 +1005,9 @@ async fn execute(
                 }
             }
             if failed.is_empty() {
-                out!("{}: {operation} complete.", s.shoot);
+                out!("{}: {} complete.", s.shoot, operation.as_str());
             } else {
-                out!("{}: {operation} incomplete: {} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.", s.shoot, failed.len());
+                out!("{}: {} incomplete: {} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.", s.shoot, operation.as_str(), failed.len());
             }
         }
         out!("{} cloud call(s), {writes} write(s).", report.calls.len());

@@ -12,7 +12,7 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tempfile::TempDir;
-use trellis_engine::ops::{self, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
+use trellis_engine::ops::{self, ApplyOp, ApplyOptions, ApplyReport, Quiet, Session, ShootPlan};
 use trellis_planner::cloud::{Call, CloudWrite, Op};
 use trellis_planner::retry::RetryPolicy;
 use trellis_plans::{Node, Ownership, Plan, PlanSet};
@@ -146,22 +146,22 @@ impl Scenario {
     /// Plans and applies the given manifests.
     pub async fn apply_files(&self, files: &[&str]) -> Result<ApplyReport> {
         let plans = self.plan_files(files).await?;
-        self.apply_plans(plans, "apply").await
+        self.apply_plans(plans, ApplyOp::Apply).await
     }
 
     pub async fn apply(&self) -> Result<ApplyReport> {
         self.apply_files(&["shoot.yaml"]).await
     }
 
-    pub async fn apply_plans(&self, plans: Vec<ShootPlan>, operation: &str) -> Result<ApplyReport> {
-        let opts = ApplyOptions { parallelism: 10, operation: operation.to_string() };
+    pub async fn apply_plans(&self, plans: Vec<ShootPlan>, operation: ApplyOp) -> Result<ApplyReport> {
+        let opts = ApplyOptions { parallelism: 10, operation };
         ops::apply(&self.session, plans, &opts, &mut Quiet).await
     }
 
     pub async fn destroy_files(&self, files: &[&str]) -> Result<ApplyReport> {
         let paths: Vec<PathBuf> = files.iter().map(|f| self.file(f)).collect();
         let plans = ops::plan_files(&self.session, &paths, true, None).await?.plans;
-        self.apply_plans(plans, "destroy").await
+        self.apply_plans(plans, ApplyOp::Destroy).await
     }
 
     pub fn exists(&self, id: &str) -> bool {

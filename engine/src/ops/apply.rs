@@ -15,10 +15,29 @@ use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
 
 use super::*;
 
+/// What an apply run does: carry out plans (and record what they applied), or carry out destroy plans
+/// (and empty the shoots' workspaces). Named in the report, the state's history and its locks.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ApplyOp {
+    Apply,
+    Destroy,
+}
+
+impl ApplyOp {
+    /// The name the report, the history and the locks give it (`apply`, `destroy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplyOp::Apply => "apply",
+            ApplyOp::Destroy => "destroy",
+        }
+    }
+}
+
 /// What `apply --output json` prints.
 #[derive(Serialize, Debug)]
 pub struct ApplyReport {
-    pub operation: String,
+    pub operation: ApplyOp,
     pub shoots: Vec<ShootReport>,
     /// Every cloud call made, in order.
     pub calls: Vec<Call>,
@@ -116,7 +135,7 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 #[derive(Clone, Debug)]
 pub struct ApplyOptions {
     pub parallelism: usize,
-    pub operation: String,
+    pub operation: ApplyOp,
 }
 
 /// Applies planned shoots concurrently; at most `parallelism` nodes are in flight across the whole
@@ -170,7 +189,7 @@ pub async fn apply(
     while let Some(event) = received.recv().await {
         event.show(progress);
     }
-    let mut report = ApplyReport { operation: opts.operation.clone(), shoots: Vec::new(), calls: Vec::new(), ok: true };
+    let mut report = ApplyReport { operation: opts.operation, shoots: Vec::new(), calls: Vec::new(), ok: true };
     for shoot_report in results.into_iter().flatten() {
         let shoot_report = shoot_report?;
         report.ok &= shoot_report.ok;
@@ -230,7 +249,7 @@ impl Progress for SendProgress {
 async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
     let shoot = p.workspace.shoot.clone();
     let store: &dyn StateStore = ctx.store.as_ref();
-    let lock = LockInfo::here(&ctx.opts.operation);
+    let lock = LockInfo::here(ctx.opts.operation.as_str());
     let mut warnings = Vec::new();
     if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock).map_err(anyhow::Error::from))? {
         let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
@@ -268,11 +287,12 @@ async fn apply_locked(
         write_locks,
     };
     let results = {
-        let mut persist = Persist { store: ctx.store.as_ref(), ws: &mut ws, operation: &opts.operation, progress };
+        let mut persist =
+            Persist { store: ctx.store.as_ref(), ws: &mut ws, operation: opts.operation.as_str(), progress };
         exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?
     };
     let mut ok = results.iter().all(|r| r.outcome.is_ok());
-    let destroy = opts.operation == "destroy";
+    let destroy = opts.operation == ApplyOp::Destroy;
     let mut artifacts = None;
     let mut orphans = Vec::new();
     if ok && destroy {
@@ -287,7 +307,7 @@ async fn apply_locked(
         ws.resources.clear();
         ws.outputs = None;
         ws.provider_state = None;
-        blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
+        blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
     } else if ok {
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
@@ -302,7 +322,7 @@ async fn apply_locked(
                 for (address, id) in &p.planned.forget {
                     ws.forget_resource(address, id);
                 }
-                blocking(|| store.commit(&mut ws, &opts.operation).map_err(anyhow::Error::from))?;
+                blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
                 artifacts = Some(value);
             }
             Err(e) => {

@@ -56,10 +56,13 @@ async fn regression_every_scenario_plans_no_changes_after_its_apply() {
         let known_after_apply = plans.iter().any(|p| {
             p.planned.plan.nodes.iter().any(|n| n.reason.code() == Some(trellis_plans::ReasonCode::KnownAfterApply))
         });
-        let report = s.apply_plans(plans, "apply").await.unwrap();
+        let report = s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap();
         assert!(report.ok, "{}: {report:#?}", dir.display());
         if known_after_apply {
-            let report = s.apply_plans(s.plan_files(&manifests).await.unwrap(), "apply").await.unwrap();
+            let report = s
+                .apply_plans(s.plan_files(&manifests).await.unwrap(), trellis_engine::ops::ApplyOp::Apply)
+                .await
+                .unwrap();
             assert!(report.ok, "{}: {report:#?}", dir.display());
         }
         for again in s.plan_files(&manifests).await.unwrap() {

@@ -43,7 +43,7 @@ async fn a_detached_nsg_fails_the_plan_and_the_verify_node() {
     let plans = s.plan_files(&["shoot.yaml"]).await.unwrap();
     // Between plan and apply the NSG is detached: the subnet's verify node fails the apply.
     s.sync_world("../C9b-byo-subnet-without-nsg/world.yaml");
-    let report = s.apply_plans(plans, "apply").await.unwrap();
+    let report = s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap();
     assert!(!report.ok);
     let subnet = report.shoots[0].nodes.iter().find(|n| n.address.ends_with("hub-vnet/shoot-a-workers")).unwrap();
     let outcome = serde_json::to_value(&subnet.outcome).unwrap();

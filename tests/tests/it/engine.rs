@@ -49,7 +49,7 @@ async fn crash_safety_failure_at_every_apply_call_converges() {
             s.session.retry = RetryPolicy::immediate(1);
             let plans = s.plan_files(&["shoot.yaml"]).await.unwrap();
             s.sim().set_faults(Faults::fail_call(n, fault.clone()));
-            let first = s.apply_plans(plans, "apply").await.unwrap();
+            let first = s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap();
             assert!(!first.ok, "call {n} ({fault:?}) was injected but the apply succeeded");
             s.sim().set_faults(Faults::none());
             let second = s.apply().await.unwrap();
@@ -77,7 +77,7 @@ async fn transient_errors_are_retried_and_honour_retry_after() {
             )
             .with_rule(trellis_sim::FaultRule::once_at(trellis_sim::Matcher::method("GET"), 3, Fault::ServerError)),
     );
-    let report = s.apply_plans(plans, "apply").await.unwrap();
+    let report = s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap();
     assert!(report.ok, "{report:?}");
     let statuses: Vec<u16> = report.calls.iter().map(|c| c.status).collect();
     assert_eq!(statuses.iter().filter(|&&st| st == 429).count(), 2);
@@ -93,7 +93,7 @@ async fn a_failed_node_skips_its_dependents_and_finishes_independent_work() {
         trellis_sim::Matcher::target_contains("routeTables/worker_route_table"),
         Fault::ServerError,
     )));
-    let report = s.apply_plans(plans, "apply").await.unwrap();
+    let report = s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap();
     let outcome = |suffix: &str| {
         let n = report.shoots[0].nodes.iter().find(|n| n.address.ends_with(suffix)).unwrap();
         serde_json::to_value(&n.outcome).unwrap()["status"].as_str().unwrap().to_string()
@@ -140,7 +140,7 @@ async fn a_saved_plan_is_refused_when_the_cloud_changed() {
     let fresh = PlanSet::new(vec![s.plan().await.unwrap()]);
     let shoots = ops::shoots_from_plan(&fresh).unwrap();
     let plans = ops::check_saved_plan(&s.session, &fresh, shoots, false).await.unwrap();
-    assert!(s.apply_plans(plans, "apply").await.unwrap().ok);
+    assert!(s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap().ok);
 }
 
 #[tokio::test]
@@ -204,7 +204,7 @@ async fn crash_safety_of_a_replace_converges() {
         s.session.retry = RetryPolicy::immediate(1);
         let plans = s.plan_files(&["shoot-zone2.yaml"]).await.unwrap();
         s.sim().set_faults(Faults::fail_call(n, Fault::ServerError));
-        let first = s.apply_plans(plans, "apply").await.unwrap();
+        let first = s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap();
         assert!(!first.ok, "call {n} was injected but the apply succeeded");
         s.sim().set_faults(Faults::none());
         assert!(s.apply_files(&["shoot-zone2.yaml"]).await.unwrap().ok, "call {n}: recovery failed");

@@ -171,7 +171,7 @@ async fn regression_saved_plan_survives_a_runtime_writer_that_changes_no_planned
     let shoots = ops::shoots_from_plan(&updated).unwrap();
     let plans =
         ops::check_saved_plan(&s.session, &updated, shoots, false).await.expect("the saved plan is still valid");
-    assert!(s.apply_plans(plans, "apply").await.unwrap().ok);
+    assert!(s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap().ok);
 }
 
 #[tokio::test]

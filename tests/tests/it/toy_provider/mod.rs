@@ -19,7 +19,7 @@ use stages::{shoot_yaml, TOY};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trellis_engine::backend::SimPlace;
-use trellis_engine::ops::{self, ApplyOptions, Quiet, Session};
+use trellis_engine::ops::{self, ApplyOp, ApplyOptions, Quiet, Session};
 use trellis_engine::registry::{Entry, Registry};
 use trellis_plans::Action;
 use trellis_state::StateLocation;
@@ -50,12 +50,12 @@ fn actions(plans: &[ops::ShootPlan]) -> Vec<(String, Action)> {
 
 /// Plans `file` (or its destroy) and applies the plan; the plans applied.
 async fn plan_and_apply(state: &Path, file: &Path, destroy: bool) -> Vec<(String, Action)> {
-    let operation = if destroy { "destroy" } else { "apply" };
-    let session = open(state, operation);
+    let operation = if destroy { ApplyOp::Destroy } else { ApplyOp::Apply };
+    let session = open(state, operation.as_str());
     let result = async {
         let plans = ops::plan_files(&session, &[file.to_path_buf()], destroy, None).await?.plans;
         let planned = actions(&plans);
-        let opts = ApplyOptions { parallelism: 4, operation: operation.to_string() };
+        let opts = ApplyOptions { parallelism: 4, operation };
         let report = ops::apply(&session, plans, &opts, &mut Quiet).await?;
         anyhow::ensure!(report.ok, "the apply failed: {report:?}");
         Ok(planned)
