@@ -64,7 +64,7 @@ pub struct GardenerShoot<'a> {
     /// Nothing applied yet: the create-only rules apply (the name's length).
     pub first_apply: bool,
     /// The networking as last applied, for the update rules (`None`: unknown or never applied).
-    pub old_networking: Option<&'a Networking>,
+    pub old_networking: Option<Cow<'a, Networking>>,
 }
 
 impl GardenerShoot<'_> {
@@ -76,7 +76,7 @@ impl GardenerShoot<'_> {
             errs.extend(crate::metadata::validate_create(self.metadata));
         }
         errs.extend(crate::networking::validate_networking(self.networking, self.workerless, &path));
-        if let Some(old) = self.old_networking {
+        if let Some(old) = &self.old_networking {
             errs.extend(crate::networking::validate_networking_update(self.networking, old, &path));
         }
         errs.extend(crate::networking::validate_shoot_networks(self.networking, &path));

@@ -33,6 +33,7 @@ use crate::provider::ProviderError;
 use crate::stages::GardenerShoot;
 use api::InfrastructureConfig;
 use state::{AzureState, LastApplied};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use trellis_plans::Plan;
 use trellis_state::Workspace;
@@ -165,11 +166,9 @@ fn gardener_shoot<'a>(shoot: &'a AzureShoot, stored: &'a AzureState) -> Gardener
         // Only with the workers known (a state written before trellis kept them has no old spec).
         old_networking: applied
             .filter(|a| a.workers.is_some())
-            .map(|a| a.networking.as_ref().unwrap_or(&NO_NETWORKING)),
+            .map(|a| a.networking.as_ref().map_or_else(|| Cow::Owned(Networking::default()), Cow::Borrowed)),
     }
 }
-
-static NO_NETWORKING: std::sync::LazyLock<Networking> = std::sync::LazyLock::new(Networking::default);
 
 /// provider-azure's Shoot validator (skipped for a workerless shoot, as upstream's webhook does):
 /// `ValidateNetworking`, the InfrastructureConfig's create rules and its update rules against the

@@ -259,14 +259,18 @@ pub fn plan_with(ds: &DomainsShoot, ws: &Workspace, observed: &Observed) -> Resu
 
 /// The ids a plan reads: the wanted records and the recorded ones.
 pub fn discovery(ds: &DomainsShoot, ws: &Workspace) -> Result<Vec<String>, ProviderError> {
-    let d = decide(ds, &stored_state(ws)?)?;
-    Ok(d.records.iter().map(|r| r.id.clone()).chain(recorded(ws).into_iter().map(|(_, id)| id)).collect())
+    let setup = Domains.context(ds, ws, &stored_state(ws)?, &no_cloud())?;
+    Ok(record_ids(&setup.ctx))
+}
+
+/// The wanted and the recorded record ids of `ctx`.
+fn record_ids(ctx: &DomainsCtx) -> Vec<String> {
+    ctx.records.iter().map(|r| r.id.clone()).chain(ctx.recorded.iter().map(|(_, id)| id.clone())).collect()
 }
 
 /// The record ids of `ctx`: one round, none when there are none.
 fn fetch(ctx: &DomainsCtx, round: usize) -> Option<Fetch> {
-    let ids: Vec<String> =
-        ctx.records.iter().map(|r| r.id.clone()).chain(ctx.recorded.iter().map(|(_, id)| id.clone())).collect();
+    let ids = record_ids(ctx);
     (round == 0 && !ids.is_empty()).then_some((ids, Vec::new()))
 }
 

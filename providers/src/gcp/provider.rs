@@ -4,6 +4,7 @@
 
 use super::kind;
 use serde_json::Value;
+use std::borrow::Cow;
 use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::ids::{GceIds, IdScheme};
@@ -96,7 +97,7 @@ impl Stages for Gcp {
             networking: &shoot.spec.networking,
             workerless: shoot.spec.provider.workers.is_empty(),
             first_apply: applied.is_none(),
-            old_networking: applied.map(|a| &a.networking),
+            old_networking: applied.map(|a| Cow::Borrowed(&a.networking)),
         })
     }
 
