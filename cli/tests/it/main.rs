@@ -12,6 +12,7 @@ mod emulator;
 mod fleet_stream;
 mod gcp;
 mod graphs;
+mod outside;
 mod hostile;
 mod pg;
 mod processes;

@@ -7,6 +7,8 @@
 // Each test module uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod outside;
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
