@@ -622,7 +622,7 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
         Method::PATCH => {
             let body = match json_object(req) {
                 Ok(body) => body,
-                Err(refused) => return refused,
+                Err(refused) => return refused.answer(),
             };
             let pre = match condition(req) {
                 Condition::IfNoneMatch => Precondition::None,
@@ -636,7 +636,7 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
         Method::PUT => {
             let body = match json_object(req) {
                 Ok(body) => body,
-                Err(refused) => return refused,
+                Err(refused) => return refused.answer(),
             };
             let existed = srv.sim.get_now(&id).is_some();
             let created = if existed { StatusCode::OK } else { StatusCode::CREATED };
@@ -677,19 +677,16 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
 }
 
 /// The request's body, a JSON object (else ARM's 400 `InvalidRequestContent`).
-fn json_object(req: &Req) -> Result<Value, Response> {
+fn json_object(req: &Req) -> Result<Value, ArmFailure> {
+    let refused = |message: String| ArmFailure {
+        status: StatusCode::BAD_REQUEST,
+        code: "InvalidRequestContent".to_string(),
+        message,
+    };
     match serde_json::from_slice(&req.body) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(arm_error(
-            StatusCode::BAD_REQUEST,
-            "InvalidRequestContent",
-            "The request content must be a JSON object.",
-        )),
-        Err(e) => Err(arm_error(
-            StatusCode::BAD_REQUEST,
-            "InvalidRequestContent",
-            format!("The request content was invalid and could not be deserialized: {e}"),
-        )),
+        Ok(_) => Err(refused("The request content must be a JSON object.".to_string())),
+        Err(e) => Err(refused(format!("The request content was invalid and could not be deserialized: {e}"))),
     }
 }
 
@@ -751,7 +748,7 @@ fn accepted(
 async fn list(srv: &SimServer, req: &Req, parent: &str, rtype: &str) -> Response {
     let skip = match skip_token(req) {
         Ok(skip) => skip,
-        Err(refused) => return refused,
+        Err(refused) => return refused.answer(),
     };
     let items = match srv.sim.list(parent, rtype).await {
         Ok(items) => items,
@@ -765,7 +762,7 @@ async fn list(srv: &SimServer, req: &Req, parent: &str, rtype: &str) -> Response
 async fn generic_list(srv: &SimServer, req: &Req, scope: &str) -> Response {
     let skip = match skip_token(req) {
         Ok(skip) => skip,
-        Err(refused) => return refused,
+        Err(refused) => return refused.answer(),
     };
     let filter = match req.param("$filter").filter(|f| !f.trim().is_empty()).map(parse_filter).transpose() {
         Ok(filter) => filter.unwrap_or_default(),
@@ -820,12 +817,21 @@ fn parse_filter(filter: &str) -> Result<Vec<(&'static str, String)>, String> {
 }
 
 /// `$skiptoken` (the offset of the page), else 0.
-fn skip_token(req: &Req) -> Result<usize, Response> {
+fn skip_token(req: &Req) -> Result<usize, ArmFailure> {
     match req.param("$skiptoken") {
         None | Some("") => Ok(0),
-        Some(t) => t.parse::<usize>().map_err(|_| {
-            arm_error(StatusCode::BAD_REQUEST, "InvalidSkipToken", format!("The skip token '{t}' is invalid."))
+        Some(t) => t.parse::<usize>().map_err(|_| ArmFailure {
+            status: StatusCode::BAD_REQUEST,
+            code: "InvalidSkipToken".to_string(),
+            message: format!("The skip token '{t}' is invalid."),
         }),
+    }
+}
+
+impl ArmFailure {
+    /// The failure as ARM answers it.
+    fn answer(self) -> Response {
+        arm_error(self.status, &self.code, self.message)
     }
 }
 
