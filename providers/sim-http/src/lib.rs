@@ -9,28 +9,33 @@
 //! # Routes
 //! | request | answer |
 //! |---|---|
-//! | `GET {id}` | 200 the resource; 404 `ResourceNotFound` / `ResourceGroupNotFound` |
+//! | `GET {id}` | 200 the resource (ids in ARM's canonical casing); 404 `ResourceNotFound` / `ResourceGroupNotFound` |
+//! | `HEAD {id}` | 204 when it exists, else 404, no body (ResourceGroups_CheckExistence) |
 //! | `GET /subscriptions/{s}/resourcegroups` | 200 `{"value": [...], "nextLink"?}` |
+//! | `GET /subscriptions/{s}/providers/{Ns}/{type}` | 200 that type in every resource group (List All), paged |
+//! | `GET /subscriptions/{s}/resources`, `…/resourceGroups/{rg}/resources` | 200 the generic resource list (id, name, type, location, tags, …), `$filter` on `resourceType` / `name` / `location`, paged |
 //! | `GET …/resourceGroups/{rg}/providers/{Ns}/{type}` | 200 the resources of that type in the group, paged |
-//! | `GET …/{type}/{name}/{childType}` | 200 the children (`…/virtualNetworks/v/subnets`), paged |
+//! | `GET …/{type}/{name}/{childType}` | 200 the children (`…/virtualNetworks/v/subnets`, an NSG's `defaultSecurityRules`), paged |
 //! | `PUT {id}` | resource group: 201 created / 200 updated, synchronous (as ARM); any other resource: 201/200 with `Azure-AsyncOperation` and `Retry-After: 0` |
+//! | `PATCH {id}` | 200, synchronous: the body's `tags` replace the resource's (Update Tags) |
 //! | `DELETE {id}` | 204 when absent; resource group: 202 with `Location` (as ARM); any other resource: 202 with `Azure-AsyncOperation` and `Location` |
-//!
-//! Conditions, as ARM honours them: a PUT with `If-None-Match: *` of an existing resource, and a PUT or
-//! DELETE with `If-Match: <etag>` of a resource whose etag differs (a PUT also when it does not
-//! exist), are 412 `PreconditionFailed`; a write refused because another one is running is 409
-//! `AnotherOperationInProgress`.
 //! | `GET /subscriptions/{s}/providers/{Ns}/locations/{l}/operations/{op}` | `{"status": "InProgress"}` [`ServerOptions::in_progress_polls`] times, then `Succeeded` (or `Failed` with `error`) |
 //! | `GET /subscriptions/{s}/providers/{Ns}/locations/{l}/operationResults/{op}` | 202 while in progress, then 204 (or the ARM error) |
 //! | `POST /{tenant}/oauth2/v2.0/token` | a fake Entra ID client-credentials token endpoint |
+//!
+//! Conditions, as ARM honours them: a PUT with `If-None-Match: *` of an existing resource, and a PUT,
+//! PATCH or DELETE with `If-Match: <etag>` of a resource whose etag differs (a PUT also when it does not
+//! exist), are 412 `PreconditionFailed`; a write refused because another one is running is 409
+//! `AnotherOperationInProgress`. What each API answers and does not model: `docs/dev/simulator.md`.
 //!
 //! Every ARM request needs `?api-version=` (400 `MissingApiVersionParameter`, or
 //! `InvalidApiVersionParameter` when it is not a `YYYY-MM-DD[-preview]` date) and an
 //! `Authorization: Bearer …` header (401 `AuthenticationFailed`; with
 //! [`ServerOptions::required_token`], any other token is 401 `InvalidAuthenticationToken`).
 //! Errors are ARM JSON `{"error": {"code", "message"}}` with the code repeated in `x-ms-error-code`.
-//! A list is paged after [`ServerOptions::page_size`] items: `nextLink` is an absolute URL on this
-//! server (built from the `Host` header) carrying `$skiptoken`; so are the operation URLs. Hence a
+//! A list is paged after [`ServerOptions::page_size`] items ([`DEFAULT_PAGE_SIZE`] unless set;
+//! `trellis sim serve --page-size`): `nextLink` is an absolute URL on this server (built from the
+//! `Host` header) carrying `$skiptoken` (and the request's `$filter`); so are the operation URLs. Hence a
 //! request is answered only when its `Host` names the loopback interface ([`is_loopback_host`]:
 //! `localhost`, 127.0.0.0/8, `[::1]`, any port); any other is 421 `MisdirectedRequest` (DNS
 //! rebinding), before anything else is looked at — the GCE server does the same.

@@ -855,23 +855,24 @@ pub(crate) fn patch_tags(store: &mut Store, id: &str, body: &Value) -> Result<(V
 /// sku, kind, location, managedBy, identity, tags), top-level resources only, sorted by id.
 pub(crate) fn resources(store: &Store, scope: &str) -> Result<Vec<Value>, ArmError> {
     let scope = parse_id(scope)?;
-    let prefix =
-        match scope.kind() {
-            Kind::Subscription => format!("{}/resourcegroups/", scope.key()),
-            Kind::ResourceGroup => {
-                if store.get(&scope.key()).is_none() {
-                    return Err(rg_not_found(&scope));
-                }
-                format!("{}/", scope.key())
+    let prefix = match scope.kind() {
+        Kind::Subscription => format!("{}/resourcegroups/", scope.key()),
+        Kind::ResourceGroup => {
+            if store.get(&scope.key()).is_none() {
+                return Err(rg_not_found(&scope));
             }
-            _ => return Err(ArmError::new(
+            format!("{}/", scope.key())
+        }
+        _ => {
+            return Err(ArmError::new(
                 400,
                 "InvalidResourceType",
                 format!(
                     "cannot list the resources of {scope}: only a subscription or a resource group has a resource list"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     let generic = |e: &Entry| {
         let mut out = Map::new();
         out.insert("id".into(), Value::String(e.id.as_str().to_string()));

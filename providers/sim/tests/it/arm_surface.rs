@@ -28,7 +28,7 @@ fn rule(priority: i64, direction: &str) -> Value {
 }
 
 #[tokio::test]
-async fn an_nsg_shows_azures_six_default_rules_which_are_read_only() {
+async fn regression_an_nsg_shows_azures_six_default_rules_which_are_read_only() {
     let sim = with_nsg().await;
     let nsg = sim.get(&id("networkSecurityGroups/nsg")).await.unwrap().unwrap();
     let defaults = nsg["properties"]["defaultSecurityRules"].as_array().unwrap();
@@ -191,7 +191,7 @@ async fn the_generic_resource_list_shows_top_level_resources_of_a_group_or_subsc
 }
 
 #[tokio::test]
-async fn security_rules_are_refused_as_azure_refuses_them_alone_or_in_their_nsg() {
+async fn regression_security_rules_are_refused_as_azure_refuses_them_alone_or_in_their_nsg() {
     let sim = with_nsg().await;
     let nsg = id("networkSecurityGroups/nsg");
     let e = sim.put(&format!("{nsg}/securityRules/low"), rule(99, "Inbound")).await.unwrap_err();
@@ -241,7 +241,7 @@ async fn security_rules_are_refused_as_azure_refuses_them_alone_or_in_their_nsg(
 }
 
 #[tokio::test]
-async fn routes_and_address_spaces_are_refused_as_azure_refuses_them() {
+async fn regression_routes_and_address_spaces_are_refused_as_azure_refuses_them() {
     let sim = with_nsg().await;
     sim.put(&id("routeTables/rt"), json!({"location": "westeurope"})).await.unwrap();
     let appliance = json!({"properties": {"addressPrefix": "0.0.0.0/0", "nextHopType": "VirtualAppliance"}});
