@@ -175,4 +175,12 @@ report["refusals"] = {
 }
 report["rules_after_refusals"] = sorted(r.name for r in network.security_rules.list("sdk-rg", "nsg", **PLAIN_HTTP))
 
+# Deletes through their long-running operations: a VNet (Azure-AsyncOperation), a group (Location).
+network.virtual_networks.begin_delete("sdk-rg", "v2", **PLAIN_HTTP).result()
+resources.resource_groups.begin_delete("sdk-other", **PLAIN_HTTP).result()
+report["after_deletes"] = {
+    "vnets": sorted(v.name for v in network.virtual_networks.list_all(**PLAIN_HTTP)),
+    "other_group_exists": resources.resource_groups.check_existence("sdk-other", **PLAIN_HTTP),
+}
+
 print(json.dumps(report, indent=1, sort_keys=True))

@@ -189,4 +189,7 @@ fn regression_the_official_azure_sdks_see_the_simulated_arm_as_azure_answers_the
     assert_eq!(code("appliance_route").as_deref(), Some("MissingNextHopIpAddress"));
     assert_eq!(r["refusals"]["appliance_route_with_hop"], Value::Null);
     assert_eq!(r["rules_after_refusals"], json!(["https", "out"]));
+
+    // Deletes through their pollers: the VNet, and the group with what was in it.
+    assert_eq!(r["after_deletes"], json!({"vnets": ["lowercase", "v1"], "other_group_exists": false}));
 }
