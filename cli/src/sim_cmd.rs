@@ -12,7 +12,7 @@ use clap::{FromArgMatches, Subcommand};
 use std::collections::BTreeMap;
 use trellis_cli::backend::StateLocation;
 use trellis_cli::ops::Session;
-use trellis_engine::binding::{SimCtx, SimOutput};
+use trellis_engine::binding::{ServeOptions, SimCtx, SimOutput};
 use trellis_planner::cloud::{Call, Op};
 
 /// `trellis sim`: the commands below ([`Own`]) and the bindings' runtime writers, with the session flags.
@@ -48,6 +48,10 @@ enum Own {
         /// plain http only to loopback. Port 0 picks a free port (printed on the first line).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
         listen: std::net::SocketAddr,
+        /// Page the ARM lists after N items (`nextLink`), so clients' paging can be tested with a few
+        /// resources; default 1000, ARM's largest page.
+        #[arg(long, value_name = "N", env = "TRELLIS_SIM_PAGE_SIZE", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        page_size: Option<u32>,
     },
 }
 
@@ -117,8 +121,9 @@ fn audit(session: Session, writes: bool, output: ReportOutput) -> Result<u8> {
 
 pub async fn run(args: SimArgs) -> Result<u8> {
     let env = &args.env;
-    if let SimCommand::Own(Own::Serve { listen }) = args.command {
-        return serve(env, listen).await;
+    if let SimCommand::Own(Own::Serve { listen, page_size }) = args.command {
+        let opts = ServeOptions { page_size: page_size.map(|n| n as usize) };
+        return serve(env, listen, &opts).await;
     }
     let location = env.location()?;
     if let StateLocation::Dir(dir) = &location {
@@ -182,7 +187,7 @@ fn report(session: Session, calls: Vec<Call>, result: Result<String>) -> Result<
 /// synced in) behind one listener until Ctrl-C or SIGTERM; the audit log of what the clients did is
 /// kept as for `trellis sim …` ([`Session::serve`]: every request that may write is answered after the
 /// state dir's grouped flush, and the served clouds' audit logs are kept as the calls are made).
-async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
+async fn serve(env: &Env, listen: std::net::SocketAddr, opts: &ServeOptions) -> Result<u8> {
     if !listen.ip().is_loopback() {
         bail!("--listen {listen} is not a loopback address; the emulator serves plain http, so listen on 127.0.0.1 (the real clients send credentials over http only to loopback)");
     }
@@ -191,7 +196,7 @@ async fn serve(env: &Env, listen: std::net::SocketAddr) -> Result<u8> {
     // Before anything is answered: a stop signal from then on is a graceful stop.
     let stop = stop_signal()?;
     let session = open(env, "sim serve").await?;
-    let (router, apis) = match session.serve() {
+    let (router, apis) = match session.serve(opts) {
         Ok(served) => served,
         Err(e) => return session.finish(Err(e)),
     };

@@ -116,6 +116,13 @@ pub enum SimOutput {
     Wrote { calls: Vec<Call>, result: Result<String> },
 }
 
+/// How `trellis sim serve` serves the simulated clouds (its flags).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Page lists after this many items (`--page-size`); `None`: the API's own default page.
+    pub page_size: Option<usize>,
+}
+
 /// A simulated cloud served over HTTP (`trellis sim serve`).
 pub struct Served {
     /// Whether a request path is this API's; `None`: every path no other served cloud claims.
@@ -172,7 +179,7 @@ pub trait CloudBinding: Send + Sync {
     }
 
     /// Its simulated cloud over HTTP ([`CloudBinding::http_api`]), the API its real client speaks.
-    fn serve(&self, _sim: &dyn Simulator) -> Option<Served> {
+    fn serve(&self, _sim: &dyn Simulator, _opts: &ServeOptions) -> Option<Served> {
         None
     }
 

@@ -285,3 +285,48 @@ fn regression_fleet_with_upstream_seed_example_plans_and_applies_its_shoots() {
     let run = sb.run(&["plan", "-f", &seed]).code(1);
     assert_eq!(run.stderr_lines(), vec![format!("error: no Shoot manifests found in {seed}")]);
 }
+
+/// A world file holds what exists: scenario B1's resources as ARM GETs return them (etags, `type`,
+/// `provisioningState`, `resourceGuid`, an NSG's six default rules and a rule of the user's,
+/// back-references, a subnet's `ipConfigurations` of a NIC not in the file, the subnet both nested in
+/// its VNet and on its own) load verbatim and plan as the hand-written world of the same resources;
+/// after the apply, trellis plans no change, though the NSG shows Azure's default rules.
+#[test]
+fn a_world_of_recorded_arm_get_responses_loads_and_plans_as_the_hand_written_one() {
+    let shoot = scenario("B1-byo-nsg-rt-in-vnet-rg/shoot.yaml");
+    let recorded = data("world-arm-recorded.yaml");
+    let written = scenario("B1-byo-nsg-rt-in-vnet-rg/world.yaml");
+    let by_hand = Sandbox::new();
+    let expected = by_hand.run(&["plan", "-f", &shoot, "--world", &written, "--output", "json"]).code(0).json();
+    let sb = Sandbox::new();
+    let plan = sb.run(&["plan", "-f", &shoot, "--world", &recorded, "--output", "json"]).code(0).json();
+    // The same plan, digest included; the recorded subnet also hosts a NIC's IP configuration, which
+    // trellis warns about (the hand-written world has none).
+    let mut plan = plan;
+    let warnings = plan.as_object_mut().unwrap().remove("warnings").unwrap();
+    let mut expected = expected;
+    assert_eq!(expected.as_object_mut().unwrap().remove("warnings"), Some(serde_json::json!([])));
+    assert_eq!(plan, expected);
+    assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{warnings:#}");
+    assert!(
+        warnings[0].as_str().unwrap().contains("networkInterfaces/jumpbox-nic/ipConfigurations/ipconfig1"),
+        "{warnings:#}"
+    );
+
+    sb.run(&["apply", "-f", &shoot, "--world", &recorded, "--auto-approve"]).code(0);
+    sb.run(&["plan", "-f", &shoot, "--world", &recorded, "--detailed-exitcode"]).code(0).stdout_has("No changes");
+    let nsg = "/subscriptions/6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17/resourceGroups/hub-network/providers/Microsoft.Network/networkSecurityGroups/shoot-a-nsg";
+    let shown: serde_json::Value =
+        serde_json::from_str(&sb.run(&["sim", "show", nsg]).code(0).stdout).expect("the NSG as JSON");
+    assert_eq!(shown["properties"]["defaultSecurityRules"].as_array().map(Vec::len), Some(6));
+    let rules: Vec<&str> =
+        shown["properties"]["securityRules"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(rules, ["allow-ssh-from-bastion"], "the user's rule, and no default rule written as one");
+    let subnet = format!(
+        "{}/virtualNetworks/hub-vnet/subnets/shoot-a-workers",
+        nsg.rsplit_once("/networkSecurityGroups").unwrap().0
+    );
+    let shown: serde_json::Value = serde_json::from_str(&sb.run(&["sim", "show", &subnet]).code(0).stdout).unwrap();
+    assert_eq!(shown["properties"]["ipConfigurations"].as_array().map(Vec::len), Some(1), "kept as exported");
+    assert_eq!(shown["properties"]["serviceEndpoints"][0]["service"], "Microsoft.Storage");
+}

@@ -209,3 +209,20 @@ fn sim_audit_lists_the_kept_calls_of_each_simulated_cloud() {
     assert!(azure.iter().all(|c| c["op"] == "write"), "{json}");
     assert_eq!((json["gce"].as_array().map(Vec::len), json["dns"].as_array().map(Vec::len)), (Some(0), Some(0)));
 }
+
+/// `trellis sim serve --page-size N` (or `TRELLIS_SIM_PAGE_SIZE`) is range-checked before anything is
+/// opened or served: one `error: ` line naming the flag.
+#[test]
+fn sim_serve_refuses_a_page_size_out_of_range() {
+    use crate::common::{finish, Sandbox};
+    let sb = Sandbox::new();
+    for bad in ["0", "100001", "ten", "-1"] {
+        let arg = format!("--page-size={bad}");
+        let run = sb.run(&["sim", "serve", "--listen", "127.0.0.1:0", &arg]).code(1).stderr_has("--page-size");
+        assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
+    }
+    let mut cmd = sb.command(&["sim", "serve", "--listen", "127.0.0.1:0"]);
+    let run = finish(cmd.env("TRELLIS_SIM_PAGE_SIZE", "0")).code(1).stderr_has("--page-size");
+    assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
+    assert!(!sb.path().join("state").exists(), "nothing was opened");
+}

@@ -7,8 +7,8 @@
 
 use crate::backend::Backend;
 use crate::binding::{
-    parse_annotations, Chosen, CloudBinding, CloudChoice, Served, ServiceRef, Shows, SimCtx, SimOutput, SimTrees,
-    Simulator,
+    parse_annotations, Chosen, CloudBinding, CloudChoice, ServeOptions, Served, ServiceRef, Shows, SimCtx, SimOutput,
+    SimTrees, Simulator,
 };
 use crate::ops::Session;
 use anyhow::{bail, Context as _, Result};
@@ -161,8 +161,11 @@ impl CloudBinding for Azure {
         Some("ARM")
     }
 
-    fn serve(&self, sim: &dyn Simulator) -> Option<Served> {
-        let router = trellis_sim_http::SimServer::new(arm(sim)?.clone()).router();
+    fn serve(&self, sim: &dyn Simulator, opts: &ServeOptions) -> Option<Served> {
+        let defaults = trellis_sim_http::ServerOptions::default();
+        let page_size = opts.page_size.or(defaults.page_size);
+        let server_opts = trellis_sim_http::ServerOptions { page_size, ..defaults };
+        let router = trellis_sim_http::SimServer::with_options(arm(sim)?.clone(), server_opts).router();
         Some(Served { claims: None, router })
     }
 

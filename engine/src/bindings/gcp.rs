@@ -7,7 +7,8 @@
 
 use crate::backend::Backend;
 use crate::binding::{
-    parse_annotations, Chosen, CloudBinding, CloudChoice, Served, ServiceRef, SimCtx, SimOutput, SimTrees, Simulator,
+    parse_annotations, Chosen, CloudBinding, CloudChoice, ServeOptions, Served, ServiceRef, SimCtx, SimOutput,
+    SimTrees, Simulator,
 };
 use crate::ops::Session;
 use anyhow::{bail, Context as _, Result};
@@ -139,7 +140,8 @@ impl CloudBinding for Gcp {
         Some("GCE")
     }
 
-    fn serve(&self, sim: &dyn Simulator) -> Option<Served> {
+    /// GCE pages by the request's `maxResults` (default 500), so `--page-size` is not its.
+    fn serve(&self, sim: &dyn Simulator, _opts: &ServeOptions) -> Option<Served> {
         let router = trellis_sim_http::gce::GceServer::new(gce(sim)?.clone()).router();
         Some(Served { claims: Some(trellis_sim_http::is_gce_path), router })
     }

@@ -242,11 +242,11 @@ impl Session {
     /// ([`trellis_sim_http::flush_before_answer`]). The audit entries are written as the calls are
     /// made, so that flush makes a write's entry durable with it; a read's entry is made durable by
     /// the next write's flush, or the stop ([`Session::persist_served_audit`]).
-    pub fn serve(&self) -> Result<(axum::Router, Vec<&'static str>)> {
+    pub fn serve(&self, opts: &crate::binding::ServeOptions) -> Result<(axum::Router, Vec<&'static str>)> {
         let mut served = Vec::new();
         let mut apis = Vec::new();
         for (binding, sim) in &self.sims {
-            if let Some(s) = binding.serve(sim.as_ref()) {
+            if let Some(s) = binding.serve(sim.as_ref(), opts) {
                 sim.keep_audit(self.store.tree(binding.trees().audit)?)?;
                 apis.extend(binding.http_api());
                 served.push(s);

@@ -9,28 +9,33 @@
 //! # Routes
 //! | request | answer |
 //! |---|---|
-//! | `GET {id}` | 200 the resource; 404 `ResourceNotFound` / `ResourceGroupNotFound` |
+//! | `GET {id}` | 200 the resource (ids in ARM's canonical casing); 404 `ResourceNotFound` / `ResourceGroupNotFound` |
+//! | `HEAD {id}` | 204 when it exists, else 404, no body (ResourceGroups_CheckExistence) |
 //! | `GET /subscriptions/{s}/resourcegroups` | 200 `{"value": [...], "nextLink"?}` |
+//! | `GET /subscriptions/{s}/providers/{Ns}/{type}` | 200 that type in every resource group (List All), paged |
+//! | `GET /subscriptions/{s}/resources`, `…/resourceGroups/{rg}/resources` | 200 the generic resource list (id, name, type, location, tags, …), `$filter` on `resourceType` / `name` / `location`, paged |
 //! | `GET …/resourceGroups/{rg}/providers/{Ns}/{type}` | 200 the resources of that type in the group, paged |
-//! | `GET …/{type}/{name}/{childType}` | 200 the children (`…/virtualNetworks/v/subnets`), paged |
+//! | `GET …/{type}/{name}/{childType}` | 200 the children (`…/virtualNetworks/v/subnets`, an NSG's `defaultSecurityRules`), paged |
 //! | `PUT {id}` | resource group: 201 created / 200 updated, synchronous (as ARM); any other resource: 201/200 with `Azure-AsyncOperation` and `Retry-After: 0` |
+//! | `PATCH {id}` | 200, synchronous: the body's `tags` replace the resource's (Update Tags) |
 //! | `DELETE {id}` | 204 when absent; resource group: 202 with `Location` (as ARM); any other resource: 202 with `Azure-AsyncOperation` and `Location` |
-//!
-//! Conditions, as ARM honours them: a PUT with `If-None-Match: *` of an existing resource, and a PUT or
-//! DELETE with `If-Match: <etag>` of a resource whose etag differs (a PUT also when it does not
-//! exist), are 412 `PreconditionFailed`; a write refused because another one is running is 409
-//! `AnotherOperationInProgress`.
 //! | `GET /subscriptions/{s}/providers/{Ns}/locations/{l}/operations/{op}` | `{"status": "InProgress"}` [`ServerOptions::in_progress_polls`] times, then `Succeeded` (or `Failed` with `error`) |
 //! | `GET /subscriptions/{s}/providers/{Ns}/locations/{l}/operationResults/{op}` | 202 while in progress, then 204 (or the ARM error) |
 //! | `POST /{tenant}/oauth2/v2.0/token` | a fake Entra ID client-credentials token endpoint |
+//!
+//! Conditions, as ARM honours them: a PUT with `If-None-Match: *` of an existing resource, and a PUT,
+//! PATCH or DELETE with `If-Match: <etag>` of a resource whose etag differs (a PUT also when it does not
+//! exist), are 412 `PreconditionFailed`; a write refused because another one is running is 409
+//! `AnotherOperationInProgress`. What each API answers and does not model: `docs/dev/simulator.md`.
 //!
 //! Every ARM request needs `?api-version=` (400 `MissingApiVersionParameter`, or
 //! `InvalidApiVersionParameter` when it is not a `YYYY-MM-DD[-preview]` date) and an
 //! `Authorization: Bearer …` header (401 `AuthenticationFailed`; with
 //! [`ServerOptions::required_token`], any other token is 401 `InvalidAuthenticationToken`).
 //! Errors are ARM JSON `{"error": {"code", "message"}}` with the code repeated in `x-ms-error-code`.
-//! A list is paged after [`ServerOptions::page_size`] items: `nextLink` is an absolute URL on this
-//! server (built from the `Host` header) carrying `$skiptoken`; so are the operation URLs. Hence a
+//! A list is paged after [`ServerOptions::page_size`] items ([`DEFAULT_PAGE_SIZE`] unless set;
+//! `trellis sim serve --page-size`): `nextLink` is an absolute URL on this server (built from the
+//! `Host` header) carrying `$skiptoken` (and the request's `$filter`); so are the operation URLs. Hence a
 //! request is answered only when its `Host` names the loopback interface ([`is_loopback_host`]:
 //! `localhost`, 127.0.0.0/8, `[::1]`, any port); any other is 421 `MisdirectedRequest` (DNS
 //! rebinding), before anything else is looked at — the GCE server does the same.
@@ -68,10 +73,16 @@ use tokio::net::TcpListener;
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
 use trellis_sim::ArmSim;
 
+/// The page size of lists unless told otherwise: ARM's largest page of a resource or resource-group
+/// list (its `$top` maximum); Microsoft.Network's lists page at their own sizes, which no client may
+/// rely on — a client follows `nextLink` until there is none.
+pub const DEFAULT_PAGE_SIZE: usize = 1000;
+
 /// How the server behaves beyond the simulator's own rules.
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
-    /// Page lists after this many items (`nextLink`); `None`: one page.
+    /// Page lists after this many items (`nextLink`); `None`: one page. Default
+    /// [`DEFAULT_PAGE_SIZE`]; `trellis sim serve --page-size` sets it.
     pub page_size: Option<usize>,
     /// How many polls of an operation answer `InProgress` before it is done.
     pub in_progress_polls: u32,
@@ -92,7 +103,7 @@ pub struct ServerOptions {
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
-            page_size: None,
+            page_size: Some(DEFAULT_PAGE_SIZE),
             in_progress_polls: 1,
             async_errors: false,
             required_token: None,
@@ -387,6 +398,20 @@ async fn route(srv: &SimServer, req: Req) -> Response {
             _ => no_route(&req),
         };
     }
+    if n == 3 && req.is(2, "resources") {
+        // The subscription's resources (generic list).
+        return match req.method {
+            Method::GET => generic_list(srv, &req, &req.id(2)).await,
+            _ => method_not_allowed(&req),
+        };
+    }
+    if n == 5 && req.is(2, "providers") {
+        // List All: /subscriptions/{s}/providers/{Ns}/{type}, the type in every resource group.
+        return match req.method {
+            Method::GET => list(srv, &req, &req.id(2), &format!("{}/{}", req.segs[3], req.segs[4])).await,
+            _ => method_not_allowed(&req),
+        };
+    }
     if n < 3 || !req.is(2, "resourcegroups") {
         return no_route(&req);
     }
@@ -399,6 +424,13 @@ async fn route(srv: &SimServer, req: Req) -> Response {
     }
     if n == 4 {
         return resource(srv, &req).await;
+    }
+    if n == 5 && req.is(4, "resources") {
+        // The resource group's resources (generic list).
+        return match req.method {
+            Method::GET => generic_list(srv, &req, &req.id(4)).await,
+            _ => method_not_allowed(&req),
+        };
     }
     if n < 7 || !req.is(4, "providers") {
         return no_route(&req);
@@ -585,23 +617,31 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
             Ok(None) => not_found(srv, req),
             Err(e) => cloud_error(srv, e).await,
         },
+        // Check existence: 204 or 404, no body.
+        Method::HEAD => match srv.sim.get(&id).await {
+            Ok(Some(_)) => with_headers(StatusCode::NO_CONTENT, None, &[]),
+            Ok(None) => with_headers(StatusCode::NOT_FOUND, None, &[]),
+            Err(e) => cloud_error(srv, e).await,
+        },
+        // Update Tags (a resource group's Update): synchronous, 200 with the resource.
+        Method::PATCH => {
+            let body = match json_object(req) {
+                Ok(body) => body,
+                Err(refused) => return refused.answer(),
+            };
+            let pre = match condition(req) {
+                Condition::IfNoneMatch => Precondition::None,
+                Condition::Other(pre) => pre,
+            };
+            match srv.sim.patch_tags(&id, body, &sim_condition(&pre)).await {
+                Ok(v) => with_headers(StatusCode::OK, Some(v), &[]),
+                Err(e) => cloud_error(srv, e).await,
+            }
+        }
         Method::PUT => {
-            let body: Value = match serde_json::from_slice(&req.body) {
-                Ok(v @ Value::Object(_)) => v,
-                Ok(_) => {
-                    return arm_error(
-                        StatusCode::BAD_REQUEST,
-                        "InvalidRequestContent",
-                        "The request content must be a JSON object.",
-                    )
-                }
-                Err(e) => {
-                    return arm_error(
-                        StatusCode::BAD_REQUEST,
-                        "InvalidRequestContent",
-                        format!("The request content was invalid and could not be deserialized: {e}"),
-                    )
-                }
+            let body = match json_object(req) {
+                Ok(body) => body,
+                Err(refused) => return refused.answer(),
             };
             let existed = srv.sim.get_now(&id).is_some();
             let created = if existed { StatusCode::OK } else { StatusCode::CREATED };
@@ -638,6 +678,28 @@ async fn resource(srv: &SimServer, req: &Req) -> Response {
             }
         }
         _ => method_not_allowed(req),
+    }
+}
+
+/// The request's body, a JSON object (else ARM's 400 `InvalidRequestContent`).
+fn json_object(req: &Req) -> Result<Value, ArmFailure> {
+    let refused = |message: String| ArmFailure {
+        status: StatusCode::BAD_REQUEST,
+        code: "InvalidRequestContent".to_string(),
+        message,
+    };
+    match serde_json::from_slice(&req.body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(refused("The request content must be a JSON object.".to_string())),
+        Err(e) => Err(refused(format!("The request content was invalid and could not be deserialized: {e}"))),
+    }
+}
+
+/// The write model's precondition as the simulator's `If-Match`.
+fn sim_condition(pre: &Precondition) -> trellis_sim::Precondition {
+    match pre {
+        Precondition::None => trellis_sim::Precondition::none(),
+        Precondition::IfMatch(etag) => trellis_sim::Precondition::if_match(etag),
     }
 }
 
@@ -689,31 +751,111 @@ fn accepted(
 }
 
 async fn list(srv: &SimServer, req: &Req, parent: &str, rtype: &str) -> Response {
-    let skip = match req.param("$skiptoken") {
-        None | Some("") => 0,
-        Some(t) => match t.parse::<usize>() {
-            Ok(n) => n,
-            Err(_) => {
-                return arm_error(
-                    StatusCode::BAD_REQUEST,
-                    "InvalidSkipToken",
-                    format!("The skip token '{t}' is invalid."),
-                )
-            }
-        },
+    let skip = match skip_token(req) {
+        Ok(skip) => skip,
+        Err(refused) => return refused.answer(),
     };
     let items = match srv.sim.list(parent, rtype).await {
         Ok(items) => items,
         Err(e) => return cloud_error(srv, e).await,
     };
+    page(srv, req, skip, &items)
+}
+
+/// `GET {scope}/resources`: the generic resource list of a subscription or resource group, with
+/// `$filter` on `resourceType`, `name` and `location` (`eq`, joined by `and`), paged.
+async fn generic_list(srv: &SimServer, req: &Req, scope: &str) -> Response {
+    let skip = match skip_token(req) {
+        Ok(skip) => skip,
+        Err(refused) => return refused.answer(),
+    };
+    let filter = match req.param("$filter").filter(|f| !f.trim().is_empty()).map(parse_filter).transpose() {
+        Ok(filter) => filter.unwrap_or_default(),
+        Err(message) => return arm_error(StatusCode::BAD_REQUEST, "InvalidFilterInQueryString", message),
+    };
+    let items = match srv.sim.list_resources(scope).await {
+        Ok(items) => items,
+        Err(e) => return cloud_error(srv, e).await,
+    };
+    let matches = |item: &Value| {
+        filter
+            .iter()
+            .all(|(field, want)| item.get(field).and_then(Value::as_str).is_some_and(|v| v.eq_ignore_ascii_case(want)))
+    };
+    let items: Vec<Value> = items.into_iter().filter(|i| matches(i)).collect();
+    page(srv, req, skip, &items)
+}
+
+/// A `$filter` of `<field> eq '<value>'` clauses joined by `and`, the fields those a generic
+/// resource list filters on; anything else is refused, never ignored.
+fn parse_filter(filter: &str) -> Result<Vec<(&'static str, String)>, String> {
+    let mut out = Vec::new();
+    let lower = filter.to_ascii_lowercase();
+    let mut rest = filter;
+    let mut rest_lower = lower.as_str();
+    loop {
+        let (clause, next) = match rest_lower.find(" and ") {
+            Some(at) => (&rest[..at], Some(at + 5)),
+            None => (rest, None),
+        };
+        let parsed = clause.trim().split_once(' ').and_then(|(field, tail)| {
+            let value = tail.trim_start().strip_prefix("eq ")?.trim().strip_prefix('\'')?.strip_suffix('\'')?;
+            let field = ["resourceType", "name", "location"].into_iter().find(|f| f.eq_ignore_ascii_case(field))?;
+            Some((if field == "resourceType" { "type" } else { field }, value.to_string()))
+        });
+        match parsed {
+            Some(p) => out.push(p),
+            None => {
+                return Err(format!(
+                    "The $filter '{filter}' is not supported by the simulated cloud: it filters resource lists by resourceType, name and location with eq '<value>' clauses joined by and."
+                ))
+            }
+        }
+        match next {
+            Some(at) => {
+                rest = &rest[at..];
+                rest_lower = &rest_lower[at..];
+            }
+            None => return Ok(out),
+        }
+    }
+}
+
+/// `$skiptoken` (the offset of the page), else 0.
+fn skip_token(req: &Req) -> Result<usize, ArmFailure> {
+    match req.param("$skiptoken") {
+        None | Some("") => Ok(0),
+        Some(t) => t.parse::<usize>().map_err(|_| ArmFailure {
+            status: StatusCode::BAD_REQUEST,
+            code: "InvalidSkipToken".to_string(),
+            message: format!("The skip token '{t}' is invalid."),
+        }),
+    }
+}
+
+impl ArmFailure {
+    /// The failure as ARM answers it.
+    fn answer(self) -> Response {
+        arm_error(self.status, &self.code, self.message)
+    }
+}
+
+/// One page of `items` from `skip` on, with `nextLink` (this URL with the next `$skiptoken`) while
+/// more are left.
+fn page(srv: &SimServer, req: &Req, skip: usize, items: &[Value]) -> Response {
     let size = srv.shared.opts.page_size.unwrap_or(usize::MAX).max(1);
     let page: Vec<Value> = items.iter().skip(skip).take(size).cloned().collect();
     let mut body = json!({ "value": page });
     let next = skip.saturating_add(size);
     if next < items.len() {
         let api = req.param("api-version").unwrap_or("");
-        body["nextLink"] =
-            Value::String(format!("{}/{}?api-version={api}&$skiptoken={next}", req.base, req.segs.join("/")));
+        let mut link = format!("{}/{}?api-version={api}", req.base, req.segs.join("/"));
+        if let Some(filter) = req.param("$filter") {
+            link.push_str("&$filter=");
+            link.extend(form_urlencoded::byte_serialize(filter.as_bytes()));
+        }
+        link.push_str(&format!("&$skiptoken={next}"));
+        body["nextLink"] = Value::String(link);
     }
     with_headers(StatusCode::OK, Some(body), &[])
 }

@@ -18,7 +18,18 @@
 //!
 //! # ARM rules enforced
 //! - Ids are case-insensitive: looked up in lowercase, returned with the casing they were created
-//!   with (a nested resource takes its parent's casing).
+//!   with (a nested resource takes its parent's casing); a resource created through the API gets ARM's
+//!   canonical keywords and type casing (`/resourceGroups/…/providers/Microsoft.Network/virtualNetworks/`)
+//!   whatever the request's casing, its names as the request spelled them.
+//! - An NSG shows Azure's six `defaultSecurityRules`, computed on GET, never stored or written (a PUT
+//!   body's are ignored; a PUT or DELETE of one is 405). [`ArmSim::patch_tags`] is Update Tags;
+//!   [`ArmSim::list_resources`] the generic resource list; a subscription lists a top-level type of all
+//!   its groups (List All).
+//! - The network provider's refusals of a write (`arm::validate`): a security rule's priority outside
+//!   100–4096 (`SecurityRuleInvalidPriority`), two rules with one priority and direction
+//!   (`SecurityRuleConflict`), a rule's address prefix that is no address, CIDR, `*` or service tag
+//!   (`SecurityRuleInvalidAddressPrefix`), a VNet prefix that is no CIDR (`InvalidAddressPrefixFormat`),
+//!   a `VirtualAppliance` route without `nextHopIpAddress` (`MissingNextHopIpAddress`).
 //! - GET of a missing resource: `Ok(None)` (404). DELETE of a missing resource: `Ok` (204).
 //! - Containment: a PUT needs its resource group (404 `ResourceGroupNotFound`) and, for a nested
 //!   resource, its parent (404 `ParentResourceNotFound`). DELETE removes everything nested: a resource

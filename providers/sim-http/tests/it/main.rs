@@ -1,4 +1,5 @@
 //! The integration tests of trellis-sim-http in one binary (one link instead of one per file).
 
+mod arm_http;
 mod gce_http;
 mod served;

@@ -19,6 +19,9 @@ pub enum Kind {
     Route,
     NetworkSecurityGroup,
     SecurityRule,
+    /// One of the six rules Azure puts in every NSG (`…/defaultSecurityRules/{name}`): read-only,
+    /// computed on GET, never stored.
+    DefaultSecurityRule,
     NatGateway,
     PublicIpAddress,
     NetworkInterface,
@@ -51,6 +54,7 @@ const KNOWN_TYPES: &[(&str, Kind)] = &[
     ("Microsoft.Network/routeTables/routes", Kind::Route),
     ("Microsoft.Network/networkSecurityGroups", Kind::NetworkSecurityGroup),
     ("Microsoft.Network/networkSecurityGroups/securityRules", Kind::SecurityRule),
+    ("Microsoft.Network/networkSecurityGroups/defaultSecurityRules", Kind::DefaultSecurityRule),
     ("Microsoft.Network/natGateways", Kind::NatGateway),
     ("Microsoft.Network/publicIPAddresses", Kind::PublicIpAddress),
     ("Microsoft.Network/loadBalancers", Kind::LoadBalancer),
@@ -122,6 +126,32 @@ impl ArmId {
     pub fn child(&self, segment: &str, name: &str) -> ArmId {
         ArmId(self.0.child(segment, name))
     }
+
+    /// The id as ARM answers it whatever casing a request used: the keywords `subscriptions`,
+    /// `resourceGroups` and `providers`, the namespace and the type segments of a known type in their
+    /// canonical casing (`Microsoft.Network/virtualNetworks/…/subnets/…`); the names as written.
+    pub fn canonical(&self) -> ArmId {
+        let mut segments: Vec<String> = self.as_str().trim_start_matches('/').split('/').map(str::to_string).collect();
+        segments[0] = "subscriptions".to_string();
+        if segments.len() >= 4 {
+            segments[2] = "resourceGroups".to_string();
+        }
+        if segments.len() >= 8 {
+            segments[4] = "providers".to_string();
+            let rtype = self.rtype();
+            let mut names = rtype.split('/');
+            if let Some(namespace) = names.next() {
+                segments[5] = namespace.to_string();
+            }
+            for (i, name) in names.enumerate() {
+                if let Some(slot) = segments.get_mut(6 + 2 * i) {
+                    *slot = name.to_string();
+                }
+            }
+        }
+        let canonical = format!("/{}", segments.join("/"));
+        ArmId::parse(&canonical).unwrap_or_else(|_| self.clone())
+    }
 }
 
 impl fmt::Display for ArmId {
@@ -164,6 +194,22 @@ mod tests {
         assert_eq!(pip.rtype(), "Microsoft.Network/publicIPAddresses");
         assert_eq!(pip.kind(), Kind::PublicIpAddress);
         assert_eq!(pip.key(), "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/publicipaddresses/ip");
+    }
+
+    #[test]
+    fn canonical_ids_have_arms_keywords_and_type_casing_and_keep_the_names() {
+        let id = ArmId::parse(
+            "/SUBSCRIPTIONS/s/resourcegroups/My-RG/PROVIDERS/microsoft.network/VIRTUALNETWORKS/Hub/SUBNETS/Web",
+        )
+        .unwrap();
+        assert_eq!(
+            id.canonical().as_str(),
+            "/subscriptions/s/resourceGroups/My-RG/providers/Microsoft.Network/virtualNetworks/Hub/subnets/Web"
+        );
+        let rg = ArmId::parse("/subscriptions/s/RESOURCEGROUPS/rg").unwrap();
+        assert_eq!(rg.canonical().as_str(), "/subscriptions/s/resourceGroups/rg");
+        let unknown = ArmId::parse("/subscriptions/s/resourcegroups/rg/providers/Contoso.X/widgets/w").unwrap();
+        assert_eq!(unknown.canonical().as_str(), "/subscriptions/s/resourceGroups/rg/providers/Contoso.X/widgets/w");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 use crate::arm::defaults::arm_defaults;
 use crate::arm::sim::Arm;
 use crate::arm::store::{Entry, Store};
+use crate::arm::{default_rules, validate};
 use crate::arm::{ArmId, Kind};
 use crate::core::precondition::{self, Precondition};
 use crate::core::sim::{Accepted, Refusal, Step};
@@ -342,6 +343,10 @@ pub(crate) fn normalize(id: &ArmId, body: Value) -> Result<Normalized, ArmError>
         Some(_) => return Err(bad_format(format!("properties of {id} must be an object"))),
     };
     props.remove("provisioningState");
+    if kind == Kind::NetworkSecurityGroup {
+        // Read-only: Azure's own rules, computed on GET (a client may send back what it read).
+        props.remove(default_rules::SEGMENT);
+    }
     for spec in LINKS.iter().filter(|s| s.to == kind) {
         props.remove(spec.back_property);
     }
@@ -473,6 +478,11 @@ fn rg_not_found(rg: &ArmId) -> ArmError {
 /// GET: the resource as ARM returns it, `None` when it does not exist.
 pub(crate) fn get(store: &Store, id: &str) -> Result<Option<Value>, ArmError> {
     let id = parse_id(id)?;
+    if id.kind() == Kind::DefaultSecurityRule {
+        let nsg = id.parent().expect("a default rule has its NSG");
+        let rules = store.get(&nsg.key()).map(|e| default_rules::of(&e.id, e.value.get("etag"))).unwrap_or_default();
+        return Ok(rules.into_iter().find(|r| r["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(id.name()))));
+    }
     Ok(store.get(&id.key()).map(|e| render(store, e)))
 }
 
@@ -480,16 +490,20 @@ pub(crate) fn get(store: &Store, id: &str) -> Result<Option<Value>, ArmError> {
 /// or 200 (replaced).
 pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u16), ArmError> {
     let asked = parse_id(id)?;
+    if asked.kind() == Kind::DefaultSecurityRule {
+        return Err(default_rules_are_read_only(&asked));
+    }
     check_parent(store, &asked)?;
     let existing = store.get(&asked.key()).cloned();
-    // Keep the casing the resource was created with; a nested resource takes its parent's.
+    // Keep the casing the resource was created with; a nested resource takes its parent's. A new id
+    // is ARM's canonical form (`/resourceGroups/`, the type's casing), whatever the request's casing.
     let id = match (&existing, asked.is_child()) {
         (Some(e), _) => e.id.clone(),
         (None, true) => {
             let parent = store.get(&asked.parent().expect("nested").key()).expect("checked above");
-            parent.id.child(asked.type_segment(), asked.name())
+            parent.id.child(asked.canonical().type_segment(), asked.name())
         }
-        (None, false) => asked,
+        (None, false) => asked.canonical(),
     };
     let kind = id.kind();
     let Normalized { mut value, children } = normalize(&id, body)?;
@@ -514,6 +528,7 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
             });
         }
     }
+    check_own(store, &id, kind, &value)?;
     if kind == Kind::Subnet {
         check_subnet_range(store, &id, &value)?;
     }
@@ -536,11 +551,15 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
             let n = normalize(&child, body)?;
             let mut child_value = n.value;
             arm_defaults(c.child, &mut child_value);
+            check_child(&child, c.child, &child_value)?;
             check_links(store, &child, c.child, &child_value)?;
             new_children.push((child, child_value));
         }
         if c.child == Kind::Subnet {
             check_subnets_of_vnet(store, &id, &value, &new_children)?;
+        }
+        if c.child == Kind::SecurityRule {
+            validate::no_conflicts(new_children.iter().map(|(child, v)| (child.name(), v)))?;
         }
         let new_keys: BTreeSet<String> = new_children.iter().map(|(child, _)| child.key()).collect();
         for old in direct_children(store, &key, c.child).filter(|e| !new_keys.contains(&e.id.key())) {
@@ -586,6 +605,42 @@ pub(crate) fn put(store: &mut Store, id: &str, body: Value) -> Result<(Value, u1
     let status = if existing.is_some() { 200 } else { 201 };
     let entry = store.get(&key).expect("inserted above");
     Ok((render(store, entry), status))
+}
+
+/// The network resource provider's checks of one resource being written ([`validate`]); a security
+/// rule written on its own is also checked against the other rules of its NSG.
+fn check_own(store: &Store, id: &ArmId, kind: Kind, value: &Value) -> Result<(), ArmError> {
+    check_child(id, kind, value)?;
+    if kind == Kind::VirtualNetwork {
+        validate::vnet(id, value)?;
+    }
+    if kind == Kind::SecurityRule {
+        let nsg = id.parent().expect("a rule has its NSG").key();
+        let key = id.key();
+        let others: Vec<&Entry> =
+            direct_children(store, &nsg, Kind::SecurityRule).filter(|e| e.id.key() != key).collect();
+        let others = others.iter().map(|e| (e.id.name(), &e.value));
+        validate::no_conflicts(others.chain(std::iter::once((id.name(), value))))?;
+    }
+    Ok(())
+}
+
+/// The checks of a resource that may also come in its parent's array (a rule, a route).
+fn check_child(id: &ArmId, kind: Kind, value: &Value) -> Result<(), ArmError> {
+    match kind {
+        Kind::SecurityRule => validate::security_rule(id, value),
+        Kind::Route => validate::route(id, value),
+        _ => Ok(()),
+    }
+}
+
+/// ARM's answer to a write of one of an NSG's default rules.
+fn default_rules_are_read_only(id: &ArmId) -> ArmError {
+    ArmError::new(
+        405,
+        "MethodNotAllowed",
+        format!("{id} is one of the default security rules Azure puts in every network security group; they are read-only (write a rule of your own under securityRules with a priority of 100-4096 to override one)."),
+    )
 }
 
 /// A subnet's address prefixes as ARM shows them: the entries of a non-empty `addressPrefixes`, else
@@ -640,14 +695,7 @@ fn subnet_nets_checked(id: &ArmId, value: &Value) -> Result<Vec<IpNet>, ArmError
     for prefix in subnet_prefixes(value) {
         match prefix.as_str().and_then(|p| p.parse::<IpNet>().ok()) {
             Some(net) => nets.push(net),
-            None => {
-                let shown = prefix.as_str().map(str::to_string).unwrap_or_else(|| prefix.to_string());
-                return Err(ArmError::new(
-                    400,
-                    "InvalidAddressPrefixFormat",
-                    format!("Address prefix {shown} of resource {id} is not formatted correctly. It should follow CIDR notation, for example 10.0.0.0/24."),
-                ));
-            }
+            None => return Err(validate::invalid_prefix_format(id, &prefix)),
         }
     }
     Ok(nets)
@@ -737,6 +785,109 @@ pub(crate) fn another_operation_in_progress(store: &Store, vnet_key: &str, opera
     )
 }
 
+/// PATCH (Update Tags, and a resource group's Update): the body's `tags` replace the resource's
+/// (`{}` or `null` removes them; without `tags` they stay); nothing else changes but the etag. Only
+/// a resource group or a top-level resource has tags (a nested one is 405); a missing one is 404.
+pub(crate) fn patch_tags(store: &mut Store, id: &str, body: &Value) -> Result<(Value, u16), ArmError> {
+    let id = parse_id(id)?;
+    if id.kind() == Kind::Subscription || id.is_child() {
+        return Err(ArmError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{id} has no tags of its own to update (PATCH updates the tags of a resource group or a top-level resource)"),
+        ));
+    }
+    check_parent(store, &id)?;
+    let Some(entry) = store.get(&id.key()).cloned() else {
+        return Err(match id.kind() {
+            Kind::ResourceGroup => rg_not_found(&id),
+            _ => ArmError::new(
+                404,
+                "ResourceNotFound",
+                format!(
+                    "The Resource '{}/{}' under resource group '{}' was not found.",
+                    id.rtype(),
+                    id.name(),
+                    id.resource_group().unwrap_or_default()
+                ),
+            ),
+        });
+    };
+    let Some(body) = body.as_object() else {
+        return Err(ArmError::new(400, "InvalidRequestContent", format!("the body for {id} must be a JSON object")));
+    };
+    let mut value = entry.value.clone();
+    match body.get("tags") {
+        None => {}
+        Some(Value::Null) => {
+            value.as_object_mut().map(|m| m.remove("tags"));
+        }
+        Some(Value::Object(tags)) => {
+            if let Some((key, _)) = tags.iter().find(|(_, v)| !v.is_string()) {
+                return Err(ArmError::new(
+                    400,
+                    "InvalidRequestContent",
+                    format!("The value of tag '{key}' of {id} must be a string."),
+                ));
+            }
+            if tags.is_empty() {
+                value.as_object_mut().map(|m| m.remove("tags"));
+            } else {
+                value["tags"] = Value::Object(tags.clone());
+            }
+        }
+        Some(_) => {
+            return Err(ArmError::new(
+                400,
+                "InvalidRequestContent",
+                format!("tags of {id} must be an object of string values"),
+            ))
+        }
+    }
+    let tick = store.tick();
+    store.insert(Entry { value: with_etag(entry.kind, value, tick), ..entry });
+    let stored = store.get(&id.key()).expect("inserted above");
+    Ok((render(store, stored), 200))
+}
+
+/// The resources of a resource group or a subscription as ARM's generic list shows them
+/// (`GET …/resources`: `GenericResourceExpanded` — id, name, type and, where the resource has them,
+/// sku, kind, location, managedBy, identity, tags), top-level resources only, sorted by id.
+pub(crate) fn resources(store: &Store, scope: &str) -> Result<Vec<Value>, ArmError> {
+    let scope = parse_id(scope)?;
+    let prefix = match scope.kind() {
+        Kind::Subscription => format!("{}/resourcegroups/", scope.key()),
+        Kind::ResourceGroup => {
+            if store.get(&scope.key()).is_none() {
+                return Err(rg_not_found(&scope));
+            }
+            format!("{}/", scope.key())
+        }
+        _ => {
+            return Err(ArmError::new(
+                400,
+                "InvalidResourceType",
+                format!(
+                    "cannot list the resources of {scope}: only a subscription or a resource group has a resource list"
+                ),
+            ))
+        }
+    };
+    let generic = |e: &Entry| {
+        let mut out = Map::new();
+        out.insert("id".into(), Value::String(e.id.as_str().to_string()));
+        out.insert("name".into(), Value::String(e.id.name().to_string()));
+        out.insert("type".into(), Value::String(e.id.rtype()));
+        for key in ["sku", "kind", "location", "managedBy", "identity", "tags"] {
+            if let Some(v) = e.value.get(key).filter(|v| !v.is_null()) {
+                out.insert(key.into(), v.clone());
+            }
+        }
+        Value::Object(out)
+    };
+    Ok(store.entries().filter(|e| e.id.key().starts_with(&prefix) && e.id.depth() == 8).map(generic).collect())
+}
+
 /// The precondition of a write to `id`, against the stored resource's etag (see
 /// [`crate::core::precondition::check`]).
 pub(crate) fn check_precondition(store: &Store, id: &str, p: &Precondition) -> Result<(), ArmError> {
@@ -758,6 +909,9 @@ pub(crate) fn delete(store: &mut Store, id: &str) -> Result<u16, ArmError> {
             "InvalidResourceType",
             format!("{id} is a subscription; it cannot be deleted here"),
         ));
+    }
+    if id.kind() == Kind::DefaultSecurityRule {
+        return Err(default_rules_are_read_only(&id));
     }
     let key = id.key();
     let Some(entry) = store.get(&key) else { return Ok(204) };
@@ -949,13 +1103,24 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
     let depth = rtype.split('/').count();
     match parent.kind() {
         Kind::Subscription => {
-            if !rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
-                return Err(invalid_type("under a subscription only Microsoft.Resources/resourceGroups can be listed"));
-            }
             let prefix = format!("{}/resourcegroups/", parent.key());
+            if rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
+                return Ok(store
+                    .entries()
+                    .filter(|e| e.kind == Kind::ResourceGroup && e.id.key().starts_with(&prefix))
+                    .map(|e| render(store, e))
+                    .collect());
+            }
+            if depth != 2 {
+                return Err(invalid_type(
+                    "a subscription lists its resource groups, or the resources of a top-level type such as Microsoft.Network/virtualNetworks in all its resource groups",
+                ));
+            }
+            // List All: the resources of that type in every resource group of the subscription.
             Ok(store
                 .entries()
-                .filter(|e| e.kind == Kind::ResourceGroup && e.id.key().starts_with(&prefix))
+                .filter(|e| e.id.key().starts_with(&prefix) && !e.id.is_child() && e.id.rtype_is(rtype))
+                .filter(|e| e.kind != Kind::ResourceGroup)
                 .map(|e| render(store, e))
                 .collect())
         }
@@ -982,6 +1147,20 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
                 && depth == own.split('/').count() + 1;
             if !is_child_type {
                 return Err(invalid_type(&format!("the children of a {own} have types {own}/<child>")));
+            }
+            if rtype.eq_ignore_ascii_case(default_rules::TYPE) {
+                let Some(nsg) = store.get(&parent.key()) else {
+                    return Err(ArmError::new(
+                        404,
+                        "ResourceNotFound",
+                        format!(
+                            "The Resource '{own}/{}' under resource group '{}' was not found.",
+                            parent.name(),
+                            rg.name()
+                        ),
+                    ));
+                };
+                return Ok(default_rules::of(&nsg.id, nsg.value.get("etag")));
             }
             if store.get(&parent.key()).is_none() {
                 return Err(ArmError::new(
@@ -1019,6 +1198,10 @@ pub(crate) fn render(store: &Store, entry: &Entry) -> Value {
             store.descendants(&key).filter(|e| e.kind == c.child && e.id.is_child_of(&key)).collect();
         kids.sort_by_key(|e| e.seq);
         props.insert(c.property.into(), Value::Array(kids.into_iter().map(|e| render(store, e)).collect()));
+    }
+    if entry.kind == Kind::NetworkSecurityGroup {
+        let rules = default_rules::of(&entry.id, entry.value.get("etag"));
+        props.insert(default_rules::SEGMENT.into(), Value::Array(rules));
     }
     for spec in LINKS.iter().filter(|s| s.to == entry.kind) {
         let referrers: Vec<Value> =

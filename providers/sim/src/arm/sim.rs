@@ -99,6 +99,25 @@ impl ArmSim {
         self.delete_with(id, precondition).await
     }
 
+    /// PATCH of a resource's tags (ARM's Update Tags; see `rules::patch_tags`), with a precondition
+    /// as [`ArmSim::put_if`]: the body's `tags` replace the resource's; answers the resource.
+    pub async fn patch_tags(&self, id: &str, body: Value, precondition: &Precondition) -> Result<Value, CloudError> {
+        self.core
+            .call_in("PATCH", id.to_string(), rules::write_scope(id), |store| {
+                rules::check_precondition(store, id, precondition)?;
+                rules::patch_tags(store, id, &body)
+            })
+            .await
+    }
+
+    /// The resources of a resource group or subscription (`scope`) as ARM's generic list shows them
+    /// (`GET {scope}/resources`; see `rules::resources`). Audited as a LIST of `{scope}/resources`.
+    pub async fn list_resources(&self, scope: &str) -> Result<Vec<Value>, CloudError> {
+        self.core
+            .call("LIST", format!("{scope}/resources"), None, |store| Ok((rules::resources(store, scope)?, 200)))
+            .await
+    }
+
     pub(crate) async fn arm_get(&self, id: &str) -> Result<Option<Value>, CloudError> {
         self.core
             .call("GET", id.to_string(), None, |store| {

@@ -4,8 +4,11 @@
 //! Resources may nest their children as ARM shows them (a VNet's `subnets`, an NSG's
 //! `securityRules`, a route table's `routes`); each nested child is declared as if it were listed on
 //! its own. A child listed on its own wins over the same child nested in its parent.
-//! Back-references (`subnets` on a route table, say) and read-only fields (`etag`,
-//! `provisioningState`) are ignored.
+//! A world file holds what exists, as a GET or a list returns it: back-references (`subnets` on a
+//! route table, say) and read-only fields (`etag`, `provisioningState`, an NSG's
+//! `defaultSecurityRules`, nested or listed on their own) are accepted and ignored (computed on GET);
+//! the rest (`resourceGuid`, a subnet's `ipConfigurations`, …) is kept as declared. ARM's refusals of a
+//! write (security-rule priorities, address formats, …) do not apply to loading what exists.
 //!
 //! Subscriptions are checked, because examples copied with their placeholders would otherwise pass
 //! silently (`/subscriptions/subid/…` in Microsoft's documented responses) and end up in `azure.json`:
@@ -164,6 +167,11 @@ impl AzureWorld {
                     "world file {}: resource {id} ({at}) has `{key}` at the top level: this looks like `az … show -o json` output, which flattens `properties`; export the ARM shape with `az rest --method get --url '{id}?api-version=2024-03-01'` (or examples/export-world.sh)",
                     path
                 ));
+                continue;
+            }
+            if id.kind() == Kind::DefaultSecurityRule {
+                // One of the rules Azure shows in every NSG, exported on its own: accepted, and
+                // computed from its NSG as on every GET (see `arm::default_rules`).
                 continue;
             }
             let mut found = Vec::new();

@@ -275,10 +275,42 @@ async fn ids_are_case_insensitive_and_keep_their_creation_casing() {
     let upper = format!("{SUB}/resourcegroups/RG/providers/microsoft.network/routetables/Other");
     sim.put(&upper, json!({"location": "westeurope"})).await.unwrap();
     let got = sim.get(&id("routeTables/other")).await.unwrap().unwrap();
-    assert_eq!(got["id"], json!(upper));
+    // ARM's keywords and the type in canonical casing, the names as the creating request spelled them.
+    let canonical = format!("{SUB}/resourceGroups/RG/providers/Microsoft.Network/routeTables/Other");
+    assert_eq!(got["id"], json!(canonical));
     assert_eq!(got["type"], json!("Microsoft.Network/routeTables"));
     sim.put(&id("routeTables/OTHER"), json!({"location": "westeurope"})).await.unwrap();
-    assert_eq!(sim.get_now(&id("routeTables/other")).unwrap()["id"], json!(upper));
+    assert_eq!(sim.get_now(&id("routeTables/other")).unwrap()["id"], json!(canonical));
+}
+
+/// Found with the official Python SDK against `trellis sim serve`: a resource created through a
+/// lowercase `/resourcegroups/` path kept that spelling in its id (and its children's), while ARM
+/// answers `/resourceGroups/` (and `Microsoft.Network/virtualNetworks`) whatever the request's casing.
+#[tokio::test]
+async fn regression_ids_are_answered_in_arms_canonical_casing_whatever_the_request_used() {
+    let sim = ArmSim::in_memory(SUB.trim_start_matches("/subscriptions/"));
+    let rg = format!("{SUB}/RESOURCEGROUPS/Lower");
+    let made = sim.put(&rg, json!({"location": "westeurope"})).await.unwrap();
+    assert_eq!(made["id"], json!(format!("{SUB}/resourceGroups/Lower")));
+    let vnet = format!("{SUB}/resourcegroups/lower/providers/MICROSOFT.NETWORK/virtualnetworks/v");
+    sim.put(
+        &vnet,
+        json!({"location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+    )
+    .await
+    .unwrap();
+    let subnet = format!("{vnet}/SUBNETS/s");
+    let got = sim.put(&subnet, json!({"properties": {"addressPrefix": "10.0.0.0/24"}})).await.unwrap();
+    assert_eq!(
+        got["id"],
+        json!(format!("{SUB}/resourceGroups/lower/providers/Microsoft.Network/virtualNetworks/v/subnets/s"))
+    );
+    let listed = sim.list(&format!("{SUB}/resourceGroups/LOWER"), "microsoft.network/virtualnetworks").await.unwrap();
+    assert_eq!(
+        listed[0]["id"],
+        json!(format!("{SUB}/resourceGroups/lower/providers/Microsoft.Network/virtualNetworks/v"))
+    );
+    assert!(listed[0]["properties"]["subnets"][0]["id"].as_str().unwrap().contains("/resourceGroups/lower/"));
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@ mod common;
 
 mod another_operation_in_progress;
 mod arm_rules;
+mod arm_surface;
 mod faults;
 mod gce_faults;
 mod gce_nat;

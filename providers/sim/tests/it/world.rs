@@ -378,3 +378,57 @@ fn regression_world_file_with_long_comment_blocks_parses() {
     let w = parse(&text);
     assert_eq!(AzureWorld::of(&w).unwrap().unwrap().resources.len(), 5);
 }
+
+/// A world file holds what exists: an NSG as exported, with Azure's six default rules (nested, and one
+/// listed on its own as `az network nsg rule list --include-default` shows it), `resourceGuid`, a
+/// rule with a regional service tag, and a route table whose appliance route has its next hop —
+/// loaded as declared, the default rules computed (six, not twelve), nothing refused.
+#[tokio::test]
+async fn an_exported_nsg_with_its_default_rules_loads_as_it_is() {
+    let default_rule = |name: &str, priority: u32, direction: &str| {
+        format!(
+            "{{name: {name}, id: {}, etag: 'W/\"x\"', type: Microsoft.Network/networkSecurityGroups/defaultSecurityRules, properties: {{provisioningState: Succeeded, protocol: '*', access: Allow, priority: {priority}, direction: {direction}}}}}",
+            net(&format!("networkSecurityGroups/exported/defaultSecurityRules/{name}"))
+        )
+    };
+    let defaults =
+        [default_rule("AllowVnetInBound", 65000, "Inbound"), default_rule("DenyAllOutBound", 65500, "Outbound")]
+            .join(", ");
+    let extra = format!(
+        r#"    - id: {nsg}
+      location: westeurope
+      type: Microsoft.Network/networkSecurityGroups
+      properties:
+        provisioningState: Succeeded
+        resourceGuid: 7c2e9a14-5b3d-4e8f-9a1c-6d0b2f4e8a37
+        securityRules:
+          - name: to-sql
+            properties: {{priority: 200, access: Allow, direction: Outbound, protocol: Tcp, destinationAddressPrefix: Sql.WestEurope}}
+        defaultSecurityRules: [{defaults}]
+    - {standalone}
+    - id: {rt}
+      location: westeurope
+      properties:
+        routes:
+          - name: to-fw
+            properties: {{addressPrefix: 0.0.0.0/0, nextHopType: VirtualAppliance, nextHopIpAddress: 10.250.255.4, hasBgpOverride: false}}
+"#,
+        nsg = net("networkSecurityGroups/exported"),
+        standalone = default_rule("DenyAllInBound", 65500, "Inbound"),
+        rt = net("routeTables/exported-rt"),
+    );
+    let sim = ArmSim::in_memory("ignored");
+    sim.sync_world(&parse(&hub_world(&extra))).unwrap();
+    let nsg = sim.get(&net("networkSecurityGroups/exported")).await.unwrap().unwrap();
+    assert_eq!(nsg["properties"]["resourceGuid"], json!("7c2e9a14-5b3d-4e8f-9a1c-6d0b2f4e8a37"));
+    let defaults = nsg["properties"]["defaultSecurityRules"].as_array().unwrap();
+    assert_eq!(defaults.len(), 6, "computed, not stored beside the computed ones");
+    assert_eq!(defaults[0]["properties"]["description"], json!("Allow inbound traffic from all VMs in VNET"));
+    assert_eq!(nsg["properties"]["securityRules"].as_array().unwrap().len(), 1);
+    assert!(
+        sim.snapshot().iter().all(|r| !r["id"].as_str().unwrap().contains("/defaultSecurityRules/")),
+        "no default rule is stored as a resource"
+    );
+    let rt = sim.get(&net("routeTables/exported-rt")).await.unwrap().unwrap();
+    assert_eq!(rt["properties"]["routes"][0]["properties"]["nextHopIpAddress"], json!("10.250.255.4"));
+}
