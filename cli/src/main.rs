@@ -546,7 +546,9 @@ async fn world_export_in(
     };
     let export = ops::export_world(session, chosen, &args.inputs.files, files, eprint_note, progress).await?;
     if !export.preflight_failures.is_empty() {
-        eprintln!("note: pre-flight fails against what was read (an offline plan with this world file fails the same way):");
+        eprintln!(
+            "note: pre-flight fails against what was read (an offline plan with this world file fails the same way):"
+        );
         for line in &export.preflight_failures {
             eprintln!("note: {}", escape::text(line));
         }
@@ -560,7 +562,10 @@ async fn world_export_in(
             tmp.as_file().sync_all().with_context(context)?;
             tmp.persist(out).map_err(|e| e.error).with_context(context)?;
             let out = escape::text(&out.display().to_string()).into_owned();
-            eprintln!("Wrote the world file {out} ({}); plan offline with `trellis plan -f … --world {out}`.", counts.join(", "));
+            eprintln!(
+                "Wrote the world file {out} ({}); plan offline with `trellis plan -f … --world {out}`.",
+                counts.join(", ")
+            );
         }
         None => {
             let mut stdout = std::io::stdout().lock();

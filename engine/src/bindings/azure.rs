@@ -463,10 +463,17 @@ fn arm_needs(id: &trellis_planner::ids::ArmId, value: &Value) -> Vec<trellis_pla
     let mut refs = |v: &Value| {
         let props = v.get("properties");
         for link in ["routeTable", "networkSecurityGroup", "natGateway"] {
-            out.extend(props.and_then(|p| p.pointer(&format!("/{link}/id"))).and_then(Value::as_str).and_then(|i| ArmId::parse(i).ok()));
+            out.extend(
+                props
+                    .and_then(|p| p.pointer(&format!("/{link}/id")))
+                    .and_then(Value::as_str)
+                    .and_then(|i| ArmId::parse(i).ok()),
+            );
         }
         let ips = props.and_then(|p| p.get("publicIpAddresses")).and_then(Value::as_array);
-        out.extend(ips.into_iter().flatten().filter_map(|ip| ip.get("id")?.as_str()).filter_map(|i| ArmId::parse(i).ok()));
+        out.extend(
+            ips.into_iter().flatten().filter_map(|ip| ip.get("id")?.as_str()).filter_map(|i| ArmId::parse(i).ok()),
+        );
     };
     refs(value);
     let nested = value.pointer("/properties/subnets").and_then(Value::as_array);

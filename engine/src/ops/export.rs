@@ -99,6 +99,15 @@ pub struct WorldExport {
     pub preflight_failures: Vec<String>,
 }
 
+/// A real client of the export, its recording wrapper and its binding.
+struct Recorded {
+    binding: &'static dyn CloudBinding,
+    recording: Arc<Recording>,
+    /// The real client itself, for the reads the bindings' sections need besides.
+    cloud: Arc<dyn CloudWrite>,
+    account: String,
+}
+
 /// Progress of [`export_world`], for the caller to show.
 pub enum ExportProgress<'a> {
     /// A shoot's plan read what it needed; `resources` answers were kept so far, fleet-wide.
@@ -122,13 +131,14 @@ pub async fn export_world(
     mut progress: impl FnMut(ExportProgress<'_>),
 ) -> Result<WorldExport> {
     let registry = Arc::clone(&session.registry);
-    let mut recorded: Vec<(&'static dyn CloudBinding, Arc<Recording>, Arc<dyn CloudWrite>, String)> = Vec::new();
+    let mut recorded: Vec<Recorded> = Vec::new();
     let mut wrapped = Vec::with_capacity(chosen.len());
     for (entry, chosen) in registry.entries().iter().zip(chosen) {
         match chosen {
             Chosen::Real(cloud, account) => {
                 let recording = Arc::new(Recording::new(Arc::clone(&cloud)));
-                recorded.push((entry.binding, Arc::clone(&recording), cloud, account.clone()));
+                let binding = entry.binding;
+                recorded.push(Recorded { binding, recording: Arc::clone(&recording), cloud, account: account.clone() });
                 wrapped.push(Chosen::Real(recording, account));
             }
             sim => wrapped.push(sim),
@@ -139,7 +149,7 @@ pub async fn export_world(
     }
     session.use_chosen(wrapped);
 
-    let counted: Vec<Arc<Recording>> = recorded.iter().map(|(_, r, _, _)| Arc::clone(r)).collect();
+    let counted: Vec<Arc<Recording>> = recorded.iter().map(|r| Arc::clone(&r.recording)).collect();
     let count = || counted.iter().map(|r| r.count()).sum::<usize>();
     let planned = plan_fleet_streaming(session, paths, files, StreamOptions::default(), note, |p| {
         progress(ExportProgress::Planned { shoot: &p.shoot, resources: count() });
@@ -155,7 +165,7 @@ pub async fn export_world(
     let mut top = Map::new();
     let mut sections = Vec::new();
     let mut done: Vec<&'static dyn CloudBinding> = Vec::new();
-    for (binding, recording, cloud, account) in &recorded {
+    for Recorded { binding, recording, cloud, account } in &recorded {
         if done.iter().any(|b| b.trees() == binding.trees()) {
             continue;
         }
@@ -330,7 +340,10 @@ pub mod yaml {
             let back: Value = trellis_planner::yaml::from_str(&out).unwrap();
             assert_eq!(back, value, "{out}");
             assert!(out.contains("  subscriptionId: \"0b7c3a52"), "{out}");
-            assert!(out.contains("    - id: /subscriptions/x/resourceGroups/rg\n      location: westeurope\n"), "{out}");
+            assert!(
+                out.contains("    - id: /subscriptions/x/resourceGroups/rg\n      location: westeurope\n"),
+                "{out}"
+            );
         }
     }
 }
