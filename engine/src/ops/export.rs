@@ -21,29 +21,47 @@ use trellis_providers::provider::ProviderError;
 use super::*;
 
 /// A cloud that keeps every resource its reads return ([`Read`]) and refuses to write (a plan never
-/// writes; this makes sure an export cannot either).
+/// writes; this makes sure an export cannot either). An answer it holds already (the same resource
+/// read by many shoots of a fleet, a shared VPC's firewall list) is kept once.
 pub struct Recording {
     inner: Arc<dyn CloudWrite>,
-    read: Mutex<Vec<Read>>,
+    read: Mutex<Kept>,
+}
+
+/// What a [`Recording`] kept, and the digests of the answers, to keep each once.
+#[derive(Default)]
+struct Kept {
+    reads: Vec<Read>,
+    seen: std::collections::HashSet<[u8; 32]>,
 }
 
 impl Recording {
     pub fn new(inner: Arc<dyn CloudWrite>) -> Recording {
-        Recording { inner, read: Mutex::new(Vec::new()) }
+        Recording { inner, read: Mutex::new(Kept::default()) }
     }
 
-    /// What the reads returned so far, in the order they answered.
+    /// What the reads returned so far, in the order they first answered it.
     pub fn read(&self) -> Vec<Read> {
-        self.read.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.read.lock().unwrap_or_else(|e| e.into_inner()).reads.clone()
     }
 
-    /// How many resources the reads returned so far.
+    /// How many answers the reads returned so far (each once).
     pub fn count(&self) -> usize {
-        self.read.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.read.lock().unwrap_or_else(|e| e.into_inner()).reads.len()
     }
 
     fn keep(&self, reads: impl IntoIterator<Item = Read>) {
-        self.read.lock().unwrap_or_else(|e| e.into_inner()).extend(reads);
+        use sha2::{Digest as _, Sha256};
+        let mut kept = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        for read in reads {
+            let mut digest = Sha256::new();
+            digest.update(read.asked.as_deref().unwrap_or_default());
+            digest.update([0]);
+            digest.update(read.value.to_string());
+            if kept.seen.insert(digest.finalize().into()) {
+                kept.reads.push(read);
+            }
+        }
     }
 
     fn refused(target: &str) -> CloudError {
@@ -211,6 +229,38 @@ fn preflight_only(e: &anyhow::Error) -> Option<Vec<String>> {
         }
     }
     Some(lines)
+}
+
+#[cfg(test)]
+mod recording_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn keeps_each_answer_once_as_returned_and_never_writes() {
+        let sub = "6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17";
+        let sim = trellis_sim::ArmSim::in_memory(sub);
+        let rg = format!("/subscriptions/{sub}/resourceGroups/hub");
+        let nsg = format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/nsg");
+        sim.put(&rg, json!({"location": "westeurope"})).await.unwrap();
+        sim.put(&nsg, json!({"location": "westeurope", "properties": {"securityRules": []}})).await.unwrap();
+        let recording = Recording::new(Arc::new(sim.clone()));
+        let got = recording.get(&nsg).await.unwrap().expect("the NSG");
+        recording.get(&nsg).await.unwrap();
+        assert_eq!(recording.get(&format!("{rg}/providers/Microsoft.Network/routeTables/none")).await.unwrap(), None);
+        let listed = recording.list(&rg, "Microsoft.Network/networkSecurityGroups").await.unwrap();
+        let read = recording.read();
+        // The GET once (the second is the same answer), the list's item once more (no id was asked).
+        assert_eq!(
+            read,
+            vec![Read { asked: Some(nsg.clone()), value: got }, Read { asked: None, value: listed[0].clone() }]
+        );
+        assert_eq!(recording.count(), 2);
+        let refused = recording.create(&nsg, json!({})).await.unwrap_err();
+        assert!(refused.to_string().contains("only reads the cloud"), "{refused}");
+        assert!(recording.remove(&nsg, &Precondition::None).await.is_err());
+        assert!(sim.get_now(&nsg).is_some(), "nothing was deleted");
+    }
 }
 
 /// A YAML writer for JSON values (block style), so a world file reads as the documented examples do.
