@@ -553,6 +553,9 @@ async fn world_export_in(
             eprintln!("note: {}", escape::text(line));
         }
     }
+    for line in &export.not_exported {
+        eprintln!("note: {}", escape::text(line));
+    }
     let counts: Vec<String> = export.sections.iter().map(|(key, n)| format!("{key}: {n} resource(s)")).collect();
     match &args.out {
         Some(out) => {

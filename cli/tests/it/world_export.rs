@@ -143,6 +143,19 @@ fn world_export_of_azure_shoots_plans_offline_byte_for_byte_as_online() {
     finish(&mut azure(&sb, &emulator, "applied", &export_again)).code(0);
     assert_eq!(std::fs::read_to_string(&again).unwrap(), text, "an export twice is byte-identical");
 
+    // A fleet's shoots of another cloud are planned in its simulated cloud: said, and not exported.
+    let gcp = repo("examples/gcp/managed/shoot.yaml");
+    let mixed = finish(&mut azure(&sb, &emulator, "mixed", &["world", "export", "-f", &shoots[0], "-f", &gcp])).code(0);
+    assert!(
+        mixed.stderr.contains(
+            "note: 1 gcp plan(s) read the simulated cloud, not a real one: not exported (export them with --cloud gcp)"
+        ),
+        "{}",
+        mixed.stderr
+    );
+    assert!(mixed.stdout.starts_with("# Written by `trellis world export`") && !mixed.stdout.contains("\ngcp:"));
+    assert!(mixed.stdout.contains("/subnets/batch-workers\n"), "the world file on stdout:\n{}", mixed.stdout);
+
     // Offline as online: with the applied state, and with fresh states.
     let mut plan = vec!["plan", "--output", "json"];
     plan.extend(files(&shoots));

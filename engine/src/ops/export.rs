@@ -115,6 +115,9 @@ pub struct WorldExport {
     /// The shoots whose plans failed pre-flight against what was read, one line each (`shoot (file):
     /// error`): their reads are in the file, so an offline plan with it fails the same way.
     pub preflight_failures: Vec<String>,
+    /// Per provider whose shoots were planned in a simulated cloud (another `--cloud`'s provider, or
+    /// one without a real client): one line saying so. Their reads are not in the file.
+    pub not_exported: Vec<String>,
 }
 
 /// A real client of the export, its recording wrapper and its binding.
@@ -169,7 +172,15 @@ pub async fn export_world(
 
     let counted: Vec<Arc<Recording>> = recorded.iter().map(|r| Arc::clone(&r.recording)).collect();
     let count = || counted.iter().map(|r| r.count()).sum::<usize>();
-    let planned = plan_fleet_streaming(session, paths, files, StreamOptions::default(), note, |p| {
+    // The plans of providers whose cloud is not a recorded real client (another `--cloud`'s, or one
+    // without a real client), by provider type: planned, but not exported.
+    let mut unexported: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    let recorded_types: Vec<&str> = recorded.iter().map(|r| r.binding.provider_type()).collect();
+    let opts = StreamOptions { keep_plans: true, ..StreamOptions::default() };
+    let planned = plan_fleet_streaming(session, paths, files, opts, note, |p| {
+        if let Some(kind) = p.plan.map(|plan| plan.provider.as_str()).filter(|k| !recorded_types.contains(k)) {
+            *unexported.entry(kind).or_default() += 1;
+        }
         progress(ExportProgress::Planned { shoot: &p.shoot, resources: count() });
         Ok(())
     })
@@ -178,6 +189,16 @@ pub async fn export_world(
         Ok(_) => Vec::new(),
         Err(e) => preflight_only(&e).ok_or(e)?,
     };
+    let not_exported = unexported
+        .into_iter()
+        .map(|(kind, n)| {
+            let how = match registry.entry(kind).and_then(|e| e.binding.real_cloud()) {
+                Some(cloud) => format!("export them with --cloud {cloud}"),
+                None => "it has no real client yet".to_string(),
+            };
+            format!("{n} {kind} plan(s) read the simulated cloud, not a real one: not exported ({how})")
+        })
+        .collect();
 
     progress(ExportProgress::Writing);
     let mut top = Map::new();
@@ -200,7 +221,7 @@ pub async fn export_world(
         "# Written by `trellis world export`: every resource the shoots' plans read, as the cloud returned it.\n",
     );
     yaml::document(&mut out, &top);
-    Ok(WorldExport { yaml: out, sections, preflight_failures })
+    Ok(WorldExport { yaml: out, sections, preflight_failures, not_exported })
 }
 
 /// Refuses an export without a real client among `chosen` (`--cloud sim`): it reads a real cloud.
