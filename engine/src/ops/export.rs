@@ -204,13 +204,16 @@ pub async fn export_world(
     let mut top = Map::new();
     let mut sections = Vec::new();
     let mut done: Vec<&'static dyn CloudBinding> = Vec::new();
-    for Recorded { binding, recording, cloud, account } in &recorded {
+    for Recorded { binding, cloud, account, .. } in &recorded {
         if done.iter().any(|b| b.trees() == binding.trees()) {
             continue;
         }
         done.push(*binding);
+        // Entries sharing a binding share its cloud, and so its section.
+        let read =
+            recorded.iter().filter(|r| r.binding.trees() == binding.trees()).flat_map(|r| r.recording.read()).collect();
         let Some(ExportedSection { key, body, resources }) =
-            binding.export_world(recording.read(), cloud.as_ref(), account).await?
+            binding.export_world(read, cloud.as_ref(), account).await?
         else {
             continue;
         };
