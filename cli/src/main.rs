@@ -73,6 +73,27 @@ enum Command {
     State(StateCommand),
     /// Run the simulated runtime writers (CCM, bastion controller) against the simulated cloud.
     Sim(sim_cmd::SimArgs),
+    /// World files: what exists in a cloud, to plan offline with (`trellis plan --world FILE`).
+    #[command(subcommand)]
+    World(WorldCommand),
+}
+
+#[derive(Subcommand)]
+enum WorldCommand {
+    /// Write the world file of everything the shoots' plans read from a real cloud (--cloud with its
+    /// account and credentials, as for `trellis plan`): each resource as the cloud's GET or list
+    /// returned it, with the parents and referenced resources the file needs to load, sorted by id.
+    /// Credentials are never written. Then `trellis plan -f … --world FILE` plans offline as online.
+    Export(ExportArgs),
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// Write the world file here (written whole once the export is complete) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -475,7 +496,103 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Diff(args) => diff(args),
         Command::State(cmd) => state(cmd),
         Command::Sim(args) => sim_cmd::run(args).await,
+        Command::World(WorldCommand::Export(args)) => world_export(args).await,
     }
+}
+
+/// `trellis world export`: the shoots planned through the chosen real clients, recording what they
+/// read ([`ops::export_world`]); the world file to `--out` (atomically) or stdout, progress on stderr.
+async fn world_export(args: ExportArgs) -> Result<u8> {
+    let files = ops::list_manifest_files(&args.inputs.files)?;
+    if let Some(out) = &args.out {
+        check_world_out(out, &files)?;
+    }
+    let env = &args.inputs.env;
+    let registry = registry();
+    let choice = CloudChoice {
+        cloud: &env.cloud,
+        endpoint: env.endpoint.as_deref(),
+        world: env.world.is_some(),
+        flags: &env.bindings.0,
+    };
+    let chosen = registry.choose(&choice).await?;
+    ops::check_export_clouds(&registry, &chosen)?;
+    let files = ops::read_ahead(Arc::clone(&registry), files);
+    let location = env.location()?;
+    let (mut session, note) =
+        Session::open_with(registry, &location, &env.sim_place(&location), "world export", env.world.as_deref())?;
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
+    session.features = args.inputs.feature_gates;
+    session.accept_drift = env.accept_drift;
+    let result = world_export_in(&mut session, chosen, &args, files).await;
+    session.finish(result)
+}
+
+async fn world_export_in(
+    session: &mut Session,
+    chosen: Vec<trellis_engine::binding::Chosen>,
+    args: &ExportArgs,
+    files: ops::ReadAhead,
+) -> Result<u8> {
+    let progress = |p: ops::ExportProgress<'_>| match p {
+        ops::ExportProgress::Planned { shoot, resources } => {
+            eprintln!("world export: {} read ({resources} resource(s) so far)", escape::text(shoot))
+        }
+        ops::ExportProgress::Writing => {
+            eprintln!("world export: reading what the world file needs besides (parents, referenced resources)")
+        }
+    };
+    let export = ops::export_world(session, chosen, &args.inputs.files, files, eprint_note, progress).await?;
+    if !export.preflight_failures.is_empty() {
+        eprintln!(
+            "note: pre-flight fails against what was read (an offline plan with this world file fails the same way):"
+        );
+        for line in &export.preflight_failures {
+            eprintln!("note: {}", escape::text(line));
+        }
+    }
+    for line in &export.not_exported {
+        eprintln!("note: {}", escape::text(line));
+    }
+    let counts: Vec<String> = export.sections.iter().map(|(key, n)| format!("{key}: {n} resource(s)")).collect();
+    match &args.out {
+        Some(out) => {
+            let context = || format!("cannot write world file {}", out.display());
+            let mut tmp = PlanFile::temp_beside(out).with_context(context)?;
+            tmp.write_all(export.yaml.as_bytes()).with_context(context)?;
+            tmp.as_file().sync_all().with_context(context)?;
+            tmp.persist(out).map_err(|e| e.error).with_context(context)?;
+            let out = escape::text(&out.display().to_string()).into_owned();
+            eprintln!(
+                "Wrote the world file {out} ({}); plan offline with `trellis plan -f … --world {out}`.",
+                counts.join(", ")
+            );
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(export.yaml.as_bytes());
+            let _ = stdout.flush();
+            eprintln!("world export: {}", counts.join(", "));
+        }
+    }
+    Ok(0)
+}
+
+/// `world export --out` may not name an input manifest or a directory.
+fn check_world_out(out: &Path, files: &[PathBuf]) -> Result<()> {
+    if out.is_dir() {
+        bail!("--out {}: is a directory; name the world file to write, e.g. --out world.yaml", out.display());
+    }
+    let Ok(target) = out.canonicalize() else { return Ok(()) };
+    if files.iter().any(|f| f.canonicalize().is_ok_and(|f| f == target)) {
+        bail!(
+            "--out {}: is one of the input manifests; a world file must not overwrite its input — choose another name, e.g. --out world.yaml",
+            out.display()
+        );
+    }
+    Ok(())
 }
 
 async fn open(env: &Env, operation: &str) -> Result<Session> {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use trellis_planner::cloud::{Call, CloudWrite};
+use trellis_planner::cloud::{Call, CloudRead, CloudWrite};
 use trellis_sim::{Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
 
 /// The storage of a simulated cloud: a tree of the state's sled database (re-exported, so a binding
@@ -130,6 +130,25 @@ pub struct Served {
     pub router: axum::Router,
 }
 
+/// One answer a world export recorded ([`CloudBinding::export_world`]): a resource as a GET (`asked`:
+/// the id asked for) or a list (`asked`: `None`) returned it, untouched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Read {
+    pub asked: Option<String>,
+    pub value: Value,
+}
+
+/// A binding's section of an exported world file ([`CloudBinding::export_world`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportedSection {
+    /// The top-level key (`azure`, `gcp`).
+    pub key: &'static str,
+    /// The section, in the order it is written (`subscriptionId`, `resources`, …).
+    pub body: serde_json::Map<String, Value>,
+    /// How many resources it declares.
+    pub resources: usize,
+}
+
 /// A provider's cloud binding. Object-safe: the registry holds `&'static dyn CloudBinding`.
 #[async_trait::async_trait]
 pub trait CloudBinding: Send + Sync {
@@ -170,6 +189,19 @@ pub trait CloudBinding: Send + Sync {
     /// simulated cloud.
     async fn choose(&self, _choice: &CloudChoice<'_>) -> Result<Chosen> {
         Ok(Chosen::Sim(None))
+    }
+
+    /// `trellis world export`: its section of a world file declaring `read` — every resource the
+    /// shoots' plans read through its real client in `account`, as the cloud returned it — one entry a
+    /// resource, sorted by id, completed with what the section needs to load on its own (parents,
+    /// resources the read ones reference), read through `cloud`. `None`: it writes no section.
+    async fn export_world(
+        &self,
+        _read: Vec<Read>,
+        _cloud: &dyn CloudRead,
+        _account: &str,
+    ) -> Result<Option<ExportedSection>> {
+        Ok(None)
     }
 
     /// The name of the HTTP API `trellis sim serve` serves its simulated cloud in (`ARM`; `None`: not

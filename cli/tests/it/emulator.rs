@@ -15,9 +15,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// A running `trellis sim serve`, killed (SIGKILL) when dropped.
-struct Emulator {
+pub(crate) struct Emulator {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     /// `127.0.0.1:PORT`.
     addr: String,
 }
@@ -25,8 +25,14 @@ struct Emulator {
 impl Emulator {
     /// Starts the emulator on `state` and waits (bounded) for the first line, which names its URL.
     fn start(state: &str) -> Emulator {
+        Emulator::start_with(state, &[])
+    }
+
+    /// [`Emulator::start`] with more arguments for `trellis sim serve` (`--world FILE`).
+    pub(crate) fn start_with(state: &str, args: &[&str]) -> Emulator {
         let mut child = Command::new(BIN)
             .args(["sim", "serve", "--listen", "127.0.0.1:0", "--state", state])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

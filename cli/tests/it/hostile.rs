@@ -71,6 +71,8 @@ fn regression_hostile_files_never_panic_any_subcommand() {
             vec!["show", f, "--output", "markdown"],
             vec!["diff", f, &good_plan],
             vec!["diff", &good_plan, f],
+            vec!["world", "export", "-f", f],
+            vec!["world", "export", "-f", &a1(), "--out", f],
         ] {
             no_panic(&sb, &args);
         }
@@ -97,6 +99,10 @@ fn regression_hostile_flags_never_panic_any_subcommand() {
         vec!["plan", "-f", &a1, "--cloud", "azure", "--subscription", "s", "--azure-endpoint", "not a url"],
         vec!["plan"],
         vec!["plan", "-f", ""],
+        vec!["world", "export"],
+        vec!["world", "export", "-f", &a1, "--cloud", "azure"],
+        vec!["world", "export", "-f", &a1, "--cloud", "gcp", "--project", "NOT a project"],
+        vec!["world", "export", "-f", &a1, "--out", ""],
         vec!["state", "show", ""],
         vec!["state", "show", "../../etc/passwd"],
         vec!["state", "unlock", "\u{1b}[2J"],

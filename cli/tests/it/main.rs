@@ -25,3 +25,4 @@ mod sim_cmd;
 mod sim_dir;
 mod state_integrity;
 mod state_migration;
+mod world_export;

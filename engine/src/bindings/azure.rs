@@ -7,15 +7,15 @@
 
 use crate::backend::Backend;
 use crate::binding::{
-    parse_annotations, Chosen, CloudBinding, CloudChoice, ServeOptions, Served, ServiceRef, Shows, SimCtx, SimOutput,
-    SimTrees, Simulator,
+    parse_annotations, Chosen, CloudBinding, CloudChoice, ExportedSection, Read, ServeOptions, Served, ServiceRef,
+    Shows, SimCtx, SimOutput, SimTrees, Simulator,
 };
 use crate::ops::Session;
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, FromArgMatches as _, Subcommand};
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use trellis_planner::cloud::{Call, CloudWrite};
+use trellis_planner::cloud::{Call, CloudRead, CloudWrite};
 use trellis_plans::{escape, Artifacts};
 use trellis_providers::azure::prefixes::SubnetPrefixes;
 use trellis_sim::runtime::{Bastion, Ccm};
@@ -155,6 +155,17 @@ impl CloudBinding for Azure {
         let credential = EnvCredential::from_env().context("--cloud azure cannot sign in")?;
         let client = ArmClient::new(endpoint, Arc::new(credential))?;
         Ok(Chosen::Real(Arc::new(client), subscription.to_string()))
+    }
+
+    /// The `azure:` section: `subscriptionId`, `otherSubscriptions` when a resource lives in
+    /// another one, and the resources ([`export_arm`]).
+    async fn export_world(
+        &self,
+        read: Vec<Read>,
+        cloud: &dyn CloudRead,
+        account: &str,
+    ) -> Result<Option<ExportedSection>> {
+        export_arm(read, cloud, account).await.map(Some)
     }
 
     fn http_api(&self) -> Option<&'static str> {
@@ -386,4 +397,91 @@ fn subnet_prefixes(sim: &ArmSim, subnet_id: &str) -> Result<Vec<String>> {
     SubnetPrefixes::of(&subnet).map(|p| p.prefixes).with_context(|| {
         format!("{subnet_id} has neither properties.addressPrefix nor properties.addressPrefixes; pass --worker-cidr")
     })
+}
+
+/// `trellis world export`'s `azure:` section: every resource read (by its `id`; the last answer of a
+/// resource read twice), as ARM returned it, sorted by id (case-insensitively, as ARM compares ids);
+/// completed, through `cloud`, with what a world file needs besides: each resource's parent (a
+/// subnet's VNet, a resource's resource group) and what it references (a subnet's — also one nested
+/// in its VNet — route table, NSG and NAT gateway; a NAT gateway's public IPs), until nothing is
+/// missing. A reference that reads as absent is left as it is (loading the file then names it).
+async fn export_arm(read: Vec<Read>, cloud: &dyn CloudRead, subscription: &str) -> Result<ExportedSection> {
+    use std::collections::{BTreeMap, BTreeSet};
+    use trellis_planner::ids::ArmId;
+    let arm_id = |v: &Value| v.get("id").and_then(Value::as_str).and_then(|id| ArmId::parse(id).ok());
+    let mut found: BTreeMap<String, Value> = BTreeMap::new();
+    for r in read {
+        if let Some(id) = arm_id(&r.value) {
+            found.insert(id.key(), r.value);
+        }
+    }
+    let mut absent: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let mut missing: BTreeMap<String, (ArmId, String)> = BTreeMap::new();
+        for value in found.values() {
+            let Some(id) = arm_id(value) else { continue };
+            for needed in arm_needs(&id, value) {
+                let key = needed.key();
+                if !found.contains_key(&key) && !absent.contains(&key) {
+                    missing.entry(key).or_insert_with(|| (needed, id.as_str().to_string()));
+                }
+            }
+        }
+        if missing.is_empty() {
+            break;
+        }
+        for (key, (id, by)) in missing {
+            match cloud.get(id.as_str()).await {
+                Ok(Some(value)) => {
+                    found.insert(key, value);
+                }
+                Ok(None) => {
+                    absent.insert(key);
+                }
+                Err(e) => bail!("cannot read {id}, which the world file needs for {by}: {e}"),
+            }
+        }
+    }
+    let mut others: BTreeSet<String> = BTreeSet::new();
+    for value in found.values() {
+        if let Some(id) = arm_id(value).filter(|id| !id.subscription().eq_ignore_ascii_case(subscription)) {
+            others.insert(id.subscription().to_ascii_lowercase());
+        }
+    }
+    let mut body = Map::new();
+    body.insert("subscriptionId".to_string(), Value::String(subscription.to_string()));
+    if !others.is_empty() {
+        body.insert("otherSubscriptions".to_string(), others.into_iter().map(Value::String).collect());
+    }
+    let resources = found.len();
+    body.insert("resources".to_string(), Value::Array(found.into_values().collect()));
+    Ok(ExportedSection { key: "azure", body, resources })
+}
+
+/// What an ARM resource needs declared beside it in a world file: its parent (a resource group needs
+/// none), and the resources it, or a subnet nested in it, references.
+fn arm_needs(id: &trellis_planner::ids::ArmId, value: &Value) -> Vec<trellis_planner::ids::ArmId> {
+    use trellis_planner::ids::ArmId;
+    let mut out: Vec<ArmId> = id.parent().filter(|p| p.depth() >= 4).into_iter().collect();
+    let mut refs = |v: &Value| {
+        let props = v.get("properties");
+        for link in ["routeTable", "networkSecurityGroup", "natGateway"] {
+            out.extend(
+                props
+                    .and_then(|p| p.pointer(&format!("/{link}/id")))
+                    .and_then(Value::as_str)
+                    .and_then(|i| ArmId::parse(i).ok()),
+            );
+        }
+        let ips = props.and_then(|p| p.get("publicIpAddresses")).and_then(Value::as_array);
+        out.extend(
+            ips.into_iter().flatten().filter_map(|ip| ip.get("id")?.as_str()).filter_map(|i| ArmId::parse(i).ok()),
+        );
+    };
+    refs(value);
+    let nested = value.pointer("/properties/subnets").and_then(Value::as_array);
+    for subnet in nested.into_iter().flatten() {
+        refs(subnet);
+    }
+    out
 }

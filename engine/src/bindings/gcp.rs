@@ -7,15 +7,15 @@
 
 use crate::backend::Backend;
 use crate::binding::{
-    parse_annotations, Chosen, CloudBinding, CloudChoice, ServeOptions, Served, ServiceRef, SimCtx, SimOutput,
-    SimTrees, Simulator,
+    parse_annotations, Chosen, CloudBinding, CloudChoice, ExportedSection, Read, ServeOptions, Served, ServiceRef,
+    SimCtx, SimOutput, SimTrees, Simulator,
 };
 use crate::ops::Session;
 use anyhow::{bail, Context as _, Result};
 use clap::{FromArgMatches as _, Subcommand};
 use serde_json::Value;
 use std::sync::Arc;
-use trellis_planner::cloud::{Call, CloudWrite};
+use trellis_planner::cloud::{Call, CloudRead, CloudWrite};
 use trellis_plans::Artifacts;
 use trellis_providers::gcp::state::GcpState;
 use trellis_sim::gce::runtime::{BastionSpec, LbService, Node as GceNode, ShootNetwork};
@@ -134,6 +134,16 @@ impl CloudBinding for Gcp {
         let client =
             GcpClient::new(project, endpoint, Credentials::FromEnv).await.context("--cloud gcp cannot sign in")?;
         Ok(Chosen::Real(Arc::new(client), project.to_string()))
+    }
+
+    /// The `gcp:` section: `project` and the resources ([`export_gce`]).
+    async fn export_world(
+        &self,
+        read: Vec<Read>,
+        cloud: &dyn CloudRead,
+        account: &str,
+    ) -> Result<Option<ExportedSection>> {
+        export_gce(read, cloud, account).await.map(Some)
     }
 
     fn http_api(&self) -> Option<&'static str> {
@@ -379,4 +389,96 @@ async fn gce_write(session: &Session, gce: &GceSim, command: GceWrite, state: &s
             format!("bastion {name}: deleted")
         }
     })
+}
+
+/// `trellis world export`'s `gcp:` section (the design contract's name; `project` is the account):
+/// every resource read, as GCE (or IAM) returned it, one entry a resource (by its `selfLink`, a
+/// service account by its `name`; the last answer of one read twice), sorted by that path. A Cloud
+/// NAT is read as an entry of its router and declared there: the router is the resource. Completed,
+/// through `cloud`, with what the resources reference (a subnetwork's, router's, firewall's or
+/// route's network, an address's subnetwork, a NAT's addresses and subnetworks, a NAT's router),
+/// until nothing is missing; one that reads as absent is left as it is.
+async fn export_gce(read: Vec<Read>, cloud: &dyn CloudRead, project: &str) -> Result<ExportedSection> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut found: BTreeMap<String, Value> = BTreeMap::new();
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    for r in read {
+        if let Some(router) = r.asked.as_deref().and_then(|a| gce_path(a)?.split_once("/nats/")).map(|(r, _)| r) {
+            wanted.insert(router.to_string());
+            continue;
+        }
+        if let Some(key) = gce_key(&r.value) {
+            found.insert(key, r.value);
+        }
+    }
+    let mut absent: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let mut missing: BTreeMap<String, String> = BTreeMap::new();
+        for path in &wanted {
+            missing.insert(path.clone(), path.clone());
+        }
+        wanted.clear();
+        for (key, value) in &found {
+            for needed in gce_needs(value) {
+                missing.entry(needed).or_insert_with(|| key.clone());
+            }
+        }
+        missing.retain(|k, _| !found.contains_key(k) && !absent.contains(k));
+        if missing.is_empty() {
+            break;
+        }
+        for (path, by) in missing {
+            match cloud.get(&path).await {
+                Ok(Some(value)) => {
+                    found.insert(gce_key(&value).unwrap_or_else(|| path.clone()), value);
+                    // An answer under another path than asked: the asked one is not read again.
+                    absent.insert(path);
+                }
+                Ok(None) => {
+                    absent.insert(path);
+                }
+                Err(e) => bail!("cannot read {path}, which the world file needs for {by}: {e}"),
+            }
+        }
+    }
+    let mut body = serde_json::Map::new();
+    body.insert("project".to_string(), Value::String(project.to_string()));
+    let resources = found.len();
+    body.insert("resources".to_string(), Value::Array(found.into_values().collect()));
+    Ok(ExportedSection { key: "gcp", body, resources })
+}
+
+/// The path of a GCE reference or selfLink from `projects/` on (a full URL's host and API version
+/// dropped), `None` when it names no project's resource.
+fn gce_path(link: &str) -> Option<&str> {
+    if let Some(rest) = link.strip_prefix("projects/") {
+        return Some(link).filter(|_| !rest.is_empty());
+    }
+    link.find("/projects/").map(|i| &link[i + 1..])
+}
+
+/// A GCE resource's path (`selfLink`), or a service account's `name`.
+fn gce_key(value: &Value) -> Option<String> {
+    let link = value.get("selfLink").and_then(Value::as_str);
+    let sa = value.get("name").and_then(Value::as_str).filter(|n| n.contains("/serviceAccounts/"));
+    link.or(sa).and_then(gce_path).map(str::to_string)
+}
+
+/// The resources a GCE resource references, which a world file declares beside it.
+fn gce_needs(value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut one = |v: Option<&Value>| {
+        out.extend(v.and_then(Value::as_str).and_then(gce_path).map(str::to_string));
+    };
+    one(value.get("network"));
+    one(value.get("subnetwork"));
+    for nat in value.get("nats").and_then(Value::as_array).into_iter().flatten() {
+        for ip in nat.get("natIps").and_then(Value::as_array).into_iter().flatten() {
+            one(Some(ip));
+        }
+        for subnet in nat.get("subnetworks").and_then(Value::as_array).into_iter().flatten() {
+            one(subnet.get("name"));
+        }
+    }
+    out
 }

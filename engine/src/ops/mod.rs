@@ -11,9 +11,12 @@
 //! - [`saved`]: `apply PLAN` — re-planning a saved plan's manifests and comparing.
 //! - [`apply`]: the executor over a fleet's plans and the workspace commits after every node.
 //! - [`errors`]: errors that are lists (`FleetError`, `Lines`, `list_lines`).
+//! - [`export`]: `trellis world export` — the fleet planned through recording real clients, each
+//!   binding's world-file section of what they read.
 
 pub mod apply;
 pub mod errors;
+pub mod export;
 pub mod fleet;
 pub mod inputs;
 pub mod saved;
@@ -21,6 +24,7 @@ pub mod session;
 
 pub use apply::*;
 pub use errors::*;
+pub use export::*;
 pub use fleet::*;
 pub use inputs::*;
 pub use saved::*;

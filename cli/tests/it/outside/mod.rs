@@ -6,4 +6,3 @@
 mod arm_sdk;
 mod gce_sdk;
 mod terraform_readers;
-mod world_export;

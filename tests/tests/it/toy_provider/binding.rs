@@ -1,11 +1,12 @@
 //! The toy provider's cloud binding: a simulated object store kept in its own tree of the state's
-//! database (`sim/toy`), every call audited; no world-file section, no real client, no `trellis sim`
-//! commands (the binding's defaults).
+//! database (`sim/toy`), every call audited; a `toy:` section of exported world files (what its plans
+//! read, by id); no world-file section to read, no real client, no `trellis sim` commands (the
+//! binding's defaults).
 
 use serde_json::Value;
 use std::sync::{Arc, Mutex, PoisonError};
 use trellis_engine::backend::Backend;
-use trellis_engine::binding::{CloudBinding, SimTrees, Simulator, Tree};
+use trellis_engine::binding::{CloudBinding, ExportedSection, Read, SimTrees, Simulator, Tree};
 use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Op, Precondition};
 use trellis_sim::{AuditLog, Faults, SharedFlush, SimError, SyncReport, WorldFile};
 
@@ -14,6 +15,7 @@ pub static TOY_BINDING: ToyBinding = ToyBinding;
 
 pub struct ToyBinding;
 
+#[async_trait::async_trait]
 impl CloudBinding for ToyBinding {
     fn provider_type(&self) -> &'static str {
         super::stages::TYPE
@@ -33,6 +35,26 @@ impl CloudBinding for ToyBinding {
 
     fn sim_account(&self, _sim: &dyn Simulator) -> String {
         "toy-account".to_string()
+    }
+
+    /// `toy: {account, buckets: [...]}`: each bucket read, by id (a bucket needs nothing besides).
+    async fn export_world(
+        &self,
+        read: Vec<Read>,
+        _cloud: &dyn CloudRead,
+        account: &str,
+    ) -> anyhow::Result<Option<ExportedSection>> {
+        let mut by_id = std::collections::BTreeMap::new();
+        for r in read {
+            if let Some(id) = r.value.get("id").and_then(Value::as_str) {
+                by_id.insert(id.to_string(), r.value.clone());
+            }
+        }
+        let mut body = serde_json::Map::new();
+        body.insert("account".to_string(), Value::String(account.to_string()));
+        let resources = by_id.len();
+        body.insert("buckets".to_string(), Value::Array(by_id.into_values().collect()));
+        Ok(Some(ExportedSection { key: "toy", body, resources }))
     }
 }
 

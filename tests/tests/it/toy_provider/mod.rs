@@ -19,6 +19,7 @@ use stages::{shoot_yaml, TOY};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trellis_engine::backend::SimPlace;
+use trellis_engine::binding::Chosen;
 use trellis_engine::ops::{self, ApplyOp, ApplyOptions, Quiet, Session};
 use trellis_engine::registry::{Entry, Registry};
 use trellis_plans::Action;
@@ -141,4 +142,55 @@ fn the_provider_is_exactly_the_files_it_lists() {
     // The registry line is the only place it is registered, and trellis' own registry does not know it.
     assert!(Registry::builtin().entry("toy").is_none());
     assert!(registry().entry("toy").is_some());
+}
+
+/// `trellis world export` is the engine's and the bindings': with the toy's cloud chosen as its real
+/// client, the export plans the toy shoot, records what its plan read (the buckets that exist, not the
+/// one still to create) and the toy binding writes its section; no other binding writes one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn world_export_writes_the_section_of_the_chosen_binding_from_what_its_plans_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let file = write_shoot(tmp.path(), &["logs"]);
+    plan_and_apply(&state, &file, false).await;
+    write_shoot(tmp.path(), &["logs", "new"]);
+
+    let mut session = open(&state, "world export");
+    let registry = Arc::clone(&session.registry);
+    let chosen = registry
+        .entries()
+        .iter()
+        .map(|e| match e.provider.type_name() {
+            "toy" => Chosen::Real(session.sim_of("toy").unwrap().cloud(), "toy-account".to_string()),
+            _ => Chosen::Sim(None),
+        })
+        .collect();
+    let files = ops::read_ahead(Arc::clone(&registry), vec![file.clone()]);
+    let mut planned = Vec::new();
+    let export = ops::export_world(
+        &mut session,
+        chosen,
+        &[file],
+        files,
+        |_| {},
+        |p| {
+            if let ops::ExportProgress::Planned { shoot, .. } = p {
+                planned.push(shoot.to_string());
+            }
+        },
+    )
+    .await;
+    let export = session.finish(export).unwrap();
+    assert_eq!(planned, ["shoot--dev--alpha"]);
+    assert_eq!(export.sections, [("toy", 1)]);
+    assert_eq!(
+        export.yaml,
+        "# Written by `trellis world export`: every resource the shoots' plans read, as the cloud returned it.\n\
+         toy:\n  account: toy-account\n  buckets:\n    - name: logs\n      labels:\n        shoot: shoot--dev--alpha\n      \
+         id: \"toy://toy-account/shoot--dev--alpha/logs\"\n"
+    );
+
+    // Without a real client among the chosen: refused, naming the real clouds of the registry.
+    let err = ops::check_export_clouds(&registry, &[Chosen::Sim(None)]).unwrap_err().to_string();
+    assert!(err.starts_with("trellis world export reads a real cloud: pass --cloud azure or --cloud gcp"), "{err}");
 }

@@ -1,1 +1,0 @@
-//! (filled in by issue #24's work)
