@@ -9,7 +9,8 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::Observed;
 use trellis_planner::ids::{ArmIds, IdScheme};
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifact, Artifacts, Mode, Node, Plan};
+use trellis_plans::terraform::TerraformKind;
+use trellis_plans::{Artifact, Artifacts, Kind, Mode, Node, Plan};
 use trellis_state::Workspace;
 
 use super::state::AzureState;
@@ -36,6 +37,10 @@ impl Stages for Azure {
 
     fn id_scheme(&self) -> &'static dyn IdScheme {
         &ArmIds
+    }
+
+    fn terraform_kind(&self, kind: Kind, id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+        super::kind::terraform_kind(kind, id)
     }
 
     fn config_type(&self) -> (&'static str, &'static str) {
