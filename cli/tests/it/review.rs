@@ -331,3 +331,33 @@ fn regression_terraform_json_shows_an_update_as_the_whole_object_before_and_afte
     assert_eq!(&find(module(&tf["planned_values"]))["values"], after);
     assert_eq!(tf["applyable"], true);
 }
+
+/// Plan files written before nodes carried the object as read (`observed`) still load, show, verify
+/// their digest and apply; their Terraform JSON shows the attributes their changes name, never a null
+/// side of an update.
+#[test]
+fn a_plan_file_without_the_objects_as_read_shows_and_applies() {
+    let sb = Sandbox::new();
+    sb.run(&["apply", "-f", &a1(), "--auto-approve"]).code(0);
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &data("alpha-with-nat.yaml"), "--out", &plan]).code(0);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let mut stripped = 0;
+    for node in doc["nodes"].as_array_mut().unwrap() {
+        stripped += usize::from(node.as_object_mut().unwrap().remove("observed").is_some());
+    }
+    assert!(stripped > 0, "a plan made now carries the objects as read");
+    let old: trellis_plans::Plan = serde_json::from_value(doc.clone()).unwrap();
+    doc["digest"] = serde_json::json!(old.body_digest());
+    let old_file = sb.file("old.json");
+    std::fs::write(&old_file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    sb.run_raw(&["show", &old_file]).code(0);
+    let tf = sb.run_raw(&["show", &old_file, "--output", "terraform-json", "--compact"]).code(0);
+    assert_eq!(tf.stdout.lines().count(), 1, "--compact: one line");
+    let tf = tf.json();
+    let subnet = tf["resource_changes"].as_array().unwrap().iter().find(|c| c["type"] == "azurerm_subnet").unwrap();
+    assert!(subnet["change"]["before"].is_object() && subnet["change"]["after"].is_object(), "{subnet:#}");
+    let digest = doc["digest"].as_str().unwrap();
+    sb.run(&["apply", &old_file, "--expect-digest", digest]).code(0);
+}
