@@ -248,7 +248,14 @@ impl Stages for Azure {
     /// `check_fleet` reads the shoot's id and its BYO subnet node ([`super::byo_subnet_of_plan`]);
     /// a shoot without one (managed networking) adds nothing to it.
     fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
-        let nodes: Vec<_> = plan.nodes.iter().filter(|n| super::is_byo_subnet_node(n)).cloned().collect();
+        // Only the ids matter to the fleet's checks: the object as read stays with the plan, not in the
+        // facts kept for the whole fleet.
+        let nodes: Vec<_> = plan
+            .nodes
+            .iter()
+            .filter(|n| super::is_byo_subnet_node(n))
+            .map(|n| Node { observed: None, ..n.clone() })
+            .collect();
         if nodes.is_empty() {
             return None;
         }

@@ -263,7 +263,8 @@ impl Stages for Gcp {
             .nodes
             .iter()
             .filter(|n| fleet::is_byo_workers_subnet_node(n) || fleet::is_user_vpc_node(n))
-            .cloned()
+            // Only the ids matter to the fleet's checks: the object as read stays with the plan.
+            .map(|n| Node { observed: None, ..n.clone() })
             .collect();
         Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
     }
