@@ -361,3 +361,30 @@ fn a_plan_file_without_the_objects_as_read_shows_and_applies() {
     let digest = doc["digest"].as_str().unwrap();
     sb.run(&["apply", &old_file, "--expect-digest", digest]).code(0);
 }
+
+/// As `terraform show -json`: one line when stdout is not a terminal (or with `--compact`), indented
+/// on a terminal (util-linux's `script` gives the command one).
+#[test]
+fn terraform_json_is_one_line_unless_stdout_is_a_terminal() {
+    let sb = Sandbox::new();
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &a1(), "--out", &plan]).code(0);
+    let piped = sb.run_raw(&["show", &plan, "--output", "terraform-json"]).code(0).stdout;
+    assert_eq!(piped.lines().count(), 1);
+    let show = format!("{BIN} show {plan} --output terraform-json");
+    let on_terminal = |extra: &str| {
+        let out = std::process::Command::new("script")
+            .args(["-qec", &format!("{show}{extra}"), "/dev/null"])
+            .output()
+            .expect("util-linux's script runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pretty = on_terminal("");
+    assert!(pretty.starts_with("{\r\n  \"format_version\": \"1.2\",\r\n"), "{pretty}");
+    let compact = on_terminal(" --compact");
+    assert_eq!(compact.trim_end().lines().count(), 1, "{compact}");
+    let same = |text: &str| serde_json::from_str::<Value>(&text.replace("\r\n", "\n")).unwrap();
+    assert_eq!(same(&pretty), same(&piped));
+    assert_eq!(same(&compact), same(&piped));
+}
