@@ -303,6 +303,11 @@ struct ShowArgs {
     output: ShowOutput,
     #[arg(short, long)]
     verbose: bool,
+    /// With `--output terraform-json`: the document on one line, as `terraform show -json` writes it
+    /// (the default when stdout is not a terminal; some readers, terraform-compliance among them, read
+    /// only a one-line document).
+    #[arg(long)]
+    compact: bool,
 }
 
 /// What `show` renders a saved plan as: what `plan` prints, Terraform's JSON plan representation, or the graph.
@@ -1142,8 +1147,12 @@ fn show(args: ShowArgs) -> Result<u8> {
         ShowOutput::Mermaid => Output::Mermaid,
         ShowOutput::Html => Output::Html,
         ShowOutput::TerraformJson => {
-            let doc = trellis_plans::terraform::plan_json(&set, env!("CARGO_PKG_VERSION"));
-            out!("{doc:#}");
+            let doc = trellis_plans::terraform::plan_json(&set, env!("CARGO_PKG_VERSION"), &*registry());
+            if args.compact || !std::io::stdout().is_terminal() {
+                out!("{doc}");
+            } else {
+                out!("{doc:#}");
+            }
             return Ok(0);
         }
     };

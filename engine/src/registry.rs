@@ -265,3 +265,21 @@ impl Registry {
         )
     }
 }
+
+/// Each kind as its provider tells Terraform's readers (`show --output terraform-json`), for every
+/// registered provider (derived ones included); a provider the registry does not know, or a kind its
+/// provider maps to nothing, is `<provider>_<kind>`.
+impl trellis_plans::terraform::TerraformKinds for Registry {
+    fn terraform_kind(
+        &self,
+        provider: trellis_plans::Provider,
+        kind: trellis_plans::Kind,
+        id: Option<&str>,
+        body: Option<&serde_json::Value>,
+    ) -> trellis_plans::terraform::TerraformKind {
+        match self.entry(provider.as_str()) {
+            Some(entry) => entry.provider.terraform_kind(kind, id, body),
+            None => trellis_plans::terraform::TerraformKind::default(),
+        }
+    }
+}

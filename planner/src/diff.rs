@@ -80,9 +80,13 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
                 op,
                 reason,
                 depends_on: m.depends_on,
+                observed: current.cloned(),
             }
         }
+        // A user's or runtime's resource is read for its checks or values; one a stage chose not to
+        // look up (none does today) simply has no object as read: the node is shown without one.
         Desired::Verify(v) => Node {
+            observed: observed.get(&v.res.id).ok().flatten().cloned(),
             address: v.res.address,
             kind: v.res.kind,
             name: v.res.name,
@@ -93,6 +97,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             depends_on: v.depends_on,
         },
         Desired::Read(r) => Node {
+            observed: observed.get(&r.res.id).ok().flatten().cloned(),
             address: r.res.address,
             kind: r.res.kind,
             name: r.res.name,
@@ -111,6 +116,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             op: Operation::Skip { ownership: s.ownership },
             reason: s.why,
             depends_on: Vec::new(),
+            observed: None,
         },
         Desired::DeleteManaged { res, depends_on, why } => {
             return delete_node(res, depends_on, why, DeleteOwnership::Managed, observed)
@@ -130,9 +136,9 @@ fn delete_node(
     ownership: DeleteOwnership,
     observed: &Observed,
 ) -> Result<Option<Node>, NotFetched> {
-    if observed.get(&res.id)?.is_none() {
+    let Some(current) = observed.get(&res.id)? else {
         return Ok(None);
-    }
+    };
     let changes =
         vec![Change { path: "/id".to_string(), before: Some(serde_json::Value::String(res.id.clone())), after: None }];
     Ok(Some(Node {
@@ -144,6 +150,7 @@ fn delete_node(
         op: Operation::Delete { ownership, changes },
         reason: why,
         depends_on,
+        observed: Some(current.clone()),
     }))
 }
 

@@ -594,6 +594,7 @@ mod tests {
             op,
             reason: trellis_plans::Reason::new(trellis_plans::ReasonCode::Absent, "test"),
             depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
+            observed: None,
         }
     }
 

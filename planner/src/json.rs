@@ -1,28 +1,11 @@
 //! Small JSON helpers: RFC 7386 merge patch, JSON pointers, and attribute changes.
 
 use crate::ids::IdScheme;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use trellis_plans::Change;
 
-/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, anything
-/// else replaces.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(patch_map) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let target_map = target.as_object_mut().expect("made an object above");
-    for (key, value) in patch_map {
-        if value.is_null() {
-            target_map.remove(key);
-        } else {
-            merge_patch(target_map.entry(key.clone()).or_insert(Value::Null), value);
-        }
-    }
-}
+/// RFC 7386 merge patch; it lives with the plan document, whose Terraform JSON renders its result.
+pub use trellis_plans::merge::merge_patch;
 
 /// Compares references (`…/id` attributes) as the provider's id scheme does (ARM: case-insensitively,
 /// GCE: exactly); other values exactly.

@@ -13,6 +13,7 @@ pub mod escape;
 pub mod graphs;
 pub mod html;
 pub mod ident;
+pub mod merge;
 pub mod reason;
 pub mod render;
 pub mod stream;
@@ -268,6 +269,12 @@ pub struct Node {
     /// The JSON keeps the words as `reason` and adds the code as `reason_code`.
     pub reason: Reason,
     pub depends_on: Vec<String>,
+    /// The whole object as discovery read it, for a node that acts on an existing resource (update,
+    /// replace, delete, no-op, verify, read); `None` for a create or a skip, and in plan files written
+    /// before trellis recorded it. Shown (Terraform JSON's `before` and `prior_state`), covered by the
+    /// digest, never compared by `apply` (the resource is re-read right before it is written, and
+    /// attributes trellis does not manage — a CCM's route — may move without making a plan stale).
+    pub observed: Option<Value>,
 }
 
 impl Node {
@@ -345,6 +352,9 @@ struct NodeJson<'a> {
     checks: Cow<'a, [Check]>,
     #[serde(default, skip_serializing_if = "is_empty")]
     detach: Cow<'a, [Detach]>,
+    /// Absent in plan files written before nodes carried the object as read; written back without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    observed: Option<Cow<'a, Value>>,
 }
 
 fn is_empty<T>(items: &[T]) -> bool {
@@ -370,6 +380,7 @@ impl Serialize for Node {
             patch: self.patch().map(Cow::Borrowed),
             checks: Cow::Borrowed(self.checks()),
             detach: Cow::Borrowed(self.detach()),
+            observed: self.observed.as_ref().map(Cow::Borrowed),
         }
         .serialize(serializer)
     }
@@ -401,6 +412,10 @@ impl TryFrom<NodeJsonOwned> for Node {
             Action::Noop => field == "patch",
             Action::Read | Action::Skip => false,
         };
+        // A create's resource does not exist yet, a skip is never looked at: neither has an object as read.
+        if n.observed.is_some() && matches!(n.action, Action::Create | Action::Skip) {
+            return Err(refuse(format!("action `{action}` with an object as read (`observed`)")));
+        }
         let present = [
             ("patch", "a patch", n.patch.is_some()),
             ("changes", "attribute changes", !n.changes.is_empty()),
@@ -448,6 +463,7 @@ impl TryFrom<NodeJsonOwned> for Node {
             op,
             reason: Reason::from_file(n.reason_code, n.reason.into_owned()),
             depends_on: n.depends_on.into_owned(),
+            observed: n.observed.map(Cow::into_owned),
         })
     }
 }
@@ -714,6 +730,9 @@ fn node_difference(saved: &Node, now: &Node) -> Option<String> {
     if saved.detach() != now.detach() {
         return words("the references to detach", json(&saved.detach()), json(&now.detach()));
     }
+    // `observed` is not compared: it is what discovery read, shown to reviewers; attributes trellis
+    // does not manage (a CCM's route, an etag) may move without making the plan stale, and the executor
+    // re-reads every resource right before it writes it.
     if saved.depends_on != now.depends_on {
         return words("the dependencies", json(&saved.depends_on), json(&now.depends_on));
     }

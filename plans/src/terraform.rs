@@ -1,129 +1,437 @@
 //! A plan file in Terraform's JSON plan representation (`trellis show PLAN --output terraform-json`),
 //! the document `terraform show -json PLANFILE` prints (format_version "1.2", Terraform's
-//! `internal/command/jsonplan`), so policy and review tools that read it (OPA/conftest, tf-summarize,
-//! plan-comment actions) work on trellis plans unchanged.
+//! `internal/command/jsonplan`), so the readers of that format — HashiCorp's terraform-json types,
+//! checkov, terraform-compliance, OPA/conftest, plan-summary tools — read trellis plans as Terraform's.
 //!
 //! How trellis maps onto it (docs/usage/reviewing-plans.md has the table):
-//! - every shoot of the file goes into the one document (addresses are unique across shoots);
-//! - `address` is the trellis address, `type` is `<provider>_<kind>` (`azure_subnet`), `name` the
-//!   resource's name, `provider_name` `trellis/<provider>`;
+//! - one module per shoot, `module.<technical id>` (a shoot's domains plan shares its module): every
+//!   resource change has `module_address`, `planned_values` and `prior_state` have one child module per
+//!   shoot, `configuration.root_module.module_calls` one call per shoot, so a fleet's
+//!   `(module_address, mode, type, name, index)` is unique;
+//! - `type` is the Terraform provider's resource type where the provider declares one for the kind
+//!   ([`TerraformKinds`]: `azurerm_subnet`, `google_compute_firewall`, …), otherwise
+//!   `<provider>_<kind>` under `trellis/<provider>`;
+//! - `name` is the cloud name made a Terraform identifier ([`identifier`]), unique within the module and
+//!   type (`_2`, `_3`, … on a collision); the cloud name stays in the values, trellis's own address is
+//!   `trellis_address` on every resource (readers ignore fields they do not know);
 //! - create → `["create"]`, update → `["update"]`, replace → `["delete","create"]` (trellis deletes
-//!   first), delete → `["delete"]`, no-op → `["no-op"]`: all `mode: "managed"`;
-//! - verify (a user-owned resource checked, never written) and read → `mode: "data"`, `["read"]`, as
-//!   Terraform shows a data source read during apply: `after` unknown;
-//! - skip (gated out, never touched) → no entry: Terraform lists no change for an object its
-//!   configuration does not declare (`count = 0`).
-//! - `before`/`after` hold the changed attributes at their JSON pointer paths (create: the whole
-//!   body trellis writes; no-op: the compared body), nothing is unknown or sensitive.
+//!   first), delete → `["delete"]`, no-op → `["no-op"]`: `mode: "managed"`; verify (a user-owned
+//!   resource checked, never written) and read → `mode: "data"` (`data.<type>.<name>`), `["read"]`;
+//!   skip (gated out, never touched) → no entry, as for a resource with `count = 0`;
+//! - `before` is the whole object as read (the node's `observed`), `after` the whole object the write
+//!   leaves (an update: the object as read with the patch merged in, RFC 7386; a create or a replace:
+//!   the body written), attributes the cloud sets unknown (`null` in `after`, `true` in
+//!   `after_unknown`), `*_sensitive` shaped like the values with nothing sensitive. A node of a plan file
+//!   written before nodes carried the object as read shows the attributes its changes name.
 //! - `action_reason` comes from the node's reason code where Terraform has one that means the same
-//!   ([`crate::ReasonCode::terraform_action_reason`]: force-new → `replace_because_cannot_update`,
-//!   recorded-in-state and found-by-name deletes → `delete_because_no_resource_config`); otherwise it
-//!   is left out, as Terraform leaves it out (a create, a destroy). A node without a code (a plan file
-//!   of an earlier version) gets it from its action, as before.
+//!   ([`crate::ReasonCode::terraform_action_reason`]); a node without a code (an earlier plan file) gets
+//!   it from its action.
 
-use crate::{Action, Change, Node, Plan, PlanSet};
+use crate::merge::merged;
+use crate::{Action, Change, Kind, Node, Plan, PlanSet, Provider};
 use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Terraform's `jsonplan.FormatVersion`.
 pub const FORMAT_VERSION: &str = "1.2";
 
-/// The plan file as one Terraform JSON plan document. `version` goes into `terraform_version` (the
-/// version of the tool that made the plan: trellis's).
-pub fn plan_json(set: &PlanSet, version: &str) -> Value {
-    let mut changes = Vec::new();
-    let mut planned = Vec::new();
-    let mut providers = Map::new();
-    for plan in &set.plans {
-        let provider = provider_name(plan);
-        providers.insert(
-            plan.provider.as_str().to_string(),
-            json!({ "name": plan.provider.as_str(), "full_name": provider }),
-        );
-        for node in &plan.nodes {
-            let Some(change) = resource_change(plan, node) else { continue };
-            if node.action() != Action::Delete {
-                planned.push(json!({
-                    "address": node.address,
-                    "mode": change["mode"],
-                    "type": change["type"],
-                    "name": node.name,
-                    "provider_name": provider,
-                    "schema_version": 0,
-                    "values": change["change"]["after"].as_object().map_or(json!({}), |o| Value::Object(o.clone())),
-                    "sensitive_values": {},
-                }));
-            }
-            changes.push(change);
-        }
+/// Terraform's `jsonstate.FormatVersion` (`prior_state`).
+pub const STATE_FORMAT_VERSION: &str = "1.0";
+
+/// The Terraform version the document says wrote it: one that writes format "1.2" and that the
+/// readers accept (terraform-compliance 1.16 refuses versions it does not list). trellis's own
+/// version is `trellis_version`.
+pub const TERRAFORM_VERSION: &str = "1.9.8";
+
+/// A Terraform provider's resource type for the same resource as a trellis kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TerraformType {
+    /// The resource type: `azurerm_subnet`.
+    pub name: &'static str,
+    /// The provider's source address: `registry.terraform.io/hashicorp/azurerm`; its last part is the
+    /// provider's local name, the type's prefix.
+    pub source: &'static str,
+}
+
+/// What a provider tells Terraform's readers about one of its kinds: a provider fact, declared beside
+/// its kinds. The default says nothing: `<provider>_<kind>`, nothing the cloud sets.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TerraformKind {
+    /// The Terraform provider's type for the same resource; `None`: `<provider>_<kind>`.
+    pub resource_type: Option<TerraformType>,
+    /// JSON pointers of the attributes the cloud sets when it creates the resource and trellis cannot
+    /// know before (an etag, a numeric id, a new public IP's address): unknown after a create or replace.
+    pub computed: &'static [&'static str],
+    /// JSON pointers of the attributes the cloud changes on every write (an etag, a fingerprint):
+    /// unknown after an update too.
+    pub rewritten: &'static [&'static str],
+    /// Attributes the cloud sets on a create whose values are known already (ARM's `id`, `name` and
+    /// `type`, from the id): JSON pointer and value, written into a create's `after`.
+    pub known_on_create: Vec<(&'static str, Value)>,
+}
+
+/// The providers' Terraform facts, by provider (the registry implements it).
+pub trait TerraformKinds {
+    /// The facts of `kind` of `provider` for the node whose id is `id` (`None`: a skip has none) and
+    /// whose object is `body` (what it writes, or what was read: a DNS record's type is in it).
+    fn terraform_kind(&self, provider: Provider, kind: Kind, id: Option<&str>, body: Option<&Value>) -> TerraformKind;
+}
+
+/// No provider facts: every kind is `<provider>_<kind>`.
+pub struct Unmapped;
+
+impl TerraformKinds for Unmapped {
+    fn terraform_kind(&self, _: Provider, _: Kind, _: Option<&str>, _: Option<&Value>) -> TerraformKind {
+        TerraformKind::default()
     }
+}
+
+/// The plan file as one Terraform JSON plan document. `trellis_version` goes into `trellis_version`;
+/// `kinds` gives each kind its Terraform type and what its cloud sets.
+pub fn plan_json(set: &PlanSet, trellis_version: &str, kinds: &dyn TerraformKinds) -> Value {
+    let entries = entries(set, kinds);
+    let mut changes = Vec::new();
+    let mut planned: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let mut prior: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let mut configured: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let mut providers = Map::new();
+    let mut sources: BTreeMap<&str, &str> = BTreeMap::new();
+    for e in &entries {
+        providers.entry(e.local_name()).or_insert_with(|| json!({ "name": e.local_name(), "full_name": e.source }));
+        if let Some(file) = e.plan.source.as_ref().map(|s| s.file.as_str()) {
+            sources.entry(e.module.as_str()).or_insert(file);
+        }
+        let declared = configured.entry(&e.module).or_default();
+        if e.configured() {
+            declared.push(e.config_resource());
+        }
+        if e.node.action() != Action::Delete {
+            planned.entry(&e.module).or_default().push(e.state_resource(&e.sides.after));
+        }
+        if let Some(read) = e.sides.prior() {
+            prior.entry(&e.module).or_default().push(e.state_resource(read));
+        }
+        changes.push(e.resource_change());
+    }
+    let module_calls: Map<String, Value> = configured
+        .into_iter()
+        .map(|(module, resources)| {
+            let source = sources.get(module).map_or_else(|| format!("./{module}"), |file| file.to_string());
+            (module.to_string(), json!({ "source": source, "module": { "resources": resources } }))
+        })
+        .collect();
     json!({
         "format_version": FORMAT_VERSION,
-        "terraform_version": version,
-        "planned_values": { "root_module": { "resources": planned } },
+        "terraform_version": TERRAFORM_VERSION,
+        "trellis_version": trellis_version,
+        "planned_values": { "root_module": root_module(planned) },
         "resource_changes": changes,
-        "configuration": { "provider_config": providers, "root_module": {} },
+        "prior_state": {
+            "format_version": STATE_FORMAT_VERSION,
+            "terraform_version": TERRAFORM_VERSION,
+            "values": { "root_module": root_module(prior) },
+        },
+        "configuration": {
+            "provider_config": providers,
+            "root_module": { "module_calls": module_calls },
+        },
         "applyable": set.plans.iter().any(Plan::has_changes),
         "complete": true,
         "errored": false,
     })
 }
 
-fn provider_name(plan: &Plan) -> String {
-    format!("trellis/{}", plan.provider.as_str())
+/// A root module holding one child module per shoot (`{}` when no shoot has a resource there).
+fn root_module(modules: BTreeMap<&str, Vec<Value>>) -> Value {
+    if modules.is_empty() {
+        return json!({});
+    }
+    let children: Vec<Value> = modules
+        .into_iter()
+        .map(|(module, resources)| json!({ "resources": resources, "address": format!("module.{module}") }))
+        .collect();
+    json!({ "child_modules": children })
 }
 
-/// The node's entry of `resource_changes`; `None` for a skipped node.
-fn resource_change(plan: &Plan, node: &Node) -> Option<Value> {
-    let (mode, actions): (&str, &[&str]) = match node.action() {
-        Action::Create => ("managed", &["create"]),
-        Action::Update => ("managed", &["update"]),
-        Action::Replace => ("managed", &["delete", "create"]),
-        Action::Delete => ("managed", &["delete"]),
-        Action::Noop => ("managed", &["no-op"]),
-        Action::Verify | Action::Read => ("data", &["read"]),
-        Action::Skip => return None,
-    };
-    let (before, after, after_unknown) = match node.action() {
-        Action::Create => (Value::Null, node.patch().cloned().unwrap_or(json!({})), json!({})),
-        Action::Update | Action::Replace => {
-            (side(node.changes(), |c| &c.before), side(node.changes(), |c| &c.after), json!({}))
-        }
-        Action::Delete => (side(node.changes(), |c| &c.before), Value::Null, json!({})),
-        Action::Noop => {
-            let body = node.patch().cloned().unwrap_or(json!({}));
-            (body.clone(), body, json!({}))
-        }
-        // Read during apply: nothing is known before it.
-        _ => (Value::Null, Value::Null, Value::Bool(true)),
-    };
-    let mut change = json!({
-        "address": node.address,
-        "mode": mode,
-        "type": format!("{}_{}", plan.provider.as_str(), node.kind.as_str()),
-        "name": node.name,
-        "provider_name": provider_name(plan),
-        "change": {
-            "actions": actions,
-            "before": before,
-            "after": after,
-            "after_unknown": after_unknown,
-            "before_sensitive": false,
-            "after_sensitive": false,
-        },
-    });
-    let reason = match node.reason.code() {
-        Some(code) => code.terraform_action_reason(),
-        // A plan file written before reasons had codes: by the action, as trellis did then.
-        None => match node.action() {
-            Action::Replace => Some("replace_because_cannot_update"),
-            Action::Delete => Some("delete_because_no_resource_config"),
-            _ => None,
-        },
-    };
-    if let Some(reason) = reason {
-        change["action_reason"] = json!(reason);
+/// A name made a Terraform identifier: ASCII letters, digits, `_` and `-`, not starting with a digit or
+/// `-`. Every other character becomes `_` (`vnet/subnet` → `vnet_subnet`); a name that would start
+/// with a digit or `-`, or is empty, gets a leading `_`.
+pub fn identifier(name: &str) -> String {
+    let mut out: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        out.insert(0, '_');
     }
-    Some(change)
+    out
+}
+
+/// `base`, or `base_2`, `base_3`, … : the first that `used` does not hold (then held).
+fn unique(used: &mut BTreeSet<String>, base: String) -> String {
+    let mut name = base.clone();
+    let mut n = 1;
+    while used.contains(&name) {
+        n += 1;
+        name = format!("{base}_{n}");
+    }
+    used.insert(name.clone());
+    name
+}
+
+/// One node as Terraform lists it.
+struct Entry<'a> {
+    plan: &'a Plan,
+    node: &'a Node,
+    /// The shoot's module name (the technical id, an identifier).
+    module: String,
+    data: bool,
+    type_name: String,
+    source: String,
+    name: String,
+    sides: Sides,
+}
+
+/// Every listed node (all but skips) of the set, with its module, type and a name unique within its
+/// module and type (data sources included, so `type.name` never names two things of one module).
+fn entries<'a>(set: &'a PlanSet, kinds: &dyn TerraformKinds) -> Vec<Entry<'a>> {
+    let mut modules: BTreeMap<&str, String> = BTreeMap::new();
+    let mut module_names = BTreeSet::new();
+    let mut used: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for plan in &set.plans {
+        let module = modules
+            .entry(plan.shoot.as_str())
+            .or_insert_with(|| unique(&mut module_names, identifier(&plan.shoot)))
+            .clone();
+        for node in &plan.nodes {
+            if node.action() == Action::Skip {
+                continue;
+            }
+            let body = node.patch().or(node.observed.as_ref());
+            let facts = kinds.terraform_kind(plan.provider, node.kind, node.id.as_deref(), body);
+            let (type_name, source) = match facts.resource_type {
+                Some(t) => (t.name.to_string(), t.source.to_string()),
+                None => (
+                    format!("{}_{}", plan.provider.as_str(), node.kind.as_str()),
+                    format!("trellis/{}", plan.provider.as_str()),
+                ),
+            };
+            let names = used.entry((module.clone(), type_name.clone())).or_default();
+            let name = unique(names, identifier(&node.name));
+            out.push(Entry {
+                plan,
+                node,
+                module: module.clone(),
+                data: matches!(node.action(), Action::Verify | Action::Read),
+                type_name,
+                source,
+                name,
+                sides: Sides::of(node, &facts),
+            });
+        }
+    }
+    out
+}
+
+impl Entry<'_> {
+    fn mode(&self) -> &'static str {
+        if self.data {
+            "data"
+        } else {
+            "managed"
+        }
+    }
+
+    /// The address within the module: `azurerm_subnet.x`, `data.azurerm_subnet.x`.
+    fn local_address(&self) -> String {
+        let data = if self.data { "data." } else { "" };
+        format!("{data}{}.{}", self.type_name, self.name)
+    }
+
+    fn address(&self) -> String {
+        format!("module.{}.{}", self.module, self.local_address())
+    }
+
+    fn local_name(&self) -> &str {
+        self.source.rsplit('/').next().unwrap_or(&self.source)
+    }
+
+    /// Whether the configuration declares it: not a resource deleted because nothing configures it
+    /// any more (Terraform's `delete_because_no_resource_config`).
+    fn configured(&self) -> bool {
+        self.action_reason() != Some("delete_because_no_resource_config")
+    }
+
+    fn action_reason(&self) -> Option<&'static str> {
+        match self.node.reason.code() {
+            Some(code) => code.terraform_action_reason(),
+            // A plan file written before reasons had codes: by the action, as trellis did then.
+            None => match self.node.action() {
+                Action::Replace => Some("replace_because_cannot_update"),
+                Action::Delete => Some("delete_because_no_resource_config"),
+                _ => None,
+            },
+        }
+    }
+
+    fn resource_change(&self) -> Value {
+        let actions: &[&str] = match self.node.action() {
+            Action::Create => &["create"],
+            Action::Update => &["update"],
+            Action::Replace => &["delete", "create"],
+            Action::Delete => &["delete"],
+            Action::Noop => &["no-op"],
+            Action::Verify | Action::Read | Action::Skip => &["read"],
+        };
+        let s = &self.sides;
+        let mut change = json!({
+            "address": self.address(),
+            "module_address": format!("module.{}", self.module),
+            "mode": self.mode(),
+            "type": self.type_name,
+            "name": self.name,
+            "provider_name": self.source,
+            "change": {
+                "actions": actions,
+                "before": s.before,
+                "after": s.after,
+                "after_unknown": s.after_unknown,
+                "before_sensitive": sensitive(&s.before),
+                "after_sensitive": sensitive(&s.after),
+            },
+        });
+        if let Some(reason) = self.action_reason() {
+            change["action_reason"] = json!(reason);
+        }
+        change["trellis_address"] = json!(self.node.address);
+        change
+    }
+
+    /// The resource in `planned_values` or `prior_state` with `values`.
+    fn state_resource(&self, values: &Value) -> Value {
+        let values = if values.is_object() { values.clone() } else { json!({}) };
+        let sensitive_values = shape(&values);
+        json!({
+            "address": self.address(),
+            "mode": self.mode(),
+            "type": self.type_name,
+            "name": self.name,
+            "provider_name": self.source,
+            "schema_version": 0,
+            "values": values,
+            "sensitive_values": sensitive_values,
+            "trellis_address": self.node.address,
+        })
+    }
+
+    /// The resource in its module's configuration.
+    fn config_resource(&self) -> Value {
+        json!({
+            "address": self.local_address(),
+            "mode": self.mode(),
+            "type": self.type_name,
+            "name": self.name,
+            "provider_config_key": self.local_name(),
+            "expressions": {},
+            "schema_version": 0,
+        })
+    }
+}
+
+/// The two sides of a change.
+struct Sides {
+    before: Value,
+    after: Value,
+    after_unknown: Value,
+    /// The object as read of a data source (a verify or read: `before` is null, as Terraform writes a read).
+    read: Option<Value>,
+}
+
+impl Sides {
+    fn of(node: &Node, facts: &TerraformKind) -> Sides {
+        let observed = node.observed.as_ref();
+        // Plan files written before nodes carried the object as read: the attributes the changes name.
+        let legacy = || match side(node.changes(), |c| &c.before) {
+            Value::Null => json!({}),
+            partial => partial,
+        };
+        let before = || observed.cloned().unwrap_or_else(legacy);
+        let patch = node.patch().cloned().unwrap_or_else(|| json!({}));
+        let new_object = || {
+            let mut after = merged(None, &patch);
+            for (pointer, value) in &facts.known_on_create {
+                if after.pointer(pointer).is_none() {
+                    set_pointer(&mut after, pointer, value.clone());
+                }
+            }
+            let fresh = after.clone();
+            let unknown = facts.computed.iter().copied().filter(|p| fresh.pointer(p).is_none());
+            unknown_at(after, unknown)
+        };
+        let (before, (after, after_unknown), read) = match node.action() {
+            Action::Create => (Value::Null, new_object(), None),
+            Action::Replace => (before(), new_object(), None),
+            Action::Update => {
+                let before = before();
+                let after = merged(Some(&before), &patch);
+                let known = after.clone();
+                let rewritten = facts.rewritten.iter().copied().filter(|p| known.pointer(p).is_some());
+                (before, unknown_at(after, rewritten), None)
+            }
+            Action::Delete => (before(), (Value::Null, json!({})), None),
+            Action::Noop => {
+                let before = observed.cloned().unwrap_or_else(|| merged(None, &patch));
+                (before.clone(), (before, json!({})), None)
+            }
+            Action::Verify | Action::Read | Action::Skip => match observed {
+                Some(read) => (Value::Null, (read.clone(), json!({})), Some(read.clone())),
+                // Nothing is known before the read at apply time.
+                None => (Value::Null, (Value::Null, Value::Bool(true)), None),
+            },
+        };
+        Sides { before, after, after_unknown, read }
+    }
+
+    /// What the resource is before the apply: `prior_state`'s values.
+    fn prior(&self) -> Option<&Value> {
+        self.read.as_ref().or(Some(&self.before).filter(|b| b.is_object()))
+    }
+}
+
+/// `after` with the attributes at `unknown` unknown: `null` there (as Terraform writes an unknown
+/// attribute of a known object), and `after_unknown` shaped like `after` with `true` there (`{}` when
+/// nothing is unknown, as Terraform writes a wholly known value).
+fn unknown_at<'p>(mut after: Value, unknown: impl Iterator<Item = &'p str>) -> (Value, Value) {
+    let unknown: Vec<&str> = unknown.collect();
+    if unknown.is_empty() {
+        return (after, json!({}));
+    }
+    for pointer in &unknown {
+        set_pointer(&mut after, pointer, Value::Null);
+    }
+    let mut mask = shape(&after);
+    for pointer in &unknown {
+        set_pointer(&mut mask, pointer, Value::Bool(true));
+    }
+    (after, mask)
+}
+
+/// A value's shape as Terraform writes `after_unknown`, `*_sensitive` and `sensitive_values` when
+/// nothing in it is unknown or sensitive: an object keeps its members that are objects or arrays (its
+/// scalars are `false`, left out), an array has one entry per element (`false` for a scalar), a
+/// scalar or `null` is `false`.
+pub fn shape(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter().filter(|(_, v)| v.is_object() || v.is_array()).map(|(k, v)| (k.clone(), shape(v))).collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+        _ => Value::Bool(false),
+    }
+}
+
+/// `before_sensitive` / `after_sensitive`: nothing in a plan is secret.
+fn sensitive(value: &Value) -> Value {
+    shape(value)
 }
 
 /// The object holding each change's value on one side (`before` or `after`) at its JSON pointer path;
@@ -174,5 +482,33 @@ mod tests {
         let mut whole = Value::Null;
         set_pointer(&mut whole, "", json!(3));
         assert_eq!(whole, json!(3));
+    }
+
+    #[test]
+    fn names_become_terraform_identifiers() {
+        assert_eq!(
+            identifier("shoot--dev--bravo/shoot--dev--bravo-nodes"),
+            "shoot--dev--bravo_shoot--dev--bravo-nodes"
+        );
+        assert_eq!(identifier("worker_route_table"), "worker_route_table");
+        assert_eq!(identifier("10-0-0-0"), "_10-0-0-0");
+        assert_eq!(identifier("-x"), "_-x");
+        assert_eq!(identifier(""), "_");
+        assert_eq!(identifier("a.b c@d"), "a_b_c_d");
+        assert_eq!(identifier("naïve"), "na_ve");
+        let mut used = BTreeSet::new();
+        let names: Vec<String> = ["a", "a", "a_2", "a"].iter().map(|n| unique(&mut used, n.to_string())).collect();
+        assert_eq!(names, ["a", "a_2", "a_2_2", "a_3"]);
+    }
+
+    #[test]
+    fn shapes_keep_containers_and_drop_scalars() {
+        let v = json!({"a": 1, "b": {"c": "x", "d": [1, {"e": 2}]}, "f": [], "g": null});
+        assert_eq!(shape(&v), json!({"b": {"d": [false, {}]}, "f": []}));
+        assert_eq!(shape(&Value::Null), json!(false));
+        let (after, mask) = unknown_at(json!({"properties": {"x": 1}}), ["/properties/ipAddress", "/etag"].into_iter());
+        assert_eq!(after, json!({"properties": {"x": 1, "ipAddress": null}, "etag": null}));
+        assert_eq!(mask, json!({"properties": {"ipAddress": true}, "etag": true}));
+        assert_eq!(unknown_at(json!({"a": {}}), std::iter::empty()).1, json!({}));
     }
 }

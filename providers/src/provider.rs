@@ -20,6 +20,7 @@ use serde_json::Value;
 use trellis_planner::cloud::CloudRead;
 use trellis_planner::ids::IdScheme;
 use trellis_planner::retry::RetryPolicy;
+use trellis_plans::terraform::TerraformKind;
 use trellis_plans::{Artifacts, Kind, Plan};
 use trellis_state::{ProviderState, StateError, Workspace};
 
@@ -176,6 +177,13 @@ pub trait Provider: Send + Sync {
     /// `apiVersion` and `kind` of the provider's `spec.provider.infrastructureConfig`; the loader
     /// refuses a Shoot whose config says otherwise.
     fn infrastructure_config_type(&self) -> (&'static str, &'static str);
+
+    /// What Terraform's readers are told about `kind` (`show --output terraform-json`): the Terraform
+    /// provider's type for the same resource and the attributes the cloud sets (see
+    /// [`crate::stages::Stages::terraform_kind`]). The default maps nothing: `<provider>_<kind>`.
+    fn terraform_kind(&self, _kind: Kind, _id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+        TerraformKind::default()
+    }
 
     /// The typed pass over one YAML document (a Shoot of this provider). Errors keep serde-saphyr's
     /// location; the loader turns them into `file:line:col` messages.

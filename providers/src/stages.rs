@@ -25,7 +25,8 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{FetchBug, ListReq, Observed};
 use trellis_planner::ids::IdScheme;
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifacts, Mode, Node, Plan};
+use trellis_plans::terraform::TerraformKind;
+use trellis_plans::{Artifacts, Kind, Mode, Node, Plan};
 use trellis_state::{ProviderState, VersionedState, Workspace};
 
 use crate::field::{ErrorList, Path};
@@ -104,6 +105,13 @@ pub trait Stages: Send + Sync + 'static {
     /// `apiVersion` and `kind` of `spec.provider.infrastructureConfig` (`("", "")`: none).
     fn config_type(&self) -> (&'static str, &'static str) {
         ("", "")
+    }
+
+    /// What Terraform's readers are told about `kind` (`show --output terraform-json`): the Terraform
+    /// provider's type for the same resource and the attributes the cloud sets; `id` is the node's
+    /// cloud id, `body` the object it writes or read. The default maps nothing (`<provider>_<kind>`).
+    fn terraform_kind(&self, _kind: Kind, _id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+        TerraformKind::default()
     }
 
     /// The shoot the loader's one pass read, its infrastructureConfig still any YAML (see
@@ -499,6 +507,10 @@ impl<S: Stages> Provider for Staged<S> {
 
     fn infrastructure_config_type(&self) -> (&'static str, &'static str) {
         self.0.config_type()
+    }
+
+    fn terraform_kind(&self, kind: Kind, id: Option<&str>, body: Option<&Value>) -> TerraformKind {
+        self.0.terraform_kind(kind, id, body)
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {

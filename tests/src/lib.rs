@@ -211,6 +211,13 @@ pub fn text(plan: &Plan) -> String {
     let mut plan = plan.clone();
     if plan.prior.lineage.is_some() {
         plan.prior.lineage = Some("<lineage>".to_string());
+        // After an apply, the objects as read carry the versions (etags) the cloud gave the apply's
+        // writes, numbered in the order a parallel apply happened to make them: the digest shown is
+        // that of the rest of the body, which the same inputs always give.
+        for n in &mut plan.nodes {
+            n.observed = None;
+        }
+        plan.digest = plan.body_digest();
     }
     trellis_plans::render::text(
         &PlanSet::new(vec![plan]),

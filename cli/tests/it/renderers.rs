@@ -29,8 +29,9 @@ fn text_markdown_terraform_json_and_self_diff_of_every_bundled_example() {
         let markdown = sb.run_raw(&["show", &plan, "--output", "markdown"]).code(0).stdout;
         insta::assert_snapshot!(format!("markdown_{name}"), redact(&markdown, &sb));
 
-        let tf = sb.run_raw(&["show", &plan, "--output", "terraform-json"]).code(0).stdout;
-        insta::assert_snapshot!(format!("terraform_json_{name}"), redact(&tf, &sb));
+        // One line (stdout is not a terminal), snapshotted indented so a change reads as a diff.
+        let tf = sb.run_raw(&["show", &plan, "--output", "terraform-json"]).code(0).json();
+        insta::assert_snapshot!(format!("terraform_json_{name}"), redact(&format!("{tf:#}\n"), &sb));
 
         let diff = sb.run_raw(&["diff", &plan, &plan]).code(0).stdout;
         insta::assert_snapshot!(format!("self_diff_{name}"), redact(&diff, &sb));

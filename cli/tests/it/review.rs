@@ -204,13 +204,16 @@ fn diff_across_providers_and_fleets() {
 /// "1.2": `internal/command/jsonplan/plan.go` and `resource.go`, as documented in "JSON Output
 /// Format"; see /work/shared/reference/plan-apply-anchors.md §1.8).
 const TERRAFORM_REQUIRED_KEYS: &[(&str, &[&str])] = &[
-    ("plan", &["format_version", "terraform_version", "planned_values", "resource_changes", "configuration"]),
+    (
+        "plan",
+        &["format_version", "terraform_version", "planned_values", "resource_changes", "prior_state", "configuration"],
+    ),
     ("planned_values", &["root_module"]),
     (
         "planned_values.root_module.resources[]",
         &["address", "mode", "type", "name", "provider_name", "schema_version", "values", "sensitive_values"],
     ),
-    ("resource_changes[]", &["address", "mode", "type", "name", "provider_name", "change"]),
+    ("resource_changes[]", &["address", "module_address", "mode", "type", "name", "provider_name", "change"]),
     (
         "resource_changes[].change",
         &["actions", "before", "after", "after_unknown", "before_sensitive", "after_sensitive"],
@@ -250,8 +253,12 @@ fn terraform_json_has_terraforms_field_set_for_every_example() {
         assert_keys("plan", &tf, ctx);
         assert_eq!(tf["format_version"], "1.2", "{ctx}");
         assert_keys("planned_values", &tf["planned_values"], ctx);
-        for r in tf["planned_values"]["root_module"]["resources"].as_array().unwrap() {
-            assert_keys("planned_values.root_module.resources[]", r, ctx);
+        // One child module per shoot, its resources under it.
+        for module in tf["planned_values"]["root_module"]["child_modules"].as_array().unwrap() {
+            assert!(module["address"].as_str().unwrap().starts_with("module.shoot--"), "{ctx}: {module}");
+            for r in module["resources"].as_array().unwrap() {
+                assert_keys("planned_values.root_module.resources[]", r, ctx);
+            }
         }
         let changes = tf["resource_changes"].as_array().unwrap();
         for rc in changes {
@@ -270,8 +277,10 @@ fn terraform_json_has_terraforms_field_set_for_every_example() {
         let listed: Vec<&Value> = nodes.iter().copied().filter(|n| n["action"] != "skip").collect();
         assert_eq!(changes.len(), listed.len(), "{ctx}: one resource change per node that is not skipped");
         for node in listed {
-            let rc =
-                changes.iter().find(|c| c["address"] == node["address"]).unwrap_or_else(|| panic!("{ctx}: {node}"));
+            let rc = changes
+                .iter()
+                .find(|c| c["trellis_address"] == node["address"])
+                .unwrap_or_else(|| panic!("{ctx}: {node}"));
             let expected = match node["action"].as_str().unwrap() {
                 "create" => ("managed", vec!["create"]),
                 "update" => ("managed", vec!["update"]),
@@ -287,17 +296,95 @@ fn terraform_json_has_terraforms_field_set_for_every_example() {
     }
 }
 
+/// An update showed only the changed attributes (a policy on anything else saw nothing, checkov judged
+/// it wrongly): `before` is the whole subnet as read, `after` the same with the patch merged in, and an
+/// attribute the update does not change is on both sides.
 #[test]
-fn terraform_json_shows_an_update_as_before_and_after_of_the_changed_attributes() {
+fn regression_terraform_json_shows_an_update_as_the_whole_object_before_and_after() {
     let sb = Sandbox::new();
     let plan = sb.file("nat.json");
     sb.run(&["apply", "-f", &a1(), "--auto-approve"]).code(0);
     sb.run(&["plan", "-f", &data("alpha-with-nat.yaml"), "--out", &plan]).code(0);
     let tf = sb.run_raw(&["show", &plan, "--output", "terraform-json"]).code(0).json();
-    let subnet = tf["resource_changes"].as_array().unwrap().iter().find(|c| c["type"] == "azure_subnet").unwrap();
+    let subnet = tf["resource_changes"].as_array().unwrap().iter().find(|c| c["type"] == "azurerm_subnet").unwrap();
     assert_eq!(subnet["change"]["actions"], serde_json::json!(["update"]), "{subnet:#}");
-    assert_eq!(subnet["provider_name"], "trellis/azure");
-    let after = &subnet["change"]["after"]["properties"]["natGateway"]["id"];
-    assert!(after.as_str().unwrap().ends_with("-nat-gateway"), "{subnet:#}");
+    assert_eq!(subnet["provider_name"], "registry.terraform.io/hashicorp/azurerm");
+    assert_eq!(subnet["module_address"], "module.shoot--dev--alpha");
+    let (before, after) = (&subnet["change"]["before"], &subnet["change"]["after"]);
+    assert!(before["properties"]["natGateway"].is_null(), "{subnet:#}");
+    assert!(after["properties"]["natGateway"]["id"].as_str().unwrap().ends_with("-nat-gateway"), "{subnet:#}");
+    // Unchanged attributes, on both sides: the name, the prefix, the route table.
+    for side in [before, after] {
+        assert_eq!(side["name"], "shoot--dev--alpha-nodes", "{subnet:#}");
+        assert_eq!(side["properties"]["addressPrefix"], "10.250.0.0/19", "{subnet:#}");
+        assert!(side["properties"]["routeTable"]["id"].is_string(), "{subnet:#}");
+    }
+    // ARM rewrites the etag on every write: unknown after the update.
+    assert!(before["etag"].is_string() && after["etag"].is_null(), "{subnet:#}");
+    assert_eq!(subnet["change"]["after_unknown"]["etag"], true, "{subnet:#}");
+    // prior_state holds the subnet as read, planned_values as it will be.
+    let module = |root: &Value| root["root_module"]["child_modules"][0]["resources"].clone();
+    let find = |resources: Value| {
+        resources.as_array().unwrap().iter().find(|r| r["address"] == subnet["address"]).cloned().unwrap()
+    };
+    assert_eq!(&find(module(&tf["prior_state"]["values"]))["values"], before);
+    assert_eq!(&find(module(&tf["planned_values"]))["values"], after);
     assert_eq!(tf["applyable"], true);
+}
+
+/// Plan files written before nodes carried the object as read (`observed`) still load, show, verify
+/// their digest and apply; their Terraform JSON shows the attributes their changes name, never a null
+/// side of an update.
+#[test]
+fn a_plan_file_without_the_objects_as_read_shows_and_applies() {
+    let sb = Sandbox::new();
+    sb.run(&["apply", "-f", &a1(), "--auto-approve"]).code(0);
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &data("alpha-with-nat.yaml"), "--out", &plan]).code(0);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let mut stripped = 0;
+    for node in doc["nodes"].as_array_mut().unwrap() {
+        stripped += usize::from(node.as_object_mut().unwrap().remove("observed").is_some());
+    }
+    assert!(stripped > 0, "a plan made now carries the objects as read");
+    let old: trellis_plans::Plan = serde_json::from_value(doc.clone()).unwrap();
+    doc["digest"] = serde_json::json!(old.body_digest());
+    let old_file = sb.file("old.json");
+    std::fs::write(&old_file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    sb.run_raw(&["show", &old_file]).code(0);
+    let tf = sb.run_raw(&["show", &old_file, "--output", "terraform-json", "--compact"]).code(0);
+    assert_eq!(tf.stdout.lines().count(), 1, "--compact: one line");
+    let tf = tf.json();
+    let subnet = tf["resource_changes"].as_array().unwrap().iter().find(|c| c["type"] == "azurerm_subnet").unwrap();
+    assert!(subnet["change"]["before"].is_object() && subnet["change"]["after"].is_object(), "{subnet:#}");
+    let digest = doc["digest"].as_str().unwrap();
+    sb.run(&["apply", &old_file, "--expect-digest", digest]).code(0);
+}
+
+/// As `terraform show -json`: one line when stdout is not a terminal (or with `--compact`), indented
+/// on a terminal (util-linux's `script` gives the command one).
+#[test]
+fn terraform_json_is_one_line_unless_stdout_is_a_terminal() {
+    let sb = Sandbox::new();
+    let plan = sb.file("plan.json");
+    sb.run(&["plan", "-f", &a1(), "--out", &plan]).code(0);
+    let piped = sb.run_raw(&["show", &plan, "--output", "terraform-json"]).code(0).stdout;
+    assert_eq!(piped.lines().count(), 1);
+    let show = format!("{BIN} show {plan} --output terraform-json");
+    let on_terminal = |extra: &str| {
+        let out = std::process::Command::new("script")
+            .args(["-qec", &format!("{show}{extra}"), "/dev/null"])
+            .output()
+            .expect("util-linux's script runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pretty = on_terminal("");
+    assert!(pretty.starts_with("{\r\n  \"format_version\": \"1.2\",\r\n"), "{pretty}");
+    let compact = on_terminal(" --compact");
+    assert_eq!(compact.trim_end().lines().count(), 1, "{compact}");
+    let same = |text: &str| serde_json::from_str::<Value>(&text.replace("\r\n", "\n")).unwrap();
+    assert_eq!(same(&pretty), same(&piped));
+    assert_eq!(same(&compact), same(&piped));
 }

@@ -10,3 +10,4 @@ mod provider_neutral;
 mod reasons;
 mod render;
 mod stream;
+mod terraform;

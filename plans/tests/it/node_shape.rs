@@ -136,3 +136,43 @@ fn a_create_without_a_patch_is_refused() {
     let msg = refused(&text, "azure.resource_group.shoot--dev--alpha");
     assert!(msg.contains("action `create` without a patch"), "{msg}");
 }
+
+/// A verify carries the object as read (`observed`); it is part of the body its digest covers, and it
+/// is written back byte for byte. A plan file without it (written before nodes carried it) reads too.
+#[test]
+fn the_object_as_read_is_kept_and_covered_by_the_digest() {
+    let vnet = json!({"id": VNET, "name": "hub-vnet", "location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}});
+    let text = file(|v| v["nodes"][1]["observed"] = vnet.clone());
+    let set = PlanSet::from_json("plan.tfplan", &text).unwrap();
+    assert_eq!(set.plans[0].nodes[1].observed.as_ref(), Some(&vnet));
+    let written: Value = serde_json::from_str(&set.to_json()).unwrap();
+    assert_eq!(written["nodes"][1]["observed"], vnet, "written back");
+    assert_eq!(written["digest"], serde_json::from_str::<Value>(&text).unwrap()["digest"]);
+    // Without it: the node has none, and writing it back adds none (the digest still verifies).
+    let old = PlanSet::from_json("old.tfplan", &file(|_| {})).unwrap();
+    assert!(old.plans[0].nodes.iter().all(|n| n.observed.is_none()));
+    assert!(!old.to_json().contains("\"observed\""));
+    // Edited after the plan was made: refused as any edited body.
+    let mut edited: Value = serde_json::from_str(&text).unwrap();
+    edited["nodes"][1]["observed"]["location"] = json!("northeurope");
+    let err = PlanSet::from_json("edited.tfplan", &edited.to_string()).unwrap_err();
+    assert!(matches!(err, PlanFileError::Edited { .. }), "{err}");
+}
+
+/// A create's resource does not exist yet: a file claiming an object as read for it was edited.
+#[test]
+fn a_create_with_an_object_as_read_is_refused() {
+    let text = file(|v| v["nodes"][0]["observed"] = json!({"location": "westeurope"}));
+    let msg = refused(&text, "azure.resource_group.shoot--dev--alpha");
+    assert!(msg.contains("action `create` with an object as read (`observed`)"), "{msg}");
+}
+
+/// `apply` compares a saved plan with a fresh one node by node, but not the object as read: attributes
+/// trellis does not manage (a CCM's route, an etag) may move without making the plan stale.
+#[test]
+fn first_difference_does_not_compare_the_object_as_read() {
+    let set = PlanSet::from_json("plan.tfplan", &file(|v| v["nodes"][1]["observed"] = json!({"etag": "1"}))).unwrap();
+    let mut now = set.plans[0].clone();
+    now.nodes[1].observed = Some(json!({"etag": "2"}));
+    assert_eq!(trellis_plans::first_difference(&set.plans[0], &now), None);
+}

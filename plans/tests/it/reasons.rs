@@ -145,14 +145,14 @@ fn resource_change<'a>(tf: &'a Value, address_part: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["address"].as_str().unwrap().contains(address_part))
+        .find(|c| c["trellis_address"].as_str().unwrap().contains(address_part))
         .unwrap()
 }
 
 #[test]
 fn terraform_action_reason_comes_from_the_code() {
     let mut plan = azure_drifted_plan("shoot--dev--alpha");
-    let tf = terraform::plan_json(&set(vec![plan.clone()]), "test");
+    let tf = terraform::plan_json(&set(vec![plan.clone()]), "test", &terraform::Unmapped);
     // A force-new replace: Terraform's "cannot update".
     let rt = resource_change(&tf, "azure.route_table.");
     assert_eq!(rt["change"]["actions"], serde_json::json!(["delete", "create"]));
@@ -166,7 +166,7 @@ fn terraform_action_reason_comes_from_the_code() {
     // A destroy's delete has none either (as in `terraform plan -destroy`).
     let nat = plan.nodes.iter_mut().find(|n| n.action() == Action::Delete).unwrap();
     nat.reason = Reason::new(ReasonCode::Destroy, "the shoot is destroyed");
-    let tf = terraform::plan_json(&set(vec![plan]), "test");
+    let tf = terraform::plan_json(&set(vec![plan]), "test", &terraform::Unmapped);
     assert!(resource_change(&tf, "nat_gateway").get("action_reason").is_none());
 }
 
@@ -177,7 +177,7 @@ fn terraform_action_reason_of_a_plan_without_codes_follows_the_action() {
     let body = serde_json::json!({"nodes": v["nodes"], "artifacts": v["artifacts"]});
     v["digest"] = serde_json::json!(trellis_plans::sha256_hex(serde_json::to_string(&body).unwrap().as_bytes()));
     let old = PlanSet::from_json("old.tfplan", &serde_json::to_string_pretty(&v).unwrap()).unwrap();
-    let tf = terraform::plan_json(&old, "test");
+    let tf = terraform::plan_json(&old, "test", &terraform::Unmapped);
     assert_eq!(resource_change(&tf, "azure.route_table.")["action_reason"], "replace_because_cannot_update");
     assert_eq!(resource_change(&tf, "nat_gateway")["action_reason"], "delete_because_no_resource_config");
 }

@@ -9,7 +9,8 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::Observed;
 use trellis_planner::ids::{ArmIds, IdScheme};
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifact, Artifacts, Mode, Node, Plan};
+use trellis_plans::terraform::TerraformKind;
+use trellis_plans::{Artifact, Artifacts, Kind, Mode, Node, Plan};
 use trellis_state::Workspace;
 
 use super::state::AzureState;
@@ -36,6 +37,10 @@ impl Stages for Azure {
 
     fn id_scheme(&self) -> &'static dyn IdScheme {
         &ArmIds
+    }
+
+    fn terraform_kind(&self, kind: Kind, id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+        super::kind::terraform_kind(kind, id)
     }
 
     fn config_type(&self) -> (&'static str, &'static str) {
@@ -243,7 +248,14 @@ impl Stages for Azure {
     /// `check_fleet` reads the shoot's id and its BYO subnet node ([`super::byo_subnet_of_plan`]);
     /// a shoot without one (managed networking) adds nothing to it.
     fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
-        let nodes: Vec<_> = plan.nodes.iter().filter(|n| super::is_byo_subnet_node(n)).cloned().collect();
+        // Only the ids matter to the fleet's checks: the object as read stays with the plan, not in the
+        // facts kept for the whole fleet.
+        let nodes: Vec<_> = plan
+            .nodes
+            .iter()
+            .filter(|n| super::is_byo_subnet_node(n))
+            .map(|n| Node { observed: None, ..n.clone() })
+            .collect();
         if nodes.is_empty() {
             return None;
         }

@@ -9,10 +9,12 @@ use super::kind;
 use std::collections::BTreeMap;
 
 use serde_json::json;
+use serde_json::Value;
 use trellis_planner::discover::Observed;
 use trellis_planner::ids::{DnsIds, IdScheme};
 use trellis_planner::model::{Desired, ManagedSpec, Resource};
-use trellis_plans::{Artifacts, Node, Ownership, Reason, ReasonCode};
+use trellis_plans::terraform::TerraformKind;
+use trellis_plans::{Artifacts, Kind, Node, Ownership, Reason, ReasonCode};
 use trellis_state::Workspace;
 
 use super::api::{DomainsShoot, ANNOTATION_OPERATION};
@@ -285,6 +287,10 @@ impl Stages for Domains {
 
     fn id_scheme(&self) -> &'static dyn IdScheme {
         &DnsIds
+    }
+
+    fn terraform_kind(&self, kind: Kind, _id: Option<&str>, body: Option<&Value>) -> TerraformKind {
+        kind::terraform_kind(kind, body)
     }
 
     fn rules(&self, ds: &DomainsShoot, stored: &DomainsState) -> ErrorList {

@@ -9,7 +9,8 @@ use trellis_planner::cloud::CloudRead;
 use trellis_planner::discover::{NotFetched, Observed};
 use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::model::Desired;
-use trellis_plans::{Artifacts, Mode, Node, Plan};
+use trellis_plans::terraform::TerraformKind;
+use trellis_plans::{Artifacts, Kind, Mode, Node, Plan};
 use trellis_state::Workspace;
 
 use super::api::{InfrastructureConfig, Mode as CfgMode};
@@ -80,6 +81,10 @@ impl Stages for Gcp {
 
     fn id_scheme(&self) -> &'static dyn IdScheme {
         &GceIds
+    }
+
+    fn terraform_kind(&self, kind: Kind, id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+        kind::terraform_kind(kind, id)
     }
 
     fn config_type(&self) -> (&'static str, &'static str) {
@@ -258,7 +263,8 @@ impl Stages for Gcp {
             .nodes
             .iter()
             .filter(|n| fleet::is_byo_workers_subnet_node(n) || fleet::is_user_vpc_node(n))
-            .cloned()
+            // Only the ids matter to the fleet's checks: the object as read stays with the plan.
+            .map(|n| Node { observed: None, ..n.clone() })
             .collect();
         Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
     }

@@ -13,3 +13,4 @@ mod recorded_deletion;
 mod registry;
 mod shoot_admission;
 mod shoot_validation;
+mod terraform_kinds;

@@ -34,6 +34,7 @@ pub fn node(address: &str, kind: Kind, scope: &str, name: &str, action: Action, 
         op: op(action, ownership),
         reason: Reason::new(code_of(action, ownership), ""),
         depends_on: Vec::new(),
+        observed: None,
     };
     assert_eq!(n.ownership(), ownership, "{address}: a plan has no {ownership:?} node with action {action:?}");
     n

@@ -88,8 +88,10 @@ async fn a_provider_outside_trellis_plans_applies_and_destroys_on_its_own_bindin
     let kinds: Vec<&serde_json::Value> = json["nodes"].as_array().unwrap().iter().map(|n| &n["kind"]).collect();
     assert_eq!(kinds, ["bucket", "bucket"]);
     assert_eq!(json["artifacts"]["buckets"], serde_json::json!(["logs", "backups"]));
-    let terraform = trellis_plans::terraform::plan_json(&ops::plan_set(&plans), "test");
+    // A kind its provider maps to no Terraform type: `<provider>_<kind>`, through the registry that knows it.
+    let terraform = trellis_plans::terraform::plan_json(&ops::plan_set(&plans), "test", &*registry());
     assert!(terraform.to_string().contains("\"type\":\"toy_bucket\""), "{terraform}");
+    assert!(terraform.to_string().contains("\"provider_name\":\"trellis/toy\""), "{terraform}");
 
     // Applied: the buckets exist in the toy cloud (and nowhere else); a re-plan changes nothing.
     let applied = plan_and_apply(&state, &file, false).await;
