@@ -150,6 +150,12 @@ impl GceSim {
         self.sim.keep_audit(tree)
     }
 
+    /// The project the last world file named (`gcp.project`), if any: the shoots' project unless
+    /// `--project` names another.
+    pub fn project(&self) -> Option<String> {
+        self.lock().store.project.clone()
+    }
+
     /// The quotas in force.
     pub fn quotas(&self) -> Quotas {
         self.lock().store.quotas
@@ -165,8 +171,8 @@ impl GceSim {
         self.sim.commit()
     }
 
-    /// Re-syncs the resources the world file's `gce:` section declares (see [`world`]). Not
-    /// audited, not faulted.
+    /// Re-syncs the resources the world file's `gcp:` (or `gce:`) section declares and its project
+    /// (see [`world`]). Not audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
         let report = world::sync(&mut self.lock().store, world)?;
         self.sim.commit()?;

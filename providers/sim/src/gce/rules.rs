@@ -533,6 +533,30 @@ pub(crate) fn build(
     }
 }
 
+/// A resource as a world file declares it (as GCE answered a GET of it): built as an insert would
+/// be — references resolved, defaults filled — except for what GCE makes itself and refuses to
+/// insert: a route whose next hop is its network (a subnet route, `nextHopNetwork`) or a peering
+/// (`nextHopPeering`) is taken as declared, its network resolved.
+pub(crate) fn build_declared(
+    store: &mut GceStore,
+    path: &GcePath,
+    mut body: Map<String, Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let system_route = path.collection() == Collection::Routes
+        && ["nextHopNetwork", "nextHopPeering"].iter().any(|h| body.get(*h).is_some_and(Value::is_string));
+    if !system_route {
+        return build(store, path, body, None);
+    }
+    for f in OUTPUT_ONLY {
+        body.remove(f);
+    }
+    reference(store, &mut body, "network", path, Collection::Networks)?;
+    if body.contains_key("nextHopNetwork") {
+        reference(store, &mut body, "nextHopNetwork", path, Collection::Networks)?;
+    }
+    Ok(body)
+}
+
 fn str_field<'a>(body: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>, ApiError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
