@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use trellis_http::{read_capped, redirect_error, snippet, transport_error, MAX_RESPONSE_BYTES};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
-use trellis_planner::ids::GceIds;
+use trellis_planner::ids::{GceIds, IdScheme};
 
 pub use url::Url;
 
@@ -928,7 +928,8 @@ impl GcpClient {
                 .get("nats")
                 .and_then(Value::as_array)
                 .and_then(|n| n.iter().find(|n| n.get("name").and_then(Value::as_str) == Some(nat)));
-            if entry.map(GceIds::content_version).as_deref() != Some(expected) {
+            let pre = Precondition::IfMatch(expected.to_string());
+            if entry.map(|e| GceIds.precondition(e)).as_ref() != Some(&pre) {
                 return Err(CloudError::PreconditionFailed {
                     target: target.to_string(),
                     expected: expected.to_string(),
@@ -1117,7 +1118,7 @@ impl GcpClient {
                 body[field] = json!(current);
                 current.to_string()
             }
-            (None, Some(v)) if GceIds::content_version(&have) != v => {
+            (None, Some(v)) if GceIds.precondition(&have) != Precondition::IfMatch(v.to_string()) => {
                 return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() })
             }
             (None, v) => {
@@ -1146,10 +1147,10 @@ impl GcpClient {
             let have = self.get_resource(id, &parsed).await?;
             let field = version_field(&parsed);
             let version = have.as_ref().map(|h| match h.get(field).and_then(Value::as_str) {
-                Some(v) => v.to_string(),
-                None => GceIds::content_version(h),
+                Some(v) => Precondition::IfMatch(v.to_string()),
+                None => GceIds.precondition(h),
             });
-            if version.as_deref() != Some(expected) {
+            if version != Some(Precondition::IfMatch(expected.to_string())) {
                 return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: expected.to_string() });
             }
         }

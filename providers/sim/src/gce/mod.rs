@@ -46,7 +46,7 @@ use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
 use store::GceStore;
 use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Precondition};
-use trellis_planner::ids::GceIds;
+use trellis_planner::ids::{GceIds, IdScheme};
 
 /// GCE's part of the shared call pipeline ([`Sim`]).
 pub(crate) struct Gce;
@@ -468,7 +468,7 @@ impl CloudWrite for GceSim {
                 match (current, pre) {
                     (None, Precondition::IfMatch(v)) => return Err(stale(v)),
                     (None, Precondition::None) => return self.create(id, body).await,
-                    (Some(current), Precondition::IfMatch(v)) if GceIds::content_version(&current) != *v => {
+                    (Some(current), Precondition::IfMatch(v)) if GceIds.precondition(&current) != *pre => {
                         return Err(stale(v))
                     }
                     (Some(_), _) => {}

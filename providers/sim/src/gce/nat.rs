@@ -9,7 +9,7 @@
 use super::{operation_error, GcePath, GceSim};
 use serde_json::{json, Value};
 use trellis_planner::cloud::{CloudError, Precondition};
-use trellis_planner::ids::GceIds;
+use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::json::merge_patch;
 
 /// A Cloud NAT's id split into its router's id and its name; `None` for any other id.
@@ -38,7 +38,7 @@ fn entry_of(router: &Value, name: &str) -> Option<Value> {
 /// `pre` against the entry `name` as the router read right before the write shows it.
 fn check(id: &str, router: &Value, name: &str, pre: &Precondition) -> Result<(), CloudError> {
     match pre {
-        Precondition::IfMatch(v) if entry_of(router, name).map(|e| GceIds::content_version(&e)).as_ref() != Some(v) => {
+        Precondition::IfMatch(v) if entry_of(router, name).map(|e| GceIds.precondition(&e)).as_ref() != Some(pre) => {
             Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.clone() })
         }
         _ => Ok(()),

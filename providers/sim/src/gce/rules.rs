@@ -10,7 +10,8 @@ use regex::Regex;
 use serde_json::{json, Map, Value};
 use std::net::Ipv4Addr;
 use std::sync::LazyLock;
-use trellis_planner::ids::GceIds;
+use trellis_planner::cloud::Precondition;
+use trellis_planner::ids::{GceIds, IdScheme};
 
 /// GCE's name rule (RFC 1035): a lowercase letter, then up to 62 lowercase letters, digits or
 /// hyphens, not ending in a hyphen.
@@ -98,15 +99,18 @@ pub(crate) fn version_field(c: Collection) -> Option<&'static str> {
 }
 
 /// The current version of a stored resource as a write model's precondition names it: its
-/// fingerprint (service accounts: etag), or for a kind without one the version of its content as a
-/// GET answers it ([`GceIds::content_version`]).
+/// fingerprint (service accounts: etag), or for a kind without one what [`GceIds`]'s precondition of
+/// it as a GET answers it is (its content version; a fingerprint a world file declared for it).
 pub(crate) fn version_of(store: &GceStore, path: &GcePath) -> Option<String> {
     match version_field(path.collection()) {
         Some(field) => {
             let e = store.entries.get(&path.key())?;
             e.value.get(field).and_then(Value::as_str).map(str::to_string)
         }
-        None => render(store, path).map(|v| GceIds::content_version(&v)),
+        None => match render(store, path).map(|v| GceIds.precondition(&v)) {
+            Some(Precondition::IfMatch(v)) => Some(v),
+            _ => None,
+        },
     }
 }
 

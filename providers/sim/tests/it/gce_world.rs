@@ -273,3 +273,21 @@ fn the_gcp_section_names_its_project_and_gce_is_its_alias_but_not_both() {
     let e = WorldFile::parse("w.yaml", "gcp:\n  project: Not_A_Project\n").unwrap_err();
     assert!(e.to_string().contains("gcp.project: 'Not_A_Project' is not a GCP project id"), "{e}");
 }
+
+/// A router a world file declares with a `fingerprint` (kept verbatim, as a state dir of an earlier
+/// trellis kept one) is written under the version the write model reads from it — the simulator
+/// compared that fingerprint with the router's content version and refused every update.
+#[tokio::test]
+async fn regression_a_router_declared_with_a_fingerprint_is_updated_under_it() {
+    use trellis_planner::ids::{GceIds, IdScheme};
+    let sim = GceSim::in_memory();
+    let text = "gcp:\n  resources:\n    - selfLink: projects/p/global/networks/vpc\n    - selfLink: projects/p/regions/r1/routers/rtr\n      network: projects/p/global/networks/vpc\n      fingerprint: AAAAAAAAAAA=\n";
+    sim.sync_world(&world(text)).unwrap();
+    let id = "projects/p/regions/r1/routers/rtr";
+    let read = sim.get(id).await.unwrap().unwrap();
+    assert_eq!(read["fingerprint"], "AAAAAAAAAAA=", "kept as declared");
+    let mut body = read.clone();
+    body["description"] = json!("ours");
+    let written = sim.update(id, body, &GceIds.precondition(&read)).await.unwrap();
+    assert_eq!(written["description"], "ours");
+}
