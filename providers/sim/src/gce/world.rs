@@ -120,6 +120,27 @@ impl GceWorld {
         }
     }
 
+    /// The selfLink of a resource declared without one, from its `kind`, `name`, `region` (a
+    /// regional kind; a URL or the bare name) and the section's `project`, as the design's example
+    /// declares a subnetwork (`{kind: compute#subnetwork, name, region, …}`).
+    fn link_of(&self, body: &Map<String, Value>) -> Option<String> {
+        let project = self.project.as_deref()?;
+        let kind = body.get("kind")?.as_str()?;
+        let name = body.get("name")?.as_str()?;
+        let collection = Collection::ALL.into_iter().find(|c| c.kind() == Some(kind))?;
+        let last = |field: &str| body.get(field)?.as_str()?.rsplit('/').next().map(str::to_string);
+        Some(match collection {
+            Collection::Networks | Collection::Firewalls | Collection::Routes => {
+                format!("projects/{project}/global/{}/{name}", collection.segment())
+            }
+            Collection::Subnetworks | Collection::Routers | Collection::Addresses => {
+                format!("projects/{project}/regions/{}/{}/{name}", last("region")?, collection.segment())
+            }
+            Collection::Instances => format!("projects/{project}/zones/{}/instances/{name}", last("zone")?),
+            Collection::ServiceAccounts | Collection::Operations => return None,
+        })
+    }
+
     /// Each declared resource with its path; every problem at once, one line each.
     pub(crate) fn declared(&self, file: &str) -> Result<Vec<Declared>, SimError> {
         let mut problems = Vec::new();
@@ -139,11 +160,15 @@ impl GceWorld {
             };
             let link = body
                 .get("selfLink")
-                .or_else(|| body.get("name").filter(|n| n.as_str().is_some_and(|n| n.contains("/serviceAccounts/"))));
-            let Some(link) = link.and_then(Value::as_str) else {
-                problems.push(format!("{at}: has no `selfLink`; add the resource's selfLink (projects/P/global/networks/N, projects/P/regions/R/subnetworks/S, …)"));
+                .or_else(|| body.get("name").filter(|n| n.as_str().is_some_and(|n| n.contains("/serviceAccounts/"))))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| self.link_of(body));
+            let Some(link) = link else {
+                problems.push(format!("{at}: has no `selfLink`; add the resource's selfLink (projects/P/global/networks/N, projects/P/regions/R/subnetworks/S, …), or its `kind`, `name` (and `region`) with the section's `project:`"));
                 continue;
             };
+            let link = link.as_str();
             let path = match GcePath::parse(link) {
                 Ok(p) if p.collection() != Collection::Operations => p,
                 Ok(_) => {
@@ -199,10 +224,13 @@ fn rank(c: Collection) -> u8 {
 }
 
 /// The fields of a declared resource the simulator keeps in its own normal form rather than as
-/// declared: references (resolved to full URLs, so that what uses what is known), a router's NATs
+/// declared: references (resolved to full URLs, so that what uses what is known; the region and zone
+/// are the selfLink's), a router's NATs
 /// and a VM's interfaces (their references inside), and what GET computes (a network's
 /// `subnetworks`, an address's `status` and `users`). Every other declared field is kept verbatim.
-const NORMALISED: [&str; 10] = [
+const NORMALISED: [&str; 12] = [
+    "region",
+    "zone",
     "network",
     "subnetwork",
     "nats",

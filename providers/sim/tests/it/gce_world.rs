@@ -291,3 +291,19 @@ async fn regression_a_router_declared_with_a_fingerprint_is_updated_under_it() {
     let written = sim.update(id, body, &GceIds.precondition(&read)).await.unwrap();
     assert_eq!(written["description"], "ours");
 }
+
+/// The design contract's example declares a resource by `kind`, `name` and `region` under the
+/// section's `project:`, without a selfLink: it loads, found where GCE would have it.
+#[tokio::test]
+async fn a_resource_declared_by_kind_name_and_region_under_the_project_loads() {
+    let text = "gcp:\n  project: acme-prod\n  resources:\n    - {kind: 'compute#network', name: my-vpc, autoCreateSubnetworks: false}\n    - {kind: 'compute#subnetwork', name: my-workers, region: europe-west1, network: global/networks/my-vpc, ipCidrRange: 10.100.0.0/16}\n";
+    let sim = GceSim::in_memory();
+    sim.sync_world(&world(text)).unwrap_or_else(|e| panic!("{e}"));
+    let s = sim.get("projects/acme-prod/regions/europe-west1/subnetworks/my-workers").await.unwrap().unwrap();
+    assert_eq!(s["network"], "https://www.googleapis.com/compute/v1/projects/acme-prod/global/networks/my-vpc");
+    assert_eq!(s["region"], "https://www.googleapis.com/compute/v1/projects/acme-prod/regions/europe-west1");
+    // Without the project (or the region), it cannot be placed: one line saying what to add.
+    let e =
+        WorldFile::parse("w.yaml", "gcp:\n  resources:\n    - {kind: 'compute#network', name: my-vpc}\n").unwrap_err();
+    assert!(e.to_string().contains("has no `selfLink`") && e.to_string().contains("`project:`"), "{e}");
+}
