@@ -9,6 +9,7 @@
 //!
 //! [`ArmId`] is the one parser of ARM ids in the workspace.
 
+use crate::cloud::Precondition;
 use std::fmt;
 
 /// How a provider's ids behave. Object-safe, so the executor can hold a `&dyn IdScheme`.
@@ -39,6 +40,13 @@ pub trait IdScheme: Send + Sync {
     /// The id of an item a list returned: ARM's `id`. (GCE's `id` is a number; its id is `selfLink`.)
     fn item_id<'a>(&self, item: &'a serde_json::Value) -> Option<&'a str> {
         item.get("id").and_then(serde_json::Value::as_str)
+    }
+
+    /// The condition a write of a resource read as `read` is made under: its version as the cloud
+    /// keeps it ([`Precondition::of`]: ARM's `etag`, GCE's `fingerprint`). [`GceIds`] gives the GCE
+    /// kinds that have no fingerprint a version of their content ([`GceIds::content_version`]).
+    fn precondition(&self, read: &serde_json::Value) -> Precondition {
+        Precondition::of(read)
     }
 }
 
@@ -119,6 +127,87 @@ impl IdScheme for GceIds {
     /// and compared by is its `selfLink`.
     fn item_id<'a>(&self, item: &'a serde_json::Value) -> Option<&'a str> {
         item.get("selfLink").and_then(serde_json::Value::as_str)
+    }
+
+    /// A subnetwork (or an IAM account) is written under its `fingerprint` (`etag`), which GCE checks
+    /// on the PATCH. Networks, routers (and so their NATs), firewalls, routes and addresses have none
+    /// in compute v1: they are written under their [`GceIds::content_version`], which the client
+    /// compares with a GET of the resource right before its PATCH or DELETE.
+    fn precondition(&self, read: &serde_json::Value) -> Precondition {
+        match Precondition::of(read) {
+            Precondition::None => Precondition::IfMatch(GceIds::content_version(read)),
+            pre => pre,
+        }
+    }
+}
+
+/// GCE's output-only fields a client cannot write: left out of [`GceIds::content_version`], so a
+/// change only GCE makes (a network's `subnetworks` and `peerings` lists, an address's `users`)
+/// does not count as a change of the resource.
+pub const GCE_OUTPUT_ONLY: [&str; 13] = [
+    "kind",
+    "id",
+    "creationTimestamp",
+    "selfLink",
+    "selfLinkWithId",
+    "region",
+    "zone",
+    "subnetworks",
+    "peerings",
+    "status",
+    "users",
+    "fingerprint",
+    "etag",
+];
+
+/// The prefix of a [`GceIds::content_version`].
+pub const CONTENT_VERSION_PREFIX: &str = "content:";
+
+impl GceIds {
+    /// The version of a GCE resource that carries no `fingerprint` (compute v1 gives none to
+    /// networks, routers, firewalls, routes and addresses): `content:` and 16 hex digits, a 64-bit
+    /// FNV-1a hash of its writable fields ([`GCE_OUTPUT_ONLY`] left out) as canonical JSON (object
+    /// keys sorted). Two reads of an unchanged resource have the same version; any change of what a
+    /// PATCH could write gives another.
+    pub fn content_version(resource: &serde_json::Value) -> String {
+        fn canonical(v: &serde_json::Value, top: bool, out: &mut String) {
+            match v {
+                serde_json::Value::Object(map) => {
+                    let mut keys: Vec<&String> =
+                        map.keys().filter(|k| !(top && GCE_OUTPUT_ONLY.contains(&k.as_str()))).collect();
+                    keys.sort();
+                    out.push('{');
+                    for (i, k) in keys.into_iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                        out.push(':');
+                        canonical(&map[k], false, out);
+                    }
+                    out.push('}');
+                }
+                serde_json::Value::Array(items) => {
+                    out.push('[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        canonical(item, false, out);
+                    }
+                    out.push(']');
+                }
+                other => out.push_str(&other.to_string()),
+            }
+        }
+        let mut text = String::new();
+        canonical(resource, true, &mut text);
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("{CONTENT_VERSION_PREFIX}{hash:016x}")
     }
 }
 
@@ -402,6 +491,30 @@ mod tests {
         // Top-level resources of one resource group are written independently.
         let rt = "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Network/routeTables/rt";
         assert_ne!(arm.write_scope(rt), arm.write_scope(VNET));
+    }
+
+    #[test]
+    fn gce_content_versions_change_with_what_a_patch_writes_only() {
+        use serde_json::json;
+        let router = json!({"kind": "compute#router", "id": "1", "name": "r", "network": "n",
+            "nats": [{"name": "a", "minPortsPerVm": 64}], "selfLink": "x", "creationTimestamp": "t"});
+        let v = GceIds::content_version(&router);
+        assert!(v.starts_with(CONTENT_VERSION_PREFIX) && v.len() == CONTENT_VERSION_PREFIX.len() + 16, "{v}");
+        // Key order and output-only fields do not matter; a NAT's setting does.
+        let reordered = json!({"nats": [{"minPortsPerVm": 64, "name": "a"}], "network": "n", "name": "r",
+            "id": "2", "kind": "compute#router"});
+        assert_eq!(GceIds::content_version(&reordered), v);
+        let changed = json!({"kind": "compute#router", "id": "1", "name": "r", "network": "n",
+            "nats": [{"name": "a", "minPortsPerVm": 128}], "selfLink": "x", "creationTimestamp": "t"});
+        assert_ne!(GceIds::content_version(&changed), v);
+        // A network's subnetworks are GCE's to list, not a change of the network.
+        let net = json!({"name": "n", "mtu": 1460});
+        let with_subnets = json!({"name": "n", "mtu": 1460, "subnetworks": ["s"]});
+        assert_eq!(GceIds::content_version(&net), GceIds::content_version(&with_subnets));
+        // The precondition: the fingerprint where there is one, the content version otherwise.
+        assert_eq!(GceIds.precondition(&json!({"fingerprint": "abc="})), Precondition::IfMatch("abc=".into()));
+        assert_eq!(GceIds.precondition(&router), Precondition::IfMatch(v));
+        assert_eq!(ArmIds.precondition(&json!({"name": "rg"})), Precondition::None, "ARM: no etag, no condition");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! How the executor writes: every create, update and delete of a node goes through a [`Writer`].
 //!
 //! - **Preconditions.** An update or delete is sent with the version the executor read right before
-//!   ([`Precondition::of`] the re-read: ARM's `etag` as `If-Match`). If someone wrote the resource in
+//!   ([`IdScheme::precondition`] of the re-read: ARM's `etag` as `If-Match`, GCE's `fingerprint`, or
+//!   for the GCE kinds without one the version of their content, which the client compares with a
+//!   GET right before its PATCH). If someone wrote the resource in
 //!   between — the CCM adding a route to the route table, say — the cloud refuses (412) and the node
 //!   fails with "changed since it was read (etag …); re-run `trellis plan`": the other writer's change
 //!   is never overwritten with a body built from the older version (a lost update).
@@ -21,7 +23,7 @@
 //!   subnets into one user VNet). As a second line of defence, [`CloudError::Conflict`] is transient:
 //!   the retry policy backs off and tries again.
 
-use crate::cloud::{CloudError, CloudWrite, Precondition};
+use crate::cloud::{CloudError, CloudWrite};
 use crate::exec::NodeError;
 use crate::ids::IdScheme;
 use crate::json;
@@ -119,7 +121,7 @@ impl Writer<'_> {
         read: &Value,
         patch: Option<&Value>,
     ) -> Result<Value, NodeError> {
-        let pre = Precondition::of(read);
+        let pre = self.locks.ids().precondition(read);
         let res = {
             let _scope = self.locks.acquire(id).await;
             self.retry.run(|| self.cloud.update(id, body.clone(), &pre)).await
@@ -138,7 +140,7 @@ impl Writer<'_> {
 
     /// Deletes `id`, under the version `read` carries. A resource already gone is deleted.
     pub async fn delete(&self, id: &str, read: &Value) -> Result<(), NodeError> {
-        let pre = Precondition::of(read);
+        let pre = self.locks.ids().precondition(read);
         let res = {
             let _scope = self.locks.acquire(id).await;
             self.retry.run(|| self.cloud.remove(id, &pre)).await

@@ -240,3 +240,51 @@ fn regression_sim_project_flag_names_the_simulated_project() {
     assert_eq!(run.stderr_lines().len(), 1, "{:?}", run.stderr_lines());
     run.stderr_has("--project 'Acme_Prod' is not a GCP project id");
 }
+
+/// The recorded GCE responses of a real auto-mode VPC (providers/sim/tests/data/gce/auto-mode-vpc/)
+/// as a world file's `gcp:` section with its `project:`, as an export writes it.
+fn auto_mode_world(sb: &Sandbox, section: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../providers/sim/tests/data/gce/auto-mode-vpc");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    };
+    let mut resources = Vec::new();
+    for list in ["networks-list.json", "routes-list.json", "firewalls-list.json"] {
+        resources.extend(read(list)["items"].as_array().unwrap().iter().cloned());
+    }
+    for (_, scoped) in read("subnetworks-aggregated-list.json")["items"].as_object().unwrap() {
+        resources.extend(scoped.get("subnetworks").and_then(|s| s.as_array()).into_iter().flatten().cloned());
+    }
+    let world = sb.file(&format!("{section}-world.yaml"));
+    let body = serde_json::json!({ section: {"project": "acme-prod", "resources": resources} });
+    std::fs::write(&world, serde_json::to_string_pretty(&body).unwrap()).unwrap();
+    world
+}
+
+/// A GCP BYO shoot plans against recorded GCE responses of a real auto-mode VPC: its subnet and
+/// peering routes were refused as inserts ("a route needs exactly one next hop"), the `gcp:` section
+/// was an unknown field, and its project needed `--project`. Now the world's `project:` is the
+/// shoots' project, kept in the simulated cloud for later commands.
+#[test]
+fn regression_a_byo_shoot_plans_against_recorded_responses_of_an_auto_mode_vpc_without_project_flag() {
+    let sb = Sandbox::new();
+    let shoot = common::data("gcp-auto-mode-shoot.yaml");
+    let world = auto_mode_world(&sb, "gcp");
+    sb.run(&["plan", "-f", &shoot, "--world", &world])
+        .code(0)
+        .stdout_has("mode: user-managed-egress")
+        .stdout_has("gcp.network.acme-prod.default (user)")
+        .stdout_has("gcp.subnetwork.acme-prod/europe-west1.default (user)");
+    let report =
+        sb.run(&["apply", "--auto-approve", "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
+    assert_eq!(writes(&report), Vec::<(String, String)>::new(), "nothing of the user's is written");
+    // Later commands without --world nor --project: the project is the one the world file named.
+    sb.run(&["plan", "-f", &shoot]).code(0).stdout_has("No changes.");
+    sb.run(&["sim", "gce", "show", "projects/acme-prod/global/routes/peering-route-2ffc1d06387ef8bb"])
+        .code(0)
+        .stdout_has("servicenetworking-googleapis-com");
+    // `gce:`, the section's earlier name, reads the same.
+    let sb2 = Sandbox::new();
+    let alias = auto_mode_world(&sb2, "gce");
+    sb2.run(&["plan", "-f", &shoot, "--world", &alias]).code(0).stdout_has("gcp.network.acme-prod.default (user)");
+}

@@ -1,6 +1,6 @@
 //! GCP's cloud binding: the simulated GCE cloud (`GceSim`, trees `sim/gce` and `sim/gce-audit`, the
-//! world file's `gce:` section; its shoots live in the simulated project `trellis-sim` unless
-//! `--project` names another), the GCE client for `--cloud gcp` (`--project`, the service-account key
+//! world file's `gcp:` section, alias `gce:`; its shoots live in the world file's `gcp.project`, else
+//! in the simulated project `trellis-sim`, unless `--project` names another), the GCE client for `--cloud gcp` (`--project`, the service-account key
 //! from the environment), GCE REST for `trellis sim serve`, and the simulated GCE cloud's runtime
 //! writers, `trellis sim gce …` (CCM routes and Services, the bastion controller), configured from
 //! the shoot's applied network in state.
@@ -29,7 +29,8 @@ pub struct Gcp;
 pub static GCP: Gcp = Gcp;
 
 /// The GCP project of the shoots planned against the simulated GCE cloud (world files declare their
-/// resources in it: `projects/trellis-sim/…`), unless `--project` names another.
+/// resources in it: `projects/trellis-sim/…`), unless the world file's `gcp.project` or `--project`
+/// names another.
 pub const SIM_PROJECT: &str = "trellis-sim";
 
 impl Simulator for GceSim {
@@ -89,8 +90,9 @@ impl CloudBinding for Gcp {
         Ok(Arc::new(GceSim::open(tree)?))
     }
 
-    fn sim_account(&self, _sim: &dyn Simulator) -> String {
-        SIM_PROJECT.to_string()
+    /// The world file's `gcp.project` (kept in the simulated cloud), else `trellis-sim`.
+    fn sim_account(&self, sim: &dyn Simulator) -> String {
+        gce(sim).and_then(GceSim::project).unwrap_or_else(|| SIM_PROJECT.to_string())
     }
 
     fn real_cloud(&self) -> Option<&'static str> {

@@ -15,9 +15,9 @@
 //! | `get` | GET (404 = `None`); a NAT: GET the router, its `nats[]` entry |
 //! | `list` | the collection's list, every page (`items` / IAM's `accounts`, `nextPageToken`, `maxResults`; `list_filtered` takes a GCE `filter`) |
 //! | `create` | POST to the collection with a `requestId`, wait for the operation, look inside it for an error; a 409 is success only when the existing resource equals the body ("ours") |
-//! | `update` | PATCH with the fingerprint (of the precondition, else the current one); 412 = [`CloudError::PreconditionFailed`]; routes and addresses cannot be patched |
-//! | `remove` | DELETE with a `requestId` (404 = done); under a precondition the fingerprint is checked with a GET first |
-//! | NAT writes | GET the router, replace / add / drop that one `nats[]` entry, patch the router under its fingerprint |
+//! | `update` | GET, then PATCH: a subnetwork's under its fingerprint (412 = [`CloudError::PreconditionFailed`]); a network's, router's or firewall's (no fingerprint in compute v1) only when the GET shows the content version of the precondition ([`GceIds::content_version`]); routes and addresses cannot be patched |
+//! | `remove` | DELETE with a `requestId` (404 = done); under a precondition the fingerprint (or content version) is checked with a GET first |
+//! | NAT writes | GET the router, check the entry's content version, replace / add / drop that one `nats[]` entry, PATCH the router with its whole `nats[]` |
 //!
 //! # Time bounds
 //! - Every HTTP request (and getting its token) ends within [`GcpOptions::request_timeout`]
@@ -56,6 +56,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use trellis_http::{read_capped, redirect_error, snippet, transport_error, MAX_RESPONSE_BYTES};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::ids::{GceIds, IdScheme};
 
 pub use url::Url;
 
@@ -920,11 +921,15 @@ impl GcpClient {
                 format!("the router '{}' of this NAT does not exist; create the router first", id.name),
             ));
         };
-        // GCE's routers carry no `fingerprint` (the simulator's do): one is sent only when the
-        // router shows one, after the precondition was checked against it.
-        let current = router.get("fingerprint").and_then(Value::as_str).map(str::to_string);
-        if let (Some(current), Some(expected)) = (&current, expected) {
-            if current != expected {
+        // A router has no `fingerprint` in compute v1: under a precondition, the entry as read right
+        // before the PATCH must be the version the caller read (its content version).
+        if let Some(expected) = expected {
+            let entry = router
+                .get("nats")
+                .and_then(Value::as_array)
+                .and_then(|n| n.iter().find(|n| n.get("name").and_then(Value::as_str) == Some(nat)));
+            let pre = Precondition::IfMatch(expected.to_string());
+            if entry.map(|e| GceIds.precondition(e)).as_ref() != Some(&pre) {
                 return Err(CloudError::PreconditionFailed {
                     target: target.to_string(),
                     expected: expected.to_string(),
@@ -941,12 +946,8 @@ impl GcpClient {
             }
             (None, None) => return Ok(()),
         }
-        let mut body = json!({"name": id.name, "nats": nats});
-        if let Some(current) = &current {
-            body["fingerprint"] = json!(current);
-        }
-        let sent = expected.map(str::to_string).or(current).unwrap_or_else(|| "none".into());
-        self.patch(target, &router_id, body, &sent).await
+        let body = json!({"name": id.name, "nats": nats});
+        self.patch(target, &router_id, body, expected.unwrap_or("none")).await
     }
 
     async fn get_nat(&self, target: &str, id: &Id, nat: &str) -> Result<Option<Value>, CloudError> {
@@ -1097,7 +1098,10 @@ impl GcpClient {
         }
         // Read first: on GCE only some kinds carry a `fingerprint` (subnetworks do; networks,
         // routers and firewalls do not), and a body must not carry a field its kind lacks. Where
-        // the resource shows one, the precondition is checked here and again by GCE on the PATCH.
+        // the resource shows one, the precondition is checked here and again by GCE on the PATCH;
+        // where it shows none, this read right before the PATCH must have the content version the
+        // caller read (`GceIds::content_version`): GCE offers no conditional PATCH for those kinds,
+        // so a change made between this GET and the PATCH is the one window left.
         let Some(have) = self.get_resource(id, &parsed).await? else {
             return match expected {
                 Some(v) => Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() }),
@@ -1114,7 +1118,15 @@ impl GcpClient {
                 body[field] = json!(current);
                 current.to_string()
             }
-            (None, v) => v.unwrap_or("none").to_string(),
+            (None, Some(v)) if GceIds.precondition(&have) != Precondition::IfMatch(v.to_string()) => {
+                return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.to_string() })
+            }
+            (None, v) => {
+                if let Some(obj) = body.as_object_mut() {
+                    obj.remove(field);
+                }
+                v.unwrap_or("none").to_string()
+            }
         };
         self.patch(id, &parsed, body, &sent).await?;
         self.read_back(id, &parsed).await
@@ -1134,7 +1146,11 @@ impl GcpClient {
         if let Some(expected) = expected {
             let have = self.get_resource(id, &parsed).await?;
             let field = version_field(&parsed);
-            if have.as_ref().and_then(|h| h.get(field)).and_then(Value::as_str) != Some(expected) {
+            let version = have.as_ref().map(|h| match h.get(field).and_then(Value::as_str) {
+                Some(v) => Precondition::IfMatch(v.to_string()),
+                None => GceIds.precondition(h),
+            });
+            if version != Some(Precondition::IfMatch(expected.to_string())) {
                 return Err(CloudError::PreconditionFailed { target: id.to_string(), expected: expected.to_string() });
             }
         }

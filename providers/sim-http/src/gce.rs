@@ -8,8 +8,10 @@
 //! | `GET /compute/v1/projects/{p}/global/{networks,firewalls,routes}` | a list page (`filter`, `maxResults`, `pageToken`) |
 //! | `GET /compute/v1/projects/{p}/regions/{r}/{subnetworks,routers,addresses}` | the same, regional |
 //! | `POST` to one of those collections | insert: the Operation (see below) |
-//! | `GET`/`PATCH`/`DELETE …/{collection}/{name}` | the resource / patch (body carries `fingerprint`) / delete: the Operation |
+//! | `GET`/`PATCH`/`DELETE …/{collection}/{name}` | the resource / patch (a subnetwork's body carries its `fingerprint`) / delete: the Operation |
+//! | `GET /compute/v1/projects/{p}/aggregated/subnetworks` | aggregatedList: `items` keyed `regions/{r}`, each `{subnetworks}` or a `NO_RESULTS_ON_PAGE` warning (paged as a list) |
 //! | `GET …/global/operations/{op}`, `GET …/regions/{r}/operations/{op}` | the operation (always `DONE`) |
+//! | `POST …/global/operations/{op}/wait`, `POST …/regions/{r}/operations/{op}/wait` | the operation once `DONE` (at once) |
 //! | `GET`/`POST`/`PATCH`/`DELETE /v1/projects/{p}/serviceAccounts[/{email}]` | IAM service accounts (as the IAM API) |
 //! | `POST /token` | a fake OAuth token endpoint (the service-account JWT-bearer flow, `token_uri`) |
 //!
@@ -238,6 +240,36 @@ async fn route(srv: &GceServer, req: Req) -> Response {
         _ => return gce_error(404, "notFound", format!("no GCE route for {} /{}", req.method, req.segs.join("/"))),
     };
     let path = rest.join("/");
+    // `projects/P/aggregated/subnetworks`: every region's subnetworks (aggregatedList).
+    if let ["projects", project, "aggregated", collection] = rest {
+        return match req.method {
+            Method::GET => aggregated(srv, &req, project, collection).await,
+            _ => {
+                gce_error(405, "methodNotAllowed", format!("{} is not allowed on /{}", req.method, req.segs.join("/")))
+            }
+        };
+    }
+    // `…/operations/OP/wait` (globalOperations.wait, regionOperations.wait): the operation once it is
+    // DONE (the simulated cloud's operations are done when answered).
+    if let [operation @ .., "wait"] = rest {
+        let op_path = operation.join("/");
+        let is_operation = trellis_sim::gce::GcePath::parse(&op_path)
+            .is_ok_and(|p| p.collection() == trellis_sim::gce::Collection::Operations);
+        if is_operation {
+            if req.method != Method::POST {
+                return gce_error(
+                    405,
+                    "methodNotAllowed",
+                    format!("{} is not allowed on /{}", req.method, req.segs.join("/")),
+                );
+            }
+            return match srv.sim.get(&op_path).await {
+                Ok(Some(v)) => (StatusCode::OK, Js(v)).into_response(),
+                Ok(None) => gce_error(404, "notFound", format!("The resource '{op_path}' was not found")),
+                Err(e) => cloud_error(e),
+            };
+        }
+    }
     let is_collection = trellis_sim::gce::CollectionPath::parse(&path).is_ok();
     let is_iam = rest.len() >= 3 && rest[2] == "serviceAccounts";
     match (&req.method, is_collection) {
@@ -357,19 +389,31 @@ where
     (status_code(status), Js(body)).into_response()
 }
 
-async fn list(srv: &GceServer, req: &Req, collection: &str, is_iam: bool) -> Response {
+/// A list request's `filter`, page size (the client's, capped by [`GceOptions::page_size`]) and
+/// `pageToken`.
+fn list_query(srv: &GceServer, req: &Req, is_iam: bool) -> ListQuery {
     let asked = if is_iam { req.param("pageSize") } else { req.param("maxResults") };
     let asked = asked.and_then(|m| m.parse::<u32>().ok()).filter(|m| *m > 0);
     let max_results = match (asked, srv.shared.opts.page_size) {
         (Some(a), Some(cap)) => Some(a.min(cap)),
         (a, cap) => a.or(cap),
     };
-    let query = ListQuery {
+    ListQuery {
         filter: req.param("filter").map(str::to_string),
         max_results,
         page_token: req.param("pageToken").filter(|t| !t.is_empty()).map(str::to_string),
-    };
-    match srv.sim.list_page(collection, &query).await {
+    }
+}
+
+async fn list(srv: &GceServer, req: &Req, collection: &str, is_iam: bool) -> Response {
+    match srv.sim.list_page(collection, &list_query(srv, req, is_iam)).await {
+        Ok(page) => (StatusCode::OK, Js(page)).into_response(),
+        Err(e) => cloud_error(e),
+    }
+}
+
+async fn aggregated(srv: &GceServer, req: &Req, project: &str, collection: &str) -> Response {
+    match srv.sim.aggregated_list_page(project, collection, &list_query(srv, req, false)).await {
         Ok(page) => (StatusCode::OK, Js(page)).into_response(),
         Err(e) => cloud_error(e),
     }
@@ -399,10 +443,15 @@ fn token(srv: &GceServer, req: &Req) -> Response {
     }
 }
 
-/// A simulator error as GCE's HTTP answer.
+/// A simulator error as GCE's HTTP answer, in GCE's words: what the simulated cloud answers never
+/// names a trellis command (the write model's texts of [`CloudError`] do).
 fn cloud_error(e: CloudError) -> Response {
     let message = e.to_string();
     match e {
+        CloudError::PreconditionFailed { .. } => gce_error(412, "conditionNotMet", "Precondition check failed."),
+        CloudError::AlreadyExists { target, .. } => {
+            gce_error(409, "alreadyExists", format!("The resource '{target}' already exists"))
+        }
         CloudError::Throttled { retry_after, .. } => {
             let mut r = gce_error(429, "rateLimitExceeded", message);
             let secs = retry_after.map_or(1, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
@@ -415,8 +464,6 @@ fn cloud_error(e: CloudError) -> Response {
         CloudError::Timeout { .. } => gce_error(504, "deadlineExceeded", message),
         CloudError::Unreachable { .. } => gce_error(503, "backendError", message),
         CloudError::Rejected { status, code, message, .. } => gce_error(status, &code, message),
-        CloudError::PreconditionFailed { .. } => gce_error(412, "conditionNotMet", message),
-        CloudError::AlreadyExists { .. } => gce_error(409, "alreadyExists", message),
         CloudError::Conflict { code, message, .. } => gce_error(409, &code, message),
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use trellis_gcp_client::{Credentials, GcpClient, GcpClientError, GcpOptions, Url};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::retry::RetryPolicy;
 use trellis_sim::{Fault, FaultRule, Faults, GceSim, Matcher, Quotas};
 use trellis_sim_http::gce::{GceOptions, GceRunning, GceServer};
@@ -84,11 +85,11 @@ async fn each_kind_is_created_read_patched_and_deleted() {
         assert_eq!(srv.server.sim().get_now(id), Some(got), "{id}: the client reads what the cloud holds");
     }
 
-    // Patch under the current fingerprint.
+    // Patch under the version read (a firewall has no fingerprint: its content version).
     let fw = c.get(FIREWALL).await.unwrap().unwrap();
-    let patched = c.update(FIREWALL, json!({"sourceRanges": ["10.0.0.0/8"]}), &Precondition::of(&fw)).await.unwrap();
+    assert!(fw.get("fingerprint").is_none(), "no fingerprint on a firewall in compute v1: {fw}");
+    let patched = c.update(FIREWALL, json!({"sourceRanges": ["10.0.0.0/8"]}), &GceIds.precondition(&fw)).await.unwrap();
     assert_eq!(patched["sourceRanges"], json!(["10.0.0.0/8"]));
-    assert_ne!(patched["fingerprint"], fw["fingerprint"]);
     let sub = c.update(SUBNET, json!({"description": "workers"}), &Precondition::None).await.unwrap();
     assert_eq!(sub["description"], "workers");
     let net = c.update(NET, json!({"description": "vpc"}), &Precondition::None).await.unwrap();
@@ -176,8 +177,11 @@ async fn a_retried_create_of_ours_is_success_and_of_a_strangers_is_already_exist
     assert_eq!(sim.faults_fired(), 1);
 }
 
+/// A firewall has no fingerprint in compute v1: the client re-reads it right before the PATCH (or
+/// DELETE) and refuses when it is not the version read (its content version), so a change someone
+/// made since is never overwritten.
 #[tokio::test]
-async fn a_stale_fingerprint_is_a_precondition_failure() {
+async fn a_change_since_the_read_refuses_the_update_and_the_delete() {
     let srv = serve(GceSim::in_memory(), GceOptions::default()).await;
     let c = client(&srv, Credentials::Anonymous, fast()).await;
     with_vpc(&c).await;
@@ -185,7 +189,7 @@ async fn a_stale_fingerprint_is_a_precondition_failure() {
         .create(FIREWALL, json!({"network": "global/networks/vpc-a", "allowed": [{"IPProtocol": "tcp"}]}))
         .await
         .unwrap();
-    let stale = Precondition::of(&read);
+    let stale = GceIds.precondition(&read);
     c.update(FIREWALL, json!({"description": "someone else"}), &Precondition::None).await.unwrap();
     let e = c.update(FIREWALL, json!({"description": "ours"}), &stale).await.unwrap_err();
     assert!(matches!(&e, CloudError::PreconditionFailed { .. }), "{e:?}");
@@ -193,6 +197,43 @@ async fn a_stale_fingerprint_is_a_precondition_failure() {
     let e = c.remove(FIREWALL, &stale).await.unwrap_err();
     assert!(matches!(&e, CloudError::PreconditionFailed { .. }), "{e:?}");
     assert!(c.get(FIREWALL).await.unwrap().is_some(), "a refused delete deletes nothing");
+    assert_eq!(c.get(FIREWALL).await.unwrap().unwrap()["description"], "someone else", "their change stays");
+}
+
+/// A NAT is an entry of its router: the write is a router PATCH carrying the whole `nats` list. A
+/// change of our NAT between the read and the write refuses it; another NAT added meanwhile is kept.
+#[tokio::test]
+async fn a_nat_changed_since_the_read_refuses_the_write_and_other_nats_survive() {
+    let sim = GceSim::in_memory();
+    let srv = serve(sim.clone(), GceOptions::default()).await;
+    let c = client(&srv, Credentials::Anonymous, fast()).await;
+    with_vpc(&c).await;
+    c.create(ROUTER, json!({"network": "global/networks/vpc-a"})).await.unwrap();
+    let nat_id = format!("{ROUTER}/nats/ours");
+    let nat = |ports: u32| json!({"natIpAllocateOption": "AUTO_ONLY", "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES", "minPortsPerVm": ports});
+    let read = c.create(&nat_id, nat(64)).await.unwrap();
+    // Someone else changes our NAT (a router PATCH of their own): our write under the read is refused.
+    let mut router = c.get(ROUTER).await.unwrap().unwrap();
+    router["nats"][0]["minPortsPerVm"] = json!(256);
+    c.update(ROUTER, router, &Precondition::None).await.unwrap();
+    let e = c.update(&nat_id, nat(128), &GceIds.precondition(&read)).await.unwrap_err();
+    assert!(matches!(&e, CloudError::PreconditionFailed { target, .. } if *target == nat_id), "{e:?}");
+    assert_eq!(c.get(&nat_id).await.unwrap().unwrap()["minPortsPerVm"], 256, "their change stays");
+    // Someone adds another NAT: our write under a fresh read keeps it.
+    let fresh = c.get(&nat_id).await.unwrap().unwrap();
+    let mut router = c.get(ROUTER).await.unwrap().unwrap();
+    router["nats"].as_array_mut().unwrap().push(json!({"name": "theirs", "natIpAllocateOption": "AUTO_ONLY", "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"}));
+    c.update(ROUTER, router, &Precondition::None).await.unwrap();
+    c.update(&nat_id, nat(128), &GceIds.precondition(&fresh)).await.unwrap();
+    let names: Vec<String> = sim.get_now(ROUTER).unwrap()["nats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["ours", "theirs"]);
+    // What reached the cloud for the NAT: router GETs and PATCHes only, never a `…/nats/…` path.
+    assert!(srv.server.requests().iter().all(|r| !r.path.contains("/nats")), "{:?}", srv.server.requests());
 }
 
 #[tokio::test]
@@ -205,7 +246,7 @@ async fn regression_an_update_under_a_precondition_of_a_deleted_resource_is_a_pr
         .await
         .unwrap();
     c.delete(FIREWALL).await.unwrap();
-    let e = c.update(FIREWALL, json!({"description": "ours"}), &Precondition::of(&read)).await.unwrap_err();
+    let e = c.update(FIREWALL, json!({"description": "ours"}), &GceIds.precondition(&read)).await.unwrap_err();
     assert!(matches!(&e, CloudError::PreconditionFailed { .. }), "the plan's resource is gone: {e:?}");
     assert!(c.get(FIREWALL).await.unwrap().is_none(), "nothing is re-created");
 }
@@ -311,12 +352,12 @@ async fn a_nat_is_written_through_its_router_leaving_other_nats_alone() {
     assert_eq!(names, ["theirs", "ours"]);
     assert_eq!(c.create(&nat_id, ours).await.unwrap(), entry, "a retried create of our NAT is success");
 
-    // An update under a stale router fingerprint is refused.
-    let stale = Precondition::IfMatch("AAAAAAAAAAA=".into());
+    // An update under a stale version of the entry is refused.
+    let stale = Precondition::IfMatch("content:0000000000000000".into());
     let e =
         c.update(&nat_id, json!({"natIpAllocateOption": "AUTO_ONLY", "minPortsPerVm": 128}), &stale).await.unwrap_err();
     assert!(matches!(e, CloudError::PreconditionFailed { .. }), "{e:?}");
-    let fp = Precondition::of(&sim.get_now(ROUTER).unwrap());
+    let fp = GceIds.precondition(&c.get(&nat_id).await.unwrap().unwrap());
     let entry = c
         .update(&nat_id, json!({"natIpAllocateOption": "AUTO_ONLY", "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES", "minPortsPerVm": 128}), &fp)
         .await

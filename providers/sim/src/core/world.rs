@@ -9,7 +9,8 @@
 //!       location: westeurope
 //!     - id: /subscriptions/…/resourceGroups/hub-network/providers/Microsoft.Network/virtualNetworks/hub-vnet/subnets/workers
 //!       properties: {addressPrefix: 10.250.0.0/16, routeTable: {id: …}}
-//! gce:                                  # the simulated GCE cloud (see `gce::world`)
+//! gcp:                                  # the simulated GCE cloud (see `gce::world`; `gce:` is an alias)
+//!   project: my-project
 //!   resources:
 //!     - selfLink: projects/p/global/networks/shared-vpc
 //!       autoCreateSubnetworks: false
@@ -20,10 +21,11 @@
 //! The file has one section per simulated cloud, each owned by the cloud it is for: a
 //! [`WorldSection`] names its top-level key and reads and checks its section out of the file
 //! ([`WorldFile::read`]): `azure:` is the ARM module's (`arm::world`: its resources, their checks, and
-//! the sync into the store), `gce:` the GCE module's (`gce::world`), `dns:` the DNS module's
-//! (`dns::world`). [`WorldFile::parse_with`] takes the sections the caller knows (the engine: those of
-//! its registered cloud bindings) and refuses any other top-level key, naming the known ones (a `gcp:`
-//! section, say, would otherwise be ignored without a word: GCP's simulated cloud is `gce:`);
+//! the sync into the store), `gcp:` the GCE module's (`gce::world`; read from `gce:` too, its earlier
+//! name), `dns:` the DNS module's (`dns::world`). [`WorldFile::parse_with`] takes the sections the
+//! caller knows (the engine: those of its registered cloud bindings) and refuses any other top-level
+//! key, naming the known ones (a misspelt section would otherwise be ignored without a word), and a
+//! section given under two of its names;
 //! [`WorldFile::parse`] knows this crate's three.
 
 use crate::SimError;
@@ -47,6 +49,12 @@ pub struct WorldFile {
 pub trait WorldSection: Send + Sync {
     /// The top-level key (`azure`).
     fn key(&self) -> &'static str;
+
+    /// Other top-level keys the section is also read from (an earlier name: `gce` for `gcp`); a
+    /// file may use one of the names, not several.
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Reads and checks the section of `world` (every problem at once); `Ok` when it has none.
     fn check(&self, world: &WorldFile) -> Result<(), SimError>;
@@ -79,7 +87,7 @@ impl SyncReport {
 }
 
 impl WorldFile {
-    /// Parses a world file with this crate's sections (`azure`, `gce`, `dns`; [`WorldFile::parse_with`]).
+    /// Parses a world file with this crate's sections (`azure`, `gcp`, `dns`; [`WorldFile::parse_with`]).
     pub fn parse(path: &str, text: &str) -> Result<WorldFile, SimError> {
         WorldFile::parse_with(path, text, &builtin_sections())
     }
@@ -94,10 +102,30 @@ impl WorldFile {
         }
         let keys: TopLevel = trellis_planner::yaml::from_str(text).map_err(|e| parse_error(path, &e))?;
         let known: Vec<&str> = sections.iter().map(|s| s.key()).collect();
-        if let Some(unknown) = keys.0.iter().find(|k| !known.contains(&k.value.as_str())) {
+        let accepted: Vec<&str> =
+            sections.iter().flat_map(|s| std::iter::once(s.key()).chain(s.aliases().iter().copied())).collect();
+        if let Some(unknown) = keys.0.iter().find(|k| !accepted.contains(&k.value.as_str())) {
             let message = format!("unknown field `{}`, expected one of {}", unknown.value, known.join(", "));
             let (line, column) = (unknown.referenced.line(), unknown.referenced.column());
             return Err(SimError::WorldParse { path: path.to_string(), line, column, message });
+        }
+        for section in sections {
+            let names: Vec<&Spanned<String>> = keys
+                .0
+                .iter()
+                .filter(|k| k.value == section.key() || section.aliases().contains(&k.value.as_str()))
+                .collect();
+            if let [_, second, ..] = names.as_slice() {
+                let message = format!(
+                    "`{}` and `{}` are one section ({} is the name, {} its alias): keep one",
+                    names[0].value,
+                    second.value,
+                    section.key(),
+                    section.aliases().join(", ")
+                );
+                let (line, column) = (second.referenced.line(), second.referenced.column());
+                return Err(SimError::WorldParse { path: path.to_string(), line, column, message });
+            }
         }
         let world = WorldFile {
             path: path.to_string(),

@@ -1,7 +1,7 @@
 //! The simulated GCE cloud (compute v1, and IAM service accounts).
 //!
 //! [`GceSim`] keeps resources in GCE's REST JSON shape (`kind`, `id` as a decimal string, RFC 3339
-//! `creationTimestamp`, base64 `fingerprint`, full-URL `selfLink` and references), addressed by
+//! `creationTimestamp`, base64 `fingerprint` where compute v1 has one (subnetworks, VMs), full-URL `selfLink` and references), addressed by
 //! selfLink path ([`GcePath`]: `projects/P/global/networks/N`, `projects/P/regions/R/subnetworks/S`,
 //! … and `projects/P/serviceAccounts/EMAIL`), compared case-sensitively. It answers two surfaces:
 //!
@@ -10,8 +10,9 @@
 //!   GET through [`CloudRead::get`] (operations too). Compute writes answer an `Operation`, status
 //!   `DONE`; a write that fails after acceptance (over quota) answers 200 with an operation that
 //!   carries `error.errors[]` and `httpErrorStatusCode`, as GCE does — clients must look.
-//! - trellis' write model ([`CloudRead`] / [`CloudWrite`]): `create` = insert, `update` = PATCH with
-//!   the fingerprint, `remove` = delete; a failed operation becomes the error, and the resource is
+//! - trellis' write model ([`CloudRead`] / [`CloudWrite`]): `create` = insert, `update` = PATCH
+//!   (a subnetwork's under its fingerprint; a network's, router's or firewall's — which have none —
+//!   after a GET that must show the content version the caller read), `remove` = delete; a failed operation becomes the error, and the resource is
 //!   read back (an audited GET) as a client would.
 //!
 //! The rules are in `rules` (see the module list in ARCHITECTURE.md), the filter in [`filter`], the
@@ -45,6 +46,7 @@ use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
 use store::GceStore;
 use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::ids::{GceIds, IdScheme};
 
 /// GCE's part of the shared call pipeline ([`Sim`]).
 pub(crate) struct Gce;
@@ -148,6 +150,12 @@ impl GceSim {
         self.sim.keep_audit(tree)
     }
 
+    /// The project the last world file named (`gcp.project`), if any: the shoots' project unless
+    /// `--project` names another.
+    pub fn project(&self) -> Option<String> {
+        self.lock().store.project.clone()
+    }
+
     /// The quotas in force.
     pub fn quotas(&self) -> Quotas {
         self.lock().store.quotas
@@ -163,8 +171,8 @@ impl GceSim {
         self.sim.commit()
     }
 
-    /// Re-syncs the resources the world file's `gce:` section declares (see [`world`]). Not
-    /// audited, not faulted.
+    /// Re-syncs the resources the world file's `gcp:` (or `gce:`) section declares and its project
+    /// (see [`world`]). Not audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
         let report = world::sync(&mut self.lock().store, world)?;
         self.sim.commit()?;
@@ -210,8 +218,10 @@ impl GceSim {
         .await
     }
 
-    /// PATCH a resource: the body's fields replace the stored ones; the body must carry the current
-    /// `fingerprint` (service accounts: `etag`), else 412 `conditionNotMet`. Answers the Operation.
+    /// PATCH a resource: the body's fields replace the stored ones. A subnetwork's body must carry its
+    /// current `fingerprint` (400 `required` without, 412 `conditionNotMet` when stale; a service
+    /// account's `etag`, if sent, must be current); networks, routers and firewalls have none.
+    /// Answers the Operation.
     pub async fn patch(&self, id: &str, body: Value) -> Result<Value, CloudError> {
         let sent = body.get("fingerprint").or_else(|| body.get("etag")).and_then(Value::as_str).map(str::to_string);
         let path = GcePath::parse(id);
@@ -237,13 +247,7 @@ impl GceSim {
             if let Some(expected) = &expected {
                 match rules::version_of(store, &path) {
                     Some(have) if have == *expected => {}
-                    _ => {
-                        return Err(ApiError::new(
-                            412,
-                            "conditionNotMet",
-                            format!("'{}' changed since it was read", path.key()),
-                        ))
-                    }
+                    _ => return Err(ApiError::new(412, "conditionNotMet", "Precondition check failed.")),
                 }
             }
             rules::delete(store, &path)
@@ -258,6 +262,22 @@ impl GceSim {
         self.call_read("LIST", collection.to_string(), move |store| {
             let coll = coll.map_err(rules::invalid)?;
             Ok((rules::list(store, &coll, &q)?, 200))
+        })
+        .await
+    }
+
+    /// One page of an aggregated list (`projects/P/aggregated/subnetworks`, `…/routers`,
+    /// `…/addresses`): `items` keyed `regions/R` as GCE answers it (see `rules::aggregated_list`).
+    pub async fn aggregated_list_page(
+        &self,
+        project: &str,
+        collection: &str,
+        query: &ListQuery,
+    ) -> Result<Value, CloudError> {
+        let (project, collection, q) = (project.to_string(), collection.to_string(), query.clone());
+        let target = format!("projects/{project}/aggregated/{collection}");
+        self.call_read("LIST", target, move |store| {
+            Ok((rules::aggregated_list(store, &project, &collection, &q)?, 200))
         })
         .await
     }
@@ -369,14 +389,6 @@ fn split(id: &str) -> Result<GcePath, CloudError> {
     })
 }
 
-fn version_field(path: &GcePath) -> &'static str {
-    if path.collection() == Collection::ServiceAccounts {
-        "etag"
-    } else {
-        "fingerprint"
-    }
-}
-
 #[async_trait]
 impl CloudWrite for GceSim {
     /// Insert, then GET. The body's `name` (if any) must be the id's.
@@ -424,23 +436,47 @@ impl CloudWrite for GceSim {
         })
     }
 
-    /// PATCH with the fingerprint of `pre` (without one: the current one, read first; a missing
-    /// resource is then created), then GET.
+    /// A subnetwork (or service account): PATCH with the fingerprint (`etag`) of `pre` (without one:
+    /// the current one, read first; a missing resource is then created), then GET. A kind without a
+    /// fingerprint on GCE (network, router, firewall): GET right before the PATCH, refused as
+    /// [`CloudError::PreconditionFailed`] when its [`GceIds::content_version`] is not the one `pre`
+    /// names, then a PATCH without a fingerprint, as a real client sends it (the audit shows both).
     async fn update(&self, id: &str, mut body: Value, pre: &Precondition) -> Result<Value, CloudError> {
         if let Some(nat) = nat::split_nat_id(id) {
             return self.write_nat(id, nat, body, pre, false).await;
         }
         let path = split(id)?;
-        let field = version_field(&path);
-        let version = match pre {
-            Precondition::IfMatch(v) => v.clone(),
-            Precondition::None => match self.get_audited(id).await? {
-                Some(current) => current.get(field).and_then(Value::as_str).unwrap_or_default().to_string(),
-                None => return self.create(id, body).await,
-            },
-        };
-        if let Some(obj) = body.as_object_mut() {
-            obj.insert(field.to_string(), json!(version));
+        match rules::version_field(path.collection()) {
+            Some(field) => {
+                let version = match pre {
+                    Precondition::IfMatch(v) => v.clone(),
+                    Precondition::None => match self.get_audited(id).await? {
+                        Some(current) => current.get(field).and_then(Value::as_str).unwrap_or_default().to_string(),
+                        None => return self.create(id, body).await,
+                    },
+                };
+                if let Some(obj) = body.as_object_mut() {
+                    obj.insert(field.to_string(), json!(version));
+                }
+            }
+            None => {
+                let current = self.get_audited(id).await?;
+                let stale = |expected: &str| CloudError::PreconditionFailed {
+                    target: id.to_string(),
+                    expected: expected.to_string(),
+                };
+                match (current, pre) {
+                    (None, Precondition::IfMatch(v)) => return Err(stale(v)),
+                    (None, Precondition::None) => return self.create(id, body).await,
+                    (Some(current), Precondition::IfMatch(v)) if GceIds.precondition(&current) != *pre => {
+                        return Err(stale(v))
+                    }
+                    (Some(_), _) => {}
+                }
+                if let Some(obj) = body.as_object_mut() {
+                    obj.remove("fingerprint");
+                }
+            }
         }
         let answer = self.patch(id, body).await?;
         if let Some(e) = operation_error(id, &answer) {

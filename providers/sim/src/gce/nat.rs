@@ -1,13 +1,15 @@
 //! The Cloud NAT sub-resource contract of the write model (ARCHITECTURE.md's invariant): a Cloud NAT
 //! is addressed as `<router selfLink>/nats/<name>`; a GET answers the router's `nats[]` entry of
-//! that name (with the router's `fingerprint`, the version its writes are made under); a create,
-//! update or remove reads the router and PATCHes its `nats[]` — that entry added, merged with the
-//! body (RFC 7386) or dropped, every other entry as it is — under the router's fingerprint. GCE's
-//! REST surface has no such resource: every call here is a router GET or PATCH, audited as such.
+//! that name; a create, update or remove reads the router and PATCHes its whole `nats[]` — that
+//! entry added, merged with the body (RFC 7386) or dropped, every other entry as read — as a real
+//! client does. A router has no fingerprint in compute v1: under a precondition the entry as read
+//! right before the PATCH must have the [`GceIds::content_version`] the caller read. GCE's REST
+//! surface has no NAT resource: every call here is a router GET or PATCH, audited as such.
 
 use super::{operation_error, GcePath, GceSim};
 use serde_json::{json, Value};
 use trellis_planner::cloud::{CloudError, Precondition};
+use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::json::merge_patch;
 
 /// A Cloud NAT's id split into its router's id and its name; `None` for any other id.
@@ -28,20 +30,18 @@ fn named<'a>(nats: &'a [Value], name: &str) -> Option<&'a Value> {
     nats.iter().find(|n| n.get("name").and_then(Value::as_str) == Some(name))
 }
 
-/// The entry as a GET of the NAT answers it: the router's entry with the router's fingerprint.
+/// The entry as a GET of the NAT answers it: the router's entry.
 fn entry_of(router: &Value, name: &str) -> Option<Value> {
-    let mut entry = named(&nats(router), name)?.clone();
-    if let (Some(obj), Some(fp)) = (entry.as_object_mut(), router.get("fingerprint")) {
-        obj.insert("fingerprint".into(), fp.clone());
-    }
-    Some(entry)
+    named(&nats(router), name).cloned()
 }
 
-/// The router's fingerprint, for the PATCH: the one the caller read (`pre`), else the current one.
-fn fingerprint(router: &Value, pre: &Precondition) -> Value {
+/// `pre` against the entry `name` as the router read right before the write shows it.
+fn check(id: &str, router: &Value, name: &str, pre: &Precondition) -> Result<(), CloudError> {
     match pre {
-        Precondition::IfMatch(v) => json!(v),
-        Precondition::None => router.get("fingerprint").cloned().unwrap_or(Value::Null),
+        Precondition::IfMatch(v) if entry_of(router, name).map(|e| GceIds.precondition(&e)).as_ref() != Some(pre) => {
+            Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.clone() })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -84,6 +84,7 @@ impl GceSim {
                 format!("The resource '{router_id}' was not found (the Cloud NAT '{name}' lives in it)"),
             ));
         };
+        check(id, &router, &name, pre)?;
         let mut list = nats(&router);
         match list.iter().position(|n| n.get("name").and_then(Value::as_str) == Some(name.as_str())) {
             Some(_) if create => return Err(CloudError::AlreadyExists { target: id.to_string(), status: 409 }),
@@ -94,15 +95,7 @@ impl GceSim {
                 list.push(entry);
             }
         }
-        let answer = self
-            .patch(&router_id, json!({"nats": list, "fingerprint": fingerprint(&router, pre)}))
-            .await
-            .map_err(|e| match e {
-                CloudError::PreconditionFailed { expected, .. } => {
-                    CloudError::PreconditionFailed { target: id.to_string(), expected }
-                }
-                other => other,
-            })?;
+        let answer = self.patch(&router_id, json!({"nats": list})).await?;
         if let Some(e) = operation_error(id, &answer) {
             return Err(e);
         }
@@ -120,22 +113,27 @@ impl GceSim {
         (router_id, name): (String, String),
         pre: &Precondition,
     ) -> Result<(), CloudError> {
-        let Some(router) = self.get_audited(&router_id).await? else { return Ok(()) };
+        let Some(router) = self.get_audited(&router_id).await? else {
+            return match pre {
+                Precondition::IfMatch(v) => {
+                    Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.clone() })
+                }
+                Precondition::None => Ok(()),
+            };
+        };
         let mut list = nats(&router);
         let before = list.len();
         list.retain(|n| n.get("name").and_then(Value::as_str) != Some(name.as_str()));
         if list.len() == before {
-            return Ok(());
-        }
-        let answer = self
-            .patch(&router_id, json!({"nats": list, "fingerprint": fingerprint(&router, pre)}))
-            .await
-            .map_err(|e| match e {
-                CloudError::PreconditionFailed { expected, .. } => {
-                    CloudError::PreconditionFailed { target: id.to_string(), expected }
+            return match pre {
+                Precondition::IfMatch(v) => {
+                    Err(CloudError::PreconditionFailed { target: id.to_string(), expected: v.clone() })
                 }
-                other => other,
-            })?;
+                Precondition::None => Ok(()),
+            };
+        }
+        check(id, &router, &name, pre)?;
+        let answer = self.patch(&router_id, json!({"nats": list})).await?;
         operation_error(id, &answer).map_or(Ok(()), Err)
     }
 }

@@ -3,7 +3,8 @@
 //! Layout (values JSON):
 //! - `e <selfLink path>` → the entry: `{"value", "origin", "auto", "declared"}`;
 //! - `o <operation path>` → the operation as GET answers it;
-//! - `#meta` → `{"clock", "externalIps", "ipv6Prefixes", "quotas"}`.
+//! - `#meta` → `{"clock", "externalIps", "ipv6Prefixes", "quotas", "project"}` (`project`: the
+//!   world file's `gcp.project`, when one named it).
 //!
 //! Opening reads the whole tree (a GCE world is small; ARM's lazy loading is not needed yet). Every
 //! call that changed the store writes the changed keys ([`GceStore::dirty`]) in one batch under the
@@ -30,6 +31,9 @@ struct Meta {
     external_ips: u32,
     ipv6_prefixes: u32,
     quotas: Quotas,
+    /// The world file's `gcp.project` (absent in trees written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    project: Option<String>,
 }
 
 /// Where a persisted simulator writes.
@@ -52,6 +56,7 @@ impl Persist {
             store.external_ips = meta.external_ips;
             store.ipv6_prefixes = meta.ipv6_prefixes;
             store.quotas = meta.quotas;
+            store.project = meta.project;
         }
         for item in tree.scan_prefix(ENTRY_PREFIX.as_bytes()) {
             let (k, v) = item?;
@@ -104,6 +109,7 @@ impl Persist {
             external_ips: store.external_ips,
             ipv6_prefixes: store.ipv6_prefixes,
             quotas: store.quotas,
+            project: store.project.clone(),
         };
         batch.insert(META_KEY, serde_json::to_vec(&meta).expect("numbers serialise"));
         self.tree.apply_batch(batch)?;

@@ -10,6 +10,8 @@ use regex::Regex;
 use serde_json::{json, Map, Value};
 use std::net::Ipv4Addr;
 use std::sync::LazyLock;
+use trellis_planner::cloud::Precondition;
+use trellis_planner::ids::{GceIds, IdScheme};
 
 /// GCE's name rule (RFC 1035): a lowercase letter, then up to 62 lowercase letters, digits or
 /// hyphens, not ending in a hyphen.
@@ -85,19 +87,31 @@ pub(crate) fn check_name(field: &str, name: &str) -> Result<(), ApiError> {
     }
 }
 
-/// The name of the service-account field that plays the fingerprint's part.
-fn version_field(c: Collection) -> &'static str {
-    if c == Collection::ServiceAccounts {
-        "etag"
-    } else {
-        "fingerprint"
+/// The field that holds a resource's version, for the kinds that have one: a subnetwork's and a VM's
+/// `fingerprint`, a service account's `etag`. Compute v1 gives networks, routers, firewalls, routes
+/// and addresses none (an address's `labelFingerprint` guards its labels only).
+pub(crate) fn version_field(c: Collection) -> Option<&'static str> {
+    match c {
+        Collection::ServiceAccounts => Some("etag"),
+        Collection::Subnetworks | Collection::Instances => Some("fingerprint"),
+        _ => None,
     }
 }
 
-/// The current fingerprint (service accounts: etag) of a stored resource.
+/// The current version of a stored resource as a write model's precondition names it: its
+/// fingerprint (service accounts: etag), or for a kind without one what [`GceIds`]'s precondition of
+/// it as a GET answers it is (its content version; a fingerprint a world file declared for it).
 pub(crate) fn version_of(store: &GceStore, path: &GcePath) -> Option<String> {
-    let e = store.entries.get(&path.key())?;
-    e.value.get(version_field(path.collection())).and_then(Value::as_str).map(str::to_string)
+    match version_field(path.collection()) {
+        Some(field) => {
+            let e = store.entries.get(&path.key())?;
+            e.value.get(field).and_then(Value::as_str).map(str::to_string)
+        }
+        None => match render(store, path).map(|v| GceIds.precondition(&v)) {
+            Some(Precondition::IfMatch(v)) => Some(v),
+            _ => None,
+        },
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,15 +223,18 @@ pub(crate) fn patch(store: &mut GceStore, path: &GcePath, body: Value) -> Result
     let Some(current) = store.entries.get(&key).cloned() else {
         return Err(not_found(&key));
     };
-    let field = version_field(path.collection());
-    let have = current.value.get(field).and_then(Value::as_str).unwrap_or_default().to_string();
-    match body.get(field).and_then(Value::as_str) {
-        Some(sent) if sent == have => {}
-        Some(sent) => {
-            return Err(ApiError::new(412, "conditionNotMet", format!("'{key}': the {field} '{sent}' is not the resource's current {field} '{have}'; read the resource again and retry")))
-        }
-        None => {
-            return Err(ApiError::new(412, "conditionNotMet", format!("'{key}': a PATCH must carry the resource's current {field} ('{have}'); read the resource and send its {field}")))
+    // Only the kinds with a version check it (GCE: a subnetwork's PATCH without its fingerprint is
+    // 400 `required`, with a stale one 412 `conditionNotMet`); a network, router or firewall has
+    // none, and its PATCH is applied as it comes.
+    if let Some(field) = version_field(path.collection()) {
+        let have = current.value.get(field).and_then(Value::as_str).unwrap_or_default();
+        match body.get(field).and_then(Value::as_str) {
+            Some(sent) if sent == have => {}
+            Some(_) => return Err(ApiError::new(412, "conditionNotMet", "Precondition check failed.")),
+            None if path.collection() == Collection::ServiceAccounts => {}
+            None => {
+                return Err(ApiError::new(400, "required", format!("Required field 'resource.{field}' not specified")))
+            }
         }
     }
     if let Some(name) = body.get("name").and_then(Value::as_str) {
@@ -483,7 +500,9 @@ pub(crate) fn stamp(value: Map<String, Value>, path: &GcePath, old: Option<&Valu
         let with_id = format!("{}/{id}", path.url().rsplit_once('/').map_or("", |(c, _)| c));
         out.insert("selfLinkWithId".into(), json!(with_id));
     }
-    out.insert("fingerprint".into(), json!(fingerprint(&key, tick)));
+    if version_field(path.collection()) == Some("fingerprint") {
+        out.insert("fingerprint".into(), json!(fingerprint(&key, tick)));
+    }
     Value::Object(out)
 }
 
@@ -516,6 +535,30 @@ pub(crate) fn build(
         }
         Collection::Operations => Err(ApiError::new(405, "methodNotAllowed", "operations are written by the server")),
     }
+}
+
+/// A resource as a world file declares it (as GCE answered a GET of it): built as an insert would
+/// be — references resolved, defaults filled — except for what GCE makes itself and refuses to
+/// insert: a route whose next hop is its network (a subnet route, `nextHopNetwork`) or a peering
+/// (`nextHopPeering`) is taken as declared, its network resolved.
+pub(crate) fn build_declared(
+    store: &mut GceStore,
+    path: &GcePath,
+    mut body: Map<String, Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let system_route = path.collection() == Collection::Routes
+        && ["nextHopNetwork", "nextHopPeering"].iter().any(|h| body.get(*h).is_some_and(Value::is_string));
+    if !system_route {
+        return build(store, path, body, None);
+    }
+    for f in OUTPUT_ONLY {
+        body.remove(f);
+    }
+    reference(store, &mut body, "network", path, Collection::Networks)?;
+    if body.contains_key("nextHopNetwork") {
+        reference(store, &mut body, "nextHopNetwork", path, Collection::Networks)?;
+    }
+    Ok(body)
 }
 
 fn str_field<'a>(body: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>, ApiError> {
@@ -1233,6 +1276,26 @@ fn check_range_list(body: &Map<String, Value>, field: &str) -> Result<Option<Vec
     Ok(Some(list))
 }
 
+/// GCE refuses a firewall rule whose ranges mix IPv4 and IPv6 (source and destination ranges
+/// alike): one rule is for one IP version, dual-stack needs two rules.
+fn one_ip_family<'a>(ranges: impl Iterator<Item = (&'a str, &'a String)>) -> Result<(), ApiError> {
+    let mut first: Option<(&str, &str, bool)> = None;
+    for (field, r) in ranges {
+        let v6 = r.contains(':');
+        match first {
+            None => first = Some((field, r, v6)),
+            Some((_, seen, seen_v6)) if seen_v6 != v6 => {
+                let (v4, v6) = if v6 { (seen, r.as_str()) } else { (r.as_str(), seen) };
+                return Err(invalid(format!(
+                    "Invalid value for field 'resource.{field}': '{r}'. IPv4 ({v4}) and IPv6 ({v6}) ranges cannot be mixed in one firewall rule"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn check_tags(body: &Map<String, Value>, field: &str) -> Result<Vec<String>, ApiError> {
     let tags = string_list(body, field)?;
     for (i, t) in tags.iter().enumerate() {
@@ -1288,7 +1351,14 @@ fn build_firewall(
         _ => {}
     }
     let sources = check_range_list(&body, "sourceRanges")?;
-    check_range_list(&body, "destinationRanges")?;
+    let destinations = check_range_list(&body, "destinationRanges")?;
+    one_ip_family(
+        sources
+            .iter()
+            .flatten()
+            .map(|r| ("sourceRanges", r))
+            .chain(destinations.iter().flatten().map(|r| ("destinationRanges", r))),
+    )?;
     let source_tags = check_tags(&body, "sourceTags")?;
     let target_tags = check_tags(&body, "targetTags")?;
     let source_sas = string_list(&body, "sourceServiceAccounts")?;
@@ -1412,25 +1482,7 @@ pub struct ListQuery {
 /// A list page in GCE's shape (`{kind, id, items, nextPageToken, selfLink}`; IAM: `{accounts,
 /// nextPageToken}`).
 pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Result<Value, ApiError> {
-    let filter = match q.filter.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
-        Some(f) => {
-            Some(Filter::parse(f).map_err(|e| invalid(format!("Invalid value for field 'filter': '{f}'. {e}")))?)
-        }
-        None => None,
-    };
-    let max = match q.max_results {
-        None | Some(0) => 500,
-        Some(n) if n <= 500 => n as usize,
-        Some(n) => {
-            return Err(invalid(format!("Invalid value for field 'maxResults': '{n}'. Must be between 0 and 500")))
-        }
-    };
-    let start = match q.page_token.as_deref().filter(|t| !t.is_empty()) {
-        None => 0,
-        Some(t) => t.strip_prefix("sim-page-").and_then(|n| n.parse::<usize>().ok()).ok_or_else(|| {
-            invalid(format!("Invalid value for field 'pageToken': '{t}'. Use the nextPageToken of the previous page"))
-        })?,
-    };
+    let (filter, max, start) = page_params(q)?;
     let prefix = format!("{}/", coll.path());
     // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
     let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
@@ -1467,4 +1519,102 @@ pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Re
         out["nextPageToken"] = json!(n);
     }
     Ok(out)
+}
+
+/// One page of an aggregated list (`projects/P/aggregated/{subnetworks,routers,addresses}`), as GCE
+/// answers it: the project's resources of the regional collection across its regions, in region and
+/// name order, paged as a list (`maxResults`, `pageToken`, `filter`); `items` keyed `regions/R`,
+/// each with the region's resources of this page, or — for a region with none on it — a
+/// `NO_RESULTS_ON_PAGE` warning. The regions are the auto-mode ones ([`AUTO_MODE_SUBNETS`]) and any
+/// other holding a resource.
+pub(crate) fn aggregated_list(
+    store: &GceStore,
+    project: &str,
+    collection: &str,
+    q: &ListQuery,
+) -> Result<Value, ApiError> {
+    let coll = match collection {
+        "subnetworks" => Collection::Subnetworks,
+        "routers" => Collection::Routers,
+        "addresses" => Collection::Addresses,
+        other => {
+            return Err(ApiError::new(
+                404,
+                "notFound",
+                format!("The resource 'projects/{project}/aggregated/{other}' was not found"),
+            ))
+        }
+    };
+    let prefix = format!("projects/{project}/regions/");
+    let mut regions: std::collections::BTreeSet<String> =
+        AUTO_MODE_SUBNETS.iter().map(|(r, _)| r.to_string()).collect();
+    let mut found: Vec<(String, Value)> = Vec::new();
+    let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
+    for (k, _) in store.entries.range::<str, _>(from).take_while(|(k, _)| k.starts_with(&prefix)) {
+        let Ok(path) = GcePath::parse(k) else { continue };
+        let Some(region) = path.region().map(str::to_string) else { continue };
+        regions.insert(region.clone());
+        if path.collection() == coll {
+            found.extend(render(store, &path).map(|v| (region, v)));
+        }
+    }
+    let mut page = list_of(found, q)?;
+    let items: Vec<(String, Value)> = page.0;
+    let mut scoped = Map::new();
+    for region in &regions {
+        let scope = format!("regions/{region}");
+        let here: Vec<Value> = items.iter().filter(|(r, _)| r == region).map(|(_, v)| v.clone()).collect();
+        let entry = if here.is_empty() {
+            json!({"warning": {
+                "code": "NO_RESULTS_ON_PAGE",
+                "message": format!("There are no results for scope '{scope}' on this page."),
+                "data": [{"key": "scope", "value": scope}],
+            }})
+        } else {
+            json!({ coll.segment(): here })
+        };
+        scoped.insert(scope, entry);
+    }
+    let kind = coll.kind().map(|k| format!("{k}AggregatedList")).unwrap_or_default();
+    let path = format!("projects/{project}/aggregated/{}", coll.segment());
+    let mut out = json!({"kind": kind, "id": path, "items": scoped, "selfLink": format!("{COMPUTE_URL}{path}")});
+    if let Some(next) = page.1.take() {
+        out["nextPageToken"] = json!(next);
+    }
+    Ok(out)
+}
+
+/// The page `q` asks for of `all` (filtered first), and the next page's token.
+type Page<T> = (Vec<(T, Value)>, Option<String>);
+
+fn list_of<T: Clone>(all: Vec<(T, Value)>, q: &ListQuery) -> Result<Page<T>, ApiError> {
+    let (filter, max, start) = page_params(q)?;
+    let all: Vec<(T, Value)> = all.into_iter().filter(|(_, v)| filter.as_ref().is_none_or(|f| f.matches(v))).collect();
+    let page: Vec<(T, Value)> = all.iter().skip(start).take(max).cloned().collect();
+    let next = (start + max < all.len()).then(|| format!("sim-page-{}", start + max));
+    Ok((page, next))
+}
+
+/// A list's filter, page size and first item, from its query.
+fn page_params(q: &ListQuery) -> Result<(Option<Filter>, usize, usize), ApiError> {
+    let filter = match q.filter.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
+        Some(f) => {
+            Some(Filter::parse(f).map_err(|e| invalid(format!("Invalid value for field 'filter': '{f}'. {e}")))?)
+        }
+        None => None,
+    };
+    let max = match q.max_results {
+        None | Some(0) => 500,
+        Some(n) if n <= 500 => n as usize,
+        Some(n) => {
+            return Err(invalid(format!("Invalid value for field 'maxResults': '{n}'. Must be between 0 and 500")))
+        }
+    };
+    let start = match q.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(t) => t.strip_prefix("sim-page-").and_then(|n| n.parse::<usize>().ok()).ok_or_else(|| {
+            invalid(format!("Invalid value for field 'pageToken': '{t}'. Use the nextPageToken of the previous page"))
+        })?,
+    };
+    Ok((filter, max, start))
 }

@@ -24,6 +24,7 @@ use super::GceSim;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::ids::{GceIds, IdScheme};
 
 /// The annotation that puts an internal load balancer's address into another subnet.
 pub const ILB_SUBNET_ANNOTATION: &str = "networking.gke.io/internal-load-balancer-subnet";
@@ -134,11 +135,12 @@ fn differs(have: &Value, want: &Value) -> bool {
 }
 
 impl GceSim {
-    /// Creates `id` with `want`, or rewrites it under its fingerprint when it differs; returns it.
+    /// Creates `id` with `want`, or rewrites it under the version read (a firewall's content
+    /// version: it has no fingerprint) when it differs; returns it.
     async fn ensure(&self, id: &str, want: Value) -> Result<Value, CloudError> {
         match self.get(id).await? {
             None => self.create(id, want).await,
-            Some(have) if differs(&have, &want) => self.update(id, want, &Precondition::of(&have)).await,
+            Some(have) if differs(&have, &want) => self.update(id, want, &GceIds.precondition(&have)).await,
             Some(have) => Ok(have),
         }
     }

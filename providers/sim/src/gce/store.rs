@@ -47,6 +47,8 @@ pub(crate) struct GceStore {
     /// IPv6 /64 prefixes handed out so far.
     pub ipv6_prefixes: u32,
     pub quotas: Quotas,
+    /// The project the shoots live in, as the last world file that named one said (`gcp.project`).
+    pub project: Option<String>,
     /// Keys of `entries` changed since the last write to the tree ([`super::persist`]).
     pub dirty: BTreeSet<String>,
     /// Keys of `operations` added since the last write to the tree.

@@ -2,6 +2,10 @@
 
 use serde_json::{json, Value};
 use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::exec::NodeError;
+use trellis_planner::ids::{GceIds, IdScheme};
+use trellis_planner::retry::RetryPolicy;
+use trellis_planner::write::{WriteLocks, Writer};
 use trellis_sim::gce::COMPUTE_URL;
 use trellis_sim::{GceSim, ListQuery, Quotas};
 
@@ -57,8 +61,7 @@ async fn insert_answers_a_done_operation_and_get_the_gce_shape() {
     assert!(net["id"].as_str().unwrap().chars().all(|c| c.is_ascii_digit()), "id is a decimal string: {net}");
     let ts = net["creationTimestamp"].as_str().unwrap();
     assert!(ts.len() == 24 && &ts[4..5] == "-" && &ts[10..11] == "T" && ts.ends_with('Z'), "RFC 3339: {ts}");
-    let fp = net["fingerprint"].as_str().unwrap();
-    assert_eq!(fp.len(), 12, "8 bytes in base64: {fp}");
+    assert!(net.get("fingerprint").is_none(), "a network has no fingerprint in compute v1: {net}");
     assert_eq!(net["mtu"], 1460);
     assert_eq!(net["routingConfig"], json!({"routingMode": "REGIONAL"}));
 
@@ -90,14 +93,16 @@ async fn insert_of_an_existing_name_is_409_already_exists() {
 }
 
 #[tokio::test]
-async fn patch_must_carry_the_current_fingerprint_else_412_condition_not_met() {
+async fn a_subnetwork_patch_must_carry_its_current_fingerprint_else_400_required_or_412_condition_not_met() {
     let sim = with_vpc().await;
     subnet(&sim, "workers", "10.250.0.0/16").await;
     let id = "projects/p/regions/europe-west1/subnetworks/workers";
     let fp = sim.get_now(id).unwrap()["fingerprint"].as_str().unwrap().to_string();
 
+    let fp_len = fp.len();
+    assert_eq!(fp_len, 12, "8 bytes in base64: {fp}");
     let e = sim.patch(id, json!({"privateIpGoogleAccess": true})).await.unwrap_err();
-    assert!(matches!(e, CloudError::PreconditionFailed { .. }), "no fingerprint: {e:?}");
+    assert_eq!(code(&e), (400, "required".into()), "no fingerprint: {e:?}");
     let e = sim.patch(id, json!({"privateIpGoogleAccess": true, "fingerprint": "AAAAAAAAAAA="})).await.unwrap_err();
     assert_eq!(e, CloudError::PreconditionFailed { target: id.into(), expected: "AAAAAAAAAAA=".into() });
     assert_eq!(sim.calls().last().unwrap().status, 412);
@@ -124,6 +129,100 @@ async fn patch_must_carry_the_current_fingerprint_else_412_condition_not_met() {
     sim.remove(id, &Precondition::None).await.expect("deleting what is gone succeeds");
 }
 
+/// Compute v1 gives networks, routers and firewalls no fingerprint: the simulator gave each one and
+/// refused a PATCH without it (412 "changed since it was read (etag none)"), which no real client,
+/// reading the resource with `get` first, could satisfy.
+#[tokio::test]
+async fn regression_a_router_firewall_or_network_read_with_get_patches_without_a_fingerprint() {
+    let sim = with_vpc().await;
+    let router = format!("{ROUTERS}/rtr");
+    let firewall = format!("{FIREWALLS}/fw");
+    let network = format!("{NETWORKS}/vpc-a");
+    sim.insert(ROUTERS, json!({"name": "rtr", "network": "global/networks/vpc-a"})).await.unwrap();
+    sim.insert(
+        FIREWALLS,
+        json!({"name": "fw", "network": "global/networks/vpc-a", "allowed": [{"IPProtocol": "tcp"}]}),
+    )
+    .await
+    .unwrap();
+    for (id, change) in [
+        (&router, json!({"description": "egress"})),
+        (&firewall, json!({"sourceRanges": ["10.0.0.0/8"]})),
+        (&network, json!({"description": "shared"})),
+    ] {
+        let mut read = sim.get(id).await.unwrap().unwrap();
+        assert!(read.get("fingerprint").is_none(), "{id}: no fingerprint in compute v1: {read}");
+        json_merge(&mut read, &change);
+        sim.patch(id, read).await.unwrap_or_else(|e| panic!("{id}: a PATCH of what GET answered: {e}"));
+        let after = sim.get_now(id).unwrap();
+        for (k, v) in change.as_object().unwrap() {
+            assert_eq!(&after[k], v, "{id}: {k} patched");
+        }
+    }
+    // Addresses and routes have none either; a subnetwork does.
+    sim.insert(ADDRESSES, json!({"name": "ip"})).await.unwrap();
+    assert!(sim.get_now(&format!("{ADDRESSES}/ip")).unwrap().get("fingerprint").is_none());
+    subnet(&sim, "workers", "10.250.0.0/16").await;
+    assert!(sim.get_now(&format!("{SUBNETS}/workers")).unwrap()["fingerprint"].is_string());
+}
+
+fn json_merge(into: &mut Value, patch: &Value) {
+    for (k, v) in patch.as_object().unwrap() {
+        into[k] = v.clone();
+    }
+}
+
+/// Without a fingerprint, the write model guards a router's, firewall's or network's update with the
+/// content version of what the caller read: a change someone makes between that read and the PATCH
+/// refuses the write (412 class), and their change stays. The audit shows the GET right before the
+/// PATCH, as a real client sends them.
+#[tokio::test]
+async fn a_change_between_the_read_and_the_patch_of_a_router_refuses_the_update() {
+    let sim = with_vpc().await;
+    let router = format!("{ROUTERS}/rtr");
+    sim.insert(ROUTERS, json!({"name": "rtr", "network": "global/networks/vpc-a"})).await.unwrap();
+    let read = sim.get(&router).await.unwrap().unwrap();
+    let pre = GceIds.precondition(&read);
+    assert!(matches!(&pre, Precondition::IfMatch(v) if v.starts_with("content:")), "{pre:?}");
+    // Someone else adds a NAT to the router (a PATCH of the router as read by them).
+    let theirs = json!({"name": "theirs", "natIpAllocateOption": "AUTO_ONLY",
+        "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"});
+    sim.patch(&router, json!({"nats": [theirs]})).await.unwrap();
+    let mut ours = read.clone();
+    ours["description"] = json!("ours");
+    match sim.update(&router, ours.clone(), &pre).await {
+        Err(CloudError::PreconditionFailed { target, expected }) => {
+            assert_eq!(
+                (target.as_str(), &expected),
+                (
+                    router.as_str(),
+                    match &pre {
+                        Precondition::IfMatch(v) => v,
+                        _ => unreachable!(),
+                    }
+                )
+            )
+        }
+        other => panic!("expected a precondition failure, got {other:?}"),
+    }
+    let now = sim.get_now(&router).unwrap();
+    assert_eq!(now["nats"][0]["name"], "theirs", "their NAT was not overwritten");
+    assert!(now.get("description").is_none());
+    let tail: Vec<String> = sim.calls().iter().rev().take(1).map(|c| c.method.clone()).collect();
+    assert_eq!(tail, ["GET"], "refused after the GET, before any PATCH");
+    // Read again: the write goes through under the new version.
+    let fresh = sim.get(&router).await.unwrap().unwrap();
+    let mut ours = fresh.clone();
+    ours["description"] = json!("ours");
+    let written = sim.update(&router, ours, &GceIds.precondition(&fresh)).await.unwrap();
+    assert_eq!(written["description"], "ours");
+    assert_eq!(written["nats"][0]["name"], "theirs");
+    // A delete under a stale version is refused too; under the current one it goes.
+    assert!(matches!(sim.remove(&router, &pre).await, Err(CloudError::PreconditionFailed { .. })));
+    sim.remove(&router, &GceIds.precondition(&written)).await.unwrap();
+    assert!(sim.get_now(&router).is_none());
+}
+
 #[tokio::test]
 async fn routes_are_immutable() {
     let sim = with_vpc().await;
@@ -133,8 +232,7 @@ async fn routes_are_immutable() {
     )
     .await
     .unwrap();
-    let fp = sim.get_now("projects/p/global/routes/r").unwrap()["fingerprint"].clone();
-    let e = sim.patch("projects/p/global/routes/r", json!({"priority": 10, "fingerprint": fp})).await.unwrap_err();
+    let e = sim.patch("projects/p/global/routes/r", json!({"priority": 10})).await.unwrap_err();
     assert_eq!(code(&e), (405, "methodNotAllowed".into()));
 }
 
@@ -506,4 +604,56 @@ async fn regression_a_refused_subnet_insert_allocates_no_ipv6_prefix() {
     assert_eq!(code(&e), (400, "invalid".into()));
     sim.insert(SUBNETS, body(json!({"enable": true}))).await.unwrap();
     assert_eq!(sim.get_now(&format!("{SUBNETS}/a")).unwrap()["externalIpv6Prefix"], "2600:1900:4000:1::/64");
+}
+
+/// The executor's writer on the simulated GCE cloud, with someone else's write landing between the
+/// executor's re-read and its own PATCH (after it built the body from what it read): the write is
+/// refused as changed since it was read, naming the router, and their change stays — no lost update
+/// although a router has no fingerprint.
+#[tokio::test]
+async fn a_router_changed_between_the_executors_read_and_its_patch_is_not_overwritten() {
+    struct Interloper(GceSim);
+    #[async_trait::async_trait]
+    impl CloudRead for Interloper {
+        async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+            self.0.get(id).await
+        }
+        async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+            self.0.list(parent, rtype).await
+        }
+    }
+    #[async_trait::async_trait]
+    impl CloudWrite for Interloper {
+        async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+            self.0.create(id, body).await
+        }
+        async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+            let theirs = json!({"name": "theirs", "natIpAllocateOption": "AUTO_ONLY",
+                "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"});
+            self.0.patch(id, json!({"nats": [theirs]})).await.unwrap();
+            self.0.update(id, body, pre).await
+        }
+        async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+            self.0.remove(id, pre).await
+        }
+    }
+    let sim = with_vpc().await;
+    let router = format!("{ROUTERS}/rtr");
+    sim.insert(ROUTERS, json!({"name": "rtr", "network": "global/networks/vpc-a"})).await.unwrap();
+    let cloud = Interloper(sim.clone());
+    let (retry, locks) = (RetryPolicy::default(), WriteLocks::new(&GceIds));
+    let writer = Writer { cloud: &cloud, retry: &retry, locks: &locks };
+    let read = writer.get(&router).await.unwrap().unwrap();
+    let patch = json!({"description": "ours"});
+    let mut body = read.clone();
+    trellis_planner::json::merge_patch(&mut body, &patch);
+    let e = writer.update(&router, &body, &read, Some(&patch)).await.unwrap_err();
+    assert!(
+        matches!(&e, NodeError::Cloud(CloudError::PreconditionFailed { target, .. }) if *target == router),
+        "{e:?}"
+    );
+    assert!(e.to_string().starts_with(&format!("{router}: changed since it was read")), "{e}");
+    let now = sim.get_now(&router).unwrap();
+    assert_eq!(now["nats"][0]["name"], "theirs", "their NAT stays: {now}");
+    assert!(now.get("description").is_none(), "ours was not written: {now}");
 }

@@ -193,3 +193,117 @@ fn regression_world_auto_mode_network_has_its_subnet_in_every_region() {
     assert!(sim.get_now(eu).is_none());
     assert!(sim.get_now("projects/p/global/networks/default").is_none());
 }
+
+/// The recorded list responses of a real auto-mode VPC (tests/data/gce/auto-mode-vpc/): the
+/// `default` network with a peering, its subnetworks in 28 regions (an aggregatedList, two regions
+/// with the `NO_RESULTS_ON_PAGE` warning), its routes — the default internet route, a subnet route
+/// per subnetwork (`nextHopNetwork` only) and a peering route (`nextHopPeering`) — and the four
+/// `default-allow-*` firewall rules.
+pub fn auto_mode_vpc_resources() -> Vec<Value> {
+    let dir = format!("{}/tests/data/gce/auto-mode-vpc", env!("CARGO_MANIFEST_DIR"));
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/{name}")).unwrap()).unwrap()
+    };
+    let mut out = Vec::new();
+    for list in ["networks-list.json", "routes-list.json", "firewalls-list.json"] {
+        out.extend(read(list)["items"].as_array().unwrap().iter().cloned());
+    }
+    for (_, scoped) in read("subnetworks-aggregated-list.json")["items"].as_object().unwrap() {
+        out.extend(scoped.get("subnetworks").and_then(Value::as_array).into_iter().flatten().cloned());
+    }
+    out
+}
+
+/// A world file holds what exists, and what GCE makes itself exists too: the routes of an
+/// auto-mode VPC (subnet routes with only `nextHopNetwork`, a peering route with `nextHopPeering`)
+/// were refused as inserts are ("a route needs exactly one next hop"), so recorded GCE responses of
+/// a real project could not be loaded.
+#[tokio::test]
+async fn regression_recorded_responses_of_a_real_auto_mode_vpc_load_verbatim() {
+    let resources = auto_mode_vpc_resources();
+    assert_eq!(resources.len(), 1 + 30 + 4 + 28, "the fixture: network, routes, firewalls, subnetworks");
+    let text = serde_json::to_string(&json!({"gcp": {"project": "acme-prod", "resources": resources}})).unwrap();
+    let world = WorldFile::parse("world.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let sim = GceSim::in_memory();
+    let report = sim.sync_world(&world).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.added.len(), resources.len());
+    assert_eq!(sim.project().as_deref(), Some("acme-prod"));
+    for r in &resources {
+        let link = r["selfLink"].as_str().unwrap();
+        let got = sim.get(link).await.unwrap().unwrap_or_else(|| panic!("{link} is there"));
+        for (k, v) in r.as_object().unwrap() {
+            if k == "subnetworks" {
+                let mut want: Vec<&Value> = v.as_array().unwrap().iter().collect();
+                let mut have: Vec<&Value> = got[k].as_array().unwrap().iter().collect();
+                want.sort_by_key(|v| v.to_string());
+                have.sort_by_key(|v| v.to_string());
+                assert_eq!(have, want, "{link}: its subnetworks");
+                continue;
+            }
+            assert_eq!(got.get(k), Some(v), "{link}: field {k} as recorded; got {got:#}");
+        }
+    }
+    // GCE's own routes are listed as they were recorded, the peering route too.
+    let routes = sim.list("projects/acme-prod/global", "routes").await.unwrap();
+    assert_eq!(routes.len(), 30);
+    assert_eq!(routes.iter().filter(|r| r.get("nextHopNetwork").is_some()).count(), 28);
+    assert!(routes.iter().any(|r| r["nextHopPeering"] == "servicenetworking-googleapis-com"));
+    // Re-syncing the same file changes nothing; the `gce:` alias reads the same section.
+    assert!(sim.sync_world(&world).unwrap().is_empty());
+    let alias = serde_json::to_string(&json!({"gce": {"project": "acme-prod", "resources": resources}})).unwrap();
+    assert!(sim.sync_world(&WorldFile::parse("world.yaml", &alias).unwrap()).unwrap().is_empty());
+    // Inserting such a route through the API is still refused: insert rules are for writes.
+    let mut subnet_route = routes.iter().find(|r| r.get("nextHopNetwork").is_some()).unwrap().clone();
+    subnet_route["name"] = json!("mine");
+    let e = sim.insert("projects/acme-prod/global/routes", subnet_route).await.unwrap_err();
+    assert!(matches!(e, CloudError::Rejected { status: 400, .. }), "{e:?}");
+}
+
+#[test]
+fn the_gcp_section_names_its_project_and_gce_is_its_alias_but_not_both() {
+    let w = world("gcp:\n  project: acme-prod\n  resources: []\n");
+    let gcp = trellis_sim::GceWorld::of(&w).unwrap().unwrap();
+    assert_eq!((gcp.section, gcp.project.as_deref()), ("gcp", Some("acme-prod")));
+    let w = world("gce:\n  resources: []\n");
+    assert_eq!(trellis_sim::GceWorld::of(&w).unwrap().unwrap().section, "gce");
+    let e = WorldFile::parse("w.yaml", "gcp:\n  resources: []\ngce:\n  resources: []\n").unwrap_err();
+    let SimError::WorldParse { line, message, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(*line, 3, "{e}");
+    assert!(message.contains("`gcp` and `gce` are one section"), "{message}");
+    let e = WorldFile::parse("w.yaml", "gcp:\n  project: Not_A_Project\n").unwrap_err();
+    assert!(e.to_string().contains("gcp.project: 'Not_A_Project' is not a GCP project id"), "{e}");
+}
+
+/// A router a world file declares with a `fingerprint` (kept verbatim, as a state dir of an earlier
+/// trellis kept one) is written under the version the write model reads from it — the simulator
+/// compared that fingerprint with the router's content version and refused every update.
+#[tokio::test]
+async fn regression_a_router_declared_with_a_fingerprint_is_updated_under_it() {
+    use trellis_planner::ids::{GceIds, IdScheme};
+    let sim = GceSim::in_memory();
+    let text = "gcp:\n  resources:\n    - selfLink: projects/p/global/networks/vpc\n    - selfLink: projects/p/regions/r1/routers/rtr\n      network: projects/p/global/networks/vpc\n      fingerprint: AAAAAAAAAAA=\n";
+    sim.sync_world(&world(text)).unwrap();
+    let id = "projects/p/regions/r1/routers/rtr";
+    let read = sim.get(id).await.unwrap().unwrap();
+    assert_eq!(read["fingerprint"], "AAAAAAAAAAA=", "kept as declared");
+    let mut body = read.clone();
+    body["description"] = json!("ours");
+    let written = sim.update(id, body, &GceIds.precondition(&read)).await.unwrap();
+    assert_eq!(written["description"], "ours");
+}
+
+/// The design contract's example declares a resource by `kind`, `name` and `region` under the
+/// section's `project:`, without a selfLink: it loads, found where GCE would have it.
+#[tokio::test]
+async fn a_resource_declared_by_kind_name_and_region_under_the_project_loads() {
+    let text = "gcp:\n  project: acme-prod\n  resources:\n    - {kind: 'compute#network', name: my-vpc, autoCreateSubnetworks: false}\n    - {kind: 'compute#subnetwork', name: my-workers, region: europe-west1, network: global/networks/my-vpc, ipCidrRange: 10.100.0.0/16}\n";
+    let sim = GceSim::in_memory();
+    sim.sync_world(&world(text)).unwrap_or_else(|e| panic!("{e}"));
+    let s = sim.get("projects/acme-prod/regions/europe-west1/subnetworks/my-workers").await.unwrap().unwrap();
+    assert_eq!(s["network"], "https://www.googleapis.com/compute/v1/projects/acme-prod/global/networks/my-vpc");
+    assert_eq!(s["region"], "https://www.googleapis.com/compute/v1/projects/acme-prod/regions/europe-west1");
+    // Without the project (or the region), it cannot be placed: one line saying what to add.
+    let e =
+        WorldFile::parse("w.yaml", "gcp:\n  resources:\n    - {kind: 'compute#network', name: my-vpc}\n").unwrap_err();
+    assert!(e.to_string().contains("has no `selfLink`") && e.to_string().contains("`project:`"), "{e}");
+}

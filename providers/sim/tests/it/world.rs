@@ -241,11 +241,11 @@ fn every_bad_resource_is_reported_at_once() {
 /// word (the simulated GCP cloud's section is `gce:`).
 #[test]
 fn regression_unknown_sections_are_refused_and_empty_files_are_fine() {
-    let text = "dns:\n  zones: []\ngcp:\n  resources: [{kind: 'compute#subnetwork', name: s}]\n";
+    let text = "dns:\n  zones: []\ngcloud:\n  resources: [{kind: 'compute#subnetwork', name: s}]\n";
     let e = WorldFile::parse("w.yaml", text).unwrap_err();
     let SimError::WorldParse { line, message, .. } = &e else { panic!("{e:?}") };
     assert_eq!(*line, 3, "{e}");
-    assert!(message.contains("gcp") && message.contains("gce"), "{e}");
+    assert!(message.contains("unknown field `gcloud`") && message.contains("gcp"), "{e}");
     let w = parse("dns:\n  zones: []\n");
     assert_eq!(DnsWorld::of(&w).unwrap().unwrap().zones, vec![]);
     assert!(AzureWorld::of(&w).unwrap().is_none());
@@ -282,7 +282,7 @@ fn sections_are_the_callers() {
     let e = WorldFile::parse_with("w.yaml", "mine: []\ndns: {}\n", &[azure, &Mine]).unwrap_err();
     assert!(e.to_string().contains("unknown field `dns`, expected one of azure, mine"), "{e}");
     let e = WorldFile::parse("w.yaml", "mine: []\n").unwrap_err();
-    assert!(e.to_string().contains("expected one of azure, gce, dns"), "{e}");
+    assert!(e.to_string().contains("expected one of azure, gcp, dns"), "{e}");
 }
 
 #[test]
