@@ -80,13 +80,13 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
                 op,
                 reason,
                 depends_on: m.depends_on,
-                observed: current.cloned(),
+                observed: current.map(as_read),
             }
         }
         // A user's or runtime's resource is read for its checks or values; one a stage chose not to
         // look up (none does today) simply has no object as read: the node is shown without one.
         Desired::Verify(v) => Node {
-            observed: observed.get(&v.res.id).ok().flatten().cloned(),
+            observed: observed.get(&v.res.id).ok().flatten().map(as_read),
             address: v.res.address,
             kind: v.res.kind,
             name: v.res.name,
@@ -97,7 +97,7 @@ fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFe
             depends_on: v.depends_on,
         },
         Desired::Read(r) => Node {
-            observed: observed.get(&r.res.id).ok().flatten().cloned(),
+            observed: observed.get(&r.res.id).ok().flatten().map(as_read),
             address: r.res.address,
             kind: r.res.kind,
             name: r.res.name,
@@ -150,8 +150,25 @@ fn delete_node(
         op: Operation::Delete { ownership, changes },
         reason: why,
         depends_on,
-        observed: Some(current.clone()),
+        observed: Some(as_read(current)),
     }))
+}
+
+/// The object as read, as the plan keeps it: the same object with its keys sorted at every level. Key
+/// order means nothing in JSON, but clouds and their clients answer the same object in different
+/// orders (a resource created through the API, or loaded from a world file an export wrote), and a
+/// plan must not differ by it: the same world gives the same plan, byte for byte.
+fn as_read(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), as_read(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(as_read).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Evaluates a verify node's checks against a live resource; returns the messages of the failed ones.

@@ -300,12 +300,42 @@ fn a_world_of_recorded_arm_get_responses_loads_and_plans_as_the_hand_written_one
     let expected = by_hand.run(&["plan", "-f", &shoot, "--world", &written, "--output", "json"]).code(0).json();
     let sb = Sandbox::new();
     let plan = sb.run(&["plan", "-f", &shoot, "--world", &recorded, "--output", "json"]).code(0).json();
-    // The same plan, digest included; the recorded subnet also hosts a NIC's IP configuration, which
-    // trellis warns about (the hand-written world has none).
+    // The same plan but for the objects as read (`observed`, which the digest covers): the recorded
+    // ones carry what Azure answered (the exported etags kept, provisioningState, …). The recorded
+    // subnet also hosts a NIC's IP configuration, which trellis warns about (the hand-written world has
+    // none).
     let mut plan = plan;
     let warnings = plan.as_object_mut().unwrap().remove("warnings").unwrap();
     let mut expected = expected;
     assert_eq!(expected.as_object_mut().unwrap().remove("warnings"), Some(serde_json::json!([])));
+    let nsg_read = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "network_security_group" && n["action"] == "verify")
+        .map(|n| n["observed"].clone())
+        .expect("the user's NSG is verified");
+    assert_eq!(nsg_read["properties"]["provisioningState"], "Succeeded", "{nsg_read:#}");
+    assert_eq!(nsg_read["properties"]["defaultSecurityRules"].as_array().map(Vec::len), Some(6), "{nsg_read:#}");
+    let vnet_read = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "virtual_network")
+        .map(|n| n["observed"].clone())
+        .expect("the user's VNet is verified");
+    assert_eq!(
+        vnet_read["etag"], "W/\"5f1c0b6e-8d52-4f0a-9a3b-2c7e41d9b8a1\"",
+        "the exported etag is kept: {vnet_read:#}"
+    );
+    let without_reads = |plan: &mut serde_json::Value| {
+        plan.as_object_mut().unwrap().remove("digest");
+        for node in plan["nodes"].as_array_mut().unwrap() {
+            node.as_object_mut().unwrap().remove("observed");
+        }
+    };
+    without_reads(&mut plan);
+    without_reads(&mut expected);
     assert_eq!(plan, expected);
     assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{warnings:#}");
     assert!(

@@ -110,7 +110,7 @@ fn world_export_of_azure_shoots_plans_offline_byte_for_byte_as_online() {
     assert_eq!(run.stdout, "", "the world file goes to --out");
     let text = std::fs::read_to_string(&exported).expect("the world file");
     assert_no_credentials(&text);
-    assert!(text.contains(&format!("  subscriptionId: \"{SUB}\"\n")), "{text}");
+    assert!(text.contains(&format!("  subscriptionId: {SUB}\n")), "{text}");
 
     let ids = world_ids(&text, "azure");
     let mut sorted = ids.clone();

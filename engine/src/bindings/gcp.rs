@@ -474,6 +474,13 @@ fn gce_needs(value: &Value) -> Vec<String> {
     };
     one(value.get("network"));
     one(value.get("subnetwork"));
+    // A network lists the subnetworks in it (GCE computes the list from what exists): each is
+    // declared too, so the network reads back offline as GCE answered it.
+    if value.get("kind").and_then(Value::as_str) == Some("compute#network") {
+        for subnet in value.get("subnetworks").and_then(Value::as_array).into_iter().flatten() {
+            one(Some(subnet));
+        }
+    }
     for nat in value.get("nats").and_then(Value::as_array).into_iter().flatten() {
         for ip in nat.get("natIps").and_then(Value::as_array).into_iter().flatten() {
             one(Some(ip));

@@ -223,7 +223,7 @@ pub async fn export_world(
     let mut out = String::from(
         "# Written by `trellis world export`: every resource the shoots' plans read, as the cloud returned it.\n",
     );
-    yaml::document(&mut out, &top);
+    yaml::document(&mut out, &top)?;
     Ok(WorldExport { yaml: out, sections, preflight_failures, not_exported })
 }
 
@@ -287,108 +287,20 @@ mod recording_tests {
     }
 }
 
-/// A YAML writer for JSON values (block style), so a world file reads as the documented examples do.
-/// Every string that could be read back as anything but that string (a number, `true`, `null`, a
-/// string with YAML's indicators) is double-quoted with JSON's escapes, which YAML reads the same:
-/// the document reads back as exactly the values written.
+/// World files as YAML (block style, as the documented examples read), written by serde-saphyr's
+/// serializer, the library that reads them: the document reads back as exactly the values written.
 pub mod yaml {
     use serde_json::{Map, Value};
 
     /// Appends `map` as a YAML document (its keys at the top level).
-    pub fn document(out: &mut String, map: &Map<String, Value>) {
-        if map.is_empty() {
-            out.push_str("{}\n");
-            return;
+    pub fn document(out: &mut String, map: &Map<String, Value>) -> anyhow::Result<()> {
+        let text = serde_saphyr::to_string(map)
+            .map_err(|e| anyhow::anyhow!("world export: the world file cannot be written as YAML: {e}"))?;
+        out.push_str(&text);
+        if !out.ends_with('\n') {
+            out.push('\n');
         }
-        write_map(out, map, 0, false);
-    }
-
-    fn indent(out: &mut String, n: usize) {
-        out.extend(std::iter::repeat_n(' ', n));
-    }
-
-    /// `map` at `level` spaces; with `inline` its first key continues the current line (`- key: …`).
-    fn write_map(out: &mut String, map: &Map<String, Value>, level: usize, inline: bool) {
-        for (i, (key, value)) in map.iter().enumerate() {
-            if i > 0 || !inline {
-                indent(out, level);
-            }
-            out.push_str(&scalar_string(key));
-            out.push(':');
-            write_value(out, value, level + 2);
-        }
-    }
-
-    fn write_list(out: &mut String, items: &[Value], level: usize) {
-        for item in items {
-            indent(out, level);
-            out.push('-');
-            match item {
-                Value::Object(m) if !m.is_empty() => {
-                    out.push(' ');
-                    write_map(out, m, level + 2, true);
-                }
-                Value::Array(a) if !a.is_empty() => {
-                    out.push('\n');
-                    write_list(out, a, level + 2);
-                }
-                other => {
-                    out.push(' ');
-                    out.push_str(&inline_value(other));
-                    out.push('\n');
-                }
-            }
-        }
-    }
-
-    /// After `key:` (or nothing): a scalar or an empty collection on the line, else the block below.
-    fn write_value(out: &mut String, value: &Value, level: usize) {
-        match value {
-            Value::Object(m) if !m.is_empty() => {
-                out.push('\n');
-                write_map(out, m, level, false);
-            }
-            Value::Array(a) if !a.is_empty() => {
-                out.push('\n');
-                write_list(out, a, level);
-            }
-            other => {
-                out.push(' ');
-                out.push_str(&inline_value(other));
-                out.push('\n');
-            }
-        }
-    }
-
-    /// A scalar or an empty collection, on one line.
-    fn inline_value(value: &Value) -> String {
-        match value {
-            Value::Null => "null".to_string(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => n.to_string(),
-            Value::String(s) => scalar_string(s),
-            Value::Array(_) => "[]".to_string(),
-            Value::Object(_) => "{}".to_string(),
-        }
-    }
-
-    /// `s` plain when it can only be read back as that string, else double-quoted.
-    fn scalar_string(s: &str) -> String {
-        if plain(s) {
-            s.to_string()
-        } else {
-            serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
-        }
-    }
-
-    /// Starts with a letter, `/` or `_`, holds only letters, digits and `_./-`, and is no word YAML
-    /// reads as a boolean or null.
-    fn plain(s: &str) -> bool {
-        const WORDS: [&str; 11] = ["true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf"];
-        let Some(first) = s.chars().next() else { return false };
-        (first.is_ascii_alphabetic() || first == '/' || first == '_')
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
-            && !WORDS.iter().any(|w| w.eq_ignore_ascii_case(s))
+        Ok(())
     }
 
     #[cfg(test)]
@@ -405,19 +317,17 @@ pub mod yaml {
                         {"id": "/subscriptions/x/resourceGroups/rg", "location": "westeurope", "tags": {}},
                         {"properties": {"addressPrefixes": ["10.0.0.0/16"], "port": "443", "n": 443, "f": 1.5,
                           "yes": "yes", "no": false, "none": null, "empty": [], "text": "a: b # c\n\"d\"",
-                          "nested": [[1, 2], [], {"k": "v"}], "unicode": "grüße", "tab": "a\tb", "": "empty key"}}
+                          "nested": [[1, 2], [], {"k": "v"}], "unicode": "grüße", "tab": "a\tb", "": "empty key",
+                          "numberlike": ["1e3", "0o17", "0x1F", "~", "null", ".inf", "-.5", "2026-12-02", "+1"]}}
                     ]
                 }
             });
             let mut out = String::new();
-            document(&mut out, value.as_object().unwrap());
+            document(&mut out, value.as_object().unwrap()).unwrap();
             let back: Value = trellis_planner::yaml::from_str(&out).unwrap();
             assert_eq!(back, value, "{out}");
-            assert!(out.contains("  subscriptionId: \"0b7c3a52"), "{out}");
-            assert!(
-                out.contains("    - id: /subscriptions/x/resourceGroups/rg\n      location: westeurope\n"),
-                "{out}"
-            );
+            assert!(out.contains("\n  subscriptionId: 0b7c3a52-6e4f-4b8e-9a51-2f1d8c9e7a10\n"), "{out}");
+            assert!(out.contains("\n  - id: /subscriptions/x/resourceGroups/rg\n    location: westeurope\n"), "{out}");
         }
     }
 }

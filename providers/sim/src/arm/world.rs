@@ -179,9 +179,9 @@ impl AzureWorld {
                 problems.push(format!("world file {}: resource {id} ({at}): {}", path, e.message));
                 continue;
             }
-            for (i, (id, value)) in found.into_iter().enumerate() {
+            for (i, (id, value, etag)) in found.into_iter().enumerate() {
                 let nested = i > 0;
-                let d = Declared { id, value, line: r.line, column: r.column, nested };
+                let d = Declared { id, value, etag, line: r.line, column: r.column, nested };
                 match index.get(&d.id.key()).copied() {
                     None => {
                         index.insert(d.id.key(), out.len());
@@ -237,6 +237,8 @@ fn subscription_problem(id: &ArmId, file_sub: Option<&str>, others: &[String]) -
 pub(crate) struct Declared {
     id: ArmId,
     value: Value,
+    /// The etag the file gives it (an export's, as Azure answered): kept instead of a new one.
+    etag: Option<String>,
     line: u64,
     column: u64,
     /// Found nested in its parent rather than listed on its own.
@@ -244,9 +246,12 @@ pub(crate) struct Declared {
 }
 
 /// Normalizes `body` and, recursively, the children nested in it; the resource comes first.
-fn split(id: &ArmId, body: Value, out: &mut Vec<(ArmId, Value)>) -> Result<(), rules::ArmError> {
+/// The `etag` the body was read with, if any, is kept beside it: a world file holds what exists, so an
+/// exported resource keeps the etag Azure answered (see [`sync`]).
+fn split(id: &ArmId, body: Value, out: &mut Vec<(ArmId, Value, Option<String>)>) -> Result<(), rules::ArmError> {
+    let etag = body.get("etag").and_then(Value::as_str).map(str::to_string);
     let n = normalize(id, body)?;
-    out.push((id.clone(), n.value));
+    out.push((id.clone(), n.value, etag));
     for (child, body) in n.children.unwrap_or_default() {
         split(&child, body, out)?;
     }
@@ -307,12 +312,11 @@ pub(crate) fn sync(store: &mut Store, world: &WorldFile) -> Result<SyncReport, S
             None => (tick, &mut report.added),
         };
         list.push(d.id.to_string());
-        store.insert(Entry::new(
-            d.id.clone(),
-            rules::with_etag(d.id.kind(), d.value.clone(), tick),
-            Origin::World,
-            seq,
-        ));
+        let mut value = rules::with_etag(d.id.kind(), d.value.clone(), tick);
+        if let (Some(etag), Some(slot)) = (&d.etag, value.get_mut("etag")) {
+            *slot = Value::String(etag.clone());
+        }
+        store.insert(Entry::new(d.id.clone(), value, Origin::World, seq));
     }
     if let Some(sub) = azure.as_ref().and_then(|a| a.subscription_id.as_deref()) {
         store.set_subscription(sub);

@@ -530,7 +530,11 @@ pub(crate) fn build(
         Collection::Instances => build_instance(store, path, body, old),
         Collection::ServiceAccounts => {
             body.retain(|k, _| matches!(k.as_str(), "displayName" | "description" | "disabled"));
-            body.entry("disabled").or_insert(json!(false));
+            // IAM answers in proto3 JSON, which leaves a false `disabled` out (a disabled account
+            // shows `"disabled": true`); Google's clients read it so.
+            if body.get("disabled") == Some(&json!(false)) {
+                body.remove("disabled");
+            }
             Ok(body)
         }
         Collection::Operations => Err(ApiError::new(405, "methodNotAllowed", "operations are written by the server")),

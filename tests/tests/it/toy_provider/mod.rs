@@ -188,8 +188,8 @@ async fn world_export_writes_the_section_of_the_chosen_binding_from_what_its_pla
     assert_eq!(
         export.yaml,
         "# Written by `trellis world export`: every resource the shoots' plans read, as the cloud returned it.\n\
-         toy:\n  account: toy-account\n  buckets:\n    - name: logs\n      labels:\n        shoot: shoot--dev--alpha\n      \
-         id: \"toy://toy-account/shoot--dev--alpha/logs\"\n"
+         toy:\n  account: toy-account\n  buckets:\n  - name: logs\n    labels:\n      shoot: shoot--dev--alpha\n    \
+         id: toy://toy-account/shoot--dev--alpha/logs\n"
     );
 
     // Without a real client among the chosen: refused, naming the real clouds of the registry.
