@@ -11,7 +11,7 @@ use trellis_cli::backend::{SimPlace, StateLocation, Store};
 use trellis_cli::ops::{self, ApplyOp, ApplyOptions, Session};
 use trellis_cli::progress::Display;
 use trellis_cli::shard::Shard;
-use trellis_engine::binding::CloudChoice;
+use trellis_engine::binding::{Chosen, CloudChoice};
 use trellis_engine::registry::Registry;
 use trellis_plans::{escape, render, PlanSet};
 use trellis_providers::features::Features;
@@ -514,13 +514,7 @@ async fn world_export(args: ExportArgs) -> Result<u8> {
     }
     let env = &args.inputs.env;
     let registry = registry();
-    let choice = CloudChoice {
-        cloud: &env.cloud,
-        endpoint: env.endpoint.as_deref(),
-        world: env.world.is_some(),
-        flags: &env.bindings.0,
-    };
-    let chosen = registry.choose(&choice).await?;
+    let chosen = choose_clouds(&registry, env).await?;
     ops::check_export_clouds(&registry, &chosen)?;
     let files = ops::read_ahead(Arc::clone(&registry), files);
     let location = env.location()?;
@@ -600,17 +594,23 @@ fn check_world_out(out: &Path, files: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-async fn open(env: &Env, operation: &str) -> Result<Session> {
-    // The cloud each provider's shoots talk to: a real client is built before the state is opened (a
-    // bad flag touches nothing).
-    let registry = registry();
+/// The cloud each provider's shoots talk to, from `--cloud`, `--endpoint`, `--world` and the bindings'
+/// flags: a real client is built here, before any state is opened (a bad flag touches nothing).
+async fn choose_clouds(registry: &Registry, env: &Env) -> Result<Vec<Chosen>> {
     let choice = CloudChoice {
         cloud: &env.cloud,
         endpoint: env.endpoint.as_deref(),
         world: env.world.is_some(),
         flags: &env.bindings.0,
     };
-    let chosen = registry.choose(&choice).await?;
+    registry.choose(&choice).await
+}
+
+async fn open(env: &Env, operation: &str) -> Result<Session> {
+    // The cloud each provider's shoots talk to: a real client is built before the state is opened (a
+    // bad flag touches nothing).
+    let registry = registry();
+    let chosen = choose_clouds(&registry, env).await?;
     let location = env.location()?;
     let (mut session, note) =
         Session::open_with(registry, &location, &env.sim_place(&location), operation, env.world.as_deref())?;

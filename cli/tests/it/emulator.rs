@@ -74,7 +74,7 @@ impl Emulator {
     }
 
     /// SIGTERM, then waits (bounded) for the process to end; its exit code.
-    fn terminate(mut self) -> i32 {
+    pub(crate) fn terminate(mut self) -> i32 {
         let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
         // SAFETY: kill(2) with a pid this test started and has not reaped yet.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM sent");

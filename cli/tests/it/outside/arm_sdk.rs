@@ -7,63 +7,18 @@
 //! 405, an NSG had no default rules, a lowercase `/resourcegroups/` path stayed in the ids, and the
 //! refusals were accepted.
 
-use crate::common::{outside, BIN, PATIENCE};
+use crate::common::{outside, Sandbox};
+use crate::emulator::Emulator;
 use serde_json::{json, Value};
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 
-/// `trellis sim serve` on a fresh state dir, killed when dropped.
-struct Serve {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Serve {
-    /// Serves with `TRELLIS_SIM_PAGE_SIZE=page_size` (the `--page-size` flag's variable).
-    fn start(page_size: u32) -> Serve {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let state = dir.path().join("state");
-        let mut child = Command::new(BIN)
-            .args(["sim", "serve", "--listen", "127.0.0.1:0", "--state"])
-            .arg(&state)
-            .env("TRELLIS_SIM_PAGE_SIZE", page_size.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start trellis sim serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(PATIENCE).unwrap_or_else(|e| {
-            let _ = child.kill();
-            panic!("trellis sim serve printed no first line ({e})")
-        });
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://127.0.0.1:"))
-            .unwrap_or_else(|| panic!("the URL on line 1: {line:?}"))
-            .to_string();
-        Serve { child, url, _dir: dir }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `trellis sim serve` on a fresh state dir with lists paged at `page_size` (`--page-size`).
+fn serve(sb: &Sandbox, page_size: u32) -> Emulator {
+    Emulator::start_with(sb.state(), &["--page-size", &page_size.to_string()])
 }
 
 /// Runs `cli/tests/data/outside/<program>` with the SDK venv's Python against `serve`; its JSON report.
-fn run_sdk(program: &str, serve: &Serve) -> Value {
+fn run_sdk(program: &str, serve: &Emulator) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/outside").join(program);
     let out = outside::sdk_python()
         .arg(&path)
@@ -81,7 +36,8 @@ const SUB: &str = trellis_sim::DEFAULT_SUBSCRIPTION;
 
 #[test]
 fn regression_the_official_azure_sdks_see_the_simulated_arm_as_azure_answers_them() {
-    let serve = Serve::start(3);
+    let sb = Sandbox::new();
+    let serve = serve(&sb, 3);
     let r = run_sdk("arm_sdk.py", &serve);
 
     // Resource groups: canonical ids; check_existence is HEAD 204 / 404, case-insensitive.
@@ -138,7 +94,7 @@ fn regression_the_official_azure_sdks_see_the_simulated_arm_as_azure_answers_the
     assert_eq!(r["default_rule_get"], json!(65500));
     assert_eq!(r["nsg_after_rule"], json!({"rules": ["https"], "defaults": 6}), "a rule of one's own beside them");
 
-    // List All through nextLink, three to a page (TRELLIS_SIM_PAGE_SIZE=3): every VNet once.
+    // List All through nextLink, three to a page (--page-size 3): every VNet once.
     let pages = r["vnet_pages"].as_array().unwrap();
     assert_eq!(pages.len(), 2, "{pages:?}");
     assert!(pages.iter().all(|p| p.as_array().unwrap().len() <= 3));

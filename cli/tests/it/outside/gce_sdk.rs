@@ -6,38 +6,17 @@
 //! removed by patching their router — and the emulator's audit log then shows each NAT write as the
 //! router PATCH the client sent.
 
-use crate::common::{outside, Sandbox, BIN, PATIENCE};
-use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use crate::common::{outside, Sandbox};
+use crate::emulator::Emulator;
 
 #[test]
 fn the_official_gce_client_works_against_sim_serve_and_nat_writes_are_router_patches_in_the_audit() {
     let sb = Sandbox::new();
-    let mut serve = Command::new(BIN)
-        .args(["sim", "serve", "--listen", "127.0.0.1:0", "--state", sb.state()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start trellis sim serve");
-    let stdout = serve.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(PATIENCE).unwrap_or_else(|e| {
-        let _ = serve.kill();
-        panic!("trellis sim serve printed no first line ({e})")
-    });
-    let url = line.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:")).expect("the URL").to_string();
+    let serve = Emulator::start_with(sb.state(), &[]);
+    let url = serve.url.clone();
     let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/outside/gce_sdk.py");
     let out = outside::sdk_python().arg(&program).args([url.as_str(), "sdk-proj"]).output().expect("run python");
-    // SAFETY: kill(2) with the pid of the child this test started and has not reaped.
-    unsafe { libc::kill(libc::pid_t::try_from(serve.id()).expect("pid"), libc::SIGTERM) };
-    let _ = serve.wait();
+    serve.terminate();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.lines().last() == Some("ok"),
