@@ -874,7 +874,7 @@ fn parse_str_general_with(registry: &Registry, file: &Path, text: &str) -> Resul
     let docs = split_documents(file, text)?;
     let multi = docs.len() > 1;
     // Byte offset of every line start, so each document is sliced out in constant time.
-    let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let line_starts = yaml_line_starts(text);
     let mut out = Loaded::default();
     for doc in &docs {
         if doc.is_null {
@@ -1040,7 +1040,7 @@ fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::E
 /// same line: its column and its text as written (a quoted value with its quotes; a plain one up to a
 /// comment, or up to the end of a flow collection).
 fn value_after_key(text: &str, line: u64, column: u64) -> Option<(u64, String)> {
-    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let l = yaml_line(text, line)?;
     let chars: Vec<char> = l.chars().collect();
     let mut i = usize::try_from(column).ok()?.checked_sub(1)?;
     // The key: quoted up to its closing quote, or plain up to the `:` that ends it.
@@ -1089,7 +1089,7 @@ fn closing_quote(after: &[char], q: char) -> Option<usize> {
 
 /// The scalar at `line:column` (1-based) as written, up to the end of the line or a comment.
 fn scalar_at(text: &str, line: u64, column: u64) -> Option<String> {
-    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let l = yaml_line(text, line)?;
     let rest: String = l.chars().skip(usize::try_from(column).ok()?.checked_sub(1)?).collect();
     let rest = rest.split(" #").next().unwrap_or("").trim_end();
     (!rest.is_empty()).then(|| rest.to_string())
@@ -1412,7 +1412,11 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
             _ => {} // comments, anchors, ends of collections and of the stream
         }
     }
-    let n_lines = text.lines().count().max(1);
+    let starts_of_lines = yaml_line_starts(text);
+    // A line break at the very end starts no line of its own.
+    let n_lines = (starts_of_lines.len()
+        - usize::from(starts_of_lines.len() > 1 && starts_of_lines.last() == Some(&text.len())))
+    .max(1);
     let mut docs = Vec::with_capacity(starts.len());
     let next_starts: Vec<usize> = starts.iter().skip(1).map(|s| s.0).collect();
     for (i, (first_line, is_null, head)) in starts.into_iter().enumerate() {
@@ -1424,6 +1428,29 @@ fn split_documents(file: &Path, text: &str) -> Result<Vec<DocSpan>, ManifestErro
 
 /// The lines of `doc` alone. Errors add the document's first line back (see [`parse_error`]), so
 /// every document is parsed once over its own text: loading a file of many documents stays linear.
+/// Line `line` (1-based, as the parser numbers lines: see [`yaml_line_starts`]) without its line break.
+fn yaml_line(text: &str, line: u64) -> Option<&str> {
+    let starts = yaml_line_starts(text);
+    let i = usize::try_from(line).ok()?.checked_sub(1)?;
+    let start = *starts.get(i)?;
+    let end = starts.get(i + 1).copied().unwrap_or(text.len());
+    Some(text[start..end].trim_end_matches(['\n', '\r']))
+}
+
+/// Byte offset of every line start, with lines broken as YAML breaks them (and as the parser numbers
+/// them): at `\n`, at `\r\n`, and at a lone `\r`. Counting `\n` only put every document after a lone
+/// `\r` (in a comment, say) one line late, so its first line was cut off.
+fn yaml_line_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = vec![0];
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}
+
 fn document_text<'t>(text: &'t str, line_starts: &[usize], doc: &DocSpan) -> &'t str {
     let start = line_starts.get(doc.first_line - 1).copied().unwrap_or(text.len());
     let end = line_starts.get(doc.last_line).copied().unwrap_or(text.len());
@@ -1453,7 +1480,7 @@ mod tests {
     /// The head as the light pass reads it, for every document of `text`, beside the split pass's.
     fn heads(text: &str) -> Vec<(Option<HeadFacts>, Result<HeadFacts, String>)> {
         let docs = split_documents(Path::new("t.yaml"), text).expect("splits");
-        let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let line_starts = yaml_line_starts(text);
         docs.iter()
             .filter(|d| !d.is_null)
             .map(|d| {

@@ -206,6 +206,22 @@ fn regression_a_refusal_quoting_input_that_looks_like_debug_text_is_one_line() {
     assert_one_line(name, &e.to_string()).unwrap();
 }
 
+/// Found by the property test below: a lone `\r` in a comment is a line break to YAML (and to the
+/// parser that numbers the lines), but the general path sliced documents by `\n` only, so a document
+/// after it started one line late and lost its first line (`apiVersion`).
+#[test]
+fn regression_a_lone_carriage_return_in_a_comment_reads_alike_through_both_paths() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/azure-managed/shoot.yaml");
+    let text = format!("# a comment\r# and another after a lone CR\n{}", std::fs::read_to_string(&example).unwrap());
+    let path = Path::new("shoot.yaml");
+    let read = |loaded: manifest::Loaded| loaded.shoots.iter().map(|s| s.shoot.to_json().unwrap()).collect::<Vec<_>>();
+    let one = read(manifest::parse_str(path, &text).expect("the one pass reads it"));
+    let general = read(manifest::parse_str_general(path, &text).expect("the general path reads it"));
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0]["apiVersion"], "core.gardener.cloud/v1beta1");
+    assert_eq!(one, general);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
 
