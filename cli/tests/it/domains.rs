@@ -364,3 +364,34 @@ fn regression_internal_domain_change_with_applied_shoots_refused_with_the_gate_o
     }
     sb.run(&["plan", "-f", &seed, "-f", &elsewhere]).code(0);
 }
+
+#[test]
+fn regression_destroy_without_the_seed_says_the_domains_workspace_and_its_records_stay() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
+    let domains = "shoot--platform--web+domains".to_string();
+    let records = "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-internal";
+
+    // Without the Seed: the infrastructure goes, the domains workspace and its records stay, said in one line.
+    let run = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
+    let notes: Vec<&str> = run.stderr_lines().into_iter().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(
+        notes,
+        vec![format!(
+            "note: shoot--platform--web ({shoot}): its Seed is not among the inputs, so this destroy leaves its domains workspace {domains} and the records it holds ({records}); destroy again with the Seed (-f seed.yaml) to delete them"
+        )
+        .as_str()],
+        "{}",
+        run.stderr
+    );
+    assert!(sb.workspaces().contains(&domains));
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"]).code(0);
+
+    // With the Seed the domains plan destroys them; nothing is left to say afterwards.
+    let run = sb.run(&["destroy", "--auto-approve", "-f", &seed, "-f", &shoot]).code(0);
+    assert!(!run.stderr.contains("leaves its domains workspace"), "{}", run.stderr);
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"]).code(1);
+    let run = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
+    assert!(!run.stderr.contains("note:"), "{}", run.stderr);
+}
