@@ -364,3 +364,105 @@ fn regression_internal_domain_change_with_applied_shoots_refused_with_the_gate_o
     }
     sb.run(&["plan", "-f", &seed, "-f", &elsewhere]).code(0);
 }
+
+#[test]
+fn regression_destroy_without_the_seed_says_the_domains_workspace_and_its_records_stay() {
+    let sb = Sandbox::new();
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
+    let domains = "shoot--platform--web+domains".to_string();
+    let records = "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-internal";
+
+    // Without the Seed: the infrastructure goes, the domains workspace and its records stay, said in one line.
+    let run = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
+    let notes: Vec<&str> = run.stderr_lines().into_iter().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(
+        notes,
+        vec![format!(
+            "note: shoot--platform--web ({shoot}): its Seed is not among the inputs, so this destroy leaves its domains workspace {domains} and the records it holds ({records}); destroy again with the Seed (-f seed.yaml) to delete them"
+        )
+        .as_str()],
+        "{}",
+        run.stderr
+    );
+    assert!(sb.workspaces().contains(&domains));
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"]).code(0);
+
+    // With the Seed the domains plan destroys them; nothing is left to say afterwards.
+    let run = sb.run(&["destroy", "--auto-approve", "-f", &seed, "-f", &shoot]).code(0);
+    assert!(!run.stderr.contains("leaves its domains workspace"), "{}", run.stderr);
+    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"]).code(1);
+    let run = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
+    assert!(!run.stderr.contains("note:"), "{}", run.stderr);
+}
+
+/// `providers/tests/data/upstream/<name>` (Gardener's example manifests, each naming its source).
+fn upstream(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../providers/tests/data/upstream").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Gardener's example Seed (`example/50-seed.yaml`) with the address its shoots' API-server records
+/// point at, and its example Shoot (`example/90-shoot.yaml`, as Azure) scheduled on it
+/// (`seedName: my-seed`, commented out upstream); `providers` replaces the example's comment on
+/// `spec.dns.providers` (the example's own commented entry, written out, has no `primary`).
+fn upstream_pair(sb: &Sandbox, providers: &str) -> (String, String) {
+    let seed = upstream("gardener-50-seed.yaml").replacen(
+        "  name: my-seed\n",
+        "  name: my-seed\n  annotations:\n    trellis.gardener.cloud/api-server-address: 203.0.113.10\n",
+        1,
+    );
+    let shoot = upstream("gardener-90-shoot-azure.yaml")
+        .replacen("# seedName: my-seed", "  seedName: my-seed", 1)
+        .replacen("    # Provider configuration required if custom shoot domain is configured.\n", providers, 1);
+    let (seed_file, shoot_file) = (sb.file("seed.yaml"), sb.file("shoot.yaml"));
+    std::fs::write(&seed_file, seed).unwrap();
+    std::fs::write(&shoot_file, shoot).unwrap();
+    (seed_file, shoot_file)
+}
+
+#[test]
+fn regression_gardeners_example_shoot_and_seed_plan_with_the_gate_off_as_gardener_admits_them() {
+    let sb = Sandbox::new();
+    let (seed, shoot) = upstream_pair(&sb, "");
+    // The example's domain lies in none of the Seed's default domains (it has none) and the Shoot names
+    // no DNS provider: today's Gardener admits it; trellis plans it, with the warning.
+    let plan = sb.run(&["plan", "-f", &seed, "-f", &shoot, "--output", "json"]).code(0).json();
+    let domains = &plan["plans"][1];
+    assert_eq!(domains["shoot"], "shoot--dev--crazy-botany");
+    assert_eq!(domains["provider"], "domains");
+    let warnings = domains["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().starts_with("spec.dns.domain \"crazy-botany.core.my-custom-domain.com\" is not a subdomain of the seed's default domains (none) and spec.dns.providers names no DNS provider: Gardener admits the shoot")),
+        "{warnings:?}"
+    );
+    let records: Vec<&str> = domains["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(records, ["crazy-botany-internal"]);
+    // GEP-0066's rule refuses it with the gate on.
+    sb.run(&["plan", "-f", &seed, "-f", &shoot, "--feature-gates", "MutableShootDomains=true"])
+        .code(1)
+        .stderr_has("spec.dns.domain: Invalid value: \"crazy-botany.core.my-custom-domain.com\": domain must be a subdomain of one of the seed's default domains (the seed has none) unless the shoot sets its own primary DNS provider in spec.dns.providers");
+}
+
+#[test]
+fn regression_gardeners_example_shoot_with_its_provider_entry_uses_it_as_primary() {
+    let sb = Sandbox::new();
+    // The example's commented entry, without `primary: true`: admission makes providers[0] primary.
+    let providers = "    providers:\n    - type: aws-route53\n      credentialsRef:\n        apiVersion: v1\n        kind: Secret\n        name: my-custom-domain-secret\n";
+    let (seed, shoot) = upstream_pair(&sb, providers);
+    for gate in ["MutableShootDomains=false", "MutableShootDomains=true"] {
+        let plan =
+            sb.run(&["plan", "-f", &seed, "-f", &shoot, "--output", "json", "--feature-gates", gate]).code(0).json();
+        let domains = &plan["plans"][1];
+        let external = domains["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "crazy-botany-external")
+            .unwrap_or_else(|| panic!("{gate}: no external record: {domains:#}"));
+        assert_eq!(external["patch"]["spec"]["type"], "aws-route53", "{gate}");
+        assert_eq!(external["patch"]["spec"]["name"], "api.crazy-botany.core.my-custom-domain.com", "{gate}");
+        let warnings = domains["warnings"].as_array().unwrap();
+        assert!(!warnings.iter().any(|w| w.as_str().unwrap().contains("gardenlet cannot reconcile")), "{warnings:?}");
+    }
+}

@@ -212,6 +212,44 @@ pub fn check_seeds<'a>(
     }
 }
 
+/// What a destroy of the shoot `id` (from `file`) leaves of its derived plans (GEP-0066's domains
+/// plan): one note per derived workspace that holds something in state (resources or provider state)
+/// and that no derived plan of this destroy (`derived`) covers, because the shoot's Seed is not among
+/// the inputs. The note names the workspace and every managed resource it records (their ids): they
+/// stay, in the cloud and in state, until a destroy with the Seed.
+fn derived_left_behind(session: &Session, id: &str, file: &Path, derived: &[ShootPlan]) -> Result<Vec<String>> {
+    use trellis_plans::escape::text;
+    let mut out = Vec::new();
+    for entry in session.registry.entries() {
+        let Some(hooks) = entry.derived else { continue };
+        let name = format!("{id}{}", hooks.workspace_suffix);
+        if derived.iter().any(|p| p.workspace.shoot == name) {
+            continue;
+        }
+        let Some(ws) = session.store.load(&name)? else { continue };
+        if ws.resources.is_empty() && ws.provider_state.is_none() {
+            continue; // nothing applied, or destroyed already
+        }
+        let mut records: Vec<&str> = ws
+            .resources
+            .values()
+            .filter(|r| r.ownership == trellis_plans::Ownership::Managed)
+            .map(|r| r.id.as_str())
+            .collect();
+        records.sort_unstable();
+        let records = if records.is_empty() { "none".to_string() } else { records.join(", ") };
+        out.push(format!(
+            "note: {} ({}): its Seed is not among the inputs, so this destroy leaves its {} workspace {} and the records it holds ({}); destroy again with the Seed (-f seed.yaml) to delete them",
+            text(id),
+            text(&file.display().to_string()),
+            text(entry.provider.type_name()),
+            text(&name),
+            text(&records)
+        ));
+    }
+    Ok(out)
+}
+
 /// The workspaces in `store` whose name ends in `suffix` (a provider of derived plans'), as (the
 /// shoot's technical id, the workspace); none without a store or a suffix.
 fn derived_workspaces(store: Option<&dyn StateStore>, suffix: &str) -> Result<Vec<(String, Workspace)>, ProviderError> {
@@ -552,7 +590,9 @@ fn planning_window() -> usize {
 /// The notes on Seed pairing ([`derived_inputs`]: a Shoot whose Seed is not among the inputs, a Shoot
 /// without an infrastructure plan) go to `note`, one line each, when the derived plans are paired:
 /// after every infrastructure plan was emitted, before the derived plans and the checks at the end
-/// (and before any error of theirs). The engine prints nothing; the caller shows them.
+/// (and before any error of theirs). A destroy adds one note per shoot whose derived workspace in
+/// state no derived plan of the run covers (its Seed not among the inputs): that workspace and the
+/// records it holds stay. The engine prints nothing; the caller shows them.
 pub async fn plan_fleet_streaming(
     session: &Session,
     paths: &[PathBuf],
@@ -698,6 +738,15 @@ pub async fn plan_fleet_streaming(
         }
         derived = plan_inputs(&shared, inputs).await?;
         loaded_seeds = loaded.seeds;
+    }
+    if opts.destroy {
+        let mut ids: Vec<(&String, &manifest::DocRef)> = seen.iter().collect();
+        ids.sort_by(|a, b| a.0.cmp(b.0));
+        for (id, doc) in ids {
+            for line in derived_left_behind(session, id, &doc.file, &derived)? {
+                note(line);
+            }
+        }
     }
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =

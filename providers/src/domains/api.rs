@@ -179,14 +179,6 @@ impl ShootView {
         self.spec.dns.as_ref().and_then(|d| d.providers.as_ref()).filter(|p| !p.is_null())
     }
 
-    /// The shoot's own primary DNS provider (`spec.dns.providers[]` with `primary: true`, upstream's
-    /// `FindPrimaryDNSProvider`): its `type`, `None` when the shoot sets none.
-    pub fn primary_provider_type(&self) -> Option<&str> {
-        let list = self.providers()?.as_array()?;
-        let primary = list.iter().find(|p| p.get("primary").and_then(Value::as_bool) == Some(true))?;
-        primary.get("type")?.as_str().filter(|t| !t.is_empty())
-    }
-
     /// Whether a worker pool carries `controlPlane` (upstream's `IsShootSelfHosted`).
     pub fn is_self_hosted(&self) -> bool {
         self.spec.provider.workers.iter().any(|w| w.control_plane.is_some())

@@ -130,12 +130,76 @@ pub fn default_domain_of<'a>(defaults: &'a [SeedDnsProviderConfig], domain: &str
     defaults.iter().find(|d| !d.domain.is_empty() && domain.ends_with(&format!(".{}", d.domain)))
 }
 
-/// The external endpoint the shoot asks for (its `spec.dns.domain`), served by its own primary
-/// provider or by the seed default domain it lies in; `None` without a domain or when neither
-/// provides it (validation reports that).
-pub fn desired_external(ds: &DomainsShoot) -> Option<Endpoint> {
+/// The shoot's primary DNS provider (an entry of `spec.dns.providers`) as Gardener's
+/// `plugin/pkg/shoot/dns` admission leaves it (`Admit`; a domains shoot always has `spec.seedName`):
+/// - the entry with `primary: true` (upstream's `FindPrimaryDNSProvider`), else
+/// - on an update (`old`: the shoot as last applied), the entry with the `type` and `credentialsRef`
+///   of the old object's primary provider ("it was possible to apply shoots w/o a primary provider
+///   before, we have to re-add it"), else
+/// - `setPrimaryDNSProvider`: `providers[0]` unless the shoot's domain is one of the seed's default
+///   domains (`isDefaultDomain`) — the domain after `assignDefaultDomainIfNeeded`, which gives a
+///   shoot without one `<shoot>.<project>.<first default domain>` unless it uses unmanaged DNS
+///   (`providers[0]` of type `unmanaged`), so a shoot without a domain on a seed with default
+///   domains gets no primary provider.
+///
+/// The seed's `spec.dns.defaults` are the default domains (upstream falls back to the garden's
+/// default-domain secrets when a seed has none; trellis knows only the Seed).
+pub fn primary_provider<'a>(
+    shoot: &'a ShootView,
+    defaults: &[SeedDnsProviderConfig],
+    old: Option<&super::state::LastApplied>,
+) -> Option<&'a Value> {
+    let list = shoot.providers().and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    primary_of(list, shoot.domain(), defaults, old.map(|o| (o.providers.as_ref(), o.domain.as_deref())))
+}
+
+fn primary_of<'a>(
+    list: &'a [Value],
+    domain: Option<&str>,
+    defaults: &[SeedDnsProviderConfig],
+    old: Option<(Option<&Value>, Option<&str>)>,
+) -> Option<&'a Value> {
+    if let Some(p) = list.iter().find(|p| p.get("primary").and_then(Value::as_bool) == Some(true)) {
+        return Some(p);
+    }
+    let old_list = old.and_then(|(p, _)| p).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    if let Some(was) = old.and_then(|(_, d)| primary_of(old_list, d, defaults, None)) {
+        let same =
+            |p: &&Value| p.get("type") == was.get("type") && p.get("credentialsRef") == was.get("credentialsRef");
+        if let Some(p) = list.iter().find(same) {
+            return Some(p);
+        }
+    }
+    let unmanaged = list.first().and_then(|p| p.get("type")).and_then(Value::as_str) == Some(UNMANAGED);
+    let default = match domain {
+        Some(d) => default_domain_of(defaults, d).is_some(),
+        // Admission assigns `<shoot>.<project>.<defaults[0]>`: a default domain.
+        None => !unmanaged && !defaults.is_empty(),
+    };
+    if default {
+        None
+    } else {
+        list.first()
+    }
+}
+
+/// The `type` of [`primary_provider`], if it names one.
+pub fn primary_provider_type<'a>(
+    shoot: &'a ShootView,
+    defaults: &[SeedDnsProviderConfig],
+    old: Option<&super::state::LastApplied>,
+) -> Option<&'a str> {
+    primary_provider(shoot, defaults, old)?.get("type")?.as_str().filter(|t| !t.is_empty())
+}
+
+/// The external endpoint the shoot asks for (its `spec.dns.domain`), served by its primary provider
+/// as admission leaves it ([`primary_provider`]; `old`: the shoot as last applied) or by the seed
+/// default domain it lies in; `None` without a domain or when neither provides it (with the gate on
+/// validation refuses that; with it off Gardener admits it, and a warning says its gardenlet cannot
+/// reconcile it).
+pub fn desired_external(ds: &DomainsShoot, old: Option<&super::state::LastApplied>) -> Option<Endpoint> {
     let domain = ds.shoot.domain()?;
-    if let Some(t) = ds.shoot.primary_provider_type() {
+    if let Some(t) = primary_provider_type(&ds.shoot, &ds.seed.spec.dns.defaults, old) {
         return Some(Endpoint { domain: domain.to_string(), provider_type: t.to_string(), zone: None, record: None });
     }
     let d = default_domain_of(&ds.seed.spec.dns.defaults, domain)?;

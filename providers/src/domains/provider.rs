@@ -71,7 +71,7 @@ pub fn decide(ds: &DomainsShoot, stored: &DomainsState) -> Result<Decided, Provi
         &ds.shoot.metadata.name,
         Step {
             old,
-            external: model::desired_external(ds),
+            external: model::desired_external(ds, stored.last_applied.as_ref()),
             internal: model::desired_internal(ds),
             trigger,
             migrate_internal,
@@ -97,7 +97,7 @@ pub fn decide(ds: &DomainsShoot, stored: &DomainsState) -> Result<Decided, Provi
         consumed_migrate_internal_confirmation: ds.shoot.migrate_internal_confirmed()
             && (internal_started || stored.consumed_migrate_internal_confirmation),
     };
-    Ok(Decided { phase, trigger, before, roles, records, state, warnings: warnings(ds) })
+    Ok(Decided { phase, trigger, before, roles, records, state, warnings: warnings(ds, stored) })
 }
 
 fn seed_name(ds: &DomainsShoot) -> String {
@@ -105,11 +105,33 @@ fn seed_name(ds: &DomainsShoot) -> String {
 }
 
 /// The plan's warnings: the feature gates it was made under, the domain Gardener's admission would
-/// default a missing `spec.dns.domain` to, Seed fields that have no effect with the gate off.
-pub fn warnings(ds: &DomainsShoot) -> Vec<String> {
+/// default a missing `spec.dns.domain` to, an external domain Gardener admits but its gardenlet
+/// cannot serve (gate off), Seed fields that have no effect with the gate off.
+pub fn warnings(ds: &DomainsShoot, stored: &DomainsState) -> Vec<String> {
     let mut out = vec![format!("planned under feature gates {}", ds.features)];
     let dns = &ds.seed.spec.dns;
-    if ds.shoot.domain().is_none() && ds.shoot.primary_provider_type() != Some(model::UNMANAGED) {
+    let old = stored.last_applied.as_ref();
+    let unmanaged = match model::primary_provider(&ds.shoot, &dns.defaults, old) {
+        Some(p) => p.get("type").and_then(Value::as_str) == Some(model::UNMANAGED),
+        None => {
+            ds.shoot.providers().and_then(Value::as_array).and_then(|l| l.first()).and_then(|p| p.get("type"))
+                == Some(&json!(model::UNMANAGED))
+        }
+    };
+    if let (Some(d), None) = (ds.shoot.domain(), model::desired_external(ds, old)) {
+        // Only with the gate off: with it on, validation refuses such a domain.
+        let defaults: Vec<&str> = dns.defaults.iter().map(|c| c.domain.as_str()).collect();
+        let (defaults, unless) = if defaults.is_empty() {
+            // Upstream reads the garden's default-domain secrets then; trellis knows only the Seed.
+            ("none".to_string(), " unless one of the garden's default-domain secrets holds its domain")
+        } else {
+            (defaults.join(", "), "")
+        };
+        out.push(format!(
+            "spec.dns.domain {d:?} is not a subdomain of the seed's default domains ({defaults}) and spec.dns.providers names no DNS provider: Gardener admits the shoot, but its gardenlet cannot reconcile it (\"unable to figure out which secret should be used for dns\"){unless}; trellis plans no external DNS record"
+        ));
+    }
+    if ds.shoot.domain().is_none() && !unmanaged {
         if let Some(d) = dns.defaults.first() {
             out.push(format!(
                 "spec.dns.domain is not set: Gardener's admission would default it to {}.{}.{} (the seed's first default domain); trellis plans the shoot as written, on its internal domain only",

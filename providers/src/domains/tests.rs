@@ -725,3 +725,105 @@ fn check_seeds_groups_by_seed_and_reads_the_applied_workspaces_only_when_needed(
         Err(ProviderError::WrongShoot { .. })
     ));
 }
+
+/// The plan's DNSRecord nodes as (object name, `spec.type`).
+fn record_types(plan: &Plan) -> Vec<(String, String)> {
+    plan.nodes
+        .iter()
+        .map(|n| {
+            let name = n.id.as_deref().unwrap().trim_start_matches(REC).to_string();
+            (name, n.patch().map_or(String::new(), |p| p["spec"]["type"].as_str().unwrap_or_default().to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn regression_with_the_gate_off_a_domain_outside_the_seeds_defaults_is_admitted_as_gardener_does() {
+    // Gardener's `plugin/pkg/shoot/dns` admission refuses no external domain outside the seed's
+    // default domains; GEP-0066's rule applies with MutableShootDomains=true only.
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let shoot = shoot_doc(Some("a.other.org"), &[]);
+    let p = ok(World::new().plan(&paired(&shoot, &seed, false)));
+    // Nothing serves the domain (no default domain, no provider): no external record, and a warning
+    // says the gardenlet cannot reconcile it.
+    assert_eq!(record_types(&p.plan), vec![("a-internal".to_string(), "aws-route53".to_string())]);
+    assert!(
+        p.plan.warnings.iter().any(|w| w.starts_with("spec.dns.domain \"a.other.org\" is not a subdomain of the seed's default domains (dev.example.com) and spec.dns.providers names no DNS provider: Gardener admits the shoot, but its gardenlet cannot reconcile it (\"unable to figure out which secret should be used for dns\")")),
+        "{:?}",
+        p.plan.warnings
+    );
+    let e = invalid(World::new().plan(&paired(&shoot, &seed, true)));
+    assert_eq!(
+        e,
+        vec!["spec.dns.domain: Invalid value: \"a.other.org\": domain must be a subdomain of one of the seed's default domains (dev.example.com) unless the shoot sets its own primary DNS provider in spec.dns.providers"]
+    );
+}
+
+#[test]
+fn regression_a_provider_without_primary_is_primary_when_admission_makes_it_so() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let providers = json!([
+        {"type": "azure-dns", "credentialsRef": {"apiVersion": "v1", "kind": "Secret", "name": "own"}},
+        {"type": "google-clouddns", "credentialsRef": {"apiVersion": "v1", "kind": "Secret", "name": "other"}},
+    ]);
+    // A domain that is not a default domain: `setPrimaryDNSProvider` makes providers[0] primary, with
+    // the gate on and off.
+    let mut own = shoot_doc(Some("a.other.org"), &[]);
+    own["spec"]["dns"]["providers"] = providers.clone();
+    for gate in [false, true] {
+        let p = ok(World::new().plan(&paired(&own, &seed, gate)));
+        assert_eq!(
+            record_types(&p.plan),
+            vec![
+                ("a-external".to_string(), "azure-dns".to_string()),
+                ("a-internal".to_string(), "aws-route53".to_string())
+            ],
+            "gate {gate}"
+        );
+        assert!(!p.plan.warnings.iter().any(|w| w.contains("gardenlet cannot reconcile")), "{:?}", p.plan.warnings);
+    }
+    // A default domain: no primary is set, the seed's default domain serves it.
+    let mut default = shoot_doc(Some("a.dev.dev.example.com"), &[]);
+    default["spec"]["dns"]["providers"] = providers.clone();
+    let p = ok(World::new().plan(&paired(&default, &seed, true)));
+    assert_eq!(record_types(&p.plan)[0], ("a-external".to_string(), "aws-route53".to_string()));
+    assert_eq!(p.plan.nodes[0].patch().unwrap()["spec"]["zone"], "Z-EXT");
+    // `primary: true` on a later entry wins over providers[0].
+    let mut second = own.clone();
+    second["spec"]["dns"]["providers"][1]["primary"] = json!(true);
+    let p = ok(World::new().plan(&paired(&second, &seed, true)));
+    assert_eq!(record_types(&p.plan)[0], ("a-external".to_string(), "google-clouddns".to_string()));
+}
+
+#[test]
+fn the_primary_provider_follows_upstreams_admit() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let defaults = &seed.spec.dns.defaults;
+    let view = |dns: Value| -> api::ShootView {
+        let mut s = shoot_doc(None, &[]);
+        s["spec"]["dns"] = dns;
+        serde_json::from_value(s).unwrap()
+    };
+    let a = json!({"type": "azure-dns", "credentialsRef": {"kind": "Secret", "name": "a"}});
+    let b = json!({"type": "google-clouddns", "credentialsRef": {"kind": "Secret", "name": "b"}});
+    let typ = |v: &api::ShootView, old: Option<&state::LastApplied>| {
+        model::primary_provider_type(v, defaults, old).map(str::to_string)
+    };
+    // No domain on a seed with default domains: admission assigns a default domain, so no primary.
+    assert_eq!(typ(&view(json!({"providers": [a]})), None), None);
+    // No domain on a seed without default domains: providers[0].
+    let bare: Vec<crate::seed::SeedDnsProviderConfig> = Vec::new();
+    assert_eq!(model::primary_provider_type(&view(json!({"providers": [a]})), &bare, None), Some("azure-dns"));
+    // No providers: none.
+    assert_eq!(typ(&view(json!({"domain": "a.other.org"})), None), None);
+    // An update: the old object's primary provider is re-added by type and credentialsRef, even when
+    // it is no longer the first entry.
+    let old = state::LastApplied {
+        domain: Some("a.other.org".to_string()),
+        providers: Some(json!([b.clone()])),
+        seed_name: Some(SEED.to_string()),
+    };
+    let now = view(json!({"domain": "a.other.org", "providers": [a, b]}));
+    assert_eq!(typ(&now, Some(&old)), Some("google-clouddns".to_string()));
+    assert_eq!(typ(&now, None), Some("azure-dns".to_string()));
+}

@@ -59,7 +59,10 @@ pub fn validate(ds: &DomainsShoot, state: &DomainsState) -> Result<Trigger, Erro
         if !dns1123(d) {
             errs.push(FieldError::invalid(domain_path, d, DNS1123_SUBDOMAIN_MSG));
         }
-        if shoot.primary_provider_type().is_none() && default_domain_of(&dns.defaults, d).is_none() {
+        // GEP-0066's rule, with the gate on only: today's admission (`plugin/pkg/shoot/dns`) admits
+        // such a domain (its gardenlet then cannot reconcile it: a warning says so).
+        let own = model::primary_provider_type(shoot, &dns.defaults, state.last_applied.as_ref());
+        if gate && own.is_none() && default_domain_of(&dns.defaults, d).is_none() {
             let defaults: Vec<&str> = dns.defaults.iter().map(|c| c.domain.as_str()).collect();
             errs.push(FieldError::invalid(
                 domain_path,
@@ -127,7 +130,7 @@ pub fn validate(ds: &DomainsShoot, state: &DomainsState) -> Result<Trigger, Erro
         }
     }
 
-    let needs_records = model::desired_external(ds).is_some_and(|e| e.provider_type != model::UNMANAGED)
+    let needs_records = model::desired_external(ds, old).is_some_and(|e| e.provider_type != model::UNMANAGED)
         || model::seed_internal(ds).is_some_and(|c| c.type_ != model::UNMANAGED);
     if needs_records && api_server_address(ds).is_none() {
         errs.push(FieldError::required(
