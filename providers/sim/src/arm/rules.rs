@@ -1148,21 +1148,7 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
             if !is_child_type {
                 return Err(invalid_type(&format!("the children of a {own} have types {own}/<child>")));
             }
-            if rtype.eq_ignore_ascii_case(default_rules::TYPE) {
-                let Some(nsg) = store.get(&parent.key()) else {
-                    return Err(ArmError::new(
-                        404,
-                        "ResourceNotFound",
-                        format!(
-                            "The Resource '{own}/{}' under resource group '{}' was not found.",
-                            parent.name(),
-                            rg.name()
-                        ),
-                    ));
-                };
-                return Ok(default_rules::of(&nsg.id, nsg.value.get("etag")));
-            }
-            if store.get(&parent.key()).is_none() {
+            let Some(parent_entry) = store.get(&parent.key()) else {
                 return Err(ArmError::new(
                     404,
                     "ResourceNotFound",
@@ -1172,6 +1158,9 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
                         rg.name()
                     ),
                 ));
+            };
+            if rtype.eq_ignore_ascii_case(default_rules::TYPE) {
+                return Ok(default_rules::of(&parent_entry.id, parent_entry.value.get("etag")));
             }
             Ok(children_of(store, &parent, rtype))
         }
