@@ -82,7 +82,7 @@ fn colour_only_when_asked() {
         let coloured = render::text(&s, &COLOR);
         assert!(coloured.contains("\x1b["), "no escape code with colour");
         // Stripping the codes gives the plain rendering back.
-        assert_eq!(strip_ansi(&coloured), plain);
+        assert_eq!(console::strip_ansi_codes(&coloured), plain);
     }
     let drifted = render::text(&set(vec![azure_drifted_plan("shoot--dev--alpha")]), &COLOR);
     assert!(drifted.contains("\x1b[31m-/+ azure.route_table."), "replace is red");
@@ -219,23 +219,6 @@ fn regression_dot_renderer_escapes_control_characters_of_user_strings() {
     let plan = hostile(&azure_drifted_plan("shoot--dev--alpha"), TERMINAL_ATTACK);
     let dot = render::dot(&plan);
     assert_eq!(raw_controls(&dot), Vec::<char>::new(), "{dot}");
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for d in chars.by_ref() {
-                if d == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The first plan of a user-managed-egress shoot: the cluster resource group is created, the user's

@@ -315,7 +315,7 @@ fn regression_plan_summary_lists_each_resource_of_a_fleet_once() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     // Its tree: `root_module`, then per module its name and its resources, `<symbol> type.name`.
-    let ansi = regex_lite_strip(&stdout);
+    let ansi = console::strip_ansi_codes(&stdout).into_owned();
     let mut listed = Vec::new();
     let mut module = String::new();
     for line in ansi.lines() {
@@ -344,22 +344,4 @@ fn regression_plan_summary_lists_each_resource_of_a_fleet_once() {
     once.dedup();
     assert_eq!(once.len(), listed.len(), "a resource listed twice:\n{ansi}");
     assert_eq!(listed, expected, "each changed resource once, under its shoot's module:\n{ansi}");
-}
-
-/// The text without ANSI colour sequences (`ESC [ … m`).
-fn regex_lite_strip(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' && chars.peek() == Some(&'[') {
-            for d in chars.by_ref() {
-                if d == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
