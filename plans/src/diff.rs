@@ -375,7 +375,12 @@ fn added_removed(old: &[String], new: &[String]) -> (Vec<String>, Vec<String>) {
 }
 
 fn diff_artifacts(o: &Plan, n: &Plan) -> ArtifactsDiff {
-    let (oa, na) = (o.artifacts.shown(), n.artifacts.shown());
+    artifacts_diff(&o.artifacts, &n.artifacts)
+}
+
+/// How the artifacts `new` differ from `old` (a plan's from the last applied ones, or two plans').
+pub fn artifacts_diff(old: &crate::Artifacts, new: &crate::Artifacts) -> ArtifactsDiff {
+    let (oa, na) = (old.shown(), new.shown());
     let find = Shown::find;
     let mut names: Vec<&str> = oa.iter().map(Shown::name).collect();
     names.extend(na.iter().map(Shown::name).filter(|name| find(&oa, name).is_none()));
@@ -585,27 +590,7 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
     let a = &s.artifacts;
     if !a.is_empty() {
         out.push_str("    artifacts:\n");
-        for line in artifact_lines(a) {
-            let _ = writeln!(out, "      {line}");
-        }
-        for (label, text) in text_artifacts(a) {
-            let _ = writeln!(out, "      {label}:");
-            for line in escape::lines(text).lines() {
-                let code = if line.starts_with("+++") || line.starts_with("---") {
-                    BOLD
-                } else if line.starts_with('+') {
-                    GREEN
-                } else if line.starts_with('-') {
-                    RED
-                } else if line.starts_with("@@") {
-                    CYAN
-                } else {
-                    ""
-                };
-                let painted = if code.is_empty() { line.to_string() } else { paint(color, code, line) };
-                let _ = writeln!(out, "        {painted}");
-            }
-        }
+        artifacts_diff_text(out, a, color, "      ");
     }
     if !s.warnings_added.is_empty() || !s.warnings_removed.is_empty() {
         out.push_str("    warnings:\n");
@@ -732,6 +717,32 @@ fn mode_text(mode: Option<Mode>) -> &'static str {
 /// What the diff says about a shoot only in one file: its mode, or its provider when it has none.
 fn mode_or_provider(s: &ShootRef) -> &'static str {
     s.mode.map_or(s.provider.as_str(), Mode::as_str)
+}
+
+/// An artifacts diff as text lines, each after `indent`: the lines (egress CIDRs, allow-egress, CCM
+/// flags), then each unified diff under its label.
+pub fn artifacts_diff_text(out: &mut String, a: &ArtifactsDiff, color: bool, indent: &str) {
+    for line in artifact_lines(a) {
+        let _ = writeln!(out, "{indent}{line}");
+    }
+    for (label, text) in text_artifacts(a) {
+        let _ = writeln!(out, "{indent}{label}:");
+        for line in escape::lines(text).lines() {
+            let code = if line.starts_with("+++") || line.starts_with("---") {
+                BOLD
+            } else if line.starts_with('+') {
+                GREEN
+            } else if line.starts_with('-') {
+                RED
+            } else if line.starts_with("@@") {
+                CYAN
+            } else {
+                ""
+            };
+            let painted = if code.is_empty() { line.to_string() } else { paint(color, code, line) };
+            let _ = writeln!(out, "{indent}  {painted}");
+        }
+    }
 }
 
 /// The unified diffs, labelled.

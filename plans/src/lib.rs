@@ -488,6 +488,38 @@ pub struct Summary {
     pub read: usize,
     pub noop: usize,
     pub skip: usize,
+    /// Workspaces applying records beyond its resources (0 or 1 a plan; [`Plan::record`]): a plan whose
+    /// only change is its workspace — the first record of a shoot, a changed last-applied configuration or
+    /// phase, changed artifacts — is a change (`--detailed-exitcode` exits 2) that `apply` records.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub record: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Why applying a plan changes its workspace beyond the resources of its nodes ([`Plan::record`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordReason {
+    /// Nothing was ever applied for the shoot: the apply makes its workspace.
+    NewWorkspace,
+    /// What the provider keeps between runs changes: the last-applied configuration, a decision, a phase.
+    ProviderState,
+    /// The artifacts differ from the last applied ones ([`Plan::applied_artifacts`] shows them before).
+    Artifacts,
+}
+
+impl RecordReason {
+    /// As the plan JSON and the text say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordReason::NewWorkspace => "the shoot's first record (nothing applied yet)",
+            RecordReason::ProviderState => "the last-applied configuration changes",
+            RecordReason::Artifacts => "the artifacts change",
+        }
+    }
 }
 
 impl Summary {
@@ -525,8 +557,13 @@ impl Summary {
         }
     }
 
-    /// Whether applying would write anything.
+    /// Whether applying would change anything: a cloud write, or its workspace ([`Summary::record`]).
     pub fn has_changes(&self) -> bool {
+        self.has_writes() || self.record > 0
+    }
+
+    /// Whether applying would write to the cloud.
+    pub fn has_writes(&self) -> bool {
         self.create + self.update + self.replace + self.delete > 0
     }
 
@@ -535,6 +572,7 @@ impl Summary {
         for a in Action::ALL {
             *self.slot(a) += other.count(a);
         }
+        self.record += other.record;
     }
 }
 
@@ -562,6 +600,15 @@ pub struct Plan {
     /// The manifest the plan was made from, so `trellis apply PLAN` needs nothing else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// Why applying changes the workspace beyond the nodes' resources (empty: it does not); counted
+    /// in [`Summary::record`]. Like `prior`, a fact of the workspace the plan was made against, not
+    /// covered by the digest (`apply` refuses a plan whose workspace moved on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub record: Vec<RecordReason>,
+    /// The artifacts of the last apply, when this plan's differ from them (the renderers show each
+    /// change before → after); `None` when they are the same or nothing was applied yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_artifacts: Option<Artifacts>,
 }
 
 /// Where a plan came from.
@@ -628,7 +675,24 @@ impl Plan {
             artifacts,
             warnings,
             source: None,
+            record: Vec::new(),
+            applied_artifacts: None,
         }
+    }
+
+    /// Records why applying changes the workspace ([`Plan::record`], counted in the summary) and the
+    /// last applied artifacts when they differ from the plan's.
+    pub fn set_record(&mut self, mut record: Vec<RecordReason>, applied_artifacts: Option<Artifacts>) {
+        record.sort();
+        record.dedup();
+        self.summary.record = usize::from(!record.is_empty());
+        self.record = record;
+        self.applied_artifacts = applied_artifacts;
+    }
+
+    /// The summary the plan's nodes and record make ([`PlanSet::from_json`] refuses another).
+    pub fn expected_summary(&self) -> Summary {
+        Summary { record: usize::from(!self.record.is_empty()), ..Summary::of(&self.nodes) }
     }
 
     pub fn has_changes(&self) -> bool {
@@ -879,7 +943,7 @@ impl PlanSet {
                     digest: plan.digest.clone(),
                 });
             }
-            if plan.summary != Summary::of(&plan.nodes) {
+            if plan.summary != plan.expected_summary() {
                 return Err(PlanFileError::Invalid {
                     path: path.to_string(),
                     address: plan.shoot.clone(),

@@ -66,48 +66,129 @@ pub fn text(set: &PlanSet, opts: &TextOptions) -> String {
 #[derive(Clone, Debug)]
 pub struct RenderedText {
     block: String,
+    /// For a plan without changes: its one line in a fleet (with its warnings), unless verbose.
+    line: Option<String>,
+    shoot: String,
     summary: Summary,
 }
 
 impl RenderedText {
     pub fn of(plan: &Plan, opts: &TextOptions) -> RenderedText {
+        let style = Style { color: opts.color };
         let mut block = String::with_capacity(4 << 10);
-        plan_text(&mut block, plan, opts, Style { color: opts.color });
-        RenderedText { block, summary: plan.summary.clone() }
+        plan_text(&mut block, plan, opts, style);
+        let line = (!plan.has_changes() && !opts.verbose).then(|| unchanged_line(plan, style));
+        RenderedText { block, line, shoot: plan.shoot.clone(), summary: plan.summary.clone() }
     }
 }
 
+/// A plan without changes in a fleet: `shoot--a--b (azure, managed): no changes; 5 unchanged, 2 to
+/// verify.`, then its warnings.
+fn unchanged_line(plan: &Plan, style: Style) -> String {
+    let mut counts = Vec::new();
+    if plan.summary.noop > 0 {
+        counts.push(format!("{} unchanged", plan.summary.noop));
+    }
+    counts.extend(non_write_counts(&plan.summary));
+    let mut line = format!("{} ({}): no changes", escape::text(&plan.shoot), plan.provider_and_mode());
+    if !counts.is_empty() {
+        let _ = write!(line, "; {}", counts.join(", "));
+    }
+    line.push_str(".\n");
+    for w in &plan.warnings {
+        let _ = writeln!(line, "  {} {}", style.paint(WARN, "Warning:"), escape::text(w));
+    }
+    line
+}
+
 /// Writes a fleet's text plan by plan, in the order pushed: the blocks, then the fleet-wide warnings
-/// (known only once every plan is out), then, for more than one plan, the fleet's total line.
+/// (known only once every plan is out), then, for more than one shoot, the fleet's totals. In a fleet
+/// (a second shoot came) a plan without changes is one line ([`RenderedText`]); the plans of the first
+/// shoot are held until it is known whether a second comes.
 pub struct TextWriter<W: std::io::Write> {
     out: W,
     style: Style,
-    plans: usize,
+    /// The plans of the first shoot, until a second shoot makes this a fleet.
+    pending: Vec<RenderedText>,
+    fleet: bool,
+    written: usize,
+    last_was_line: bool,
+    shoots: usize,
     with_changes: usize,
+    /// The shoot of the last plan pushed, and whether one of its plans has changes.
+    last: Option<(String, bool)>,
     total: Summary,
 }
 
 impl<W: std::io::Write> TextWriter<W> {
     pub fn new(out: W, opts: &TextOptions) -> TextWriter<W> {
-        TextWriter { out, style: Style { color: opts.color }, plans: 0, with_changes: 0, total: Summary::default() }
+        TextWriter {
+            out,
+            style: Style { color: opts.color },
+            pending: Vec::new(),
+            fleet: false,
+            written: 0,
+            last_was_line: false,
+            shoots: 0,
+            with_changes: 0,
+            last: None,
+            total: Summary::default(),
+        }
     }
 
     pub fn push(&mut self, plan: &RenderedText) -> std::io::Result<()> {
-        if self.plans > 0 {
+        let changes = plan.summary.has_changes();
+        match &mut self.last {
+            Some((shoot, with)) if *shoot == plan.shoot => {
+                if changes && !*with {
+                    *with = true;
+                    self.with_changes += 1;
+                }
+            }
+            _ => {
+                self.shoots += 1;
+                self.with_changes += usize::from(changes);
+                self.last = Some((plan.shoot.clone(), changes));
+            }
+        }
+        self.total.add(&plan.summary);
+        if !self.fleet {
+            if self.shoots < 2 {
+                self.pending.push(plan.clone());
+                return Ok(());
+            }
+            self.fleet = true;
+            for held in std::mem::take(&mut self.pending) {
+                self.write(&held)?;
+            }
+        }
+        self.write(plan)
+    }
+
+    /// One plan as it is written: in a fleet, a plan without changes as its line.
+    fn write(&mut self, plan: &RenderedText) -> std::io::Result<()> {
+        let (text, line) = match (&plan.line, self.fleet) {
+            (Some(line), true) => (line.as_str(), true),
+            _ => (plan.block.as_str(), false),
+        };
+        // A blank line between blocks, none between consecutive one-line shoots.
+        if self.written > 0 && !(line && self.last_was_line) {
             self.out.write_all(b"\n")?;
         }
-        self.out.write_all(plan.block.as_bytes())?;
-        self.plans += 1;
-        self.with_changes += usize::from(plan.summary.has_changes());
-        self.total.add(&plan.summary);
+        self.out.write_all(text.as_bytes())?;
+        self.written += 1;
+        self.last_was_line = line;
         Ok(())
     }
 
     /// Ends the text: `warnings` as `(shoot, message)` (the fleet checks' warnings, each naming the
-    /// shoot it is for), then the total line; returns the writer, flushed.
+    /// shoot it is for), then the totals; returns the writer, flushed.
     pub fn finish<'a>(mut self, warnings: impl IntoIterator<Item = (&'a str, &'a str)>) -> std::io::Result<W> {
         let style = self.style;
-        if self.plans == 0 {
+        for held in std::mem::take(&mut self.pending) {
+            self.write(&held)?;
+        }
+        if self.written == 0 {
             self.out.write_all(b"No shoots in this plan.\n")?;
         }
         let mut first = true;
@@ -119,14 +200,10 @@ impl<W: std::io::Write> TextWriter<W> {
             let text = format!("{}: {}", escape::text(shoot), escape::text(message));
             writeln!(self.out, "{} {text}", style.paint(WARN, "Warning:"))?;
         }
-        if self.plans > 1 {
-            let line = format!(
-                "Fleet: {} shoots, {} with changes. Total: {}",
-                self.plans,
-                self.with_changes,
-                counts_sentence(&self.total)
-            );
-            writeln!(self.out, "\n{}", style.paint(BOLD, &line))?;
+        if self.shoots > 1 {
+            let head = format!("Fleet: {} shoots, {} with changes.", self.shoots, self.with_changes);
+            writeln!(self.out, "\n{}", style.paint(BOLD, &head))?;
+            writeln!(self.out, "{}", style.paint(BOLD, &fleet_totals(&self.total)))?;
         }
         self.out.flush()?;
         Ok(self.out)
@@ -156,8 +233,34 @@ fn counts_sentence(s: &Summary) -> String {
         format!("{} to replace", s.replace),
         format!("{} to delete", s.delete),
     ];
+    parts.extend(record_count(s));
     parts.extend(non_write_counts(s));
     format!("{}.", parts.join(", "))
+}
+
+/// `1 workspace to record` / `3 workspaces to record`; nothing when none is.
+fn record_count(s: &Summary) -> Option<String> {
+    match s.record {
+        0 => None,
+        1 => Some("1 workspace to record".to_string()),
+        n => Some(format!("{n} workspaces to record")),
+    }
+}
+
+/// A fleet's totals in Terraform's words (a replace is one to add and one to destroy), then what
+/// is recorded, verified, read and skipped: `Plan: 3 to add, 1 to change, 0 to destroy; 12 to verify.`
+pub fn fleet_totals(s: &Summary) -> String {
+    let mut line =
+        format!("Plan: {} to add, {} to change, {} to destroy", s.create + s.replace, s.update, s.delete + s.replace);
+    if let Some(record) = record_count(s) {
+        let _ = write!(line, "; {record}");
+    }
+    let rest = non_write_counts(s);
+    if !rest.is_empty() {
+        let _ = write!(line, "; {}", rest.join(", "));
+    }
+    line.push('.');
+    line
 }
 
 fn non_write_counts(s: &Summary) -> Vec<String> {
@@ -193,6 +296,10 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
         prior_text(plan),
         escape::text(&plan.digest)
     );
+    if !plan.record.is_empty() {
+        let why: Vec<&str> = plan.record.iter().map(|r| r.as_str()).collect();
+        let _ = writeln!(out, "Workspace to record: {}.", why.join("; "));
+    }
     let legend: Vec<String> = DISPLAY_ORDER
         .iter()
         .filter(|a| **a != Action::Noop && plan.nodes.iter().any(|n| n.action() == **a))
@@ -219,11 +326,23 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
 
     out.push('\n');
     artifacts_text(out, &plan.artifacts);
+    applied_artifacts_text(out, plan, style);
 
     if !plan.warnings.is_empty() {
         out.push('\n');
         for w in &plan.warnings {
             let _ = writeln!(out, "{} {}", style.paint(WARN, "Warning:"), escape::text(w));
+        }
+    }
+}
+
+/// Each artifact that differs from the last applied one, before → after.
+fn applied_artifacts_text(out: &mut String, plan: &Plan, style: Style) {
+    if let Some(applied) = &plan.applied_artifacts {
+        let diff = crate::diff::artifacts_diff(applied, &plan.artifacts);
+        if !diff.is_empty() {
+            out.push_str("Artifacts changed since the last apply:\n");
+            crate::diff::artifacts_diff_text(out, &diff, style.color, "  ");
         }
     }
 }
@@ -637,6 +756,19 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
         md_inline(&prior_text(plan)),
         escape::md_code(&plan.digest, Md::Inline)
     );
+    if !plan.record.is_empty() {
+        let why: Vec<&str> = plan.record.iter().map(|r| r.as_str()).collect();
+        let _ = writeln!(out, "Workspace to record: {}.\n", why.join("; "));
+        if let Some(applied) = &plan.applied_artifacts {
+            let diff = crate::diff::artifacts_diff(applied, &plan.artifacts);
+            if !diff.is_empty() {
+                let mut text = String::new();
+                crate::diff::artifacts_diff_text(&mut text, &diff, false, "");
+                let fence = escape::fence_for(&text);
+                let _ = writeln!(out, "Artifacts changed since the last apply:\n\n{fence}diff\n{text}{fence}\n");
+            }
+        }
+    }
 
     let listed: Vec<&Node> = DISPLAY_ORDER
         .iter()

@@ -399,9 +399,66 @@ fn plan_rest<S: Stages>(
     let nodes = trellis_planner::diff::plan_nodes(desired, observed)?;
     let artifacts = stages.artifacts(shoot, &ctx, observed, &nodes)?;
     warnings.extend(stages.warnings(shoot, &ctx, observed)?);
-    let plan = plan_document(stages, shoot, ws, nodes, artifacts, warnings);
+    let mut plan = plan_document(stages, shoot, ws, nodes, artifacts, warnings);
     let state = stages.next_state(shoot, &ctx, state)?;
+    let (record, applied) = workspace_record(ws, stored, &state, &plan.artifacts);
+    if let Some(warning) = applied.as_ref().and_then(|a| egress_change(a, &plan.artifacts)) {
+        plan.warnings.push(warning);
+    }
+    plan.set_record(record, applied);
     Ok(Planned { plan, state: stored_blob(S::TYPE, &state)?, forget })
+}
+
+/// The warning when the shoot's egress CIDRs (its NAT's public addresses) change from the last
+/// applied ones: allow-lists that name the old addresses break.
+fn egress_change(applied: &Artifacts, now: &Artifacts) -> Option<String> {
+    let Some(Some(old)) = applied.egress_cidrs() else {
+        return None;
+    };
+    let new = now.egress_cidrs();
+    if new == Some(Some(old)) {
+        return None;
+    }
+    let new = match new {
+        Some(Some(new)) if !new.is_empty() => new.join(", "),
+        Some(Some(_)) | None => "none".to_string(),
+        Some(None) => "known only after apply".to_string(),
+    };
+    Some(format!(
+        "the shoot's egress CIDRs change from {} to {new}: allow-lists that name the old addresses (firewalls, services that admit the shoot by its source address) break; update them",
+        if old.is_empty() { "none".to_string() } else { old.join(", ") }
+    ))
+}
+
+/// What applying a plan records in `ws` beyond its resources ([`trellis_plans::RecordReason`]): the
+/// first record of a shoot, a changed provider state (`stored` → `next`), artifacts that differ from
+/// the last applied ones (returned too, for the renderers' before → after).
+fn workspace_record<T: serde::Serialize>(
+    ws: &Workspace,
+    stored: &T,
+    next: &T,
+    artifacts: &Artifacts,
+) -> (Vec<trellis_plans::RecordReason>, Option<Artifacts>) {
+    use trellis_plans::RecordReason;
+    if ws.serial == 0 {
+        return (vec![RecordReason::NewWorkspace], None);
+    }
+    let mut record = Vec::new();
+    let json = |v: &T| serde_json::to_value(v).ok();
+    if ws.provider_state.is_none() || json(stored) != json(next) {
+        record.push(RecordReason::ProviderState);
+    }
+    // What counts is what the renderers show: artifacts whose shown form is the same (outputs an
+    // earlier trellis wrote in another form) are no change. Outputs that cannot be read are absent.
+    let applied = ws.outputs.clone().and_then(|o| serde_json::from_value::<Artifacts>(o).ok());
+    let changed = match &applied {
+        Some(applied) => !trellis_plans::diff::artifacts_diff(applied, artifacts).is_empty(),
+        None => true,
+    };
+    if changed {
+        record.push(RecordReason::Artifacts);
+    }
+    (record, applied.filter(|_| changed))
 }
 
 /// Plans the deletion of one shoot (the provider's delete graph). Reads the cloud only in discovery.

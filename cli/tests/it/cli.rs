@@ -15,7 +15,9 @@ fn exit_codes_follow_the_contract() {
     let a2 = a2();
 
     // Changes, without --detailed-exitcode: success.
-    sb.run(&["plan", "-f", &a2]).code(0).stdout_has("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete.");
+    sb.run(&["plan", "-f", &a2])
+        .code(0)
+        .stdout_has("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete, 1 workspace to record.");
     // Changes, with --detailed-exitcode: 2 (also with JSON output).
     sb.run(&["plan", "-f", &a2, "--detailed-exitcode"]).code(2);
     sb.run(&["plan", "-f", &a2, "--detailed-exitcode", "--output", "json"]).code(2);
@@ -98,7 +100,7 @@ fn saved_plan_is_refused_when_the_cloud_changed_since() {
 fn tamper(path: &str, edit: impl FnOnce(&mut trellis_plans::Plan)) {
     let mut plan: trellis_plans::Plan = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     edit(&mut plan);
-    plan.summary = trellis_plans::Summary::of(&plan.nodes);
+    plan.summary = plan.expected_summary();
     plan.digest = plan.body_digest();
     std::fs::write(path, trellis_plans::PlanSet::new(vec![plan]).to_json()).unwrap();
 }
@@ -159,7 +161,7 @@ fn diff_of_plans_before_and_after_a_config_change_shows_the_change() {
     sb.run(&["plan", "-f", &a1(), "--out", &before]).code(0).stdout_has("No changes.");
     sb.run(&["plan", "-f", &data("alpha-with-nat.yaml"), "--out", &after])
         .code(0)
-        .stdout_has("Plan: 2 to create, 1 to update, 0 to replace, 0 to delete.");
+        .stdout_has("Plan: 2 to create, 1 to update, 0 to replace, 0 to delete, 1 workspace to record.");
 
     let d = sb.run_raw(&["diff", &before, &after]).code(2);
     for expected in [
@@ -459,6 +461,7 @@ fn append_everywhere(v: &mut serde_json::Value, payload: &str) {
                     "mode",
                     "format",
                     "source",
+                    "record",
                 ];
                 if !fixed.contains(&k.as_str()) {
                     append_everywhere(v, payload);

@@ -143,7 +143,7 @@ fn streamed_fleet_text_is_what_show_renders_of_the_saved_plan() {
     assert!(bravo < alpha, "{text}");
     assert!(
         text.ends_with(
-            "\n\nFleet: 2 shoots, 2 with changes. Total: 12 to create, 0 to update, 0 to replace, 0 to delete.\n"
+            "\n\nFleet: 2 shoots, 2 with changes.\nPlan: 12 to add, 0 to change, 0 to destroy; 2 workspaces to record.\n"
         ),
         "{text}"
     );

@@ -73,7 +73,7 @@ fn regression_a_fleet_may_mix_azure_and_gcp_shoots_each_in_its_own_cloud() {
     let targets: Vec<String> = writes(&report).into_iter().map(|(_, t)| t).collect();
     assert!(targets.iter().any(|t| t.starts_with("/subscriptions/")), "ARM writes: {targets:?}");
     assert!(targets.iter().any(|t| t.starts_with("projects/trellis-sim/")), "GCE writes: {targets:?}");
-    sb.run(&["plan", "-f", &fleet]).code(0).stdout_has("No changes.");
+    sb.run(&["plan", "-f", &fleet, "--detailed-exitcode"]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
     assert_eq!(sb.workspaces(), vec!["shoot--dev--alpha".to_string(), "shoot--platform--web".to_string()]);
 }
 

@@ -13,6 +13,7 @@ mod fleet_stream;
 mod gcp;
 mod graphs;
 mod hostile;
+mod lifecycle;
 mod outside;
 mod pg;
 mod processes;

@@ -277,7 +277,9 @@ fn regression_fleet_with_upstream_seed_example_plans_and_applies_its_shoots() {
     let fleet = fleet.to_str().expect("UTF-8 path");
     // The Seed loads beside the Shoot; nothing plans it.
     sb.run(&["validate", "-f", fleet]).code(0).stdout_has("1 shoot(s) valid.");
-    sb.run(&["plan", "-f", fleet]).code(0).stdout_has("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete.");
+    sb.run(&["plan", "-f", fleet])
+        .code(0)
+        .stdout_has("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete, 1 workspace to record.");
     sb.run(&["apply", "-f", fleet, "--auto-approve"]).code(0).stdout_has("shoot--dev--bravo: apply complete.");
     assert_eq!(sb.workspaces(), ["shoot--dev--bravo"]);
     // Seeds alone are nothing to plan: the loader's message for no Shoot at all.

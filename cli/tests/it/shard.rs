@@ -65,7 +65,7 @@ fn three_shards_apply_the_fleet_between_them_each_only_its_shoots() {
     assert_eq!(sb.workspaces().into_iter().collect::<BTreeSet<_>>(), applied, "together they cover the fleet");
     assert_eq!(applied.len(), 3);
     // The whole fleet, unsharded, has nothing left to do; each shard's plan says the same.
-    sb.run(&["plan", "-f", &fleet, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+    sb.run(&["plan", "-f", &fleet, "--detailed-exitcode"]).code(0).stdout_has("Fleet: 3 shoots, 0 with changes.");
     sb.run(&["plan", "-f", &fleet, "--shard", "3/3", "--detailed-exitcode"])
         .code(0)
         .stderr_has("shard 3/3: 2 of the fleet's 3 shoot(s) here; 1 left to the other shards.");

@@ -5,7 +5,7 @@ use crate::common;
 use common::*;
 use serde_json::json;
 use trellis_plans::diff::{diff, diff_markdown, render_diff, ArtifactDiff, Delta, TextDiff};
-use trellis_plans::{Artifact, Change, Operation, Plan, PlanSet, Prior, Summary};
+use trellis_plans::{Artifact, Change, Operation, Plan, PlanSet, Prior};
 
 fn one(p: Plan) -> PlanSet {
     set(vec![p])
@@ -110,7 +110,7 @@ fn node_and_artifact_changes() {
     p.nodes.push(nat);
     p.nodes.retain(|n| n.kind != trellis_plans::Kind::new("route_table"));
     p.nodes.sort_by(|a, b| a.address.cmp(&b.address));
-    p.summary = Summary::of(&p.nodes);
+    p.summary = p.expected_summary();
     let mut status = p.artifacts.infrastructure_status().cloned().unwrap();
     status["networks"]["outboundAccessType"] = json!("NATGateway");
     p.artifacts.set(Artifact::InfrastructureStatus(status));

@@ -44,6 +44,8 @@ fn domains_plan(sans: &[&str]) -> Plan {
         artifacts,
         warnings: vec![],
         source: None,
+        record: Vec::new(),
+        applied_artifacts: None,
     }
 }
 

@@ -62,16 +62,33 @@ fn counts_line_comes_first() {
     let first = render::text(&byo, &PLAIN).lines().next().unwrap().to_string();
     assert_eq!(first, "No changes. Infrastructure matches the configuration. 2 to verify, 2 to read, 3 skipped.");
 
-    // In a fleet every shoot's block starts with its counts line; the fleet total comes last.
+    // In a fleet a shoot with changes gets its block (its counts line first), a shoot without one line;
+    // the fleet's totals come last, in Terraform's words.
     let text = render::text(&fleet(), &PLAIN);
     assert!(
         text.starts_with("Plan: 5 to create, 0 to update, 0 to replace, 0 to delete.\nShoot: shoot--dev--alpha "),
         "{text}"
     );
-    assert!(text.contains(
-        "\n\nNo changes. Infrastructure matches the configuration. 2 to verify, 2 to read, 3 skipped.\nShoot: shoot--dev--beta "
-    ));
-    assert!(text.trim_end().lines().last().unwrap().starts_with("Fleet: 2 shoots, 1 with changes. Total: 5 to create"));
+    assert!(
+        text.contains("\n\nshoot--dev--beta (azure, user-managed-egress): no changes; 1 unchanged, 2 to verify, 2 to read, 3 skipped.\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Shoot: shoot--dev--beta "), "{text}");
+    let last: Vec<&str> = text.trim_end().lines().rev().take(2).collect();
+    assert_eq!(
+        last,
+        [
+            "Plan: 5 to add, 0 to change, 0 to destroy; 2 to verify, 2 to read, 3 skipped.",
+            "Fleet: 2 shoots, 1 with changes."
+        ]
+    );
+
+    // --verbose prints every shoot's block.
+    let verbose = render::text(&fleet(), &render::TextOptions { color: false, verbose: true });
+    assert!(
+        verbose.contains("\n\nNo changes. Infrastructure matches the configuration. 2 to verify, 2 to read, 3 skipped.\nShoot: shoot--dev--beta "),
+        "{verbose}"
+    );
 }
 
 #[test]
@@ -236,7 +253,7 @@ fn byo_first_plan() -> trellis_plans::Plan {
         "managed in both modes: upstream task `ensure resource group`",
     );
     p.prior = trellis_plans::Prior::default();
-    p.summary = trellis_plans::Summary::of(&p.nodes);
+    p.summary = p.expected_summary();
     p
 }
 

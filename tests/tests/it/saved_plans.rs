@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use trellis_engine::ops;
 use trellis_planner::cloud::CloudWrite;
-use trellis_plans::{Action, DeleteOwnership, Operation, Ownership, Plan, PlanFileError, PlanSet, Summary};
+use trellis_plans::{Action, DeleteOwnership, Operation, Ownership, Plan, PlanFileError, PlanSet};
 use trellis_sim::runtime::Ccm;
 use trellis_tests::{node, user_owned, writes_to, Scenario};
 
 /// What a careful attacker does after editing: fix the summary and the digest, so the file reads back.
 fn reseal(plan: &mut Plan) {
-    plan.summary = Summary::of(&plan.nodes);
+    plan.summary = plan.expected_summary();
     plan.digest = plan.body_digest();
 }
 

@@ -196,6 +196,8 @@ fn finish(
         artifacts,
         warnings,
         source: None,
+        record: Vec::new(),
+        applied_artifacts: None,
     }
 }
 
@@ -555,7 +557,7 @@ pub fn azure_drifted_plan(tn: &str) -> Plan {
     plan.nodes.push(nat);
     plan.nodes.push(route);
     plan.nodes.sort_by(|a, b| a.address.cmp(&b.address));
-    plan.summary = Summary::of(&plan.nodes);
+    plan.summary = plan.expected_summary();
     plan.prior = Prior { lineage: Some(LINEAGE.to_string()), serial: 7 };
     plan.digest = plan.body_digest();
     plan.warnings = vec![format!(

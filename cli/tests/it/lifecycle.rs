@@ -1,0 +1,104 @@
+//! The operator's lifecycle in CI (`plan --detailed-exitcode` decides whether `apply` runs): plans that
+//! tell the truth about what applying records, artifacts that change shown before → after, fleets whose
+//! unchanged shoots take one line and whose totals come last in Terraform's words.
+
+use crate::common::{self, Sandbox};
+
+fn gcp_scenario(rel: &str) -> String {
+    common::scenario(&format!("../gcp/{rel}"))
+}
+
+/// A GCP BYO shoot writes nothing to the cloud on its first apply (its VPC and subnets are the user's),
+/// but its workspace must be recorded: the fleet checks and update rules read it. Its first plan is a
+/// change (exit 2, "1 workspace to record"), applied by `apply`; then the plan is empty (exit 0).
+#[test]
+fn regression_a_first_plan_without_cloud_writes_is_a_change_that_apply_records() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (gcp_scenario("B1-byo-ipv4/shoot.yaml"), gcp_scenario("B1-byo-ipv4/world.yaml"));
+    let plan = sb.run(&["plan", "-f", &shoot, "--world", &world, "--detailed-exitcode"]).code(2);
+    let first = plan.stdout.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "Plan: 0 to create, 0 to update, 0 to replace, 0 to delete, 1 workspace to record, 2 to verify, 6 skipped."
+    );
+    assert!(
+        plan.stdout.contains("Workspace to record: the shoot's first record (nothing applied yet).\n"),
+        "{}",
+        plan.stdout
+    );
+    let json = sb.run(&["plan", "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
+    assert_eq!(json["record"], serde_json::json!(["new-workspace"]), "{json:#}");
+    assert_eq!(json["summary"]["record"], 1, "{json:#}");
+    assert!(sb.workspaces().is_empty(), "a plan records nothing");
+
+    sb.run(&["apply", "-f", &shoot, "--world", &world, "--auto-approve"]).code(0);
+    assert_eq!(sb.workspaces().len(), 1, "the apply recorded the shoot");
+    let again = sb.run(&["plan", "-f", &shoot, "--world", &world, "--detailed-exitcode"]).code(0);
+    assert!(again.stdout.starts_with("No changes."), "{}", again.stdout);
+    let json = sb.run(&["plan", "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
+    assert!(json.get("record").is_none() && json["summary"].get("record").is_none(), "{json:#}");
+}
+
+/// Accepting drift (the user swapped the BYO subnet's NSG) writes nothing to the cloud but changes
+/// `azure.json`'s `securityGroupName`: the plan shows the artifact before → after (text and markdown),
+/// counts it as a change, and after the apply the plan is empty again.
+#[test]
+fn regression_accepted_drift_shows_the_changed_artifacts_and_is_a_change() {
+    let sb = Sandbox::new();
+    let shoot = common::scenario("B1-byo-nsg-rt-in-vnet-rg/shoot.yaml");
+    let world = common::scenario("B1-byo-nsg-rt-in-vnet-rg/world.yaml");
+    let swapped = common::scenario("B1-byo-nsg-rt-in-vnet-rg/world-nsg-swapped.yaml");
+    sb.run(&["apply", "-f", &shoot, "--world", &world, "--auto-approve"]).code(0);
+    sb.run(&["plan", "-f", &shoot, "--world", &world, "--detailed-exitcode"]).code(0);
+
+    let plan = sb.run(&["plan", "-f", &shoot, "--world", &swapped, "--accept-drift", "--detailed-exitcode"]).code(2);
+    let text = &plan.stdout;
+    assert!(
+        text.starts_with("Plan: 0 to create, 0 to update, 0 to replace, 0 to delete, 1 workspace to record"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Workspace to record: the last-applied configuration changes; the artifacts change.\n"),
+        "{text}"
+    );
+    let changed = text.find("Artifacts changed since the last apply:\n").expect("the artifacts' changes");
+    let rest = &text[changed..];
+    assert!(rest.contains("\n    -securityGroupName: \"shoot-a-nsg\"\n"), "{rest}");
+    assert!(rest.contains("\n    +securityGroupName: \"shoot-a-nsg-2\"\n"), "{rest}");
+
+    let md = sb.run(&["plan", "-f", &shoot, "--world", &swapped, "--accept-drift", "--output", "markdown"]).code(0);
+    assert!(md.stdout.contains("Artifacts changed since the last apply:"), "{}", md.stdout);
+    assert!(md.stdout.contains("+securityGroupName: \"shoot-a-nsg-2\""), "{}", md.stdout);
+
+    sb.run(&["apply", "-f", &shoot, "--world", &swapped, "--accept-drift", "--auto-approve"]).code(0);
+    sb.run(&["plan", "-f", &shoot, "--world", &swapped, "--detailed-exitcode"]).code(0);
+}
+
+/// A fleet's text plan: a shoot without changes is one line (its block with `--verbose`), the totals
+/// come last in Terraform's words, and a shoot's domains plan is not another shoot.
+#[test]
+fn a_fleet_text_plan_scales_unchanged_shoots_are_one_line_and_totals_come_last() {
+    let sb = Sandbox::new();
+    let fleet = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fleet");
+    let fleet = fleet.to_str().unwrap();
+    let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fleet-world.yaml");
+    let world = world.to_str().unwrap();
+    let first = sb.run(&["plan", "-f", fleet, "--world", world]).code(0);
+    let last: Vec<&str> = first.stdout.trim_end().lines().rev().take(2).collect();
+    assert_eq!(last[1], "Fleet: 3 shoots, 3 with changes.", "{}", first.stdout);
+    assert_eq!(
+        last[0], "Plan: 13 to add, 0 to change, 0 to destroy; 3 workspaces to record; 4 to verify, 3 skipped.",
+        "{}",
+        first.stdout
+    );
+    sb.run(&["apply", "-f", fleet, "--world", world, "--auto-approve"]).code(0);
+
+    let again = sb.run(&["plan", "-f", fleet, "--world", world]).code(0);
+    let lines: Vec<&str> = again.stdout.lines().collect();
+    assert!(lines.contains(&"shoot--shop--dev (azure, managed): no changes; 5 unchanged."), "{}", again.stdout);
+    assert!(!again.stdout.contains("Shoot: shoot--shop--dev"), "no block for an unchanged shoot:\n{}", again.stdout);
+    assert!(!again.stdout.contains("Artifacts:"), "{}", again.stdout);
+    assert_eq!(lines.last().copied(), Some("Plan: 0 to add, 0 to change, 0 to destroy; 4 to verify, 3 skipped."));
+    let verbose = sb.run(&["plan", "-f", fleet, "--world", world, "--verbose"]).code(0);
+    assert!(verbose.stdout.contains("Shoot: shoot--shop--dev"), "{}", verbose.stdout);
+}
