@@ -181,6 +181,46 @@ impl Env {
         Ok(self.state.parse::<StateLocation>()?)
     }
 
+    /// The flags a later command needs to reach the same state and cloud as this one (`--state`,
+    /// `--sim-dir`, `--cloud`, `--endpoint`, the bindings' flags given on the command line), for the
+    /// hints that print a command (`apply it with …`): each ` --flag value`, quoted for a POSIX shell.
+    /// A PostgreSQL URL holding a password is not repeated (`--state …` stands for it).
+    fn replay_flags(&self) -> String {
+        let mut out = String::new();
+        let flag = |out: &mut String, name: &str, value: &str| {
+            out.push_str(&format!(" --{name} {}", shell_word(value)));
+        };
+        if self.state != ".trellis" {
+            match url_with_password(&self.state) {
+                true => out.push_str(" --state …"),
+                false => flag(&mut out, "state", &self.state),
+            }
+        }
+        if let Some(dir) = &self.sim_dir {
+            flag(&mut out, "sim-dir", &dir.display().to_string());
+        }
+        if self.cloud != "sim" {
+            flag(&mut out, "cloud", &self.cloud);
+        }
+        if let Some(endpoint) = &self.endpoint {
+            flag(&mut out, "endpoint", endpoint);
+        }
+        let matches = &self.bindings.0;
+        for arg in registry().args() {
+            let id = arg.get_id().as_str();
+            let from_command_line = matches!(
+                matches.try_contains_id(id).ok().and_then(|_| matches.value_source(id)),
+                Some(clap::parser::ValueSource::CommandLine)
+            );
+            if let (true, Some(long), Ok(Some(value))) =
+                (from_command_line, arg.get_long(), matches.try_get_one::<String>(id))
+            {
+                flag(&mut out, long, value);
+            }
+        }
+        out
+    }
+
     /// Where the simulated clouds live for this command ([`SimPlace::choose`]).
     fn sim_place(&self, location: &StateLocation) -> SimPlace {
         SimPlace::choose(location, self.sim_dir.as_deref(), self.endpoint.is_some())
@@ -713,6 +753,7 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
     let result = plan_in(&session, files, &args, shard).await;
+    let result = world_hint(result, &args.inputs.env);
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
 }
@@ -775,7 +816,8 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     if let (Some(file), Some(out)) = (plan_file, &args.out) {
         file.persist(&summary.fleet_warnings)?;
         let out = escape::text(&out.display().to_string()).into_owned();
-        eprintln!("Saved the plan to {out}; apply it with `trellis apply {out}`.");
+        let flags = escape::text(&args.inputs.env.replay_flags()).into_owned();
+        eprintln!("Saved the plan to {out}; apply it with `trellis apply {}{flags}`.", shell_word(&out));
     }
     if keep_plans {
         // In input order, as the JSON.
@@ -921,7 +963,7 @@ impl PlanFile {
         let file = self.writer.finish().with_context(context)?;
         let mut tmp = file.into_inner().map_err(|e| e.into_error()).with_context(context)?;
         if !fleet_warnings.is_empty() {
-            let mut set = read_plan(tmp.path())?;
+            let mut set = read_plan(tmp.path(), "plan")?;
             ops::add_fleet_warnings(set.plans.iter_mut(), fleet_warnings.to_vec());
             tmp = PlanFile::temp_beside(&path)?;
             let mut w = std::io::BufWriter::new(tmp.as_file_mut());
@@ -935,9 +977,64 @@ impl PlanFile {
     }
 }
 
-fn read_plan(path: &Path) -> Result<PlanSet> {
+/// A pre-flight failure against the simulated cloud without `--world` is most often a shoot whose own
+/// resources (a BYO VNet, VPC, subnet) were never declared: the error's last line says how.
+fn world_hint(result: Result<u8>, env: &Env) -> Result<u8> {
+    result.map_err(|mut e| {
+        if env.cloud == "sim" && env.world.is_none() {
+            if let Some(fleet) = e.downcast_mut::<ops::FleetError>().filter(|f| f.has_preflight()) {
+                fleet.hint = Some(
+                    "the simulated cloud holds only what trellis applied and what a world file declared: declare your own resources (VNet, VPC, subnets, …) in a world file and pass --world FILE (docs/usage/usage.md, \"World files and trellis world export\")"
+                        .to_string(),
+                );
+            }
+        }
+        e
+    })
+}
+
+/// `word` as one word of a POSIX shell: as it is when it holds only safe characters, else in single
+/// quotes.
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Whether `state` is a URL with a password in it (`postgres://user:secret@host/db`).
+fn url_with_password(state: &str) -> bool {
+    state.split_once("://").is_some_and(|(_, rest)| {
+        rest.split(['/', '?']).next().and_then(|auth| auth.rsplit_once('@')).is_some_and(|(user, _)| user.contains(':'))
+    })
+}
+
+/// Reads the plan file `path` for `command` (`apply`, `show`, `diff`). A manifest given where a plan
+/// file belongs (`trellis apply shoot.yaml`, `-f` forgotten) is said to be one, with the command meant.
+fn read_plan(path: &Path, command: &str) -> Result<PlanSet> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read plan file {}", path.display()))?;
-    Ok(PlanSet::from_json(&path.display().to_string(), &text)?)
+    let shown = path.display().to_string();
+    match PlanSet::from_json(&shown, &text) {
+        Ok(set) => Ok(set),
+        Err(_) if looks_like_manifest(&text) => {
+            let shown = escape::text(&shown).into_owned();
+            let meant = match command {
+                "apply" => format!("to plan and apply manifests, pass them with -f: `trellis apply -f {shown}`"),
+                _ => format!("to see the plan of manifests, run `trellis plan -f {shown}`"),
+            };
+            Err(anyhow::anyhow!(
+                "{shown} is a manifest, not a plan file (`trellis {command}` takes a file written by `trellis plan --out`); {meant}"
+            ))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether `text` reads as a YAML manifest rather than JSON: a top-level `apiVersion:`/`kind:` line.
+fn looks_like_manifest(text: &str) -> bool {
+    !text.trim_start().starts_with('{') && text.lines().any(|l| l.starts_with("apiVersion:") || l.starts_with("kind:"))
 }
 
 /// A `--feature-gates` value ([`Features`]' parser: only gates trellis knows, `true` or `false`).
@@ -1001,7 +1098,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     // A plan file is read and checked before the state is opened: a bad file touches nothing.
     let saved = match &args.plan {
         Some(path) => {
-            let saved = read_plan(path)?;
+            let saved = read_plan(path, "apply")?;
             check_pinned(&saved, &args.expect_digest)?;
             let shoots = ops::shoots_from_plan_with(&registry(), &saved)?;
             Some((saved, shoots))
@@ -1011,6 +1108,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     let mut session = open(&args.inputs.env, "apply").await?;
     session.features = args.inputs.feature_gates;
     let result = apply_in(&session, &args, saved, shard).await;
+    let result = world_hint(result, &args.inputs.env);
     print_timings(&session, args.run.timings);
     session.finish(result)
 }
@@ -1043,6 +1141,7 @@ async fn destroy(args: DestroyArgs) -> Result<u8> {
     let mut session = open(&args.inputs.env, "destroy").await?;
     session.features = args.inputs.feature_gates;
     let result = destroy_in(&session, &args).await;
+    let result = world_hint(result, &args.inputs.env);
     print_timings(&session, args.run.timings);
     session.finish(result)
 }
@@ -1138,7 +1237,7 @@ async fn execute(
 }
 
 fn show(args: ShowArgs) -> Result<u8> {
-    let set = read_plan(&args.plan)?;
+    let set = read_plan(&args.plan, "show")?;
     let output = match args.output {
         ShowOutput::Text => Output::Text,
         ShowOutput::Json => Output::Json,
@@ -1161,8 +1260,8 @@ fn show(args: ShowArgs) -> Result<u8> {
 }
 
 fn diff(args: DiffArgs) -> Result<u8> {
-    let old = read_plan(&args.old)?;
-    let new = read_plan(&args.new)?;
+    let old = read_plan(&args.old, "diff")?;
+    let new = read_plan(&args.new, "diff")?;
     let d = trellis_plans::diff::diff(&old, &new);
     match args.output {
         DiffOutput::Markdown => print!("{}", trellis_plans::diff::diff_markdown(&d)),

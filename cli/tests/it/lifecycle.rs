@@ -102,3 +102,53 @@ fn a_fleet_text_plan_scales_unchanged_shoots_are_one_line_and_totals_come_last()
     let verbose = sb.run(&["plan", "-f", fleet, "--world", world, "--verbose"]).code(0);
     assert!(verbose.stdout.contains("Shoot: shoot--shop--dev"), "{}", verbose.stdout);
 }
+
+/// The hints work where they are printed: `apply it with …` carries the `--state`/`--sim-dir` of the
+/// plan (run as printed, it applies); a manifest given to `apply` without `-f` says so; a BYO shoot
+/// whose resources the simulated cloud lacks (no `--world`) hints at `--world`; a Shoot whose
+/// infrastructureConfig is another provider's names the apiVersion found.
+#[test]
+fn hints_work_where_they_are_printed() {
+    let sb = Sandbox::new();
+    let a1 = common::a1();
+    let out = sb.file("plan.json");
+    let sim = sb.file("my sim");
+    let planned = sb.run(&["plan", "-f", &a1, "--out", &out, "--sim-dir", &sim]).code(0);
+    let hint = format!("apply it with `trellis apply {out} --state {} --sim-dir '{sim}'`.", sb.state());
+    assert!(planned.stderr.contains(&hint), "{hint:?} in\n{}", planned.stderr);
+    // Run as printed (run_raw: no --state added by the sandbox), it applies.
+    sb.run_raw(&["apply", &out, "--state", sb.state(), "--sim-dir", &sim]).code(0);
+    assert_eq!(sb.workspaces(), ["shoot--dev--alpha"]);
+
+    sb.run(&["apply", &a1])
+        .code(1)
+        .stderr_has(&format!("error: {a1} is a manifest, not a plan file (`trellis apply` takes a file written by `trellis plan --out`); to plan and apply manifests, pass them with -f: `trellis apply -f {a1}`"));
+    sb.run_raw(&["show", &a1]).code(1).stderr_has(&format!("to see the plan of manifests, run `trellis plan -f {a1}`"));
+
+    let byo = common::scenario("B1-byo-nsg-rt-in-vnet-rg/shoot.yaml");
+    let refused = sb.run(&["plan", "-f", &byo]).code(1);
+    assert!(refused.stderr.contains("user vnet not found"), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("hint: the simulated cloud holds only what trellis applied and what a world file declared"),
+        "{}",
+        refused.stderr
+    );
+    let world = common::scenario("B1-byo-nsg-rt-in-vnet-rg/world.yaml");
+    sb.run(&["plan", "-f", &byo, "--world", &world]).code(0);
+
+    let gcp_config = std::fs::read_to_string(&a1).unwrap().replace(
+        "azure.provider.extensions.gardener.cloud/v1alpha1",
+        "gcp.provider.extensions.gardener.cloud/v1alpha1",
+    );
+    let wrong = sb.file("wrong.yaml");
+    std::fs::write(&wrong, gcp_config).unwrap();
+    sb.run(&["plan", "-f", &wrong]).code(1).stderr_has(
+        "expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found gcp.provider.extensions.gardener.cloud/v1alpha1 InfrastructureConfig",
+    );
+}

@@ -9,6 +9,20 @@ use trellis_providers::provider::ProviderError;
 #[derive(Debug)]
 pub struct FleetError {
     pub failures: Vec<(String, PathBuf, ProviderError)>,
+    /// A last line saying what to do that the caller knows and the shoots' errors cannot (a pre-flight
+    /// "not found" against the simulated cloud without a world file: `--world`).
+    pub hint: Option<String>,
+}
+
+impl FleetError {
+    pub fn new(failures: Vec<(String, PathBuf, ProviderError)>) -> FleetError {
+        FleetError { failures, hint: None }
+    }
+
+    /// Whether a shoot failed its pre-flight checks (against the cloud as read).
+    pub fn has_preflight(&self) -> bool {
+        self.failures.iter().any(|(_, _, e)| matches!(e, ProviderError::Preflight(_)))
+    }
 }
 
 impl FleetError {
@@ -24,6 +38,7 @@ impl FleetError {
                 _ => {}
             }
         }
+        lines.extend(self.hint.iter().map(|h| format!("hint: {h}")));
         lines
     }
 }

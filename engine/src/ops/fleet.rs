@@ -101,7 +101,7 @@ async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Ve
     }
     if !failures.is_empty() {
         failures.sort_by_key(|f| f.0);
-        return Err(FleetError { failures: failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect() }.into());
+        return Err(FleetError::new(failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect()).into());
     }
     done.sort_by_key(|(i, _)| *i);
     Ok(done.into_iter().map(|(_, p)| p).collect())
@@ -208,7 +208,7 @@ pub fn check_seeds<'a>(
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(FleetError { failures }.into())
+        Err(FleetError::new(failures).into())
     }
 }
 
@@ -722,7 +722,7 @@ pub async fn plan_fleet_streaming(
         return Err(e);
     }
     if !failures.is_empty() {
-        return Err(FleetError { failures }.into());
+        return Err(FleetError::new(failures).into());
     }
     // Derived plans (GEP-0066's domains plans), only when Seeds were among the inputs: a Seed may be
     // in any file, so the manifests are loaded again whole and paired ([`derived_inputs`], its notes

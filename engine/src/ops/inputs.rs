@@ -156,7 +156,7 @@ pub fn derived_inputs(
         }
     }
     if !failures.is_empty() {
-        return Err(FleetError { failures }.into());
+        return Err(FleetError::new(failures).into());
     }
     Ok(out)
 }
