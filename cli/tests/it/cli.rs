@@ -43,10 +43,10 @@ fn saved_plan_is_shown_applied_once_and_then_refused_as_stale() {
     let a2 = a2();
     let plan_file = sb.file("bravo.plan.json");
 
-    let planned = sb
-        .run(&["plan", "-f", &a2, "--out", &plan_file])
-        .code(0)
-        .stderr_has(&format!("Saved the plan to {plan_file}; apply it with `trellis apply {plan_file}`."));
+    let planned = sb.run(&["plan", "-f", &a2, "--out", &plan_file]).code(0).stderr_has(&format!(
+        "Saved the plan to {plan_file}; apply it with `trellis apply {plan_file} --state {}`.",
+        sb.state()
+    ));
     let saved = std::fs::read_to_string(&plan_file).expect("plan file written");
 
     // `show` renders the same text `plan` printed, and `--output json` is the file, byte for byte,
