@@ -26,6 +26,12 @@ fn regression_a_first_plan_without_cloud_writes_is_a_change_that_apply_records()
         "{}",
         plan.stdout
     );
+    // The documented warning of a GCP BYO plan: Gardener cannot know the egress CIDRs.
+    assert!(
+        plan.stdout.contains("Warning: user-managed egress: shoot.status.provider.egressCIDRs is empty — Gardener has no reliable way to know your egress IPs"),
+        "{}",
+        plan.stdout
+    );
     let json = sb.run(&["plan", "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
     assert_eq!(json["record"], serde_json::json!(["new-workspace"]), "{json:#}");
     assert_eq!(json["summary"]["record"], 1, "{json:#}");
@@ -151,4 +157,20 @@ fn hints_work_where_they_are_printed() {
     sb.run(&["plan", "-f", &wrong]).code(1).stderr_has(
         "expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found gcp.provider.extensions.gardener.cloud/v1alpha1 InfrastructureConfig",
     );
+}
+
+/// An apply that changes nothing does not commit: the serial stays, and a plan saved before it is
+/// still current.
+#[test]
+fn regression_a_no_op_apply_does_not_bump_the_serial() {
+    let sb = Sandbox::new();
+    let a1 = common::a1();
+    sb.run(&["apply", "-f", &a1, "--auto-approve"]).code(0);
+    let serial = sb.workspace("shoot--dev--alpha")["serial"].clone();
+    let saved = sb.file("plan.json");
+    sb.run(&["plan", "-f", &a1, "--out", &saved, "--detailed-exitcode"]).code(0);
+    sb.run(&["apply", "-f", &a1, "--auto-approve"]).code(0);
+    assert_eq!(sb.workspace("shoot--dev--alpha")["serial"], serial, "a no-op apply commits nothing");
+    sb.run(&["apply", &saved]).code(0);
+    assert_eq!(sb.workspace("shoot--dev--alpha")["serial"], serial);
 }

@@ -317,12 +317,21 @@ async fn apply_locked(
         match after {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;
+                let before = (ws.outputs.clone(), ws.provider_state.clone(), ws.resources.len());
                 ws.outputs = Some(value.clone());
                 ws.provider_state = Some(p.planned.state.clone());
+                let mut forgot = false;
                 for (address, id) in &p.planned.forget {
-                    ws.forget_resource(address, id);
+                    forgot |= ws.forget_resource(address, id);
                 }
-                blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
+                // A workspace left as it was is not committed: a no-op apply does not bump the serial
+                // (which would make every saved plan of the shoot stale for nothing).
+                let unchanged = ws.serial > 0
+                    && !forgot
+                    && before == (ws.outputs.clone(), ws.provider_state.clone(), ws.resources.len());
+                if !unchanged {
+                    blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
+                }
                 artifacts = Some(value);
             }
             Err(e) => {

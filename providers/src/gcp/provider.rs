@@ -160,8 +160,16 @@ impl Stages for Gcp {
         render::artifacts(&shoot.spec.provider.infrastructure_config, ctx, observed).map_err(bug("gcp render"))
     }
 
+    /// The firewall and route-quota warnings ([`warnings::warnings`]); in user-managed egress first the
+    /// documented one that the egress CIDRs are empty.
     fn warnings(&self, shoot: &GcpShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<String>, ProviderError> {
-        warnings::warnings(&shoot.spec.provider.infrastructure_config, ctx, observed).map_err(bug("gcp warnings"))
+        let cfg = &shoot.spec.provider.infrastructure_config;
+        let mut out = Vec::new();
+        if matches!(cfg.mode(), CfgMode::UserManagedEgress { .. }) {
+            out.push(super::render::BYO_EGRESS_WARNING.to_string());
+        }
+        out.extend(warnings::warnings(cfg, ctx, observed).map_err(bug("gcp warnings"))?);
+        Ok(out)
     }
 
     fn mode(&self, shoot: &GcpShoot) -> Option<Mode> {
