@@ -46,8 +46,11 @@ const MAX_PARALLELISM: u64 = 1000;
 /// The longest simulated latency per call: a minute (a longer one would look like a hang).
 const MAX_SIM_LATENCY_MS: u64 = 60_000;
 
+/// `trellis --version`: the version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TRELLIS_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "trellis", version, about = "Plan and apply Gardener shoot infrastructure, Terraform-style")]
+#[command(name = "trellis", version = VERSION, about = "Plan and apply Gardener shoot infrastructure, Terraform-style")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -76,6 +79,18 @@ enum Command {
     /// World files: what exists in a cloud, to plan offline with (`trellis plan --world FILE`).
     #[command(subcommand)]
     World(WorldCommand),
+    /// Print the shell completion script for SHELL (e.g. `trellis completions bash >
+    /// /etc/bash_completion.d/trellis`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print trellis's man page, or a command's (roff; e.g. `trellis man plan > trellis-plan.1 && man
+    /// ./trellis-plan.1`).
+    Man {
+        /// The command whose page to print (`plan`, `world`); without one, trellis's own page.
+        command: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -264,12 +279,14 @@ struct PlanArgs {
     /// Write the plan to this file, for `trellis apply PLAN`.
     #[arg(long, value_name = "PLAN")]
     out: Option<PathBuf>,
+    /// How to print the plan: text for people, JSON for tools (the plan file's format), markdown for a
+    /// pull-request comment.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
     /// Exit 2 when the plan has changes (0: no changes, 1: error).
     #[arg(long)]
     detailed_exitcode: bool,
-    /// Show unchanged nodes too.
+    /// Show unchanged nodes too, and every shoot of a fleet whole (not one line for a shoot without changes).
     #[arg(short, long)]
     verbose: bool,
     #[command(flatten)]
@@ -338,9 +355,13 @@ struct RunFlags {
 
 #[derive(Args)]
 struct ShowArgs {
+    /// A plan file written by `trellis plan --out`.
     plan: PathBuf,
+    /// How to render it: what `plan` prints (text, json, markdown), Terraform's JSON plan format, the
+    /// dependency graph (dot, mermaid) or one HTML page.
     #[arg(long, value_enum, default_value_t = ShowOutput::Text)]
     output: ShowOutput,
+    /// Show unchanged nodes too, and every shoot of a fleet whole.
     #[arg(short, long)]
     verbose: bool,
     /// With `--output terraform-json`: the document on one line, as `terraform show -json` writes it
@@ -368,8 +389,11 @@ enum ShowOutput {
 
 #[derive(Args)]
 struct DiffArgs {
+    /// The plan file to compare from (e.g. the base branch's).
     old: PathBuf,
+    /// The plan file to compare to (e.g. the pull request's).
     new: PathBuf,
+    /// How to print the differences: text, JSON for tools, markdown for a pull-request comment.
     #[arg(long, value_enum, default_value_t = DiffOutput::Text)]
     output: DiffOutput,
 }
@@ -387,18 +411,21 @@ enum StateCommand {
     List(Env),
     /// One workspace as JSON.
     Show {
+        /// The shoot's technical id (`shoot--project--name`), as `state list` prints it.
         shoot: String,
         #[command(flatten)]
         env: Env,
     },
     /// Remove a workspace lock left by a process that is gone.
     Unlock {
+        /// The shoot's technical id whose lock to remove.
         shoot: String,
         #[command(flatten)]
         env: Env,
     },
     /// Print a workspace with its checksum, as JSON that `state push` reads back.
     Pull {
+        /// The shoot's technical id whose workspace to print.
         shoot: String,
         #[command(flatten)]
         env: Env,
@@ -415,7 +442,9 @@ enum StateCommand {
     },
     /// Restore a workspace from a file written by `state pull` (or a backup in <state>/backups/).
     Push {
+        /// The shoot's technical id whose workspace to restore.
         shoot: String,
+        /// The file `state pull` wrote (or a backup from <state>/backups/).
         file: PathBuf,
         /// Replace a stored workspace of another lineage, or at a higher serial than the file's.
         #[arg(long)]
@@ -542,6 +571,31 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::State(cmd) => state(cmd),
         Command::Sim(args) => sim_cmd::run(args).await,
         Command::World(WorldCommand::Export(args)) => world_export(args).await,
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "trellis", &mut out);
+            std::io::stdout().write_all(&out).context("cannot write the completion script to stdout")?;
+            Ok(0)
+        }
+        Command::Man { command } => {
+            let top = <Cli as clap::CommandFactory>::command();
+            let page = match &command {
+                None => top,
+                Some(name) => match top.find_subcommand(name) {
+                    // Leaked once per process: clap names are `&'static str` without its `string` feature.
+                    Some(sub) => sub.clone().name(&*format!("trellis-{name}").leak()),
+                    None => {
+                        let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
+                        bail!("trellis has no command {:?}; its commands are {}", escape::text(name), names.join(", "));
+                    }
+                },
+            };
+            let mut out = Vec::new();
+            clap_mangen::Man::new(page).render(&mut out).context("cannot render the man page")?;
+            std::io::stdout().write_all(&out).context("cannot write the man page to stdout")?;
+            Ok(0)
+        }
     }
 }
 
@@ -1444,4 +1498,34 @@ fn push(store: &dyn StateStore, ws: &trellis_state::Workspace, force: bool) -> R
     let pushed = store.push(ws, force);
     store.unlock(&ws.shoot, &lock.id)?;
     Ok(pushed?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every argument of every command says what it is for in `--help` (and the man page).
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&<Cli as clap::CommandFactory>::command(), "trellis", &mut missing);
+        assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
 }

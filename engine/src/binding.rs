@@ -264,8 +264,10 @@ pub(crate) struct ServiceRef {
     /// The shoot's technical id, `shoot--<project>--<name>`.
     #[arg(long, value_name = "ID")]
     pub shoot: String,
+    /// The Service's namespace in the shoot.
     #[arg(long, default_value = "default")]
     pub namespace: String,
+    /// The Service's name.
     #[arg(long)]
     pub name: String,
 }

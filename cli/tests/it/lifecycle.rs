@@ -174,3 +174,33 @@ fn regression_a_no_op_apply_does_not_bump_the_serial() {
     sb.run(&["apply", &saved]).code(0);
     assert_eq!(sb.workspace("shoot--dev--alpha")["serial"], serial);
 }
+
+/// `--version` names the commit; completions for the shells and a man page come from the clap
+/// definitions, so they list every command and flag there is.
+#[test]
+fn version_names_the_commit_and_completions_and_man_page_cover_every_command() {
+    let sb = Sandbox::new();
+    let version = sb.run_raw(&["--version"]).code(0).stdout;
+    let commit = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
+    let commit = String::from_utf8(commit.stdout).unwrap();
+    assert_eq!(version.trim(), format!("trellis {} ({})", env!("CARGO_PKG_VERSION"), commit.trim()));
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = sb.run_raw(&["completions", shell]).code(0).stdout;
+        for word in ["plan", "apply", "destroy", "world", "detailed-exitcode", "feature-gates"] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    sb.run_raw(&["completions", "tcsh"]).code(1).stderr_has("invalid value 'tcsh'");
+    let man = sb.run_raw(&["man"]).code(0).stdout;
+    assert!(man.contains(".TH trellis 1"), "{man}");
+    for command in ["validate", "plan", "apply", "destroy", "show", "diff", "state", "sim", "world"] {
+        assert!(man.contains(&format!("trellis\\-{command}(1)")), "man page lacks {command}:\n{man}");
+        let page = sb.run_raw(&["man", command]).code(0).stdout;
+        assert!(page.contains(&format!(".TH trellis-{command} 1")), "{page}");
+    }
+    let plan = sb.run_raw(&["man", "plan"]).code(0).stdout;
+    assert!(plan.contains("detailed\\-exitcode"), "{plan}");
+    sb.run_raw(&["man", "nope"])
+        .code(1)
+        .stderr_has("trellis has no command \"nope\"; its commands are validate, plan,");
+}

@@ -253,6 +253,7 @@ enum ServiceCommand {
 struct ServiceCreate {
     #[command(flatten)]
     service: ServiceRef,
+    /// The Service's port (the load balancer's frontend port and its NSG rule).
     #[arg(long, default_value_t = 443)]
     port: u16,
     /// TCP or UDP.
@@ -270,18 +271,22 @@ struct ServiceCreate {
 enum NodeCommand {
     /// A node joined: route `<node>` → its pod CIDR (upstream CreateRoute).
     Add {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
         /// The node name (also the route name).
         #[arg(long)]
         name: String,
+        /// The node's pod CIDR (the route's destination).
         #[arg(long, value_name = "CIDR")]
         pod_cidr: String,
     },
     /// A node left: its route goes (upstream DeleteRoute).
     Remove {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
+        /// The name it was created with.
         #[arg(long)]
         name: String,
     },
@@ -291,6 +296,7 @@ enum NodeCommand {
 enum BastionCommand {
     /// Create or update a bastion.
     Create {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
         /// The bastion instance name; the prefix of its rules and resources.
@@ -306,8 +312,10 @@ enum BastionCommand {
     },
     /// Delete a bastion: its 4 rules and its VM, NIC, disk and public IP.
     Delete {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
+        /// The name it was created with.
         #[arg(long)]
         name: String,
     },

@@ -234,6 +234,7 @@ enum GceWrite {
     /// The CCM route controller: exactly one `<technicalID>-<hash>` route per node (with
     /// --configure-cloud-routes); routes of nodes not given are deleted.
     Routes {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
         /// A node: NAME,ZONE,POD_CIDR. Repeatable; none deletes every route of the shoot.
@@ -276,10 +277,13 @@ enum GceServiceCommand {
 enum GceBastionCommand {
     /// Create or update a bastion.
     Create {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
+        /// The name it was created with.
         #[arg(long)]
         name: String,
+        /// The zone of the bastion VM (e.g. europe-west1-b).
         #[arg(long)]
         zone: String,
         /// Who may SSH in. Repeatable.
@@ -288,10 +292,13 @@ enum GceBastionCommand {
     },
     /// Delete a bastion: its rules and VM.
     Delete {
+        /// The shoot's technical id, `shoot--<project>--<name>`.
         #[arg(long, value_name = "ID")]
         shoot: String,
+        /// The name it was created with.
         #[arg(long)]
         name: String,
+        /// The zone of the bastion VM (e.g. europe-west1-b).
         #[arg(long)]
         zone: String,
     },
