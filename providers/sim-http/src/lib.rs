@@ -56,6 +56,7 @@
 //! above it (cli, tests) whenever `cargo build` and `cargo test` alternate; a separate crate leaves
 //! the simulator identical in every build and compiles axum only where a test asks for it.
 
+pub mod clouddns;
 pub mod gce;
 
 use axum::body::Bytes;
@@ -248,7 +249,7 @@ pub fn flush_before_answer(router: Router, flush: trellis_sim::SharedFlush) -> R
         let (router, flush) = (router.clone(), flush.clone());
         async move {
             let writes = !matches!(*req.method(), Method::GET | Method::HEAD);
-            let gce = is_gce_path(req.uri().path());
+            let gce = is_gce_path(req.uri().path()) || clouddns::is_clouddns_path(req.uri().path());
             let response = match router.oneshot(req).await {
                 Ok(response) => response,
                 Err(never) => match never {},
