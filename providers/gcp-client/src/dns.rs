@@ -43,6 +43,7 @@ use crate::{credentials, Credentials, GcpClientError, Url, MAX_POLL_WAIT, MIN_PO
 use async_trait::async_trait;
 use google_cloud_dns_v1::client::{Changes, ManagedZones, ResourceRecordSets};
 use google_cloud_dns_v1::model::{change, Change, ManagedZone, ResourceRecordSet};
+use google_cloud_gax::error::rpc::StatusDetails;
 use google_cloud_gax::retry_policy::NeverRetry;
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
@@ -352,11 +353,21 @@ impl CloudDns {
             },
         };
         let message = trellis_http::redact(&message, &known);
+        // Google's `errors[].reason` (the crate keeps it as an ErrorInfo detail), else the status.
         let reason = e
-            .http_payload()
-            .and_then(|p| serde_json::from_slice::<Value>(p).ok())
-            .and_then(|v| v["error"]["errors"][0]["reason"].as_str().map(str::to_string))
-            .or_else(|| e.status().map(|s| format!("{:?}", s.code)))
+            .status()
+            .and_then(|s| {
+                s.details.iter().find_map(|d| match d {
+                    StatusDetails::ErrorInfo(info) if !info.reason.is_empty() => Some(info.reason.clone()),
+                    _ => None,
+                })
+            })
+            .or_else(|| {
+                e.http_payload()
+                    .and_then(|p| serde_json::from_slice::<Value>(p).ok())
+                    .and_then(|v| v["error"]["errors"][0]["reason"].as_str().map(str::to_string))
+            })
+            .or_else(|| e.status().map(|s| s.code.name().to_string()))
             .unwrap_or_else(|| "error".to_string());
         let Some(status) = e.http_status_code() else {
             if e.is_timeout() {
@@ -378,7 +389,10 @@ impl CloudDns {
             h.get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok())
         });
         match status {
-            409 => CloudError::AlreadyExists { target, status },
+            409 if reason == "alreadyExists" || message.contains("already exists") => {
+                CloudError::AlreadyExists { target, status }
+            }
+            409 => CloudError::Conflict { target, code: reason, message },
             412 => CloudError::PreconditionFailed { target, expected: "the set as read".into() },
             429 => CloudError::Throttled { target, retry_after: retry_after.map(Duration::from_secs) },
             408 => CloudError::Timeout { target },

@@ -34,7 +34,7 @@
 //! need `Authorization: Bearer …` (any non-empty token) unless [`CloudDnsOptions::accept_anonymous`];
 //! a `Host` that is not a loopback name is 421.
 
-use crate::gce::{cloud_error, gce_error, Js};
+use crate::gce::{gce_error, Js};
 use crate::RequestRecord;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -230,6 +230,29 @@ fn not_found(what: impl Into<String>) -> Response {
 
 fn invalid(message: impl Into<String>) -> Response {
     gce_error(400, "invalid", message)
+}
+
+/// A refusal of the store in Cloud DNS's words: its status and message kept, the reason Google's
+/// (`notFound`, `alreadyExists`, `conditionNotMet`, `invalid`); a CNAME beside another type is
+/// Cloud DNS's 400 `cnameResourceRecordSetConflict`; faults are the GCE server's.
+fn cloud_error(e: CloudError) -> Response {
+    match e {
+        CloudError::Rejected { status: 409, message, .. } if message.contains("CNAME") => {
+            gce_error(400, "cnameResourceRecordSetConflict", message)
+        }
+        CloudError::Rejected { status, message, .. } => {
+            let (status, reason) = match status {
+                400 | 422 => (400, "invalid"),
+                404 => (404, "notFound"),
+                405 => (405, "methodNotAllowed"),
+                409 => (409, "conflict"),
+                403 => (403, "forbidden"),
+                s => (s, "invalid"),
+            };
+            gce_error(status, reason, message)
+        }
+        e => crate::gce::cloud_error(e),
+    }
 }
 
 /// A request refused before the store was asked: 400 with Google's `reason`.

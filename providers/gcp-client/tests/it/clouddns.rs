@@ -138,6 +138,24 @@ async fn a_cname_keeps_its_neutral_form() {
 }
 
 #[tokio::test]
+async fn a_cname_beside_another_type_is_refused_in_one_line() {
+    let sim = sim();
+    let srv = serve(&sim).await;
+    let c = client(&srv, &[]).await;
+    let id = "/dns/zones/example.com/records/www.example.com/CNAME";
+    let e = c
+        .create(id, json!({"name": "www.example.com", "type": "CNAME", "ttl": 60, "values": ["lb.example.net"]}))
+        .await
+        .unwrap_err();
+    match &e {
+        CloudError::Rejected { status: 400, code, .. } => assert_eq!(code, "cnameResourceRecordSetConflict"),
+        other => panic!("{other:?}"),
+    }
+    assert!(!e.to_string().contains('\n') && e.to_string().contains("www.example.com"), "{e}");
+    assert_eq!(sim.get(id).await.unwrap(), None);
+}
+
+#[tokio::test]
 async fn a_set_that_exists_is_never_overwritten_by_a_create() {
     let sim = sim();
     let srv = serve(&sim).await;
