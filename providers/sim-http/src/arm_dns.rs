@@ -6,9 +6,9 @@
 //! versions) are the one set of rules for both.
 //!
 //! # Which zones are Azure's
-//! A zone of the simulated DNS is served under `/subscriptions/{s}/resourceGroups/{rg}` when it has an
-//! `azure` block whose `resourceGroup` is `{rg}` (case-insensitively) and whose `subscription` is `{s}`
-//! or absent (then under every subscription). A zone without an `azure` block is not an Azure zone.
+//! A zone of the simulated DNS is served under `/subscriptions/{s}/resourceGroups/{rg}` when its
+//! `azure` block (the world file's, else resource group `dns`) names `{rg}` (case-insensitively) and
+//! `{s}` or no subscription (then it is served under every subscription).
 //!
 //! # Routes
 //! | request | answer |
@@ -225,9 +225,9 @@ async fn get_zone(srv: &ArmDnsServer, req: &Req, subscription: &str, group: &str
 /// The zone of a request below one (`…/dnszones/{zone}/…`), looked up without a call of its own
 /// (the server's routing, not a call of the client's): `None` when it is not served there.
 fn zone_of(srv: &ArmDnsServer, req: &Req, subscription: &str, group: &str) -> Option<(String, Value)> {
-    let name = normal_name(&req.segs[7]);
-    let zone = srv.dns.get_now(&format!("/dns/zones/{name}"))?;
-    served_in(&zone, subscription, Some(group)).then_some((name, zone))
+    let zone = srv.dns.azure_zone(subscription, group, &req.segs[7])?;
+    let name = zone.get("name").and_then(Value::as_str).map(normal_name)?;
+    Some((name, zone))
 }
 
 fn normal_name(name: &str) -> String {
