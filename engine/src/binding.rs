@@ -329,3 +329,31 @@ pub(crate) struct ServiceRef {
     #[arg(long)]
     pub name: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trellis_sim::DnsSim;
+
+    /// The ids a `Beside` claims reach its real client, every other id the simulated cloud — reads,
+    /// lists (by their parent) and writes alike.
+    #[tokio::test]
+    async fn beside_routes_each_id_by_its_claim() {
+        let real = DnsSim::in_memory();
+        let sim = DnsSim::in_memory();
+        let cloud = BesideCloud {
+            real: Arc::new(real.clone()),
+            sim: Arc::new(sim.clone()),
+            claims: trellis_azure_client::dns::claims,
+        };
+        let object = "/seeds/s/namespaces/ns/dnsrecords/r";
+        let _ = cloud.get("/dns/zones/example.com").await;
+        let _ = cloud.list("/dns", "zones").await;
+        let _ = cloud.get(object).await;
+        let _ = cloud.list("/seeds/s/namespaces/ns", "dnsrecords").await;
+        let _ = cloud.remove(object, &Precondition::None).await;
+        let targets = |s: &DnsSim| s.calls().into_iter().map(|c| c.target).collect::<Vec<_>>();
+        assert_eq!(targets(&real), ["/dns/zones/example.com", "/dns/zones"]);
+        assert_eq!(targets(&sim), [object, "/seeds/s/namespaces/ns/dnsrecords", object]);
+    }
+}

@@ -276,9 +276,10 @@ impl trellis_plans::terraform::TerraformKinds for Registry {
         kind: trellis_plans::Kind,
         id: Option<&str>,
         body: Option<&serde_json::Value>,
+        related: &[&serde_json::Value],
     ) -> trellis_plans::terraform::TerraformKind {
         match self.entry(provider.as_str()) {
-            Some(entry) => entry.provider.terraform_kind(kind, id, body),
+            Some(entry) => entry.provider.terraform_kind(kind, id, body, related),
             None => trellis_plans::terraform::TerraformKind::default(),
         }
     }

@@ -1,11 +1,22 @@
 //! The domains provider's cloud binding: the simulated DNS (`DnsSim`: the seeds' `DNSRecord` objects
-//! and the zones the DNS extension writes them into; trees `sim/dns` and `sim/dns-audit`, the world
-//! file's `dns:` section). There is no real DNS client yet: with `--cloud azure|gcp` too, domains
-//! plans read and write the simulated DNS. A domains plan is kept in a workspace of its own
-//! (`<technical id>+domains`, [`WORKSPACE_SUFFIX`]), described by `trellis state show` ([`describe`]).
+//! and the zones and record sets the DNS extension writes them into; trees `sim/dns` and
+//! `sim/dns-audit`, the world file's `dns:` section), and the clouds' own DNS.
+//!
+//! - `--cloud sim`: everything in the simulated DNS.
+//! - `--cloud azure`: [`Chosen::Beside`] — the record sets and zones (`/dns…` ids) go to Azure DNS
+//!   ([`trellis_azure_client::dns::AzureDns`] over the ARM client the Azure binding builds: the same
+//!   `--subscription`, `--endpoint` / `--azure-endpoint` and credential), the `DNSRecord` objects
+//!   (`/seeds/…`) stay in the simulated seed: trellis has no Kubernetes client.
+//! - `--cloud gcp`: the simulated DNS until the Cloud DNS arm of [`Dns::choose`] is filled in.
+//!
+//! `trellis sim serve` serves the simulated DNS in Azure DNS's REST shapes
+//! ([`trellis_sim_http::arm_dns`]) beside ARM and GCE. A domains plan is kept in a workspace of its
+//! own (`<technical id>+domains`, [`WORKSPACE_SUFFIX`]), described by `trellis state show`
+//! ([`describe`]).
 
 use crate::backend::Backend;
-use crate::binding::{CloudBinding, Shows, SimTrees, Simulator};
+use crate::binding::{Chosen, CloudBinding, CloudChoice, ServeOptions, Served, Shows, SimTrees, Simulator};
+use anyhow::Result;
 use serde_json::Value;
 use std::sync::Arc;
 use trellis_planner::cloud::{Call, CloudWrite};
@@ -42,6 +53,10 @@ impl Simulator for DnsSim {
 
     fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
         DnsSim::persist_audit(self, tree)
+    }
+
+    fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
+        DnsSim::keep_audit(self, tree)
     }
 
     fn calls(&self) -> Vec<Call> {
@@ -83,6 +98,42 @@ impl CloudBinding for Dns {
         ACCOUNT.to_string()
     }
 
+    /// `--cloud azure`: Azure DNS for the record sets and zones, beside the simulated seed's
+    /// `DNSRecord` objects, in the subscription of `--subscription` (the Azure binding's flags, read
+    /// here, not registered twice).
+    async fn choose(&self, choice: &CloudChoice<'_>) -> Result<Chosen> {
+        match choice.cloud {
+            "azure" => {
+                let (client, subscription) = super::azure::arm_client(choice)?;
+                let real = trellis_azure_client::dns::AzureDns::new(Arc::new(client), subscription.clone());
+                Ok(Chosen::Beside {
+                    real: Arc::new(real),
+                    account: subscription,
+                    claims: trellis_azure_client::dns::claims,
+                })
+            }
+            // `--cloud gcp`: the Cloud DNS adaptor's arm (google-cloud-dns-v1, the GCP binding's
+            // `--project` and credentials); until it is filled in, the simulated DNS.
+            "gcp" => Ok(Chosen::Sim(None)),
+            _ => Ok(Chosen::Sim(None)),
+        }
+    }
+
+    fn http_api(&self) -> Option<&'static str> {
+        Some("Azure DNS")
+    }
+
+    /// The simulated DNS in Azure DNS's REST shapes (ARM `Microsoft.Network/dnszones…`, taken before
+    /// the generic ARM routes: [`serves_path`]).
+    fn serve(&self, sim: &dyn Simulator, opts: &ServeOptions) -> Option<Served> {
+        let dns = (sim as &dyn std::any::Any).downcast_ref::<DnsSim>()?;
+        let defaults = trellis_sim_http::ServerOptions::default();
+        let page_size = opts.page_size.or(defaults.page_size);
+        let server_opts = trellis_sim_http::ServerOptions { page_size, ..defaults };
+        let router = trellis_sim_http::arm_dns::ArmDnsServer::new(dns.clone(), server_opts).router();
+        Some(Served { claims: Some(serves_path), router })
+    }
+
     /// A DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`).
     fn shows(&self, id: &str) -> Shows {
         match id.parse::<trellis_sim::dns::DnsId>() {
@@ -94,6 +145,11 @@ impl CloudBinding for Dns {
     fn shows_help(&self) -> Option<&'static str> {
         Some("a DNS id of the simulated DNS (`/dns/zones/ZONE/records/NAME/TYPE`, `/seeds/SEED/namespaces/NS/dnsrecords/NAME`)")
     }
+}
+
+/// The request paths the simulated DNS answers in `trellis sim serve`: Azure DNS's.
+fn serves_path(path: &str) -> bool {
+    trellis_sim_http::arm_dns::is_arm_dns_path(path)
 }
 
 /// What `trellis state show` says about a domains workspace: its phase and roles

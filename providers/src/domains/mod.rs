@@ -38,6 +38,7 @@
 //!   upstream's optional constraints), reason `InternalDomainMigrationRequired`.
 
 pub mod api;
+pub mod dns;
 pub mod kind;
 pub mod model;
 pub mod phase;

@@ -160,6 +160,12 @@ impl DnsSim {
         self.sim.persist_audit(tree)
     }
 
+    /// Keeps the audit log in `tree` as the calls are made (a served simulated DNS, `trellis sim
+    /// serve`; see [`crate::ArmSim::keep_audit`]).
+    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
+        self.sim.keep_audit(tree)
+    }
+
     /// Re-syncs the zones and records the world file's `dns:` section declares (see [`world`]). Not
     /// audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
