@@ -7,7 +7,9 @@
 //!   ([`trellis_azure_client::dns::AzureDns`] over the ARM client the Azure binding builds: the same
 //!   `--subscription`, `--endpoint` / `--azure-endpoint` and credential), the `DNSRecord` objects
 //!   (`/seeds/…`) stay in the simulated seed: trellis has no Kubernetes client.
-//! - `--cloud gcp`: the simulated DNS until the Cloud DNS arm of [`Dns::choose`] is filled in.
+//! - `--cloud gcp`: [`Chosen::Beside`] — the record sets and zones go to Cloud DNS
+//!   ([`trellis_gcp_client::dns::CloudDns`], google-cloud-dns-v1, with the GCP binding's `--project`,
+//!   credentials and `--endpoint`; `--dns-project` for zones in other projects: [`super::dns_gcp`]).
 //!
 //! `trellis sim serve` serves the simulated DNS in Azure DNS's REST shapes
 //! ([`trellis_sim_http::arm_dns`]) beside ARM and GCE. A domains plan is kept in a workspace of its
@@ -112,15 +114,20 @@ impl CloudBinding for Dns {
                     claims: trellis_azure_client::dns::claims,
                 })
             }
-            // `--cloud gcp`: the Cloud DNS adaptor's arm (google-cloud-dns-v1, the GCP binding's
-            // `--project` and credentials); until it is filled in, the simulated DNS.
-            "gcp" => Ok(Chosen::Sim(None)),
+            // `--cloud gcp`: Cloud DNS (google-cloud-dns-v1) with the GCP binding's `--project`,
+            // credentials and `--endpoint`, beside the simulated seed ([`super::dns_gcp`]).
+            "gcp" => super::dns_gcp::choose(choice).await,
             _ => Ok(Chosen::Sim(None)),
         }
     }
 
+    /// `--dns-project` (the Cloud DNS arm's).
+    fn args(&self) -> Vec<clap::Arg> {
+        super::dns_gcp::args()
+    }
+
     fn http_api(&self) -> Option<&'static str> {
-        Some("Azure DNS")
+        Some("Azure DNS and Cloud DNS")
     }
 
     /// The simulated DNS in Azure DNS's REST shapes (ARM `Microsoft.Network/dnszones…`, taken before
@@ -131,6 +138,7 @@ impl CloudBinding for Dns {
         let page_size = opts.page_size.or(defaults.page_size);
         let server_opts = trellis_sim_http::ServerOptions { page_size, ..defaults };
         let router = trellis_sim_http::arm_dns::ArmDnsServer::new(dns.clone(), server_opts).router();
+        let router = super::dns_gcp::with_cloud_dns(router, dns);
         Some(Served { claims: Some(serves_path), router })
     }
 
@@ -147,9 +155,9 @@ impl CloudBinding for Dns {
     }
 }
 
-/// The request paths the simulated DNS answers in `trellis sim serve`: Azure DNS's.
+/// The request paths the simulated DNS answers in `trellis sim serve`: Azure DNS's and Cloud DNS's.
 fn serves_path(path: &str) -> bool {
-    trellis_sim_http::arm_dns::is_arm_dns_path(path)
+    trellis_sim_http::arm_dns::is_arm_dns_path(path) || super::dns_gcp::claims_path(path)
 }
 
 /// What `trellis state show` says about a domains workspace: its phase and roles

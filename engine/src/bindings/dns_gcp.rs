@@ -11,7 +11,7 @@
 //! is refused, naming both.
 //!
 //! `trellis sim serve` serves the simulated DNS's zones and record sets as Cloud DNS v1
-//! ([`router`], the paths [`claims_path`] accepts) for the adaptor.
+//! ([`with_cloud_dns`], the paths [`claims_path`] accepts) for the adaptor.
 
 use crate::binding::{Chosen, CloudChoice};
 use anyhow::{Context as _, Result};
@@ -80,9 +80,20 @@ pub fn claims_path(path: &str) -> bool {
     trellis_sim_http::clouddns::is_clouddns_path(path)
 }
 
-/// The simulated DNS served as Cloud DNS v1.
-pub fn router(sim: &DnsSim) -> axum::Router {
-    trellis_sim_http::clouddns::CloudDnsServer::new(Arc::new(sim.clone())).router()
+/// `other` (the simulated DNS's other served API) with the Cloud DNS v1 paths ([`claims_path`])
+/// answered by the simulated DNS served as Cloud DNS.
+pub fn with_cloud_dns(other: axum::Router, sim: &DnsSim) -> axum::Router {
+    use tower::ServiceExt as _;
+    let cloud_dns = trellis_sim_http::clouddns::CloudDnsServer::new(Arc::new(sim.clone())).router();
+    axum::Router::new().fallback(move |req: axum::extract::Request| {
+        let router = if claims_path(req.uri().path()) { cloud_dns.clone() } else { other.clone() };
+        async move {
+            match router.oneshot(req).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        }
+    })
 }
 
 #[cfg(test)]
