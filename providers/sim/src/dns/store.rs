@@ -325,7 +325,7 @@ impl DnsStore {
                 self.records.get(&record_key(&zone, fqdn, *rtype)).map(|r| r.render(&zone))
             }
             DnsId::Zone { zone } => self.zones.get(&normal_name(zone)).map(Zone::object),
-            DnsId::Seed { seed } => self.seeds.get(seed.as_str()).map(super::seeds::WorldSeed::object),
+            DnsId::Seed { seed } => self.seeds.get(&seed.to_ascii_lowercase()).map(super::seeds::WorldSeed::object),
         }
     }
 
@@ -701,7 +701,7 @@ fn check_set(body: &Value, raw: &str, zone: &str, fqdn: &str, rtype: RecordType)
 }
 
 /// Why `value` is not a valid value of a `rtype` record set; `None` when it is.
-fn invalid_value(rtype: RecordType, value: &str) -> Option<&'static str> {
+pub(crate) fn invalid_value(rtype: RecordType, value: &str) -> Option<&'static str> {
     match rtype {
         RecordType::A => value.parse::<std::net::Ipv4Addr>().is_err().then_some("is not an IPv4 address"),
         RecordType::Aaaa => value.parse::<std::net::Ipv6Addr>().is_err().then_some("is not an IPv6 address"),

@@ -481,7 +481,7 @@ async fn records_of_the_dns_controller_are_upgraded_at_open() {
 fn the_world_section_reports_every_problem() {
     let e = WorldFile::parse(
         "w.yaml",
-        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.other.org, type: A, values: [1.2.3.4]}\n        - {name: a.example.com, type: MX, values: []}\n        - {name: b.example.com, type: A, values: [x]}\n        - {name: B.example.com., type: A, values: [y]}\n        - {name: c.example.com, type: A, ttl: 2147483648, values: [z]}\n    - name: 'bad name'\n    - name: EXAMPLE.com\n    - name: a.org\n      azure: {subscription: not-a-guid, resourceGroup: 'rg.'}\n      gcp: {project: P, managedZone: 1zone}\n    - name: b.org\n      gcp: {managedZone: example-com}\n",
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.other.org, type: A, values: [1.2.3.4]}\n        - {name: a.example.com, type: MX, values: []}\n        - {name: b.example.com, type: A, values: [192.0.2.1]}\n        - {name: B.example.com., type: A, values: [192.0.2.2]}\n        - {name: c.example.com, type: A, ttl: 2147483648, values: [192.0.2.3]}\n    - name: 'bad name'\n    - name: EXAMPLE.com\n    - name: a.org\n      azure: {subscription: not-a-guid, resourceGroup: 'rg.'}\n      gcp: {project: P, managedZone: 1zone}\n    - name: b.org\n      gcp: {managedZone: example-com}\n",
     )
     .unwrap_err();
     let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
@@ -511,6 +511,24 @@ fn the_world_section_reports_every_problem() {
     assert!(e.to_string().contains("location"), "{e}");
     let e = WorldFile::parse("w.yaml", "dns:\n  zones: [{name: a.com, gcp: {project: my-project}}]\n").unwrap_err();
     assert!(e.to_string().contains("managedZone"), "{e}");
+    // What exists keeps the clouds' rules: values valid for the type, a CNAME alone and not at the apex.
+    let e = WorldFile::parse(
+        "w.yaml",
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: a.example.com, type: A, values: [x]}\n        - {name: a.example.com, type: CNAME, values: [lb.example.net]}\n        - {name: example.com, type: CNAME, values: [lb.example.net]}\n        - {name: c.example.com, type: CNAME, values: [a.example.net, b.example.net]}\n        - {name: d.example.com, type: AAAA, values: [192.0.2.1]}\n",
+    )
+    .unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    let text = problems.join("\n");
+    for part in [
+        "dns.zones[0].records[0].values: \"x\" is not an IPv4 address",
+        "dns.zones[0].records[1]: the CNAME a.example.com is not the only record set at its name: A (records[0])",
+        "dns.zones[0].records[2]: a CNAME record set cannot be at the zone apex (example.com)",
+        "dns.zones[0].records[3].values: a CNAME record set holds exactly one value, not 2",
+        "dns.zones[0].records[4].values: \"192.0.2.1\" is not an IPv6 address",
+    ] {
+        assert!(text.contains(part), "{part} missing from:\n{text}");
+    }
+    assert_eq!(problems.len(), 5, "{text}");
     // One managed zone in two projects is fine.
     WorldFile::parse(
         "w.yaml",
@@ -562,6 +580,7 @@ async fn a_seed_answers_where_its_ingress_is_and_cannot_be_written() {
         Some(json!({"name": "gcp-eu1", "ingress": {"hostname": "lb.example.net"}}))
     );
     assert_eq!(sim.get("/seeds/azure-eu1").await.unwrap(), None, "undeclared: not found");
+    assert_eq!(sim.get_now("/Seeds/AWS-EU1").unwrap()["name"], "aws-eu1", "ids compare in lowercase");
     let e = sim.create("/seeds/other", json!({"name": "other"})).await.unwrap_err();
     assert_eq!(rejected(&e).0, 405);
     let e = sim.update("/seeds/aws-eu1", json!({}), &Precondition::None).await.unwrap_err();
