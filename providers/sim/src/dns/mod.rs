@@ -52,8 +52,13 @@
 //! `persist`), each call's changes durable before it returns. The `dns:` world section is
 //! [`world`]: its record sets are someone else's, and a sync never deletes a record set written
 //! through the API.
+//!
+//! **Seeds** (`/seeds/{seed}`, the world file's `seeds:` section, see [`seeds`]): GET answers where
+//! the seed's API-server records point, `{"name": "aws-eu1", "ingress": {"ip": "203.0.113.10"}}` (or
+//! `{"hostname": "lb.example.net"}`), `Ok(None)` for a seed not declared; writes are 405.
 
 mod persist;
+pub mod seeds;
 pub mod store;
 pub mod world;
 
@@ -166,13 +171,31 @@ impl DnsSim {
         self.sim.keep_audit(tree)
     }
 
-    /// Re-syncs the zones and records the world file's `dns:` section declares (see [`world`]). Not
-    /// audited, not faulted.
+    /// Re-syncs the zones and record sets the world file's `dns:` section declares (see [`world`])
+    /// and the seeds its `seeds:` section declares (see [`seeds`]); a section the file does not have
+    /// leaves its part as it is. Not audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
-        let Some(dns) = world::DnsWorld::of(world)? else {
+        let dns = world::DnsWorld::of(world)?;
+        if let Some(dns) = &dns {
+            dns.declared(&world.path)?;
+        }
+        let declared_seeds = seeds::of(world)?;
+        if let Some(list) = &declared_seeds {
+            seeds::declared(list, &world.path)?;
+        }
+        if dns.is_none() && declared_seeds.is_none() {
             return Ok(SyncReport::default());
-        };
-        let report = world::sync(&mut self.sim.lock().store, &dns);
+        }
+        let mut report = SyncReport::default();
+        {
+            let mut st = self.sim.lock();
+            if let Some(dns) = &dns {
+                report.extend(world::sync(&mut st.store, dns));
+            }
+            if let Some(list) = &declared_seeds {
+                report.extend(seeds::sync(&mut st.store, list));
+            }
+        }
         self.sim.commit()?;
         Ok(report)
     }
