@@ -1199,3 +1199,29 @@ fn terraform_json_shows_record_sets_as_the_dns_providers_record_types() {
         ]
     );
 }
+
+/// A stage asking for what discovery never read is a bug, never "no zone" or "no address".
+#[test]
+fn regression_a_zone_list_or_seed_never_read_is_a_bug_not_a_refusal() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let w = World::new();
+    let mut observed = Observed::new(&DnsIds);
+    for id in [format!("{REC}a-external"), format!("{REC}a-internal")] {
+        observed.insert(&id, None);
+    }
+    let e = plan_with(&ds, &w.ws, &observed).err().unwrap().to_string();
+    assert_eq!(
+        e,
+        "bug: the list of zones under /dns was never run before planning (stage: domains records); please report"
+    );
+    let mut bare = seed.clone();
+    bare.metadata.annotations.clear();
+    let e = plan_with(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &bare, true), &w.ws, &observed)
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "bug: /seeds/aws-eu1 was never fetched before planning (stage: domains records); please report"
+    );
+}
