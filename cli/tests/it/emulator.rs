@@ -63,7 +63,7 @@ impl Emulator {
     }
 
     /// One request addressed to `127.0.0.1:PORT`, with a bearer token.
-    fn call(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+    pub(crate) fn call(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         http(&self.addr, &self.addr, method, path, &[("Authorization", "Bearer test-token")], body)
     }
 
