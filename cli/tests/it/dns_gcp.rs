@@ -247,3 +247,51 @@ fn a_foreign_record_set_in_cloud_dns_refuses_the_plan_naming_it() {
     let theirs = served(&emulator, EXTERNAL).unwrap();
     assert_eq!(theirs["rrdatas"], serde_json::json!(["198.51.100.7"]));
 }
+
+#[test]
+fn zones_of_a_dns_project_are_used_with_dns_project() {
+    let sb = Sandbox::new();
+    let world = sb.file("world.yaml");
+    // The external zone lives in the landscape's DNS project only.
+    let shared = WORLD.replace(
+        "    - name: platform.example.com\n",
+        "    - name: platform.example.com\n      gcp: {project: dns-shared, managedZone: platform}\n",
+    );
+    assert_ne!(shared, WORLD);
+    std::fs::write(&world, shared).unwrap();
+    let emulator = Emulator::start_with(&sb.file("emulator-state"), &["--world", &world]);
+    let (seed1, plain) = (seed(&sb, false), shoot(&sb, "shoot.yaml", &[]));
+    // In --project only, the zone is not there: refused at plan time, naming the record.
+    gcp(&sb, &emulator, &["plan", "-f", &seed1, "-f", &plain]).code(1).stderr_has("api.edge.platform.example.com");
+    let mut cmd = sb.command(&["apply", "--auto-approve", "-f", &seed1, "-f", &plain]);
+    cmd.args([
+        "--cloud",
+        "gcp",
+        "--project",
+        "trellis-sim",
+        "--dns-project",
+        "dns-shared",
+        "--endpoint",
+        &emulator.url,
+    ])
+    .args(GATE)
+    .env("GOOGLE_APPLICATION_CREDENTIALS", key_file());
+    finish(&mut cmd).code(0).stdout_has("shoot--platform--edge+domains: apply complete.");
+    let path = "/dns/v1/projects/dns-shared/managedZones/platform/rrsets/api.edge.platform.example.com./A";
+    let (status, body) = emulator.call("GET", path, "");
+    assert_eq!(status, 200, "{body}");
+    // A project id that is not one is refused before anything is opened.
+    let mut cmd = sb.command(&["plan", "-f", &seed1, "-f", &plain]);
+    cmd.args([
+        "--cloud",
+        "gcp",
+        "--project",
+        "trellis-sim",
+        "--dns-project",
+        "Not_A_Project",
+        "--endpoint",
+        &emulator.url,
+    ])
+    .env("GOOGLE_APPLICATION_CREDENTIALS", key_file());
+    finish(&mut cmd).code(1).stderr_has("--dns-project 'Not_A_Project' is not a GCP project id");
+}

@@ -53,7 +53,9 @@ pub async fn choose(choice: &CloudChoice<'_>) -> Result<Chosen> {
         if p.is_empty() {
             continue;
         }
-        let p = super::gcp::project_id(p).map_err(|e| anyhow::anyhow!("--dns-project: {e}"))?;
+        let p = super::gcp::project_id(p).map_err(|_| {
+            anyhow::anyhow!("--dns-project '{p}' is not a GCP project id (6 to 30 lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen), e.g. acme-dns")
+        })?;
         if !zone_projects.contains(&p) {
             zone_projects.push(p);
         }
