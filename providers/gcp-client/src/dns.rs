@@ -701,8 +701,9 @@ impl CloudWrite for CloudDns {
         let set = from_neutral(id, &fqdn, &rtype, &body)?;
         let z = self.zone(id, &zone).await?;
         let have = self.read_under(id, &z, &fqdn, &rtype, pre, false).await?;
-        if have.as_ref() == Some(&set) {
-            return Ok(to_neutral(&z.name, &set));
+        // Already as asked (same name, type, TTL and data): no change (Cloud DNS has no no-op change).
+        if let Some(have) = have.as_ref().filter(|h| etag_of(h) == etag_of(&set)) {
+            return Ok(to_neutral(&z.name, have));
         }
         let mut change = Change::new().set_kind("dns#change").set_additions([set.clone()]);
         if let Some(have) = have {

@@ -126,6 +126,20 @@ async fn a_record_set_is_created_read_updated_listed_and_removed() {
 }
 
 #[tokio::test]
+async fn an_update_to_what_is_there_sends_no_change() {
+    let sim = sim();
+    let srv = serve(&sim).await;
+    let c = client(&srv, &[]).await;
+    c.create(API, a(120, "203.0.113.10")).await.unwrap();
+    let read = c.get(API).await.unwrap().unwrap();
+    let posts = |srv: &CloudDnsRunning| srv.server.requests().iter().filter(|r| r.method == "POST").count();
+    let before = posts(&srv);
+    let same = c.update(API, a(120, "203.0.113.10"), &Precondition::of(&read)).await.unwrap();
+    assert_eq!(same["etag"], read["etag"]);
+    assert_eq!(posts(&srv), before, "no change for an update to the same set");
+}
+
+#[tokio::test]
 async fn a_cname_keeps_its_neutral_form() {
     let sim = sim();
     let srv = serve(&sim).await;
