@@ -184,6 +184,7 @@ impl DnsSim {
         {
             let mut st = self.sim.lock();
             if let Some(dns) = &dns {
+                world::clashes(&st.store, dns, &world.path)?;
                 report.extend(world::sync(&mut st.store, dns));
             }
             if let Some(list) = &declared_seeds {
