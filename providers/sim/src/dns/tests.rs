@@ -350,9 +350,15 @@ async fn update_and_remove_honour_the_etag() {
     let e = sim.remove(SET, &pre).await.unwrap_err();
     assert!(matches!(e, CloudError::PreconditionFailed { .. }), "{e:?}");
     sim.remove(SET, &Precondition::None).await.unwrap();
-    sim.update(SET, b, &Precondition::None).await.unwrap();
+    let any = Precondition::IfMatch("*".into());
+    let e = sim.update(SET, b.clone(), &any).await.unwrap_err();
+    assert!(matches!(e, CloudError::PreconditionFailed { .. }), "`*` needs the set to exist: {e:?}");
+    sim.update(SET, b.clone(), &Precondition::None).await.unwrap();
+    // `*` matches whatever etag it has.
+    sim.update(SET, b, &any).await.unwrap();
+    sim.remove(SET, &any).await.unwrap();
     let statuses: Vec<u16> = sim.calls().iter().filter(|c| c.op == Op::Write).map(|c| c.status).collect();
-    assert_eq!(statuses, vec![201, 200, 412, 412, 200, 412, 412, 404, 201]);
+    assert_eq!(statuses, vec![201, 200, 412, 412, 200, 412, 412, 404, 412, 201, 200, 200]);
 }
 
 #[tokio::test]
