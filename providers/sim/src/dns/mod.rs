@@ -18,8 +18,9 @@
 //!   write, the version `Precondition::IfMatch` names) and `"zone"` (the zone's name). In a write
 //!   body `name` and `type` may be left out and must match the id when given; `etag`, `zone` and
 //!   `id` are ignored; any other field is refused. `create` = only if absent (ARM `If-None-Match:
-//!   *`); `update(…, IfMatch(etag))` = replace at that etag (`update` without a precondition
-//!   creates an absent set, as a PUT); `remove(…, IfMatch(etag))` likewise (an absent set without a
+//!   *`); `update(…, IfMatch(etag))` = replace at that etag (`IfMatch("*")`: any etag, the set must
+//!   exist; `update` without a precondition creates an absent set, as a PUT); `remove(…,
+//!   IfMatch(etag))` likewise (an absent set without a
 //!   precondition is fine, audited 404). The rules (both clouds'; a refused call changes nothing):
 //!   the zone exists; the name is a DNS name inside the zone; a CNAME is the only record set at its
 //!   name and not at the zone apex; `ttl` is required, `0..=`[`store::MAX_TTL`]; `values` a
@@ -190,6 +191,7 @@ impl DnsSim {
         {
             let mut st = self.sim.lock();
             if let Some(dns) = &dns {
+                world::clashes(&st.store, dns, &world.path)?;
                 report.extend(world::sync(&mut st.store, dns));
             }
             if let Some(list) = &declared_seeds {

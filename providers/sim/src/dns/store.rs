@@ -310,8 +310,8 @@ pub(crate) fn parse_id(id: &str) -> Result<DnsId, ApiError> {
 pub(crate) enum SetWrite<'a> {
     /// Only if the set does not exist (`If-None-Match: *`).
     Create,
-    /// Replace the set; with `Some(etag)` only at that version (`If-Match`), without one an absent
-    /// set is created (a PUT).
+    /// Replace the set; with `Some(etag)` only at that version (`If-Match`; `*`: any version, the set
+    /// must exist), without one an absent set is created (a PUT).
     Update(Option<&'a str>),
 }
 
@@ -522,7 +522,7 @@ impl DnsStore {
                     format!("record set {fqdn} {rtype} in zone {zone} does not exist: etag {expected} cannot match"),
                 ))
             }
-            (Some(old), SetWrite::Update(Some(expected))) if old.etag != expected => {
+            (Some(old), SetWrite::Update(Some(expected))) if old.etag != expected && expected != "*" => {
                 return Err(ApiError::new(
                     412,
                     "PreconditionFailed",
@@ -596,7 +596,7 @@ impl DnsStore {
                     format!("record set {fqdn} {rtype} in zone {zone} does not exist: etag {expected} cannot match ({raw})"),
                 ))
             }
-            (Some(old), Some(expected)) if old.etag != expected => {
+            (Some(old), Some(expected)) if old.etag != expected && expected != "*" => {
                 return Err(ApiError::new(
                     412,
                     "PreconditionFailed",

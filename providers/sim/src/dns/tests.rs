@@ -350,9 +350,15 @@ async fn update_and_remove_honour_the_etag() {
     let e = sim.remove(SET, &pre).await.unwrap_err();
     assert!(matches!(e, CloudError::PreconditionFailed { .. }), "{e:?}");
     sim.remove(SET, &Precondition::None).await.unwrap();
-    sim.update(SET, b, &Precondition::None).await.unwrap();
+    let any = Precondition::IfMatch("*".into());
+    let e = sim.update(SET, b.clone(), &any).await.unwrap_err();
+    assert!(matches!(e, CloudError::PreconditionFailed { .. }), "`*` needs the set to exist: {e:?}");
+    sim.update(SET, b.clone(), &Precondition::None).await.unwrap();
+    // `*` matches whatever etag it has.
+    sim.update(SET, b, &any).await.unwrap();
+    sim.remove(SET, &any).await.unwrap();
     let statuses: Vec<u16> = sim.calls().iter().filter(|c| c.op == Op::Write).map(|c| c.status).collect();
-    assert_eq!(statuses, vec![201, 200, 412, 412, 200, 412, 412, 404, 201]);
+    assert_eq!(statuses, vec![201, 200, 412, 412, 200, 412, 412, 404, 412, 201, 200, 200]);
 }
 
 #[tokio::test]
@@ -637,4 +643,30 @@ fn the_seeds_section_reports_every_problem() {
     assert!(e.to_string().contains("unknown field `zone`"), "{e}");
     let e = WorldFile::parse("w.yaml", "seeds:\n  - {name: a, ingress: {address: 203.0.113.10}}\n").unwrap_err();
     assert!(e.to_string().contains("unknown field `address`"), "{e}");
+}
+
+#[tokio::test]
+async fn a_sync_that_would_break_the_cname_rule_beside_a_set_written_through_the_api_is_refused() {
+    let sim = sim();
+    sim.create(SET, set("api.a.dev.example.com", "A", &["10.0.0.1"])).await.unwrap();
+    let alias = "/dns/zones/example.com/records/alias.example.com/CNAME";
+    sim.create(alias, set("alias.example.com", "CNAME", &["lb.example.net"])).await.unwrap();
+    let clash = world(
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: alias.example.com, type: TXT, values: [x]}\n    - name: dev.example.com\n      records:\n        - {name: api.a.dev.example.com, type: CNAME, values: [lb.example.net]}\n",
+    );
+    let e = sim.sync_world(&clash).unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(
+        problems,
+        &vec![
+            format!("world.yaml: dns.zones[0].records[0]: alias.example.com TXT cannot exist beside the CNAME record set {alias} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first"),
+            format!("world.yaml: dns.zones[1].records[0]: api.a.dev.example.com CNAME cannot exist beside the A record set {SET} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first"),
+        ]
+    );
+    // Nothing changed: the world's sets are still there.
+    assert!(sim.get_now(WWW).is_some() && sim.get_now(TAKEN).is_some());
+    assert!(sim.get_now("/dns/zones/example.com/records/alias.example.com/TXT").is_none());
+    // The file may replace a set written through the API under its own name and type.
+    sim.sync_world(&world("dns:\n  zones:\n    - name: dev.example.com\n      records:\n        - {name: api.a.dev.example.com, type: A, values: [192.0.2.50]}\n")).unwrap();
+    assert_eq!(sim.get_now(SET).unwrap()["values"], json!(["192.0.2.50"]));
 }

@@ -28,7 +28,9 @@
 //! replaces whatever was there under its name and type, with a new etag: the world says someone else
 //! made it; one already as declared keeps its etag); declared record sets the file no longer lists
 //! are removed — never a record set written through the API (by trellis) — and so is a zone no
-//! longer listed unless a record set written through the API is still in it.
+//! longer listed unless a record set written through the API is still in it. A declared record set
+//! that would break the CNAME rule beside a record set written through the API refuses the sync,
+//! which then changes nothing.
 
 use super::store::{
     default_managed_zone, etag, invalid_value, normal_name, record_id, record_key, valid_name, within, AzureZone,
@@ -235,7 +237,42 @@ impl DnsWorld {
     }
 }
 
-/// Makes `store` hold what `world` declares (see the module doc). Assumes [`DnsWorld::declared`] passed.
+/// Whether `world` can be synced into `store`: a declared record set must not break the CNAME rule
+/// beside a record set written through the API (which a sync keeps) — every such clash, one line
+/// each. Assumes [`DnsWorld::declared`] passed.
+pub(crate) fn clashes(store: &DnsStore, world: &DnsWorld, path: &str) -> Result<(), SimError> {
+    let mut problems = Vec::new();
+    for (i, zone) in world.zones.iter().enumerate() {
+        let zone_name = normal_name(&zone.name);
+        for (j, record) in zone.records.iter().enumerate() {
+            let Some(rtype) = RecordType::parse(&record.rtype) else { continue };
+            let name = normal_name(&record.name);
+            for other in RecordType::ALL.into_iter().filter(|t| *t != rtype) {
+                if rtype != RecordType::Cname && other != RecordType::Cname {
+                    continue;
+                }
+                let declared_too =
+                    zone.records.iter().any(|r| normal_name(&r.name) == name && r.rtype == other.as_str());
+                let written =
+                    store.records.get(&record_key(&zone_name, &name, other)).is_some_and(|r| r.origin == Origin::Api);
+                if written && !declared_too {
+                    problems.push(format!(
+                        "{path}: dns.zones[{i}].records[{j}]: {name} {rtype} cannot exist beside the {other} record set {} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first",
+                        record_id(&zone_name, &name, other)
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(SimError::WorldInvalid { path: path.to_string(), problems })
+    }
+}
+
+/// Makes `store` hold what `world` declares (see the module doc). Assumes [`DnsWorld::declared`] and
+/// [`clashes`] passed.
 pub(crate) fn sync(store: &mut DnsStore, world: &DnsWorld) -> SyncReport {
     let mut report = SyncReport::default();
     let mut declared_zones = BTreeSet::new();
