@@ -1,5 +1,8 @@
 //! The domains provider as [`Stages`]: validation ([`super::validation`]), the phase machine
-//! ([`super::phase`]) and the model ([`super::model`]) over an [`Observed`] keyed by [`DnsIds`].
+//! ([`super::phase`]) and the model ([`super::model`]) over an [`Observed`] keyed by [`DnsIds`];
+//! what is read of the DNS and decided from it ([`super::dns`]) in two discovery rounds ([`discovery`]),
+//! its refusals at pre-flight. A plan's nodes: each `DNSRecord` and, after it, its record set; the
+//! recorded record sets and `DNSRecord`s no longer wanted deleted, the sets first.
 //!
 //! It is not dispatched by `spec.provider.type` (every Shoot may have a domains plan beside its
 //! infrastructure plan): the engine's registry registers it as a derived provider, and its shoots are made by
