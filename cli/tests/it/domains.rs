@@ -58,6 +58,32 @@ fn the_worlds_dns_section_syncs_into_the_state_dir_and_a_bad_one_is_refused() {
         .stderr_has("dns.zones[0].records[0].name: www.other.org is not in zone example.com");
 }
 
+#[test]
+fn the_worlds_seeds_section_is_kept_with_the_dns_and_a_bad_one_is_refused() {
+    let sb = Sandbox::new();
+    let world = sb.file("world.yaml");
+    std::fs::write(
+        &world,
+        "dns:\n  zones:\n    - name: example.com\n      azure: {resourceGroup: dns-rg}\nseeds:\n  - name: aws-eu1\n    ingress: {ip: 203.0.113.10}\n",
+    )
+    .unwrap();
+    let shoot = a1();
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(0).stderr_has("world: 2 added, 0 updated, 0 removed");
+    let seed = sb.run(&["sim", "show", "/seeds/aws-eu1"]).code(0).json();
+    assert_eq!(seed, serde_json::json!({"name": "aws-eu1", "ingress": {"ip": "203.0.113.10"}}));
+    let zone = sb.run(&["sim", "show", "/dns/zones/example.com"]).code(0).json();
+    assert_eq!(zone["azure"], serde_json::json!({"resourceGroup": "dns-rg"}), "{zone}");
+    assert_eq!(zone["gcp"], serde_json::json!({"managedZone": "example-com"}), "{zone}");
+    sb.run(&["sim", "show", "/seeds/gcp-eu1"]).code(1).stderr_has("not found in the simulated DNS");
+
+    let bad = sb.file("bad.yaml");
+    std::fs::write(&bad, "seeds:\n  - name: aws-eu1\n    ingress: {ip: 203.0.113.10, hostname: lb.example.net}\n")
+        .unwrap();
+    sb.run(&["plan", "-f", &shoot, "--world", &bad]).code(1).stderr_has(
+        "seeds[0].ingress: give exactly one of ip (the load balancer's address) and hostname (its DNS name)",
+    );
+}
+
 /// `<repo>/examples/domains/<name>`.
 fn example(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/domains").join(name);

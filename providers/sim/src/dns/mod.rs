@@ -18,8 +18,9 @@
 //!   write, the version `Precondition::IfMatch` names) and `"zone"` (the zone's name). In a write
 //!   body `name` and `type` may be left out and must match the id when given; `etag`, `zone` and
 //!   `id` are ignored; any other field is refused. `create` = only if absent (ARM `If-None-Match:
-//!   *`); `update(…, IfMatch(etag))` = replace at that etag (`update` without a precondition
-//!   creates an absent set, as a PUT); `remove(…, IfMatch(etag))` likewise (an absent set without a
+//!   *`); `update(…, IfMatch(etag))` = replace at that etag (`IfMatch("*")`: any etag, the set must
+//!   exist; `update` without a precondition creates an absent set, as a PUT); `remove(…,
+//!   IfMatch(etag))` likewise (an absent set without a
 //!   precondition is fine, audited 404). The rules (both clouds'; a refused call changes nothing):
 //!   the zone exists; the name is a DNS name inside the zone; a CNAME is the only record set at its
 //!   name and not at the zone apex; `ttl` is required, `0..=`[`store::MAX_TTL`]; `values` a
@@ -52,8 +53,13 @@
 //! `persist`), each call's changes durable before it returns. The `dns:` world section is
 //! [`world`]: its record sets are someone else's, and a sync never deletes a record set written
 //! through the API.
+//!
+//! **Seeds** (`/seeds/{seed}`, the world file's `seeds:` section, see [`seeds`]): GET answers where
+//! the seed's API-server records point, `{"name": "aws-eu1", "ingress": {"ip": "203.0.113.10"}}` (or
+//! `{"hostname": "lb.example.net"}`), `Ok(None)` for a seed not declared; writes are 405.
 
 mod persist;
+pub mod seeds;
 pub mod store;
 pub mod world;
 
@@ -160,19 +166,32 @@ impl DnsSim {
         self.sim.persist_audit(tree)
     }
 
-    /// Keeps the audit log in `tree` as the calls are made (a served simulated DNS, `trellis sim
-    /// serve`; see [`crate::ArmSim::keep_audit`]).
-    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.sim.keep_audit(tree)
-    }
-
-    /// Re-syncs the zones and records the world file's `dns:` section declares (see [`world`]). Not
-    /// audited, not faulted.
+    /// Re-syncs the zones and record sets the world file's `dns:` section declares (see [`world`])
+    /// and the seeds its `seeds:` section declares (see [`seeds`]); a section the file does not have
+    /// leaves its part as it is. Not audited, not faulted.
     pub fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError> {
-        let Some(dns) = world::DnsWorld::of(world)? else {
+        let dns = world::DnsWorld::of(world)?;
+        if let Some(dns) = &dns {
+            dns.declared(&world.path)?;
+        }
+        let declared_seeds = seeds::of(world)?;
+        if let Some(list) = &declared_seeds {
+            seeds::declared(list, &world.path)?;
+        }
+        if dns.is_none() && declared_seeds.is_none() {
             return Ok(SyncReport::default());
-        };
-        let report = world::sync(&mut self.sim.lock().store, &dns);
+        }
+        let mut report = SyncReport::default();
+        {
+            let mut st = self.sim.lock();
+            if let Some(dns) = &dns {
+                world::clashes(&st.store, dns, &world.path)?;
+                report.extend(world::sync(&mut st.store, dns));
+            }
+            if let Some(list) = &declared_seeds {
+                report.extend(seeds::sync(&mut st.store, list));
+            }
+        }
         self.sim.commit()?;
         Ok(report)
     }

@@ -73,6 +73,8 @@ pub enum DnsId {
     Record { zone: String, fqdn: String, rtype: RecordType },
     /// `/dns/zones/{zone}`.
     Zone { zone: String },
+    /// `/seeds/{seed}`: where a seed's ingress answers (declared by the world file's `seeds:`).
+    Seed { seed: String },
 }
 
 impl FromStr for DnsId {
@@ -84,13 +86,14 @@ impl FromStr for DnsId {
         let segments: Vec<&str> = trimmed.split('/').collect();
         let bad = || {
             format!(
-                "{id:?} is not a DNS id: expected /seeds/{{seed}}/namespaces/{{namespace}}/dnsrecords/{{name}}, /dns/zones/{{zone}} or /dns/zones/{{zone}}/records/{{name}}/{{type}}"
+                "{id:?} is not a DNS id: expected /seeds/{{seed}}/namespaces/{{namespace}}/dnsrecords/{{name}}, /dns/zones/{{zone}}, /dns/zones/{{zone}}/records/{{name}}/{{type}} or /seeds/{{seed}}"
             )
         };
         if segments.iter().skip(1).any(|s| s.is_empty()) {
             return Err(bad());
         }
         match segments.as_slice() {
+            ["", s, seed] if s.eq_ignore_ascii_case("seeds") => Ok(DnsId::Seed { seed: seed.to_string() }),
             ["", s, seed, n, namespace, d, name]
                 if s.eq_ignore_ascii_case("seeds")
                     && n.eq_ignore_ascii_case("namespaces")
@@ -262,6 +265,7 @@ pub(crate) enum Dirty {
     Zone(String),
     Record(String),
     Object(String),
+    Seed(String),
 }
 
 /// Everything the simulated DNS holds. Maps are keyed by [`DnsIds::key`] of the id (zones by their
@@ -271,6 +275,8 @@ pub(crate) struct DnsStore {
     pub zones: BTreeMap<String, Zone>,
     pub records: BTreeMap<String, Record>,
     pub objects: BTreeMap<String, Value>,
+    /// The seeds of the world file's `seeds:` section, by name.
+    pub seeds: BTreeMap<String, super::seeds::WorldSeed>,
     /// Ticks on every write; an object's `resourceVersion` and a record set's etag are the clock
     /// of its last write.
     pub clock: u64,
@@ -304,8 +310,8 @@ pub(crate) fn parse_id(id: &str) -> Result<DnsId, ApiError> {
 pub(crate) enum SetWrite<'a> {
     /// Only if the set does not exist (`If-None-Match: *`).
     Create,
-    /// Replace the set; with `Some(etag)` only at that version (`If-Match`), without one an absent
-    /// set is created (a PUT).
+    /// Replace the set; with `Some(etag)` only at that version (`If-Match`; `*`: any version, the set
+    /// must exist), without one an absent set is created (a PUT).
     Update(Option<&'a str>),
 }
 
@@ -319,6 +325,7 @@ impl DnsStore {
                 self.records.get(&record_key(&zone, fqdn, *rtype)).map(|r| r.render(&zone))
             }
             DnsId::Zone { zone } => self.zones.get(&normal_name(zone)).map(Zone::object),
+            DnsId::Seed { seed } => self.seeds.get(&seed.to_ascii_lowercase()).map(super::seeds::WorldSeed::object),
         }
     }
 
@@ -367,6 +374,7 @@ impl DnsStore {
             }
             DnsId::Record { zone, fqdn, rtype } => self.write_set(raw, zone, fqdn, *rtype, body, how),
             DnsId::Zone { .. } => Err(not_allowed(raw, "a zone (declared in the world file's dns: section)")),
+            DnsId::Seed { .. } => Err(not_allowed(raw, "a seed (declared in the world file's seeds: section)")),
         }
     }
 
@@ -376,6 +384,7 @@ impl DnsStore {
             DnsId::Object { .. } => self.delete_object(raw, if_match),
             DnsId::Record { zone, fqdn, rtype } => self.delete_set(raw, zone, fqdn, *rtype, if_match),
             DnsId::Zone { .. } => Err(not_allowed(raw, "a zone (declared in the world file's dns: section)")),
+            DnsId::Seed { .. } => Err(not_allowed(raw, "a seed (declared in the world file's seeds: section)")),
         }
     }
 
@@ -513,7 +522,7 @@ impl DnsStore {
                     format!("record set {fqdn} {rtype} in zone {zone} does not exist: etag {expected} cannot match"),
                 ))
             }
-            (Some(old), SetWrite::Update(Some(expected))) if old.etag != expected => {
+            (Some(old), SetWrite::Update(Some(expected))) if old.etag != expected && expected != "*" => {
                 return Err(ApiError::new(
                     412,
                     "PreconditionFailed",
@@ -587,7 +596,7 @@ impl DnsStore {
                     format!("record set {fqdn} {rtype} in zone {zone} does not exist: etag {expected} cannot match ({raw})"),
                 ))
             }
-            (Some(old), Some(expected)) if old.etag != expected => {
+            (Some(old), Some(expected)) if old.etag != expected && expected != "*" => {
                 return Err(ApiError::new(
                     412,
                     "PreconditionFailed",
@@ -692,7 +701,7 @@ fn check_set(body: &Value, raw: &str, zone: &str, fqdn: &str, rtype: RecordType)
 }
 
 /// Why `value` is not a valid value of a `rtype` record set; `None` when it is.
-fn invalid_value(rtype: RecordType, value: &str) -> Option<&'static str> {
+pub(crate) fn invalid_value(rtype: RecordType, value: &str) -> Option<&'static str> {
     match rtype {
         RecordType::A => value.parse::<std::net::Ipv4Addr>().is_err().then_some("is not an IPv4 address"),
         RecordType::Aaaa => value.parse::<std::net::Ipv6Addr>().is_err().then_some("is not an IPv6 address"),

@@ -350,9 +350,15 @@ async fn update_and_remove_honour_the_etag() {
     let e = sim.remove(SET, &pre).await.unwrap_err();
     assert!(matches!(e, CloudError::PreconditionFailed { .. }), "{e:?}");
     sim.remove(SET, &Precondition::None).await.unwrap();
-    sim.update(SET, b, &Precondition::None).await.unwrap();
+    let any = Precondition::IfMatch("*".into());
+    let e = sim.update(SET, b.clone(), &any).await.unwrap_err();
+    assert!(matches!(e, CloudError::PreconditionFailed { .. }), "`*` needs the set to exist: {e:?}");
+    sim.update(SET, b.clone(), &Precondition::None).await.unwrap();
+    // `*` matches whatever etag it has.
+    sim.update(SET, b, &any).await.unwrap();
+    sim.remove(SET, &any).await.unwrap();
     let statuses: Vec<u16> = sim.calls().iter().filter(|c| c.op == Op::Write).map(|c| c.status).collect();
-    assert_eq!(statuses, vec![201, 200, 412, 412, 200, 412, 412, 404, 201]);
+    assert_eq!(statuses, vec![201, 200, 412, 412, 200, 412, 412, 404, 412, 201, 200, 200]);
 }
 
 #[tokio::test]
@@ -481,7 +487,7 @@ async fn records_of_the_dns_controller_are_upgraded_at_open() {
 fn the_world_section_reports_every_problem() {
     let e = WorldFile::parse(
         "w.yaml",
-        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.other.org, type: A, values: [1.2.3.4]}\n        - {name: a.example.com, type: MX, values: []}\n        - {name: b.example.com, type: A, values: [x]}\n        - {name: B.example.com., type: A, values: [y]}\n        - {name: c.example.com, type: A, ttl: 2147483648, values: [z]}\n    - name: 'bad name'\n    - name: EXAMPLE.com\n    - name: a.org\n      azure: {subscription: not-a-guid, resourceGroup: 'rg.'}\n      gcp: {project: P, managedZone: 1zone}\n    - name: b.org\n      gcp: {managedZone: example-com}\n",
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.other.org, type: A, values: [1.2.3.4]}\n        - {name: a.example.com, type: MX, values: []}\n        - {name: b.example.com, type: A, values: [192.0.2.1]}\n        - {name: B.example.com., type: A, values: [192.0.2.2]}\n        - {name: c.example.com, type: A, ttl: 2147483648, values: [192.0.2.3]}\n    - name: 'bad name'\n    - name: EXAMPLE.com\n    - name: a.org\n      azure: {subscription: not-a-guid, resourceGroup: 'rg.'}\n      gcp: {project: P, managedZone: 1zone}\n    - name: b.org\n      gcp: {managedZone: example-com}\n",
     )
     .unwrap_err();
     let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
@@ -511,6 +517,24 @@ fn the_world_section_reports_every_problem() {
     assert!(e.to_string().contains("location"), "{e}");
     let e = WorldFile::parse("w.yaml", "dns:\n  zones: [{name: a.com, gcp: {project: my-project}}]\n").unwrap_err();
     assert!(e.to_string().contains("managedZone"), "{e}");
+    // What exists keeps the clouds' rules: values valid for the type, a CNAME alone and not at the apex.
+    let e = WorldFile::parse(
+        "w.yaml",
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: a.example.com, type: A, values: [x]}\n        - {name: a.example.com, type: CNAME, values: [lb.example.net]}\n        - {name: example.com, type: CNAME, values: [lb.example.net]}\n        - {name: c.example.com, type: CNAME, values: [a.example.net, b.example.net]}\n        - {name: d.example.com, type: AAAA, values: [192.0.2.1]}\n",
+    )
+    .unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    let text = problems.join("\n");
+    for part in [
+        "dns.zones[0].records[0].values: \"x\" is not an IPv4 address",
+        "dns.zones[0].records[1]: the CNAME a.example.com is not the only record set at its name: A (records[0])",
+        "dns.zones[0].records[2]: a CNAME record set cannot be at the zone apex (example.com)",
+        "dns.zones[0].records[3].values: a CNAME record set holds exactly one value, not 2",
+        "dns.zones[0].records[4].values: \"192.0.2.1\" is not an IPv6 address",
+    ] {
+        assert!(text.contains(part), "{part} missing from:\n{text}");
+    }
+    assert_eq!(problems.len(), 5, "{text}");
     // One managed zone in two projects is fine.
     WorldFile::parse(
         "w.yaml",
@@ -543,4 +567,106 @@ async fn a_sync_never_touches_record_sets_written_through_the_api() {
     assert_eq!((sim.get_now(SET).unwrap(), sim.get_now(mine).unwrap()), before, "ours untouched");
     assert!(sim.get_now("/dns/zones/dev.example.com").is_some());
     assert!(sim.calls().iter().all(|c| c.target != WWW), "a sync is not audited");
+}
+
+const SEEDS: &str = "seeds:\n  - name: aws-eu1\n    ingress: {ip: 203.0.113.10}\n  - name: gcp-eu1\n    ingress: {hostname: lb.example.net}\n";
+
+#[tokio::test]
+async fn a_seed_answers_where_its_ingress_is_and_cannot_be_written() {
+    let sim = sim();
+    let report = sim.sync_world(&world(SEEDS)).unwrap();
+    assert_eq!(report.added, vec!["/seeds/aws-eu1".to_string(), "/seeds/gcp-eu1".to_string()]);
+    assert!(sim.get_now(WWW).is_some(), "a file without dns: leaves the zones as they are");
+    assert_eq!(
+        sim.get("/seeds/aws-eu1").await.unwrap(),
+        Some(json!({"name": "aws-eu1", "ingress": {"ip": "203.0.113.10"}}))
+    );
+    assert_eq!(
+        sim.get("/seeds/gcp-eu1/").await.unwrap(),
+        Some(json!({"name": "gcp-eu1", "ingress": {"hostname": "lb.example.net"}}))
+    );
+    assert_eq!(sim.get("/seeds/azure-eu1").await.unwrap(), None, "undeclared: not found");
+    assert_eq!(sim.get_now("/Seeds/AWS-EU1").unwrap()["name"], "aws-eu1", "ids compare in lowercase");
+    let e = sim.create("/seeds/other", json!({"name": "other"})).await.unwrap_err();
+    assert_eq!(rejected(&e).0, 405);
+    let e = sim.update("/seeds/aws-eu1", json!({}), &Precondition::None).await.unwrap_err();
+    assert_eq!(rejected(&e).0, 405);
+    let e = sim.remove("/seeds/aws-eu1", &Precondition::None).await.unwrap_err();
+    assert_eq!(rejected(&e).0, 405);
+    assert!(sim.get_now("/seeds/aws-eu1").is_some());
+    // A DNSRecord id under the seed is still an object id.
+    sim.create(OBJ, body()).await.unwrap();
+    // A resync holds exactly the declared seeds.
+    let report = sim.sync_world(&world("seeds:\n  - name: aws-eu1\n    ingress: {ip: '2001:db8::10'}\n")).unwrap();
+    assert_eq!(
+        (report.updated, report.removed),
+        (vec!["/seeds/aws-eu1".to_string()], vec!["/seeds/gcp-eu1".to_string()])
+    );
+    assert_eq!(sim.get_now("/seeds/aws-eu1").unwrap()["ingress"], json!({"ip": "2001:db8::10"}));
+    assert!(sim.get_now("/seeds/gcp-eu1").is_none());
+    assert!(sim
+        .sync_world(&world("seeds:\n  - name: aws-eu1\n    ingress: {ip: '2001:db8::10'}\n"))
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn seeds_persist_in_the_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sled::open(dir.path()).unwrap();
+    DnsSim::open(db.open_tree("sim/dns").unwrap()).unwrap().sync_world(&world(SEEDS)).unwrap();
+    let sim = DnsSim::open(db.open_tree("sim/dns").unwrap()).unwrap();
+    assert_eq!(sim.get_now("/seeds/gcp-eu1").unwrap()["ingress"], json!({"hostname": "lb.example.net"}));
+}
+
+#[test]
+fn the_seeds_section_reports_every_problem() {
+    let e = WorldFile::parse(
+        "w.yaml",
+        "seeds:\n  - {name: Aws_EU1, ingress: {ip: 203.0.113.10}}\n  - {name: a, ingress: {ip: 203.0.113.300}}\n  - {name: b, ingress: {hostname: 'not a host'}}\n  - {name: c, ingress: {ip: 203.0.113.10, hostname: lb.example.net}}\n  - {name: d, ingress: {}}\n  - {name: a, ingress: {ip: 203.0.113.11}}\n",
+    )
+    .unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    let text = problems.join("\n");
+    for part in [
+        "w.yaml: seeds[0].name: \"Aws_EU1\" is not a Seed name",
+        "w.yaml: seeds[1].ingress.ip: \"203.0.113.300\" is not an IPv4 or IPv6 address",
+        "w.yaml: seeds[2].ingress.hostname: \"not a host\" is not a host name",
+        "w.yaml: seeds[3].ingress: give exactly one of ip (the load balancer's address) and hostname (its DNS name)",
+        "w.yaml: seeds[4].ingress: give exactly one of ip",
+        "w.yaml: seeds[5].name: seed a is declared twice (seeds[1] and seeds[5])",
+    ] {
+        assert!(text.contains(part), "{part} missing from:\n{text}");
+    }
+    assert_eq!(problems.len(), 6, "{text}");
+    let e = WorldFile::parse("w.yaml", "seeds:\n  - {name: a, ingress: {ip: 203.0.113.10}, zone: x}\n").unwrap_err();
+    assert!(e.to_string().contains("unknown field `zone`"), "{e}");
+    let e = WorldFile::parse("w.yaml", "seeds:\n  - {name: a, ingress: {address: 203.0.113.10}}\n").unwrap_err();
+    assert!(e.to_string().contains("unknown field `address`"), "{e}");
+}
+
+#[tokio::test]
+async fn a_sync_that_would_break_the_cname_rule_beside_a_set_written_through_the_api_is_refused() {
+    let sim = sim();
+    sim.create(SET, set("api.a.dev.example.com", "A", &["10.0.0.1"])).await.unwrap();
+    let alias = "/dns/zones/example.com/records/alias.example.com/CNAME";
+    sim.create(alias, set("alias.example.com", "CNAME", &["lb.example.net"])).await.unwrap();
+    let clash = world(
+        "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: alias.example.com, type: TXT, values: [x]}\n    - name: dev.example.com\n      records:\n        - {name: api.a.dev.example.com, type: CNAME, values: [lb.example.net]}\n",
+    );
+    let e = sim.sync_world(&clash).unwrap_err();
+    let SimError::WorldInvalid { problems, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(
+        problems,
+        &vec![
+            format!("world.yaml: dns.zones[0].records[0]: alias.example.com TXT cannot exist beside the CNAME record set {alias} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first"),
+            format!("world.yaml: dns.zones[1].records[0]: api.a.dev.example.com CNAME cannot exist beside the A record set {SET} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first"),
+        ]
+    );
+    // Nothing changed: the world's sets are still there.
+    assert!(sim.get_now(WWW).is_some() && sim.get_now(TAKEN).is_some());
+    assert!(sim.get_now("/dns/zones/example.com/records/alias.example.com/TXT").is_none());
+    // The file may replace a set written through the API under its own name and type.
+    sim.sync_world(&world("dns:\n  zones:\n    - name: dev.example.com\n      records:\n        - {name: api.a.dev.example.com, type: A, values: [192.0.2.50]}\n")).unwrap();
+    assert_eq!(sim.get_now(SET).unwrap()["values"], json!(["192.0.2.50"]));
 }

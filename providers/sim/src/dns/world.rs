@@ -13,8 +13,10 @@
 //! ```
 //!
 //! Zone and record names are DNS names (compared in lowercase, a trailing dot ignored); a record
-//! must be inside its zone; `type` is one of `A`, `AAAA`, `CNAME`, `TXT`; `values` are required,
-//! `ttl` defaults to 300 (at most 2147483647). `azure:` says where the zone lives in Azure DNS:
+//! must be inside its zone; `type` is one of `A`, `AAAA`, `CNAME`, `TXT`; `values` are required and
+//! valid for the type (IPv4, IPv6, exactly one host name, non-empty text); a CNAME is the only record
+//! set at its name and not at the zone apex; `ttl` defaults to 300 (at most 2147483647) — what
+//! exists keeps the clouds' rules. `azure:` says where the zone lives in Azure DNS:
 //! `resourceGroup` (required in the block) and `subscription` (a GUID; absent: the zone is served
 //! under every subscription); without the block the zone is in resource group `dns` of every
 //! subscription. `gcp:` says where it lives in Cloud DNS: `managedZone` (required in the block) and
@@ -26,11 +28,13 @@
 //! replaces whatever was there under its name and type, with a new etag: the world says someone else
 //! made it; one already as declared keeps its etag); declared record sets the file no longer lists
 //! are removed — never a record set written through the API (by trellis) — and so is a zone no
-//! longer listed unless a record set written through the API is still in it.
+//! longer listed unless a record set written through the API is still in it. A declared record set
+//! that would break the CNAME rule beside a record set written through the API refuses the sync,
+//! which then changes nothing.
 
 use super::store::{
-    default_managed_zone, etag, normal_name, record_id, record_key, valid_name, within, AzureZone, Dirty, DnsStore,
-    GcpZone, Record, RecordType, Zone, MAX_TTL,
+    default_managed_zone, etag, invalid_value, normal_name, record_id, record_key, valid_name, within, AzureZone,
+    Dirty, DnsStore, GcpZone, Record, RecordType, Zone, MAX_TTL,
 };
 use crate::core::world::{SyncReport, WorldFile, WorldSection};
 use crate::core::Origin;
@@ -182,6 +186,22 @@ impl DnsWorld {
                 }
                 if record.values.is_empty() || record.values.iter().any(|v| v.trim().is_empty()) {
                     problems.push(format!("{at}.values: at least one value, none empty, is required"));
+                } else if let Some(rtype) = RecordType::parse(&record.rtype) {
+                    // What exists keeps the clouds' rules: values valid for the type.
+                    for v in &record.values {
+                        if let Some(why) = invalid_value(rtype, v) {
+                            problems.push(format!("{at}.values: {v:?} {why}"));
+                        }
+                    }
+                    if rtype == RecordType::Cname && record.values.len() != 1 {
+                        problems.push(format!(
+                            "{at}.values: a CNAME record set holds exactly one value, not {}",
+                            record.values.len()
+                        ));
+                    }
+                }
+                if record.rtype == "CNAME" && name == zone_name {
+                    problems.push(format!("{at}: a CNAME record set cannot be at the zone apex ({zone_name})"));
                 }
                 if let Some(ttl) = record.ttl.filter(|t| *t > MAX_TTL) {
                     problems.push(format!("{at}.ttl: {ttl} is out of range: an integer from 0 to {MAX_TTL}"));
@@ -190,6 +210,21 @@ impl DnsWorld {
                     problems.push(format!(
                         "{at}: record {name} {} is declared twice (records[{first}] and records[{j}])",
                         record.rtype
+                    ));
+                }
+            }
+            // A CNAME is the only record set at its name.
+            for (j, record) in zone.records.iter().enumerate().filter(|(_, r)| r.rtype == "CNAME") {
+                let name = normal_name(&record.name);
+                let others: Vec<String> = seen
+                    .iter()
+                    .filter(|((n, t), _)| *n == name && t != "CNAME")
+                    .map(|((_, t), k)| format!("{t} (records[{k}])"))
+                    .collect();
+                if !others.is_empty() {
+                    problems.push(format!(
+                        "{at}.records[{j}]: the CNAME {name} is not the only record set at its name: {}",
+                        others.join(", ")
                     ));
                 }
             }
@@ -202,7 +237,42 @@ impl DnsWorld {
     }
 }
 
-/// Makes `store` hold what `world` declares (see the module doc). Assumes [`DnsWorld::declared`] passed.
+/// Whether `world` can be synced into `store`: a declared record set must not break the CNAME rule
+/// beside a record set written through the API (which a sync keeps) — every such clash, one line
+/// each. Assumes [`DnsWorld::declared`] passed.
+pub(crate) fn clashes(store: &DnsStore, world: &DnsWorld, path: &str) -> Result<(), SimError> {
+    let mut problems = Vec::new();
+    for (i, zone) in world.zones.iter().enumerate() {
+        let zone_name = normal_name(&zone.name);
+        for (j, record) in zone.records.iter().enumerate() {
+            let Some(rtype) = RecordType::parse(&record.rtype) else { continue };
+            let name = normal_name(&record.name);
+            for other in RecordType::ALL.into_iter().filter(|t| *t != rtype) {
+                if rtype != RecordType::Cname && other != RecordType::Cname {
+                    continue;
+                }
+                let declared_too =
+                    zone.records.iter().any(|r| normal_name(&r.name) == name && r.rtype == other.as_str());
+                let written =
+                    store.records.get(&record_key(&zone_name, &name, other)).is_some_and(|r| r.origin == Origin::Api);
+                if written && !declared_too {
+                    problems.push(format!(
+                        "{path}: dns.zones[{i}].records[{j}]: {name} {rtype} cannot exist beside the {other} record set {} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first",
+                        record_id(&zone_name, &name, other)
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(SimError::WorldInvalid { path: path.to_string(), problems })
+    }
+}
+
+/// Makes `store` hold what `world` declares (see the module doc). Assumes [`DnsWorld::declared`] and
+/// [`clashes`] passed.
 pub(crate) fn sync(store: &mut DnsStore, world: &DnsWorld) -> SyncReport {
     let mut report = SyncReport::default();
     let mut declared_zones = BTreeSet::new();
