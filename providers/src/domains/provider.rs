@@ -402,16 +402,21 @@ fn address_of(ctx: &DomainsCtx, observed: &Observed) -> Option<String> {
 }
 
 /// The `DNSRecord` objects and record sets `ctx` wants, against `observed` (the seed and the zone
-/// list read); every refusal at once.
-fn wanted(ctx: &DomainsCtx, observed: &Observed) -> Result<Wanted, Vec<dns::DnsError>> {
+/// list read): `Ok(Err)` with every refusal at once; `Err` when discovery did not read what it needs
+/// (a bug).
+fn wanted(ctx: &DomainsCtx, observed: &Observed) -> Result<Result<Wanted, Vec<dns::DnsError>>, ProviderError> {
     let address = address_of(ctx, observed);
     if ctx.record_ids().is_empty() {
-        return Ok(Wanted { address, ..Wanted::default() });
+        return Ok(Ok(Wanted { address, ..Wanted::default() }));
+    }
+    let bug = |e: trellis_planner::discover::NotFetched| other(e.in_stage("domains records"));
+    if ctx.annotated.is_none() {
+        observed.get(&dns::seed_id(&ctx.seed)).map_err(bug)?;
     }
     let Some(addr) = address.clone() else {
-        return Err(vec![dns::DnsError::NoAddress { seed: ctx.seed.clone() }]);
+        return Ok(Err(vec![dns::DnsError::NoAddress { seed: ctx.seed.clone() }]));
     };
-    let zones = observed.list(dns::ZONES_PARENT, dns::ZONES).unwrap_or_default();
+    let zones = observed.list(dns::ZONES_PARENT, dns::ZONES).map_err(bug)?;
     let records = model::records(&ctx.seed, &ctx.tn, &ctx.roles, &addr);
     let mut sets = Vec::new();
     let mut errs = Vec::new();
@@ -421,11 +426,7 @@ fn wanted(ctx: &DomainsCtx, observed: &Observed) -> Result<Wanted, Vec<dns::DnsE
             Err(e) => errs.push(e),
         }
     }
-    if errs.is_empty() {
-        Ok(Wanted { address, records, sets })
-    } else {
-        Err(errs)
-    }
+    Ok(if errs.is_empty() { Ok(Wanted { address, records, sets }) } else { Err(errs) })
 }
 
 /// The context of no CA rotation: for tests and callers that have only an `observed` cloud.
@@ -493,7 +494,7 @@ fn fetch(ctx: &DomainsCtx, round: usize, observed: &Observed) -> Option<Fetch> {
 /// DNS wrote for that object before record sets were planned): what the executor recognises as its
 /// own landed create, too.
 fn refusals(ctx: &DomainsCtx, observed: &Observed) -> Result<Vec<dns::DnsError>, ProviderError> {
-    let wanted = match wanted(ctx, observed) {
+    let wanted = match wanted(ctx, observed)? {
         Ok(w) => w,
         Err(errs) => return Ok(errs),
     };
@@ -573,7 +574,8 @@ impl Stages for Domains {
     }
 
     fn desired(&self, ds: &DomainsShoot, ctx: &DomainsCtx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {
-        let wanted = wanted(ctx, observed).map_err(|mut errs| other(errs.swap_remove(0)))?;
+        // Pre-flight refused every plan this would refuse.
+        let wanted = wanted(ctx, observed)?.map_err(|mut errs| other(errs.swap_remove(0)))?;
         Ok(desired(ds, &ctx.with_owners(observed), &wanted))
     }
 

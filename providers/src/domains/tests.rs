@@ -1137,3 +1137,91 @@ fn a_record_moving_to_another_zone_deletes_the_old_set_beside_the_new_one() {
         )]
     );
 }
+
+/// The domains provider's Terraform facts, as the registry hands them to the Terraform writer.
+struct DomainsKinds;
+
+impl trellis_plans::terraform::TerraformKinds for DomainsKinds {
+    fn terraform_kind(
+        &self,
+        _: trellis_plans::Provider,
+        kind: trellis_plans::Kind,
+        id: Option<&str>,
+        body: Option<&Value>,
+        related: &[&Value],
+    ) -> trellis_plans::terraform::TerraformKind {
+        DOMAINS.terraform_kind(kind, id, body, related)
+    }
+}
+
+/// (Terraform address, actions) of every resource change.
+fn terraform_changes(plan: &Plan) -> Vec<(String, String)> {
+    let set = trellis_plans::PlanSet::new(vec![plan.clone()]);
+    let tf = trellis_plans::terraform::plan_json(&set, "test", &DomainsKinds);
+    tf["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["address"].as_str().unwrap().to_string(), c["change"]["actions"].to_string()))
+        .collect()
+}
+
+/// A record set is its DNS provider's Terraform type (the provider its DNSRecord names, found through
+/// the plan's dependency between the two, in a create and in a destroy alike); the DNSRecord object
+/// is no Terraform provider's (`domains_dns_record`).
+#[test]
+fn terraform_json_shows_record_sets_as_the_dns_providers_record_types() {
+    let seed = seed_doc(None, &[], Some(false));
+    let mut sh = shoot_doc(Some("a.other.org"), &[]);
+    sh["spec"]["dns"]["providers"] = json!([{"type": "azure-dns", "primary": true}]);
+    let ds = paired(&sh, &seed, true);
+    let mut w = World::new();
+    w.zones.push(zone("other.org"));
+    let p = ok(w.plan(&ds));
+    assert_eq!(
+        terraform_changes(&p.plan),
+        vec![
+            ("module.shoot--dev--a.domains_dns_record.a-external".to_string(), "[\"create\"]".to_string()),
+            ("module.shoot--dev--a.azurerm_dns_a_record.api_a_other_org_A".to_string(), "[\"create\"]".to_string()),
+        ]
+    );
+    w.apply(&p);
+    let mut observed = Observed::new(&DnsIds);
+    for r in w.ws.resources.values() {
+        observed.insert(&r.id, w.cloud.get(&DnsIds.key(&r.id)).cloned());
+    }
+    let gone = provider::destroy_with(&ds, &w.ws, &observed).unwrap();
+    assert_eq!(
+        terraform_changes(&gone.plan),
+        vec![
+            ("module.shoot--dev--a.domains_dns_record.a-external".to_string(), "[\"delete\"]".to_string()),
+            ("module.shoot--dev--a.azurerm_dns_a_record.api_a_other_org_A".to_string(), "[\"delete\"]".to_string()),
+        ]
+    );
+}
+
+/// A stage asking for what discovery never read is a bug, never "no zone" or "no address".
+#[test]
+fn regression_a_zone_list_or_seed_never_read_is_a_bug_not_a_refusal() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let w = World::new();
+    let mut observed = Observed::new(&DnsIds);
+    for id in [format!("{REC}a-external"), format!("{REC}a-internal")] {
+        observed.insert(&id, None);
+    }
+    let e = plan_with(&ds, &w.ws, &observed).err().unwrap().to_string();
+    assert_eq!(
+        e,
+        "bug: the list of zones under /dns was never run before planning (stage: domains records); please report"
+    );
+    let mut bare = seed.clone();
+    bare.metadata.annotations.clear();
+    let e = plan_with(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &bare, true), &w.ws, &observed)
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "bug: /seeds/aws-eu1 was never fetched before planning (stage: domains records); please report"
+    );
+}
