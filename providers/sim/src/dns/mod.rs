@@ -166,6 +166,12 @@ impl DnsSim {
         self.sim.persist_audit(tree)
     }
 
+    /// Keeps the audit log in `tree` as the calls are made (a served simulated DNS, `trellis sim
+    /// serve`; see [`crate::ArmSim::keep_audit`]).
+    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
+        self.sim.keep_audit(tree)
+    }
+
     /// Re-syncs the zones and record sets the world file's `dns:` section declares (see [`world`])
     /// and the seeds its `seeds:` section declares (see [`seeds`]); a section the file does not have
     /// leaves its part as it is. Not audited, not faulted.
