@@ -201,3 +201,38 @@ fn an_apply_failed_on_a_record_set_made_after_the_plan_leaves_theirs_and_converg
     assert_eq!(a_records(&set), ["203.0.113.10"]);
     azure(&sb, &emulator, &["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
 }
+
+/// Azure DNS throttles the first record-set writes (429 with `Retry-After`, the emulator's
+/// `--throttle`): the engine's retries carry the apply through, and each set is written once.
+#[test]
+fn throttled_record_set_writes_converge() {
+    let sb = Sandbox::new();
+    let file = sb.file("world.yaml");
+    std::fs::write(&file, WORLD).unwrap();
+    let emulator = Emulator::start_with(&sb.file("emu"), &["--world", &file, "--throttle", "PUT:/dns/zones/:2"]);
+    let (seed, shoot) = (m1("seed.yaml"), m1("shoot.yaml"));
+    azure(&sb, &emulator, &["apply", "--auto-approve", "-f", &seed, "-f", &shoot])
+        .code(0)
+        .stdout_has("shoot--platform--web+domains: apply complete.");
+    assert_eq!(record_set(&emulator, "dns-rg", "platform.example.com", "A", "api.web").0, 200);
+    azure(&sb, &emulator, &["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
+    assert_eq!(emulator.terminate(), 0);
+    let puts: Vec<u16> = served_dns_audit(&sb).into_iter().filter(|(m, _, _)| m == "PUT").map(|(_, s, _)| s).collect();
+    assert_eq!(puts.iter().filter(|s| **s == 429).count(), 2, "{puts:?}");
+    assert_eq!(puts.iter().filter(|s| **s == 201).count(), 2, "each record set created once: {puts:?}");
+}
+
+#[test]
+fn a_bad_throttle_rule_is_refused_in_one_line() {
+    let sb = Sandbox::new();
+    for (rule, says) in [
+        ("PATCH:/dns/:1", "METHOD \"PATCH\" is not one of GET, LIST, PUT, DELETE"),
+        ("PUT:/dns/:0", "expected METHOD:TEXT:TIMES, e.g. PUT:/dns/:2"),
+        ("PUT", "expected METHOD:TEXT:TIMES"),
+    ] {
+        let run =
+            sb.run_raw(&["sim", "serve", "--throttle", rule, "--state", &sb.file("emu")]).code(1).stderr_has(says);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    }
+    assert!(!Path::new(&sb.file("emu")).exists(), "a bad flag touches nothing");
+}

@@ -18,8 +18,8 @@
 //! | `GET …/dnszones/{zone}` | 200 the zone; 404 `ResourceNotFound` |
 //! | `GET …/dnszones/{zone}/recordsets`, `…/dnszones/{zone}/{TYPE}` | 200 its record sets (of that type), paged; 404 `ParentResourceNotFound` |
 //! | `GET …/dnszones/{zone}/{TYPE}/{name}` | 200 the record set; 404 `NotFound` |
-//! | `PUT …/dnszones/{zone}/{TYPE}/{name}` | 201 created / 200 replaced, synchronous, the record set; `If-None-Match: *` of an existing set and `If-Match` of another etag are 412 `PreconditionFailed` |
-//! | `DELETE …/dnszones/{zone}/{TYPE}/{name}` | 200 deleted, 204 absent; `If-Match` of another etag 412 |
+//! | `PUT …/dnszones/{zone}/{TYPE}/{name}` | 201 created / 200 replaced, synchronous, the record set; `If-None-Match: *` of an existing set, `If-Match` of another etag and `If-Match: *` of a missing set are 412 `PreconditionFailed` |
+//! | `DELETE …/dnszones/{zone}/{TYPE}/{name}` | 200 deleted, 204 absent; `If-Match` of another etag (or of a missing set) 412 |
 //!
 //! `{TYPE}` is `A`, `AAAA`, `CNAME` or `TXT` (the types the simulated DNS holds; any other is 400
 //! `BadRequest`), `{name}` the name relative to the zone, `@` at the apex. Refusals of the store are
@@ -477,7 +477,8 @@ fn condition(req: &Req) -> Option<Condition> {
     if value(header::IF_NONE_MATCH) == Some("*") {
         return Some(Condition::IfNoneMatch);
     }
-    value(header::IF_MATCH).filter(|e| !e.is_empty() && *e != "*").map(|e| Condition::IfMatch(e.to_string()))
+    // `If-Match: *`: any etag, but the record set must exist (the simulated DNS's `IfMatch("*")`).
+    value(header::IF_MATCH).filter(|e| !e.is_empty()).map(|e| Condition::IfMatch(e.to_string()))
 }
 
 #[cfg(test)]

@@ -211,3 +211,20 @@ async fn record_sets_are_listed_all_or_by_type() {
     let (_, a_only) = s.send(reqwest::Method::GET, &format!("{}/A?{API}", s.zone()), &[], None).await;
     assert_eq!(a_only["value"].as_array().unwrap().len(), 1);
 }
+
+/// `If-Match: *` is ARM's "only if it exists": the server once dropped it, so such a PUT created a
+/// missing record set (an upsert) instead of answering 412.
+#[tokio::test]
+async fn regression_if_match_star_needs_the_record_set_to_exist() {
+    let s = serve().await;
+    let set = format!("{}/A/api?{API}", s.zone());
+    let (status, body) = s.send(reqwest::Method::PUT, &set, &[("If-Match", "*")], Some(a(60, "203.0.113.10"))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (412, Some("PreconditionFailed")), "{body}");
+    assert!(s.dns.get_now("/dns/zones/example.com/records/api.example.com/A").is_none(), "nothing was created");
+    let (status, _) = s.send(reqwest::Method::DELETE, &set, &[("If-Match", "*")], None).await;
+    assert_eq!(status, 412, "a delete under If-Match: * of a missing set");
+    assert_eq!(s.send(reqwest::Method::PUT, &set, &[], Some(a(60, "203.0.113.10"))).await.0, 201);
+    let (status, body) = s.send(reqwest::Method::PUT, &set, &[("If-Match", "*")], Some(a(60, "203.0.113.11"))).await;
+    assert_eq!((status, body["properties"]["ARecords"][0]["ipv4Address"].as_str()), (200, Some("203.0.113.11")));
+    assert_eq!(s.send(reqwest::Method::DELETE, &set, &[("If-Match", "*")], None).await.0, 200);
+}
