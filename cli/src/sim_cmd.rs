@@ -10,6 +10,7 @@ use super::{open, registry, Env, ReportOutput};
 use anyhow::{bail, Context as _, Result};
 use clap::{FromArgMatches, Subcommand};
 use std::collections::BTreeMap;
+use std::time::Duration;
 use trellis_cli::backend::StateLocation;
 use trellis_cli::ops::Session;
 use trellis_engine::binding::{ServeOptions, SimCtx, SimOutput};
@@ -52,7 +53,40 @@ enum Own {
         /// resources; default 1000, ARM's largest page.
         #[arg(long, value_name = "N", env = "TRELLIS_SIM_PAGE_SIZE", value_parser = clap::value_parser!(u32).range(1..=100_000))]
         page_size: Option<u32>,
+        /// Test clients' retries: answer the first TIMES calls of METHOD (GET, LIST, PUT, DELETE) on
+        /// a target containing TEXT with 429 (Retry-After 100 ms), in every served cloud; repeatable.
+        #[arg(long, hide = true, value_name = "METHOD:TEXT:TIMES", value_parser = parse_throttle)]
+        throttle: Vec<Throttle>,
     },
+}
+
+/// A `--throttle` rule of `trellis sim serve`.
+#[derive(Clone, Debug)]
+pub struct Throttle {
+    method: String,
+    text: String,
+    times: usize,
+}
+
+fn parse_throttle(raw: &str) -> Result<Throttle, String> {
+    let bad = || format!("'{raw}': expected METHOD:TEXT:TIMES, e.g. PUT:/dns/:2");
+    let (method, rest) = raw.split_once(':').ok_or_else(bad)?;
+    let (text, times) = rest.rsplit_once(':').ok_or_else(bad)?;
+    let method = method.trim().to_ascii_uppercase();
+    if !["GET", "LIST", "PUT", "DELETE"].contains(&method.as_str()) {
+        return Err(format!("'{raw}': METHOD {method:?} is not one of GET, LIST, PUT, DELETE"));
+    }
+    let times = times.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+    Ok(Throttle { method, text: text.to_string(), times })
+}
+
+impl Throttle {
+    fn rule(&self) -> trellis_sim::FaultRule {
+        use trellis_sim::{Fault, FaultRule, Matcher};
+        let mut matcher = Matcher::method(&self.method);
+        matcher.target_contains = Some(self.text.clone());
+        FaultRule::always(matcher, Fault::Throttle { retry_after: Duration::from_millis(100) }).times(self.times)
+    }
 }
 
 impl FromArgMatches for SimArgs {
@@ -121,9 +155,9 @@ fn audit(session: Session, writes: bool, output: ReportOutput) -> Result<u8> {
 
 pub async fn run(args: SimArgs) -> Result<u8> {
     let env = &args.env;
-    if let SimCommand::Own(Own::Serve { listen, page_size }) = args.command {
+    if let SimCommand::Own(Own::Serve { listen, page_size, throttle }) = args.command {
         let opts = ServeOptions { page_size: page_size.map(|n| n as usize) };
-        return serve(env, listen, &opts).await;
+        return serve(env, listen, &opts, &throttle).await;
     }
     let location = env.location()?;
     if let StateLocation::Dir(dir) = &location {
@@ -187,7 +221,7 @@ fn report(session: Session, calls: Vec<Call>, result: Result<String>) -> Result<
 /// synced in) behind one listener until Ctrl-C or SIGTERM; the audit log of what the clients did is
 /// kept as for `trellis sim …` ([`Session::serve`]: every request that may write is answered after the
 /// state dir's grouped flush, and the served clouds' audit logs are kept as the calls are made).
-async fn serve(env: &Env, listen: std::net::SocketAddr, opts: &ServeOptions) -> Result<u8> {
+async fn serve(env: &Env, listen: std::net::SocketAddr, opts: &ServeOptions, throttle: &[Throttle]) -> Result<u8> {
     if !listen.ip().is_loopback() {
         bail!("--listen {listen} is not a loopback address; the emulator serves plain http, so listen on 127.0.0.1 (the real clients send credentials over http only to loopback)");
     }
@@ -196,6 +230,12 @@ async fn serve(env: &Env, listen: std::net::SocketAddr, opts: &ServeOptions) -> 
     // Before anything is answered: a stop signal from then on is a graceful stop.
     let stop = stop_signal()?;
     let session = open(env, "sim serve").await?;
+    if !throttle.is_empty() {
+        let mut faults = trellis_sim::Faults::none()
+            .with_latency(Duration::from_millis(env.sim_latency_ms), Duration::from_millis(env.sim_write_latency_ms));
+        faults.rules = throttle.iter().map(Throttle::rule).collect();
+        session.set_sim_faults(faults);
+    }
     let (router, apis) = match session.serve(opts) {
         Ok(served) => served,
         Err(e) => return session.finish(Err(e)),

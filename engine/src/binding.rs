@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use trellis_planner::cloud::{Call, CloudRead, CloudWrite};
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Precondition};
 use trellis_sim::{Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
 
 /// The storage of a simulated cloud: a tree of the state's sled database (re-exported, so a binding
@@ -86,6 +86,66 @@ pub enum Chosen {
     Sim(Option<String>),
     /// A real client, in this account.
     Real(Arc<dyn CloudWrite>, String),
+    /// A real client for some ids, beside the simulated cloud for the rest: the ids `claims` accepts
+    /// go to `real`, every other id to the binding's simulated cloud (the domains provider with a real
+    /// DNS: record sets in the cloud's DNS, the seeds' `DNSRecord` objects in the simulated seed).
+    /// The session composes the two ([`BesideCloud`]) once it opened the simulated cloud; `account` is
+    /// the real client's.
+    Beside { real: Arc<dyn CloudWrite>, account: String, claims: fn(&str) -> bool },
+}
+
+impl Chosen {
+    /// The real client chosen, if any (`Real`, or the real half of `Beside`), with its account.
+    pub fn real(&self) -> Option<(&Arc<dyn CloudWrite>, &str)> {
+        match self {
+            Chosen::Sim(_) => None,
+            Chosen::Real(cloud, account) | Chosen::Beside { real: cloud, account, .. } => Some((cloud, account)),
+        }
+    }
+}
+
+/// [`Chosen::Beside`] composed: one cloud whose calls go to `real` for the ids `claims` accepts and to
+/// `sim` (the binding's simulated cloud) for every other id. A list goes by its parent's id.
+pub struct BesideCloud {
+    pub real: Arc<dyn CloudWrite>,
+    pub sim: Arc<dyn CloudWrite>,
+    pub claims: fn(&str) -> bool,
+}
+
+impl BesideCloud {
+    fn of(&self, id: &str) -> &Arc<dyn CloudWrite> {
+        if (self.claims)(id) {
+            &self.real
+        } else {
+            &self.sim
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CloudRead for BesideCloud {
+    async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        self.of(id).get(id).await
+    }
+
+    async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        self.of(parent).list(parent, rtype).await
+    }
+}
+
+#[async_trait::async_trait]
+impl CloudWrite for BesideCloud {
+    async fn create(&self, id: &str, body: Value) -> Result<Value, CloudError> {
+        self.of(id).create(id, body).await
+    }
+
+    async fn update(&self, id: &str, body: Value, pre: &Precondition) -> Result<Value, CloudError> {
+        self.of(id).update(id, body, pre).await
+    }
+
+    async fn remove(&self, id: &str, pre: &Precondition) -> Result<(), CloudError> {
+        self.of(id).remove(id, pre).await
+    }
 }
 
 /// Whether `trellis sim show ID` looks `id` up in a binding's simulated cloud.
@@ -164,6 +224,12 @@ pub trait CloudBinding: Send + Sync {
     /// Its section of world files (`None`: it reads none).
     fn world_section(&self) -> Option<&'static dyn WorldSection> {
         None
+    }
+
+    /// Further sections of world files its simulated cloud reads besides [`CloudBinding::world_section`]
+    /// (the DNS's `seeds:`).
+    fn more_world_sections(&self) -> &'static [&'static dyn WorldSection] {
+        &[]
     }
 
     /// Opens its simulated cloud on `tree`; `world` is the world file about to be synced into it
@@ -270,4 +336,32 @@ pub(crate) struct ServiceRef {
     /// The Service's name.
     #[arg(long)]
     pub name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trellis_sim::DnsSim;
+
+    /// The ids a `Beside` claims reach its real client, every other id the simulated cloud — reads,
+    /// lists (by their parent) and writes alike.
+    #[tokio::test]
+    async fn beside_routes_each_id_by_its_claim() {
+        let real = DnsSim::in_memory();
+        let sim = DnsSim::in_memory();
+        let cloud = BesideCloud {
+            real: Arc::new(real.clone()),
+            sim: Arc::new(sim.clone()),
+            claims: trellis_azure_client::dns::claims,
+        };
+        let object = "/seeds/s/namespaces/ns/dnsrecords/r";
+        let _ = cloud.get("/dns/zones/example.com").await;
+        let _ = cloud.list("/dns", "zones").await;
+        let _ = cloud.get(object).await;
+        let _ = cloud.list("/seeds/s/namespaces/ns", "dnsrecords").await;
+        let _ = cloud.remove(object, &Precondition::None).await;
+        let targets = |s: &DnsSim| s.calls().into_iter().map(|c| c.target).collect::<Vec<_>>();
+        assert_eq!(targets(&real), ["/dns/zones/example.com", "/dns/zones"]);
+        assert_eq!(targets(&sim), [object, "/seeds/s/namespaces/ns/dnsrecords", object]);
+    }
 }

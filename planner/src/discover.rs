@@ -89,8 +89,16 @@ pub struct Observed {
     ids: &'static dyn IdScheme,
     /// Id key ([`IdScheme::key`]) → the resource (`None`: looked up, does not exist).
     resources: BTreeMap<String, Option<Value>>,
-    /// List results by (parent as a key, type), as id keys.
-    lists: BTreeMap<(String, String), Vec<String>>,
+    /// List results by (parent as a key, type), in the order listed.
+    lists: BTreeMap<(String, String), Vec<Listed>>,
+}
+
+/// One item of a list result: an id key (its resource is in `resources`), or an item whose id an
+/// earlier item of the same answer holds already, kept as listed.
+#[derive(Clone, Debug)]
+enum Listed {
+    Id(String),
+    Repeated(Value),
 }
 
 impl std::fmt::Debug for Observed {
@@ -179,17 +187,26 @@ impl Observed {
         self.resources.insert(self.key(id), value);
     }
 
-    /// Records a list result directly, as running the request would have.
+    /// Records a list result directly, as running the request would have. Items are kept in id
+    /// order; two items of one answer with the same id (a neutral id naming two resources of one
+    /// name, such as two DNS zones `example.com` in two resource groups) are both listed, and the
+    /// first one answers a GET of the id.
     pub fn insert_list(&mut self, parent: &str, rtype: &str, items: Vec<Value>) {
-        let mut ids = Vec::new();
-        for item in items {
-            if let Some(id) = self.ids.item_id(&item) {
-                ids.push(self.key(id));
-                self.resources.insert(self.key(id), Some(item));
+        let mut keyed: Vec<(String, Value)> =
+            items.into_iter().filter_map(|item| Some((self.key(self.ids.item_id(&item)?), item))).collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut listed = Vec::with_capacity(keyed.len());
+        let mut last: Option<String> = None;
+        for (key, item) in keyed {
+            if last.as_ref() == Some(&key) {
+                listed.push(Listed::Repeated(item));
+                continue;
             }
+            self.resources.insert(key.clone(), Some(item));
+            listed.push(Listed::Id(key.clone()));
+            last = Some(key);
         }
-        ids.sort();
-        self.lists.insert(self.list_key(&ListReq::new(parent, rtype)), ids);
+        self.lists.insert(self.list_key(&ListReq::new(parent, rtype)), listed);
     }
 
     /// Records the answer to a list request: the items, and every covered id the items do not include
@@ -217,7 +234,13 @@ impl Observed {
     pub fn list(&self, parent: &str, rtype: &str) -> Result<Vec<&Value>, NotFetched> {
         let req = self.list_key(&ListReq::new(parent, rtype));
         match self.lists.get(&req) {
-            Some(ids) => Ok(ids.iter().filter_map(|id| self.resources.get(id).and_then(Option::as_ref)).collect()),
+            Some(items) => Ok(items
+                .iter()
+                .filter_map(|item| match item {
+                    Listed::Id(key) => self.resources.get(key).and_then(Option::as_ref),
+                    Listed::Repeated(value) => Some(value),
+                })
+                .collect()),
             None if matches!(self.resources.get(&self.key(parent)), Some(None)) => Ok(Vec::new()),
             None => Err(NotFetched::List { parent: parent.to_string(), rtype: rtype.to_string() }),
         }
@@ -265,6 +288,22 @@ mod tests {
         let mut gone = Observed::new(&ArmIds);
         gone.insert(RG, None);
         assert_eq!(gone.list(RG, NATS), Ok(vec![]), "nothing exists under an absent parent");
+    }
+
+    #[test]
+    fn a_list_answer_with_two_items_of_one_id_lists_both_and_the_first_answers_a_get() {
+        let mut observed = Observed::new(&crate::ids::DnsIds);
+        let zone =
+            |rg: &str| json!({"id": "/dns/zones/example.com", "name": "example.com", "azure": {"resourceGroup": rg}});
+        observed.insert_list(
+            "/dns",
+            "zones",
+            vec![zone("b"), json!({"id": "/dns/zones/a.org", "name": "a.org"}), zone("c")],
+        );
+        let listed = observed.list("/dns", "zones").unwrap();
+        let groups: Vec<Option<&Value>> = listed.iter().map(|z| z.pointer("/azure/resourceGroup")).collect();
+        assert_eq!(groups, [None, Some(&json!("b")), Some(&json!("c"))], "both zones listed, in id order");
+        assert_eq!(observed.get("/dns/zones/example.com").unwrap().unwrap()["azure"]["resourceGroup"], "b");
     }
 
     #[test]

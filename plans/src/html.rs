@@ -88,7 +88,12 @@ fn node_html(out: &mut String, n: &Node) {
         n.reason.code().map(|c| format!("<code class=\"reason-code\">{c}</code> ")).unwrap_or_default(),
         escape::html(n.reason.detail())
     );
-    let lines: Vec<String> = n.changes().iter().map(change_text).chain(n.checks().iter().map(check_text)).collect();
+    // A delete names what goes by its id, as the text and markdown do (its changes are empty).
+    let gone = (n.action() == crate::Action::Delete)
+        .then(|| n.id.as_ref().map(|id| format!("id: {}", escape::text(id))))
+        .flatten();
+    let lines: Vec<String> =
+        gone.into_iter().chain(n.changes().iter().map(change_text)).chain(n.checks().iter().map(check_text)).collect();
     if !lines.is_empty() {
         out.push_str("<ul>\n");
         for l in lines {

@@ -73,15 +73,25 @@ pub struct TerraformKind {
 /// The providers' Terraform facts, by provider (the registry implements it).
 pub trait TerraformKinds {
     /// The facts of `kind` of `provider` for the node whose id is `id` (`None`: a skip has none) and
-    /// whose object is `body` (what it writes, or what was read: a DNS record's type is in it).
-    fn terraform_kind(&self, provider: Provider, kind: Kind, id: Option<&str>, body: Option<&Value>) -> TerraformKind;
+    /// whose object is `body` (what it writes, or what was read: a DNS record's type is in it);
+    /// `related` are the objects of the nodes of the same plan it is linked to (those it depends on,
+    /// then those that depend on it), where the type is a fact of another resource (a DNS record set's
+    /// Terraform type follows the DNS provider its `DNSRecord` names).
+    fn terraform_kind(
+        &self,
+        provider: Provider,
+        kind: Kind,
+        id: Option<&str>,
+        body: Option<&Value>,
+        related: &[&Value],
+    ) -> TerraformKind;
 }
 
 /// No provider facts: every kind is `<provider>_<kind>`.
 pub struct Unmapped;
 
 impl TerraformKinds for Unmapped {
-    fn terraform_kind(&self, _: Provider, _: Kind, _: Option<&str>, _: Option<&Value>) -> TerraformKind {
+    fn terraform_kind(&self, _: Provider, _: Kind, _: Option<&str>, _: Option<&Value>, _: &[&Value]) -> TerraformKind {
         TerraformKind::default()
     }
 }
@@ -177,6 +187,11 @@ fn unique(used: &mut BTreeSet<String>, base: String) -> String {
     name
 }
 
+/// The object a node writes, or else the one it read.
+fn object_of(node: &Node) -> Option<&Value> {
+    node.patch().or(node.observed.as_ref())
+}
+
 /// One node as Terraform lists it.
 struct Entry<'a> {
     plan: &'a Plan,
@@ -202,12 +217,25 @@ fn entries<'a>(set: &'a PlanSet, kinds: &dyn TerraformKinds) -> Vec<Entry<'a>> {
             .entry(plan.shoot.as_str())
             .or_insert_with(|| unique(&mut module_names, identifier(&plan.shoot)))
             .clone();
+        let bodies: BTreeMap<&str, &Value> =
+            plan.nodes.iter().filter_map(|n| Some((n.address.as_str(), object_of(n)?))).collect();
+        let mut dependents: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+        for n in &plan.nodes {
+            for d in &n.depends_on {
+                dependents.entry(d.as_str()).or_default().extend(object_of(n));
+            }
+        }
         for node in &plan.nodes {
             if node.action() == Action::Skip {
                 continue;
             }
-            let body = node.patch().or(node.observed.as_ref());
-            let facts = kinds.terraform_kind(plan.provider, node.kind, node.id.as_deref(), body);
+            let related: Vec<&Value> = node
+                .depends_on
+                .iter()
+                .filter_map(|d| bodies.get(d.as_str()).copied())
+                .chain(dependents.get(node.address.as_str()).into_iter().flatten().copied())
+                .collect();
+            let facts = kinds.terraform_kind(plan.provider, node.kind, node.id.as_deref(), object_of(node), &related);
             let (type_name, source) = match facts.resource_type {
                 Some(t) => (t.name.to_string(), t.source.to_string()),
                 None => (

@@ -181,7 +181,13 @@ pub trait Provider: Send + Sync {
     /// What Terraform's readers are told about `kind` (`show --output terraform-json`): the Terraform
     /// provider's type for the same resource and the attributes the cloud sets (see
     /// [`crate::stages::Stages::terraform_kind`]). The default maps nothing: `<provider>_<kind>`.
-    fn terraform_kind(&self, _kind: Kind, _id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+    fn terraform_kind(
+        &self,
+        _kind: Kind,
+        _id: Option<&str>,
+        _body: Option<&Value>,
+        _related: &[&Value],
+    ) -> TerraformKind {
         TerraformKind::default()
     }
 

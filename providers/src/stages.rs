@@ -109,8 +109,15 @@ pub trait Stages: Send + Sync + 'static {
 
     /// What Terraform's readers are told about `kind` (`show --output terraform-json`): the Terraform
     /// provider's type for the same resource and the attributes the cloud sets; `id` is the node's
-    /// cloud id, `body` the object it writes or read. The default maps nothing (`<provider>_<kind>`).
-    fn terraform_kind(&self, _kind: Kind, _id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+    /// cloud id, `body` the object it writes or read, `related` the objects of the plan's nodes it is
+    /// linked to (depends on, or is depended on by). The default maps nothing (`<provider>_<kind>`).
+    fn terraform_kind(
+        &self,
+        _kind: Kind,
+        _id: Option<&str>,
+        _body: Option<&Value>,
+        _related: &[&Value],
+    ) -> TerraformKind {
         TerraformKind::default()
     }
 
@@ -566,8 +573,8 @@ impl<S: Stages> Provider for Staged<S> {
         self.0.config_type()
     }
 
-    fn terraform_kind(&self, kind: Kind, id: Option<&str>, body: Option<&Value>) -> TerraformKind {
-        self.0.terraform_kind(kind, id, body)
+    fn terraform_kind(&self, kind: Kind, id: Option<&str>, body: Option<&Value>, related: &[&Value]) -> TerraformKind {
+        self.0.terraform_kind(kind, id, body, related)
     }
 
     fn parse_shoot(&self, text: &str) -> Result<Box<dyn ProviderShoot>, serde_saphyr::Error> {

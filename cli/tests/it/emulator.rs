@@ -63,7 +63,7 @@ impl Emulator {
     }
 
     /// One request addressed to `127.0.0.1:PORT`, with a bearer token.
-    fn call(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+    pub(crate) fn call(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         http(&self.addr, &self.addr, method, path, &[("Authorization", "Bearer test-token")], body)
     }
 
@@ -122,7 +122,7 @@ fn group(name: &str) -> String {
 
 const NETWORKS: &str = "/compute/v1/projects/trellis-sim/global/networks";
 
-fn key_file() -> String {
+pub(crate) fn key_file() -> String {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../providers/gcp-client/tests/data/throwaway-service-account.json");
     path.to_str().expect("UTF-8 path").to_string()

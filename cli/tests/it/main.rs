@@ -7,6 +7,8 @@ mod azure_credentials;
 mod bad_input;
 mod cli;
 mod contract;
+mod dns_azure;
+mod dns_gcp;
 mod domains;
 mod emulator;
 mod fleet_stream;

@@ -48,6 +48,7 @@ fn regression_markdown_tells_a_shoots_domains_plan_from_its_infrastructure_plan(
     let markdown = sb.run_raw(&["show", &plan, "--output", "markdown"]).code(0).stdout;
     assert!(markdown.starts_with("### trellis plan: 2 of 2 plans with changes\n"), "{markdown}");
     assert!(markdown.contains("| `shoot--platform--web` | 5 |"), "{markdown}");
-    assert!(markdown.contains("| `shoot--platform--web` (domains) | 2 |"), "{markdown}");
-    assert!(markdown.contains("<summary><code>shoot--platform--web</code> (domains): Plan: 2 to create"), "{markdown}");
+    // Two DNSRecord objects and the record set of each.
+    assert!(markdown.contains("| `shoot--platform--web` (domains) | 4 |"), "{markdown}");
+    assert!(markdown.contains("<summary><code>shoot--platform--web</code> (domains): Plan: 4 to create"), "{markdown}");
 }

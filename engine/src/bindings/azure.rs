@@ -126,35 +126,11 @@ impl CloudBinding for Azure {
     /// `--cloud azure`: the ARM REST client, signed in with the credential the environment selects (a
     /// service principal, workload identity or a managed identity; see `EnvCredential`).
     async fn choose(&self, choice: &CloudChoice<'_>) -> Result<Chosen> {
-        use trellis_azure_client::{ArmClient, EnvCredential};
         if choice.cloud != "azure" {
             return Ok(Chosen::Sim(None));
         }
-        if choice.world {
-            bail!("--world cannot be used with --cloud azure: world files describe the simulated cloud; with --cloud azure trellis reads the subscription itself");
-        }
-        let subscription = choice.flag("subscription").map(str::trim).unwrap_or_default();
-        if subscription.is_empty() {
-            bail!("--cloud azure needs a subscription: pass --subscription ID or set AZURE_SUBSCRIPTION_ID");
-        }
-        // ARM names a subscription by its GUID, hyphenated (`/subscriptions/{guid}/…`); anything else would
-        // only fail later, at the first call, as a 404 or a malformed URL.
-        if subscription.len() != 36 || uuid::Uuid::try_parse(subscription).is_err() {
-            bail!(
-                "--subscription '{}' is not a subscription id: expected its GUID, e.g. 00000000-0000-0000-0000-000000000000 (az account show --query id)",
-                escape::text(subscription)
-            );
-        }
-        let endpoint = match choice.endpoint {
-            Some(url) => trellis_azure_client::parse_url("--endpoint", url)?,
-            None => trellis_azure_client::parse_url(
-                "--azure-endpoint",
-                choice.flag("azure_endpoint").unwrap_or(trellis_azure_client::DEFAULT_ENDPOINT),
-            )?,
-        };
-        let credential = EnvCredential::from_env().context("--cloud azure cannot sign in")?;
-        let client = ArmClient::new(endpoint, Arc::new(credential))?;
-        Ok(Chosen::Real(Arc::new(client), subscription.to_string()))
+        let (client, subscription) = arm_client(choice)?;
+        Ok(Chosen::Real(Arc::new(client), subscription))
     }
 
     /// The `azure:` section: `subscriptionId`, `otherSubscriptions` when a resource lives in
@@ -205,6 +181,39 @@ impl CloudBinding for Azure {
         let result = write(session, sim, command, ctx.state).await;
         Ok(SimOutput::Wrote { calls: sim.calls_since(mark), result })
     }
+}
+
+/// The ARM REST client of `--cloud azure` and its subscription, from the Azure binding's flags
+/// (`--subscription`, `--azure-endpoint`), `--endpoint` and the credential the environment selects (a
+/// service principal, workload identity or a managed identity; see `EnvCredential`). The domains
+/// provider's binding builds its Azure DNS client with it too.
+pub(crate) fn arm_client(choice: &CloudChoice<'_>) -> Result<(trellis_azure_client::ArmClient, String)> {
+    use trellis_azure_client::{ArmClient, EnvCredential};
+    if choice.world {
+        bail!("--world cannot be used with --cloud azure: world files describe the simulated cloud; with --cloud azure trellis reads the subscription itself");
+    }
+    let subscription = choice.flag("subscription").map(str::trim).unwrap_or_default();
+    if subscription.is_empty() {
+        bail!("--cloud azure needs a subscription: pass --subscription ID or set AZURE_SUBSCRIPTION_ID");
+    }
+    // ARM names a subscription by its GUID, hyphenated (`/subscriptions/{guid}/…`); anything else would
+    // only fail later, at the first call, as a 404 or a malformed URL.
+    if subscription.len() != 36 || uuid::Uuid::try_parse(subscription).is_err() {
+        bail!(
+                "--subscription '{}' is not a subscription id: expected its GUID, e.g. 00000000-0000-0000-0000-000000000000 (az account show --query id)",
+                escape::text(subscription)
+            );
+    }
+    let endpoint = match choice.endpoint {
+        Some(url) => trellis_azure_client::parse_url("--endpoint", url)?,
+        None => trellis_azure_client::parse_url(
+            "--azure-endpoint",
+            choice.flag("azure_endpoint").unwrap_or(trellis_azure_client::DEFAULT_ENDPOINT),
+        )?,
+    };
+    let credential = EnvCredential::from_env().context("--cloud azure cannot sign in")?;
+    let client = ArmClient::new(endpoint, Arc::new(credential))?;
+    Ok((client, subscription.to_string()))
 }
 
 /// The simulated ARM cloud behind `sim`.

@@ -1,11 +1,24 @@
 //! The domains provider's cloud binding: the simulated DNS (`DnsSim`: the seeds' `DNSRecord` objects
-//! and the zones the DNS extension writes them into; trees `sim/dns` and `sim/dns-audit`, the world
-//! file's `dns:` section). There is no real DNS client yet: with `--cloud azure|gcp` too, domains
-//! plans read and write the simulated DNS. A domains plan is kept in a workspace of its own
-//! (`<technical id>+domains`, [`WORKSPACE_SUFFIX`]), described by `trellis state show` ([`describe`]).
+//! and the zones and record sets the DNS extension writes them into; trees `sim/dns` and
+//! `sim/dns-audit`, the world file's `dns:` section), and the clouds' own DNS.
+//!
+//! - `--cloud sim`: everything in the simulated DNS.
+//! - `--cloud azure`: [`Chosen::Beside`] — the record sets and zones (`/dns…` ids) go to Azure DNS
+//!   ([`trellis_azure_client::dns::AzureDns`] over the ARM client the Azure binding builds: the same
+//!   `--subscription`, `--endpoint` / `--azure-endpoint` and credential), the `DNSRecord` objects
+//!   (`/seeds/…`) stay in the simulated seed: trellis has no Kubernetes client.
+//! - `--cloud gcp`: [`Chosen::Beside`] — the record sets and zones go to Cloud DNS
+//!   ([`trellis_gcp_client::dns::CloudDns`], google-cloud-dns-v1, with the GCP binding's `--project`,
+//!   credentials and `--endpoint`; `--dns-project` for zones in other projects: [`super::dns_gcp`]).
+//!
+//! `trellis sim serve` serves the simulated DNS in Azure DNS's REST shapes
+//! ([`trellis_sim_http::arm_dns`]) beside ARM and GCE. A domains plan is kept in a workspace of its
+//! own (`<technical id>+domains`, [`WORKSPACE_SUFFIX`]), described by `trellis state show`
+//! ([`describe`]).
 
 use crate::backend::Backend;
-use crate::binding::{CloudBinding, Shows, SimTrees, Simulator};
+use crate::binding::{Chosen, CloudBinding, CloudChoice, ServeOptions, Served, Shows, SimTrees, Simulator};
+use anyhow::Result;
 use serde_json::Value;
 use std::sync::Arc;
 use trellis_planner::cloud::{Call, CloudWrite};
@@ -44,6 +57,10 @@ impl Simulator for DnsSim {
         DnsSim::persist_audit(self, tree)
     }
 
+    fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
+        DnsSim::keep_audit(self, tree)
+    }
+
     fn calls(&self) -> Vec<Call> {
         DnsSim::calls(self)
     }
@@ -75,12 +92,60 @@ impl CloudBinding for Dns {
         Some(&trellis_sim::dns::world::SECTION)
     }
 
+    /// `seeds:`: where each seed's API-server records point (`GET /seeds/{seed}`).
+    fn more_world_sections(&self) -> &'static [&'static dyn WorldSection] {
+        static MORE: [&dyn WorldSection; 1] = [&trellis_sim::dns::seeds::SECTION];
+        &MORE
+    }
+
     fn open_sim(&self, tree: sled::Tree, _world: Option<&WorldFile>) -> Result<Arc<dyn Simulator>, SimError> {
         Ok(Arc::new(DnsSim::open(tree)?))
     }
 
     fn sim_account(&self, _sim: &dyn Simulator) -> String {
         ACCOUNT.to_string()
+    }
+
+    /// `--cloud azure`: Azure DNS for the record sets and zones, beside the simulated seed's
+    /// `DNSRecord` objects, in the subscription of `--subscription` (the Azure binding's flags, read
+    /// here, not registered twice).
+    async fn choose(&self, choice: &CloudChoice<'_>) -> Result<Chosen> {
+        match choice.cloud {
+            "azure" => {
+                let (client, subscription) = super::azure::arm_client(choice)?;
+                let real = trellis_azure_client::dns::AzureDns::new(Arc::new(client), subscription.clone());
+                Ok(Chosen::Beside {
+                    real: Arc::new(real),
+                    account: subscription,
+                    claims: trellis_azure_client::dns::claims,
+                })
+            }
+            // `--cloud gcp`: Cloud DNS (google-cloud-dns-v1) with the GCP binding's `--project`,
+            // credentials and `--endpoint`, beside the simulated seed ([`super::dns_gcp`]).
+            "gcp" => super::dns_gcp::choose(choice).await,
+            _ => Ok(Chosen::Sim(None)),
+        }
+    }
+
+    /// `--dns-project` (the Cloud DNS arm's).
+    fn args(&self) -> Vec<clap::Arg> {
+        super::dns_gcp::args()
+    }
+
+    fn http_api(&self) -> Option<&'static str> {
+        Some("Azure DNS and Cloud DNS")
+    }
+
+    /// The simulated DNS in Azure DNS's REST shapes (ARM `Microsoft.Network/dnszones…`, taken before
+    /// the generic ARM routes: [`serves_path`]).
+    fn serve(&self, sim: &dyn Simulator, opts: &ServeOptions) -> Option<Served> {
+        let dns = (sim as &dyn std::any::Any).downcast_ref::<DnsSim>()?;
+        let defaults = trellis_sim_http::ServerOptions::default();
+        let page_size = opts.page_size.or(defaults.page_size);
+        let server_opts = trellis_sim_http::ServerOptions { page_size, ..defaults };
+        let router = trellis_sim_http::arm_dns::ArmDnsServer::new(dns.clone(), server_opts).router();
+        let router = super::dns_gcp::with_cloud_dns(router, dns);
+        Some(Served { claims: Some(serves_path), router })
     }
 
     /// A DNS id (`/dns/zones/…`, `/seeds/…/dnsrecords/…`).
@@ -94,6 +159,11 @@ impl CloudBinding for Dns {
     fn shows_help(&self) -> Option<&'static str> {
         Some("a DNS id of the simulated DNS (`/dns/zones/ZONE/records/NAME/TYPE`, `/seeds/SEED/namespaces/NS/dnsrecords/NAME`)")
     }
+}
+
+/// The request paths the simulated DNS answers in `trellis sim serve`: Azure DNS's and Cloud DNS's.
+fn serves_path(path: &str) -> bool {
+    trellis_sim_http::arm_dns::is_arm_dns_path(path) || super::dns_gcp::claims_path(path)
 }
 
 /// What `trellis state show` says about a domains workspace: its phase and roles

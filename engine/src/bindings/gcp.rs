@@ -197,7 +197,7 @@ fn gce(sim: &dyn Simulator) -> Option<&GceSim> {
 /// `--project` (or GOOGLE_CLOUD_PROJECT), checked against GCP's rule for project ids: 6 to 30
 /// lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen. With the
 /// simulated cloud it names the simulated project (default `trellis-sim`).
-fn project_id(project: &str) -> Result<String> {
+pub(crate) fn project_id(project: &str) -> Result<String> {
     let ok = (6..=30).contains(&project.len())
         && project.starts_with(|c: char| c.is_ascii_lowercase())
         && !project.ends_with('-')

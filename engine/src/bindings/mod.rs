@@ -4,4 +4,5 @@
 
 pub mod azure;
 pub mod dns;
+pub mod dns_gcp;
 pub mod gcp;

@@ -229,7 +229,7 @@ pub async fn export_world(
 
 /// Refuses an export without a real client among `chosen` (`--cloud sim`): it reads a real cloud.
 pub fn check_export_clouds(registry: &Registry, chosen: &[Chosen]) -> Result<()> {
-    if chosen.iter().any(|c| matches!(c, Chosen::Real(..))) {
+    if chosen.iter().any(|c| c.real().is_some()) {
         return Ok(());
     }
     let clouds: Vec<String> = registry.cloud_names().iter().skip(1).map(|c| format!("--cloud {c}")).collect();

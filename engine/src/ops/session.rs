@@ -2,7 +2,7 @@
 //! plans in ([`crate::registry`], [`crate::binding`]).
 
 use crate::backend::{Backend, SimPlace, StateLocation};
-use crate::binding::{Chosen, CloudBinding, Served, Shows, Simulator};
+use crate::binding::{BesideCloud, Chosen, CloudBinding, Served, Shows, Simulator};
 use crate::registry::Registry;
 use anyhow::Result;
 use axum::response::IntoResponse as _;
@@ -164,13 +164,21 @@ impl Session {
     }
 
     /// What [`Registry::choose`] chose for this command, entry by entry.
+    /// A [`Chosen::Beside`] composes its real client with the entry's simulated cloud
+    /// ([`BesideCloud`]).
     pub fn use_chosen(&mut self, chosen: Vec<Chosen>) {
-        for (bound, chosen) in self.bound.iter_mut().zip(chosen) {
+        let entries = self.registry.entries();
+        for ((bound, entry), chosen) in self.bound.iter_mut().zip(entries).zip(chosen) {
             match chosen {
                 Chosen::Sim(None) => {}
                 Chosen::Sim(Some(account)) => bound.account = account,
                 Chosen::Real(cloud, account) => {
                     bound.cloud = cloud;
+                    bound.account = account;
+                }
+                Chosen::Beside { real, account, claims } => {
+                    let sim = sim_of(&self.sims, entry.binding).1.cloud();
+                    bound.cloud = Arc::new(BesideCloud { real, sim, claims });
                     bound.account = account;
                 }
             }

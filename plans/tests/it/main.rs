@@ -3,6 +3,7 @@
 mod common;
 
 mod diff;
+mod dns;
 mod document;
 mod graphs;
 mod node_shape;

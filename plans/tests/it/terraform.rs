@@ -12,7 +12,14 @@ use trellis_plans::{Action, Kind, Provider};
 struct TestKinds;
 
 impl TerraformKinds for TestKinds {
-    fn terraform_kind(&self, _: Provider, kind: Kind, id: Option<&str>, _: Option<&Value>) -> TerraformKind {
+    fn terraform_kind(
+        &self,
+        _: Provider,
+        kind: Kind,
+        id: Option<&str>,
+        _: Option<&Value>,
+        _: &[&Value],
+    ) -> TerraformKind {
         let source = "registry.terraform.io/hashicorp/azurerm";
         match kind.as_str() {
             "nat_gateway" => TerraformKind {

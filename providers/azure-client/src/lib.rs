@@ -59,13 +59,19 @@
 //! # api-version
 //! Per resource type: `Microsoft.Network/*` [`NETWORK_API_VERSION`], resource groups
 //! [`RESOURCES_API_VERSION`], `Microsoft.ManagedIdentity/*` [`MANAGED_IDENTITY_API_VERSION`],
-//! anything else [`DEFAULT_API_VERSION`]; [`ArmClient::with_api_version`] overrides any of them.
+//! `Microsoft.Network/dnsZones/*` [`DNS_API_VERSION`], anything else [`DEFAULT_API_VERSION`];
+//! [`ArmClient::with_api_version`] overrides any of them.
+//!
+//! # Azure DNS
+//! [`dns::AzureDns`] puts Azure DNS's zones and record sets behind the engine's neutral DNS ids
+//! (`/dns/zones/{zone}/records/{fqdn}/{TYPE}`) on top of an [`ArmClient`].
 //!
 //! # Crypto provider
 //! reqwest 0.12's `rustls-tls` feature uses ring when no process-wide rustls provider is installed,
 //! so nothing needs installing; a binary that also links a crate enabling aws-lc-rs still gets ring.
 
 mod auth;
+pub mod dns;
 
 pub use auth::{
     ClientSecretCredential, EnvCredential, ManagedIdentityCredential, StaticToken, TokenSource,
@@ -95,6 +101,9 @@ pub const NETWORK_API_VERSION: &str = "2024-03-01";
 pub const RESOURCES_API_VERSION: &str = "2021-04-01";
 /// `Microsoft.ManagedIdentity/*`.
 pub const MANAGED_IDENTITY_API_VERSION: &str = "2023-01-31";
+/// Azure DNS (`Microsoft.Network/dnsZones` and its record sets): the version of Azure DNS's REST
+/// reference (the DNS resource provider does not take the other Microsoft.Network versions).
+pub const DNS_API_VERSION: &str = "2018-05-01";
 /// Any other type: the generic Microsoft.Resources version; override it per type when a resource
 /// provider does not offer it.
 pub const DEFAULT_API_VERSION: &str = "2021-04-01";
@@ -300,7 +309,9 @@ impl ArmClient {
         if let Some((_, v)) = self.api_versions.iter().find(|(p, _)| covers(p)) {
             return v;
         }
-        if covers("Microsoft.Network") {
+        if covers("Microsoft.Network/dnsZones") {
+            DNS_API_VERSION
+        } else if covers("Microsoft.Network") {
             NETWORK_API_VERSION
         } else if covers("Microsoft.ManagedIdentity") {
             MANAGED_IDENTITY_API_VERSION
@@ -340,10 +351,16 @@ impl ArmClient {
         let parsed = ArmId::parse(parent).map_err(|_| invalid_id(parent))?;
         let path = match parsed.depth() {
             2 => {
-                if !rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
-                    return Err(bad("a subscription lists Microsoft.Resources/resourceGroups only"));
+                if rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
+                    format!("{parent}/resourcegroups")
+                } else if rtype.split('/').count() == 2 {
+                    // List All: a top-level type in every resource group of the subscription.
+                    format!("{parent}/providers/{rtype}")
+                } else {
+                    return Err(bad(
+                        "a subscription lists Microsoft.Resources/resourceGroups and top-level types such as Microsoft.Network/dnsZones",
+                    ));
                 }
-                format!("{parent}/resourcegroups")
             }
             4 => {
                 if rtype.split('/').count() != 2 {
@@ -799,6 +816,11 @@ mod tests {
         assert!(url(&format!("{RG}/providers/microsoft.managedidentity/userAssignedIdentities/i"))
             .ends_with("?api-version=2023-01-31"));
         assert!(url(&format!("{RG}/providers/Microsoft.Compute/disks/d")).ends_with("?api-version=2021-04-01"));
+        assert!(url(&format!("{RG}/providers/Microsoft.Network/dnsZones/example.com/A/@"))
+            .ends_with("/dnsZones/example.com/A/@?api-version=2018-05-01"));
+        assert!(
+            url(&format!("{RG}/providers/Microsoft.Network/dnszones/example.com")).ends_with("?api-version=2018-05-01")
+        );
         let c = c.with_api_version("Microsoft.Network/natGateways", "2023-09-01");
         assert_eq!(c.api_version("Microsoft.Network/natGateways"), "2023-09-01");
         assert_eq!(c.api_version("Microsoft.Network/natGatewaysX"), NETWORK_API_VERSION);
@@ -820,6 +842,11 @@ mod tests {
         let vnet = format!("{RG}/providers/Microsoft.Network/virtualNetworks/v");
         assert_eq!(url(&vnet, "Microsoft.Network/virtualNetworks/subnets").unwrap(), format!("{vnet}/subnets"));
         assert!(url(&vnet, "Microsoft.Network/routeTables/routes").is_err());
+        assert_eq!(
+            url("/subscriptions/s", "Microsoft.Network/dnsZones").unwrap(),
+            "/subscriptions/s/providers/Microsoft.Network/dnsZones"
+        );
+        assert!(url("/subscriptions/s", "Microsoft.Network/dnsZones/A").is_err());
         assert!(url(RG, "Microsoft.Network/virtualNetworks/subnets").is_err());
         assert!(url("/nope", "x/y").is_err());
     }

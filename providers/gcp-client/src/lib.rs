@@ -44,6 +44,8 @@
 //!   and every line of its private key among the known secrets (and the PEM, `Bearer` and JWT
 //!   patterns), so a server that echoes the request cannot put a credential into a message.
 
+pub mod dns;
+
 use async_trait::async_trait;
 use google_cloud_auth::credentials::CacheableResource;
 use google_cloud_compute_v1::model::{Address, Firewall, Network, Route, Router, Subnetwork};
@@ -246,6 +248,16 @@ fn parse_id(id: &str) -> Result<Id, CloudError> {
              projects/P/regions/R/{subnetworks,routers,addresses}/N, projects/P/regions/R/routers/N/nats/NAT \
              or projects/P/serviceAccounts/EMAIL",
         )),
+    }
+}
+
+/// Whether `url`'s host is the loopback interface (an emulator may be spoken to over plain http).
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
     }
 }
 
@@ -487,12 +499,7 @@ impl GcpClient {
         // only. A second install (already done) is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
         if let Some(url) = &endpoint {
-            let loopback = match url.host() {
-                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                Some(url::Host::Domain(d)) => d == "localhost",
-                None => false,
-            };
+            let loopback = is_loopback(url);
             let signed = !matches!(creds, Credentials::Anonymous);
             if url.scheme() != "https" && !(url.scheme() == "http" && loopback) && signed {
                 return Err(GcpClientError::PlainHttp(trellis_http::redact(url.as_str(), &[])));

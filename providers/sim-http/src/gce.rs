@@ -445,7 +445,7 @@ fn token(srv: &GceServer, req: &Req) -> Response {
 
 /// A simulator error as GCE's HTTP answer, in GCE's words: what the simulated cloud answers never
 /// names a trellis command (the write model's texts of [`CloudError`] do).
-fn cloud_error(e: CloudError) -> Response {
+pub(crate) fn cloud_error(e: CloudError) -> Response {
     let message = e.to_string();
     match e {
         CloudError::PreconditionFailed { .. } => gce_error(412, "conditionNotMet", "Precondition check failed."),
@@ -504,7 +504,7 @@ fn status_code(status: u16) -> StatusCode {
 }
 
 /// A JSON body (`application/json`).
-struct Js(Value);
+pub(crate) struct Js(pub(crate) Value);
 
 impl IntoResponse for Js {
     fn into_response(self) -> Response {

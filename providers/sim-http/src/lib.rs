@@ -56,6 +56,8 @@
 //! above it (cli, tests) whenever `cargo build` and `cargo test` alternate; a separate crate leaves
 //! the simulator identical in every build and compiles axum only where a test asks for it.
 
+pub mod arm_dns;
+pub mod clouddns;
 pub mod gce;
 
 use axum::body::Bytes;
@@ -248,7 +250,7 @@ pub fn flush_before_answer(router: Router, flush: trellis_sim::SharedFlush) -> R
         let (router, flush) = (router.clone(), flush.clone());
         async move {
             let writes = !matches!(*req.method(), Method::GET | Method::HEAD);
-            let gce = is_gce_path(req.uri().path());
+            let gce = is_gce_path(req.uri().path()) || clouddns::is_clouddns_path(req.uri().path());
             let response = match router.oneshot(req).await {
                 Ok(response) => response,
                 Err(never) => match never {},
@@ -333,30 +335,44 @@ impl Req {
 
 async fn handle(State(srv): State<SimServer>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let path = uri.path().to_string();
+    let (req, api_version) = parse_request(method, &uri, headers, body);
+    let method = req.as_ref().map_or_else(|(m, _)| m.to_string(), |r| r.method.to_string());
+    let response = match req {
+        Ok(req) => route(&srv, req).await,
+        Err((_, refused)) => refused,
+    };
+    lock(&srv.shared.requests).push(RequestRecord { method, path, api_version, status: response.status().as_u16() });
+    response
+}
+
+/// A request as [`Req`] (and its `api-version`), or the 421 answer when its `Host` is not a
+/// loopback name (with the request's method).
+#[allow(clippy::result_large_err)]
+fn parse_request(
+    method: Method,
+    uri: &Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (Result<Req, (Method, Response)>, Option<String>) {
     let query: Vec<(String, String)> = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
-    let segs: Vec<String> = path
+    let segs: Vec<String> = uri
+        .path()
         .split('/')
         .filter(|s| !s.is_empty())
         .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect();
     let lower = segs.iter().map(|s| s.to_ascii_lowercase()).collect();
     let api_version = query.iter().find(|(k, _)| k.eq_ignore_ascii_case("api-version")).map(|(_, v)| v.clone());
-    let host = match loopback_host(&headers, &uri) {
+    let host = match loopback_host(&headers, uri) {
         Ok(host) => host,
         Err(message) => {
             let response = arm_error(StatusCode::MISDIRECTED_REQUEST, "MisdirectedRequest", message);
-            let status = response.status().as_u16();
-            lock(&srv.shared.requests).push(RequestRecord { method: method.to_string(), path, api_version, status });
-            return response;
+            return (Err((method, response)), api_version);
         }
     };
-    let req = Req { method, segs, lower, query, headers, body, base: format!("http://{host}") };
-    let method = req.method.to_string();
-    let response = route(&srv, req).await;
-    lock(&srv.shared.requests).push(RequestRecord { method, path, api_version, status: response.status().as_u16() });
-    response
+    (Ok(Req { method, segs, lower, query, headers, body, base: format!("http://{host}") }), api_version)
 }
 
 async fn route(srv: &SimServer, req: Req) -> Response {
@@ -367,22 +383,8 @@ async fn route(srv: &SimServer, req: Req) -> Response {
     if let Some(denied) = check_auth(srv, &req) {
         return denied;
     }
-    match req.param("api-version") {
-        None | Some("") => {
-            return arm_error(
-                StatusCode::BAD_REQUEST,
-                "MissingApiVersionParameter",
-                "The api-version query parameter (?api-version=) is required for all requests.",
-            )
-        }
-        Some(v) if !is_api_version(v) => {
-            return arm_error(
-                StatusCode::BAD_REQUEST,
-                "InvalidApiVersionParameter",
-                format!("The api-version '{v}' is invalid. The supported versions are dates: 'YYYY-MM-DD[-preview]'."),
-            )
-        }
-        Some(_) => {}
+    if let Some(refused) = api_version_refusal(&req) {
+        return refused;
     }
     if !req.is(0, "subscriptions") || n < 2 {
         return no_route(&req);
@@ -494,6 +496,23 @@ pub(crate) fn loopback_host(headers: &HeaderMap, uri: &Uri) -> Result<String, St
     }
 }
 
+/// ARM's 400 for a request without a usable `api-version`.
+fn api_version_refusal(req: &Req) -> Option<Response> {
+    match req.param("api-version") {
+        None | Some("") => Some(arm_error(
+            StatusCode::BAD_REQUEST,
+            "MissingApiVersionParameter",
+            "The api-version query parameter (?api-version=) is required for all requests.",
+        )),
+        Some(v) if !is_api_version(v) => Some(arm_error(
+            StatusCode::BAD_REQUEST,
+            "InvalidApiVersionParameter",
+            format!("The api-version '{v}' is invalid. The supported versions are dates: 'YYYY-MM-DD[-preview]'."),
+        )),
+        Some(_) => None,
+    }
+}
+
 /// `YYYY-MM-DD` with an optional `-suffix` (`-preview`).
 fn is_api_version(v: &str) -> bool {
     let b = v.as_bytes();
@@ -503,6 +522,12 @@ fn is_api_version(v: &str) -> bool {
 }
 
 fn check_auth(srv: &SimServer, req: &Req) -> Option<Response> {
+    bearer_refusal(&srv.shared.opts, req)
+}
+
+/// ARM's 401 for a request without a bearer token (or, with [`ServerOptions::required_token`],
+/// another one); `None` when the request may go on.
+fn bearer_refusal(opts: &ServerOptions, req: &Req) -> Option<Response> {
     let value = req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
     let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")).map(str::trim).unwrap_or("");
     let (code, message) = if token.is_empty() {
@@ -510,7 +535,7 @@ fn check_auth(srv: &SimServer, req: &Req) -> Option<Response> {
             "AuthenticationFailed",
             "Authentication failed. The 'Authorization' header is missing or is not a Bearer token.",
         )
-    } else if srv.shared.opts.required_token.as_deref().is_some_and(|t| t != token) {
+    } else if opts.required_token.as_deref().is_some_and(|t| t != token) {
         ("InvalidAuthenticationToken", "The access token is invalid.")
     } else {
         return None;
@@ -843,7 +868,12 @@ impl ArmFailure {
 /// One page of `items` from `skip` on, with `nextLink` (this URL with the next `$skiptoken`) while
 /// more are left.
 fn page(srv: &SimServer, req: &Req, skip: usize, items: &[Value]) -> Response {
-    let size = srv.shared.opts.page_size.unwrap_or(usize::MAX).max(1);
+    page_of(srv.shared.opts.page_size, req, skip, items)
+}
+
+/// [`page`] with pages of `page_size` items (`None`: one page).
+fn page_of(page_size: Option<usize>, req: &Req, skip: usize, items: &[Value]) -> Response {
+    let size = page_size.unwrap_or(usize::MAX).max(1);
     let page: Vec<Value> = items.iter().skip(skip).take(size).cloned().collect();
     let mut body = json!({ "value": page });
     let next = skip.saturating_add(size);
@@ -885,6 +915,11 @@ fn not_found(srv: &SimServer, req: &Req) -> Response {
 
 /// A simulator error as ARM answers it.
 async fn cloud_error(srv: &SimServer, e: CloudError) -> Response {
+    cloud_error_stalling(srv.shared.opts.timeout_stall, e).await
+}
+
+/// [`cloud_error`], a timeout held for `stall` before its 504.
+async fn cloud_error_stalling(stall: Duration, e: CloudError) -> Response {
     match e {
         CloudError::Throttled { retry_after, .. } => {
             let after = retry_after.unwrap_or(Duration::from_secs(1));
@@ -904,7 +939,7 @@ async fn cloud_error(srv: &SimServer, e: CloudError) -> Response {
             arm_error(status_code(status), &code, message)
         }
         CloudError::Timeout { .. } => {
-            tokio::time::sleep(srv.shared.opts.timeout_stall).await;
+            tokio::time::sleep(stall).await;
             arm_error(
                 StatusCode::GATEWAY_TIMEOUT,
                 "GatewayTimeout",

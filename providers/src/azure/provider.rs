@@ -39,7 +39,13 @@ impl Stages for Azure {
         &ArmIds
     }
 
-    fn terraform_kind(&self, kind: Kind, id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+    fn terraform_kind(
+        &self,
+        kind: Kind,
+        id: Option<&str>,
+        _body: Option<&Value>,
+        _related: &[&Value],
+    ) -> TerraformKind {
         super::kind::terraform_kind(kind, id)
     }
 

@@ -1,12 +1,15 @@
-//! The `domains` provider (GEP-0066, mutable shoot domains, issue #10): plans a Shoot's API-server
-//! DNS records — the seed's `DNSRecord` objects — through the two-phase CA rotation, with the
-//! artifacts a reviewer checks (SANs, advertised addresses, service-account issuers, kubeconfig
-//! server, the `InternalDomainUpToDate` constraint, the user's actions per phase).
+//! The `domains` provider (GEP-0066, mutable shoot domains): plans a Shoot's API-server DNS records
+//! — the seed's `DNSRecord` objects and the record sets the DNS provider extension writes for them
+//! into the clouds' DNS zones — through the two-phase CA rotation, with the artifacts a reviewer
+//! checks (SANs, advertised addresses, service-account issuers, kubeconfig server, the
+//! `InternalDomainUpToDate` constraint, the user's actions per phase).
 //!
 //! - [`api`]: what it reads of a Shoot ([`api::ShootView`]) and its input [`DomainsShoot`] (the
 //!   Shoot paired with its Seed and the feature gates, [`pair`]).
 //! - [`phase`]: the six upstream CA-rotation phases, the triggers and upstream's refusals.
 //! - [`model`]: the domain in each role, how a plan moves them, records and artifacts (pure).
+//! - [`dns`]: what a plan reads of the DNS and decides from it — the address, the zone of each
+//!   record set, the record sets, the plan-time refusals.
 //! - [`validation`]: the Shoot rules (all errors at once); [`check_seed`]: the Seed rules that need
 //!   every shoot of the seed.
 //! - [`state`]: the typed, versioned provider state — **the truth** of the phase and the roles.
@@ -20,9 +23,27 @@
 //!   gap) and creates the new domain's record as a distinct object, `<shoot>-<role>-migrated` when
 //!   `<shoot>-<role>` is the prior one. Completion deletes the prior object; the next migration
 //!   alternates back to `<shoot>-<role>`.
-//! - **Record values.** The address the records point at is the Seed's
-//!   `trellis.gardener.cloud/api-server-address` annotation (upstream: the seed's istio-ingress load
-//!   balancer, which no Seed field carries): `A` for IPv4, `AAAA` for IPv6, `CNAME` for a hostname.
+//! - **Record values.** The address the records point at is a runtime fact (upstream: the seed's
+//!   istio-ingress load balancer, which no Seed field carries), read at plan time: the Seed's
+//!   `trellis.gardener.cloud/api-server-address` annotation when set (an explicit override), else
+//!   the seed's ingress (GET `/seeds/{seed}`: `{"name", "ingress": {"ip" | "hostname"}}`, from the
+//!   world file's `seeds:` section or a landscape's export); neither, while the plan writes records,
+//!   refuses the plan in one line. `A` for IPv4, `AAAA` for IPv6, `CNAME` for a hostname.
+//! - **Record sets.** Each `DNSRecord` node is followed by a `dns_record_set` node: the record set
+//!   the DNS provider extension writes for it, id `/dns/zones/{zone}/records/{fqdn}/{TYPE}` and body
+//!   `{name, type, ttl, values}`, the same for every cloud, depending on the `DNSRecord`'s node
+//!   (deletes the other way round: a `DNSRecord`'s delete waits for the record sets'). Its address
+//!   is `domains.dns_record_set.<technical id>.<zone>/<fqdn>/<type>` (lowercase: one address per
+//!   id, so a record set that moves to another zone is deleted beside its replacement). Record sets
+//!   no longer wanted are deleted as `DNSRecord`s are: driven from what the workspace recorded.
+//! - **Zones** are read at plan time (`/dns` lists its `zones`): a record set goes into the zone
+//!   `spec.zone` names (azure-dns `{resourceGroup}/{zoneName}`, google-clouddns the managed zone's
+//!   name, else — and when no zone is named so — the zone's DNS name), else the listed zone whose
+//!   name is the longest suffix of the FQDN. No zone, or two of that name, refuses the plan.
+//! - **Ownership.** A record set is trellis's when the workspace recorded it. One that exists and is
+//!   not is refused at plan time, naming it — unless the workspace records the `DNSRecord` it is
+//!   written for and it holds exactly what the plan writes (trellis's own create whose commit was
+//!   lost): that one is taken over as a no-op, as the executor takes over its own landed create.
 //! - **Where the truth lives.** The provider state: the phase and roles trellis last applied. The
 //!   manifest's `status` is read only before the first apply (adoption). `gardener.cloud/operation`
 //!   and the confirmation annotation are consumed by the apply that acted on them (recorded in state,
@@ -38,6 +59,7 @@
 //!   upstream's optional constraints), reason `InternalDomainMigrationRequired`.
 
 pub mod api;
+pub mod dns;
 pub mod kind;
 pub mod model;
 pub mod phase;

@@ -332,6 +332,12 @@ pub fn record_id(seed: &str, namespace: &str, name: &str) -> String {
     format!("/seeds/{seed}/namespaces/{namespace}/dnsrecords/{name}")
 }
 
+/// The ids of the DNSRecord objects of `roles` (unmanaged endpoints have none): [`records`]' ids,
+/// which do not depend on the address.
+pub fn record_ids(seed: &str, tn: &str, roles: &Roles) -> Vec<String> {
+    roles.all().into_iter().filter_map(|(_, e)| Some(record_id(seed, tn, e.record.as_deref()?))).collect()
+}
+
 /// The DNSRecord objects of `roles` (unmanaged endpoints have none), pointing at `address`.
 pub fn records(seed: &str, tn: &str, roles: &Roles, address: &str) -> Vec<Record> {
     roles

@@ -20,10 +20,16 @@ const TN: &str = "shoot--dev--a";
 const SEED: &str = "aws-eu1";
 const REC: &str = "/seeds/aws-eu1/namespaces/shoot--dev--a/dnsrecords/";
 
+/// The zones of the DNS every test world holds (`World::new`).
+const ZONES: [&str; 2] = ["example.com", "dev.example.com"];
+
 fn seed_doc(internal: Option<&str>, internal_domains: &[&str], enabled: Option<bool>) -> Seed {
-    let cfg = |d: &str| json!({"type": "aws-route53", "domain": d, "zone": "Z-INT", "credentialsRef": {"kind": "Secret", "name": "int"}});
+    // The internal domains' records go into the zone whose name is the longest suffix; the default
+    // domain names its zone (aws-route53: by its DNS name).
+    let cfg =
+        |d: &str| json!({"type": "aws-route53", "domain": d, "credentialsRef": {"kind": "Secret", "name": "int"}});
     let mut dns = json!({
-        "defaults": [{"type": "aws-route53", "domain": "dev.example.com", "zone": "Z-EXT", "credentialsRef": {"kind": "Secret", "name": "ext"}}],
+        "defaults": [{"type": "aws-route53", "domain": "dev.example.com", "zone": "dev.example.com", "credentialsRef": {"kind": "Secret", "name": "ext"}}],
     });
     if let Some(i) = internal {
         dns["internal"] = cfg(i);
@@ -61,23 +67,62 @@ fn paired(shoot: &Value, seed: &Seed, gate: bool) -> DomainsShoot {
     boxed.downcast_ref::<DomainsShoot>().unwrap().clone()
 }
 
-/// The DNSRecord objects "in the seed", and the workspace: what an apply leaves.
+/// The DNSRecord objects "in the seed", the zones and their record sets, the seeds' ingresses, and
+/// the workspace: what an apply leaves.
 struct World {
+    /// DNSRecord objects, record sets and seeds by id key.
     cloud: BTreeMap<String, Value>,
+    /// The zone list (`/dns` `zones`).
+    zones: Vec<Value>,
     ws: Workspace,
+    /// Every id read by the last [`World::observe`], in order.
+    reads: std::cell::RefCell<Vec<String>>,
+}
+
+fn zone(name: &str) -> Value {
+    json!({"id": format!("/dns/zones/{name}"), "name": name})
 }
 
 impl World {
     fn new() -> World {
-        World { cloud: BTreeMap::new(), ws: Workspace::new(TN) }
+        World {
+            cloud: BTreeMap::new(),
+            zones: ZONES.iter().map(|z| zone(z)).collect(),
+            ws: Workspace::new(TN),
+            reads: Default::default(),
+        }
+    }
+
+    /// Runs the plan's discovery rounds against the world, as the pipeline does.
+    fn observe(&self, ds: &DomainsShoot) -> Result<Observed, ProviderError> {
+        let mut observed = Observed::new(&DnsIds);
+        self.reads.borrow_mut().clear();
+        for round in 0.. {
+            let Some((ids, lists)) = discovery(ds, &self.ws, round, &observed)? else { break };
+            for id in ids {
+                self.reads.borrow_mut().push(id.clone());
+                observed.insert(&id, self.cloud.get(&DnsIds.key(&id)).cloned());
+            }
+            for l in lists {
+                assert_eq!((l.parent.as_str(), l.rtype.as_str()), ("/dns", "zones"), "{l:?}");
+                self.reads.borrow_mut().push("LIST /dns/zones".to_string());
+                observed.answer(&l, self.zones.clone());
+            }
+        }
+        Ok(observed)
     }
 
     fn plan(&self, ds: &DomainsShoot) -> Result<Planned, ProviderError> {
-        let mut observed = Observed::new(&DnsIds);
-        for id in discovery(ds, &self.ws)? {
-            observed.insert(&id, self.cloud.get(&DnsIds.key(&id)).cloned());
-        }
-        plan_with(ds, &self.ws, &observed)
+        plan_with(ds, &self.ws, &self.observe(ds)?)
+    }
+
+    /// A record set someone else created.
+    fn foreign(&mut self, zone: &str, fqdn: &str, rtype: &str, values: &[&str]) {
+        let id = format!("/dns/zones/{zone}/records/{fqdn}/{rtype}");
+        self.cloud.insert(
+            DnsIds.key(&id),
+            json!({"name": fqdn, "type": rtype, "ttl": 60, "values": values, "etag": "e0", "zone": zone}),
+        );
     }
 
     fn apply(&mut self, p: &Planned) {
@@ -85,7 +130,12 @@ impl World {
             let id = n.id.clone().unwrap();
             match n.action() {
                 Action::Create | Action::Update | Action::Replace => {
-                    self.cloud.insert(DnsIds.key(&id), n.patch().unwrap().clone());
+                    let mut body = n.patch().unwrap().clone();
+                    if n.kind == kind::DNS_RECORD_SET {
+                        body["etag"] = json!(format!("e{}", self.ws.serial));
+                        body["zone"] = json!(n.scope);
+                    }
+                    self.cloud.insert(DnsIds.key(&id), body);
                     self.ws.record_resource(
                         &n.address,
                         StoredResource { kind: n.kind, id, ownership: Ownership::Managed },
@@ -112,22 +162,46 @@ impl World {
 
 use trellis_state::Ownership;
 
+fn action_name(a: Action) -> &'static str {
+    match a {
+        Action::Create => "create",
+        Action::Update => "update",
+        Action::Replace => "replace",
+        Action::Delete => "delete",
+        Action::Noop => "noop",
+        _ => "other",
+    }
+}
+
+/// The plan's DNSRecord nodes as (object name, action).
 fn actions(plan: &Plan) -> Vec<(String, &'static str)> {
     plan.nodes
         .iter()
-        .map(|n| {
-            let name = n.id.as_deref().unwrap().trim_start_matches(REC).to_string();
-            let a = match n.action() {
-                Action::Create => "create",
-                Action::Update => "update",
-                Action::Replace => "replace",
-                Action::Delete => "delete",
-                Action::Noop => "noop",
-                _ => "other",
-            };
-            (name, a)
-        })
+        .filter(|n| n.kind == kind::DNS_RECORD)
+        .map(|n| (n.id.as_deref().unwrap().trim_start_matches(REC).to_string(), action_name(n.action())))
         .collect()
+}
+
+/// The plan's record-set nodes as (id, action).
+fn set_actions(plan: &Plan) -> Vec<(String, &'static str)> {
+    plan.nodes
+        .iter()
+        .filter(|n| n.kind == kind::DNS_RECORD_SET)
+        .map(|n| (n.id.clone().unwrap(), action_name(n.action())))
+        .collect()
+}
+
+fn node<'a>(plan: &'a Plan, address: &str) -> &'a trellis_plans::Node {
+    plan.nodes.iter().find(|n| n.address == address).unwrap_or_else(|| panic!("no node {address}"))
+}
+
+/// The plan-time refusals of a plan, one line each.
+fn refused(r: Result<Planned, ProviderError>) -> Vec<String> {
+    match r {
+        Err(ProviderError::Preflight(e)) => e.iter().map(|e| e.to_string()).collect(),
+        Err(e) => panic!("not a pre-flight error: {e}"),
+        Ok(p) => panic!("planned: {:?}", set_actions(&p.plan)),
+    }
 }
 
 fn named<'a>(plan: &'a Plan, name: &str) -> &'a Value {
@@ -146,6 +220,7 @@ fn ok(r: Result<Planned, ProviderError>) -> Planned {
     match r {
         Ok(p) => p,
         Err(ProviderError::Invalid(e)) => panic!("{:?}", e.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+        Err(ProviderError::Preflight(e)) => panic!("{:?}", e.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
         Err(e) => panic!("{e}"),
     }
 }
@@ -181,7 +256,7 @@ fn a_first_plan_creates_the_external_and_internal_records_with_upstreams_names_l
         ext,
         &json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "DNSRecord",
             "metadata": {"name": "a-external", "namespace": TN, "labels": {"role": "external", "gardener.cloud/role": "controlplane"}},
-            "spec": {"type": "aws-route53", "name": "api.a.dev.dev.example.com", "recordType": "A", "values": ["203.0.113.10"], "ttl": 120, "zone": "Z-EXT"}})
+            "spec": {"type": "aws-route53", "name": "api.a.dev.dev.example.com", "recordType": "A", "values": ["203.0.113.10"], "ttl": 120, "zone": "dev.example.com"}})
     );
     assert_eq!(p.plan.nodes[1].patch().unwrap()["spec"]["name"], "api.a.dev.internal.int.example.com");
     assert_eq!(
@@ -255,7 +330,25 @@ fn external_domain_change_prepare_prepared_complete_without_an_internal_domain_m
     w.apply(&done);
     assert_eq!(w.state().phase, Some(phase::Phase::Completed));
     assert_eq!(w.state().roles.prior_external, None);
-    assert_eq!(w.cloud.len(), 1);
+    // The prior record set went before its DNSRecord; the new object and its set are what is left.
+    assert_eq!(
+        set_actions(&done.plan),
+        vec![
+            ("/dns/zones/dev.example.com/records/api.a.dev.dev.example.com/A".into(), "delete"),
+            ("/dns/zones/dev.example.com/records/api.b.dev.dev.example.com/A".into(), "noop"),
+        ]
+    );
+    assert_eq!(
+        node(&done.plan, "domains.dns_record.shoot--dev--a.a-external").depends_on,
+        vec!["domains.dns_record_set.shoot--dev--a.dev.example.com/api.a.dev.dev.example.com/a"]
+    );
+    assert_eq!(
+        w.cloud.keys().collect::<Vec<_>>(),
+        [
+            "/dns/zones/dev.example.com/records/api.b.dev.dev.example.com/a",
+            "/seeds/aws-eu1/namespaces/shoot--dev--a/dnsrecords/a-external-migrated"
+        ]
+    );
 }
 
 #[test]
@@ -379,7 +472,8 @@ fn with_the_gate_on_a_domain_change_needs_a_start_trigger_and_out_of_order_phase
 fn validation_rules_accepted_and_rejected() {
     let seed = seed_doc(Some("int.example.com"), &[], None);
     // accepted: a shoot without a domain lives on the internal domain, with admission's default named.
-    let w = World::new();
+    let mut w = World::new();
+    w.zones.push(zone("other.org"));
     let p = ok(w.plan(&paired(&shoot_doc(None, &[]), &seed, true)));
     assert!(
         p.plan.warnings.iter().any(|w| w.contains("would default it to a.dev.dev.example.com")),
@@ -402,16 +496,6 @@ fn validation_rules_accepted_and_rejected() {
     // rejected: not a DNS subdomain; all errors at once.
     let e = invalid(w.plan(&paired(&shoot_doc(Some("A_B.other.org"), &[]), &seed, true)));
     assert_eq!(e.len(), 2, "{e:?}");
-    // rejected: no API-server address on the seed.
-    let mut bare = seed.clone();
-    bare.metadata.annotations.clear();
-    let e = invalid(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &bare, true)));
-    assert!(
-        e[0].starts_with(
-            "seed aws-eu1: metadata.annotations[trellis.gardener.cloud/api-server-address]: Required value"
-        ),
-        "{e:?}"
-    );
 }
 
 #[test]
@@ -532,6 +616,27 @@ fn destroy_deletes_only_recorded_records() {
     }
     let p = provider::destroy_with(&ds, &w.ws, &observed).unwrap();
     assert_eq!(actions(&p.plan), vec![("a-external".into(), "delete"), ("a-internal".into(), "delete")]);
+    // The record sets go first: each DNSRecord's delete waits for them.
+    let sets = set_actions(&p.plan);
+    assert_eq!(
+        sets,
+        vec![
+            ("/dns/zones/dev.example.com/records/api.a.dev.dev.example.com/A".into(), "delete"),
+            ("/dns/zones/example.com/records/api.a.dev.internal.int.example.com/A".into(), "delete"),
+        ]
+    );
+    let ext = node(&p.plan, "domains.dns_record.shoot--dev--a.a-external");
+    assert_eq!(
+        ext.depends_on,
+        vec![
+            "domains.dns_record_set.shoot--dev--a.dev.example.com/api.a.dev.dev.example.com/a",
+            "domains.dns_record_set.shoot--dev--a.example.com/api.a.dev.internal.int.example.com/a"
+        ]
+    );
+    assert_eq!(
+        node(&p.plan, "domains.dns_record_set.shoot--dev--a.dev.example.com/api.a.dev.dev.example.com/a").reason.detail(),
+        "destroy: the record set of DNSRecord a-external, recorded by trellis (domains.dns_record_set.shoot--dev--a.dev.example.com/api.a.dev.dev.example.com/a)"
+    );
 }
 
 #[test]
@@ -730,6 +835,7 @@ fn check_seeds_groups_by_seed_and_reads_the_applied_workspaces_only_when_needed(
 fn record_types(plan: &Plan) -> Vec<(String, String)> {
     plan.nodes
         .iter()
+        .filter(|n| n.kind == kind::DNS_RECORD)
         .map(|n| {
             let name = n.id.as_deref().unwrap().trim_start_matches(REC).to_string();
             (name, n.patch().map_or(String::new(), |p| p["spec"]["type"].as_str().unwrap_or_default().to_string()))
@@ -770,8 +876,10 @@ fn regression_a_provider_without_primary_is_primary_when_admission_makes_it_so()
     // the gate on and off.
     let mut own = shoot_doc(Some("a.other.org"), &[]);
     own["spec"]["dns"]["providers"] = providers.clone();
+    let mut world = World::new();
+    world.zones.push(zone("other.org"));
     for gate in [false, true] {
-        let p = ok(World::new().plan(&paired(&own, &seed, gate)));
+        let p = ok(world.plan(&paired(&own, &seed, gate)));
         assert_eq!(
             record_types(&p.plan),
             vec![
@@ -787,11 +895,11 @@ fn regression_a_provider_without_primary_is_primary_when_admission_makes_it_so()
     default["spec"]["dns"]["providers"] = providers.clone();
     let p = ok(World::new().plan(&paired(&default, &seed, true)));
     assert_eq!(record_types(&p.plan)[0], ("a-external".to_string(), "aws-route53".to_string()));
-    assert_eq!(p.plan.nodes[0].patch().unwrap()["spec"]["zone"], "Z-EXT");
+    assert_eq!(p.plan.nodes[0].patch().unwrap()["spec"]["zone"], "dev.example.com");
     // `primary: true` on a later entry wins over providers[0].
     let mut second = own.clone();
     second["spec"]["dns"]["providers"][1]["primary"] = json!(true);
-    let p = ok(World::new().plan(&paired(&second, &seed, true)));
+    let p = ok(world.plan(&paired(&second, &seed, true)));
     assert_eq!(record_types(&p.plan)[0], ("a-external".to_string(), "google-clouddns".to_string()));
 }
 
@@ -826,4 +934,294 @@ fn the_primary_provider_follows_upstreams_admit() {
     let now = view(json!({"domain": "a.other.org", "providers": [a, b]}));
     assert_eq!(typ(&now, Some(&old)), Some("google-clouddns".to_string()));
     assert_eq!(typ(&now, None), Some("azure-dns".to_string()));
+}
+
+const EXT_SET: &str = "/dns/zones/dev.example.com/records/api.a.dev.dev.example.com/A";
+const INT_SET: &str = "/dns/zones/example.com/records/api.a.dev.internal.int.example.com/A";
+const EXT_SET_ADDRESS: &str = "domains.dns_record_set.shoot--dev--a.dev.example.com/api.a.dev.dev.example.com/a";
+
+#[test]
+fn each_dnsrecord_gets_its_record_set_after_it_in_the_zone_chosen_at_plan_time() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let mut w = World::new();
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let p = ok(w.plan(&ds));
+    // The default domain names its zone; the internal record goes into the longest suffix.
+    assert_eq!(set_actions(&p.plan), vec![(EXT_SET.into(), "create"), (INT_SET.into(), "create")]);
+    let ext = node(&p.plan, EXT_SET_ADDRESS);
+    assert_eq!(
+        ext.patch().unwrap(),
+        &json!({"name": "api.a.dev.dev.example.com", "type": "A", "ttl": 120, "values": ["203.0.113.10"]})
+    );
+    assert_eq!((ext.name.as_str(), ext.scope.as_str()), ("api.a.dev.dev.example.com/A", "dev.example.com"));
+    assert_eq!(ext.depends_on, vec!["domains.dns_record.shoot--dev--a.a-external"]);
+    assert_eq!(
+        ext.reason.detail(),
+        "GEP-0066: the record set DNSRecord a-external asks for, written as its DNS provider aws-route53 does (external, no CA rotation): A api.a.dev.dev.example.com (TTL 120) → 203.0.113.10 in zone dev.example.com; does not exist yet"
+    );
+    // The DNSRecord's reason names the record set it writes.
+    assert_eq!(
+        node(&p.plan, "domains.dns_record.shoot--dev--a.a-internal").reason.detail(),
+        "GEP-0066: the internal DNS record of the shoot's API server (no CA rotation): writes A api.a.dev.internal.int.example.com (TTL 120) → 203.0.113.10 in zone example.com; does not exist yet"
+    );
+    // Discovery: the objects, the zone list, then the record sets; no seed (the annotation names the address).
+    assert_eq!(
+        *w.reads.borrow(),
+        vec![
+            format!("{REC}a-external"),
+            format!("{REC}a-internal"),
+            "LIST /dns/zones".to_string(),
+            EXT_SET.to_string(),
+            INT_SET.to_string()
+        ]
+    );
+    // Applied, the sets are trellis's (recorded): the same plan again changes nothing.
+    w.apply(&p);
+    let again = ok(w.plan(&ds));
+    assert!(again.plan.nodes.iter().all(|n| n.action() == Action::Noop), "{:?}", set_actions(&again.plan));
+    assert_eq!(w.ws.resources[EXT_SET_ADDRESS].kind, kind::DNS_RECORD_SET);
+    // A set changed by someone else since is put back under its etag (an update, not a refusal).
+    w.cloud.get_mut(&DnsIds.key(EXT_SET)).unwrap()["values"] = json!(["198.51.100.7"]);
+    assert_eq!(set_actions(&ok(w.plan(&ds)).plan)[0], (EXT_SET.into(), "update"));
+}
+
+#[test]
+fn a_record_set_that_exists_and_was_not_created_by_trellis_is_refused_at_plan_time() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let mut w = World::new();
+    w.foreign("dev.example.com", "api.a.dev.dev.example.com", "A", &["198.51.100.7"]);
+    assert_eq!(
+        refused(w.plan(&ds)),
+        vec!["record set api.a.dev.dev.example.com A in zone dev.example.com exists and was not created by trellis (values 198.51.100.7): trellis never writes or deletes a record set it did not create; delete it yourself or choose another domain"]
+    );
+    // Even one holding exactly what trellis would write, while trellis never wrote its DNSRecord.
+    w.foreign("dev.example.com", "api.a.dev.dev.example.com", "A", &["203.0.113.10"]);
+    w.cloud.get_mut(&DnsIds.key(EXT_SET)).unwrap()["ttl"] = json!(120);
+    assert_eq!(refused(w.plan(&ds)).len(), 1);
+    // Another type at the name is another record set: not refused here (the cloud's CNAME rule is the
+    // cloud's to enforce).
+    let mut w = World::new();
+    w.foreign("dev.example.com", "api.a.dev.dev.example.com", "TXT", &["v=1"]);
+    ok(w.plan(&ds));
+}
+
+/// trellis's own create whose commit was lost (a crash between the cloud's answer and the state
+/// commit), or the set the simulated DNS wrote for a DNSRecord before record sets were planned: the
+/// workspace records the DNSRecord, and the set holds exactly what the plan writes — taken over as a
+/// no-op (and recorded by the apply); the same set with other values is refused.
+#[test]
+fn a_set_of_a_recorded_dnsrecord_holding_exactly_the_planned_body_is_taken_over() {
+    let seed = seed_doc(None, &[], Some(false));
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let mut w = World::new();
+    let first = ok(w.plan(&ds));
+    w.apply(&first);
+    // The set's record is lost from the workspace, the set stays.
+    w.ws.forget_resource(EXT_SET_ADDRESS, EXT_SET);
+    let p = ok(w.plan(&ds));
+    assert_eq!(set_actions(&p.plan), vec![(EXT_SET.into(), "noop")]);
+    w.cloud.get_mut(&DnsIds.key(EXT_SET)).unwrap()["values"] = json!(["198.51.100.7"]);
+    assert_eq!(
+        refused(w.plan(&ds)),
+        vec!["record set api.a.dev.dev.example.com A in zone dev.example.com exists and was not created by trellis (values 198.51.100.7): trellis never writes or deletes a record set it did not create; delete it yourself or choose another domain"]
+    );
+}
+
+#[test]
+fn no_zone_for_a_record_or_two_zones_of_one_name_are_refused_naming_them() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let mut w = World::new();
+    w.zones = vec![zone("dev.example.com")];
+    assert_eq!(
+        refused(w.plan(&ds)),
+        vec!["no DNS zone for api.a.dev.internal.int.example.com (DNSRecord shoot--dev--a/a-internal): the listed zones are dev.example.com; create the zone or declare it in the world file's dns: section"]
+    );
+    // The same DNS name in two resource groups: which one is the record's cannot be told.
+    w.zones = vec![
+        zone("dev.example.com"),
+        json!({"id": "/dns/zones/example.com", "name": "example.com", "azure": {"resourceGroup": "dns-a"}}),
+        json!({"id": "/dns/zones/example.com", "name": "example.com", "azure": {"resourceGroup": "dns-b"}}),
+    ];
+    assert_eq!(
+        refused(w.plan(&ds)),
+        vec!["api.a.dev.internal.int.example.com (DNSRecord shoot--dev--a/a-internal): two listed zones are named example.com, example.com (resource group dns-a) and example.com (resource group dns-b); name one in the Seed's DNS config (spec.zone of the DNSRecord: azure-dns {resourceGroup}/{zoneName}, google-clouddns the managed zone's name)"]
+    );
+    // azure-dns names one as {resourceGroup}/{zoneName}.
+    let mut picked = seed_doc(None, &[], None);
+    picked.spec.dns.internal =
+        serde_json::from_value(json!({"type": "azure-dns", "domain": "int.example.com", "zone": "dns-b/example.com"}))
+            .unwrap();
+    let p = ok(w.plan(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &picked, true)));
+    assert_eq!(set_actions(&p.plan)[1], (INT_SET.into(), "create"));
+    assert_eq!(
+        node(&p.plan, "domains.dns_record.shoot--dev--a.a-internal").patch().unwrap()["spec"]["zone"],
+        "dns-b/example.com"
+    );
+}
+
+#[test]
+fn without_the_annotation_the_records_point_at_the_seeds_ingress_read_at_plan_time() {
+    let mut seed = seed_doc(Some("int.example.com"), &[], None);
+    seed.metadata.annotations.clear();
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let mut w = World::new();
+    assert_eq!(
+        refused(w.plan(&ds)),
+        vec!["Seed aws-eu1 has no API-server address: declare its ingress in the world file's seeds: section (seeds: [{name: aws-eu1, ingress: {ip: …}}]) or annotate it with trellis.gardener.cloud/api-server-address"]
+    );
+    assert!(w.reads.borrow().contains(&"/seeds/aws-eu1".to_string()), "{:?}", w.reads.borrow());
+    // The world declares the seed's ingress: a hostname, so CNAME records.
+    w.cloud.insert("/seeds/aws-eu1".into(), json!({"name": SEED, "ingress": {"hostname": "lb.seed.example.net"}}));
+    let p = ok(w.plan(&ds));
+    assert_eq!(
+        set_actions(&p.plan),
+        vec![
+            ("/dns/zones/dev.example.com/records/api.a.dev.dev.example.com/CNAME".into(), "create"),
+            ("/dns/zones/example.com/records/api.a.dev.internal.int.example.com/CNAME".into(), "create"),
+        ]
+    );
+    assert_eq!(
+        node(&p.plan, "domains.dns_record.shoot--dev--a.a-external").patch().unwrap()["spec"]["values"],
+        json!(["lb.seed.example.net"])
+    );
+    // The annotation overrides the ingress.
+    let annotated =
+        paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed_doc(Some("int.example.com"), &[], None), true);
+    assert_eq!(set_actions(&ok(w.plan(&annotated)).plan)[0].0, EXT_SET);
+    // A shoot with unmanaged DNS only and no internal domain writes no record: no address needed,
+    // the seed is not read.
+    let mut bare = seed_doc(None, &[], None);
+    bare.metadata.annotations.clear();
+    let mut sh = shoot_doc(Some("a.own.org"), &[]);
+    sh["spec"]["dns"]["providers"] = json!([{"type": "unmanaged", "primary": true}]);
+    w.cloud.clear();
+    let p = ok(w.plan(&paired(&sh, &bare, true)));
+    assert!(p.plan.nodes.is_empty());
+    assert!(w.reads.borrow().is_empty(), "{:?}", w.reads.borrow());
+}
+
+#[test]
+fn a_record_moving_to_another_zone_deletes_the_old_set_beside_the_new_one() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let mut w = World::new();
+    w.apply(&ok(w.plan(&ds)));
+    // A zone for the internal domain appears: the longest suffix now.
+    w.zones.push(zone("int.example.com"));
+    let p = ok(w.plan(&ds));
+    let moved = "/dns/zones/int.example.com/records/api.a.dev.internal.int.example.com/A";
+    assert_eq!(
+        set_actions(&p.plan),
+        vec![(EXT_SET.into(), "noop"), (INT_SET.into(), "delete"), (moved.into(), "create")]
+    );
+    assert!(actions(&p.plan).iter().all(|(_, a)| *a == "noop"), "{:?}", actions(&p.plan));
+    let old = node(&p.plan, "domains.dns_record_set.shoot--dev--a.example.com/api.a.dev.internal.int.example.com/a");
+    assert_eq!(
+        old.reason.detail(),
+        "GEP-0066: the record set of DNSRecord a-internal, recorded by trellis (domains.dns_record_set.shoot--dev--a.example.com/api.a.dev.internal.int.example.com/a) and no longer wanted (no CA rotation): the old name leaves its zone"
+    );
+    w.apply(&p);
+    assert!(!w.cloud.contains_key(&DnsIds.key(INT_SET)));
+    // A recorded set already gone is forgotten, not deleted.
+    w.cloud.remove(&DnsIds.key(moved));
+    w.zones.pop();
+    let p = ok(w.plan(&ds));
+    assert_eq!(set_actions(&p.plan)[1], (INT_SET.into(), "create"));
+    assert_eq!(
+        p.forget,
+        vec![(
+            "domains.dns_record_set.shoot--dev--a.int.example.com/api.a.dev.internal.int.example.com/a".to_string(),
+            moved.to_string()
+        )]
+    );
+}
+
+/// The domains provider's Terraform facts, as the registry hands them to the Terraform writer.
+struct DomainsKinds;
+
+impl trellis_plans::terraform::TerraformKinds for DomainsKinds {
+    fn terraform_kind(
+        &self,
+        _: trellis_plans::Provider,
+        kind: trellis_plans::Kind,
+        id: Option<&str>,
+        body: Option<&Value>,
+        related: &[&Value],
+    ) -> trellis_plans::terraform::TerraformKind {
+        DOMAINS.terraform_kind(kind, id, body, related)
+    }
+}
+
+/// (Terraform address, actions) of every resource change.
+fn terraform_changes(plan: &Plan) -> Vec<(String, String)> {
+    let set = trellis_plans::PlanSet::new(vec![plan.clone()]);
+    let tf = trellis_plans::terraform::plan_json(&set, "test", &DomainsKinds);
+    tf["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["address"].as_str().unwrap().to_string(), c["change"]["actions"].to_string()))
+        .collect()
+}
+
+/// A record set is its DNS provider's Terraform type (the provider its DNSRecord names, found through
+/// the plan's dependency between the two, in a create and in a destroy alike); the DNSRecord object
+/// is no Terraform provider's (`domains_dns_record`).
+#[test]
+fn terraform_json_shows_record_sets_as_the_dns_providers_record_types() {
+    let seed = seed_doc(None, &[], Some(false));
+    let mut sh = shoot_doc(Some("a.other.org"), &[]);
+    sh["spec"]["dns"]["providers"] = json!([{"type": "azure-dns", "primary": true}]);
+    let ds = paired(&sh, &seed, true);
+    let mut w = World::new();
+    w.zones.push(zone("other.org"));
+    let p = ok(w.plan(&ds));
+    assert_eq!(
+        terraform_changes(&p.plan),
+        vec![
+            ("module.shoot--dev--a.domains_dns_record.a-external".to_string(), "[\"create\"]".to_string()),
+            ("module.shoot--dev--a.azurerm_dns_a_record.api_a_other_org_A".to_string(), "[\"create\"]".to_string()),
+        ]
+    );
+    w.apply(&p);
+    let mut observed = Observed::new(&DnsIds);
+    for r in w.ws.resources.values() {
+        observed.insert(&r.id, w.cloud.get(&DnsIds.key(&r.id)).cloned());
+    }
+    let gone = provider::destroy_with(&ds, &w.ws, &observed).unwrap();
+    assert_eq!(
+        terraform_changes(&gone.plan),
+        vec![
+            ("module.shoot--dev--a.domains_dns_record.a-external".to_string(), "[\"delete\"]".to_string()),
+            ("module.shoot--dev--a.azurerm_dns_a_record.api_a_other_org_A".to_string(), "[\"delete\"]".to_string()),
+        ]
+    );
+}
+
+/// A stage asking for what discovery never read is a bug, never "no zone" or "no address".
+#[test]
+fn regression_a_zone_list_or_seed_never_read_is_a_bug_not_a_refusal() {
+    let seed = seed_doc(Some("int.example.com"), &[], None);
+    let ds = paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &seed, true);
+    let w = World::new();
+    let mut observed = Observed::new(&DnsIds);
+    for id in [format!("{REC}a-external"), format!("{REC}a-internal")] {
+        observed.insert(&id, None);
+    }
+    let e = plan_with(&ds, &w.ws, &observed).err().unwrap().to_string();
+    assert_eq!(
+        e,
+        "bug: the list of zones under /dns was never run before planning (stage: domains records); please report"
+    );
+    let mut bare = seed.clone();
+    bare.metadata.annotations.clear();
+    let e = plan_with(&paired(&shoot_doc(Some("a.dev.dev.example.com"), &[]), &bare, true), &w.ws, &observed)
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "bug: /seeds/aws-eu1 was never fetched before planning (stage: domains records); please report"
+    );
 }

@@ -4,7 +4,7 @@
 use regex::Regex;
 use std::sync::OnceLock;
 
-use super::api::{DomainsShoot, ANNOTATION_API_SERVER_ADDRESS, ANNOTATION_OPERATION};
+use super::api::{DomainsShoot, ANNOTATION_OPERATION};
 use super::model::{self, default_domain_of};
 use super::phase::{self, Phase, Trigger};
 use super::state::DomainsState;
@@ -130,14 +130,9 @@ pub fn validate(ds: &DomainsShoot, state: &DomainsState) -> Result<Trigger, Erro
         }
     }
 
-    let needs_records = model::desired_external(ds, old).is_some_and(|e| e.provider_type != model::UNMANAGED)
-        || model::seed_internal(ds).is_some_and(|c| c.type_ != model::UNMANAGED);
-    if needs_records && api_server_address(ds).is_none() {
-        errs.push(FieldError::required(
-            format!("seed {}: metadata.annotations[{ANNOTATION_API_SERVER_ADDRESS}]", ds.seed.metadata.name),
-            "the Seed must name the address the API-server DNS records point at (an IP address or a hostname)",
-        ));
-    }
+    // The address the records point at is a runtime fact (the Seed annotation, else the seed's
+    // ingress as read at plan time): the plan, not admission, refuses a Seed without one
+    // (`super::dns::DnsError::NoAddress`).
     let mut seen = std::collections::BTreeSet::new();
     errs.retain(|e| seen.insert(e.to_string()));
     if errs.is_empty() {
@@ -145,11 +140,6 @@ pub fn validate(ds: &DomainsShoot, state: &DomainsState) -> Result<Trigger, Erro
     } else {
         Err(errs)
     }
-}
-
-/// The Seed's `trellis.gardener.cloud/api-server-address`, trimmed, if set.
-pub fn api_server_address(ds: &DomainsShoot) -> Option<&str> {
-    ds.seed.metadata.annotations.get(ANNOTATION_API_SERVER_ADDRESS).map(|a| a.trim()).filter(|a| !a.is_empty())
 }
 
 /// `confirmation.gardener.cloud/migrate-internal-domain=true`, unless the last apply consumed it.

@@ -83,7 +83,13 @@ impl Stages for Gcp {
         &GceIds
     }
 
-    fn terraform_kind(&self, kind: Kind, id: Option<&str>, _body: Option<&Value>) -> TerraformKind {
+    fn terraform_kind(
+        &self,
+        kind: Kind,
+        id: Option<&str>,
+        _body: Option<&Value>,
+        _related: &[&Value],
+    ) -> TerraformKind {
         kind::terraform_kind(kind, id)
     }
 

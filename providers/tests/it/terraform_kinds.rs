@@ -69,19 +69,33 @@ fn every_gcp_kind_is_a_google_type() {
     assert!(terraform_kind(FIREWALL, None).rewritten.is_empty());
 }
 
+/// A record set is its DNS provider's record type, the provider named by the `DNSRecord` it is
+/// linked to in the plan (the one of its name and type); the `DNSRecord` itself is a Kubernetes
+/// object no Terraform provider has.
 #[test]
-fn a_dns_record_is_its_dns_providers_record_type() {
+fn a_dns_record_set_is_its_dns_providers_record_type_and_a_dns_record_is_unmapped() {
+    use domains::kind::{terraform_kind, DNS_RECORD, DNS_RECORD_SET};
     let record = |dns: &str, ty: &str| json!({"spec": {"type": dns, "recordType": ty, "name": "api.example.com"}});
-    let of = |body: serde_json::Value| {
-        type_of(domains::kind::terraform_kind(domains::kind::DNS_RECORD, Some(&body))).map(|(name, _)| name)
+    let set = |ty: &str| json!({"name": "api.example.com", "type": ty, "ttl": 120, "values": ["x"]});
+    let of = |dns: &str, ty: &str| {
+        let (r, s) = (record(dns, ty), set(ty));
+        type_of(terraform_kind(DNS_RECORD_SET, Some(&s), &[&r])).map(|(name, _)| name)
     };
-    assert_eq!(of(record("azure-dns", "A")), Some("azurerm_dns_a_record"));
-    assert_eq!(of(record("azure-dns", "AAAA")), Some("azurerm_dns_aaaa_record"));
-    assert_eq!(of(record("azure-dns", "CNAME")), Some("azurerm_dns_cname_record"));
-    assert_eq!(of(record("azure-dns", "TXT")), Some("azurerm_dns_txt_record"));
-    assert_eq!(of(record("google-clouddns", "A")), Some("google_dns_record_set"));
-    // A DNS provider Terraform has no type of here, or a record without its type: `domains_dns_record`.
-    assert_eq!(of(record("aws-route53", "A")), None);
-    assert_eq!(of(json!({"spec": {"type": "azure-dns"}})), None);
-    assert_eq!(type_of(domains::kind::terraform_kind(domains::kind::DNS_RECORD, None)), None);
+    assert_eq!(of("azure-dns", "A"), Some("azurerm_dns_a_record"));
+    assert_eq!(of("azure-dns", "AAAA"), Some("azurerm_dns_aaaa_record"));
+    assert_eq!(of("azure-dns", "CNAME"), Some("azurerm_dns_cname_record"));
+    assert_eq!(of("azure-dns", "TXT"), Some("azurerm_dns_txt_record"));
+    assert_eq!(of("google-clouddns", "A"), Some("google_dns_record_set"));
+    // A DNS provider Terraform has no type of here: `domains_dns_record_set`.
+    assert_eq!(of("aws-route53", "A"), None);
+    // Only the DNSRecord of the set's name and type counts; without one, unmapped.
+    let (a, other) = (set("A"), json!({"spec": {"type": "azure-dns", "recordType": "A", "name": "www.example.com"}}));
+    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[&other])), None);
+    let aaaa = record("azure-dns", "AAAA");
+    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[&aaaa])), None);
+    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[])), None);
+    assert_eq!(terraform_kind(DNS_RECORD_SET, None, &[]).computed, ["/etag", "/zone"]);
+    // The DNSRecord object: `domains_dns_record`, whatever its DNS provider.
+    let r = record("azure-dns", "A");
+    assert_eq!(type_of(terraform_kind(DNS_RECORD, Some(&r), &[&a])), None);
 }

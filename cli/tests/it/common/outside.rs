@@ -22,7 +22,8 @@ pub fn tool(venv: &str, name: &str) -> PathBuf {
     path
 }
 
-/// The Python interpreter of the SDK venv (azure-mgmt-network, azure-mgmt-resource, google-cloud-compute).
+/// The Python interpreter of the SDK venv (azure-mgmt-network, azure-mgmt-resource, google-cloud-compute,
+/// google-cloud-dns).
 pub fn sdk_python() -> Command {
     let mut cmd = Command::new(tool("sdk", "python"));
     // The SDKs must never reach out: no proxy, no metadata server, no credential discovery.

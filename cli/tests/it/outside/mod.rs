@@ -4,5 +4,6 @@
 //! (`common::outside`); the default nextest profile skips these tests, the `ci` profile runs them.
 
 mod arm_sdk;
+mod clouddns_sdk;
 mod gce_sdk;
 mod terraform_readers;

@@ -4,6 +4,7 @@ mod common;
 
 mod arm_client;
 mod credentials;
+mod dns;
 mod engine_e2e;
 mod hardening;
 mod preconditions;

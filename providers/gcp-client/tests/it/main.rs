@@ -2,6 +2,7 @@
 
 mod common;
 
+mod clouddns;
 mod emulator;
 mod env_credentials;
 mod hardening;
