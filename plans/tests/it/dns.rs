@@ -97,6 +97,8 @@ fn dns_plan() -> Plan {
         artifacts,
         warnings: vec![],
         source: None,
+        record: Vec::new(),
+        applied_artifacts: None,
     }
 }
 
