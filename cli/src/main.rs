@@ -289,6 +289,10 @@ struct PlanArgs {
     /// Show unchanged nodes too, and every shoot of a fleet whole (not one line for a shoot without changes).
     #[arg(short, long)]
     verbose: bool,
+    /// Plan the shoots' deletion (each provider's delete graph, what `trellis destroy` runs) as a plan
+    /// that show, diff, markdown and `apply PLAN --expect-digest` treat like any other.
+    #[arg(long)]
+    destroy: bool,
     #[command(flatten)]
     shard: ShardFlag,
 }
@@ -837,7 +841,14 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
     // Markdown, HTML and the graphs need the whole fleet.
     let keep_plans = !json && text.is_none();
     let mut kept = Vec::new();
-    let opts = ops::StreamOptions { json: json || plan_file.is_some(), text, keep_plans, shard, ..Default::default() };
+    let opts = ops::StreamOptions {
+        json: json || plan_file.is_some(),
+        text,
+        keep_plans,
+        shard,
+        destroy: args.destroy,
+        ..Default::default()
+    };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, eprint_note, |p| {
         if let (Some(file), Some(rendered)) = (plan_file.as_mut(), &p.json) {
             file.push(rendered.clone())?;
@@ -1173,8 +1184,19 @@ async fn apply_in(
     saved: Option<(PlanSet, Vec<ops::ShootInput>)>,
     shard: Option<Shard>,
 ) -> Result<u8> {
+    let mut operation = ApplyOp::Apply;
     let plans = match saved {
-        Some((saved, shoots)) => ops::check_saved_plan(session, &saved, shoots, false).await?,
+        Some((saved, shoots)) => {
+            // A destroy plan (`plan --destroy`) is applied as `destroy` runs; a file is one or the other.
+            let destroy = saved.plans.iter().any(|p| p.destroy);
+            if destroy && !saved.plans.iter().all(|p| p.destroy) {
+                bail!("the plan file mixes destroy plans and plans that are not: make it again with `trellis plan` or `trellis plan --destroy`");
+            }
+            if destroy {
+                operation = ApplyOp::Destroy;
+            }
+            ops::check_saved_plan(session, &saved, shoots, destroy).await?
+        }
         None => {
             let plans = plan_files(session, &args.inputs.files, false, shard).await?;
             if args.run.output == ReportOutput::Text {
@@ -1187,7 +1209,7 @@ async fn apply_in(
             plans
         }
     };
-    execute(session, plans, ApplyOp::Apply, args.run.parallelism, args.run.output).await
+    execute(session, plans, operation, args.run.parallelism, args.run.output).await
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {

@@ -609,6 +609,11 @@ pub struct Plan {
     /// change before → after); `None` when they are the same or nothing was applied yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied_artifacts: Option<Artifacts>,
+    /// A destroy plan (`trellis plan --destroy`, the provider's delete graph): `apply PLAN` executes it
+    /// as `destroy` does and empties the workspace. Not covered by the digest: `apply` re-plans the
+    /// same operation and refuses any difference, so a flipped flag is a stale plan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub destroy: bool,
 }
 
 /// Where a plan came from.
@@ -677,6 +682,7 @@ impl Plan {
             source: None,
             record: Vec::new(),
             applied_artifacts: None,
+            destroy: false,
         }
     }
 

@@ -296,6 +296,12 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
         prior_text(plan),
         escape::text(&plan.digest)
     );
+    if plan.destroy {
+        let _ = writeln!(
+            out,
+            "Destroy plan: applying it deletes what trellis manages for the shoot and empties its workspace."
+        );
+    }
     if !plan.record.is_empty() {
         let why: Vec<&str> = plan.record.iter().map(|r| r.as_str()).collect();
         let _ = writeln!(out, "Workspace to record: {}.", why.join("; "));

@@ -506,7 +506,8 @@ fn destroy_rest<S: Stages>(
 ) -> Result<Planned, ProviderError> {
     let desired = stages.destroy_desired(shoot, ctx, observed)?;
     let nodes = trellis_planner::diff::plan_nodes(desired, observed)?;
-    let plan = plan_document(stages, shoot, ws, nodes, stages.destroy_artifacts(), Vec::new());
+    let mut plan = plan_document(stages, shoot, ws, nodes, stages.destroy_artifacts(), Vec::new());
+    plan.destroy = true;
     let state = stages.destroy_state(shoot, stored);
     // A destroy empties the workspace: nothing to forget one by one.
     Ok(Planned { plan, state: stored_blob(S::TYPE, &state)?, forget: Vec::new() })

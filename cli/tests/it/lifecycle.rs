@@ -204,3 +204,43 @@ fn version_names_the_commit_and_completions_and_man_page_cover_every_command() {
         .code(1)
         .stderr_has("trellis has no command \"nope\"; its commands are validate, plan,");
 }
+
+/// Destroys are plans: `plan --destroy --out PLAN` is reviewed (show, markdown, diff, the digest) and
+/// `apply PLAN` executes exactly it, as `destroy` does; an apply plan and a destroy plan never pass for
+/// each other.
+#[test]
+fn a_destroy_plan_is_reviewed_and_applied_like_any_plan() {
+    let sb = Sandbox::new();
+    let a1 = common::a1();
+    sb.run(&["apply", "-f", &a1, "--auto-approve"]).code(0);
+    let out = sb.file("destroy.json");
+    let planned = sb.run(&["plan", "--destroy", "-f", &a1, "--out", &out, "--detailed-exitcode"]).code(2);
+    assert!(
+        planned.stdout.starts_with("Plan: 0 to create, 0 to update, 0 to replace, 1 to delete."),
+        "{}",
+        planned.stdout
+    );
+    assert!(
+        planned.stdout.contains("Destroy plan: applying it deletes what trellis manages for the shoot"),
+        "{}",
+        planned.stdout
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(json["destroy"], true, "{json:#}");
+    let md = sb.run_raw(&["show", &out, "--output", "markdown"]).code(0).stdout;
+    assert!(md.contains("This plan deletes or replaces resources"), "{md}");
+    // Its digest pins it as any plan's does.
+    let digest = json["digest"].as_str().unwrap().to_string();
+    sb.run(&["apply", &out, "--expect-digest", &"0".repeat(64)]).code(1).stderr_has("digest");
+    // A plan of the apply is not the destroy plan.
+    let apply_plan = sb.file("apply.json");
+    sb.run(&["plan", "-f", &a1, "--out", &apply_plan]).code(0);
+    sb.run_raw(&["diff", &apply_plan, &out]).code(2);
+
+    sb.run(&["apply", &out, "--expect-digest", &digest]).code(0).stdout_has("destroy complete");
+    let ws = sb.workspace("shoot--dev--alpha");
+    assert_eq!(ws["resources"], serde_json::json!({}), "{ws}");
+    // Applied once, the destroy plan is stale (the workspace moved on).
+    sb.run(&["apply", &out]).code(1);
+    sb.run(&["plan", "-f", &a1, "--detailed-exitcode"]).code(2);
+}

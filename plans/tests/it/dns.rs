@@ -99,6 +99,7 @@ fn dns_plan() -> Plan {
         source: None,
         record: Vec::new(),
         applied_artifacts: None,
+        destroy: false,
     }
 }
 

@@ -46,6 +46,7 @@ fn domains_plan(sans: &[&str]) -> Plan {
         source: None,
         record: Vec::new(),
         applied_artifacts: None,
+        destroy: false,
     }
 }
 

@@ -198,6 +198,7 @@ fn finish(
         source: None,
         record: Vec::new(),
         applied_artifacts: None,
+        destroy: false,
     }
 }
 
