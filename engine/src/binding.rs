@@ -166,6 +166,12 @@ pub trait CloudBinding: Send + Sync {
         None
     }
 
+    /// Further sections of world files its simulated cloud reads besides [`CloudBinding::world_section`]
+    /// (the DNS's `seeds:`).
+    fn more_world_sections(&self) -> &'static [&'static dyn WorldSection] {
+        &[]
+    }
+
     /// Opens its simulated cloud on `tree`; `world` is the world file about to be synced into it
     /// (read only for what opening needs).
     fn open_sim(&self, tree: Tree, world: Option<&WorldFile>) -> Result<Arc<dyn Simulator>, SimError>;

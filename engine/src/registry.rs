@@ -178,7 +178,11 @@ impl Registry {
     /// The world-file sections of the bindings.
     pub fn world_sections(&self) -> Vec<&'static dyn WorldSection> {
         let mut out: Vec<&'static dyn WorldSection> = Vec::new();
-        for section in self.bindings().iter().filter_map(|b| b.world_section()) {
+        let sections = self
+            .bindings()
+            .into_iter()
+            .flat_map(|b| b.world_section().into_iter().chain(b.more_world_sections().iter().copied()));
+        for section in sections {
             if !out.iter().any(|s| s.key() == section.key()) {
                 out.push(section);
             }

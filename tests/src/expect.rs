@@ -35,7 +35,7 @@
 //! `feature_gates: MutableShootDomains=true` at the top (the gates of every step), pick a shoot's
 //! domains plan with `shoot: <technical id>+domains`, and read the simulated DNS: `cloud:`, `gone:` and
 //! `unchanged:` take DNS ids (`/dns/zones/Z/records/NAME/TYPE`, `/seeds/S/namespaces/NS/dnsrecords/N`),
-//! and a step's calls include the DNS controller's zone-record writes.
+//! and a step's calls include its record-set writes (each a call of its own).
 //!
 //! Every step may say `error: [..]` (the step must fail, its error containing each string; a failed
 //! plan must write nothing), `no_state: true` (no shoot was recorded in state), `writes: N`, `reads: N`,

@@ -58,6 +58,32 @@ fn the_worlds_dns_section_syncs_into_the_state_dir_and_a_bad_one_is_refused() {
         .stderr_has("dns.zones[0].records[0].name: www.other.org is not in zone example.com");
 }
 
+#[test]
+fn the_worlds_seeds_section_is_kept_with_the_dns_and_a_bad_one_is_refused() {
+    let sb = Sandbox::new();
+    let world = sb.file("world.yaml");
+    std::fs::write(
+        &world,
+        "dns:\n  zones:\n    - name: example.com\n      azure: {resourceGroup: dns-rg}\nseeds:\n  - name: aws-eu1\n    ingress: {ip: 203.0.113.10}\n",
+    )
+    .unwrap();
+    let shoot = a1();
+    sb.run(&["plan", "-f", &shoot, "--world", &world]).code(0).stderr_has("world: 2 added, 0 updated, 0 removed");
+    let seed = sb.run(&["sim", "show", "/seeds/aws-eu1"]).code(0).json();
+    assert_eq!(seed, serde_json::json!({"name": "aws-eu1", "ingress": {"ip": "203.0.113.10"}}));
+    let zone = sb.run(&["sim", "show", "/dns/zones/example.com"]).code(0).json();
+    assert_eq!(zone["azure"], serde_json::json!({"resourceGroup": "dns-rg"}), "{zone}");
+    assert_eq!(zone["gcp"], serde_json::json!({"managedZone": "example-com"}), "{zone}");
+    sb.run(&["sim", "show", "/seeds/gcp-eu1"]).code(1).stderr_has("not found in the simulated DNS");
+
+    let bad = sb.file("bad.yaml");
+    std::fs::write(&bad, "seeds:\n  - name: aws-eu1\n    ingress: {ip: 203.0.113.10, hostname: lb.example.net}\n")
+        .unwrap();
+    sb.run(&["plan", "-f", &shoot, "--world", &bad]).code(1).stderr_has(
+        "seeds[0].ingress: give exactly one of ip (the load balancer's address) and hostname (its DNS name)",
+    );
+}
+
 /// `<repo>/examples/domains/<name>`.
 fn example(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/domains").join(name);
@@ -99,26 +125,24 @@ fn a_shoot_with_its_seed_gets_a_domains_plan_in_its_own_workspace_and_state_show
     }
     let ws = sb.run(&["state", "show", "shoot--platform--web+domains"]).code(0).json();
     assert_eq!(ws["provider_state"]["provider"], "domains", "{ws}");
-    // The DNS extension wrote the zone record; the world's record is as declared.
-    let rec = sb
-        .run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"])
-        .code(0)
-        .json();
-    assert_eq!(rec["owner"], "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external");
+    // The seed's DNSRecord is in the simulated DNS; writing it wrote no record set of its own (the
+    // simulated DNS has no controller), and the world's record set is as declared.
+    let web_external = "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external";
+    let object = sb.run(&["sim", "show", web_external]).code(0).json();
+    assert_eq!(object["spec"]["name"], "api.web.platform.example.com", "{object}");
     let theirs = sb
         .run(&["sim", "show", "/dns/zones/platform.example.com/records/www.platform.example.com/CNAME"])
         .code(0)
         .json();
     assert_eq!(
         theirs,
-        serde_json::json!({"name": "www.platform.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.platform.example.net"]})
+        serde_json::json!({"name": "www.platform.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.platform.example.net"], "etag": theirs["etag"], "zone": "platform.example.com"})
     );
+    assert!(theirs["etag"].is_string(), "{theirs}");
     sb.run(&["plan", "-f", &seed, "-f", &shoot]).code(0).stdout_has("Fleet: 2 shoots, 0 with changes.");
-    // Destroy deletes the DNSRecords trellis recorded, and their zone records with them.
+    // Destroy deletes the DNSRecords trellis recorded, and nothing of the world's.
     sb.run(&["destroy", "--auto-approve", "-f", &seed, "-f", &shoot]).code(0);
-    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"])
-        .code(1)
-        .stderr_has("not found in the simulated DNS");
+    sb.run(&["sim", "show", web_external]).code(1).stderr_has("not found in the simulated DNS");
     sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/www.platform.example.com/CNAME"]).code(0);
 }
 
@@ -297,7 +321,7 @@ fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_
         .stderr_has(why)
         .stdout_has("shoot--platform--edge+domains: apply complete.");
     assert_eq!(sb.workspaces(), vec![format!("{edge}+domains")]);
-    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.edge.platform.example.com/A"]).code(0);
+    sb.run(&["sim", "show", "/seeds/azure-eu1/namespaces/shoot--platform--edge/dnsrecords/edge-external"]).code(0);
     sb.run(&["plan", "-f", &seed, "-f", &aws]).code(0).stdout_has("No changes.");
 
     // A Shoot of a provider trellis knows, without an infrastructureConfig: the same, beside a
@@ -386,12 +410,12 @@ fn regression_destroy_without_the_seed_says_the_domains_workspace_and_its_record
         run.stderr
     );
     assert!(sb.workspaces().contains(&domains));
-    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"]).code(0);
+    sb.run(&["sim", "show", "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external"]).code(0);
 
     // With the Seed the domains plan destroys them; nothing is left to say afterwards.
     let run = sb.run(&["destroy", "--auto-approve", "-f", &seed, "-f", &shoot]).code(0);
     assert!(!run.stderr.contains("leaves its domains workspace"), "{}", run.stderr);
-    sb.run(&["sim", "show", "/dns/zones/platform.example.com/records/api.web.platform.example.com/A"]).code(1);
+    sb.run(&["sim", "show", "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external"]).code(1);
     let run = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
     assert!(!run.stderr.contains("note:"), "{}", run.stderr);
 }

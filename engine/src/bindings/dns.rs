@@ -75,6 +75,12 @@ impl CloudBinding for Dns {
         Some(&trellis_sim::dns::world::SECTION)
     }
 
+    /// `seeds:`: where each seed's API-server records point (`GET /seeds/{seed}`).
+    fn more_world_sections(&self) -> &'static [&'static dyn WorldSection] {
+        static MORE: [&dyn WorldSection; 1] = [&trellis_sim::dns::seeds::SECTION];
+        &MORE
+    }
+
     fn open_sim(&self, tree: sled::Tree, _world: Option<&WorldFile>) -> Result<Arc<dyn Simulator>, SimError> {
         Ok(Arc::new(DnsSim::open(tree)?))
     }

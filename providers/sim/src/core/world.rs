@@ -16,17 +16,19 @@
 //!       autoCreateSubnetworks: false
 //! dns:                                  # the simulated DNS (see `dns::world`)
 //!   zones: [{name: example.com, records: [{name: www.example.com, type: A, values: [192.0.2.1]}]}]
+//! seeds:                                # where seeds' API-server records point (see `dns::seeds`)
+//!   - {name: aws-eu1, ingress: {ip: 203.0.113.10}}
 //! ```
 //!
 //! The file has one section per simulated cloud, each owned by the cloud it is for: a
 //! [`WorldSection`] names its top-level key and reads and checks its section out of the file
 //! ([`WorldFile::read`]): `azure:` is the ARM module's (`arm::world`: its resources, their checks, and
 //! the sync into the store), `gcp:` the GCE module's (`gce::world`; read from `gce:` too, its earlier
-//! name), `dns:` the DNS module's (`dns::world`). [`WorldFile::parse_with`] takes the sections the
+//! name), `dns:` and `seeds:` the DNS module's (`dns::world`, `dns::seeds`). [`WorldFile::parse_with`] takes the sections the
 //! caller knows (the engine: those of its registered cloud bindings) and refuses any other top-level
 //! key, naming the known ones (a misspelt section would otherwise be ignored without a word), and a
 //! section given under two of its names;
-//! [`WorldFile::parse`] knows this crate's three.
+//! [`WorldFile::parse`] knows this crate's four.
 
 use crate::SimError;
 use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, Visitor};
@@ -61,8 +63,8 @@ pub trait WorldSection: Send + Sync {
 }
 
 /// The sections of this crate's simulated clouds, in the order they are checked.
-pub fn builtin_sections() -> [&'static dyn WorldSection; 3] {
-    [&crate::arm::world::SECTION, &crate::gce::world::SECTION, &crate::dns::world::SECTION]
+pub fn builtin_sections() -> [&'static dyn WorldSection; 4] {
+    [&crate::arm::world::SECTION, &crate::gce::world::SECTION, &crate::dns::world::SECTION, &crate::dns::seeds::SECTION]
 }
 
 /// What a sync changed, as ids.
@@ -87,7 +89,8 @@ impl SyncReport {
 }
 
 impl WorldFile {
-    /// Parses a world file with this crate's sections (`azure`, `gcp`, `dns`; [`WorldFile::parse_with`]).
+    /// Parses a world file with this crate's sections (`azure`, `gcp`, `dns`, `seeds`;
+    /// [`WorldFile::parse_with`]).
     pub fn parse(path: &str, text: &str) -> Result<WorldFile, SimError> {
         WorldFile::parse_with(path, text, &builtin_sections())
     }

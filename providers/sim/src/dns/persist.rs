@@ -1,14 +1,16 @@
 //! The DNS store in a `sled::Tree` (the state dir's `sim/dns`, beside ARM's and GCE's).
 //!
-//! Layout (values JSON): `z <zone>` → the zone (`{"name"}`), `r <record key>` → the zone record
-//! (`{"value", "origin"}`), `d <DNSRecord key>` → the object as a GET answers it, `#meta` →
+//! Layout (values JSON): `z <zone>` → the zone (`{"name", "azure"?, "gcp"?}` as declared),
+//! `r <record key>` → the record set (`{"value", "origin", "etag"}`), `d <DNSRecord key>` → the object as a GET answers it, `s <seed>` → the seed as declared
+//! (`{"name", "ingress"}`), `#meta` →
 //! `{"clock"}`. Opening reads the whole tree (a DNS world is small). Every call that changed the store
 //! writes the changed keys in one batch under the simulator's lock; the flush that makes it durable
 //! runs after the lock is released, shared with the calls that wrote meanwhile (the core's
 //! [`GroupFlush`]), and the call returns only after it. A key that does not read back is refused at
 //! open naming the key.
 
-use super::store::{Dirty, DnsStore, Record, Zone};
+use super::seeds::WorldSeed;
+use super::store::{etag, Dirty, DnsStore, Record, Zone};
 use crate::core::persist::GroupFlush;
 use crate::SimError;
 use serde::{Deserialize, Serialize};
@@ -18,6 +20,7 @@ use std::sync::Arc;
 const ZONE_PREFIX: &str = "z ";
 const RECORD_PREFIX: &str = "r ";
 const OBJECT_PREFIX: &str = "d ";
+const SEED_PREFIX: &str = "s ";
 const META_KEY: &str = "#meta";
 
 #[derive(Serialize, Deserialize)]
@@ -58,7 +61,9 @@ impl Persist {
         }
         store.zones = read_all::<Zone>(&tree, ZONE_PREFIX)?.into_iter().collect();
         store.records = read_all::<Record>(&tree, RECORD_PREFIX)?.into_iter().collect();
+        upgrade_records(&mut store);
         store.objects = read_all::<Value>(&tree, OBJECT_PREFIX)?.into_iter().collect();
+        store.seeds = read_all::<WorldSeed>(&tree, SEED_PREFIX)?.into_iter().collect();
         let flusher = Arc::new(GroupFlush::new(tree.clone()));
         Ok((Persist { tree, flusher }, store))
     }
@@ -81,6 +86,7 @@ impl Persist {
                 Dirty::Zone(k) => (format!("{ZONE_PREFIX}{k}"), store.zones.get(k).map(json)),
                 Dirty::Record(k) => (format!("{RECORD_PREFIX}{k}"), store.records.get(k).map(json)),
                 Dirty::Object(k) => (format!("{OBJECT_PREFIX}{k}"), store.objects.get(k).map(json)),
+                Dirty::Seed(k) => (format!("{SEED_PREFIX}{k}"), store.seeds.get(k).map(json)),
             };
             match v {
                 Some(v) => batch.insert(k.as_bytes(), v),
@@ -93,6 +99,23 @@ impl Persist {
         store.dirty.clear();
         store.meta_dirty = false;
         Ok(Some(Arc::clone(&self.flusher)))
+    }
+}
+
+/// Brings records stored by earlier versions up to date in memory (written back with the next
+/// write): the DNS controller's `owner` field goes (a record set belongs to whoever wrote it; trellis
+/// keeps that in its state), and a record without an etag gets one.
+fn upgrade_records(store: &mut DnsStore) {
+    for (key, record) in store.records.iter_mut() {
+        let had_owner = record.value.as_object_mut().and_then(|m| m.remove("owner")).is_some();
+        if record.etag.is_empty() {
+            store.clock += 1;
+            record.etag = etag(store.clock);
+            store.meta_dirty = true;
+        } else if !had_owner {
+            continue;
+        }
+        store.dirty.insert(Dirty::Record(key.clone()));
     }
 }
 

@@ -1,22 +1,41 @@
-//! The world file's `dns:` section: the DNS zones that exist before trellis runs, and the records
-//! already in them (someone else's: trellis never writes or deletes them).
+//! The world file's `dns:` section: the DNS zones that exist before trellis runs, where each lives
+//! in Azure DNS and in Cloud DNS, and the record sets already in them (someone else's: trellis never
+//! writes or deletes them).
 //!
 //! ```yaml
 //! dns:
 //!   zones:
-//!     - name: example.com                 # the zone's id, as a DNSRecord's spec.zone names it
+//!     - name: example.com                 # the zone's DNS name
+//!       azure: {subscription: 6d3a9c1e-0000-4000-8000-000000000001, resourceGroup: dns-rg}
+//!       gcp: {project: my-project, managedZone: example-com}
 //!       records:
 //!         - {name: www.example.com, type: CNAME, ttl: 300, values: [lb.example.net]}
 //! ```
 //!
 //! Zone and record names are DNS names (compared in lowercase, a trailing dot ignored); a record
-//! must be inside its zone; `type` is one of `A`, `AAAA`, `CNAME`, `TXT`; `values` are required,
-//! `ttl` defaults to 300. Every problem is reported at once. A sync makes the declared zones and
-//! records exist as declared (a declared record replaces whatever was there under its name and type:
-//! the world says someone else made it); declared records the file no longer lists are removed, and
-//! so is a zone no longer listed unless a record the DNS controller wrote is still in it.
+//! must be inside its zone; `type` is one of `A`, `AAAA`, `CNAME`, `TXT`; `values` are required and
+//! valid for the type (IPv4, IPv6, exactly one host name, non-empty text); a CNAME is the only record
+//! set at its name and not at the zone apex; `ttl` defaults to 300 (at most 2147483647) — what
+//! exists keeps the clouds' rules. `azure:` says where the zone lives in Azure DNS:
+//! `resourceGroup` (required in the block) and `subscription` (a GUID; absent: the zone is served
+//! under every subscription); without the block the zone is in resource group `dns` of every
+//! subscription. `gcp:` says where it lives in Cloud DNS: `managedZone` (required in the block) and
+//! `project` (absent: every project); without the block the managed zone is the zone's name with
+//! `.` replaced by `-` (`example.com` → `example-com`) in every project. Two zones with one managed
+//! zone in one project are refused. Every problem is reported at once.
+//!
+//! A sync makes the declared zones and record sets exist as declared (a declared record set
+//! replaces whatever was there under its name and type, with a new etag: the world says someone else
+//! made it; one already as declared keeps its etag); declared record sets the file no longer lists
+//! are removed — never a record set written through the API (by trellis) — and so is a zone no
+//! longer listed unless a record set written through the API is still in it. A declared record set
+//! that would break the CNAME rule beside a record set written through the API refuses the sync,
+//! which then changes nothing.
 
-use super::store::{normal_name, record_id, valid_name, within, Dirty, DnsStore, Record, RecordType, Zone};
+use super::store::{
+    default_managed_zone, etag, invalid_value, normal_name, record_id, record_key, valid_name, within, AzureZone,
+    Dirty, DnsStore, GcpZone, Record, RecordType, Zone, MAX_TTL,
+};
 use crate::core::world::{SyncReport, WorldFile, WorldSection};
 use crate::core::Origin;
 use crate::SimError;
@@ -38,6 +57,12 @@ pub struct DnsWorld {
 #[serde(deny_unknown_fields)]
 pub struct WorldZone {
     pub name: String,
+    /// Where the zone lives in Azure DNS (absent: resource group `dns`, any subscription).
+    #[serde(default)]
+    pub azure: Option<AzureZone>,
+    /// Where the zone lives in Cloud DNS (absent: managed zone `<name with - for .>`, any project).
+    #[serde(default)]
+    pub gcp: Option<GcpZone>,
     #[serde(default)]
     pub records: Vec<WorldRecord>,
 }
@@ -98,6 +123,8 @@ impl DnsWorld {
     pub(crate) fn declared(&self, path: &str) -> Result<(), SimError> {
         let mut problems = Vec::new();
         let mut zones: BTreeMap<String, usize> = BTreeMap::new();
+        // Each zone's (declared or default) managed zone and project, for the uniqueness check.
+        let mut managed_zones: Vec<(usize, (String, Option<String>))> = Vec::new();
         for (i, zone) in self.zones.iter().enumerate() {
             let at = format!("{path}: dns.zones[{i}]");
             let zone_name = normal_name(&zone.name);
@@ -109,6 +136,42 @@ impl DnsWorld {
                     "{at}.name: zone {zone_name} is declared twice (dns.zones[{first}] and dns.zones[{i}])"
                 ));
             }
+            if let Some(azure) = &zone.azure {
+                if let Some(subscription) = azure.subscription.as_deref().filter(|s| !is_guid(s)) {
+                    problems.push(format!(
+                        "{at}.azure.subscription: {subscription:?} is not a subscription id (a GUID, 8-4-4-4-12 hex digits)"
+                    ));
+                }
+                if let Some(why) = invalid_resource_group(&azure.resource_group) {
+                    problems.push(format!("{at}.azure.resourceGroup: {:?} {why}", azure.resource_group));
+                }
+            }
+            if let Some(gcp) = &zone.gcp {
+                if let Some(project) = gcp.project.as_deref().filter(|p| !is_project_id(p)) {
+                    problems.push(format!(
+                        "{at}.gcp.project: {project:?} is not a project id (6 to 30 lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen)"
+                    ));
+                }
+                if !is_managed_zone_name(&gcp.managed_zone) {
+                    problems.push(format!(
+                        "{at}.gcp.managedZone: {:?} is not a managed zone name (1 to 63 lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen)",
+                        gcp.managed_zone
+                    ));
+                }
+            }
+            let gcp = zone
+                .gcp
+                .clone()
+                .unwrap_or_else(|| GcpZone { project: None, managed_zone: default_managed_zone(&zone.name) });
+            if let Some((first, _)) = managed_zones.iter().find(|(_, (mz, project))| {
+                *mz == gcp.managed_zone && (project.is_none() || gcp.project.is_none() || *project == gcp.project)
+            }) {
+                problems.push(format!(
+                    "{at}.gcp.managedZone: managed zone {} is also dns.zones[{first}]'s in the same project; declare a distinct gcp.managedZone for one of them",
+                    gcp.managed_zone
+                ));
+            }
+            managed_zones.push((i, (gcp.managed_zone, gcp.project)));
             let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
             for (j, record) in zone.records.iter().enumerate() {
                 let at = format!("{at}.records[{j}]");
@@ -123,11 +186,45 @@ impl DnsWorld {
                 }
                 if record.values.is_empty() || record.values.iter().any(|v| v.trim().is_empty()) {
                     problems.push(format!("{at}.values: at least one value, none empty, is required"));
+                } else if let Some(rtype) = RecordType::parse(&record.rtype) {
+                    // What exists keeps the clouds' rules: values valid for the type.
+                    for v in &record.values {
+                        if let Some(why) = invalid_value(rtype, v) {
+                            problems.push(format!("{at}.values: {v:?} {why}"));
+                        }
+                    }
+                    if rtype == RecordType::Cname && record.values.len() != 1 {
+                        problems.push(format!(
+                            "{at}.values: a CNAME record set holds exactly one value, not {}",
+                            record.values.len()
+                        ));
+                    }
+                }
+                if record.rtype == "CNAME" && name == zone_name {
+                    problems.push(format!("{at}: a CNAME record set cannot be at the zone apex ({zone_name})"));
+                }
+                if let Some(ttl) = record.ttl.filter(|t| *t > MAX_TTL) {
+                    problems.push(format!("{at}.ttl: {ttl} is out of range: an integer from 0 to {MAX_TTL}"));
                 }
                 if let Some(first) = seen.insert((name.clone(), record.rtype.clone()), j) {
                     problems.push(format!(
                         "{at}: record {name} {} is declared twice (records[{first}] and records[{j}])",
                         record.rtype
+                    ));
+                }
+            }
+            // A CNAME is the only record set at its name.
+            for (j, record) in zone.records.iter().enumerate().filter(|(_, r)| r.rtype == "CNAME") {
+                let name = normal_name(&record.name);
+                let others: Vec<String> = seen
+                    .iter()
+                    .filter(|((n, t), _)| *n == name && t != "CNAME")
+                    .map(|((_, t), k)| format!("{t} (records[{k}])"))
+                    .collect();
+                if !others.is_empty() {
+                    problems.push(format!(
+                        "{at}.records[{j}]: the CNAME {name} is not the only record set at its name: {}",
+                        others.join(", ")
                     ));
                 }
             }
@@ -140,7 +237,42 @@ impl DnsWorld {
     }
 }
 
-/// Makes `store` hold what `world` declares (see the module doc). Assumes [`DnsWorld::declared`] passed.
+/// Whether `world` can be synced into `store`: a declared record set must not break the CNAME rule
+/// beside a record set written through the API (which a sync keeps) — every such clash, one line
+/// each. Assumes [`DnsWorld::declared`] passed.
+pub(crate) fn clashes(store: &DnsStore, world: &DnsWorld, path: &str) -> Result<(), SimError> {
+    let mut problems = Vec::new();
+    for (i, zone) in world.zones.iter().enumerate() {
+        let zone_name = normal_name(&zone.name);
+        for (j, record) in zone.records.iter().enumerate() {
+            let Some(rtype) = RecordType::parse(&record.rtype) else { continue };
+            let name = normal_name(&record.name);
+            for other in RecordType::ALL.into_iter().filter(|t| *t != rtype) {
+                if rtype != RecordType::Cname && other != RecordType::Cname {
+                    continue;
+                }
+                let declared_too =
+                    zone.records.iter().any(|r| normal_name(&r.name) == name && r.rtype == other.as_str());
+                let written =
+                    store.records.get(&record_key(&zone_name, &name, other)).is_some_and(|r| r.origin == Origin::Api);
+                if written && !declared_too {
+                    problems.push(format!(
+                        "{path}: dns.zones[{i}].records[{j}]: {name} {rtype} cannot exist beside the {other} record set {} written through the API (a CNAME is the only record set at its name); drop it from the file or delete that record set first",
+                        record_id(&zone_name, &name, other)
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(SimError::WorldInvalid { path: path.to_string(), problems })
+    }
+}
+
+/// Makes `store` hold what `world` declares (see the module doc). Assumes [`DnsWorld::declared`] and
+/// [`clashes`] passed.
 pub(crate) fn sync(store: &mut DnsStore, world: &DnsWorld) -> SyncReport {
     let mut report = SyncReport::default();
     let mut declared_zones = BTreeSet::new();
@@ -148,31 +280,38 @@ pub(crate) fn sync(store: &mut DnsStore, world: &DnsWorld) -> SyncReport {
     for zone in &world.zones {
         let zone_name = normal_name(&zone.name);
         declared_zones.insert(zone_name.clone());
-        if !store.zones.contains_key(&zone_name) {
-            store.zones.insert(zone_name.clone(), Zone { name: zone_name.clone() });
+        let declared = Zone { name: zone_name.clone(), azure: zone.azure.clone(), gcp: zone.gcp.clone() };
+        match store.zones.get(&zone_name) {
+            Some(old) if *old == declared => {}
+            Some(_) => report.updated.push(format!("/dns/zones/{zone_name}")),
+            None => report.added.push(format!("/dns/zones/{zone_name}")),
+        }
+        if store.zones.get(&zone_name) != Some(&declared) {
+            store.zones.insert(zone_name.clone(), declared);
             store.dirty.insert(Dirty::Zone(zone_name.clone()));
-            report.added.push(format!("/dns/zones/{zone_name}"));
         }
         for record in &zone.records {
             let Some(rtype) = RecordType::parse(&record.rtype) else { continue };
             let fqdn = normal_name(&record.name);
             let id = record_id(&zone_name, &fqdn, rtype);
-            let key = super::store::key(&id);
+            let key = record_key(&zone_name, &fqdn, rtype);
             let value = json!({
                 "name": fqdn,
                 "type": rtype.as_str(),
                 "ttl": record.ttl.unwrap_or(WORLD_TTL),
                 "values": record.values,
             });
-            let new = Record { value, origin: Origin::World };
+            declared_records.insert(key.clone());
             match store.records.get(&key) {
-                Some(old) if *old == new => {}
+                Some(old) if old.value == value && old.origin == Origin::World => continue,
                 Some(_) => report.updated.push(id),
                 None => report.added.push(id),
             }
-            store.records.insert(key.clone(), new);
-            store.dirty.insert(Dirty::Record(key.clone()));
-            declared_records.insert(key);
+            // Changed (or new): a new version, as the change someone else made would give it.
+            store.clock += 1;
+            store.meta_dirty = true;
+            store.records.insert(key.clone(), Record { value, origin: Origin::World, etag: etag(store.clock) });
+            store.dirty.insert(Dirty::Record(key));
         }
     }
     let stale: Vec<String> = store
@@ -202,4 +341,43 @@ pub(crate) fn sync(store: &mut DnsStore, world: &DnsWorld) -> SyncReport {
         store.dirty.insert(Dirty::Zone(zone));
     }
     report
+}
+
+/// Whether `s` is a GUID (`8-4-4-4-12` hex digits), as Azure subscription ids are.
+fn is_guid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Why `name` is not an ARM resource-group name (1 to 90 letters, digits, `_`, `-`, `.`, `(`, `)`,
+/// not ending with `.`); `None` when it is one.
+fn invalid_resource_group(name: &str) -> Option<&'static str> {
+    if name.is_empty() || name.chars().count() > 90 {
+        Some("is not 1 to 90 characters long")
+    } else if !name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '(' | ')')) {
+        Some("holds a character other than letters, digits, _, -, ., ( and )")
+    } else if name.ends_with('.') {
+        Some("ends with a period")
+    } else {
+        None
+    }
+}
+
+/// `[a-z]([-a-z0-9]*[a-z0-9])?` of `min..=max` characters.
+fn is_gcp_name(s: &str, min: usize, max: usize) -> bool {
+    (min..=max).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && !s.ends_with('-')
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Whether `s` is a Google Cloud project id.
+fn is_project_id(s: &str) -> bool {
+    is_gcp_name(s, 6, 30)
+}
+
+/// Whether `s` is a Cloud DNS managed-zone name.
+fn is_managed_zone_name(s: &str) -> bool {
+    is_gcp_name(s, 1, 63)
 }

@@ -53,6 +53,9 @@ async fn every_simulated_cloud_answers_a_failed_flush_with_its_500() {
         "spec": {"type": "aws-route53", "name": "api.a.example.com", "recordType": "A", "values": ["10.0.0.1"]},
     });
     assert_storage_failure(dns.create(id, body).await.unwrap_err(), "InternalError");
+    let set = "/dns/zones/example.com/records/api.a.example.com/A";
+    let body = json!({"name": "api.a.example.com", "type": "A", "ttl": 120, "values": ["10.0.0.1"]});
+    assert_storage_failure(dns.create(set, body).await.unwrap_err(), "InternalError");
 }
 
 /// A write applied under an injected "timeout after apply" whose storage fails answers the storage

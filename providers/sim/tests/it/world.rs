@@ -283,7 +283,7 @@ fn sections_are_the_callers() {
     let e = WorldFile::parse_with("w.yaml", "mine: []\ndns: {}\n", &[azure, &Mine]).unwrap_err();
     assert!(e.to_string().contains("unknown field `dns`, expected one of azure, mine"), "{e}");
     let e = WorldFile::parse("w.yaml", "mine: []\n").unwrap_err();
-    assert!(e.to_string().contains("expected one of azure, gcp, dns"), "{e}");
+    assert!(e.to_string().contains("expected one of azure, gcp, dns, seeds"), "{e}");
 }
 
 #[test]
