@@ -515,3 +515,40 @@ fn regression_gardeners_example_shoot_with_its_provider_entry_uses_it_as_primary
         assert!(!warnings.iter().any(|w| w.as_str().unwrap().contains("gardenlet cannot reconcile")), "{warnings:?}");
     }
 }
+
+/// Gardener's example Seed taken verbatim (no `trellis.gardener.cloud/api-server-address`
+/// annotation): its shoots' records point at the seed's ingress the world file's `seeds:` section
+/// declares; without one the plan is refused in one line naming `seeds:`, and writes nothing.
+#[test]
+fn gardeners_example_seed_verbatim_plans_with_its_ingress_from_the_worlds_seeds_section() {
+    let sb = Sandbox::new();
+    let (_, shoot) = upstream_pair(&sb, "");
+    let seed = sb.file("verbatim-seed.yaml");
+    let verbatim = upstream("gardener-50-seed.yaml");
+    assert!(!verbatim.contains("api-server-address"), "upstream's example names no address");
+    std::fs::write(&seed, verbatim).unwrap();
+
+    let zones_only = upstream_world(&sb);
+    let run = sb.run(&["plan", "--world", &zones_only, "-f", &seed, "-f", &shoot]).code(1).stderr_has("Seed my-seed has no API-server address: declare its ingress in the world file's seeds: section (seeds: [{name: my-seed, ingress: {ip: …}}]) or annotate it with trellis.gardener.cloud/api-server-address");
+    let errors: Vec<&str> = run.stderr_lines().into_iter().filter(|l| l.contains("API-server address")).collect();
+    assert_eq!(errors.len(), 1, "{}", run.stderr);
+    assert!(sb.workspaces().is_empty(), "a refused plan records nothing");
+
+    let world = sb.file("world-seeds.yaml");
+    let text =
+        std::fs::read_to_string(&zones_only).unwrap() + "seeds:\n  - name: my-seed\n    ingress: {ip: 198.51.100.20}\n";
+    std::fs::write(&world, text).unwrap();
+    let plan = sb.run(&["plan", "--world", &world, "-f", &seed, "-f", &shoot, "--output", "json"]).code(0).json();
+    let domains = &plan["plans"][1];
+    assert_eq!(domains["provider"], "domains", "{plan:#}");
+    let set = domains["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "api.crazy-botany.dev.internal.dev.example.com/A")
+        .unwrap_or_else(|| panic!("no record set: {domains:#}"));
+    assert_eq!(set["action"], "create", "{set:#}");
+    assert_eq!(set["patch"]["values"], serde_json::json!(["198.51.100.20"]), "{set:#}");
+    let record = domains["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "crazy-botany-internal").unwrap();
+    assert_eq!(record["patch"]["spec"]["values"], serde_json::json!(["198.51.100.20"]), "{record:#}");
+}
