@@ -424,7 +424,7 @@ async fn run_step(case: &ScenarioCase, s: &Scenario, step: &Step, memo: &mut Mem
         world.and_then(|w| s.session.sync_world(&w)).map(|_| Outcome::Synced)
     };
     // The calls of every simulated cloud (a fleet may mix Azure and GCP shoots, and domains plans);
-    // the simulated DNS's include its controller's zone-record writes.
+    // the simulated DNS's include its record-set writes.
     let mut calls = s.sim().calls_since(mark);
     calls.extend(s.gce().calls().into_iter().skip(gce_mark));
     calls.extend(s.dns().calls().into_iter().skip(dns_mark));

@@ -204,7 +204,7 @@ fn regression_a_saved_domains_plan_with_named_artifacts_still_applies() {
     sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
     let plan = sb.file("old.json");
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../plans/tests/data/domains-format1.json"), &plan).unwrap();
-    let old_digest = "c8c42325377ee7a692c7d16fa1cd482c5ba21370b5bf029802920f79a3f8a4f5";
+    let old_digest = "d12b0819ee7e96d2fa72d530180994811b2c57243b8b8b7e461237cae654ad7e";
     sb.run_raw(&["show", &plan])
         .code(0)
         .stdout_has(old_digest)
@@ -251,10 +251,20 @@ fn regression_internal_domain_in_use_per_state_refuses_its_removal() {
     }
     // The shoot applied but not in this run: another shoot of the seed is planned with the Seed.
     let other = sb.file("api-shoot.yaml");
-    let text = std::fs::read_to_string(&shoot).unwrap().replace("name: web\n", "name: api\n");
-    assert!(text.contains("name: api\n"), "the example Shoot changed: {text}");
+    let text = std::fs::read_to_string(&shoot)
+        .unwrap()
+        .replace("name: web\n", "name: api\n")
+        .replace("domain: web.platform.example.com", "domain: api.platform.example.com");
+    assert!(text.contains("domain: api.platform.example.com"), "the example Shoot changed: {text}");
     std::fs::write(&other, text).unwrap();
-    let mut args = vec!["plan", "-f", &moved, "-f", &other];
+    // The moved internal domain's zone exists, so the other shoot's records can be planned (a
+    // missing zone is refused at pre-flight, before the Seed rules run).
+    let with_other_zone = sb.file("world-other.yaml");
+    let zones =
+        std::fs::read_to_string(&world).unwrap().replace("  zones:\n", "  zones:\n    - name: other.example.com\n");
+    assert!(zones.contains("other.example.com"), "the example world changed: {zones}");
+    std::fs::write(&with_other_zone, zones).unwrap();
+    let mut args = vec!["plan", "-f", &moved, "-f", &other, "--world", &with_other_zone];
     args.extend(gate);
     sb.run(&args).code(1).stderr_has(refusal);
     // Kept in internalDomains: accepted.
@@ -327,7 +337,9 @@ fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_
     // A Shoot of a provider trellis knows, without an infrastructureConfig: the same, beside a
     // Shoot with one (which gets both plans; a plan hands out the infrastructure plans first).
     let bare = sb.file("bare.yaml");
-    std::fs::write(&bare, AWS_SHOOT.replace("type: aws", "type: azure").replace("name: edge", "name: bare")).unwrap();
+    // Its own domain: the edge shoot's record set is recorded by the edge shoot's workspace.
+    let bare_shoot = AWS_SHOOT.replace("type: aws", "type: azure").replace("edge", "bare");
+    std::fs::write(&bare, bare_shoot).unwrap();
     sb.run(&["plan", "-f", &bare])
         .code(1)
         .stderr_has("spec.provider.infrastructureConfig: expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found none");
@@ -395,7 +407,7 @@ fn regression_destroy_without_the_seed_says_the_domains_workspace_and_its_record
     let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
     sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
     let domains = "shoot--platform--web+domains".to_string();
-    let records = "/seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-internal";
+    let records = "/dns/zones/internal.example.com/records/api.web.platform.internal.example.com/A, /dns/zones/platform.example.com/records/api.web.platform.example.com/A, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-internal";
 
     // Without the Seed: the infrastructure goes, the domains workspace and its records stay, said in one line.
     let run = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
@@ -502,4 +514,41 @@ fn regression_gardeners_example_shoot_with_its_provider_entry_uses_it_as_primary
         let warnings = domains["warnings"].as_array().unwrap();
         assert!(!warnings.iter().any(|w| w.as_str().unwrap().contains("gardenlet cannot reconcile")), "{warnings:?}");
     }
+}
+
+/// Gardener's example Seed taken verbatim (no `trellis.gardener.cloud/api-server-address`
+/// annotation): its shoots' records point at the seed's ingress the world file's `seeds:` section
+/// declares; without one the plan is refused in one line naming `seeds:`, and writes nothing.
+#[test]
+fn gardeners_example_seed_verbatim_plans_with_its_ingress_from_the_worlds_seeds_section() {
+    let sb = Sandbox::new();
+    let (_, shoot) = upstream_pair(&sb, "");
+    let seed = sb.file("verbatim-seed.yaml");
+    let verbatim = upstream("gardener-50-seed.yaml");
+    assert!(!verbatim.contains("api-server-address"), "upstream's example names no address");
+    std::fs::write(&seed, verbatim).unwrap();
+
+    let zones_only = upstream_world(&sb);
+    let run = sb.run(&["plan", "--world", &zones_only, "-f", &seed, "-f", &shoot]).code(1).stderr_has("Seed my-seed has no API-server address: declare its ingress in the world file's seeds: section (seeds: [{name: my-seed, ingress: {ip: …}}]) or annotate it with trellis.gardener.cloud/api-server-address");
+    let errors: Vec<&str> = run.stderr_lines().into_iter().filter(|l| l.contains("API-server address")).collect();
+    assert_eq!(errors.len(), 1, "{}", run.stderr);
+    assert!(sb.workspaces().is_empty(), "a refused plan records nothing");
+
+    let world = sb.file("world-seeds.yaml");
+    let text =
+        std::fs::read_to_string(&zones_only).unwrap() + "seeds:\n  - name: my-seed\n    ingress: {ip: 198.51.100.20}\n";
+    std::fs::write(&world, text).unwrap();
+    let plan = sb.run(&["plan", "--world", &world, "-f", &seed, "-f", &shoot, "--output", "json"]).code(0).json();
+    let domains = &plan["plans"][1];
+    assert_eq!(domains["provider"], "domains", "{plan:#}");
+    let set = domains["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "api.crazy-botany.dev.internal.dev.example.com/A")
+        .unwrap_or_else(|| panic!("no record set: {domains:#}"));
+    assert_eq!(set["action"], "create", "{set:#}");
+    assert_eq!(set["patch"]["values"], serde_json::json!(["198.51.100.20"]), "{set:#}");
+    let record = domains["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "crazy-botany-internal").unwrap();
+    assert_eq!(record["patch"]["spec"]["values"], serde_json::json!(["198.51.100.20"]), "{record:#}");
 }

@@ -131,7 +131,7 @@ fn regression_a_domains_plan_file_with_named_artifacts_loads_verifies_and_is_wri
     let domains = set.plans.iter().find(|p| p.provider == Provider::new("domains")).unwrap();
     let keys: Vec<&str> = domains.artifacts.iter().map(Artifact::name).collect();
     assert_eq!(keys, ["infrastructure_status", "egress_cidrs", "named"], "read as written");
-    assert_eq!(domains.digest, "c8c42325377ee7a692c7d16fa1cd482c5ba21370b5bf029802920f79a3f8a4f5");
+    assert_eq!(domains.digest, "d12b0819ee7e96d2fa72d530180994811b2c57243b8b8b7e461237cae654ad7e");
     assert_eq!(set.to_json(), text, "written back byte for byte");
     assert_eq!(
         domains.artifacts.value("kubeconfig_server"),
