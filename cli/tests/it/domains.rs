@@ -445,13 +445,22 @@ fn upstream_pair(sb: &Sandbox, providers: &str) -> (String, String) {
     (seed_file, shoot_file)
 }
 
+/// A world holding the DNS zones of the example's domains (the seed's internal domain
+/// `internal.dev.example.com`, the shoot's `crazy-botany.core.my-custom-domain.com`).
+fn upstream_world(sb: &Sandbox) -> String {
+    let world = sb.file("world.yaml");
+    std::fs::write(&world, "dns:\n  zones:\n    - name: dev.example.com\n    - name: my-custom-domain.com\n").unwrap();
+    world
+}
+
 #[test]
 fn regression_gardeners_example_shoot_and_seed_plan_with_the_gate_off_as_gardener_admits_them() {
     let sb = Sandbox::new();
     let (seed, shoot) = upstream_pair(&sb, "");
+    let world = upstream_world(&sb);
     // The example's domain lies in none of the Seed's default domains (it has none) and the Shoot names
     // no DNS provider: today's Gardener admits it; trellis plans it, with the warning.
-    let plan = sb.run(&["plan", "-f", &seed, "-f", &shoot, "--output", "json"]).code(0).json();
+    let plan = sb.run(&["plan", "--world", &world, "-f", &seed, "-f", &shoot, "--output", "json"]).code(0).json();
     let domains = &plan["plans"][1];
     assert_eq!(domains["shoot"], "shoot--dev--crazy-botany");
     assert_eq!(domains["provider"], "domains");
@@ -461,7 +470,8 @@ fn regression_gardeners_example_shoot_and_seed_plan_with_the_gate_off_as_gardene
         "{warnings:?}"
     );
     let records: Vec<&str> = domains["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
-    assert_eq!(records, ["crazy-botany-internal"]);
+    // The internal DNSRecord and its record set, in the zone of the seed's internal domain.
+    assert_eq!(records, ["crazy-botany-internal", "api.crazy-botany.dev.internal.dev.example.com/A"]);
     // GEP-0066's rule refuses it with the gate on.
     sb.run(&["plan", "-f", &seed, "-f", &shoot, "--feature-gates", "MutableShootDomains=true"])
         .code(1)
@@ -474,9 +484,12 @@ fn regression_gardeners_example_shoot_with_its_provider_entry_uses_it_as_primary
     // The example's commented entry, without `primary: true`: admission makes providers[0] primary.
     let providers = "    providers:\n    - type: aws-route53\n      credentialsRef:\n        apiVersion: v1\n        kind: Secret\n        name: my-custom-domain-secret\n";
     let (seed, shoot) = upstream_pair(&sb, providers);
+    let world = upstream_world(&sb);
     for gate in ["MutableShootDomains=false", "MutableShootDomains=true"] {
-        let plan =
-            sb.run(&["plan", "-f", &seed, "-f", &shoot, "--output", "json", "--feature-gates", gate]).code(0).json();
+        let plan = sb
+            .run(&["plan", "--world", &world, "-f", &seed, "-f", &shoot, "--output", "json", "--feature-gates", gate])
+            .code(0)
+            .json();
         let domains = &plan["plans"][1];
         let external = domains["nodes"]
             .as_array()

@@ -145,7 +145,7 @@ fn provider_names(zone: &Value, provider: &str, spec_zone: &str) -> bool {
 
 /// The zone (its DNS name) the record set of `record` (DNS name `fqdn`, written by the DNS provider
 /// `provider`, `spec.zone` `spec_zone`) goes into, among the listed `zones`:
-/// - `spec.zone` set: the zone it names in the provider's form ([`provider_names`]); when none is named
+/// - `spec.zone` set: the zone it names in the provider's form; when none is named
 ///   so, the zone whose DNS name it is; the FQDN must lie in it;
 /// - else the zone whose name is the longest suffix of the FQDN.
 ///

@@ -1,5 +1,8 @@
 //! The domains provider as [`Stages`]: validation ([`super::validation`]), the phase machine
-//! ([`super::phase`]) and the model ([`super::model`]) over an [`Observed`] keyed by [`DnsIds`].
+//! ([`super::phase`]) and the model ([`super::model`]) over an [`Observed`] keyed by [`DnsIds`];
+//! what is read of the DNS and decided from it ([`super::dns`]) in two discovery rounds ([`discovery`]),
+//! its refusals at pre-flight. A plan's nodes: each `DNSRecord` and, after it, its record set; the
+//! recorded record sets and `DNSRecord`s no longer wanted deleted, the sets first.
 //!
 //! It is not dispatched by `spec.provider.type` (every Shoot may have a domains plan beside its
 //! infrastructure plan): the engine's registry registers it as a derived provider, and its shoots are made by
@@ -243,7 +246,7 @@ fn phase_words(phase: Option<Phase>) -> &'static str {
 /// The desired state: every wanted `DNSRecord` managed (its whole body; name, type and record type are
 /// immutable upstream, so a change of them replaces the object) and its record set after it; every
 /// recorded record set and `DNSRecord` no longer wanted deleted (the sets first).
-pub fn desired(ds: &DomainsShoot, ctx: &DomainsCtx, wanted: &Wanted) -> Vec<Desired> {
+pub fn desired(ctx: &DomainsCtx, wanted: &Wanted) -> Vec<Desired> {
     let tn = &ctx.tn;
     let seed = &ctx.seed;
     let phase = phase_words(ctx.phase);
@@ -277,8 +280,7 @@ pub fn desired(ds: &DomainsShoot, ctx: &DomainsCtx, wanted: &Wanted) -> Vec<Desi
             referrers: Vec::new(),
         }));
     }
-    let set_deletes =
-        deleted_sets(ds, ctx, &ctx.recorded_sets, |id| wanted.sets.iter().any(|s| DnsIds.same(&s.id, id)));
+    let set_deletes = deleted_sets(ctx, &ctx.recorded_sets, |id| wanted.sets.iter().any(|s| DnsIds.same(&s.id, id)));
     let after: Vec<String> = set_deletes.iter().map(|d| d.address().to_string()).collect();
     out.extend(set_deletes);
     for (addr, id) in &ctx.recorded {
@@ -299,12 +301,7 @@ pub fn desired(ds: &DomainsShoot, ctx: &DomainsCtx, wanted: &Wanted) -> Vec<Desi
 
 /// The deletes of the recorded record sets `rec` that `keep` does not keep, each naming the
 /// `DNSRecord` it was written for when a recorded one of that name and type was read.
-fn deleted_sets(
-    _ds: &DomainsShoot,
-    ctx: &DomainsCtx,
-    rec: &[(String, String)],
-    keep: impl Fn(&str) -> bool,
-) -> Vec<Desired> {
+fn deleted_sets(ctx: &DomainsCtx, rec: &[(String, String)], keep: impl Fn(&str) -> bool) -> Vec<Desired> {
     let phase = phase_words(ctx.phase);
     rec.iter()
         .filter(|(_, id)| !keep(id))
@@ -573,10 +570,15 @@ impl Stages for Domains {
             .collect())
     }
 
-    fn desired(&self, ds: &DomainsShoot, ctx: &DomainsCtx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {
+    fn desired(
+        &self,
+        _ds: &DomainsShoot,
+        ctx: &DomainsCtx,
+        observed: &Observed,
+    ) -> Result<Vec<Desired>, ProviderError> {
         // Pre-flight refused every plan this would refuse.
         let wanted = wanted(ctx, observed)?.map_err(|mut errs| other(errs.swap_remove(0)))?;
-        Ok(desired(ds, &ctx.with_owners(observed), &wanted))
+        Ok(desired(&ctx.with_owners(observed), &wanted))
     }
 
     /// The recorded `DNSRecord` objects and record sets no longer wanted that are gone already.
@@ -644,11 +646,11 @@ impl Stages for Domains {
 
     fn destroy_desired(
         &self,
-        ds: &DomainsShoot,
+        _ds: &DomainsShoot,
         ctx: &DomainsCtx,
         observed: &Observed,
     ) -> Result<Vec<Desired>, ProviderError> {
-        Ok(destroy_desired(ds, &ctx.with_owners(observed)))
+        Ok(destroy_desired(&ctx.with_owners(observed)))
     }
 
     fn destroy_state(&self, _ds: &DomainsShoot, _stored: DomainsState) -> DomainsState {
@@ -688,8 +690,8 @@ fn base_ctx(ds: &DomainsShoot, ws: &Workspace) -> DomainsCtx {
 }
 
 /// The delete graph of a destroy: every recorded record set, then every recorded `DNSRecord` object.
-fn destroy_desired(ds: &DomainsShoot, ctx: &DomainsCtx) -> Vec<Desired> {
-    let mut out = deleted_sets(ds, ctx, &ctx.recorded_sets, |_| false);
+fn destroy_desired(ctx: &DomainsCtx) -> Vec<Desired> {
+    let mut out = deleted_sets(ctx, &ctx.recorded_sets, |_| false);
     let after: Vec<String> = out.iter().map(|d| d.address().to_string()).collect();
     out.extend(ctx.recorded.iter().map(|(addr, id)| Desired::DeleteManaged {
         res: resource(&ctx.seed, &ctx.tn, last_segment(id), id),
