@@ -181,9 +181,15 @@ fn regression_a_no_op_apply_does_not_bump_the_serial() {
 fn version_names_the_commit_and_completions_and_man_page_cover_every_command() {
     let sb = Sandbox::new();
     let version = sb.run_raw(&["--version"]).code(0).stdout;
-    let commit = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
-    let commit = String::from_utf8(commit.stdout).unwrap();
-    assert_eq!(version.trim(), format!("trellis {} ({})", env!("CARGO_PKG_VERSION"), commit.trim()));
+    // `trellis 0.1.0 (3f2a9c1d0b7e)`: a commit of this repository (not necessarily HEAD: the binary may
+    // have been built before the last commit).
+    let prefix = format!("trellis {} (", env!("CARGO_PKG_VERSION"));
+    let commit =
+        version.trim().strip_prefix(&prefix).and_then(|r| r.strip_suffix(')')).unwrap_or_else(|| panic!("{version}"));
+    assert!(commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "{version}");
+    let known =
+        std::process::Command::new("git").args(["cat-file", "-e", &format!("{commit}^{{commit}}")]).status().unwrap();
+    assert!(known.success(), "{commit} is not a commit of this repository");
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let script = sb.run_raw(&["completions", shell]).code(0).stdout;
         for word in ["plan", "apply", "destroy", "world", "detailed-exitcode", "feature-gates"] {

@@ -148,7 +148,7 @@ fn regression_a_killed_fleet_apply_with_grouped_commits_loses_no_committed_node_
     for (method, target) in writes(&resumed) {
         assert!(!kept.contains(&target), "{method} {target} was committed before the kill and is written again");
     }
-    sb.run(&["plan", "-f", &fleet, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+    sb.run(&["plan", "-f", &fleet, "--detailed-exitcode"]).code(0).stdout_has("Fleet: 6 shoots, 0 with changes.");
     assert_eq!(sb.workspaces().len(), 6);
     let mut all = Vec::new();
     for shoot in sb.workspaces() {

@@ -14,12 +14,14 @@ pub const DNS_RECORD_SET: Kind = Kind::new("dns_record_set");
 /// The Terraform providers of the DNS services a `DNSRecord` can name (their source addresses).
 const AZURERM: &str = "registry.terraform.io/hashicorp/azurerm";
 const GOOGLE: &str = "registry.terraform.io/hashicorp/google";
+/// A `DNSRecord` is a Kubernetes object: HashiCorp's kubernetes provider holds any as `kubernetes_manifest`.
+const KUBERNETES: &str = "registry.terraform.io/hashicorp/kubernetes";
 
 /// What Terraform's readers are told about a domains node.
 ///
-/// - A `DNSRecord` (`dns_record`) is a Kubernetes object of the seed, not a DNS resource: no
-///   Terraform provider has it (`domains_dns_record`). Unknown after a create what the API server
-///   assigns; unknown after any write its version.
+/// - A `DNSRecord` (`dns_record`) is a Kubernetes object of the seed, not a DNS resource: Terraform
+///   has it as `kubernetes_manifest` (HashiCorp's kubernetes provider; the object is the manifest).
+///   Unknown after a create what the API server assigns; unknown after any write its version.
 /// - A record set (`dns_record_set`, `body` its `{name, type, ttl, values}`) is the DNS provider's
 ///   record: `azure-dns` → `azurerm_dns_<a|aaaa|cname|txt>_record`, `google-clouddns` →
 ///   `google_dns_record_set`, any other provider (or none known) `domains_dns_record_set`. The DNS
@@ -31,7 +33,7 @@ const GOOGLE: &str = "registry.terraform.io/hashicorp/google";
 pub fn terraform_kind(kind: Kind, body: Option<&Value>, related: &[&Value]) -> TerraformKind {
     match kind {
         DNS_RECORD => TerraformKind {
-            resource_type: None,
+            resource_type: Some(TerraformType { name: "kubernetes_manifest", source: KUBERNETES }),
             computed: &[
                 "/metadata/uid",
                 "/metadata/resourceVersion",

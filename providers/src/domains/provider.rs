@@ -102,11 +102,15 @@ fn seed_name(ds: &DomainsShoot) -> String {
     ds.shoot.spec.seed_name.clone().unwrap_or_else(|| ds.seed.metadata.name.clone())
 }
 
-/// The plan's warnings: the feature gates it was made under, the domain Gardener's admission would
+/// The plan's warnings: the feature gates it was made under (when one is not at its default), the domain Gardener's admission would
 /// default a missing `spec.dns.domain` to, an external domain Gardener admits but its gardenlet
 /// cannot serve (gate off), Seed fields that have no effect with the gate off.
 pub fn warnings(ds: &DomainsShoot, stored: &DomainsState) -> Vec<String> {
-    let mut out = vec![format!("planned under feature gates {}", ds.features)];
+    // Only when a gate differs from upstream's default (the `domains` artifact always records them).
+    let mut out = Vec::new();
+    if ds.features != crate::features::Features::default() {
+        out.push(format!("planned under feature gates {}", ds.features));
+    }
     let dns = &ds.seed.spec.dns;
     let old = stored.last_applied.as_ref();
     let unmanaged = match model::primary_provider(&ds.shoot, &dns.defaults, old) {

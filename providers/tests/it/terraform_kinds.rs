@@ -95,7 +95,10 @@ fn a_dns_record_set_is_its_dns_providers_record_type_and_a_dns_record_is_unmappe
     assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[&aaaa])), None);
     assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[])), None);
     assert_eq!(terraform_kind(DNS_RECORD_SET, None, &[]).computed, ["/etag", "/zone"]);
-    // The DNSRecord object: `domains_dns_record`, whatever its DNS provider.
+    // The DNSRecord object: a Kubernetes manifest, whatever its DNS provider.
     let r = record("azure-dns", "A");
-    assert_eq!(type_of(terraform_kind(DNS_RECORD, Some(&r), &[&a])), None);
+    assert_eq!(
+        type_of(terraform_kind(DNS_RECORD, Some(&r), &[&a])),
+        Some(("kubernetes_manifest", "registry.terraform.io/hashicorp/kubernetes"))
+    );
 }
