@@ -43,10 +43,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tokio::net::TcpListener;
 use trellis_planner::cloud::{CloudError, CloudWrite, Precondition};
 
 /// The path prefix of Cloud DNS v1.
@@ -133,36 +131,14 @@ impl CloudDnsServer {
 
     /// Binds 127.0.0.1 on an ephemeral port and serves until the returned handle is dropped.
     pub async fn spawn_local(self) -> std::io::Result<CloudDnsRunning> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let server = self.clone();
         let router = self.router();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        Ok(CloudDnsRunning { addr, server, task })
+        crate::spawn_local(self, router).await
     }
 }
 
-/// A Cloud DNS server running in the background; dropping it stops the server.
-pub struct CloudDnsRunning {
-    pub addr: SocketAddr,
-    pub server: CloudDnsServer,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl CloudDnsRunning {
-    /// `http://127.0.0.1:PORT`: the Cloud DNS endpoint.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for CloudDnsRunning {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+/// A Cloud DNS server running in the background (its `url()`: the Cloud DNS endpoint); dropping it
+/// stops the server.
+pub type CloudDnsRunning = crate::Running<CloudDnsServer>;
 
 struct Req {
     method: Method,

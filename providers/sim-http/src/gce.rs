@@ -41,10 +41,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tokio::net::TcpListener;
 use trellis_planner::cloud::{CloudError, CloudRead};
 use trellis_sim::{GceSim, ListQuery};
 
@@ -147,39 +145,19 @@ impl GceServer {
     /// Binds 127.0.0.1 on an ephemeral port and serves in a background task until the returned
     /// handle is dropped.
     pub async fn spawn_local(self) -> std::io::Result<GceRunning> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let server = self.clone();
         let router = self.router();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        Ok(GceRunning { addr, server, task })
+        crate::spawn_local(self, router).await
     }
 }
 
-/// A GCE server running in the background; dropping it stops the server.
-pub struct GceRunning {
-    pub addr: SocketAddr,
-    pub server: GceServer,
-    task: tokio::task::JoinHandle<()>,
-}
+/// A GCE server running in the background (its `url()`: the compute endpoint, and the IAM one);
+/// dropping it stops the server.
+pub type GceRunning = crate::Running<GceServer>;
 
 impl GceRunning {
-    /// `http://127.0.0.1:PORT` — the compute endpoint (and the IAM one).
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
     /// `http://127.0.0.1:PORT/token` — a service-account key's `token_uri`.
     pub fn token_uri(&self) -> String {
         format!("http://{}/token", self.addr)
-    }
-}
-
-impl Drop for GceRunning {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 

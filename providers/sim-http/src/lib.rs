@@ -205,13 +205,8 @@ impl SimServer {
     /// Binds 127.0.0.1 on an ephemeral port and serves in a background task until the returned
     /// handle is dropped.
     pub async fn spawn_local(self) -> std::io::Result<Running> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let server = self.clone();
-        let task = tokio::spawn(async move {
-            let _ = self.serve(listener).await;
-        });
-        Ok(Running { addr, server, task })
+        let router = self.router();
+        spawn_local(self, router).await
     }
 }
 
@@ -284,21 +279,33 @@ pub async fn serve(sim: ArmSim, listener: TcpListener) -> std::io::Result<()> {
     SimServer::new(sim).serve(listener).await
 }
 
-/// A server running in the background; dropping it stops the server.
-pub struct Running {
+/// A server running in the background (ARM's by default; `GceRunning`, `CloudDnsRunning`); dropping it
+/// stops the server.
+pub struct Running<S = SimServer> {
     pub addr: SocketAddr,
-    pub server: SimServer,
+    pub server: S,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Running {
-    /// `http://127.0.0.1:PORT` — the ARM endpoint, and the authority of the token endpoint.
+/// Binds 127.0.0.1 on an ephemeral port and serves `router` in a background task until the returned
+/// handle (holding `server`, for what the tests ask it) is dropped.
+pub(crate) async fn spawn_local<S>(server: S, router: Router) -> std::io::Result<Running<S>> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(Running { addr, server, task })
+}
+
+impl<S> Running<S> {
+    /// `http://127.0.0.1:PORT`: the endpoint (ARM's also the authority of its token endpoint).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 }
 
-impl Drop for Running {
+impl<S> Drop for Running<S> {
     fn drop(&mut self) {
         self.task.abort();
     }
