@@ -223,10 +223,8 @@ impl Env {
         let matches = &self.bindings.0;
         for arg in registry().args() {
             let id = arg.get_id().as_str();
-            let from_command_line = matches!(
-                matches.try_contains_id(id).ok().and_then(|_| matches.value_source(id)),
-                Some(clap::parser::ValueSource::CommandLine)
-            );
+            let from_command_line = matches.try_contains_id(id).unwrap_or(false)
+                && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
             if let (true, Some(long), Ok(Some(value))) =
                 (from_command_line, arg.get_long(), matches.try_get_one::<String>(id))
             {

@@ -455,6 +455,10 @@ fn workspace_record<T: serde::Serialize>(
     if ws.provider_state.is_none() || json(stored) != json(next) {
         record.push(RecordReason::ProviderState);
     }
+    // The usual re-plan: the outputs are the artifacts as they are (no parse, no diff).
+    if ws.outputs.is_some() && ws.outputs == serde_json::to_value(artifacts).ok() {
+        return (record, None);
+    }
     // What counts is what the renderers show: artifacts whose shown form is the same (outputs an
     // earlier trellis wrote in another form) are no change. Outputs that cannot be read are absent.
     let applied = ws.outputs.clone().and_then(|o| serde_json::from_value::<Artifacts>(o).ok());

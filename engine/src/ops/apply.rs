@@ -317,7 +317,7 @@ async fn apply_locked(
         match after {
             Ok(after) => {
                 let value = serde_json::to_value(&after)?;
-                let before = (ws.outputs.clone(), ws.provider_state.clone(), ws.resources.len());
+                let same = ws.outputs.as_ref() == Some(&value) && ws.provider_state.as_ref() == Some(&p.planned.state);
                 ws.outputs = Some(value.clone());
                 ws.provider_state = Some(p.planned.state.clone());
                 let mut forgot = false;
@@ -326,10 +326,7 @@ async fn apply_locked(
                 }
                 // A workspace left as it was is not committed: a no-op apply does not bump the serial
                 // (which would make every saved plan of the shoot stale for nothing).
-                let unchanged = ws.serial > 0
-                    && !forgot
-                    && before == (ws.outputs.clone(), ws.provider_state.clone(), ws.resources.len());
-                if !unchanged {
+                if ws.serial == 0 || forgot || !same {
                     blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
                 }
                 artifacts = Some(value);
