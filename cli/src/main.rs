@@ -257,6 +257,17 @@ enum ReportOutput {
     Json,
 }
 
+/// What apply and destroy print on stdout.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum RunOutput {
+    /// The plan, then a line per shoot (applied / failed: why / skipped).
+    Text,
+    /// The report: every node's outcome, every call.
+    Json,
+    /// The plan and a table of what became of each shoot, for a pull-request comment or a CI job summary.
+    Markdown,
+}
+
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum Output {
     Text,
@@ -292,7 +303,34 @@ struct PlanArgs {
     #[arg(long)]
     destroy: bool,
     #[command(flatten)]
+    prune: PruneFlag,
+    #[command(flatten)]
     shard: ShardFlag,
+}
+
+/// `--prune` (plan, apply -f).
+#[derive(Args)]
+struct PruneFlag {
+    /// Also plan the destroy of every shoot in state whose manifest is gone from the fleet directory
+    /// (-f DIR), from the manifest it was last applied with; without it they are only listed.
+    #[arg(long, conflicts_with = "destroy")]
+    prune: bool,
+}
+
+impl PruneFlag {
+    /// What the fleet planner does about shoots in state that are not among `files`: looked for when a
+    /// directory (a fleet) is among them; `--prune` without one is an error.
+    fn orphans(&self, files: &[PathBuf]) -> Result<ops::Orphans> {
+        let fleet = files.iter().any(|f| f.is_dir());
+        Ok(match (self.prune, fleet) {
+            (true, true) => ops::Orphans::Prune,
+            (true, false) => bail!(
+                "--prune needs a fleet directory among -f (it destroys the shoots in state whose manifests are gone from it); pass -f DIR"
+            ),
+            (false, true) => ops::Orphans::Report,
+            (false, false) => ops::Orphans::Ignore,
+        })
+    }
 }
 
 /// `--shard I/N` (plan, apply, destroy).
@@ -325,7 +363,18 @@ struct ApplyArgs {
     #[command(flatten)]
     run: RunFlags,
     #[command(flatten)]
+    prune: ApplyPruneFlag,
+    #[command(flatten)]
     shard: ShardFlag,
+}
+
+/// `--prune` of `apply -f`.
+#[derive(Args)]
+struct ApplyPruneFlag {
+    /// With -f DIR: also destroy every shoot in state whose manifest is gone from the fleet directory
+    /// (what `trellis plan -f DIR --prune` shows).
+    #[arg(long, conflicts_with = "plan")]
+    prune: bool,
 }
 
 #[derive(Args)]
@@ -344,9 +393,17 @@ struct RunFlags {
     /// Go ahead without asking (needed when not interactive).
     #[arg(long)]
     auto_approve: bool,
-    /// text: the plan, then a line per shoot; json: the report (every node's outcome, every call).
-    #[arg(long, value_enum, default_value_t = ReportOutput::Text)]
-    output: ReportOutput,
+    /// text: the plan, then a line per shoot; json: the report (every node's outcome, every call);
+    /// markdown: the plan and a table of the shoots' outcomes.
+    #[arg(long, value_enum, default_value_t = RunOutput::Text)]
+    output: RunOutput,
+    /// Exit 2 when something was applied or destroyed, 0 when there was nothing to do (1: error).
+    #[arg(long)]
+    detailed_exitcode: bool,
+    /// Of a fleet: a failing shoot does not stop the others (a shoot refused at planning is reported
+    /// failed and the rest are applied); without it, no shoot starts after the first failure.
+    #[arg(long)]
+    keep_going: bool,
     /// Nodes in flight at once, across all shoots (1 to 1000).
     #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_PARALLELISM))]
     parallelism: usize,
@@ -802,13 +859,14 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     // Listed up front (nothing parsed yet): the fleet's order is known, and a bad path touches nothing.
     let files = ops::list_manifest_files(&args.inputs.files)?;
     let shard = args.shard.get()?;
+    let orphans = args.prune.orphans(&args.inputs.files)?;
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
     let files = ops::read_ahead(registry(), files);
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
-    let result = plan_in(&session, files, &args, shard).await;
+    let result = plan_in(&session, files, &args, shard, orphans).await;
     let result = world_hint(result, &args.inputs.env);
     // A failed command removes the state dir again if it made it and recorded nothing in it.
     session.finish(result)
@@ -822,7 +880,13 @@ async fn plan(args: PlanArgs) -> Result<u8> {
 /// failing a fleet check printed its whole text plan first). Memory stays flat either way. The fleet
 /// checks' warnings follow the plans (text: before the total line; JSON: on stderr). Markdown, HTML and
 /// the graphs are rendered once the whole fleet is planned.
-async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shard: Option<Shard>) -> Result<u8> {
+async fn plan_in(
+    session: &Session,
+    files: ops::ReadAhead,
+    args: &PlanArgs,
+    shard: Option<Shard>,
+    orphans: ops::Orphans,
+) -> Result<u8> {
     let json = args.output == Output::Json;
     let text = (args.output == Output::Text)
         .then(|| render::TextOptions { color: color_for(std::io::stdout().is_terminal()), verbose: args.verbose });
@@ -845,6 +909,7 @@ async fn plan_in(session: &Session, files: ops::ReadAhead, args: &PlanArgs, shar
         keep_plans,
         shard,
         destroy: args.destroy,
+        orphans,
         ..Default::default()
     };
     let summary = ops::plan_fleet_streaming(session, &args.inputs.files, files, opts, eprint_note, |p| {
@@ -1182,24 +1247,27 @@ async fn apply_in(
     saved: Option<(PlanSet, Vec<ops::ShootInput>)>,
     shard: Option<Shard>,
 ) -> Result<u8> {
-    let mut operation = ApplyOp::Apply;
+    let mut run = Run { operation: ApplyOp::Apply, planned: ops::PlannedIn::ThisRun, refused: Vec::new() };
     let plans = match saved {
         Some((saved, shoots)) => {
-            // A destroy plan (`plan --destroy`) is applied as `destroy` runs; a file is one or the other.
-            let destroy = saved.plans.iter().any(|p| p.destroy);
-            if destroy && !saved.plans.iter().all(|p| p.destroy) {
-                bail!("the plan file mixes destroy plans and plans that are not: make it again with `trellis plan` or `trellis plan --destroy`");
+            // A file of destroy plans only (`plan --destroy`) is applied as `destroy` runs; a file that
+            // mixes them (`plan --prune`) applies each shoot's plan as it is.
+            if saved.plans.iter().all(|p| p.destroy) {
+                run.operation = ApplyOp::Destroy;
             }
-            if destroy {
-                operation = ApplyOp::Destroy;
-            }
-            ops::check_saved_plan(session, &saved, shoots, destroy).await?
+            run.planned = ops::PlannedIn::SavedPlan;
+            ops::check_saved_plan(session, &saved, shoots).await?
         }
         None => {
-            let plans = plan_files(session, &args.inputs.files, false, shard).await?;
-            if args.run.output == ReportOutput::Text {
-                print_plan(&ops::plan_set(&plans), Output::Text, false);
-            }
+            let orphans = if args.prune.prune {
+                PruneFlag { prune: true }.orphans(&args.inputs.files)?
+            } else {
+                ops::Orphans::Ignore
+            };
+            let fleet = FleetRun { destroy: false, shard, orphans, keep_going: args.run.keep_going };
+            let (plans, refused) = plan_files(session, &args.inputs.files, fleet).await?;
+            run.refused = refused;
+            print_run_plan(&plans, args.run.output);
             if !confirm(args.run.auto_approve, "apply -f")? {
                 eprintln!("Apply cancelled.");
                 return Ok(1);
@@ -1207,7 +1275,24 @@ async fn apply_in(
             plans
         }
     };
-    execute(session, plans, operation, args.run.parallelism, args.run.output).await
+    execute(session, plans, run, &args.run).await
+}
+
+/// How a fleet's apply or destroy runs, besides its flags: what it does, where its plans were made, and
+/// the shoots refused at planning under `--keep-going` (reported failed).
+struct Run {
+    operation: ApplyOp,
+    planned: ops::PlannedIn,
+    refused: Vec<(String, PathBuf, trellis_providers::provider::ProviderError)>,
+}
+
+/// What apply and destroy print before asking: the plan (text or markdown; the JSON report has it).
+fn print_run_plan(plans: &[ops::ShootPlan], output: RunOutput) {
+    match output {
+        RunOutput::Text => print_plan(&ops::plan_set(plans), Output::Text, false),
+        RunOutput::Markdown => print_plan(&ops::plan_set(plans), Output::Markdown, false),
+        RunOutput::Json => {}
+    }
 }
 
 async fn destroy(args: DestroyArgs) -> Result<u8> {
@@ -1235,79 +1320,152 @@ fn print_timings(session: &Session, timings: bool) {
     }
 }
 
+/// How a fleet is planned for apply and destroy.
+#[derive(Clone, Copy)]
+struct FleetRun {
+    destroy: bool,
+    shard: Option<Shard>,
+    orphans: ops::Orphans,
+    keep_going: bool,
+}
+
 /// [`ops::plan_files`] of `shard`'s shoots (all without `--shard`), with the notes on Seed pairing and
-/// the shard's line on stderr.
+/// orphans and the shard's line on stderr. Returns the plans and, under `--keep-going`, the shoots the
+/// providers refused (every refusal fails the call otherwise).
 async fn plan_files(
     session: &Session,
     files: &[PathBuf],
-    destroy: bool,
-    shard: Option<Shard>,
-) -> Result<Vec<ops::ShootPlan>> {
-    let planned = ops::plan_files_with(session, files, destroy, shard, eprint_note).await?;
-    if let Some(shard) = shard {
+    fleet: FleetRun,
+) -> Result<(Vec<ops::ShootPlan>, Vec<(String, PathBuf, trellis_providers::provider::ProviderError)>)> {
+    let opts = ops::StreamOptions {
+        destroy: fleet.destroy,
+        shard: fleet.shard,
+        orphans: fleet.orphans,
+        keep_going: fleet.keep_going,
+        ..Default::default()
+    };
+    let mut planned = ops::plan_files_with_options(session, files, opts, eprint_note).await?;
+    if let Some(shard) = fleet.shard {
         eprintln!("{}", planned.summary.shard.line(shard));
     }
-    Ok(planned.plans)
+    let refused = std::mem::take(&mut planned.summary.refused);
+    Ok((planned.plans, refused))
 }
 
 async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
-    let plans = plan_files(session, &args.inputs.files, true, args.shard.get()?).await?;
-    if args.run.output == ReportOutput::Text {
-        print_plan(&ops::plan_set(&plans), Output::Text, false);
-    }
+    let fleet = FleetRun {
+        destroy: true,
+        shard: args.shard.get()?,
+        orphans: ops::Orphans::Ignore,
+        keep_going: args.run.keep_going,
+    };
+    let (plans, refused) = plan_files(session, &args.inputs.files, fleet).await?;
+    print_run_plan(&plans, args.run.output);
     if !confirm(args.run.auto_approve, "destroy")? {
         eprintln!("Destroy cancelled.");
         return Ok(1);
     }
-    execute(session, plans, ApplyOp::Destroy, args.run.parallelism, args.run.output).await
+    let run = Run { operation: ApplyOp::Destroy, planned: ops::PlannedIn::ThisRun, refused };
+    execute(session, plans, run, &args.run).await
 }
 
-async fn execute(
-    session: &Session,
-    plans: Vec<ops::ShootPlan>,
-    operation: ApplyOp,
-    parallelism: usize,
-    output: ReportOutput,
-) -> Result<u8> {
+/// Carries out the plans ([`ops::apply`]) and prints what became of each shoot: the JSON report, or a
+/// line (text) or table row (markdown) per shoot — applied, failed and why, or skipped — the shoots
+/// refused at planning (`--keep-going`) among the failed.
+async fn execute(session: &Session, plans: Vec<ops::ShootPlan>, run: Run, flags: &RunFlags) -> Result<u8> {
     let total: usize = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
-    let mut display = Display::new(total as u64, std::io::stderr().is_terminal(), output == ReportOutput::Json);
-    let opts = ApplyOptions { parallelism, operation };
-    let report = ops::apply(session, plans, &opts, &mut display).await?;
+    let changes = plans.iter().any(|p| p.planned.plan.has_changes());
+    let mut display = Display::new(total as u64, std::io::stderr().is_terminal(), flags.output == RunOutput::Json);
+    let opts = ApplyOptions {
+        parallelism: flags.parallelism,
+        operation: run.operation,
+        keep_going: flags.keep_going,
+        planned: run.planned,
+    };
+    let mut report = ops::apply(session, plans, &opts, &mut display).await?;
     display.done();
-    if output == ReportOutput::Json {
-        // Written as it is serialised (the report of a large fleet is tens of MiB); errors are ignored
-        // as `out!` ignores them: a closed stdout does not fail an apply that has happened.
-        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-        if serde_json::to_writer_pretty(&mut stdout, &report).is_ok() {
-            let _ = writeln!(stdout);
-        }
-        let _ = stdout.flush();
-    } else {
-        let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
-        for s in &report.shoots {
-            let failed: Vec<_> = s.nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
-            for w in &s.warnings {
-                out!("Warning: {}", escape::text(w));
-            }
-            if !s.orphans.is_empty() {
-                out!(
-                    "{}: {} artifact(s) of the CCM and bastion controller remain on your NSG / route table; trellis does not delete them. To prune:",
-                    s.shoot,
-                    s.orphans.len()
-                );
-                for o in &s.orphans {
-                    out!("  {}  # {}", escape::text(&o.prune), o.writer);
-                }
-            }
-            if failed.is_empty() {
-                out!("{}: {} complete.", s.shoot, operation.as_str());
-            } else {
-                out!("{}: {} incomplete: {} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.", s.shoot, operation.as_str(), failed.len());
-            }
-        }
-        out!("{} cloud call(s), {writes} write(s).", report.calls.len());
+    for (shoot, file, e) in run.refused {
+        let why = format!("refused at planning ({}): {}", file.display(), e);
+        report.shoots.push(ops::ShootReport::not_applied(shoot, run.operation, ops::ShootStatus::Failed, why));
+        report.ok = false;
     }
-    Ok(if report.ok { 0 } else { 1 })
+    report.shoots.sort_by(|a, b| a.shoot.cmp(&b.shoot));
+    match flags.output {
+        RunOutput::Json => {
+            // Written as it is serialised (the report of a large fleet is tens of MiB); errors are
+            // ignored as `out!` ignores them: a closed stdout does not fail an apply that has happened.
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            if serde_json::to_writer_pretty(&mut stdout, &report).is_ok() {
+                let _ = writeln!(stdout);
+            }
+            let _ = stdout.flush();
+        }
+        RunOutput::Text => print_report_text(&report),
+        RunOutput::Markdown => {
+            let _ = write!(std::io::stdout(), "{}", report_markdown(&report, run.operation));
+        }
+    }
+    Ok(match (report.ok, flags.detailed_exitcode && changes) {
+        (false, _) => 1,
+        (true, true) => 2,
+        (true, false) => 0,
+    })
+}
+
+/// What a shoot's report line says about it: `apply complete.`, `apply incomplete: …`, `failed: …`,
+/// `skipped: …`.
+fn shoot_outcome(s: &ops::ShootReport) -> String {
+    let operation = s.operation;
+    let failed = s.nodes.iter().filter(|n| !n.outcome.is_ok()).count();
+    match (s.status, &s.error) {
+        (ops::ShootStatus::Applied, _) => format!("{} complete.", operation.as_str()),
+        (ops::ShootStatus::Skipped, why) => format!("skipped: {}", why.as_deref().unwrap_or("not started")),
+        (ops::ShootStatus::Failed, Some(why)) => format!("failed: {why}"),
+        (ops::ShootStatus::Failed, None) if failed > 0 => format!(
+            "{} incomplete: {failed} node(s) did not complete; state keeps what was done — fix the cause and run `trellis plan` again.",
+            operation.as_str()
+        ),
+        (ops::ShootStatus::Failed, None) => format!("{} incomplete: see the warnings above.", operation.as_str()),
+    }
+}
+
+fn print_report_text(report: &ops::ApplyReport) {
+    let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
+    for s in &report.shoots {
+        for w in &s.warnings {
+            out!("Warning: {}", escape::text(w));
+        }
+        if !s.orphans.is_empty() {
+            out!(
+                "{}: {} artifact(s) of the CCM and bastion controller remain in your network; trellis does not delete them. To prune:",
+                s.shoot,
+                s.orphans.len()
+            );
+            for o in &s.orphans {
+                out!("  {}  # {}", escape::text(&o.prune), o.writer);
+            }
+        }
+        out!("{}: {}", s.shoot, escape::text(&shoot_outcome(s)));
+    }
+    out!("{} cloud call(s), {writes} write(s).", report.calls.len());
+}
+
+/// The report as markdown: one table row per shoot (its outcome), then the calls.
+fn report_markdown(report: &ops::ApplyReport, operation: ApplyOp) -> String {
+    use trellis_plans::escape::{md_code, md_inline, Md};
+    let writes = report.calls.iter().filter(|c| c.op == trellis_planner::cloud::Op::Write).count();
+    let mut out = format!("### trellis {}\n\n| shoot | outcome |\n|---|---|\n", operation.as_str());
+    for s in &report.shoots {
+        let (shoot, outcome) = (md_code(&s.shoot, Md::Cell), md_inline(&shoot_outcome(s), Md::Cell));
+        out.push_str(&format!("| {shoot} | {outcome} |\n"));
+    }
+    out.push_str(&format!("\n{} cloud call(s), {writes} write(s).\n", report.calls.len()));
+    for s in &report.shoots {
+        for w in &s.warnings {
+            out.push_str(&format!("\n> **Warning:** {}\n", md_inline(w, Md::Inline)));
+        }
+    }
+    out
 }
 
 fn show(args: ShowArgs) -> Result<u8> {

@@ -1,5 +1,5 @@
 //! Layout of a workspace in the sled backend since state format 4: one key per part — each resource
-//! record, the outputs, the provider state — and a small head value (shoot, lineage, serial, resource
+//! record, the outputs, the provider state, the applied manifest — and a small head value (shoot, lineage, serial, resource
 //! count and the digest of the parts), so a commit writes only the parts that changed and the head (see
 //! the crate docs, "Storage layout").
 //!
@@ -18,6 +18,8 @@ const RESOURCE: u8 = b'r';
 const OUTPUTS: u8 = b'o';
 /// Tag of the provider state's key.
 const PROVIDER: u8 = b'p';
+/// Tag of the applied manifest's key.
+const MANIFEST: u8 = b'm';
 
 /// The head value of a workspace stored in parts.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -62,6 +64,9 @@ pub(crate) fn parts(ws: &Workspace) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
     if let Some(state) = &ws.provider_state {
         out.insert(key(&ws.shoot, PROVIDER, ""), json(state));
+    }
+    if let Some(manifest) = &ws.applied_manifest {
+        out.insert(key(&ws.shoot, MANIFEST, ""), json(manifest));
     }
     out
 }
@@ -121,6 +126,7 @@ pub(crate) fn assemble<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         resources: BTreeMap::new(),
         outputs: None,
         provider_state: None,
+        applied_manifest: None,
     };
     let prefix = prefix(&head.shoot);
     let mut digest = Digest::default();
@@ -148,6 +154,9 @@ pub(crate) fn assemble<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             Some(&PROVIDER) => serde_json::from_slice::<ProviderState>(value)
                 .map(|p| ws.provider_state = Some(p))
                 .map_err(|e| format!("its provider state record does not parse ({e})")),
+            Some(&MANIFEST) => serde_json::from_slice(value)
+                .map(|m| ws.applied_manifest = Some(m))
+                .map_err(|e| format!("its applied manifest record does not parse ({e})")),
             _ => Err(format!(
                 "it holds a record of a kind this trellis does not know ({})",
                 String::from_utf8_lossy(rest)

@@ -210,6 +210,7 @@
 //! | `workspace_parts` | shoot, `0xFF`, `r`, resource address      | [`StoredResource`] as JSON         |
 //! |                   | shoot, `0xFF`, `o`                        | the outputs (JSON), if any         |
 //! |                   | shoot, `0xFF`, `p`                        | the [`ProviderState`] JSON, if any |
+//! |                   | shoot, `0xFF`, `m`                        | the applied manifest (JSON), if any ([`Workspace::applied_manifest`]; a trellis before it refuses the part as unknown) |
 //! | `workspaces`      | shoot                                     | [`Workspace`] as JSON (formats 1–3; moved to the two trees above by the workspace's next commit) |
 //! | `locks`           | shoot                                     | [`LockInfo`] as JSON               |
 //! | `history`         | shoot, byte `0xFF`, serial (u64, BE)      | [`HistoryEntry`] JSON              |
@@ -353,6 +354,12 @@ pub struct Workspace {
     /// first apply and after a destroy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_state: Option<ProviderState>,
+    /// The Shoot manifest as last applied (what a plan file's `source.shoot` holds, read back by the
+    /// provider `provider_state` names): what planning the shoot's destroy needs once its manifest is
+    /// gone from the inputs (`trellis plan -f DIR --prune`). `None` before the first apply, after a
+    /// destroy, and for a workspace last applied by a trellis that did not keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_manifest: Option<serde_json::Value>,
 }
 
 /// A workspace as stored, by this trellis or an earlier one: workspaces written before provider
@@ -368,6 +375,8 @@ struct WorkspaceRepr {
     outputs: Option<serde_json::Value>,
     #[serde(default)]
     provider_state: Option<ProviderState>,
+    #[serde(default)]
+    applied_manifest: Option<serde_json::Value>,
     #[serde(default)]
     last_applied: Option<serde_json::Value>,
     #[serde(default)]
@@ -388,6 +397,7 @@ impl From<WorkspaceRepr> for Workspace {
             resources: r.resources,
             outputs: r.outputs,
             provider_state: r.provider_state.or(legacy),
+            applied_manifest: r.applied_manifest,
         }
     }
 }
@@ -437,6 +447,7 @@ impl Workspace {
             resources: BTreeMap::new(),
             outputs: None,
             provider_state: None,
+            applied_manifest: None,
         }
     }
 }

@@ -1093,7 +1093,7 @@ fn apply_bench(runtime: &Runtime, cfg: &Config, n: usize) -> Result<ApplyRun> {
     }
     let unscoped = unscoped.max(work / parallelism);
 
-    let opts = ApplyOptions { parallelism: parallelism as usize, operation: trellis_engine::ops::ApplyOp::Apply };
+    let opts = ApplyOptions::new(parallelism as usize, trellis_engine::ops::ApplyOp::Apply);
     let t = Instant::now();
     let report = runtime.block_on(ops::apply(&session, plans, &opts, &mut Quiet))?;
     let wall = t.elapsed();
@@ -1141,7 +1141,7 @@ fn commit_bench(runtime: &Runtime, n: usize) -> Result<CommitRun> {
     let plans: Vec<ShootPlan> = runtime.block_on(ops::plan_files(&session, &[dir], false, None))?.plans;
     let plan = t.elapsed();
     let nodes = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
-    let opts = ApplyOptions { parallelism: 10, operation: trellis_engine::ops::ApplyOp::Apply };
+    let opts = ApplyOptions::new(10, trellis_engine::ops::ApplyOp::Apply);
     let t = Instant::now();
     let report = runtime.block_on(ops::apply(&session, plans, &opts, &mut Quiet))?;
     let wall = t.elapsed();

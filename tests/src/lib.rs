@@ -154,7 +154,7 @@ impl Scenario {
     }
 
     pub async fn apply_plans(&self, plans: Vec<ShootPlan>, operation: ApplyOp) -> Result<ApplyReport> {
-        let opts = ApplyOptions { parallelism: 10, operation };
+        let opts = ApplyOptions::new(10, operation);
         ops::apply(&self.session, plans, &opts, &mut Quiet).await
     }
 

@@ -250,3 +250,148 @@ fn a_destroy_plan_is_reviewed_and_applied_like_any_plan() {
     sb.run(&["apply", &out]).code(1);
     sb.run(&["plan", "-f", &a1, "--detailed-exitcode"]).code(2);
 }
+
+/// A fleet directory `fleet/` in the sandbox holding copies of `manifests` (name → file).
+fn fleet_dir(sb: &Sandbox, manifests: &[(&str, &str)]) -> String {
+    let dir = sb.path().join("fleet");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, from) in manifests {
+        std::fs::copy(from, dir.join(name)).unwrap();
+    }
+    dir.to_str().unwrap().to_string()
+}
+
+/// A shoot whose manifest is removed from the fleet directory stays in state: `plan -f DIR` names it
+/// (and what it holds) and plans nothing for it; `--prune` plans its destroy in the same plan file
+/// (a change, digest-pinned, marked as pruned), `apply PLAN` carries it out and the shoots still in
+/// the directory are left as they are; then the directory and the state agree again.
+#[test]
+fn regression_a_shoot_gone_from_the_fleet_directory_is_reported_and_pruned_by_a_reviewable_plan() {
+    let sb = Sandbox::new();
+    let dir = fleet_dir(&sb, &[("alpha.yaml", &common::a1()), ("bravo.yaml", &common::a2())]);
+    sb.run(&["apply", "-f", &dir, "--auto-approve"]).code(0);
+    std::fs::remove_file(sb.path().join("fleet/alpha.yaml")).unwrap();
+
+    let plan = sb.run(&["plan", "-f", &dir, "--detailed-exitcode"]).code(0);
+    assert!(
+        plan.stderr.contains(
+            "in state, not in the inputs: shoot--dev--alpha, 5 resources; `--prune` plans its destroy, `trellis state rm` forgets it"
+        ),
+        "{}",
+        plan.stderr
+    );
+    assert!(plan.stdout.starts_with("No changes."), "{}", plan.stdout);
+    // A single manifest is not the fleet: nothing is said about the other shoots in state.
+    let one = sb.run(&["plan", "-f", &format!("{dir}/bravo.yaml")]).code(0);
+    assert!(!one.stderr.contains("not in the inputs"), "{}", one.stderr);
+    // --prune needs the directory.
+    sb.run(&["plan", "-f", &format!("{dir}/bravo.yaml"), "--prune"])
+        .code(1)
+        .stderr_has("--prune needs a fleet directory among -f");
+
+    let out = sb.file("prune.json");
+    let pruned = sb.run(&["plan", "-f", &dir, "--prune", "--out", &out, "--detailed-exitcode"]).code(2);
+    assert!(
+        pruned.stderr.contains("shoot--dev--alpha, 5 resources; its destroy is planned (--prune)"),
+        "{}",
+        pruned.stderr
+    );
+    let set: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let plans = set["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 2, "{set:#}");
+    let alpha = plans.iter().find(|p| p["shoot"] == "shoot--dev--alpha").unwrap();
+    assert_eq!(alpha["destroy"], true, "{alpha:#}");
+    assert_eq!(alpha["summary"]["delete"], 1, "the resource group, with everything in it: {alpha:#}");
+    assert!(alpha["warnings"][0].as_str().unwrap().starts_with("pruned: shoot--dev--alpha is in state"), "{alpha:#}");
+    let bravo = plans.iter().find(|p| p["shoot"] == "shoot--dev--bravo").unwrap();
+    assert!(bravo.get("destroy").is_none() || bravo["destroy"] == false, "{bravo:#}");
+    let shown = sb.run_raw(&["show", &out]).code(0);
+    assert!(shown.stdout.contains("pruned: shoot--dev--alpha"), "{}", shown.stdout);
+
+    let digest =
+        set["plans"].as_array().unwrap().iter().map(|p| p["digest"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let mut args = vec!["apply", &out as &str];
+    for d in &digest {
+        args.extend(["--expect-digest", d]);
+    }
+    let applied = sb.run(&args).code(0);
+    assert!(applied.stdout.contains("shoot--dev--alpha: destroy complete."), "{}", applied.stdout);
+    assert!(applied.stdout.contains("shoot--dev--bravo: apply complete."), "{}", applied.stdout);
+    assert!(sb.resource_ids("shoot--dev--alpha").is_empty());
+    assert_eq!(sb.resource_ids("shoot--dev--bravo").len(), 7);
+    let after = sb.run(&["plan", "-f", &dir, "--detailed-exitcode"]).code(0);
+    assert!(!after.stderr.contains("not in the inputs"), "{}", after.stderr);
+}
+
+/// `apply -f DIR --prune` destroys the orphans in the same run, as the plan showed.
+#[test]
+fn apply_with_prune_destroys_the_shoots_gone_from_the_directory() {
+    let sb = Sandbox::new();
+    let dir = fleet_dir(&sb, &[("alpha.yaml", &common::a1()), ("bravo.yaml", &common::a2())]);
+    sb.run(&["apply", "-f", &dir, "--auto-approve"]).code(0);
+    std::fs::remove_file(sb.path().join("fleet/bravo.yaml")).unwrap();
+    let run = sb.run(&["apply", "-f", &dir, "--prune", "--auto-approve"]).code(0);
+    assert!(run.stdout.contains("shoot--dev--bravo: destroy complete."), "{}", run.stdout);
+    assert!(sb.resource_ids("shoot--dev--bravo").is_empty());
+    assert_eq!(sb.resource_ids("shoot--dev--alpha").len(), 5);
+}
+
+/// `--keep-going`: a shoot the provider refuses (a BYO subnet that does not exist) does not stop the
+/// fleet: the others are applied, the end lists each shoot (applied / failed: why), exit 1. Without
+/// it the refusal stops the run before anything is applied.
+#[test]
+fn regression_keep_going_applies_the_others_and_lists_every_shoot() {
+    let sb = Sandbox::new();
+    let dir = fleet_dir(
+        &sb,
+        &[("alpha.yaml", &common::a1()), ("c8.yaml", &common::scenario("C8-byo-subnet-missing/shoot.yaml"))],
+    );
+    let stopped = sb.run(&["apply", "-f", &dir, "--auto-approve"]).code(1);
+    assert!(stopped.stderr.contains("shoot--platform--byo-c8"), "{}", stopped.stderr);
+    assert!(sb.workspaces().is_empty(), "without --keep-going nothing is applied");
+
+    let run = sb.run(&["apply", "-f", &dir, "--auto-approve", "--keep-going"]).code(1);
+    assert!(run.stdout.contains("shoot--dev--alpha: apply complete."), "{}", run.stdout);
+    let failed = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("shoot--platform--byo-c8: failed: refused at planning"))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(failed.contains("c8.yaml"), "{failed}");
+    assert_eq!(sb.resource_ids("shoot--dev--alpha").len(), 5);
+
+    let json = sb.run(&["apply", "-f", &dir, "--auto-approve", "--keep-going", "--output", "json"]).code(1).json();
+    let statuses: Vec<(String, String)> = json["shoots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["shoot"].as_str().unwrap().to_string(), s["status"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("shoot--dev--alpha".to_string(), "applied".to_string()),
+            ("shoot--platform--byo-c8".to_string(), "failed".to_string())
+        ]
+    );
+}
+
+/// `destroy --detailed-exitcode` exits 2 when it destroyed something and 0 when there was nothing to
+/// destroy; `--output markdown` prints the plan and a table of the shoots' outcomes.
+#[test]
+fn destroy_has_a_detailed_exitcode_and_a_markdown_report() {
+    let sb = Sandbox::new();
+    let a1 = common::a1();
+    sb.run(&["apply", "-f", &a1, "--auto-approve"]).code(0);
+    let md = sb.run(&["destroy", "-f", &a1, "--auto-approve", "--output", "markdown", "--detailed-exitcode"]).code(2);
+    assert!(
+        md.stdout.contains("| shoot | outcome |\n|---|---|\n| `shoot--dev--alpha` | destroy complete. |"),
+        "{}",
+        md.stdout
+    );
+    assert!(md.stdout.contains("delete"), "the plan comes first: {}", md.stdout);
+    sb.run(&["destroy", "-f", &a1, "--auto-approve", "--detailed-exitcode"]).code(0);
+    // apply has them too.
+    sb.run(&["apply", "-f", &a1, "--auto-approve", "--detailed-exitcode"]).code(2);
+    sb.run(&["apply", "-f", &a1, "--auto-approve", "--detailed-exitcode"]).code(0);
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use trellis_planner::cloud::{Audited, Call, CloudWrite};
 use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::write::WriteLocks;
-use trellis_plans::{Action, Node};
+use trellis_plans::{Action, Node, Plan};
 use trellis_providers::provider::Orphan;
 use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
 
@@ -47,7 +47,15 @@ pub struct ApplyReport {
 #[derive(Serialize, Debug)]
 pub struct ShootReport {
     pub shoot: String,
+    /// What was done to it: its plan's apply, or destroy (a destroy, or a pruned shoot's in an apply).
+    pub operation: ApplyOp,
     pub ok: bool,
+    /// What became of the shoot: applied (every node done), failed, or skipped (not started).
+    pub status: ShootStatus,
+    /// Why the shoot failed or was skipped, when no node's error says it (its plan was refused, its
+    /// workspace moved on, its lock is held, an earlier shoot failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub nodes: Vec<NodeResult>,
     pub calls: Vec<Call>,
     /// Artifacts rendered from the cloud as it is after the apply (null for destroy or on failure).
@@ -58,6 +66,37 @@ pub struct ShootReport {
     /// user's NSG and route table (never deleted by trellis), with the command to prune each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub orphans: Vec<Orphan>,
+}
+
+/// What became of one shoot of an apply or destroy.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ShootStatus {
+    /// Every node completed and the workspace records it.
+    Applied,
+    /// A node failed, or the shoot could not be started (its [`ShootReport::error`] says why).
+    Failed,
+    /// Not started: an earlier shoot failed and the run was not told to keep going
+    /// ([`ApplyOptions::keep_going`]).
+    Skipped,
+}
+
+impl ShootReport {
+    /// A shoot that was not applied: refused before any node ran (`Failed`) or never started (`Skipped`).
+    pub fn not_applied(shoot: String, operation: ApplyOp, status: ShootStatus, error: String) -> ShootReport {
+        ShootReport {
+            shoot,
+            operation,
+            ok: false,
+            status,
+            error: Some(error),
+            nodes: Vec::new(),
+            calls: Vec::new(),
+            artifacts: None,
+            warnings: Vec::new(),
+            orphans: Vec::new(),
+        }
+    }
 }
 
 /// Called for every node as it starts and ends, for progress display.
@@ -135,7 +174,31 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 #[derive(Clone, Debug)]
 pub struct ApplyOptions {
     pub parallelism: usize,
+    /// What the command does; each shoot's plan says whether it is a destroy ([`Plan::destroy`]: an
+    /// apply may carry the destroy plans of pruned shoots).
     pub operation: ApplyOp,
+    /// Start every shoot even after one failed (`--keep-going`); otherwise no shoot starts after the
+    /// first failure (those in flight finish) and the rest are reported skipped.
+    pub keep_going: bool,
+    /// Where the plans were made: in this run (`apply -f`) or read from a saved plan file; says what
+    /// a workspace that moved on since its plan means.
+    pub planned: PlannedIn,
+}
+
+impl ApplyOptions {
+    /// `operation` with `parallelism`, stopping at the first failure, of plans made in this run.
+    pub fn new(parallelism: usize, operation: ApplyOp) -> ApplyOptions {
+        ApplyOptions { parallelism, operation, keep_going: false, planned: PlannedIn::ThisRun }
+    }
+}
+
+/// Where the plans an apply carries out were made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlannedIn {
+    /// By this command (`apply -f`, `destroy`), moments before.
+    ThisRun,
+    /// Read from a plan file (`apply PLAN`).
+    SavedPlan,
 }
 
 /// Applies planned shoots concurrently; at most `parallelism` nodes are in flight across the whole
@@ -165,11 +228,13 @@ pub async fn apply(
         ),
     };
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
-    let mut results: Vec<Option<Result<ShootReport>>> = plans.iter().map(|_| None).collect();
+    let mut results: Vec<Option<ShootReport>> = plans.iter().map(|_| None).collect();
     let mut waiting = plans.into_iter().enumerate();
     let mut running = tokio::task::JoinSet::new();
+    // The first shoot that failed, when the run stops at a failure: no shoot starts after it.
+    let mut stopped: Option<String> = None;
     loop {
-        while running.len() < parallelism {
+        while running.len() < parallelism && stopped.is_none() {
             let Some((i, p)) = waiting.next() else { break };
             let (ctx, mut shoot_progress) = (ctx.clone(), SendProgress(events.clone()));
             running.spawn(async move { (i, apply_one(&ctx, p, &mut shoot_progress).await) });
@@ -179,7 +244,12 @@ pub async fn apply(
             Some(event) = received.recv() => event.show(progress),
             joined = running.join_next() => match joined {
                 None => break,
-                Some(Ok((i, result))) => results[i] = Some(result),
+                Some(Ok((i, result))) => {
+                    if !result.ok && !opts.keep_going && stopped.is_none() {
+                        stopped = Some(result.shoot.clone());
+                    }
+                    results[i] = Some(result);
+                }
                 Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Some(Err(e)) => bail!("applying a shoot was interrupted: {e}"),
             },
@@ -189,9 +259,16 @@ pub async fn apply(
     while let Some(event) = received.recv().await {
         event.show(progress);
     }
+    if let Some(first) = &stopped {
+        for (i, p) in waiting {
+            let why =
+                format!("not started: {first} failed before it (--keep-going starts every shoot however others fare)");
+            let operation = operation_of(&p, opts);
+            results[i] = Some(ShootReport::not_applied(p.workspace.shoot, operation, ShootStatus::Skipped, why));
+        }
+    }
     let mut report = ApplyReport { operation: opts.operation, shoots: Vec::new(), calls: Vec::new(), ok: true };
     for shoot_report in results.into_iter().flatten() {
-        let shoot_report = shoot_report?;
         report.ok &= shoot_report.ok;
         report.calls.extend(shoot_report.calls.iter().cloned());
         report.shoots.push(shoot_report);
@@ -246,10 +323,37 @@ impl Progress for SendProgress {
     }
 }
 
-async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
+/// Applies one shoot under its workspace lock. A shoot that cannot be started or recorded (its lock
+/// held, its workspace moved on, the state unreadable) is a failed shoot of the report, not the end
+/// of the run: the other shoots' reports are kept.
+async fn apply_one(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> ShootReport {
+    let (shoot, operation) = (p.workspace.shoot.clone(), operation_of(&p, &ctx.opts));
+    match apply_one_locked(ctx, p, progress).await {
+        Ok(report) => report,
+        Err(e) => {
+            let line = format!("{shoot}: {}", error_line(&e));
+            progress.message(&line);
+            ShootReport::not_applied(shoot, operation, ShootStatus::Failed, error_line(&e))
+        }
+    }
+}
+
+/// `e` on one line: its messages, outermost first, each once.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(text.as_str())) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ").replace('\n', "; ")
+}
+
+async fn apply_one_locked(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
     let shoot = p.workspace.shoot.clone();
     let store: &dyn StateStore = ctx.store.as_ref();
-    let lock = LockInfo::here(ctx.opts.operation.as_str());
+    let lock = LockInfo::here(operation_of(&p, &ctx.opts).as_str());
     let mut warnings = Vec::new();
     if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock).map_err(anyhow::Error::from))? {
         let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
@@ -269,10 +373,20 @@ async fn apply_locked(
 ) -> Result<ShootReport> {
     let plan = &p.planned.plan;
     let opts = &ctx.opts;
+    let operation = operation_of(&p, opts);
+    let destroy = operation == ApplyOp::Destroy;
     let store: &dyn StateStore = ctx.store.as_ref();
     let workspace = p.workspace.shoot.clone();
     let mut ws = store.load(&workspace)?.unwrap_or_else(|| Workspace::new(&workspace));
-    check_prior(plan, &ws)?;
+    match opts.planned {
+        PlannedIn::SavedPlan => check_prior(plan, &ws)?,
+        PlannedIn::ThisRun => check_moved_on(plan, &ws, operation)?,
+    }
+    if !destroy {
+        // Every commit of this apply carries the manifest it applies: a shoot whose manifest is later
+        // removed from the inputs can still be destroyed from state (`--prune`).
+        ws.applied_manifest = plan.source.as_ref().map(|s| s.shoot.clone());
+    }
     let (provider_cloud, cloud_ctx) = ctx.clouds.of(p.provider)?;
     let write_locks = match ctx.write_locks.get(p.provider.type_name()) {
         Some(locks) => Arc::clone(locks),
@@ -287,12 +401,10 @@ async fn apply_locked(
         write_locks,
     };
     let results = {
-        let mut persist =
-            Persist { store: ctx.store.as_ref(), ws: &mut ws, operation: opts.operation.as_str(), progress };
+        let mut persist = Persist { store: ctx.store.as_ref(), ws: &mut ws, operation: operation.as_str(), progress };
         exec::execute(&plan.nodes, cloud, &exec_opts, &mut persist).await?
     };
     let mut ok = results.iter().all(|r| r.outcome.is_ok());
-    let destroy = opts.operation == ApplyOp::Destroy;
     let mut artifacts = None;
     let mut orphans = Vec::new();
     if ok && destroy {
@@ -307,7 +419,8 @@ async fn apply_locked(
         ws.resources.clear();
         ws.outputs = None;
         ws.provider_state = None;
-        blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
+        ws.applied_manifest = None;
+        blocking(|| store.commit(&mut ws, operation.as_str()).map_err(anyhow::Error::from))?;
     } else if ok {
         // The resources are in place; the artifacts are re-rendered from the cloud as it is now
         // (public IP addresses are known only after apply). If that read fails, the state keeps the
@@ -327,7 +440,7 @@ async fn apply_locked(
                 // A workspace left as it was is not committed: a no-op apply does not bump the serial
                 // (which would make every saved plan of the shoot stale for nothing).
                 if ws.serial == 0 || forgot || !same {
-                    blocking(|| store.commit(&mut ws, opts.operation.as_str()).map_err(anyhow::Error::from))?;
+                    blocking(|| store.commit(&mut ws, operation.as_str()).map_err(anyhow::Error::from))?;
                 }
                 artifacts = Some(value);
             }
@@ -340,5 +453,43 @@ async fn apply_locked(
             }
         }
     }
-    Ok(ShootReport { shoot: workspace, ok, nodes: results, calls: audited.calls(), artifacts, warnings, orphans })
+    let status = if ok { ShootStatus::Applied } else { ShootStatus::Failed };
+    Ok(ShootReport {
+        shoot: workspace,
+        operation,
+        ok,
+        status,
+        error: None,
+        nodes: results,
+        calls: audited.calls(),
+        artifacts,
+        warnings,
+        orphans,
+    })
+}
+
+/// What applying `p` does: its plan's destroy (a destroy, or a pruned shoot's in an apply) or apply.
+fn operation_of(p: &ShootPlan, opts: &ApplyOptions) -> ApplyOp {
+    if p.planned.plan.destroy || opts.operation == ApplyOp::Destroy {
+        ApplyOp::Destroy
+    } else {
+        ApplyOp::Apply
+    }
+}
+
+/// For plans made by this run: the workspace must be the version it planned against. Another trellis
+/// run that committed to it between this run's plan and its lock (it applied, destroyed or repaired
+/// the shoot) is said as such: nothing of this shoot's plan runs.
+fn check_moved_on(plan: &Plan, ws: &Workspace, operation: ApplyOp) -> Result<()> {
+    let moved =
+        plan.prior.serial != ws.serial || (plan.prior.lineage.is_some() && plan.prior.lineage != ws.prior().lineage);
+    if moved {
+        bail!(
+            "its workspace moved on while this run planned it: another trellis run committed to it (serial {} when planned, {} now), so nothing of this shoot was {}; run the command again to plan against what that run left",
+            plan.prior.serial,
+            ws.serial,
+            if operation == ApplyOp::Destroy { "destroyed" } else { "applied" }
+        );
+    }
+    Ok(())
 }

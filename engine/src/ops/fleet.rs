@@ -44,8 +44,19 @@ pub async fn plan_files_with(
     shard: Option<Shard>,
     note: impl FnMut(String),
 ) -> Result<FleetPlans> {
+    plan_files_with_options(session, paths, StreamOptions { destroy, shard, ..StreamOptions::default() }, note).await
+}
+
+/// [`plan_files_with`] under `opts` (destroy, shard, orphans, keep going; what it hands out is set here:
+/// every shoot's whole [`ShootPlan`]).
+pub async fn plan_files_with_options(
+    session: &Session,
+    paths: &[PathBuf],
+    opts: StreamOptions,
+    note: impl FnMut(String),
+) -> Result<FleetPlans> {
     let files = read_ahead(Arc::clone(&session.registry), list_manifest_files(paths)?);
-    let opts = StreamOptions { keep: true, destroy, shard, ..StreamOptions::default() };
+    let opts = StreamOptions { keep: true, json: false, text: None, keep_plans: false, ..opts };
     let mut plans = Vec::new();
     let mut summary = plan_fleet_streaming(session, paths, files, opts, note, |p| {
         plans.extend(p.shoot_plan);
@@ -101,10 +112,60 @@ async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Ve
     }
     if !failures.is_empty() {
         failures.sort_by_key(|f| f.0);
-        return Err(FleetError::new(failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect()).into());
+        let failures = failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect();
+        if shared.opts.keep_going {
+            // The caller takes them from the error and goes on with the plans.
+            return Err(KeptGoing { plans: take_sorted(done), failures }.into());
+        }
+        return Err(FleetError::new(failures).into());
     }
+    Ok(take_sorted(done))
+}
+
+/// What [`plan_inputs`] gives under `keep_going` when some inputs were refused: the plans of the others
+/// and the refusals. An error only to keep one return type; [`plan_inputs_keep_going`] takes it apart.
+#[derive(Debug)]
+struct KeptGoing {
+    plans: Vec<ShootPlan>,
+    failures: Vec<(String, PathBuf, ProviderError)>,
+}
+
+impl std::fmt::Display for KeptGoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} shoot(s) refused", self.failures.len())
+    }
+}
+
+impl std::error::Error for KeptGoing {}
+
+impl std::fmt::Debug for ShootPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShootPlan").field("workspace", &self.workspace.shoot).finish_non_exhaustive()
+    }
+}
+
+/// [`plan_inputs`], with the refusals of a `keep_going` run moved into `refused`.
+async fn plan_inputs_keep_going(
+    shared: &Arc<Shared>,
+    shoots: Vec<ShootInput>,
+    refused: &mut Vec<(String, PathBuf, ProviderError)>,
+) -> Result<Vec<ShootPlan>> {
+    match plan_inputs(shared, shoots).await {
+        Ok(plans) => Ok(plans),
+        Err(e) => match e.downcast::<KeptGoing>() {
+            Ok(kept) => {
+                refused.extend(kept.failures);
+                Ok(kept.plans)
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// The plans of `done` (input index, plan) in input order.
+fn take_sorted(mut done: Vec<(usize, ShootPlan)>) -> Vec<ShootPlan> {
     done.sort_by_key(|(i, _)| *i);
-    Ok(done.into_iter().map(|(_, p)| p).collect())
+    done.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Why [`plan_one`] gave no plan.
@@ -323,6 +384,25 @@ pub struct StreamOptions {
     pub keep: bool,
     /// Plan the shoots' deletion (each provider's delete graph) instead of their reconcile.
     pub destroy: bool,
+    /// What to do about shoots in state whose manifests are not among the inputs.
+    pub orphans: Orphans,
+    /// A shoot the provider refuses (invalid, pre-flight, the cloud) does not fail the call: it is
+    /// listed in [`StreamSummary::refused`] and the others are planned (`--keep-going`).
+    pub keep_going: bool,
+}
+
+/// What a fleet plan does about shoots in state whose manifests are not among the inputs (orphans):
+/// the inputs are a fleet directory that is the whole truth of the state (sharded: of the shard).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Orphans {
+    /// Not looked for (the inputs are files, not the fleet).
+    #[default]
+    Ignore,
+    /// One note each: `in state, not in the inputs: ID, N resources`.
+    Report,
+    /// The note, and each one's destroy planned from the manifest it was last applied with
+    /// ([`trellis_state::Workspace::applied_manifest`]), handed out after the fleet's plans (`--prune`).
+    Prune,
 }
 
 /// One planned shoot, as [`plan_fleet_streaming`] hands it out (in input order).
@@ -368,7 +448,7 @@ impl StreamedPlan {
 }
 
 /// How many shoots a streaming plan has handed out, and whether any has changes.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct StreamSummary {
     pub plans: usize,
     pub changes: bool,
@@ -377,6 +457,11 @@ pub struct StreamSummary {
     pub fleet_warnings: Vec<FleetWarning>,
     /// With [`StreamOptions::shard`]: the shoots it took and those it left to the other shards.
     pub shard: ShardCount,
+    /// With [`StreamOptions::keep_going`]: the shoots the providers refused (technical id, file, why),
+    /// in input order; the others were planned.
+    pub refused: Vec<(String, PathBuf, ProviderError)>,
+    /// The shoots in state whose manifests are not among the inputs ([`StreamOptions::orphans`]).
+    pub orphans: Vec<String>,
 }
 
 /// What planning one Shoot document of [`plan_file`] gave.
@@ -685,6 +770,7 @@ pub async fn plan_fleet_streaming(
                     other.get_or_insert(e);
                     failed = true;
                 }
+                DocOutcome::Failed(e) if opts.keep_going => summary.refused.push((id, doc.file, e)),
                 DocOutcome::Failed(e) => {
                     failures.push((id, doc.file, e));
                     failed = true;
@@ -736,9 +822,31 @@ pub async fn plan_fleet_streaming(
         if let Some(shard) = opts.shard {
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
-        derived = plan_inputs(&shared, inputs).await?;
+        derived = plan_inputs_keep_going(&shared, inputs, &mut summary.refused).await?;
         loaded_seeds = loaded.seeds;
     }
+    // Shoots in state whose manifests are gone from the inputs: noted, and with `--prune` their
+    // destroys planned (handed out after every other plan).
+    let pruned = if opts.orphans == Orphans::Ignore {
+        Vec::new()
+    } else {
+        let orphans = find_orphans(session, &seen, opts.shard)?;
+        for o in &orphans {
+            note(o.note(opts.orphans));
+        }
+        summary.orphans = orphans.iter().map(|o| o.workspace.shoot.clone()).collect();
+        if opts.orphans == Orphans::Prune {
+            let inputs = orphans.into_iter().map(|o| o.input(&session.registry)).collect::<Result<Vec<_>>>()?;
+            let destroy = Arc::new(Shared::new(session, StreamOptions { destroy: true, ..opts }));
+            let mut plans = plan_inputs_keep_going(&destroy, inputs, &mut summary.refused).await?;
+            for p in &mut plans {
+                p.planned.plan.warnings.insert(0, pruned_warning(&p.workspace.shoot));
+            }
+            plans
+        } else {
+            Vec::new()
+        }
+    };
     if opts.destroy {
         let mut ids: Vec<(&String, &manifest::DocRef)> = seen.iter().collect();
         ids.sort_by(|a, b| a.0.cmp(b.0));
@@ -759,13 +867,98 @@ pub async fn plan_fleet_streaming(
         session.features,
         Some(session.store.as_ref()),
     )?;
-    // The derived plans go out last, after every infrastructure plan, in shoot order.
-    for planned in derived {
+    // The derived plans go out last, after every infrastructure plan, in shoot order; then the
+    // pruned shoots' destroys.
+    for planned in derived.into_iter().chain(pruned) {
         summary.plans += 1;
         summary.changes |= planned.planned.plan.has_changes();
         emit(StreamedPlan::with_facts(planned, &opts).0)?;
     }
     Ok(summary)
+}
+
+/// The warning that opens a pruned shoot's destroy plan: why a shoot nobody named is destroyed.
+pub fn pruned_warning(workspace: &str) -> String {
+    format!(
+        "pruned: {workspace} is in state but its manifest is not among the inputs; this plan destroys it (--prune), as planned from the manifest it was last applied with"
+    )
+}
+
+/// A workspace in state whose shoot is not among a fleet's inputs.
+struct Orphan {
+    workspace: Workspace,
+}
+
+impl Orphan {
+    /// The note `plan -f DIR` prints about it.
+    fn note(&self, mode: Orphans) -> String {
+        let n = self.workspace.resources.len();
+        let what = format!(
+            "in state, not in the inputs: {}, {n} resource{}",
+            trellis_plans::escape::text(&self.workspace.shoot),
+            if n == 1 { "" } else { "s" }
+        );
+        if mode == Orphans::Prune {
+            format!("{what}; its destroy is planned (--prune)")
+        } else {
+            format!("{what}; `--prune` plans its destroy, `trellis state rm` forgets it")
+        }
+    }
+
+    /// The input its destroy is planned from: the manifest it was last applied with, read by the
+    /// provider that wrote its state.
+    fn input(self, registry: &Registry) -> Result<ShootInput> {
+        let id = self.workspace.shoot.as_str();
+        let (Some(state), Some(manifest)) = (&self.workspace.provider_state, &self.workspace.applied_manifest) else {
+            bail!(
+                "{id} is in state but not in the inputs, and its workspace does not hold the manifest it was applied with (an earlier trellis applied it): destroy it with `trellis destroy -f MANIFEST` (the manifest from your repository's history), or forget it with `trellis state rm {id}`"
+            );
+        };
+        let Some(entry) = registry.entry(&state.provider) else {
+            bail!("{id}: its state was written by provider {:?}, which this trellis does not know; prune it with a trellis that has it", state.provider);
+        };
+        let shoot = entry.provider.shoot_from_json(manifest).with_context(|| {
+            format!(
+                "{id}: the manifest its workspace holds cannot be read; destroy it with `trellis destroy -f MANIFEST`"
+            )
+        })?;
+        let input = ShootInput::new(registry, PathBuf::from(format!("{id} in state")), entry.provider, shoot);
+        if input.id() != id {
+            bail!("{id}: the manifest its workspace holds is of {}; the state was edited — check it with `trellis state show {id}`", input.id());
+        }
+        Ok(input)
+    }
+}
+
+/// The workspaces in state (of `shard`'s shoots) that hold something (resources or provider state)
+/// and whose shoot is not among `seen` (the inputs' technical ids; a derived workspace,
+/// `<id><suffix>`, goes with its shoot), sorted by name.
+fn find_orphans(
+    session: &Session,
+    seen: &HashMap<String, manifest::DocRef>,
+    shard: Option<Shard>,
+) -> Result<Vec<Orphan>> {
+    let suffixes: Vec<&str> = session
+        .registry
+        .entries()
+        .iter()
+        .filter_map(|e| e.derived.map(|d| d.workspace_suffix))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for summary in session.store.list()? {
+        let name = summary.shoot.as_str();
+        let shoot = suffixes.iter().find_map(|s| name.strip_suffix(s)).unwrap_or(name);
+        if seen.contains_key(shoot) || shard.is_some_and(|s| !s.takes(shoot)) {
+            continue;
+        }
+        let Some(ws) = session.store.load(name)? else { continue };
+        if ws.resources.is_empty() && ws.provider_state.is_none() {
+            continue; // destroyed, or never applied
+        }
+        out.push(Orphan { workspace: ws });
+    }
+    Ok(out)
 }
 
 /// The plan documents of planned shoots, by value: for the fleet's plan file without copying it.

@@ -39,14 +39,21 @@ pub(crate) fn check_prior(plan: &Plan, ws: &Workspace) -> Result<()> {
 /// always what trellis plans itself — ownership, actions, ids and patches come from the provider, never
 /// from the file. A write by someone else that changes no planned node (a CCM's NSG rule, a route)
 /// leaves the saved plan valid.
-pub async fn check_saved_plan(
-    session: &Session,
-    saved: &PlanSet,
-    shoots: Vec<ShootInput>,
-    destroy: bool,
-) -> Result<Vec<ShootPlan>> {
-    let mut fresh: BTreeMap<String, ShootPlan> =
-        plan_fleet(session, shoots, destroy).await?.into_iter().map(|p| (p.workspace.shoot.clone(), p)).collect();
+pub async fn check_saved_plan(session: &Session, saved: &PlanSet, shoots: Vec<ShootInput>) -> Result<Vec<ShootPlan>> {
+    // Each shoot is planned again as its saved plan was: a destroy (`plan --destroy`, or a pruned
+    // shoot's of `plan --prune`) or not.
+    let destroys: std::collections::BTreeSet<String> =
+        saved.plans.iter().filter(|p| p.destroy).map(|p| session.registry.plan_workspace(p)).collect();
+    let (destroy, reconcile): (Vec<ShootInput>, Vec<ShootInput>) =
+        shoots.into_iter().partition(|s| destroys.contains(&s.id()));
+    let mut fresh: BTreeMap<String, ShootPlan> = BTreeMap::new();
+    for (inputs, destroy) in [(reconcile, false), (destroy, true)] {
+        if !inputs.is_empty() {
+            fresh.extend(
+                plan_fleet(session, inputs, destroy).await?.into_iter().map(|p| (p.workspace.shoot.clone(), p)),
+            );
+        }
+    }
     let mut out = Vec::new();
     for old in &saved.plans {
         let Some(p) = fresh.remove(&session.registry.plan_workspace(old)) else {

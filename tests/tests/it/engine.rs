@@ -121,7 +121,7 @@ async fn a_saved_plan_is_refused_once_state_moved() {
     let saved = PlanSet::new(vec![s.plan().await.unwrap()]);
     assert!(s.apply().await.unwrap().ok);
     let shoots = ops::shoots_from_plan(&saved).unwrap();
-    let err = ops::check_saved_plan(&s.session, &saved, shoots, false).await.err().expect("stale plan refused");
+    let err = ops::check_saved_plan(&s.session, &saved, shoots).await.expect_err("stale plan refused");
     let msg = format!("{err:#}");
     assert!(msg.contains("stale plan") && msg.contains("re-run `trellis plan`"), "{msg}");
 }
@@ -133,13 +133,13 @@ async fn a_saved_plan_is_refused_when_the_cloud_changed() {
     // Someone changes the user's public IP out of band.
     s.sync_world("world-ip-changed.yaml");
     let shoots = ops::shoots_from_plan(&saved).unwrap();
-    let err = ops::check_saved_plan(&s.session, &saved, shoots, false).await.err().expect("stale plan refused");
+    let err = ops::check_saved_plan(&s.session, &saved, shoots).await.expect_err("stale plan refused");
     let msg = format!("{err:#}");
     assert!(msg.contains("the cloud changed since the plan was made"), "{msg}");
     // A fresh plan applies fine.
     let fresh = PlanSet::new(vec![s.plan().await.unwrap()]);
     let shoots = ops::shoots_from_plan(&fresh).unwrap();
-    let plans = ops::check_saved_plan(&s.session, &fresh, shoots, false).await.unwrap();
+    let plans = ops::check_saved_plan(&s.session, &fresh, shoots).await.unwrap();
     assert!(s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap().ok);
 }
 
@@ -148,8 +148,12 @@ async fn a_locked_workspace_is_refused_with_the_holder() {
     let s = Scenario::new("A1");
     let holder = LockInfo { pid: 1, operation: "apply".into(), ..LockInfo::here("apply") };
     s.session.store.lock("shoot--dev--alpha", &holder).unwrap();
-    let err = s.apply().await.expect_err("locked");
-    let msg = format!("{err:#}");
+    // A shoot whose lock is held fails on its own (the other shoots of the fleet are not stopped by
+    // an error of the run): its report says why.
+    let report = s.apply().await.unwrap();
+    assert!(!report.ok);
+    assert_eq!(report.shoots[0].status, ops::ShootStatus::Failed);
+    let msg = report.shoots[0].error.clone().unwrap();
     assert!(
         msg.contains("shoot--dev--alpha") && msg.contains("pid 1") && msg.contains("trellis state unlock"),
         "{msg}"
@@ -212,4 +216,54 @@ async fn crash_safety_of_a_replace_converges() {
         assert!(!again.has_changes(), "call {n}: not converged:\n{}", trellis_tests::text(&again));
         assert_eq!(cloud_ids(&s), expected_cloud, "call {n}");
     }
+}
+
+/// A fleet apply stops at the first failing shoot unless told to keep going: with one shoot in flight
+/// at a time, the shoot after a failed one is reported skipped (not started, nothing written to it);
+/// with `keep_going` it is applied.
+#[tokio::test]
+async fn regression_a_failing_shoot_stops_the_fleet_unless_keep_going() {
+    for keep_going in [false, true] {
+        let mut s = Scenario::new("B6");
+        s.session.retry = RetryPolicy::immediate(1);
+        let plans = s.plan_files(&["shoot-a.yaml", "shoot-b.yaml"]).await.unwrap();
+        let order: Vec<String> = plans.iter().map(|p| p.workspace.shoot.clone()).collect();
+        let (first, second) = (order[0].clone(), order[1].clone());
+        s.sim().set_faults(Faults::none().with_rule(trellis_sim::FaultRule::always(
+            trellis_sim::Matcher::target_contains(&first),
+            Fault::Forbidden,
+        )));
+        let opts = ops::ApplyOptions { keep_going, ..ops::ApplyOptions::new(1, ops::ApplyOp::Apply) };
+        let report = ops::apply(&s.session, plans, &opts, &mut ops::Quiet).await.unwrap();
+        assert!(!report.ok);
+        assert_eq!(report.shoots[0].status, ops::ShootStatus::Failed, "{first}");
+        let other = &report.shoots[1];
+        if keep_going {
+            assert_eq!(other.status, ops::ShootStatus::Applied, "{second}: {other:?}");
+        } else {
+            assert_eq!(other.status, ops::ShootStatus::Skipped, "{second}: {other:?}");
+            assert!(other.calls.is_empty() && other.nodes.is_empty());
+            let why = other.error.as_deref().unwrap();
+            assert!(why.contains(&format!("{first} failed before it")) && why.contains("--keep-going"), "{why}");
+            assert!(s.session.store.load(&second).unwrap().is_none(), "nothing of the skipped shoot recorded");
+        }
+    }
+}
+
+/// `apply -f` plans and applies in one run; a shoot whose workspace another run committed to in
+/// between is not applied, and its report says what happened (not "stale plan", which is about plan
+/// files).
+#[tokio::test]
+async fn regression_a_workspace_that_moved_on_during_apply_is_said_as_such() {
+    let s = Scenario::new("A1");
+    let plans = s.plan_files(&["shoot.yaml"]).await.unwrap();
+    assert!(s.apply().await.unwrap().ok, "another run applies the shoot meanwhile");
+    let report = s.apply_plans(plans, ops::ApplyOp::Apply).await.unwrap();
+    assert!(!report.ok);
+    let why = report.shoots[0].error.clone().unwrap();
+    assert!(
+        why.contains("its workspace moved on while this run planned it") && why.contains("serial 0 when planned"),
+        "{why}"
+    );
+    assert!(!why.contains("stale plan"), "{why}");
 }

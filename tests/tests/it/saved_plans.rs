@@ -31,7 +31,7 @@ async fn refused(s: &Scenario, set: &PlanSet) -> Option<String> {
         Ok(shoots) => shoots,
         Err(e) => return Some(format!("{e:#}")),
     };
-    ops::check_saved_plan(&s.session, &set, shoots, false).await.err().map(|e| format!("{e:#}"))
+    ops::check_saved_plan(&s.session, &set, shoots).await.err().map(|e| format!("{e:#}"))
 }
 
 /// The plan of the scenario's `shoot.yaml`, as `trellis plan --out` saves it (with its manifest).
@@ -169,8 +169,7 @@ async fn regression_saved_plan_survives_a_runtime_writer_that_changes_no_planned
     ccm.add_node("node-1", "100.96.1.0/24").await.unwrap();
 
     let shoots = ops::shoots_from_plan(&updated).unwrap();
-    let plans =
-        ops::check_saved_plan(&s.session, &updated, shoots, false).await.expect("the saved plan is still valid");
+    let plans = ops::check_saved_plan(&s.session, &updated, shoots).await.expect("the saved plan is still valid");
     assert!(s.apply_plans(plans, trellis_engine::ops::ApplyOp::Apply).await.unwrap().ok);
 }
 
@@ -183,7 +182,7 @@ async fn regression_saved_plan_goes_stale_when_a_planned_node_changes() {
     let subnet = set.plans[0].nodes.iter().find(|n| n.kind == trellis_providers::azure::kind::SUBNET).unwrap().clone();
     s.sim().delete(subnet.id.as_deref().unwrap()).await.unwrap();
     let shoots = ops::shoots_from_plan(&set).unwrap();
-    let msg = format!("{:#}", ops::check_saved_plan(&s.session, &set, shoots, false).await.err().expect("stale"));
+    let msg = format!("{:#}", ops::check_saved_plan(&s.session, &set, shoots).await.expect_err("stale"));
     assert!(
         msg.contains(&format!(
             "stale plan: node {}: the action is `noop` in the plan file, `create` now",

@@ -45,7 +45,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     assert!(plan.has_changes(), "a fresh shoot has resources to create");
     assert!(cloud.calls().iter().all(|c| c.op == Op::Read), "plan never writes");
 
-    let opts = ApplyOptions { parallelism: 4, operation: trellis_engine::ops::ApplyOp::Apply };
+    let opts = ApplyOptions::new(4, trellis_engine::ops::ApplyOp::Apply);
     let report = ops::apply(&session, plans, &opts, &mut Quiet).await.expect("apply");
     let failed: Vec<_> = report.shoots[0].nodes.iter().filter(|n| !n.outcome.is_ok()).collect();
     assert!(report.ok, "apply failed: {failed:?} {:?}", report.shoots[0].warnings);
@@ -83,7 +83,7 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
 
     // Destroy: DELETEs through the client; the shoot's resources are gone.
     let plans = ops::plan_files(&session, &[a2()], true, None).await.expect("destroy plan").plans;
-    let opts = ApplyOptions { parallelism: 4, operation: trellis_engine::ops::ApplyOp::Destroy };
+    let opts = ApplyOptions::new(4, trellis_engine::ops::ApplyOp::Destroy);
     let report = ops::apply(&session, plans, &opts, &mut Quiet).await.expect("destroy");
     assert!(report.ok, "destroy failed: {:?}", report.shoots[0].nodes);
     assert!(cloud.calls().iter().any(|c| c.method == "DELETE" && c.op == Op::Write));

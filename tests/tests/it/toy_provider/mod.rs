@@ -56,7 +56,7 @@ async fn plan_and_apply(state: &Path, file: &Path, destroy: bool) -> Vec<(String
     let result = async {
         let plans = ops::plan_files(&session, &[file.to_path_buf()], destroy, None).await?.plans;
         let planned = actions(&plans);
-        let opts = ApplyOptions { parallelism: 4, operation };
+        let opts = ApplyOptions::new(4, operation);
         let report = ops::apply(&session, plans, &opts, &mut Quiet).await?;
         anyhow::ensure!(report.ok, "the apply failed: {report:?}");
         Ok(planned)
