@@ -288,3 +288,46 @@ fn regression_a_byo_shoot_plans_against_recorded_responses_of_an_auto_mode_vpc_w
     let alias = auto_mode_world(&sb2, "gce");
     sb2.run(&["plan", "-f", &shoot, "--world", &alias]).code(0).stdout_has("gcp.network.acme-prod.default (user)");
 }
+
+/// A Bastion not deleted before the shoot leaves its three tag-scoped firewall rules in the user's
+/// VPC: the destroy never deletes them (upstream leaves them to the bastion controller), and names
+/// each with the command that prunes it, as Azure's destroy names what is left on the user's NSG.
+#[test]
+fn regression_gcp_destroy_names_what_the_bastion_left_in_the_users_vpc() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (example("byo-ipv4/shoot.yaml"), example("byo-ipv4/world.yaml"));
+    sb.run(&["apply", "--auto-approve", "-f", &shoot, "--world", &world]).code(0);
+    let tn = "shoot--platform--payments";
+    sb.run(&[
+        "sim",
+        "gce",
+        "bastion",
+        "create",
+        "--shoot",
+        tn,
+        "--name",
+        "ops-bastion",
+        "--zone",
+        "europe-west1-b",
+        "--operator-cidr",
+        "203.0.113.0/24",
+    ])
+    .code(0);
+    let out = sb.run(&["destroy", "--auto-approve", "-f", &shoot]).code(0);
+    assert!(
+        out.stdout.contains(&format!("{tn}: 3 artifact(s) of the CCM and bastion controller remain in your network; trellis does not delete them. To prune:")),
+        "{}",
+        out.stdout
+    );
+    for rule in ["ops-bastion-allow-ssh", "ops-bastion-deny-all", "ops-bastion-egress-worker"] {
+        assert!(
+            out.stdout.contains(&format!(
+                "  gcloud compute firewall-rules delete {rule} --project=trellis-sim  # bastion controller"
+            )),
+            "{rule}: {}",
+            out.stdout
+        );
+    }
+    let json = sb.run(&["sim", "gce", "show", "projects/trellis-sim/global/firewalls/ops-bastion-deny-all"]).code(0);
+    assert!(json.stdout.contains("ops-bastion-deny-all"), "still there: {}", json.stdout);
+}

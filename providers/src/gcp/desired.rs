@@ -637,6 +637,40 @@ fn ccm_route_of_shoot(route: &Value, vpc: &str, tn: &str) -> bool {
     name.starts_with(names::SHOOT_ROUTE_PREFIX) && in_network(route, vpc) && hop.starts_with(&format!("{tn}-"))
 }
 
+/// Suffixes of the bastion controller's three firewall rules (`<base>-allow-ssh`, …), each
+/// tag-scoped to the bastion VM's tag `<base>`.
+pub const BASTION_RULE_SUFFIXES: [&str; 3] = ["-allow-ssh", "-egress-worker", "-deny-all"];
+
+/// The bastion controller's firewall rules in a VPC of the user's (a Bastion not deleted before the
+/// shoot): rules in the shoot's VPC named `<base><suffix>` whose only target tag is `<base>`. Nothing
+/// deletes them (upstream's destroy leaves them to the bastion controller); the orphan report names
+/// them. Sorted by name. Needs the destroy discovery's firewall list.
+pub fn bastion_rules_left(
+    cfg: &InfrastructureConfig,
+    ctx: &Ctx,
+    observed: &Observed,
+) -> Result<Vec<String>, NotFetched> {
+    if !names::is_user_vpc(cfg) {
+        return Ok(Vec::new());
+    }
+    let vpc = names::vpc_name(cfg, &ctx.tn);
+    let mut out = Vec::new();
+    for rule in observed.list(&names::global(&ctx.project), collection::FIREWALLS)? {
+        let Some(name) = rule.get("name").and_then(Value::as_str) else { continue };
+        let Some(base) = BASTION_RULE_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)) else { continue };
+        let tags: Vec<&str> = rule
+            .get("targetTags")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if in_network(rule, &vpc) && tags == [base] {
+            out.push(name.to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 fn runtime_cleanups(
     cfg: &InfrastructureConfig,
     ctx: &Ctx,

@@ -264,6 +264,15 @@ impl Stages for Gcp {
                 writer,
             });
         }
+        // What the bastion controller left in a VPC of the user's: never deleted by trellis either.
+        for name in desired::bastion_rules_left(cfg, &ctx, &observed).map_err(bug("gcp orphans"))? {
+            out.push(Orphan {
+                kind: kind::FIREWALL,
+                id: desired::firewall_res(&ctx, &name).id,
+                writer: "bastion controller",
+                prune: format!("gcloud compute firewall-rules delete {name} --project={}", ctx.project),
+            });
+        }
         Ok(out)
     }
 
