@@ -234,6 +234,34 @@ impl Env {
         out
     }
 
+    /// The flags given on the command line that choose or reach a real cloud, or change how a plan
+    /// reads one (`--cloud` other than sim, `--endpoint`, `--accept-drift`, the bindings' account
+    /// flags but `--project`, which names the simulated project too): `trellis sim` refuses them, they
+    /// mean nothing to the simulated clouds.
+    fn real_cloud_flags(&self) -> Vec<String> {
+        let mut given = Vec::new();
+        if self.cloud != "sim" {
+            given.push(format!("--cloud {}", self.cloud));
+        }
+        if self.endpoint.is_some() {
+            given.push("--endpoint".to_string());
+        }
+        if self.accept_drift {
+            given.push("--accept-drift".to_string());
+        }
+        let matches = &self.bindings.0;
+        for arg in registry().args() {
+            let id = arg.get_id().as_str();
+            let from_command_line = matches.try_contains_id(id).unwrap_or(false)
+                && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+            match arg.get_long() {
+                Some(long) if from_command_line && long != "project" => given.push(format!("--{long}")),
+                _ => {}
+            }
+        }
+        given
+    }
+
     /// Where the simulated clouds live for this command ([`SimPlace::choose`]).
     fn sim_place(&self, location: &StateLocation) -> SimPlace {
         SimPlace::choose(location, self.sim_dir.as_deref(), self.endpoint.is_some())

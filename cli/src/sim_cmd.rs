@@ -155,6 +155,15 @@ fn audit(session: Session, writes: bool, output: ReportOutput) -> Result<u8> {
 
 pub async fn run(args: SimArgs) -> Result<u8> {
     let env = &args.env;
+    let given = env.real_cloud_flags();
+    if !given.is_empty() {
+        bail!(
+            "{} {} nothing to `trellis sim`: it works on the simulated clouds of the state dir or --sim-dir; drop {} (a real client reaches `trellis sim serve` with `--cloud azure|gcp --endpoint URL` on its own command)",
+            given.join(", "),
+            if given.len() == 1 { "means" } else { "mean" },
+            if given.len() == 1 { "it" } else { "them" }
+        );
+    }
     if let SimCommand::Own(Own::Serve { listen, page_size, throttle }) = args.command {
         let opts = ServeOptions { page_size: page_size.map(|n| n as usize) };
         return serve(env, listen, &opts, &throttle).await;

@@ -226,3 +226,20 @@ fn sim_serve_refuses_a_page_size_out_of_range() {
     assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
     assert!(!sb.path().join("state").exists(), "nothing was opened");
 }
+
+/// `trellis sim` (serve among its commands) works on the simulated clouds only: the flags that choose
+/// or reach a real cloud mean nothing to it and are refused in one line naming them, before anything
+/// is opened or served; `--project` (the simulated project's name) and `--world` still work.
+#[test]
+fn regression_sim_commands_refuse_the_real_clouds_flags() {
+    let sb = crate::common::Sandbox::new();
+    for (args, named) in [
+        (vec!["sim", "serve", "--cloud", "azure"], "--cloud azure means nothing to `trellis sim`"),
+        (vec!["sim", "serve", "--endpoint", "http://127.0.0.1:1"], "--endpoint means nothing"),
+        (vec!["sim", "audit", "--accept-drift", "--subscription", "x"], "--accept-drift, --subscription mean nothing"),
+        (vec!["sim", "serve", "--dns-project", "p"], "--dns-project means nothing"),
+    ] {
+        sb.run(&args).code(1).stderr_has(named);
+    }
+    assert!(!std::path::Path::new(sb.state()).exists(), "nothing was opened");
+}
