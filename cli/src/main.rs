@@ -246,9 +246,9 @@ impl Env {
         out
     }
 
-    /// `--lock-timeout`: each wait for a held lock says so on stderr, naming the holder.
+    /// `--lock-timeout` ([`lock_wait`]).
     fn lock_wait(&self) -> LockWait {
-        LockWait::new(self.lock_timeout, |waiting| eprintln!("{}", escape::text(&waiting.to_string())))
+        lock_wait(self.lock_timeout)
     }
 
     /// Where the simulated clouds live for this command ([`SimPlace::choose`]).
@@ -264,6 +264,12 @@ impl Env {
             SimPlace::Temporary => "a temporary dir (pass --sim-dir)".to_string(),
         }
     }
+}
+
+/// `--lock-timeout`: each wait for a held lock says so on stderr, naming the holder (a user and host
+/// from another machine's environment: escaped).
+fn lock_wait(timeout: Duration) -> LockWait {
+    LockWait::new(timeout, |waiting| eprintln!("{}", escape::text(&waiting.to_string())))
 }
 
 /// What a report of what was done prints (apply, destroy, `trellis sim audit`): it has no graph or
@@ -458,6 +464,16 @@ enum StateCommand {
         /// Where it goes: a state dir (created if needed) or postgres://USER@HOST:PORT/DB.
         #[arg(long, value_name = "DIR|URL")]
         to: String,
+        /// How long to wait for a state dir another trellis process holds, e.g. 30s (at most 24h),
+        /// printing who holds it; 0s refuses at once.
+        #[arg(
+            long,
+            value_name = "DURATION",
+            env = "TRELLIS_LOCK_TIMEOUT",
+            default_value = "0s",
+            value_parser = trellis_state::parse_lock_timeout
+        )]
+        lock_timeout: Duration,
     },
     /// Restore a workspace from a file written by `state pull` (or a backup in <state>/backups/).
     Push {
@@ -1456,7 +1472,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
             let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
             println!("{}", serde_json::to_string_pretty(&WorkspaceFile::new(ws))?);
         }
-        StateCommand::Migrate { from, to } => migrate(&from, &to)?,
+        StateCommand::Migrate { from, to, lock_timeout } => migrate(&from, &to, &lock_wait(lock_timeout))?,
         StateCommand::Push { shoot, file, force, env } => {
             let shown = file.display().to_string();
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {shown}"))?;
@@ -1489,7 +1505,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
 }
 
 /// `trellis state migrate --from … --to …`: a line per shoot, then a summary.
-fn migrate(from: &str, to: &str) -> Result<()> {
+fn migrate(from: &str, to: &str, wait: &LockWait) -> Result<()> {
     let from = from.parse::<StateLocation>().context("--from")?;
     let to = to.parse::<StateLocation>().context("--to")?;
     let same = match (&from, &to) {
@@ -1502,8 +1518,8 @@ fn migrate(from: &str, to: &str) -> Result<()> {
     if same {
         bail!("--from and --to are the same state ({from}); migrate copies state from one place to another");
     }
-    let source = open_existing_at(&from, "state migrate", &LockWait::default())?;
-    let target = match Store::open(&to, "state migrate", &LockWait::default()) {
+    let source = open_existing_at(&from, "state migrate", wait)?;
+    let target = match Store::open(&to, "state migrate", wait) {
         Ok(target) => target,
         Err(e) => {
             let _ = source.close();

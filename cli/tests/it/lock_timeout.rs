@@ -123,6 +123,23 @@ fn a_sim_dir_freed_while_waiting_is_used() {
 }
 
 #[test]
+fn state_migrate_waits_for_its_target_dir() {
+    let sb = Sandbox::new();
+    sb.run(&["apply", "-f", &a1(), "--auto-approve"]).code(0);
+    let target = sb.file("copy");
+    let holder = hold(&target);
+    let mut migrate =
+        sb.spawn_raw(&["state", "migrate", "--from", sb.state(), "--to", &target, "--lock-timeout", "1m"]);
+    let line = migrate.wait_for_line(|l| l.starts_with("Waiting for "));
+    assert!(line.starts_with(&format!("Waiting for state dir {target} (held by test holder by ")), "{line}");
+    holder.close().unwrap();
+    let (code, stderr) = migrate.wait();
+    assert_eq!(code, 0, "{stderr:#?}");
+    let copy = Sandbox::with_state(&target);
+    assert_eq!(copy.workspaces(), ["shoot--dev--alpha"]);
+}
+
+#[test]
 fn lock_timeout_values_are_checked_before_anything_runs() {
     let sb = Sandbox::new();
     for (value, why) in [
