@@ -61,7 +61,7 @@ fn without_lock_timeout_a_held_state_dir_is_refused_at_once() {
 }
 
 #[test]
-fn a_state_dir_held_past_the_lock_timeout_is_refused_saying_it_waited() {
+fn a_state_dir_held_past_the_lock_timeout_is_refused_saying_it_waited_and_validate_skips_it() {
     let sb = Sandbox::new();
     let holder = hold(sb.state());
     // The flag, and the environment variable CI sets once for every command.
@@ -83,6 +83,13 @@ fn a_state_dir_held_past_the_lock_timeout_is_refused_saying_it_waited() {
         );
         assert!(lines[1].ends_with("; wait for it to finish (waited 1s)"), "{}", lines[1]);
     }
+    // `validate` reads the state only for the update rules: a dir still held is skipped with a note.
+    let run = sb.run(&["validate", "-f", &a2(), "--lock-timeout", "1s"]).code(0);
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 2, "{}", run.stderr);
+    assert!(lines[0].starts_with("Waiting for state dir "), "{}", lines[0]);
+    assert!(lines[1].starts_with("note: update rules skipped, the state cannot be read: state dir "), "{}", lines[1]);
+    assert!(lines[1].ends_with(" (waited 1s)"), "{}", lines[1]);
     holder.close().unwrap();
 }
 
