@@ -16,7 +16,7 @@ use trellis_engine::registry::Registry;
 use trellis_plans::{escape, render, PlanSet};
 use trellis_providers::features::Features;
 use trellis_providers::provider::FleetWarning;
-use trellis_state::{StateError, StateStore, WorkspaceFile};
+use trellis_state::{LockTarget, LockWait, StateError, StateStore, WorkspaceFile};
 
 mod sim_cmd;
 
@@ -162,6 +162,18 @@ struct Env {
     // Help: "With --cloud <each real cloud>: the API endpoint instead of the cloud's own …".
     #[arg(long, value_name = "URL", env = "TRELLIS_ENDPOINT", global = true, help = registry().endpoint_help())]
     endpoint: Option<String>,
+    /// How long to wait for a lock another trellis process holds (the state dir, a shoot's workspace,
+    /// the --sim-dir) before giving up, e.g. 30s or 5m (at most 24h), printing who holds it; 0s refuses
+    /// at once, naming the holder.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "TRELLIS_LOCK_TIMEOUT",
+        default_value = "0s",
+        global = true,
+        value_parser = trellis_state::parse_lock_timeout
+    )]
+    lock_timeout: Duration,
 }
 
 /// The registry's bindings' own flags ([`Registry::args`]), global as the rest of [`Env`], kept as
@@ -262,6 +274,11 @@ impl Env {
         given
     }
 
+    /// `--lock-timeout` ([`lock_wait`]).
+    fn lock_wait(&self) -> LockWait {
+        lock_wait(self.lock_timeout)
+    }
+
     /// Where the simulated clouds live for this command ([`SimPlace::choose`]).
     fn sim_place(&self, location: &StateLocation) -> SimPlace {
         SimPlace::choose(location, self.sim_dir.as_deref(), self.endpoint.is_some())
@@ -275,6 +292,12 @@ impl Env {
             SimPlace::Temporary => "a temporary dir (pass --sim-dir)".to_string(),
         }
     }
+}
+
+/// `--lock-timeout`: each wait for a held lock says so on stderr, naming the holder (a user and host
+/// from another machine's environment: escaped).
+fn lock_wait(timeout: Duration) -> LockWait {
+    LockWait::new(timeout, |waiting| eprintln!("{}", escape::text(&waiting.to_string())))
 }
 
 /// What a report of what was done prints (apply, destroy, `trellis sim audit`): it has no graph or
@@ -526,6 +549,16 @@ enum StateCommand {
         /// Where it goes: a state dir (created if needed) or postgres://USER@HOST:PORT/DB.
         #[arg(long, value_name = "DIR|URL")]
         to: String,
+        /// How long to wait for a state dir another trellis process holds, e.g. 30s (at most 24h),
+        /// printing who holds it; 0s refuses at once.
+        #[arg(
+            long,
+            value_name = "DURATION",
+            env = "TRELLIS_LOCK_TIMEOUT",
+            default_value = "0s",
+            value_parser = trellis_state::parse_lock_timeout
+        )]
+        lock_timeout: Duration,
     },
     /// Restore a workspace from a file written by `state pull` (or a backup in <state>/backups/).
     Push {
@@ -699,8 +732,9 @@ async fn world_export(args: ExportArgs) -> Result<u8> {
     ops::check_export_clouds(&registry, &chosen)?;
     let files = ops::read_ahead(Arc::clone(&registry), files);
     let location = env.location()?;
+    let sim_place = env.sim_place(&location);
     let (mut session, note) =
-        Session::open_with(registry, &location, &env.sim_place(&location), "world export", env.world.as_deref())?;
+        Session::open_with(registry, &location, &sim_place, "world export", env.world.as_deref(), env.lock_wait())?;
     if let Some(note) = note {
         eprintln!("{note}");
     }
@@ -793,8 +827,9 @@ async fn open(env: &Env, operation: &str) -> Result<Session> {
     let registry = registry();
     let chosen = choose_clouds(&registry, env).await?;
     let location = env.location()?;
+    let sim_place = env.sim_place(&location);
     let (mut session, note) =
-        Session::open_with(registry, &location, &env.sim_place(&location), operation, env.world.as_deref())?;
+        Session::open_with(registry, &location, &sim_place, operation, env.world.as_deref(), env.lock_wait())?;
     session.accept_drift = env.accept_drift;
     if let Some(note) = note {
         eprintln!("{note}");
@@ -814,9 +849,9 @@ fn validate(inputs: Inputs) -> Result<u8> {
     // Update rules need the last-applied config: use the state when there is one. It is checked like
     // every other command's (not a trellis state dir, or damaged: refused); only a state dir that
     // another process holds is skipped, with a note. Nothing is created.
-    let store = match Store::open_existing(&inputs.env.location()?, "validate") {
+    let store = match Store::open_existing(&inputs.env.location()?, "validate", &inputs.env.lock_wait()) {
         Ok(store) => store,
-        Err(e @ StateError::DirInUse { .. }) => {
+        Err(e @ (StateError::DirInUse { .. } | StateError::LockTimeout { .. })) => {
             eprintln!("note: update rules skipped, the state cannot be read: {e}");
             None
         }
@@ -1536,11 +1571,11 @@ fn diff(args: DiffArgs) -> Result<u8> {
 
 /// Opens existing state for the `state` commands that read (which never create a state dir).
 fn open_existing(env: &Env, operation: &str) -> Result<Store> {
-    open_existing_at(&env.location()?, operation)
+    open_existing_at(&env.location()?, operation, &env.lock_wait())
 }
 
-fn open_existing_at(location: &StateLocation, operation: &str) -> Result<Store> {
-    match Store::open_existing(location, operation)? {
+fn open_existing_at(location: &StateLocation, operation: &str, wait: &LockWait) -> Result<Store> {
+    match Store::open_existing(location, operation, wait)? {
         Some(store) => Ok(store),
         None => bail!(
             "there is no state at {location} (nothing was applied with --state {location}); pass the state dir or database URL with --state"
@@ -1623,7 +1658,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
             let ws = ws.ok_or_else(|| no_workspace(&shoot, &env))?;
             println!("{}", serde_json::to_string_pretty(&WorkspaceFile::new(ws))?);
         }
-        StateCommand::Migrate { from, to } => migrate(&from, &to)?,
+        StateCommand::Migrate { from, to, lock_timeout } => migrate(&from, &to, &lock_wait(lock_timeout))?,
         StateCommand::Push { shoot, file, force, env } => {
             let shown = file.display().to_string();
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {shown}"))?;
@@ -1635,8 +1670,9 @@ fn state(cmd: StateCommand) -> Result<u8> {
                 );
             }
             // Restoring may well go into a new state dir (the damaged one moved aside): create it.
-            let store = Store::open(&env.location()?, "state push")?;
-            match push(&store, &ws, force) {
+            let wait = env.lock_wait();
+            let store = Store::open(&env.location()?, "state push", &wait)?;
+            match push(&store, &ws, force, &wait) {
                 Ok(serial) => {
                     store.close()?;
                     println!(
@@ -1655,7 +1691,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
 }
 
 /// `trellis state migrate --from … --to …`: a line per shoot, then a summary.
-fn migrate(from: &str, to: &str) -> Result<()> {
+fn migrate(from: &str, to: &str, wait: &LockWait) -> Result<()> {
     let from = from.parse::<StateLocation>().context("--from")?;
     let to = to.parse::<StateLocation>().context("--to")?;
     let same = match (&from, &to) {
@@ -1668,8 +1704,8 @@ fn migrate(from: &str, to: &str) -> Result<()> {
     if same {
         bail!("--from and --to are the same state ({from}); migrate copies state from one place to another");
     }
-    let source = open_existing_at(&from, "state migrate")?;
-    let target = match Store::open(&to, "state migrate") {
+    let source = open_existing_at(&from, "state migrate", wait)?;
+    let target = match Store::open(&to, "state migrate", wait) {
         Ok(target) => target,
         Err(e) => {
             let _ = source.close();
@@ -1695,10 +1731,13 @@ fn migrate(from: &str, to: &str) -> Result<()> {
     Ok(())
 }
 
-/// `state push` under the workspace lock.
-fn push(store: &dyn StateStore, ws: &trellis_state::Workspace, force: bool) -> Result<u64> {
+/// `state push` under the workspace lock (waited for as `wait` says).
+// The lock attempt returns the state crate's `StateError` as it is.
+#[allow(clippy::result_large_err)]
+fn push(store: &dyn StateStore, ws: &trellis_state::Workspace, force: bool, wait: &LockWait) -> Result<u64> {
     let lock = trellis_state::LockInfo::here("state push");
-    if let trellis_state::Acquired::BrokeStale(dead) = store.lock(&ws.shoot, &lock)? {
+    let target = LockTarget::Workspace(ws.shoot.clone());
+    if let trellis_state::Acquired::BrokeStale(dead) = wait.acquire(&target, || store.lock(&ws.shoot, &lock))? {
         eprintln!("{}: took over a stale lock from a process that is gone ({dead})", ws.shoot);
     }
     let pushed = store.push(ws, force);

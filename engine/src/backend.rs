@@ -12,7 +12,10 @@
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};
-use trellis_state::{Acquired, HistoryEntry, LockInfo, SledStore, StateError, StateStore, Workspace, WorkspaceSummary};
+use trellis_state::{
+    Acquired, HistoryEntry, LockInfo, LockTarget, LockWait, SledStore, StateError, StateStore, Workspace,
+    WorkspaceSummary,
+};
 
 pub use trellis_state::StateLocation;
 
@@ -25,18 +28,28 @@ pub enum Store {
 
 impl Store {
     /// Opens the state at `location` for `operation`, creating a sled dir if needed (a database must exist;
-    /// its tables are created on first use).
-    pub fn open(location: &StateLocation, operation: &str) -> Result<Store, StateError> {
+    /// its tables are created on first use). A sled dir another process holds is waited for as `wait`
+    /// says (a database has no process lock: its workspaces are locked one by one).
+    pub fn open(location: &StateLocation, operation: &str, wait: &LockWait) -> Result<Store, StateError> {
         Ok(match location {
-            StateLocation::Dir(dir) => Store::Sled(Box::new(SledStore::open(dir, operation)?)),
+            StateLocation::Dir(dir) => {
+                let store = wait.acquire(&LockTarget::StateDir(dir.clone()), || SledStore::open(dir, operation))?;
+                Store::Sled(Box::new(store))
+            }
             StateLocation::Postgres(url) => Store::Postgres(trellis_state::PgStore::connect(url, operation)?),
         })
     }
 
     /// For commands that only read existing state: a sled dir is never created (`None`: there is none).
-    pub fn open_existing(location: &StateLocation, operation: &str) -> Result<Option<Store>, StateError> {
+    pub fn open_existing(
+        location: &StateLocation,
+        operation: &str,
+        wait: &LockWait,
+    ) -> Result<Option<Store>, StateError> {
         Ok(match location {
-            StateLocation::Dir(dir) => SledStore::open_existing(dir, operation)?.map(|s| Store::Sled(Box::new(s))),
+            StateLocation::Dir(dir) => wait
+                .acquire(&LockTarget::StateDir(dir.clone()), || SledStore::open_existing(dir, operation))?
+                .map(|s| Store::Sled(Box::new(s))),
             StateLocation::Postgres(url) => Some(Store::Postgres(trellis_state::PgStore::connect(url, operation)?)),
         })
     }
@@ -154,11 +167,15 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Opens the state and the simulated clouds' dir. A sim dir another process holds is refused
-    /// naming the holder and saying how runners share a simulated cloud.
-    pub fn open(state: &StateLocation, sim: &SimPlace, operation: &str) -> Result<Backend> {
+    /// Opens the state and the simulated clouds' dir, waiting for a dir another process holds as `wait`
+    /// says. A sim dir that stays held is refused naming the holder and saying how runners share a
+    /// simulated cloud.
+    pub fn open(state: &StateLocation, sim: &SimPlace, operation: &str, wait: &LockWait) -> Result<Backend> {
         let (state, dir, temp) = match (state, sim) {
-            (StateLocation::Dir(dir), SimPlace::InState) => return Ok(Backend::Sled(SledStore::open(dir, operation)?)),
+            (StateLocation::Dir(dir), SimPlace::InState) => {
+                let store = wait.acquire(&LockTarget::StateDir(dir.clone()), || SledStore::open(dir, operation))?;
+                return Ok(Backend::Sled(store));
+            }
             (StateLocation::Postgres(_), SimPlace::InState) => {
                 anyhow::bail!("bug: the simulated cloud cannot live in a PostgreSQL database; please report")
             }
@@ -178,8 +195,8 @@ impl Backend {
                 );
             }
         }
-        let state = Store::open(state, operation)?;
-        let sim = match SledStore::open(&dir, operation) {
+        let state = Store::open(state, operation, wait)?;
+        let sim = match wait.acquire(&LockTarget::SimDir(dir.clone()), || SledStore::open(&dir, operation)) {
             Ok(store) => store,
             Err(e) => {
                 let _ = state.discard();
@@ -293,19 +310,31 @@ impl StateStore for Backend {
 }
 
 /// A sim dir that cannot be opened, in words: who holds it, and how runners share a simulated cloud.
+/// A sim dir held past `--lock-timeout` says so at the end: `(waited 30s)`.
 fn sim_dir_error(e: StateError) -> anyhow::Error {
-    match e {
+    let (refusal, waited) = match e {
+        StateError::LockTimeout { waited, refusal } => (*refusal, Some(waited)),
+        other => (other, None),
+    };
+    match refusal {
         StateError::DirInUse { dir, holder } => {
             let who = match holder {
                 Some(h) => format!("another trellis process: {h}"),
                 None => "another process".to_string(),
             };
+            let waited = waited.map(|w| format!(" (waited {})", trellis_state::show_duration(w))).unwrap_or_default();
             anyhow::anyhow!(
-                "simulated cloud dir {} is in use by {who}; give each runner its own --sim-dir, or share one simulated cloud: `trellis sim serve --sim-dir DIR` and `--cloud azure|gcp --endpoint URL` on every runner",
+                "simulated cloud dir {} is in use by {who}; give each runner its own --sim-dir, or share one simulated cloud: `trellis sim serve --sim-dir DIR` and `--cloud azure|gcp --endpoint URL` on every runner{waited}",
                 dir.display()
             )
         }
-        other => anyhow::Error::from(other).context("cannot open the simulated cloud dir (--sim-dir)"),
+        other => {
+            let other = match waited {
+                Some(waited) => StateError::LockTimeout { waited, refusal: Box::new(other) },
+                None => other,
+            };
+            anyhow::Error::from(other).context("cannot open the simulated cloud dir (--sim-dir)")
+        }
     }
 }
 

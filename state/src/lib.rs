@@ -69,6 +69,20 @@
 //!   reported as [`Acquired::BrokeStale`]. A lock from another host cannot be checked and is always
 //!   respected; `trellis state unlock` ([`StateStore::force_unlock`]) removes it.
 //!
+//! Neither level waits: a held lock is refused at once, naming its holder. Waiting is the caller's
+//! choice (`--lock-timeout`, as Terraform's `-lock-timeout`), made in one place for every lock —
+//! a state dir's, a sim dir's, a workspace's in either backend: [`LockWait::acquire`] repeats the
+//! attempt (an open, a [`StateStore::lock`]) while it fails with [`StateError::DirInUse`] or a
+//! PostgreSQL [`StateError::Locked`], pausing 100 ms doubling to 1 s, and tells its callback who holds the lock
+//! when it starts waiting and every ten seconds after ([`Waiting`]). A lock still held at the deadline
+//! is [`StateError::LockTimeout`]: the last refusal, and how long was waited. Polling rather than
+//! blocking (`flock` without `LOCK_NB`, `pg_advisory_lock`) keeps the deadline, the progress line with
+//! the current holder, a holder that dies (a stale sled record is taken over on the next attempt), and
+//! one code path for the three kinds of lock; a released lock is taken within a second. A waiter is not
+//! queued: whichever process tries first after the release gets the lock. A sled workspace lock record
+//! is refused at once even so: a live holder of it also holds the dir, and otherwise only `trellis
+//! state unlock` removes it — which needs the dir the waiting process holds.
+//!
 //! # Durability
 //!
 //! Design invariant 4 says that killing trellis at any moment loses nothing. sled 0.34.7 writes to its
@@ -319,6 +333,7 @@ mod migrate;
 mod pg;
 mod provider;
 mod sled_store;
+mod wait;
 
 pub use integrity::WorkspaceFile;
 pub use location::{PgUrl, StateLocation};
@@ -327,6 +342,7 @@ pub use pg::{PgStats, PgStore};
 pub use provider::{Migration, ProviderState, VersionedState, LEGACY_PROVIDER};
 pub use sled_store::SledStore;
 pub use trellis_plans::{Kind, Ownership};
+pub use wait::{parse_lock_timeout, show_duration, LockTarget, LockWait, Waiting, MAX_LOCK_TIMEOUT};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -602,6 +618,10 @@ pub enum StateError {
     /// `release` says how the lock goes away, and so what the message tells the user to do.
     #[error("workspace {shoot} is locked: {holder}. {}", locked_advice(.shoot, *.release))]
     Locked { shoot: String, holder: LockInfo, release: LockRelease },
+    /// A lock still held when `--lock-timeout` ran out ([`LockWait`]): the last refusal
+    /// ([`StateError::DirInUse`] or [`StateError::Locked`]) and how long the command waited.
+    #[error("{refusal} (waited {})", show_duration(*.waited))]
+    LockTimeout { waited: std::time::Duration, refusal: Box<StateError> },
     #[error("state of workspace {shoot} changed since it was read: {detail}; re-run `trellis plan`")]
     Conflict { shoot: String, detail: String },
     /// The workspace was applied as a shoot of another provider: the same technical id (project and

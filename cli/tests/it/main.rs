@@ -16,6 +16,7 @@ mod gcp;
 mod graphs;
 mod hostile;
 mod lifecycle;
+mod lock_timeout;
 mod outside;
 mod pg;
 mod processes;

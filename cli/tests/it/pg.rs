@@ -160,6 +160,40 @@ fn pg_two_applies_of_one_shoot_at_once_one_is_refused_naming_the_holder() {
     one.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
 }
 
+/// `--lock-timeout`: a shoot's lock held by another session (here this test's, as another runner's
+/// apply holds it) is waited for; still held at the end, the apply is refused saying it waited; let go
+/// while it waits, the shoot is applied.
+#[test]
+fn pg_lock_timeout_waits_for_a_held_workspace_lock_and_applies_once_it_is_free() {
+    use trellis_state::{LockInfo, PgStore, StateStore};
+    let (_pg, url) = database("lock_timeout");
+    let sb = Sandbox::with_state(&url);
+    let holder_store = PgStore::connect(&url.parse().expect("a valid URL"), "test holder").expect("connect");
+    let holder = LockInfo::here("test holder");
+    holder_store.lock(BRAVO, &holder).expect("the test takes the lock");
+    let names_holder = format!("(held by test holder by {}@{} (pid {})", holder.user, holder.host, holder.pid);
+
+    let refused = sb.run(&["apply", "-f", &a2(), "--auto-approve", "--lock-timeout", "1s"]).code(1);
+    let lines = refused.stderr_lines();
+    let waiting = lines.iter().position(|l| l.starts_with("Waiting for ")).expect("a waiting line");
+    assert!(lines[waiting].starts_with(&format!("Waiting for the lock on workspace {BRAVO} {names_holder}")));
+    assert!(lines[waiting].ends_with("; --lock-timeout 1s)…"), "{}", lines[waiting]);
+    let refusal = lines.iter().position(|l| l.contains(&format!("workspace {BRAVO} is locked: test holder by ")));
+    let refusal = refusal.expect("the refusal names the holder");
+    assert!(waiting < refusal, "it waited, then was refused: {}", refused.stderr);
+    assert!(lines[refusal].ends_with(" (waited 1s)"), "{}", lines[refusal]);
+    sb.run(&["state", "list"]).code(0).stdout_has(&format!("{BRAVO}  serial 0  0 resource(s)")); // nothing applied
+
+    let mut apply = sb.spawn(&["apply", "-f", &a2(), "--auto-approve", "--lock-timeout", "2m"]);
+    let line = apply.wait_for_line(|l| l.starts_with("Waiting for "));
+    assert!(line.starts_with(&format!("Waiting for the lock on workspace {BRAVO} {names_holder}")), "{line}");
+    holder_store.unlock(BRAVO, &holder.id).expect("the test lets go");
+    let (code, stderr) = apply.wait();
+    assert_eq!(code, 0, "{stderr:#?}");
+    sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+    holder_store.close().unwrap();
+}
+
 #[test]
 fn pg_a_busy_sim_dir_is_refused_naming_the_holder_and_how_to_share() {
     let (_pg, url) = database("busy_sim");

@@ -11,7 +11,7 @@ use trellis_planner::exec::{self, ExecOptions, NodeResult, Observer};
 use trellis_planner::write::WriteLocks;
 use trellis_plans::{Action, Node, Plan};
 use trellis_providers::provider::Orphan;
-use trellis_state::{Acquired, LockInfo, StateStore, StoredResource, Workspace};
+use trellis_state::{Acquired, LockInfo, LockTarget, LockWait, StateStore, StoredResource, Workspace};
 
 use super::*;
 
@@ -217,6 +217,7 @@ pub async fn apply(
         store: Arc::clone(&session.store),
         clouds: Arc::new(session.clouds()),
         opts: opts.clone(),
+        lock_wait: session.lock_wait.clone(),
         limit: Arc::new(tokio::sync::Semaphore::new(parallelism)),
         write_locks: Arc::new(
             session
@@ -282,6 +283,8 @@ struct ApplyCtx {
     store: Arc<Backend>,
     clouds: Arc<Clouds>,
     opts: ApplyOptions,
+    /// `--lock-timeout`: how long each shoot waits for its workspace lock.
+    lock_wait: LockWait,
     /// The fleet-wide limit of nodes in flight.
     limit: Arc<tokio::sync::Semaphore>,
     /// The fleet-wide write scopes, per provider (each under its provider's id scheme,
@@ -350,12 +353,16 @@ fn error_line(e: &anyhow::Error) -> String {
     parts.join(": ").replace('\n', "; ")
 }
 
+// The lock attempt returns the state crate's `StateError` as it is (the state crate allows the same lint).
+#[allow(clippy::result_large_err)]
 async fn apply_one_locked(ctx: &ApplyCtx, p: ShootPlan, progress: &mut dyn Progress) -> Result<ShootReport> {
     let shoot = p.workspace.shoot.clone();
     let store: &dyn StateStore = ctx.store.as_ref();
     let lock = LockInfo::here(operation_of(&p, &ctx.opts).as_str());
     let mut warnings = Vec::new();
-    if let Acquired::BrokeStale(dead) = blocking(|| store.lock(&shoot, &lock).map_err(anyhow::Error::from))? {
+    let target = LockTarget::Workspace(shoot.clone());
+    let locked = blocking(|| ctx.lock_wait.acquire(&target, || store.lock(&shoot, &lock)).map_err(anyhow::Error::from));
+    if let Acquired::BrokeStale(dead) = locked? {
         let line = format!("{shoot}: took over a stale lock from a process that is gone ({dead})");
         progress.message(&line);
         warnings.push(line);

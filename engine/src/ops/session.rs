@@ -12,6 +12,7 @@ use trellis_planner::cloud::{Call, CloudWrite};
 use trellis_planner::retry::RetryPolicy;
 use trellis_providers::provider::{CloudCtx, Provider, ProviderError};
 use trellis_sim::{Faults, SyncReport, WorldFile};
+use trellis_state::LockWait;
 
 /// The operations that write to the cloud; only their audit log is kept in the state dir.
 const WRITING_OPERATIONS: [&str; 3] = ["apply", "destroy", "sim"];
@@ -33,6 +34,9 @@ pub struct Session {
     pub retry: RetryPolicy,
     /// Take out-of-band changes to the user's BYO resources on purpose (`--accept-drift`).
     pub accept_drift: bool,
+    /// How long the command waits for a lock another process holds (`--lock-timeout`): the dirs' at
+    /// open, each workspace's when apply takes it.
+    pub lock_wait: LockWait,
     /// Whether [`Session::close`] keeps the simulated clouds' audit logs (commands that write the cloud).
     keep_audit: bool,
 }
@@ -60,13 +64,15 @@ impl Session {
         operation: &str,
         world: Option<&Path>,
     ) -> Result<(Session, Option<String>)> {
-        Session::open_with(Registry::builtin(), state, sim_place, operation, world)
+        Session::open_with(Registry::builtin(), state, sim_place, operation, world, LockWait::default())
     }
 
     /// Opens the state (creating a state dir) and the simulated cloud of every binding of `registry`
     /// ([`SimPlace`]: inside a sled state dir, or in a dir of its own); syncs `--world` if given (its
     /// note: "world: N added, N updated, N removed"). `operation` names the command (`plan`, `apply`,
-    /// `destroy`, `sim`, …) in the dir's holder record and the database's lock records. Every
+    /// `destroy`, `sim`, …) in the dir's holder record and the database's lock records; `lock_wait` how
+    /// long a dir or workspace lock another process holds is waited for (kept as
+    /// [`Session::lock_wait`]). Every
     /// provider's shoots talk to its binding's simulated cloud until [`Session::use_chosen`] or
     /// [`Session::use_cloud`] says otherwise. If anything after opening the state fails, what this
     /// open created is removed again.
@@ -76,9 +82,10 @@ impl Session {
         sim_place: &SimPlace,
         operation: &str,
         world: Option<&Path>,
+        lock_wait: LockWait,
     ) -> Result<(Session, Option<String>)> {
         let world = world.map(|w| registry.load_world(w)).transpose()?;
-        let store = Backend::open(state, sim_place, operation)?;
+        let store = Backend::open(state, sim_place, operation, &lock_wait)?;
         let opened = open_sims(&registry, &store, world.as_ref());
         let (sims, note) = match opened {
             Ok(opened) => opened,
@@ -120,6 +127,7 @@ impl Session {
                 store,
                 retry: RetryPolicy::default(),
                 accept_drift: false,
+                lock_wait,
                 keep_audit: WRITING_OPERATIONS.contains(&operation),
             },
             note,

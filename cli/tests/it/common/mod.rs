@@ -228,22 +228,31 @@ impl Sandbox {
 
     /// Starts `trellis ARGS --state …` in the background; stdout discarded, stderr collected by line.
     pub fn spawn(&self, args: &[&str]) -> Background {
-        let mut cmd = self.command(args);
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        let shown = describe(&cmd);
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start `{shown}`: {e}"));
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Background { child: Some(child), lines: rx, seen: Vec::new() }
+        spawn(self.command(args))
     }
+
+    /// [`Sandbox::spawn`] without `--state` (the test passes its own).
+    pub fn spawn_raw(&self, args: &[&str]) -> Background {
+        spawn(self.raw_command(args))
+    }
+}
+
+/// Starts `cmd` in the background; stdout discarded, stderr collected by line.
+fn spawn(mut cmd: Command) -> Background {
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let shown = describe(&cmd);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start `{shown}`: {e}"));
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Background { child: Some(child), lines: rx, seen: Vec::new() }
 }
 
 /// A `trellis` process running in the background; killed when dropped.

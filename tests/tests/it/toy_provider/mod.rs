@@ -35,7 +35,9 @@ fn registry() -> Arc<Registry> {
 
 fn open(state: &Path, operation: &str) -> Session {
     let location = StateLocation::Dir(state.to_path_buf());
-    Session::open_with(registry(), &location, &SimPlace::InState, operation, None).expect("the state dir opens").0
+    Session::open_with(registry(), &location, &SimPlace::InState, operation, None, Default::default())
+        .expect("the state dir opens")
+        .0
 }
 
 fn write_shoot(dir: &Path, buckets: &[&str]) -> PathBuf {
