@@ -84,6 +84,13 @@ fn the_worlds_seeds_section_is_kept_with_the_dns_and_a_bad_one_is_refused() {
     );
 }
 
+/// `<repo>/examples/domains-world.yaml`: the example's world file, beside its directory (a fleet
+/// directory's YAML files are all read as manifests).
+fn world_example() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/domains-world.yaml");
+    path.to_str().unwrap().to_string()
+}
+
 /// `<repo>/examples/domains/<name>`.
 fn example(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/domains").join(name);
@@ -94,7 +101,7 @@ fn example(name: &str) -> String {
 #[test]
 fn a_shoot_with_its_seed_gets_a_domains_plan_in_its_own_workspace_and_state_show_describes_it() {
     let sb = Sandbox::new();
-    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), world_example());
     // Infrastructure plan first, then the domains plan, in every output.
     let plan = sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world, "--output", "json"]).code(0).json();
     let order: Vec<(String, String)> = plan["plans"]
@@ -183,7 +190,7 @@ fn validate_checks_the_domains_inputs_and_the_seed_rules() {
 #[test]
 fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
     let sb = Sandbox::new();
-    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), world_example());
     let plan = sb.file("plan.json");
     sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world, "--out", &plan]).code(0);
     sb.run(&["apply", &plan]).code(0).stdout_has("shoot--platform--web+domains: apply complete.");
@@ -199,7 +206,7 @@ fn a_saved_plan_with_a_domains_plan_applies_as_planned() {
 #[test]
 fn regression_a_saved_domains_plan_with_named_artifacts_still_applies() {
     let sb = Sandbox::new();
-    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), world_example());
     // The world into the state dir, as when the file was planned.
     sb.run(&["plan", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
     let plan = sb.file("old.json");
@@ -235,7 +242,7 @@ fn seed_without_the_old_internal_domain(sb: &Sandbox) -> String {
 #[test]
 fn regression_internal_domain_in_use_per_state_refuses_its_removal() {
     let sb = Sandbox::new();
-    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), world_example());
     let gate = ["--feature-gates", "MutableShootDomains=true"];
     let mut args = vec!["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world];
     args.extend(gate);
@@ -306,7 +313,7 @@ spec:
 #[test]
 fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_its_seed() {
     let sb = Sandbox::new();
-    let (seed, world) = (example("seed.yaml"), example("world.yaml"));
+    let (seed, world) = (example("seed.yaml"), world_example());
     let aws = sb.file("aws.yaml");
     std::fs::write(&aws, AWS_SHOOT).unwrap();
     let edge = "shoot--platform--edge";
@@ -369,7 +376,7 @@ fn regression_a_shoot_without_an_infrastructure_plan_gets_its_domains_plan_with_
 #[test]
 fn regression_internal_domain_change_with_applied_shoots_refused_with_the_gate_off() {
     let sb = Sandbox::new();
-    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), world_example());
     sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world])
         .code(0)
         .stdout_has("shoot--platform--web+domains: apply complete.");
@@ -404,7 +411,7 @@ fn regression_internal_domain_change_with_applied_shoots_refused_with_the_gate_o
 #[test]
 fn regression_destroy_without_the_seed_says_the_domains_workspace_and_its_records_stay() {
     let sb = Sandbox::new();
-    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), example("world.yaml"));
+    let (seed, shoot, world) = (example("seed.yaml"), example("shoot.yaml"), world_example());
     sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
     let domains = "shoot--platform--web+domains".to_string();
     let records = "/dns/zones/internal.example.com/records/api.web.platform.internal.example.com/A, /dns/zones/platform.example.com/records/api.web.platform.example.com/A, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-external, /seeds/azure-eu1/namespaces/shoot--platform--web/dnsrecords/web-internal";

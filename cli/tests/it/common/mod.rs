@@ -382,13 +382,9 @@ pub fn bundled_examples() -> Vec<(&'static str, Vec<std::path::PathBuf>, Option<
         let world = root.join(dir).join("world.yaml");
         out.push((name, vec![root.join(dir).join("shoot.yaml")], world.exists().then_some(world)));
     }
-    // GEP-0066: the Shoot with its Seed — an infrastructure plan and a domains plan.
-    let domains = root.join("domains");
-    out.push((
-        "domains",
-        vec![domains.join("seed.yaml"), domains.join("shoot.yaml")],
-        Some(domains.join("world.yaml")),
-    ));
+    // GEP-0066: the Shoot with its Seed (the directory: `-f examples/domains`) — an infrastructure plan
+    // and a domains plan.
+    out.push(("domains", vec![root.join("domains")], Some(root.join("domains-world.yaml"))));
     out.push(("fleet", vec![root.join("fleet")], Some(root.join("fleet-world.yaml"))));
     out
 }
