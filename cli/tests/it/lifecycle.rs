@@ -395,3 +395,31 @@ fn destroy_has_a_detailed_exitcode_and_a_markdown_report() {
     sb.run(&["apply", "-f", &a1, "--auto-approve", "--detailed-exitcode"]).code(2);
     sb.run(&["apply", "-f", &a1, "--auto-approve", "--detailed-exitcode"]).code(0);
 }
+
+/// The NAT's public IP replaced (the user's IP changed address): the shoot's egress CIDRs change, so
+/// the plan is a change, shows the old address → the new one, and warns that allow-lists naming the
+/// old address break.
+#[test]
+fn regression_a_replaced_nat_ip_warns_that_the_egress_cidrs_change_and_shows_the_old_address() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (
+        common::scenario("A3-byo-vnet-nat-user-ips/shoot.yaml"),
+        common::scenario("A3-byo-vnet-nat-user-ips/world.yaml"),
+    );
+    let changed = common::scenario("A3-byo-vnet-nat-user-ips/world-ip-changed.yaml");
+    sb.run(&["apply", "-f", &shoot, "--world", &world, "--auto-approve"]).code(0);
+    let plan = sb.run(&["plan", "-f", &shoot, "--world", &changed, "--detailed-exitcode"]).code(2);
+    assert!(
+        plan.stdout
+            .contains("Artifacts changed since the last apply:\n  egress CIDRs: 51.105.20.7/32 -> 51.105.20.99/32\n"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("Warning: the shoot's egress CIDRs change from 51.105.20.7/32 to 51.105.20.99/32: allow-lists that name the old addresses"),
+        "{}",
+        plan.stdout
+    );
+    let md = sb.run(&["plan", "-f", &shoot, "--world", &changed, "--output", "markdown"]).code(0);
+    assert!(md.stdout.contains("51.105.20.7/32") && md.stdout.contains("51.105.20.99/32"), "{}", md.stdout);
+}
