@@ -264,8 +264,14 @@ fn regression_internal_domain_in_use_per_state_refuses_its_removal() {
         .replace("domain: web.platform.example.com", "domain: api.platform.example.com");
     assert!(text.contains("domain: api.platform.example.com"), "the example Shoot changed: {text}");
     std::fs::write(&other, text).unwrap();
-    // The moved internal domain's zone exists, so the other shoot's records can be planned (a
-    // missing zone is refused at pre-flight, before the Seed rules run).
+    // The Seed rules come before planning the shoots against the DNS: with the moved internal
+    // domain's zone missing (the other shoot's records cannot be placed) the Seed's refusal is still
+    // what is said, not hidden behind the missing zone.
+    let mut args = vec!["plan", "-f", &moved, "-f", &other, "--world", &world];
+    args.extend(gate);
+    let run = sb.run(&args).code(1).stderr_has(refusal);
+    assert!(!run.stderr.contains("no DNS zone"), "{}", run.stderr);
+    // And with the zone there.
     let with_other_zone = sb.file("world-other.yaml");
     let zones =
         std::fs::read_to_string(&world).unwrap().replace("  zones:\n", "  zones:\n    - name: other.example.com\n");

@@ -815,15 +815,22 @@ pub async fn plan_fleet_streaming(
     // handed to `note`); each paired Shoot's derived plan is made and handed out after every
     // infrastructure plan, in shoot order.
     let mut derived = Vec::new();
-    let mut loaded_seeds = Vec::new();
     if seeds > 0 {
         let loaded = manifest::load_with(session.registry.providers(), paths)?;
         let mut inputs = derived_inputs(&session.registry, &loaded, session.features, &mut note)?;
         if let Some(shard) = opts.shard {
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
+        // The Seed-level rules first: a Seed whose rules are broken is said as such, not hidden behind
+        // what planning its shoots against the DNS refuses.
+        check_seeds(
+            &session.registry,
+            inputs.iter().map(|i| (i.provider, i.shoot.as_ref(), i.file.as_path())),
+            &loaded.seeds,
+            session.features,
+            Some(session.store.as_ref()),
+        )?;
         derived = plan_inputs_keep_going(&shared, inputs, &mut summary.refused).await?;
-        loaded_seeds = loaded.seeds;
     }
     // Shoots in state whose manifests are gone from the inputs: noted, and with `--prune` their
     // destroys planned (handed out after every other plan).
@@ -860,13 +867,6 @@ pub async fn plan_fleet_streaming(
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();
     summary.fleet_warnings = check_fleet_facts(session, &|shoot| seen.contains_key(shoot), &facts).await?;
-    check_seeds(
-        &session.registry,
-        derived.iter().map(|p| (p.provider, p.shoot.as_ref(), p.input_file.as_path())),
-        &loaded_seeds,
-        session.features,
-        Some(session.store.as_ref()),
-    )?;
     // The derived plans go out last, after every infrastructure plan, in shoot order; then the
     // pruned shoots' destroys.
     for planned in derived.into_iter().chain(pruned) {

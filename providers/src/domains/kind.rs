@@ -30,7 +30,7 @@ const KUBERNETES: &str = "registry.terraform.io/hashicorp/kubernetes";
 ///   depends on the set's), the one whose `spec.name` and `spec.recordType` are the set's. The record
 ///   set's body carries no provider (its id and body are the same for every cloud). `etag` and `zone`
 ///   are read only: unknown after a create, the etag after any write.
-pub fn terraform_kind(kind: Kind, body: Option<&Value>, related: &[&Value]) -> TerraformKind {
+pub fn terraform_kind(kind: Kind, id: Option<&str>, body: Option<&Value>, related: &[&Value]) -> TerraformKind {
     match kind {
         DNS_RECORD => TerraformKind {
             resource_type: Some(TerraformType { name: "kubernetes_manifest", source: KUBERNETES }),
@@ -56,11 +56,14 @@ pub fn terraform_kind(kind: Kind, body: Option<&Value>, related: &[&Value]) -> T
                 })
                 .and_then(|r| r.pointer("/spec/type"))
                 .and_then(Value::as_str);
+            // The zone a set goes into is in its id (`/dns/zones/{zone}/records/…`): known before the
+            // create, as a Terraform record's `zone_name` is.
+            let zone = id.and_then(|id| id.strip_prefix("/dns/zones/")).and_then(|rest| rest.split('/').next());
             TerraformKind {
                 resource_type: rtype.as_deref().and_then(|t| terraform_type(provider?, t)),
-                computed: &["/etag", "/zone"],
+                computed: &["/etag"],
                 rewritten: &["/etag"],
-                known_on_create: Vec::new(),
+                known_on_create: zone.map(|z| vec![("/zone", Value::String(z.to_string()))]).unwrap_or_default(),
             }
         }
         _ => TerraformKind::default(),

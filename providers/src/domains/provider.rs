@@ -528,8 +528,8 @@ impl Stages for Domains {
         &DnsIds
     }
 
-    fn terraform_kind(&self, kind: Kind, _id: Option<&str>, body: Option<&Value>, related: &[&Value]) -> TerraformKind {
-        kind::terraform_kind(kind, body, related)
+    fn terraform_kind(&self, kind: Kind, id: Option<&str>, body: Option<&Value>, related: &[&Value]) -> TerraformKind {
+        kind::terraform_kind(kind, id, body, related)
     }
 
     fn rules(&self, ds: &DomainsShoot, stored: &DomainsState) -> ErrorList {

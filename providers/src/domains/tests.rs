@@ -1189,6 +1189,13 @@ fn terraform_json_shows_record_sets_as_the_dns_providers_record_types() {
             ("module.shoot--dev--a.azurerm_dns_a_record.api_a_other_org_A".to_string(), "[\"create\"]".to_string()),
         ]
     );
+    // The zone a set goes into is known before the create (it is in the set's id); only the etag is
+    // computed by the cloud.
+    let tf =
+        trellis_plans::terraform::plan_json(&trellis_plans::PlanSet::new(vec![p.plan.clone()]), "test", &DomainsKinds);
+    let set = tf["resource_changes"].as_array().unwrap().iter().find(|c| c["type"] == "azurerm_dns_a_record").unwrap();
+    assert_eq!(set["change"]["after"]["zone"], "other.org", "{set:#}");
+    assert_eq!(set["change"]["after_unknown"], json!({"values": [false], "etag": true}), "{set:#}");
     w.apply(&p);
     let mut observed = Observed::new(&DnsIds);
     for r in w.ws.resources.values() {

@@ -79,7 +79,7 @@ fn a_dns_record_set_is_its_dns_providers_record_type_and_a_dns_record_is_unmappe
     let set = |ty: &str| json!({"name": "api.example.com", "type": ty, "ttl": 120, "values": ["x"]});
     let of = |dns: &str, ty: &str| {
         let (r, s) = (record(dns, ty), set(ty));
-        type_of(terraform_kind(DNS_RECORD_SET, Some(&s), &[&r])).map(|(name, _)| name)
+        type_of(terraform_kind(DNS_RECORD_SET, None, Some(&s), &[&r])).map(|(name, _)| name)
     };
     assert_eq!(of("azure-dns", "A"), Some("azurerm_dns_a_record"));
     assert_eq!(of("azure-dns", "AAAA"), Some("azurerm_dns_aaaa_record"));
@@ -90,15 +90,18 @@ fn a_dns_record_set_is_its_dns_providers_record_type_and_a_dns_record_is_unmappe
     assert_eq!(of("aws-route53", "A"), None);
     // Only the DNSRecord of the set's name and type counts; without one, unmapped.
     let (a, other) = (set("A"), json!({"spec": {"type": "azure-dns", "recordType": "A", "name": "www.example.com"}}));
-    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[&other])), None);
+    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, None, Some(&a), &[&other])), None);
     let aaaa = record("azure-dns", "AAAA");
-    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[&aaaa])), None);
-    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, Some(&a), &[])), None);
-    assert_eq!(terraform_kind(DNS_RECORD_SET, None, &[]).computed, ["/etag", "/zone"]);
+    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, None, Some(&a), &[&aaaa])), None);
+    assert_eq!(type_of(terraform_kind(DNS_RECORD_SET, None, Some(&a), &[])), None);
+    // Only the etag is the cloud's; the zone is in the set's id, known before the create.
+    let placed = terraform_kind(DNS_RECORD_SET, Some("/dns/zones/example.com/records/api.example.com/A"), None, &[]);
+    assert_eq!(placed.computed, ["/etag"]);
+    assert_eq!(placed.known_on_create, vec![("/zone", json!("example.com"))]);
     // The DNSRecord object: a Kubernetes manifest, whatever its DNS provider.
     let r = record("azure-dns", "A");
     assert_eq!(
-        type_of(terraform_kind(DNS_RECORD, Some(&r), &[&a])),
+        type_of(terraform_kind(DNS_RECORD, None, Some(&r), &[&a])),
         Some(("kubernetes_manifest", "registry.terraform.io/hashicorp/kubernetes"))
     );
 }
