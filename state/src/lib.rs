@@ -428,6 +428,20 @@ impl Workspace {
         self.resources.len() != before
     }
 
+    /// The address of the resource `address_or_id` names (`trellis state rm SHOOT ADDRESS`): a recorded
+    /// address, or a recorded resource's cloud id (compared case-insensitively, as
+    /// [`Workspace::record_resource`] compares them). `None`: the workspace records no such resource.
+    pub fn resource_address(&self, address_or_id: &str) -> Option<&str> {
+        if let Some((address, _)) = self.resources.get_key_value(address_or_id) {
+            return Some(address);
+        }
+        let lower = address_or_id.to_ascii_lowercase();
+        if let Some((address, _)) = self.resources.get_key_value(&lower) {
+            return Some(address);
+        }
+        self.resources.iter().find(|(_, r)| r.id.eq_ignore_ascii_case(address_or_id)).map(|(a, _)| a.as_str())
+    }
+
     /// A workspace that was never committed: a fresh lineage, serial 0, nothing known yet.
     pub fn new(shoot: &str) -> Workspace {
         Workspace {
@@ -439,6 +453,30 @@ impl Workspace {
             provider_state: None,
         }
     }
+}
+
+/// The operation of the history entry that records a removal ([`StateStore::remove`]).
+pub const REMOVE_OPERATION: &str = "state rm";
+
+/// The name the history of `shoot` is kept under once its workspace of `lineage` was removed at
+/// `serial` ([`StateStore::remove`]): `<shoot>.removed-<serial>-<first 8 characters of the lineage>`. No
+/// technical id holds a `.`, so it never names a workspace; the lineage keeps the removals of one shoot
+/// at the same serial in different lives apart. Backups of a removal are named after it too.
+pub fn removed_name(shoot: &str, lineage: &str, serial: u64) -> String {
+    format!("{shoot}.{}", removed_suffix(lineage, serial))
+}
+
+/// The file name of the backup `trellis state rm` writes of `shoot` at `serial` of `lineage` (before the
+/// workspace or a resource of it is removed): `<shoot, percent-encoded>.removed-<serial>-<lineage, 8
+/// characters>.json` (see [`removed_name`]). Only a file name: the caller picks the directory
+/// ([`SledStore::backups_dir`] for a state dir).
+pub fn removal_backup_file(shoot: &str, lineage: &str, serial: u64) -> String {
+    format!("{}.{}.json", dir::encode_shoot(shoot), removed_suffix(lineage, serial))
+}
+
+fn removed_suffix(lineage: &str, serial: u64) -> String {
+    let short: String = lineage.chars().take(8).collect();
+    format!("removed-{serial}-{short}")
 }
 
 /// Who holds a lock (a workspace lock, or a whole state dir), and since when.
@@ -553,6 +591,14 @@ pub trait StateStore: Send + Sync {
     /// stored workspace of another lineage, or at a higher serial than `ws`, is
     /// [`StateError::PushRefused`]. The caller holds the workspace lock.
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError>;
+    /// Forgets the workspace of `shoot` (`trellis state rm SHOOT`), touching nothing but the state: a
+    /// compare-and-swap on (`lineage`, `serial`) as [`StateStore::commit`] (the stored version must be
+    /// exactly that one, else [`StateError::Conflict`]). The workspace is gone from `list` and `load`; its
+    /// history is kept, under [`removed_name`], with one more entry at `serial + 1` that records the removal
+    /// ([`REMOVE_OPERATION`], no checksum: nothing is stored at that serial). Returns that name. The next
+    /// commit of the shoot starts it again (serial 0, any lineage), and `push` of a backup restores it.
+    /// The caller holds the workspace lock.
+    fn remove(&self, shoot: &str, lineage: &str, serial: u64) -> Result<String, StateError>;
     /// Everything stored for a shoot — the current workspace and its whole history —, integrity-checked
     /// as [`StateStore::load`] checks it. `None`: the shoot was never committed.
     fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError>;
@@ -610,6 +656,9 @@ pub enum StateError {
     /// `trellis state push` would lose or replace something; `detail` says what and how to force it.
     #[error("not pushing workspace {shoot}: {detail}")]
     PushRefused { shoot: String, detail: String },
+    /// `trellis state rm` would lose something; `detail` says what and what to do.
+    #[error("not removing workspace {shoot}: {detail}")]
+    RemoveRefused { shoot: String, detail: String },
     /// A workspace document (`state push` input) that cannot be used.
     #[error("{file}: {detail}")]
     InvalidFile { file: String, detail: String },
