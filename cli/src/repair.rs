@@ -183,8 +183,8 @@ fn derived(store: &Store, shoot: &str) -> Result<Vec<(&'static str, String)>> {
 pub(crate) struct OutputArgs {
     /// The shoot's technical id (`shoot--project--name`), as `state list` prints it.
     shoot: String,
-    /// One artifact, by name (`infrastructure_status`, `azure.json`, `domains`, …): only its content
-    /// is printed — a file as it is, anything else as JSON.
+    /// One artifact, by name (`infrastructure_status`, `azure.json` or `cloudprovider.conf`, `domains`,
+    /// …): only its content is printed — a file as it is, anything else as JSON.
     name: Option<String>,
     /// How to print all artifacts: text (each under its name) or json (one object, name → value).
     #[arg(long, value_enum, default_value_t = ReportOutput::Text)]
@@ -192,6 +192,10 @@ pub(crate) struct OutputArgs {
     #[command(flatten)]
     env: Env,
 }
+
+/// The plan JSON's name of the cloud-provider config, which `trellis output` lists under its file name
+/// (`azure.json`, `cloudprovider.conf`) and finds under either.
+const CLOUD_PROVIDER_CONFIG: &str = "cloud_provider_config";
 
 /// One artifact as `trellis output` prints it.
 enum Out {
@@ -230,7 +234,11 @@ pub(crate) fn output(args: OutputArgs) -> Result<u8> {
     let mut stdout = std::io::stdout().lock();
     match &args.name {
         Some(name) => {
-            let Some((_, out)) = artifacts.iter().find(|(n, _)| n == name) else {
+            // The plan JSON's key of the cloud-provider config names it as well as its file name does.
+            let found = artifacts.iter().find(|(n, out)| {
+                n == name || (name == CLOUD_PROVIDER_CONFIG && matches!(out, Out::File(_)) && !n.contains('/'))
+            });
+            let Some((_, out)) = found else {
                 let names: Vec<&str> = artifacts.iter().map(|(n, _)| n.as_str()).collect();
                 bail!(
                     "{} has no artifact {:?} in {state}; its artifacts are {}",
