@@ -195,6 +195,16 @@
 //!   workspace at a serial above both, so every plan made against either is stale. To recover a damaged
 //!   state dir, move it aside and push each workspace's backup (or a pulled copy) into a new one.
 //!
+//! * **Removing.** [`StateStore::remove`] (`trellis state rm SHOOT`) deletes a workspace on purpose: in
+//!   one transaction its head (or whole value) and parts go, and its history moves to
+//!   [`removed_name`] followed by an entry of operation [`REMOVE_OPERATION`] at the next serial, without a
+//!   checksum and naming the removed version's checksum as the one it replaced; after the flush, the
+//!   heads journal is rewritten without the shoot (atomically, as the compaction does). A kill between
+//!   the two leaves a head record without its workspace: accepted only when that entry, looked up
+//!   under the removed name of exactly the head's lineage and serial, proves the removal of exactly the
+//!   head's version; any other head without its workspace stays damage. The CLI writes the backup (a
+//!   [`WorkspaceFile`], [`removal_backup_file`], never overwritten, synced) before it removes anything.
+//!
 //! What this does not cover: lock records and history entries have no head records (a damaged lock is
 //! reported when it is read; history entries are checked only as the link described above), and after
 //! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
@@ -251,6 +261,9 @@
 //! The history keeps every version this database stored in full, so it is also the backup: `SELECT
 //! document FROM trellis_history WHERE shoot = … AND serial = …` is a workspace `trellis state push`
 //! can restore. Of a history imported by `state migrate`, only the current version's document is known.
+//! [`StateStore::remove`] deletes the row and, in the same transaction, adds the removal's history
+//! entry and renames the shoot's history rows to [`removed_name`] (never deleting them); `history` of
+//! that name checks its documents as the shoot's.
 //!
 //! **Commits** are one transaction each: `SELECT … FOR UPDATE` of the workspace's row, the lineage and
 //! serial compared as in sled ([`StateError::Conflict`]), then the row and the history entry written.
@@ -292,8 +305,9 @@
 //! `state push` file, and `trellis state push --force` replaces the damaged version (a forced push
 //! reads only the row's lineage and serial, not its damaged document; without `--force` it is refused).
 //! History is never overwritten: its insert is `ON CONFLICT DO NOTHING` and a serial already there
-//! refuses the write. A shoot whose history goes beyond its row — trellis never deletes a row, so the row
-//! was deleted or set back by hand — is damage, as a workspace missing behind its head record is in
+//! refuses the write. A shoot whose history goes beyond its row — trellis deletes a row only in
+//! [`StateStore::remove`], which renames the history in the same transaction, so the row was deleted or
+//! set back by hand — is damage, as a workspace missing behind its head record is in
 //! sled: [`StateStore::load`] (which reads the newest history serial in the same round trip), commit,
 //! push (even forced) and import refuse it with [`StateError::BehindHistory`], whose message gives the
 //! SQL that restores the row from the newest version in the history, and the SQL that starts the shoot
