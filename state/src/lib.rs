@@ -203,7 +203,9 @@
 //!   the two leaves a head record without its workspace: accepted only when that entry, looked up
 //!   under the removed name of exactly the head's lineage and serial, proves the removal of exactly the
 //!   head's version; any other head without its workspace stays damage. The CLI writes the backup (a
-//!   [`WorkspaceFile`], [`removal_backup_file`], never overwritten, synced) before it removes anything.
+//!   [`WorkspaceFile`], [`removal_backup_file`], never overwritten, synced) before it removes anything;
+//!   the removal then deletes `backups/<shoot>.json`, so that `backups/` holds one such file per stored
+//!   workspace (what a recovery pushes back) besides the backups of removals.
 //!
 //! What this does not cover: lock records and history entries have no head records (a damaged lock is
 //! reported when it is read; history entries are checked only as the link described above), and after

@@ -1153,6 +1153,13 @@ impl StateStore for SledStore {
         self.committed.lock().unwrap_or_else(PoisonError::into_inner).remove(shoot);
         self.make_durable(None)?;
         self.journal().forget(shoot).map_err(|e| self.io_error("rewriting the heads journal of", e))?;
+        // `backups/` keeps one file per stored workspace (what a recovery pushes back): the removed one's
+        // goes (the caller's backup of the removal holds the version it had, or a newer one).
+        let backup = dir::workspace_file(self.dir(), dir::BACKUPS, shoot);
+        match fs::remove_file(&backup) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(self.io_error("removing a backup from", e)),
+            _ => {}
+        }
         Ok(name)
     }
 

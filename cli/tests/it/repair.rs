@@ -116,6 +116,8 @@ fn state_rm_of_a_workspace_forgets_it_and_state_push_of_its_backup_restores_it()
         Path::new(sb.state()).join("backups").join(format!("{ALPHA}.removed-{serial}-{}.json", &lineage[..8]))
     );
     assert!(line.ends_with(&format!("Its history is kept as {ALPHA}.removed-{serial}-{}.", &lineage[..8])), "{line}");
+    let regular = Path::new(sb.state()).join("backups").join(format!("{ALPHA}.json"));
+    assert!(!regular.exists(), "backups/ keeps a SHOOT.json only of what is stored");
     let rg = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/shoot--dev--alpha";
     sb.run(&["sim", "show", rg]).code(0);
 
@@ -134,6 +136,7 @@ fn state_rm_of_a_workspace_forgets_it_and_state_push_of_its_backup_restores_it()
     assert!(!undo.contains(&"--force".to_string()), "{line}");
     let args: Vec<&str> = undo.iter().map(String::as_str).collect();
     sb.run_raw(&args).code(0).stdout_has(&format!("the state now holds it at serial {}", serial + 1));
+    assert!(regular.is_file(), "the push left its backup");
     let restored = sb.workspace(ALPHA);
     assert_eq!((&restored["lineage"], &restored["resources"]), (&before["lineage"], &before["resources"]));
     sb.run(&["plan", "-f", &shoot, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
