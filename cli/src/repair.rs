@@ -132,8 +132,9 @@ fn remove(store: &Store, args: &RmArgs, lines: &mut Vec<String>) -> Result<()> {
             next.forget_resource(address, &id);
             store.commit(&mut next, trellis_state::REMOVE_OPERATION)?;
             lines.push(format!(
-                "Removed {address} ({id}) from workspace {} in {state} (now serial {}); the cloud was not touched. \
-                 Backup: {}; undo with `trellis state push {} {file} --force{replay}`.",
+                "Removed {address} ({id}) from workspace {} in {state} (now serial {}); the cloud was not touched, \
+                 and if the configuration still wants the resource, the next plan finds it as before (no change) and \
+                 the next apply records it again. Backup: {}; undo with `trellis state push {} {file} --force{replay}`.",
                 ws.shoot,
                 next.serial,
                 backup.display(),

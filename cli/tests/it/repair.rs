@@ -261,3 +261,30 @@ fn output_of_a_shoot_includes_its_domains_values_and_gcp_names_its_config_file()
     let conf = sb.run(&["output", &id, "cloudprovider.conf"]).code(0).stdout;
     assert_eq!(conf, report["shoots"][0]["artifacts"]["cloud_provider_config"]["content"].as_str().unwrap());
 }
+
+/// Forgetting a resource of yours (a BYO NSG, `user`): the cloud is untouched, the next plan reads it
+/// again from the manifest's reference (no change) and the next apply records it again, still as yours.
+#[test]
+fn state_rm_of_a_user_resource_is_recorded_again_by_the_next_apply() {
+    let sb = Sandbox::new();
+    let (shoot, world) = (
+        common::scenario("B1-byo-nsg-rt-in-vnet-rg/shoot.yaml"),
+        common::scenario("B1-byo-nsg-rt-in-vnet-rg/world.yaml"),
+    );
+    sb.run(&["apply", "-f", &shoot, "--world", &world, "--auto-approve"]).code(0);
+    let id = sb.workspaces().remove(0);
+    let before = sb.workspace(&id);
+    let (address, _) = before["resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(a, r)| r["ownership"] == "user" && a.contains("network_security_group"))
+        .expect("the BYO NSG");
+    sb.run(&["state", "rm", &id, address])
+        .code(0)
+        .stdout_has("if the configuration still wants the resource, the next plan finds it as before");
+    assert!(sb.workspace(&id)["resources"].get(address).is_none());
+    sb.run(&["plan", "-f", &shoot, "--world", &world, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+    sb.run(&["apply", "-f", &shoot, "--world", &world, "--auto-approve"]).code(0);
+    assert_eq!(sb.workspace(&id)["resources"], before["resources"]);
+}
