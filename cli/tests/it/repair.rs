@@ -253,6 +253,15 @@ fn output_of_a_shoot_includes_its_domains_values_and_gcp_names_its_config_file()
     let own = sb.run(&["output", &format!("{web}+domains"), "--output", "json"]).code(0).json();
     assert_eq!(own["domains"], domains);
     assert!(own.get("azure.json").is_none(), "{own:#}");
+    // Removing the shoot's workspace keeps its domains workspace, and says so.
+    let rm = sb.run(&["state", "rm", web]).code(0);
+    let note = format!(
+        "note: the domains workspace {web}+domains is kept; `trellis state rm {web}+domains --state {}` removes it too.",
+        sb.state()
+    );
+    assert_eq!(rm.stdout.lines().nth(1), Some(note.as_str()), "{}", rm.stdout);
+    let left = sb.run(&["output", web, "--output", "json"]).code(0).json();
+    assert_eq!(left, own, "the domains values are what is left");
 
     let sb = Sandbox::new();
     let gcp = common::scenario("../gcp/A1-managed-default/shoot.yaml");
