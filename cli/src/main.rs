@@ -18,6 +18,7 @@ use trellis_providers::features::Features;
 use trellis_providers::provider::FleetWarning;
 use trellis_state::{LockTarget, LockWait, StateError, StateStore, WorkspaceFile};
 
+mod repair;
 mod sim_cmd;
 
 /// The providers and cloud bindings this binary plans with: the registry line.
@@ -74,6 +75,9 @@ enum Command {
     /// Inspect and repair the state.
     #[command(subcommand)]
     State(StateCommand),
+    /// Print the artifacts of a shoot's last apply from the state (InfrastructureStatus, azure.json or
+    /// cloudprovider.conf, egress CIDRs, the domains plan's values), or one of them by name.
+    Output(repair::OutputArgs),
     /// Run the simulated runtime writers (CCM, bastion controller) against the simulated cloud.
     Sim(sim_cmd::SimArgs),
     /// World files: what exists in a cloud, to plan offline with (`trellis plan --world FILE`).
@@ -560,6 +564,9 @@ enum StateCommand {
         )]
         lock_timeout: Duration,
     },
+    /// Forget a workspace, or one resource of it, without touching the cloud (as `terraform state rm`).
+    /// The workspace is written to a backup file first, which `state push` restores.
+    Rm(repair::RmArgs),
     /// Restore a workspace from a file written by `state pull` (or a backup in <state>/backups/).
     Push {
         /// The shoot's technical id whose workspace to restore.
@@ -689,6 +696,7 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Show(args) => show(args),
         Command::Diff(args) => diff(args),
         Command::State(cmd) => state(cmd),
+        Command::Output(args) => repair::output(args),
         Command::Sim(args) => sim_cmd::run(args).await,
         Command::World(WorldCommand::Export(args)) => world_export(args).await,
         Command::Completions { shell } => {
@@ -1659,6 +1667,7 @@ fn state(cmd: StateCommand) -> Result<u8> {
             println!("{}", serde_json::to_string_pretty(&WorkspaceFile::new(ws))?);
         }
         StateCommand::Migrate { from, to, lock_timeout } => migrate(&from, &to, &lock_wait(lock_timeout))?,
+        StateCommand::Rm(args) => repair::state_rm(args)?,
         StateCommand::Push { shoot, file, force, env } => {
             let shown = file.display().to_string();
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {shown}"))?;

@@ -116,6 +116,9 @@ impl StateStore for Store {
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError> {
         self.inner().push(ws, force)
     }
+    fn remove(&self, shoot: &str, lineage: &str, serial: u64) -> Result<String, StateError> {
+        self.inner().remove(shoot, lineage, serial)
+    }
     fn export(&self, shoot: &str) -> Result<Option<trellis_state::ExportedWorkspace>, StateError> {
         self.inner().export(shoot)
     }
@@ -300,6 +303,9 @@ impl StateStore for Backend {
     }
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError> {
         self.state().push(ws, force)
+    }
+    fn remove(&self, shoot: &str, lineage: &str, serial: u64) -> Result<String, StateError> {
+        self.state().remove(shoot, lineage, serial)
     }
     fn export(&self, shoot: &str) -> Result<Option<trellis_state::ExportedWorkspace>, StateError> {
         self.state().export(shoot)

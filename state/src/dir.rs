@@ -456,6 +456,31 @@ pub(crate) fn empty_dir(dir: &Path) -> io::Result<()> {
 /// `<dir>/<sub>/<shoot, percent-encoded>.json`. Shoot ids are `[a-z0-9-]`, which stay readable; anything
 /// else (including `.` and `/`) is encoded, so a name can never leave the directory.
 pub(crate) fn workspace_file(dir: &Path, sub: &str, shoot: &str) -> PathBuf {
+    dir.join(sub).join(format!("{}.json", encode_shoot(shoot)))
+}
+
+/// A shoot id as a file name's stem: percent-encoded outside `[A-Za-z0-9_-]` (see [`workspace_file`]).
+pub(crate) fn encode_shoot(shoot: &str) -> String {
     const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_');
-    dir.join(sub).join(format!("{}.json", percent_encoding::utf8_percent_encode(shoot, KEEP)))
+    percent_encoding::utf8_percent_encode(shoot, KEEP).to_string()
+}
+
+/// Writes `bytes` as the new file `path` (its directory created if needed), durably, and never over an
+/// existing file: a temporary file beside it, `fsync`, a hard link to `path` (which fails if `path`
+/// exists), the temporary removed, `fsync` of the directory. A crash leaves no partial `path`.
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let parent = parent_of(path);
+    fs::create_dir_all(parent)?;
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = parent.join(tmp_name);
+    {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    linked?;
+    sync_dir(parent)
 }

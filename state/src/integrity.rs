@@ -161,6 +161,24 @@ impl Journal {
         Ok(())
     }
 
+    /// Drops the head record of `shoot`, whose workspace was removed (durably, before this): the journal
+    /// is rewritten without it, atomically and durably (and `heads/` of an earlier trellis removed, its
+    /// records being in the journal then).
+    pub(crate) fn forget(&mut self, shoot: &str) -> io::Result<()> {
+        if self.heads.map.remove(shoot).is_none() && !self.heads.legacy {
+            return Ok(());
+        }
+        self.file = None;
+        dir::upgrade_marker(&self.dir)?;
+        self.heads.valid_len = write_journal(&self.dir, self.heads.map.values())?;
+        self.heads.records = self.heads.map.len();
+        if self.heads.legacy {
+            dir::remove_dir_if_present(&self.dir.join(HEADS))?;
+            self.heads.legacy = false;
+        }
+        Ok(())
+    }
+
     /// At the end of a run that appended: rewrites the journal with one record per workspace when it
     /// holds more than twice that many, or when `heads/` of an earlier trellis is still there (which is
     /// then removed). Atomic and durable (temporary file, `fsync`, `rename`, `fsync` of the dir).
@@ -226,6 +244,13 @@ impl WorkspaceFile {
         WorkspaceFile { checksum: Some(checksum(&workspace)), workspace }
     }
 
+    /// Writes `ws` as a new file at `path` (its directory created if needed), durably, as `state pull`
+    /// prints it; an existing file is never replaced (`ErrorKind::AlreadyExists`). What `trellis state
+    /// rm` keeps of what it removes.
+    pub fn write_new(path: &Path, ws: &Workspace) -> io::Result<()> {
+        dir::write_new(path, &dir::to_pretty(&WorkspaceFile::new(ws.clone()))?)
+    }
+
     /// Reads a document written by [`WorkspaceFile::new`] (or by hand); `source` names it in errors. A
     /// checksum that does not match the workspace means the file was damaged or edited.
     pub fn parse(source: &str, text: &str) -> Result<Workspace, StateError> {
@@ -268,8 +293,15 @@ pub(crate) struct Stored {
 /// history entry of the stored version — committed in the same transaction — says it replaced exactly
 /// the version the head names (same checksum) and produced exactly the stored bytes. A workspace without
 /// a head record is accepted only when its history entry says it is the first version (its first commit
-/// was interrupted the same way). Anything else is damage: `Err(detail)`.
-pub(crate) fn check(dir: &Path, heads: &Heads, stored: &BTreeMap<String, Stored>) -> Result<(), String> {
+/// was interrupted the same way). A head record without a workspace is accepted only when `removals`
+/// holds the entry of its removal ([`is_removal_of`]): the removal went through but the journal was not
+/// rewritten yet. Anything else is damage: `Err(detail)`.
+pub(crate) fn check(
+    dir: &Path,
+    heads: &Heads,
+    stored: &BTreeMap<String, Stored>,
+    removals: &BTreeMap<String, HistoryEntry>,
+) -> Result<(), String> {
     let heads = &heads.map;
     let mut problems = Vec::new();
     for (shoot, found) in stored {
@@ -310,7 +342,7 @@ pub(crate) fn check(dir: &Path, heads: &Heads, stored: &BTreeMap<String, Stored>
         }
     }
     for (shoot, head) in heads {
-        if !stored.contains_key(shoot) {
+        if !stored.contains_key(shoot) && !removals.get(shoot).is_some_and(|entry| is_removal_of(entry, head)) {
             problems.push(format!(
                 "workspace {shoot} is missing from the database, but its head record in {} says serial {}",
                 dir.join(HEADS_LOG).display(),
@@ -323,6 +355,15 @@ pub(crate) fn check(dir: &Path, heads: &Heads, stored: &BTreeMap<String, Stored>
         1 => Err(problems.remove(0)),
         n => Err(format!("{} (and {} more problem(s))", problems.remove(0), n - 1)),
     }
+}
+
+/// Whether `entry` (found under [`crate::removed_name`] of the head) records the removal of exactly the
+/// version `head` names: `trellis state rm` wrote it in the transaction that removed the workspace.
+pub(crate) fn is_removal_of(entry: &HistoryEntry, head: &Head) -> bool {
+    entry.operation == crate::REMOVE_OPERATION
+        && entry.checksum.is_none()
+        && head.serial.checked_add(1) == Some(entry.serial)
+        && entry.previous.as_ref() == Some(&head.checksum)
 }
 
 /// The head records in `heads/`, one file per workspace, as an earlier trellis wrote them. An unreadable

@@ -209,6 +209,18 @@
 //!   workspace at a serial above both, so every plan made against either is stale. To recover a damaged
 //!   state dir, move it aside and push each workspace's backup (or a pulled copy) into a new one.
 //!
+//! * **Removing.** [`StateStore::remove`] (`trellis state rm SHOOT`) deletes a workspace on purpose: in
+//!   one transaction its head (or whole value) and parts go, and its history moves to
+//!   [`removed_name`] followed by an entry of operation [`REMOVE_OPERATION`] at the next serial, without a
+//!   checksum and naming the removed version's checksum as the one it replaced; after the flush, the
+//!   heads journal is rewritten without the shoot (atomically, as the compaction does). A kill between
+//!   the two leaves a head record without its workspace: accepted only when that entry, looked up
+//!   under the removed name of exactly the head's lineage and serial, proves the removal of exactly the
+//!   head's version; any other head without its workspace stays damage. The CLI writes the backup (a
+//!   [`WorkspaceFile`], [`removal_backup_file`], never overwritten, synced) before it removes anything;
+//!   the removal then deletes `backups/<shoot>.json`, so that `backups/` holds one such file per stored
+//!   workspace (what a recovery pushes back) besides the backups of removals.
+//!
 //! What this does not cover: lock records and history entries have no head records (a damaged lock is
 //! reported when it is read; history entries are checked only as the link described above), and after
 //! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
@@ -266,6 +278,9 @@
 //! The history keeps every version this database stored in full, so it is also the backup: `SELECT
 //! document FROM trellis_history WHERE shoot = … AND serial = …` is a workspace `trellis state push`
 //! can restore. Of a history imported by `state migrate`, only the current version's document is known.
+//! [`StateStore::remove`] deletes the row and, in the same transaction, adds the removal's history
+//! entry and renames the shoot's history rows to [`removed_name`] (never deleting them); `history` of
+//! that name checks its documents as the shoot's.
 //!
 //! **Commits** are one transaction each: `SELECT … FOR UPDATE` of the workspace's row, the lineage and
 //! serial compared as in sled ([`StateError::Conflict`]), then the row and the history entry written.
@@ -307,8 +322,9 @@
 //! `state push` file, and `trellis state push --force` replaces the damaged version (a forced push
 //! reads only the row's lineage and serial, not its damaged document; without `--force` it is refused).
 //! History is never overwritten: its insert is `ON CONFLICT DO NOTHING` and a serial already there
-//! refuses the write. A shoot whose history goes beyond its row — trellis never deletes a row, so the row
-//! was deleted or set back by hand — is damage, as a workspace missing behind its head record is in
+//! refuses the write. A shoot whose history goes beyond its row — trellis deletes a row only in
+//! [`StateStore::remove`], which renames the history in the same transaction, so the row was deleted or
+//! set back by hand — is damage, as a workspace missing behind its head record is in
 //! sled: [`StateStore::load`] (which reads the newest history serial in the same round trip), commit,
 //! push (even forced) and import refuse it with [`StateError::BehindHistory`], whose message gives the
 //! SQL that restores the row from the newest version in the history, and the SQL that starts the shoot
@@ -454,6 +470,20 @@ impl Workspace {
         self.resources.len() != before
     }
 
+    /// The address of the resource `address_or_id` names (`trellis state rm SHOOT ADDRESS`): a recorded
+    /// address, or a recorded resource's cloud id (compared case-insensitively, as
+    /// [`Workspace::record_resource`] compares them). `None`: the workspace records no such resource.
+    pub fn resource_address(&self, address_or_id: &str) -> Option<&str> {
+        if let Some((address, _)) = self.resources.get_key_value(address_or_id) {
+            return Some(address);
+        }
+        let lower = address_or_id.to_ascii_lowercase();
+        if let Some((address, _)) = self.resources.get_key_value(&lower) {
+            return Some(address);
+        }
+        self.resources.iter().find(|(_, r)| r.id.eq_ignore_ascii_case(address_or_id)).map(|(a, _)| a.as_str())
+    }
+
     /// A workspace that was never committed: a fresh lineage, serial 0, nothing known yet.
     pub fn new(shoot: &str) -> Workspace {
         Workspace {
@@ -466,6 +496,30 @@ impl Workspace {
             applied_manifest: None,
         }
     }
+}
+
+/// The operation of the history entry that records a removal ([`StateStore::remove`]).
+pub const REMOVE_OPERATION: &str = "state rm";
+
+/// The name the history of `shoot` is kept under once its workspace of `lineage` was removed at
+/// `serial` ([`StateStore::remove`]): `<shoot>.removed-<serial>-<first 8 characters of the lineage>`. No
+/// technical id holds a `.`, so it never names a workspace; the lineage keeps the removals of one shoot
+/// at the same serial in different lives apart. Backups of a removal are named after it too.
+pub fn removed_name(shoot: &str, lineage: &str, serial: u64) -> String {
+    format!("{shoot}.{}", removed_suffix(lineage, serial))
+}
+
+/// The file name of the backup `trellis state rm` writes of `shoot` at `serial` of `lineage` (before the
+/// workspace or a resource of it is removed): `<shoot, percent-encoded>.removed-<serial>-<lineage, 8
+/// characters>.json` (see [`removed_name`]). Only a file name: the caller picks the directory
+/// ([`SledStore::backups_dir`] for a state dir).
+pub fn removal_backup_file(shoot: &str, lineage: &str, serial: u64) -> String {
+    format!("{}.{}.json", dir::encode_shoot(shoot), removed_suffix(lineage, serial))
+}
+
+fn removed_suffix(lineage: &str, serial: u64) -> String {
+    let short: String = lineage.chars().take(8).collect();
+    format!("removed-{serial}-{short}")
 }
 
 /// Who holds a lock (a workspace lock, or a whole state dir), and since when.
@@ -580,6 +634,14 @@ pub trait StateStore: Send + Sync {
     /// stored workspace of another lineage, or at a higher serial than `ws`, is
     /// [`StateError::PushRefused`]. The caller holds the workspace lock.
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError>;
+    /// Forgets the workspace of `shoot` (`trellis state rm SHOOT`), touching nothing but the state: a
+    /// compare-and-swap on (`lineage`, `serial`) as [`StateStore::commit`] (the stored version must be
+    /// exactly that one, else [`StateError::Conflict`]). The workspace is gone from `list` and `load`; its
+    /// history is kept, under [`removed_name`], with one more entry at `serial + 1` that records the removal
+    /// ([`REMOVE_OPERATION`], no checksum: nothing is stored at that serial). Returns that name. The next
+    /// commit of the shoot starts it again (serial 0, any lineage), and `push` of a backup restores it.
+    /// The caller holds the workspace lock.
+    fn remove(&self, shoot: &str, lineage: &str, serial: u64) -> Result<String, StateError>;
     /// Everything stored for a shoot — the current workspace and its whole history —, integrity-checked
     /// as [`StateStore::load`] checks it. `None`: the shoot was never committed.
     fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError>;
@@ -641,6 +703,9 @@ pub enum StateError {
     /// `trellis state push` would lose or replace something; `detail` says what and how to force it.
     #[error("not pushing workspace {shoot}: {detail}")]
     PushRefused { shoot: String, detail: String },
+    /// `trellis state rm` would lose something; `detail` says what and what to do.
+    #[error("not removing workspace {shoot}: {detail}")]
+    RemoveRefused { shoot: String, detail: String },
     /// A workspace document (`state push` input) that cannot be used.
     #[error("{file}: {detail}")]
     InvalidFile { file: String, detail: String },

@@ -96,6 +96,12 @@ impl Current {
 }
 
 impl SledStore {
+    /// Where the state dir keeps backups (`<dir>/backups`): the version each command left of each
+    /// workspace, and what `trellis state rm` removed ([`crate::removal_backup_file`]).
+    pub fn backups_dir(&self) -> PathBuf {
+        self.dir().join(dir::BACKUPS)
+    }
+
     /// Opens the state dir, creating it if needed, for `operation` (recorded in `holder.json`).
     ///
     /// The directory must be new, empty, or a trellis state dir (it has `trellis-state.json`; a state dir
@@ -732,10 +738,11 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
             }
         };
         let heads = integrity::read_heads(dir);
-        let history = history.as_ref().map(|tree| (tree, heads.as_ref().ok()));
-        let stored = read_stored(dir, tree(WORKSPACES)?.as_ref(), parts.as_ref(), history)?;
+        let with_heads = history.as_ref().map(|tree| (tree, heads.as_ref().ok()));
+        let stored = read_stored(dir, tree(WORKSPACES)?.as_ref(), parts.as_ref(), with_heads)?;
         let heads = heads.map_err(|detail| damaged(dir, detail))?;
-        integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))
+        let removals = read_removals(dir, history.as_ref(), &heads, &stored)?;
+        integrity::check(dir, &heads, &stored, &removals).map_err(|detail| damaged(dir, detail))
     });
     wait_for_release(&copy.join("db"));
     let _ = dir::remove_dir_if_present(&copy);
@@ -749,8 +756,31 @@ fn verify(dir: &Path, h: &Handles) -> Result<Heads, StateError> {
     let heads = integrity::read_heads(dir);
     let stored = read_stored(dir, Some(&h.workspaces), h.layout.get(), Some((&h.history, heads.as_ref().ok())))?;
     let heads = heads.map_err(|detail| damaged(dir, detail))?;
-    integrity::check(dir, &heads, &stored).map_err(|detail| damaged(dir, detail))?;
+    let removals = read_removals(dir, Some(&h.history), &heads, &stored)?;
+    integrity::check(dir, &heads, &stored, &removals).map_err(|detail| damaged(dir, detail))?;
     Ok(heads)
+}
+
+/// For each head record whose workspace is not stored: the history entry that would record its removal
+/// (under [`crate::removed_name`] of the head, at the serial after it), if there is one. One lookup per
+/// such head; none when every head has its workspace.
+fn read_removals(
+    dir: &Path,
+    history: Option<&sled::Tree>,
+    heads: &Heads,
+    stored: &BTreeMap<String, Stored>,
+) -> Result<BTreeMap<String, HistoryEntry>, StateError> {
+    let mut out = BTreeMap::new();
+    let Some(history) = history else { return Ok(out) };
+    for (shoot, head) in heads.map.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
+        let Some(next) = head.serial.checked_add(1) else { continue };
+        let key = history_key(&crate::removed_name(shoot, &head.lineage, head.serial), next);
+        let raw = history.get(key).map_err(|e| damaged(dir, format!("its history cannot be read ({e})")))?;
+        if let Some(entry) = raw.and_then(|raw| serde_json::from_slice::<HistoryEntry>(&raw).ok()) {
+            out.insert(shoot.clone(), entry);
+        }
+    }
+    Ok(out)
 }
 
 /// Every stored workspace, in either layout, with the history entry of its serial; a workspace stored
@@ -1035,6 +1065,102 @@ impl StateStore for SledStore {
         })?;
         self.seal_version(&next, &stored)?;
         Ok(next.serial)
+    }
+
+    fn remove(&self, shoot: &str, lineage: &str, serial: u64) -> Result<String, StateError> {
+        // No commit of the workspace in between: a commit changes its head, which the transaction compares.
+        let _taken = self.group.begin(shoot);
+        let conflict = |detail: String| StateError::Conflict { shoot: shoot.to_string(), detail };
+        let layout = self.layout()?;
+        let current = self.current(shoot)?;
+        let Some(raw) = current.raw() else {
+            return Err(conflict("the workspace is not stored (another run removed it)".to_string()));
+        };
+        let meta = parse_meta(shoot, raw)?;
+        if meta.lineage != lineage || meta.serial != serial {
+            return Err(conflict(format!(
+                "the stored workspace is at serial {} of lineage {}, not at serial {serial} of lineage {lineage} \
+                 (another run committed in between)",
+                meta.serial, meta.lineage
+            )));
+        }
+        let next = serial.checked_add(1).ok_or_else(|| StateError::Corrupt {
+            shoot: shoot.to_string(),
+            detail: "its serial cannot be incremented any further".to_string(),
+        })?;
+        let name = crate::removed_name(shoot, lineage, serial);
+        // The history moves to its new name, followed by the entry of the removal: the proof, after a
+        // kill before the journal is rewritten, that the missing workspace was removed on purpose.
+        let entry = HistoryEntry {
+            serial: next,
+            operation: crate::REMOVE_OPERATION.to_string(),
+            at: now_rfc3339(),
+            resources: 0,
+            checksum: None,
+            previous: Some(integrity::checksum_bytes(raw)),
+        };
+        let entry_json = to_json(&entry).map_err(|e| self.io_error("encoding history entry for", e))?;
+        let mut moved = Vec::new();
+        for item in self.h.history.scan_prefix(history_prefix(shoot)) {
+            let (key, value) = item.map_err(|e| self.io_error("reading history from", e))?;
+            let Some(entry_serial) = key.get(key.len().saturating_sub(8)..).and_then(|b| <[u8; 8]>::try_from(b).ok())
+            else {
+                continue;
+            };
+            moved.push((Some(key.clone()), history_key(&name, u64::from_be_bytes(entry_serial)), value.to_vec()));
+        }
+        moved.push((None, history_key(&name, next), entry_json));
+        let (expected_head, expected_whole, parts) = match &current {
+            Current::Absent => (None, None, Vec::new()),
+            Current::Whole(raw) => (None, Some(raw.clone()), Vec::new()),
+            Current::Parts { head, parts } => (Some(head.clone()), None, parts.keys().cloned().collect()),
+        };
+        let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
+        let outcome = trees.transaction(|(workspaces, heads, parts_tree, history)| {
+            let key = shoot.as_bytes();
+            if heads.get(key)? != expected_head || workspaces.get(key)? != expected_whole {
+                return Err(ConflictableTransactionError::Abort(conflict(
+                    "the stored workspace changed while it was being removed".to_string(),
+                )));
+            }
+            workspaces.remove(key)?;
+            heads.remove(key)?;
+            for part in &parts {
+                parts_tree.remove(part)?;
+            }
+            for (old, new, value) in &moved {
+                if let Some(old) = old {
+                    history.remove(old)?;
+                }
+                if history.insert(new.as_slice(), value.as_slice())?.is_some() {
+                    return Err(ConflictableTransactionError::Abort(StateError::RemoveRefused {
+                        shoot: shoot.to_string(),
+                        detail: format!(
+                            "the history of an earlier removal of this version is kept as {name} already; \
+                             commit a change first (or restore it elsewhere with `trellis state pull`/`push`)"
+                        ),
+                    }));
+                }
+            }
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => {}
+            Err(TransactionError::Abort(e)) => return Err(e),
+            Err(TransactionError::Storage(e)) => return Err(self.io_error("removing a workspace from", e)),
+        }
+        // Nothing of it is left to back up at close.
+        self.committed.lock().unwrap_or_else(PoisonError::into_inner).remove(shoot);
+        self.make_durable(None)?;
+        self.journal().forget(shoot).map_err(|e| self.io_error("rewriting the heads journal of", e))?;
+        // `backups/` keeps one file per stored workspace (what a recovery pushes back): the removed one's
+        // goes (the caller's backup of the removal holds the version it had, or a newer one).
+        let backup = dir::workspace_file(self.dir(), dir::BACKUPS, shoot);
+        match fs::remove_file(&backup) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(self.io_error("removing a backup from", e)),
+            _ => {}
+        }
+        Ok(name)
     }
 
     fn history(&self, shoot: &str) -> Result<Vec<HistoryEntry>, StateError> {

@@ -22,6 +22,7 @@ mod pg;
 mod processes;
 mod real_inputs;
 mod renderers;
+mod repair;
 mod review;
 mod shard;
 mod shoot_validation;

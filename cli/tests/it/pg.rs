@@ -121,6 +121,34 @@ fn pg_state_commands_list_show_pull_push_unlock() {
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
 }
 
+/// `state rm` against PostgreSQL: the backup goes to the current directory, the workspace's history
+/// stays in `trellis_history` under its removed name (never deleted), and the `state push` printed
+/// restores the workspace; the plan is "No changes." again.
+#[test]
+fn pg_state_rm_writes_its_backup_here_keeps_the_history_and_push_restores() {
+    let (pg, url) = database("state_rm");
+    let sb = Sandbox::with_state(&url);
+    sb.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
+    let ws = sb.workspace(BRAVO);
+    let (serial, lineage) = (ws["serial"].as_u64().unwrap(), ws["lineage"].as_str().unwrap().to_string());
+    let rm = sb.run(&["state", "rm", BRAVO]).code(0);
+    let file = format!("{BRAVO}.removed-{serial}-{}.json", &lineage[..8]);
+    let undo = format!("undo with `trellis state push {BRAVO} {file} --state {url}`");
+    assert!(rm.stdout.contains(&format!("Backup: {file}; {undo}")), "{}", rm.stdout);
+    assert!(sb.path().join(&file).is_file(), "the backup is in the current directory");
+    assert!(sb.workspaces().is_empty());
+    let kept = pg
+        .psql(
+            db_name(&url),
+            &format!("SELECT count(*) FROM trellis_history WHERE shoot = '{BRAVO}.removed-{serial}-{}'", &lineage[..8]),
+        )
+        .unwrap();
+    assert_eq!(kept.trim(), (serial + 1).to_string(), "every version and the removal's entry are kept");
+    sb.run(&["state", "push", BRAVO, &file]).code(0);
+    assert_eq!(sb.workspace(BRAVO)["resources"], ws["resources"]);
+    sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+}
+
 #[test]
 fn pg_a_killed_apply_loses_nothing_and_the_next_apply_converges_without_duplicates() {
     let expected = clean_a2_resources();

@@ -571,9 +571,11 @@ impl Inner {
             })?;
             let document: Option<&str> = row.get(2);
             let checksum: Option<&str> = row.get(3);
+            // The history of a removed workspace ([`crate::removed_name`]) holds the versions of its shoot.
+            let owner = shoot.split_once(".removed-").map_or(shoot, |(owner, _)| owner);
             let version = match (document, checksum) {
                 (Some(document), Some(checksum)) => {
-                    Some(self.check_version(shoot, serial, document, checksum).map_err(Failure::Final)?)
+                    Some(self.check_version(owner, serial, document, checksum).map_err(Failure::Final)?)
                 }
                 _ => None,
             };
@@ -1002,6 +1004,97 @@ impl Inner {
         Ok(())
     }
 
+    // ---- remove ----
+
+    /// [`StateStore::remove`]: one transaction — the row compared and deleted, the removal's history
+    /// entry added, the history renamed to [`crate::removed_name`] (never deleted) —, retried through
+    /// dropped connections; after a failure whose outcome is unknown, the removal's entry is looked up
+    /// first, so a removal that went through is never reported as failed.
+    async fn remove(&self, shoot: String, lineage: String, serial: u64) -> Result<String, StateError> {
+        self.check_lock_kept(&shoot).await?;
+        let name = crate::removed_name(&shoot, &lineage, serial);
+        let next = serial.checked_add(1).ok_or_else(|| StateError::Corrupt {
+            shoot: shoot.clone(),
+            detail: "its serial cannot be incremented any further".to_string(),
+        })?;
+        let mut unsure = false;
+        self.retry("removing the workspace", || {
+            let was_unsure = std::mem::replace(&mut unsure, true);
+            let (shoot, lineage, name) = (&shoot, &lineage, &name);
+            Box::pin(async move {
+                if was_unsure && self.is_removed(name, next).await? {
+                    return Ok(());
+                }
+                self.try_remove(shoot, lineage, serial, name).await
+            })
+        })
+        .await?;
+        Ok(name)
+    }
+
+    async fn try_remove(&self, shoot: &str, lineage: &str, serial: u64, name: &str) -> Result<(), Failure> {
+        let conflict = |detail: String| Failure::Final(StateError::Conflict { shoot: shoot.to_string(), detail });
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.classify(e))?;
+        let row = tx
+            .query_opt(
+                "SELECT lineage, serial, checksum FROM trellis_workspaces WHERE shoot = $1 FOR UPDATE",
+                &[&shoot],
+            )
+            .await
+            .map_err(|e| self.classify(e))?;
+        let Some(row) = row else {
+            return Err(conflict("the workspace is not stored (another run removed it)".to_string()));
+        };
+        let (stored_lineage, stored_serial): (&str, i64) = (row.get(0), row.get(1));
+        if stored_lineage != lineage || to_u64(stored_serial) != serial {
+            return Err(conflict(format!(
+                "the stored workspace is at serial {stored_serial} of lineage {stored_lineage}, not at serial \
+                 {serial} of lineage {lineage} (another run committed in between)"
+            )));
+        }
+        let taken = tx
+            .query_opt("SELECT 1 FROM trellis_history WHERE shoot = $1 LIMIT 1", &[&name])
+            .await
+            .map_err(|e| self.classify(e))?;
+        if taken.is_some() {
+            return Err(Failure::Final(StateError::RemoveRefused {
+                shoot: shoot.to_string(),
+                detail: format!(
+                    "trellis_history holds versions under {name} already (an earlier removal of this version); \
+                     commit a change first, or rename those rows"
+                ),
+            }));
+        }
+        let entry = HistoryEntry {
+            serial: serial + 1,
+            operation: crate::REMOVE_OPERATION.to_string(),
+            at: now_rfc3339(),
+            resources: 0,
+            checksum: None,
+            previous: Some(row.get::<_, String>(2)),
+        };
+        let entry_json = serde_json::to_string(&entry).expect("a history entry serialises");
+        let next = to_i64(shoot, serial + 1)?;
+        self.insert_history(&tx, shoot, next, &entry_json, None, None, Some(serial)).await?;
+        tx.execute("UPDATE trellis_history SET shoot = $2 WHERE shoot = $1", &[&shoot, &name])
+            .await
+            .map_err(|e| self.classify(e))?;
+        tx.execute("DELETE FROM trellis_workspaces WHERE shoot = $1", &[&shoot]).await.map_err(|e| self.classify(e))?;
+        tx.commit().await.map_err(|e| self.classify(e))
+    }
+
+    /// Whether the removal entry at `serial` is stored under `name` (the removal committed).
+    async fn is_removed(&self, name: &str, serial: u64) -> Result<bool, Failure> {
+        let client = self.client().await?;
+        let serial = to_i64(name, serial)?;
+        let row = client
+            .query_opt("SELECT 1 FROM trellis_history WHERE shoot = $1 AND serial = $2", &[&name, &serial])
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(row.is_some())
+    }
+
     // ---- push, export, import ----
 
     async fn push(&self, ws: Workspace, force: bool) -> Result<u64, StateError> {
@@ -1240,6 +1333,11 @@ impl StateStore for PgStore {
     fn push(&self, ws: &Workspace, force: bool) -> Result<u64, StateError> {
         let (inner, ws) = (self.inner.clone(), ws.clone());
         self.run(async move { inner.push(ws, force).await })
+    }
+
+    fn remove(&self, shoot: &str, lineage: &str, serial: u64) -> Result<String, StateError> {
+        let (inner, shoot, lineage) = (self.inner.clone(), shoot.to_string(), lineage.to_string());
+        self.run(async move { inner.remove(shoot, lineage, serial).await })
     }
 
     fn export(&self, shoot: &str) -> Result<Option<ExportedWorkspace>, StateError> {

@@ -951,3 +951,77 @@ fn regression_a_load_during_commits_of_the_same_workspace_is_never_reported_as_d
         }
     });
 }
+
+/// `state rm` of a whole workspace: gone from `list` and `load`, its head record dropped from the
+/// journal, its history kept under its removed name with the removal's entry last; the next open is
+/// clean, and the workspace can be started again or pushed back. A run killed after the removal was
+/// durable but before the journal was rewritten (the journal still names the removed version) is not
+/// damage — the removal's entry proves it —; a head naming any other version without a workspace is.
+#[test]
+fn regression_a_removed_workspace_is_gone_its_history_kept_and_an_interrupted_removal_is_not_damage() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ws = committed(dir, 2);
+    let head_of_2 = fs::read(dir.join("heads.log")).unwrap();
+    let store = open(dir);
+    let stale = store.remove(SHOOT, &ws.lineage, 1).unwrap_err();
+    assert!(matches!(stale, StateError::Conflict { .. }), "{stale:?}");
+    let name = store.remove(SHOOT, &ws.lineage, 2).unwrap();
+    assert_eq!(name, trellis_state::removed_name(SHOOT, &ws.lineage, 2));
+    assert!(name.starts_with(&format!("{SHOOT}.removed-2-")), "{name}");
+    assert!(store.load(SHOOT).unwrap().is_none());
+    assert!(store.list().unwrap().is_empty());
+    assert!(store.history(SHOOT).unwrap().is_empty(), "the shoot starts again without a history");
+    let kept = store.history(&name).unwrap();
+    let ops: Vec<(u64, &str)> = kept.iter().map(|e| (e.serial, e.operation.as_str())).collect();
+    assert_eq!(ops, [(1, "apply"), (2, "apply"), (3, "state rm")]);
+    assert!(kept[2].checksum.is_none() && kept[2].previous == kept[1].checksum, "{:?}", kept[2]);
+    let again = store.remove(SHOOT, &ws.lineage, 2).unwrap_err();
+    assert!(matches!(again, StateError::Conflict { .. }), "{again:?}");
+    store.close().unwrap();
+    assert!(journal(dir).is_empty(), "the removed workspace has no head record");
+    assert!(open(dir).load(SHOOT).unwrap().is_none());
+
+    // Killed before the journal was rewritten: its head record still names serial 2.
+    fs::write(dir.join("heads.log"), &head_of_2).unwrap();
+    as_if_the_last_run_was_killed(dir);
+    let store = open(dir);
+    assert!(store.load(SHOOT).unwrap().is_none());
+    // Started again: a new lineage, whose commits supersede the head record.
+    let mut fresh = Workspace::new(SHOOT);
+    store.commit(&mut fresh, "apply").unwrap();
+    store.close().unwrap();
+    as_if_the_last_run_was_killed(dir);
+    assert_eq!(open(dir).load(SHOOT).unwrap().unwrap().lineage, fresh.lineage);
+
+    // A head record of a version that was never removed, without its workspace, is damage.
+    let work = tempfile::tempdir().unwrap();
+    let other = work.path();
+    let ws = committed(other, 2);
+    let head_of_2 = fs::read(other.join("heads.log")).unwrap();
+    let store = open(other);
+    store.remove(SHOOT, &ws.lineage, 2).unwrap();
+    store.close().unwrap();
+    let last = head_of_2.trim_ascii_end().split(|&b| b == b'\n').next_back().unwrap();
+    let mut forged: serde_json::Value = serde_json::from_slice(last).unwrap();
+    forged["serial"] = serde_json::json!(1);
+    fs::write(other.join("heads.log"), format!("{forged}\n")).unwrap();
+    as_if_the_last_run_was_killed(other);
+    assert_damaged(SledStore::open(other, "plan"), "is missing from the database");
+
+    // The backup restores it: `push` into the state where it is gone.
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ws = committed(dir, 1);
+    let backup = dir.join("removed.json");
+    WorkspaceFile::write_new(&backup, &ws).unwrap();
+    let exists = WorkspaceFile::write_new(&backup, &ws).unwrap_err();
+    assert_eq!(exists.kind(), std::io::ErrorKind::AlreadyExists, "a backup is never overwritten");
+    let store = open(dir);
+    store.remove(SHOOT, &ws.lineage, 1).unwrap();
+    let restored = WorkspaceFile::parse("removed.json", &fs::read_to_string(&backup).unwrap()).unwrap();
+    assert_eq!(store.push(&restored, false).unwrap(), 2);
+    store.close().unwrap();
+    let back = open(dir).load(SHOOT).unwrap().unwrap();
+    assert_eq!((back.lineage, back.outputs), (ws.lineage, ws.outputs));
+}

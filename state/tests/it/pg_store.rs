@@ -53,6 +53,12 @@ fn pg_push_refuses_rollbacks_and_stores_above_both() {
 }
 
 #[test]
+fn pg_remove_forgets_the_workspace_and_keeps_its_history_under_its_removed_name() {
+    let (_server, url) = database("remove");
+    behaviour::remove(&connect(&url));
+}
+
+#[test]
 fn pg_export_and_import_keep_lineage_serial_and_history() {
     let (server, url) = database("export");
     let into: PgUrl = server.create_database("import").unwrap().parse().unwrap();

@@ -405,6 +405,7 @@ fn sled_behaves_as_every_backend_must() {
         behaviour::stale_commits_are_refused,
         behaviour::locks,
         behaviour::push,
+        behaviour::remove,
     ] {
         let dir = tempfile::tempdir().unwrap();
         check(&SledStore::open(dir.path(), "test").unwrap());

@@ -156,6 +156,35 @@ pub fn push(store: &dyn StateStore) {
     assert_eq!(store.push(&Workspace::new("shoot--dev--new"), false).unwrap(), 1);
 }
 
+/// `remove` forgets the workspace when it is the version named, keeps its history under its removed name
+/// (the removal's entry last), refuses a stale version, and the shoot starts again from nothing; `push`
+/// of the removed version restores it.
+pub fn remove(store: &dyn StateStore) {
+    let mut ws = workspace_with_one_resource();
+    store.commit(&mut ws, "apply").unwrap();
+    store.commit(&mut ws, "apply").unwrap();
+    assert!(matches!(store.remove(SHOOT, &ws.lineage, 1), Err(StateError::Conflict { .. })));
+    assert!(matches!(store.remove(SHOOT, "another-lineage", 2), Err(StateError::Conflict { .. })));
+    let name = store.remove(SHOOT, &ws.lineage, 2).unwrap();
+    assert_eq!(name, trellis_state::removed_name(SHOOT, &ws.lineage, 2));
+    assert_eq!(store.load(SHOOT).unwrap(), None);
+    assert!(store.list().unwrap().iter().all(|w| w.shoot != SHOOT));
+    assert!(store.history(SHOOT).unwrap().is_empty());
+    let kept: Vec<(u64, String)> = store.history(&name).unwrap().into_iter().map(|e| (e.serial, e.operation)).collect();
+    assert_eq!(kept, [(1, "apply".to_string()), (2, "apply".to_string()), (3, "state rm".to_string())]);
+    assert!(matches!(store.remove(SHOOT, &ws.lineage, 2), Err(StateError::Conflict { .. })));
+    // Started again from nothing, then removed at the same serial: its own name (another lineage).
+    let mut again = Workspace::new(SHOOT);
+    store.commit(&mut again, "apply").unwrap();
+    store.commit(&mut again, "apply").unwrap();
+    assert_eq!(store.history(SHOOT).unwrap().len(), 2);
+    let second = store.remove(SHOOT, &again.lineage, 2).unwrap();
+    assert_ne!(second, name);
+    // The removed version pushed back.
+    assert_eq!(store.push(&ws, false).unwrap(), 3);
+    assert_eq!(store.load(SHOOT).unwrap().unwrap().resources, ws.resources);
+}
+
 /// `export` gives the workspace and its history; `import` creates what is missing, accepts the same
 /// lineage and serial again, and refuses anything else.
 pub fn export_import(store: &dyn StateStore, into: &dyn StateStore) {
