@@ -33,6 +33,8 @@ pub struct Session {
     pub retry: RetryPolicy,
     /// Take out-of-band changes to the user's BYO resources on purpose (`--accept-drift`).
     pub accept_drift: bool,
+    /// What plans cover and replace on request (`--target`, `--replace`; empty: everything, nothing).
+    pub targeting: super::Targeting,
     /// Whether [`Session::close`] keeps the simulated clouds' audit logs (commands that write the cloud).
     keep_audit: bool,
 }
@@ -120,6 +122,7 @@ impl Session {
                 store,
                 retry: RetryPolicy::default(),
                 accept_drift: false,
+                targeting: Default::default(),
                 keep_audit: WRITING_OPERATIONS.contains(&operation),
             },
             note,
@@ -205,10 +208,17 @@ impl Session {
     /// The cloud of each provider with its context (the account, the retry policy, `--accept-drift`),
     /// by `spec.provider.type`: a fleet may mix providers, and each shoot's provider decides its cloud.
     pub fn clouds(&self) -> Clouds {
+        self.clouds_replacing(&self.targeting.replace)
+    }
+
+    /// [`Session::clouds`], their plans replacing the managed resources at `replace` (`--replace`).
+    pub fn clouds_replacing(&self, replace: &std::collections::BTreeSet<String>) -> Clouds {
+        let replace = Arc::new(replace.clone());
         let ctx = |account: &str| CloudCtx {
             account: account.to_string(),
             retry: self.retry.clone(),
             accept_drift: self.accept_drift,
+            replace: Arc::clone(&replace),
         };
         Clouds {
             by_type: self.bound.iter().map(|b| (b.provider_type, Arc::clone(&b.cloud), ctx(&b.account))).collect(),
