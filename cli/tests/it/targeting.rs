@@ -218,7 +218,7 @@ fn replace_plans_a_replace_of_a_managed_resource_and_apply_carries_it_out() {
 }
 
 #[test]
-fn unknown_targets_and_refused_replacements_are_one_line_errors() {
+fn unknown_targets_and_refused_replacements_are_one_line_errors_and_gcp_replaces_a_firewall() {
     let sb = Sandbox::new();
     let (a1, a2) = (a1(), a2());
     let one_line = |run: Run, needle: &str| {
@@ -275,5 +275,19 @@ fn unknown_targets_and_refused_replacements_are_one_line_errors() {
         ]),
         "is your own resource (user-owned): trellis never writes it, so it cannot replace it",
     );
-    assert_eq!(sb.workspaces(), ["shoot--dev--bravo"], "nothing refused was applied");
+    // Nor a resource another one needs, which the replace does not detach (a Cloud NAT is its router's).
+    let gcp = format!("{}/../tests/scenarios/gcp/A1-managed-default/shoot.yaml", env!("CARGO_MANIFEST_DIR"));
+    sb.run(&["apply", "-f", &gcp, "--auto-approve"]).code(0);
+    let router = "gcp.router.trellis-sim/europe-west1.shoot--platform--web-cloud-router";
+    one_line(
+        sb.run(&["plan", "-f", &gcp, "--replace", router]),
+        &format!("error: --replace {router}: gcp.cloud_nat.trellis-sim/europe-west1/shoot--platform--web-cloud-router.shoot--platform--web-cloud-nat depends on it and a replace does not detach it"),
+    );
+    // A GCP firewall rule nothing depends on is replaced: deleted, then inserted again.
+    let firewall = "gcp.firewall.trellis-sim.shoot--platform--web-allow-health-checks";
+    let report =
+        sb.run(&["apply", "-f", &gcp, "--replace", firewall, "--auto-approve", "--output", "json"]).code(0).json();
+    let methods: Vec<String> = writes(&report).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, ["DELETE", "PUT"]);
+    assert_eq!(sb.workspaces(), ["shoot--dev--bravo", "shoot--platform--web"], "nothing refused was applied");
 }

@@ -162,7 +162,7 @@ pub fn select(
         targeting.replace.iter().filter(|r| plan.nodes.iter().any(|n| &&n.address == r)).collect();
     if check_replace {
         for r in &replaced {
-            if let Some(refusal) = plan.node(r).and_then(replace_refusal) {
+            if let Some(refusal) = plan.node(r).and_then(|node| replace_refusal(plan, node)) {
                 bail!("--replace {}: {refusal}", text(r));
             }
         }
@@ -193,13 +193,29 @@ pub fn select(
     Ok(keep)
 }
 
-/// Why `--replace` cannot replace `node` (planned with the request), in words; `None` when the node
-/// is the requested replace.
-pub fn replace_refusal(node: &trellis_plans::Node) -> Option<String> {
-    use trellis_plans::{DeleteOwnership, Ownership, ReadOwnership};
+/// Why `--replace` cannot replace `node` of `plan` (planned with the request), in words; `None` when
+/// the node is the requested replace and nothing else of the plan needs the resource but what the
+/// replace detaches and re-attaches (deleting it would break or take along any other dependent: a
+/// router's NAT, a network's subnets).
+pub fn replace_refusal(plan: &Plan, node: &trellis_plans::Node) -> Option<String> {
+    use trellis_plans::{Action, DeleteOwnership, Ownership, ReadOwnership};
     let what = format!("{} {}", node.kind.as_str(), text(node.id.as_deref().unwrap_or(&node.name)));
     let refusal = match &node.op {
-        Operation::Replace { .. } if node.reason.code() == Some(ReasonCode::ReplaceRequested) => return None,
+        Operation::Replace { detach, .. } if node.reason.code() == Some(ReasonCode::ReplaceRequested) => {
+            let detached = |n: &trellis_plans::Node| {
+                n.id.as_deref().is_some_and(|id| detach.iter().any(|d| d.id.eq_ignore_ascii_case(id)))
+            };
+            let broken = plan.nodes.iter().find(|n| {
+                n.depends_on.contains(&node.address)
+                    && n.ownership() == Ownership::Managed
+                    && n.action() != Action::Delete
+                    && !detached(n)
+            })?;
+            format!(
+                "{} depends on it and a replace does not detach it: deleting {what} would break it or take it along; only a resource nothing else of the shoot needs (but references trellis detaches) is replaced on request",
+                text(&broken.address)
+            )
+        }
         Operation::Verify { .. }
         | Operation::Read { ownership: ReadOwnership::User }
         | Operation::Skip { ownership: Ownership::User } => {
