@@ -54,6 +54,52 @@ fn a_shoot_target_plans_and_applies_only_that_shoot_of_the_fleet() {
     assert!(!sb.workspace("shoot--dev--bravo")["outputs"].is_null(), "a whole shoot's apply records its artifacts");
 }
 
+/// With `--shard`, a target another shard plans is no error: this shard plans none of it.
+#[test]
+fn a_target_in_another_shard_plans_nothing_here() {
+    let sb = Sandbox::new();
+    let fleet = format!("{}/../examples/fleet", env!("CARGO_MANIFEST_DIR"));
+    let world = format!("{}/../examples/fleet-world.yaml", env!("CARGO_MANIFEST_DIR"));
+    // shoot--shop--dev is in shard 2 of 3 (see shard.rs).
+    let plan = sb
+        .run(&[
+            "plan",
+            "-f",
+            &fleet,
+            "--world",
+            &world,
+            "--shard",
+            "2/3",
+            "--target",
+            "shoot--shop--dev",
+            "--output",
+            "json",
+        ])
+        .code(0)
+        .json();
+    assert_eq!(plan["shoot"], "shoot--shop--dev");
+    let run = sb
+        .run(&[
+            "plan",
+            "-f",
+            &fleet,
+            "--world",
+            &world,
+            "--shard",
+            "3/3",
+            "--target",
+            "shoot--shop--dev",
+            "--output",
+            "json",
+        ])
+        .code(0);
+    assert_eq!(run.json()["plans"], serde_json::json!([]), "shard 3 plans none of it");
+    // A shoot that is in no shard is still unknown.
+    sb.run(&["plan", "-f", &fleet, "--world", &world, "--shard", "3/3", "--target", "shoot--shop--nope"])
+        .code(1)
+        .stderr_has("error: --target shoot--shop--nope: no shoot of the inputs has this technical id or name");
+}
+
 #[test]
 fn an_address_target_brings_its_dependencies_and_the_plan_says_it_is_partial() {
     let sb = Sandbox::new();

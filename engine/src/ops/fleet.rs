@@ -499,11 +499,12 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
             continue;
         }
         let id = l.technical_id();
+        // A shoot target names a shoot of the inputs, whichever shard takes it.
+        shared.matched.shoot(&shared.targeting, &id, &l.metadata().name);
         if shared.opts.shard.is_some_and(|shard| !shard.takes(&id)) {
             other_shards += 1;
             continue;
         }
-        shared.matched.shoot(&shared.targeting, &id, &l.metadata().name);
         if !shared.targeting.plans(&id, &l.metadata().name) {
             shared.matched.left_out();
             continue;
@@ -790,12 +791,12 @@ pub async fn plan_fleet_streaming(
     if seeds > 0 {
         let loaded = manifest::load_with(session.registry.providers(), paths)?;
         let mut inputs = derived_inputs(&session.registry, &loaded, session.features, &mut note)?;
-        if let Some(shard) = opts.shard {
-            inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
-        }
         let targeting = &shared.targeting;
         for input in &inputs {
             shared.matched.shoot(targeting, &input.shoot.technical_id(), &input.shoot.metadata().name);
+        }
+        if let Some(shard) = opts.shard {
+            inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
         inputs.retain(|input| targeting.plans(&input.shoot.technical_id(), &input.shoot.metadata().name));
         derived = plan_inputs(&shared, inputs).await?;
@@ -811,7 +812,8 @@ pub async fn plan_fleet_streaming(
         }
     }
     // Every target and replacement answered to by some plan, or the command fails naming the first.
-    shared.matched.check(&shared.targeting)?;
+    // (An address may be a node of a shoot another shard plans.)
+    shared.matched.check(&shared.targeting, summary.shard.left > 0)?;
     summary.left_out = shared.matched.left_out_count();
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =

@@ -109,10 +109,13 @@ impl Matched {
     }
 
     /// Every target and every replacement answered to by some shoot, or the first that was not, as
-    /// one line naming it and what there is.
-    pub fn check(&self, targeting: &Targeting) -> Result<()> {
+    /// one line naming it and what there is. `elsewhere`: shoots of the inputs were left to other
+    /// shards (`--shard`), so an address not found here may be one of theirs and is no error.
+    pub fn check(&self, targeting: &Targeting, elsewhere: bool) -> Result<()> {
         let m = self.lock();
-        if let Some(t) = targeting.targets.iter().find(|t| !m.targets.contains(*t)) {
+        let found = |t: &&String| m.targets.contains(*t) || (elsewhere && is_address(t));
+        let unknown = |t: &&String| !found(t);
+        if let Some(t) = targeting.targets.iter().find(unknown) {
             if is_address(t) {
                 bail!(
                     "--target {}: no plan of the inputs has a node at this address; `trellis plan` (without --target) prints every node's address",
@@ -133,7 +136,7 @@ impl Matched {
                 if list.is_empty() { "none".to_string() } else { text(&list).into_owned() }
             );
         }
-        if let Some(r) = targeting.replace.iter().find(|r| !m.replace.contains(*r)) {
+        if let Some(r) = targeting.replace.iter().find(|r| !m.replace.contains(*r) && !elsewhere) {
             bail!(
                 "--replace {}: no plan of the inputs has a node at this address; `trellis plan` prints every node's address",
                 text(r)
