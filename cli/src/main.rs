@@ -361,6 +361,37 @@ struct PlanArgs {
     prune: PruneFlag,
     #[command(flatten)]
     shard: ShardFlag,
+    #[command(flatten)]
+    target: TargetFlag,
+    #[command(flatten)]
+    replace: ReplaceFlag,
+}
+
+/// `--target SHOOT|ADDRESS` (plan, apply, destroy).
+#[derive(Args)]
+struct TargetFlag {
+    /// Only this shoot (its technical id `shoot--project--name`, or its name), or only the resource at
+    /// this address (as `trellis plan` prints it) and what it depends on (in a destroy: what must be
+    /// deleted before it). Repeatable. The plan says it is partial; for exceptional situations such as
+    /// recovering from errors, not for routine use.
+    #[arg(long = "target", value_name = "SHOOT|ADDRESS")]
+    targets: Vec<String>,
+}
+
+/// `--replace ADDRESS` (plan, apply).
+#[derive(Args)]
+struct ReplaceFlag {
+    /// Replace the managed resource at this address (as `trellis plan` prints it): delete it and create
+    /// it again, even where it is in sync or would be updated in place. Repeatable.
+    #[arg(long = "replace", value_name = "ADDRESS")]
+    addresses: Vec<String>,
+}
+
+impl TargetFlag {
+    /// What `--target` and `--replace` ask, for the session ([`ops::Targeting`]).
+    fn targeting(&self, replace: Option<&ReplaceFlag>) -> ops::Targeting {
+        ops::Targeting::new(self.targets.clone(), replace.map(|r| r.addresses.clone()).unwrap_or_default())
+    }
 }
 
 /// `--prune` (plan, apply -f).
@@ -421,6 +452,10 @@ struct ApplyArgs {
     prune: ApplyPruneFlag,
     #[command(flatten)]
     shard: ShardFlag,
+    #[command(flatten)]
+    target: TargetFlag,
+    #[command(flatten)]
+    replace: ReplaceFlag,
 }
 
 /// `--prune` of `apply -f`.
@@ -440,6 +475,8 @@ struct DestroyArgs {
     run: RunFlags,
     #[command(flatten)]
     shard: ShardFlag,
+    #[command(flatten)]
+    target: TargetFlag,
 }
 
 /// How apply and destroy run.
@@ -931,12 +968,16 @@ async fn plan(args: PlanArgs) -> Result<u8> {
     let files = ops::list_manifest_files(&args.inputs.files)?;
     let shard = args.shard.get()?;
     let orphans = args.prune.orphans(&args.inputs.files)?;
+    if args.destroy && !args.replace.addresses.is_empty() {
+        bail!("--replace does not go with --destroy: a destroy plan deletes, it replaces nothing");
+    }
     if let Some(out) = &args.out {
         check_out_path(out, &files)?;
     }
     let files = ops::read_ahead(registry(), files);
     let mut session = open(&args.inputs.env, "plan").await?;
     session.features = args.inputs.feature_gates;
+    session.targeting = args.target.targeting(Some(&args.replace));
     let result = plan_in(&session, files, &args, shard, orphans).await;
     let result = world_hint(result, &args.inputs.env);
     // A failed command removes the state dir again if it made it and recorded nothing in it.
@@ -1001,6 +1042,7 @@ async fn plan_in(
     if let Some(shard) = shard {
         eprintln!("{}", summary.shard.line(shard));
     }
+    left_out_note(summary.left_out);
     if let Some(out) = json_out {
         let _ = out.finish();
         // The fleet checks' warnings follow the JSON, on stderr.
@@ -1025,6 +1067,13 @@ async fn plan_in(
         print_plan(&set, args.output, args.verbose);
     }
     Ok(if args.detailed_exitcode && summary.changes { 2 } else { 0 })
+}
+
+/// `--target`'s note on the plans it left out (none: nothing to say).
+fn left_out_note(left_out: usize) {
+    if left_out > 0 {
+        eprintln!("note: --target leaves out {left_out} plan(s) of the inputs: they are neither planned nor applied");
+    }
 }
 
 /// How much of a streamed plan is written at once: a fleet's output is large (~15 KB of JSON, ~4 KB
@@ -1294,6 +1343,9 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     if shard.is_some() && args.plan.is_some() {
         bail!("--shard selects shoots from -f manifests; a saved plan is applied whole: make it with `trellis plan --shard I/N --out PLAN`");
     }
+    if args.plan.is_some() && !(args.target.targets.is_empty() && args.replace.addresses.is_empty()) {
+        bail!("--target and --replace choose what is planned from -f manifests; a saved plan is applied as it was made: make it with `trellis plan --target … --replace … --out PLAN`");
+    }
     // A plan file is read and checked before the state is opened: a bad file touches nothing.
     let saved = match &args.plan {
         Some(path) => {
@@ -1306,6 +1358,7 @@ async fn apply(args: ApplyArgs) -> Result<u8> {
     };
     let mut session = open(&args.inputs.env, "apply").await?;
     session.features = args.inputs.feature_gates;
+    session.targeting = args.target.targeting(Some(&args.replace));
     let result = apply_in(&session, &args, saved, shard).await;
     let result = world_hint(result, &args.inputs.env);
     print_timings(&session, args.run.timings);
@@ -1370,6 +1423,7 @@ async fn destroy(args: DestroyArgs) -> Result<u8> {
     args.shard.get()?;
     let mut session = open(&args.inputs.env, "destroy").await?;
     session.features = args.inputs.feature_gates;
+    session.targeting = args.target.targeting(None);
     let result = destroy_in(&session, &args).await;
     let result = world_hint(result, &args.inputs.env);
     print_timings(&session, args.run.timings);
@@ -1419,6 +1473,7 @@ async fn plan_files(
     if let Some(shard) = fleet.shard {
         eprintln!("{}", planned.summary.shard.line(shard));
     }
+    left_out_note(planned.summary.left_out);
     let refused = std::mem::take(&mut planned.summary.refused);
     Ok((planned.plans, refused))
 }

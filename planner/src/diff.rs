@@ -17,9 +17,23 @@ use trellis_plans::{Change, Check, DeleteOwnership, Node, Operation, Reason, Rea
 /// are not part of the plan are dropped. A managed or deleted resource whose id discovery never
 /// fetched is a [`FetchBug`] naming the id.
 pub fn plan_nodes(desired: Vec<Desired>, observed: &Observed) -> Result<Vec<Node>, FetchBug> {
+    plan_nodes_replacing(desired, observed, &|_| false)
+}
+
+/// [`plan_nodes`], replacing the managed resources whose address `replace` takes (`--replace`) as
+/// a ForceNew difference would: deleted and created from the patch, the references to them detached
+/// first and re-attached after (the provider's referrers), with the code
+/// [`ReasonCode::ReplaceRequested`]. Only a resource that exists and that the provider can replace (it
+/// names an attribute that forces a replacement, and with it the references a replace must detach)
+/// is; any other node is planned as without it, and the caller refuses the request.
+pub fn plan_nodes_replacing(
+    desired: Vec<Desired>,
+    observed: &Observed,
+    replace: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Node>, FetchBug> {
     let mut nodes = Vec::new();
     for d in desired {
-        nodes.extend(node_for(d, observed).map_err(|e| e.in_stage("diff"))?);
+        nodes.extend(node_for(d, observed, replace).map_err(|e| e.in_stage("diff"))?);
     }
     nodes.sort_by(|a, b| a.address.cmp(&b.address));
     let addresses: std::collections::BTreeSet<String> = nodes.iter().map(|n| n.address.clone()).collect();
@@ -31,27 +45,45 @@ pub fn plan_nodes(desired: Vec<Desired>, observed: &Observed) -> Result<Vec<Node
     Ok(nodes)
 }
 
-fn node_for(desired: Desired, observed: &Observed) -> Result<Option<Node>, NotFetched> {
+fn node_for(desired: Desired, observed: &Observed, replace: &dyn Fn(&str) -> bool) -> Result<Option<Node>, NotFetched> {
     let node = match desired {
         Desired::Managed(m) => {
             let current = observed.get(&m.res.id)?;
             let changes = json::changes_in(observed.ids(), current, &m.patch);
             let forced: Vec<&Change> = changes.iter().filter(|c| m.force_new.iter().any(|p| c.path == *p)).collect();
+            // Requested (`--replace`): only where the provider has a replace (a ForceNew attribute).
+            let requested = !m.force_new.is_empty() && replace(&m.res.address);
+            let detach = match m.referrers.as_slice() {
+                [] => String::new(),
+                refs => {
+                    let names: Vec<&str> = refs.iter().map(|r| r.id.rsplit('/').next().unwrap_or(&r.id)).collect();
+                    format!("; {} detached first and re-attached after", names.join(", "))
+                }
+            };
             let (op, reason) = match current {
                 None => (
                     Operation::Create { patch: m.patch, changes },
                     Reason::new(ReasonCode::Absent, format!("{}; does not exist yet", m.why)),
                 ),
-                Some(_) if !forced.is_empty() => {
-                    let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
-                    let detach = match m.referrers.as_slice() {
+                // As Terraform's `replace_by_request`, the request comes first (also when an attribute
+                // forces the replace anyway).
+                Some(_) if requested => {
+                    let forced = match forced.as_slice() {
                         [] => String::new(),
-                        refs => {
-                            let names: Vec<&str> =
-                                refs.iter().map(|r| r.id.rsplit('/').next().unwrap_or(&r.id)).collect();
-                            format!("; {} detached first and re-attached after", names.join(", "))
+                        f => {
+                            let paths: Vec<&str> = f.iter().map(|c| c.path.as_str()).collect();
+                            format!(" ({} cannot change in place either)", paths.join(", "))
                         }
                     };
+                    let reason =
+                        format!("{}; replace requested by --replace{forced}: delete, then create{detach}", m.why);
+                    (
+                        Operation::Replace { patch: m.patch, changes, detach: m.referrers },
+                        Reason::new(ReasonCode::ReplaceRequested, reason),
+                    )
+                }
+                Some(_) if !forced.is_empty() => {
+                    let paths: Vec<&str> = forced.iter().map(|c| c.path.as_str()).collect();
                     let reason = format!(
                         "{}; {} cannot change in place (ForceNew): delete, then create{detach}",
                         m.why,
@@ -251,6 +283,54 @@ mod tests {
             "the diff gives a managed node the code of what it found"
         );
         assert!(nodes[1].reason.detail().contains("/sku/name cannot change in place (ForceNew)"));
+    }
+
+    /// `--replace`: a managed resource that exists is replaced with its referrers detached, whatever
+    /// the diff found; one the provider has no replace for (no ForceNew attribute), or that does not
+    /// exist, is planned as without the request.
+    #[test]
+    fn a_requested_replace_replaces_what_exists_and_can_be_replaced() {
+        let mut observed = Observed::new(&crate::ids::ArmIds);
+        for name in ["same", "differs", "forced", "fixed"] {
+            observed.insert(&res(name).id, Some(json!({"sku": {"name": "Standard"}})));
+        }
+        observed.insert(&res("new").id, None);
+        let referrer = trellis_plans::Detach { id: "/subnet".into(), path: "/properties/natGateway".into() };
+        let mut desired = vec![
+            managed("new", json!({"sku": {"name": "Standard"}})),
+            managed("same", json!({"sku": {"name": "Standard"}})),
+            managed("differs", json!({"sku": {"name": "Standard"}, "properties": {"idleTimeoutInMinutes": 10}})),
+            managed("forced", json!({"sku": {"name": "StandardV2"}})),
+            managed("fixed", json!({"sku": {"name": "Standard"}})),
+        ];
+        for d in &mut desired {
+            let Desired::Managed(m) = d else { unreachable!() };
+            m.referrers = vec![referrer.clone()];
+            if m.res.name == "fixed" {
+                m.force_new = vec![];
+            }
+        }
+        let nodes = plan_nodes_replacing(desired, &observed, &|_| true).unwrap();
+        let got: Vec<(&str, Action, Option<ReasonCode>)> =
+            nodes.iter().map(|n| (n.name.as_str(), n.action(), n.reason.code())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("differs", Action::Replace, Some(ReasonCode::ReplaceRequested)),
+                ("fixed", Action::Noop, Some(ReasonCode::InSync)),
+                ("forced", Action::Replace, Some(ReasonCode::ReplaceRequested)),
+                ("new", Action::Create, Some(ReasonCode::Absent)),
+                ("same", Action::Replace, Some(ReasonCode::ReplaceRequested)),
+            ]
+        );
+        let same = &nodes[4];
+        assert_eq!(same.detach(), [referrer], "the referrers are detached as for a ForceNew replace");
+        assert!(
+            same.reason.detail().contains("replace requested by --replace: delete, then create"),
+            "{}",
+            same.reason
+        );
+        assert!(nodes[2].reason.detail().contains("(/sku/name cannot change in place either)"), "{}", nodes[2].reason);
     }
 
     #[test]

@@ -614,6 +614,11 @@ pub struct Plan {
     /// same operation and refuses any difference, so a flipped flag is a stale plan.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub destroy: bool,
+    /// A partial plan (`--target ADDRESS`): the addresses it was restricted to, sorted; it holds only
+    /// their nodes and what they depend on ([`Plan::restrict`]). Covered by the digest (a saved partial
+    /// plan cannot be passed off as a whole one); empty for a whole plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
 }
 
 /// Where a plan came from.
@@ -683,6 +688,7 @@ impl Plan {
             record: Vec::new(),
             applied_artifacts: None,
             destroy: false,
+            targets: Vec::new(),
         }
     }
 
@@ -720,7 +726,74 @@ impl Plan {
 
     /// The digest this plan's body has now (equal to `digest` unless the body was changed).
     pub fn body_digest(&self) -> String {
-        body_digest(&self.nodes, &self.artifacts)
+        targeted_body_digest(&self.nodes, &self.artifacts, &self.targets)
+    }
+
+    /// Whether this is a partial plan (`--target ADDRESS`): it holds only some of the shoot's nodes.
+    pub fn is_partial(&self) -> bool {
+        !self.targets.is_empty()
+    }
+
+    /// Restricts the plan to the nodes of `targets` (addresses of its nodes) and everything they depend
+    /// on, transitively — and, for a replace, the managed resources holding the references it detaches —
+    /// as Terraform's `-target` does; a destroy plan's dependencies run the other way (a resource is
+    /// deleted after what depends on it), so there a target brings what depends on it. The plan
+    /// records the targets (covered by the digest), records nothing beyond the resources of its nodes
+    /// (`record` emptied: a partial apply leaves the artifacts and the provider state as they were) and
+    /// warns that it may be incomplete. Returns the targets that are not addresses of this plan (the
+    /// plan is left as it is when none is).
+    pub fn restrict(&mut self, targets: &[String]) -> Vec<String> {
+        let by_address: BTreeMap<&str, usize> =
+            self.nodes.iter().enumerate().map(|(i, n)| (n.address.as_str(), i)).collect();
+        let (found, missing): (Vec<&String>, Vec<&String>) =
+            targets.iter().partition(|t| by_address.contains_key(t.as_str()));
+        if found.is_empty() {
+            return missing.into_iter().cloned().collect();
+        }
+        let mut keep = vec![false; self.nodes.len()];
+        let mut stack: Vec<usize> = found.iter().map(|t| by_address[t.as_str()]).collect();
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut keep[i], true) {
+                continue;
+            }
+            let node = &self.nodes[i];
+            stack.extend(node.depends_on.iter().filter_map(|d| by_address.get(d.as_str()).copied()));
+            // A replace writes the holders of the references it detaches: they come with it.
+            for d in node.detach() {
+                stack.extend(self.nodes.iter().enumerate().filter_map(|(j, n)| {
+                    let holds = n.ownership() == Ownership::Managed
+                        && n.id.as_deref().is_some_and(|id| id.eq_ignore_ascii_case(&d.id));
+                    holds.then_some(j)
+                }));
+            }
+        }
+        let mut kept = keep.iter();
+        self.nodes.retain(|_| *kept.next().unwrap_or(&false));
+        let mut targets: Vec<String> = found.into_iter().cloned().collect();
+        targets.sort();
+        targets.dedup();
+        self.targets = targets;
+        self.summary = Summary::of(&self.nodes);
+        self.record = Vec::new();
+        self.applied_artifacts = None;
+        self.digest = self.body_digest();
+        let one = self.targets.len() == 1;
+        let (what, records) = match self.destroy {
+            false => (
+                if one { "it depends on" } else { "they depend on" },
+                "applying it records neither the artifacts nor the last-applied configuration",
+            ),
+            true => (
+                if one { "must be deleted before it" } else { "must be deleted before them" },
+                "applying it forgets only what it deletes from the workspace",
+            ),
+        };
+        self.warnings.push(format!(
+            "resource targeting is in effect (--target {}): this plan holds only {} and what {what}, so it may not represent every change the configuration asks for, and {records}; --target is for exceptional situations such as recovering from errors or mistakes, not for routine use",
+            self.targets.join(", --target "),
+            if one { "that resource" } else { "those resources" },
+        ));
+        missing.into_iter().cloned().collect()
     }
 }
 
@@ -740,6 +813,17 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
     let by_address = |plan: &'_ Plan| -> BTreeMap<String, usize> {
         plan.nodes.iter().enumerate().map(|(i, n)| (n.address.clone(), i)).collect()
     };
+    if saved.targets != now.targets {
+        let shown = |t: &[String]| match t {
+            [] => "none (a whole plan)".to_string(),
+            t => t.join(", "),
+        };
+        return Some(format!(
+            "the targets (--target) are {} in the plan file, {} now",
+            shown(&saved.targets),
+            shown(&now.targets)
+        ));
+    }
     let (in_saved, in_now) = (by_address(saved), by_address(now));
     if in_saved.len() != saved.nodes.len() {
         return Some("the plan file lists a node address twice".to_string());
@@ -853,16 +937,25 @@ fn same_artifact(saved: &Shown<'_>, now: &Shown<'_>) -> bool {
 /// sha256 (hex) of a plan body: its nodes and artifacts, as compact JSON (`{"nodes":[…],"artifacts":{…}}`,
 /// keys in document order). The same body read back from a plan file gives the same digest.
 pub fn body_digest(nodes: &[Node], artifacts: &Artifacts) -> String {
+    targeted_body_digest(nodes, artifacts, &[])
+}
+
+/// [`body_digest`] of a partial plan ([`Plan::targets`]): the targets are part of the body
+/// (`{"nodes":[…],"artifacts":{…},"targets":[…]}`), so a partial plan's digest is never a whole plan's;
+/// without targets, the digest is [`body_digest`]'s.
+pub fn targeted_body_digest(nodes: &[Node], artifacts: &Artifacts, targets: &[String]) -> String {
     use sha2::Digest;
     #[derive(Serialize)]
     struct Body<'a> {
         nodes: &'a [Node],
         artifacts: &'a Artifacts,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        targets: &'a [String],
     }
     // Rendered into memory and hashed at once: serde_json writes in pieces of a few bytes, and the
     // hasher's per-write buffering cost more than the copy.
     let mut json = Vec::with_capacity(8 << 10);
-    serde_json::to_writer(&mut json, &Body { nodes, artifacts }).expect("a plan body serialises to JSON");
+    serde_json::to_writer(&mut json, &Body { nodes, artifacts, targets }).expect("a plan body serialises to JSON");
     hex::encode(sha2::Sha256::digest(&json))
 }
 

@@ -38,10 +38,13 @@ pub enum ReasonCode {
     /// Written at run time by another controller (the CCM, the bastion controller): reported when read,
     /// deleted only where a named spec rule says so (the safety nets on destroy).
     RuntimeOwned,
+    /// Managed, wanted and existing, and the user asked for its replacement (`--replace ADDRESS`):
+    /// deleted and created again, whatever the diff found.
+    ReplaceRequested,
 }
 
 impl ReasonCode {
-    pub const ALL: [ReasonCode; 11] = [
+    pub const ALL: [ReasonCode; 12] = [
         ReasonCode::Absent,
         ReasonCode::Differs,
         ReasonCode::ForceNew,
@@ -53,6 +56,7 @@ impl ReasonCode {
         ReasonCode::FoundByName,
         ReasonCode::Destroy,
         ReasonCode::RuntimeOwned,
+        ReasonCode::ReplaceRequested,
     ];
 
     /// The name as the plan JSON spells it.
@@ -69,6 +73,7 @@ impl ReasonCode {
             ReasonCode::FoundByName => "found-by-name",
             ReasonCode::Destroy => "destroy",
             ReasonCode::RuntimeOwned => "runtime-owned",
+            ReasonCode::ReplaceRequested => "replace-requested",
         }
     }
 
@@ -77,7 +82,7 @@ impl ReasonCode {
         match self {
             ReasonCode::Absent => &[Action::Create],
             ReasonCode::Differs => &[Action::Update],
-            ReasonCode::ForceNew => &[Action::Replace],
+            ReasonCode::ForceNew | ReasonCode::ReplaceRequested => &[Action::Replace],
             ReasonCode::InSync => &[Action::Noop],
             ReasonCode::ByoUserOwned => &[Action::Verify, Action::Read, Action::Skip],
             ReasonCode::GatedOut | ReasonCode::KnownAfterApply => &[Action::Skip],
@@ -91,6 +96,7 @@ impl ReasonCode {
     pub fn terraform_action_reason(self) -> Option<&'static str> {
         match self {
             ReasonCode::ForceNew => Some("replace_because_cannot_update"),
+            ReasonCode::ReplaceRequested => Some("replace_by_request"),
             // In state, not in the configuration: Terraform's "no resource config".
             ReasonCode::RecordedInState | ReasonCode::FoundByName => Some("delete_because_no_resource_config"),
             _ => None,

@@ -277,6 +277,20 @@ fn non_write_counts(s: &Summary) -> Vec<String> {
     parts
 }
 
+/// What a partial plan ([`Plan::restrict`]) holds, its targets written by `shown`: `--target A, --target
+/// B and what they depend on` (a destroy plan: `… and what must be deleted before them`).
+fn partial_text(plan: &Plan, shown: impl Fn(&str) -> String) -> String {
+    let targets: Vec<String> = plan.targets.iter().map(|t| format!("--target {}", shown(t))).collect();
+    let one = plan.targets.len() == 1;
+    let what = match (plan.destroy, one) {
+        (false, true) => "what it depends on",
+        (false, false) => "what they depend on",
+        (true, true) => "what must be deleted before it",
+        (true, false) => "what must be deleted before them",
+    };
+    format!("{} and {what}", targets.join(", "))
+}
+
 /// `lineage …, serial N` or `new workspace`.
 pub fn prior_text(plan: &Plan) -> String {
     match &plan.prior.lineage {
@@ -301,6 +315,9 @@ fn plan_text(out: &mut String, plan: &Plan, opts: &TextOptions, style: Style) {
             out,
             "Destroy plan: applying it deletes what trellis manages for the shoot and empties its workspace."
         );
+    }
+    if plan.is_partial() {
+        let _ = writeln!(out, "Partial plan: {}.", partial_text(plan, |t| escape::text(t).into_owned()));
     }
     if !plan.record.is_empty() {
         let why: Vec<&str> = plan.record.iter().map(|r| r.as_str()).collect();
@@ -762,6 +779,9 @@ fn plan_markdown(out: &mut String, plan: &Plan) {
         md_inline(&prior_text(plan)),
         escape::md_code(&plan.digest, Md::Inline)
     );
+    if plan.is_partial() {
+        let _ = writeln!(out, "**Partial plan:** {}.\n", partial_text(plan, |t| escape::md_code(t, Md::Inline)));
+    }
     if !plan.record.is_empty() {
         let why: Vec<&str> = plan.record.iter().map(|r| r.as_str()).collect();
         let _ = writeln!(out, "Workspace to record: {}.\n", why.join("; "));

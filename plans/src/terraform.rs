@@ -146,7 +146,8 @@ pub fn plan_json(set: &PlanSet, trellis_version: &str, kinds: &dyn TerraformKind
             "root_module": { "module_calls": module_calls },
         },
         "applyable": set.plans.iter().any(Plan::has_changes),
-        "complete": true,
+        // Terraform's: a plan made with -target is not complete.
+        "complete": !set.plans.iter().any(Plan::is_partial),
         "errored": false,
     })
 }

@@ -84,6 +84,9 @@ pub struct CloudCtx {
     pub retry: RetryPolicy,
     /// Take out-of-band changes to the user's own resources on purpose (`--accept-drift`).
     pub accept_drift: bool,
+    /// Addresses of managed resources to replace although the diff would update them or find them in
+    /// sync (`--replace ADDRESS`); empty for a destroy.
+    pub replace: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 /// A planned shoot: the plan and what the apply needs to remember.

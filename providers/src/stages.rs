@@ -403,7 +403,8 @@ fn plan_rest<S: Stages>(
     }
     let desired = stages.desired(shoot, &ctx, observed)?;
     let forget = stages.forget(&ctx, &desired, observed)?;
-    let nodes = trellis_planner::diff::plan_nodes(desired, observed)?;
+    let replace = |address: &str| cctx.replace.contains(address);
+    let nodes = trellis_planner::diff::plan_nodes_replacing(desired, observed, &replace)?;
     let artifacts = stages.artifacts(shoot, &ctx, observed, &nodes)?;
     warnings.extend(stages.warnings(shoot, &ctx, observed)?);
     let mut plan = plan_document(stages, shoot, ws, nodes, artifacts, warnings);

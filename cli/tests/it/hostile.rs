@@ -286,6 +286,9 @@ fn regression_a_newline_in_a_quoted_value_cannot_forge_a_line() {
         vec!["output".into(), evil.clone()],
         vec!["apply".into(), missing_plan.clone()],
         vec!["apply".into(), plan.clone(), "--expect-digest".into(), digest],
+        vec!["plan".into(), "-f".into(), a1(), "--target".into(), evil.clone()],
+        vec!["plan".into(), "-f".into(), a1(), "--target".into(), format!("azure.{evil}")],
+        vec!["plan".into(), "-f".into(), a1(), "--replace".into(), evil.clone()],
     ];
     let show = finish(&mut sb.raw_command(&["show", &missing_plan]));
     for (args, run) in runs

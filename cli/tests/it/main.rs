@@ -30,4 +30,5 @@ mod sim_cmd;
 mod sim_dir;
 mod state_integrity;
 mod state_migration;
+mod targeting;
 mod world_export;

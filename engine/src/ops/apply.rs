@@ -414,13 +414,23 @@ async fn apply_locked(
     let mut ok = results.iter().all(|r| r.outcome.is_ok());
     let mut artifacts = None;
     let mut orphans = Vec::new();
-    if ok && destroy {
+    if ok && plan.is_partial() {
+        // `--target`: as Terraform, only the targeted resources' records changed (each node's, as it
+        // ran); the artifacts, the provider state and the workspace as a whole stay as they were.
+        warnings.push(format!(
+            "{}: applied changes may be incomplete: the plan was made with --target ({}), so changes the configuration asks for may have been left out, and the artifacts and the last-applied configuration were not recorded; run `trellis plan` to see what is left",
+            plan.shoot,
+            plan.targets.join(", ")
+        ));
+    } else if ok && destroy {
         match p.provider.orphans_after_destroy(p.shoot.as_ref(), audited.as_ref(), cloud_ctx).await {
             Ok(found) => orphans = found,
             Err(e) => warnings.push(format!("{}: the orphan report could not be made: {e}", plan.shoot)),
         }
     }
-    if ok && destroy && ws.serial == 0 {
+    if ok && plan.is_partial() {
+        // Recorded node by node already.
+    } else if ok && destroy && ws.serial == 0 {
         // Nothing was ever applied for this shoot: no workspace to empty.
     } else if ok && destroy {
         ws.resources.clear();

@@ -80,7 +80,21 @@ pub struct FleetPlans {
 /// per-shoot step as [`plan_fleet_streaming`] ([`plan_one`]) and the same fleet-wide checks; in
 /// workspace order. Reads only.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
-    let shared = Arc::new(Shared::new(session, StreamOptions { destroy, ..StreamOptions::default() }));
+    plan_fleet_targeted(session, shoots, destroy, &session.targeting).await
+}
+
+/// [`plan_fleet`] under `targeting` instead of the session's (a saved plan's replacements,
+/// [`Targeting::of_saved`]); a `--replace` that was not planned as one is left for the caller to
+/// find (it compares the plans).
+pub async fn plan_fleet_targeted(
+    session: &Session,
+    shoots: Vec<ShootInput>,
+    destroy: bool,
+    targeting: &Targeting,
+) -> Result<Vec<ShootPlan>> {
+    let mut shared = Shared::with(session, StreamOptions { destroy, ..StreamOptions::default() }, targeting);
+    shared.check_replace = false;
+    let shared = Arc::new(shared);
     let mut plans = plan_inputs(&shared, shoots).await?;
     // By workspace: a shoot's infrastructure plan, then its derived plan (`<id>` < `<id>+domains`).
     plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
@@ -105,7 +119,8 @@ async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Ve
     while let Some(joined) = tasks.join_next().await {
         let (i, id, file, res) = joined.context("a planning task panicked")?;
         match res {
-            Ok(planned) => done.push((i, planned)),
+            Ok(Some(planned)) => done.push((i, planned)),
+            Ok(None) => shared.matched.left_out(),
             Err(NotPlanned::Other(e)) => return Err(e),
             Err(NotPlanned::Failed(e)) => failures.push((i, id, file, e)),
         }
@@ -177,8 +192,9 @@ enum NotPlanned {
 }
 
 /// The one per-shoot step of every fleet planner: the shoot's workspace, the provider's plan (or
-/// destroy plan, [`StreamOptions::destroy`]) through the session's cloud, and the plan's `source`.
-async fn plan_one(shared: &Shared, input: ShootInput) -> Result<ShootPlan, NotPlanned> {
+/// destroy plan, [`StreamOptions::destroy`]) through the session's cloud, the plan's `source`, and
+/// `--target` / `--replace` ([`targeting::select`]: `None` when the targets leave the shoot out).
+async fn plan_one(shared: &Shared, input: ShootInput) -> Result<Option<ShootPlan>, NotPlanned> {
     let id = input.id();
     let ws = shared.store.load(&id).map_err(|e| NotPlanned::Other(e.into()))?.unwrap_or_else(|| Workspace::new(&id));
     let (cloud, ctx) = shared.clouds.of(input.provider).map_err(NotPlanned::Failed)?;
@@ -192,8 +208,22 @@ async fn plan_one(shared: &Shared, input: ShootInput) -> Result<ShootPlan, NotPl
     let json = shoot.to_json().map_err(|e| NotPlanned::Other(e.into()))?;
     let file = trellis_plans::Source::file_of(&input.file, shared.cwd.as_deref());
     planned.plan.source = Some(trellis_plans::Source { file, shoot: json });
+    let name = input.shoot.metadata().name.clone();
+    let (targeting, matched) = (&shared.targeting, &shared.matched);
+    let keep = targeting::select(
+        targeting,
+        matched,
+        &mut planned.plan,
+        &input.shoot.technical_id(),
+        &name,
+        shared.check_replace,
+    )
+    .map_err(NotPlanned::Other)?;
+    if !keep {
+        return Ok(None);
+    }
     let ShootInput { file, provider, shoot, .. } = input;
-    Ok(ShootPlan { input_file: file, provider, shoot, workspace: ws, planned })
+    Ok(Some(ShootPlan { input_file: file, provider, shoot, workspace: ws, planned }))
 }
 
 /// Adds the fleet checks' warnings ([`Provider::check_fleet`]) to the plans of the shoots they are
@@ -462,6 +492,8 @@ pub struct StreamSummary {
     pub refused: Vec<(String, PathBuf, ProviderError)>,
     /// The shoots in state whose manifests are not among the inputs ([`StreamOptions::orphans`]).
     pub orphans: Vec<String>,
+    /// With `--target` ([`Session::targeting`]): the plans it left out (shoots, and derived plans).
+    pub left_out: usize,
 }
 
 /// What planning one Shoot document of [`plan_file`] gave.
@@ -470,6 +502,8 @@ enum DocOutcome {
     Other(anyhow::Error),
     Failed(ProviderError),
     Planned(Box<PlannedDoc>),
+    /// `--target` leaves it out.
+    LeftOut,
 }
 
 struct PlannedDoc {
@@ -506,16 +540,29 @@ struct Shared {
     opts: StreamOptions,
     /// The working directory, for each plan's `source.file` (looked up once, not once per shoot).
     cwd: Option<PathBuf>,
+    /// `--target` and `--replace`.
+    targeting: Targeting,
+    /// What the targets answered to so far.
+    matched: Matched,
+    /// Refuse a `--replace` that was not planned as one ([`targeting::replace_refusal`]).
+    check_replace: bool,
 }
 
 impl Shared {
     fn new(session: &Session, opts: StreamOptions) -> Shared {
+        Shared::with(session, opts, &session.targeting)
+    }
+
+    fn with(session: &Session, opts: StreamOptions, targeting: &Targeting) -> Shared {
         Shared {
             store: Arc::clone(&session.store),
             registry: Arc::clone(&session.registry),
-            clouds: session.clouds(),
+            clouds: session.clouds_replacing(&targeting.replace),
             opts,
             cwd: std::env::current_dir().ok(),
+            targeting: targeting.clone(),
+            matched: Matched::default(),
+            check_replace: true,
         }
     }
 }
@@ -537,8 +584,14 @@ async fn plan_file(loaded: Result<manifest::Loaded, ManifestError>, shared: Arc<
             continue;
         }
         let id = l.technical_id();
+        // A shoot target names a shoot of the inputs, whichever shard takes it.
+        shared.matched.shoot(&shared.targeting, &id, &l.metadata().name);
         if shared.opts.shard.is_some_and(|shard| !shard.takes(&id)) {
             other_shards += 1;
+            continue;
+        }
+        if !shared.targeting.plans(&id, &l.metadata().name) {
+            shared.matched.left_out();
             continue;
         }
         let outcome = plan_doc(l, &shared).await;
@@ -554,7 +607,11 @@ async fn plan_doc(l: manifest::LoadedShoot, shared: &Shared) -> DocOutcome {
     match plan_one(shared, input).await {
         Err(NotPlanned::Other(e)) => DocOutcome::Other(e),
         Err(NotPlanned::Failed(e)) => DocOutcome::Failed(e),
-        Ok(planned) => {
+        Ok(None) => {
+            shared.matched.left_out();
+            DocOutcome::LeftOut
+        }
+        Ok(Some(planned)) => {
             let provider = planned.provider;
             let (streamed, facts) = StreamedPlan::with_facts(planned, &shared.opts);
             DocOutcome::Planned(Box::new(PlannedDoc { provider, facts, streamed }))
@@ -785,6 +842,7 @@ pub async fn plan_fleet_streaming(
                     }
                 }
                 DocOutcome::Planned(_) => {} // the command fails: nothing more is shown or checked
+                DocOutcome::LeftOut => {}
             }
         }
     }
@@ -794,7 +852,7 @@ pub async fn plan_fleet_streaming(
     if let Some(e) = refusal.filter(|_| seeds == 0) {
         return Err(e.into());
     }
-    if shoots == 0 && summary.shard.left == 0 {
+    if shoots == 0 && summary.shard.left == 0 && shared.matched.left_out_count() == 0 {
         // Seeds alone plan nothing: a derived plan is a Shoot's. (A shard may take none of a fleet.)
         return Err(ManifestError::NoManifests { paths: paths.to_vec() }.into());
     }
@@ -818,9 +876,14 @@ pub async fn plan_fleet_streaming(
     if seeds > 0 {
         let loaded = manifest::load_with(session.registry.providers(), paths)?;
         let mut inputs = derived_inputs(&session.registry, &loaded, session.features, &mut note)?;
+        let targeting = &shared.targeting;
+        for input in &inputs {
+            shared.matched.shoot(targeting, &input.shoot.technical_id(), &input.shoot.metadata().name);
+        }
         if let Some(shard) = opts.shard {
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
+        inputs.retain(|input| targeting.plans(&input.shoot.technical_id(), &input.shoot.metadata().name));
         // The Seed-level rules first: a Seed whose rules are broken is said as such, not hidden behind
         // what planning its shoots against the DNS refuses.
         check_seeds(
@@ -863,6 +926,10 @@ pub async fn plan_fleet_streaming(
             }
         }
     }
+    // Every target and replacement answered to by some plan, or the command fails naming the first.
+    // (An address may be a node of a shoot another shard plans.)
+    shared.matched.check(&shared.targeting, summary.shard.left > 0)?;
+    summary.left_out = shared.matched.left_out_count();
     facts.sort_by(|a, b| a.1.shoot.cmp(&b.1.shoot));
     let facts: Vec<FleetFacts<'_>> =
         facts.iter().map(|(provider, plan, file)| FleetFacts { provider: *provider, plan, file }).collect();

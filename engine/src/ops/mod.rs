@@ -11,6 +11,7 @@
 //! - [`saved`]: `apply PLAN` — re-planning a saved plan's manifests and comparing.
 //! - [`apply`]: the executor over a fleet's plans and the workspace commits after every node.
 //! - [`errors`]: errors that are lists (`FleetError`, `Lines`, `list_lines`).
+//! - [`targeting`]: `--target` and `--replace` (`Targeting`, the per-shoot selection).
 //! - [`export`]: `trellis world export` — the fleet planned through recording real clients, each
 //!   binding's world-file section of what they read.
 
@@ -21,6 +22,7 @@ pub mod fleet;
 pub mod inputs;
 pub mod saved;
 pub mod session;
+pub mod targeting;
 
 pub use apply::*;
 pub use errors::*;
@@ -29,3 +31,4 @@ pub use fleet::*;
 pub use inputs::*;
 pub use saved::*;
 pub use session::*;
+pub use targeting::{Matched, Targeting};

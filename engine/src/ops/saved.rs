@@ -34,14 +34,18 @@ pub(crate) fn check_prior(plan: &Plan, ws: &Workspace) -> Result<()> {
 }
 
 /// For `apply PLAN`: re-plans each shoot from the manifest saved in the plan, against the state and the
-/// cloud as they are now, and refuses unless the state has not moved and every node and artifact is
+/// cloud as they are now (a partial plan: the same targets, [`trellis_plans::Plan::restrict`]; the
+/// replacements it requested, [`Targeting::of_saved`]), and refuses unless the state has not moved and every node and artifact is
 /// identical to the saved plan (naming the first difference). Returns the fresh plans: what runs is
 /// always what trellis plans itself — ownership, actions, ids and patches come from the provider, never
 /// from the file. A write by someone else that changes no planned node (a CCM's NSG rule, a route)
 /// leaves the saved plan valid.
 pub async fn check_saved_plan(session: &Session, saved: &PlanSet, shoots: Vec<ShootInput>) -> Result<Vec<ShootPlan>> {
-    // Each shoot is planned again as its saved plan was: a destroy (`plan --destroy`, or a pruned
-    // shoot's of `plan --prune`) or not.
+    // Re-planned with the replacements the file's plans were made with (`--replace`), each then
+    // restricted to its own targets (`--target`): a partial plan is compared with the same part. Each
+    // shoot is planned again as its saved plan was: a destroy (`plan --destroy`, or a pruned shoot's
+    // of `plan --prune`) or not.
+    let targeting = Targeting::of_saved(saved);
     let destroys: std::collections::BTreeSet<String> =
         saved.plans.iter().filter(|p| p.destroy).map(|p| session.registry.plan_workspace(p)).collect();
     let (destroy, reconcile): (Vec<ShootInput>, Vec<ShootInput>) =
@@ -49,16 +53,18 @@ pub async fn check_saved_plan(session: &Session, saved: &PlanSet, shoots: Vec<Sh
     let mut fresh: BTreeMap<String, ShootPlan> = BTreeMap::new();
     for (inputs, destroy) in [(reconcile, false), (destroy, true)] {
         if !inputs.is_empty() {
-            fresh.extend(
-                plan_fleet(session, inputs, destroy).await?.into_iter().map(|p| (p.workspace.shoot.clone(), p)),
-            );
+            let planned = plan_fleet_targeted(session, inputs, destroy, &targeting).await?;
+            fresh.extend(planned.into_iter().map(|p| (p.workspace.shoot.clone(), p)));
         }
     }
     let mut out = Vec::new();
     for old in &saved.plans {
-        let Some(p) = fresh.remove(&session.registry.plan_workspace(old)) else {
+        let Some(mut p) = fresh.remove(&session.registry.plan_workspace(old)) else {
             bail!("{}: the plan's shoot is not in the manifests; re-run `trellis plan`", old.shoot);
         };
+        if old.is_partial() {
+            p.planned.plan.restrict(&old.targets);
+        }
         check_prior(old, &p.workspace)?;
         if let Some(difference) = trellis_plans::first_difference(old, &p.planned.plan) {
             bail!(

@@ -37,6 +37,8 @@ pub struct Session {
     /// How long the command waits for a lock another process holds (`--lock-timeout`): the dirs' at
     /// open, each workspace's when apply takes it.
     pub lock_wait: LockWait,
+    /// What plans cover and replace on request (`--target`, `--replace`; empty: everything, nothing).
+    pub targeting: super::Targeting,
     /// Whether [`Session::close`] keeps the simulated clouds' audit logs (commands that write the cloud).
     keep_audit: bool,
 }
@@ -128,6 +130,7 @@ impl Session {
                 retry: RetryPolicy::default(),
                 accept_drift: false,
                 lock_wait,
+                targeting: Default::default(),
                 keep_audit: WRITING_OPERATIONS.contains(&operation),
             },
             note,
@@ -213,10 +216,17 @@ impl Session {
     /// The cloud of each provider with its context (the account, the retry policy, `--accept-drift`),
     /// by `spec.provider.type`: a fleet may mix providers, and each shoot's provider decides its cloud.
     pub fn clouds(&self) -> Clouds {
+        self.clouds_replacing(&self.targeting.replace)
+    }
+
+    /// [`Session::clouds`], their plans replacing the managed resources at `replace` (`--replace`).
+    pub fn clouds_replacing(&self, replace: &std::collections::BTreeSet<String>) -> Clouds {
+        let replace = Arc::new(replace.clone());
         let ctx = |account: &str| CloudCtx {
             account: account.to_string(),
             retry: self.retry.clone(),
             accept_drift: self.accept_drift,
+            replace: Arc::clone(&replace),
         };
         Clouds {
             by_type: self.bound.iter().map(|b| (b.provider_type, Arc::clone(&b.cloud), ctx(&b.account))).collect(),

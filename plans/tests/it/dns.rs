@@ -100,6 +100,7 @@ fn dns_plan() -> Plan {
         record: Vec::new(),
         applied_artifacts: None,
         destroy: false,
+        targets: Vec::new(),
     }
 }
 

@@ -47,6 +47,7 @@ fn domains_plan(sans: &[&str]) -> Plan {
         record: Vec::new(),
         applied_artifacts: None,
         destroy: false,
+        targets: Vec::new(),
     }
 }
 

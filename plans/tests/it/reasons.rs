@@ -44,7 +44,8 @@ fn codes_are_written_in_kebab_case_as_documented() {
             "recorded-in-state",
             "found-by-name",
             "destroy",
-            "runtime-owned"
+            "runtime-owned",
+            "replace-requested"
         ]
     );
     // The docs' table lists every code, with its Terraform action_reason.

@@ -432,7 +432,7 @@ fn wanted(ctx: &DomainsCtx, observed: &Observed) -> Result<Result<Wanted, Vec<dn
 
 /// The context of no CA rotation: for tests and callers that have only an `observed` cloud.
 fn no_cloud() -> CloudCtx {
-    CloudCtx { account: String::new(), retry: Default::default(), accept_drift: false }
+    CloudCtx { account: String::new(), retry: Default::default(), accept_drift: false, replace: Default::default() }
 }
 
 /// Plans one shoot against `observed` (holding every id and list of [`discovery`]'s rounds). Pure.

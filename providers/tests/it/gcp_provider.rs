@@ -32,7 +32,12 @@ fn shoot(dir: &str) -> Box<dyn ProviderShoot> {
 }
 
 fn ctx() -> CloudCtx {
-    CloudCtx { account: PROJECT.to_string(), retry: Default::default(), accept_drift: false }
+    CloudCtx {
+        account: PROJECT.to_string(),
+        retry: Default::default(),
+        accept_drift: false,
+        replace: Default::default(),
+    }
 }
 
 /// The BYO IPv4 example's world (`examples/gcp/byo-ipv4/world.yaml`), or only its VPC.

@@ -64,7 +64,12 @@ fn plan_files() -> Vec<(String, String)> {
         }
         let loaded = manifest::load(&[dir.join("shoot.yaml")]).unwrap();
         let l = &loaded.shoots[0];
-        let ctx = CloudCtx { account: sim.subscription(), retry: RetryPolicy::immediate(1), accept_drift: false };
+        let ctx = CloudCtx {
+            account: sim.subscription(),
+            retry: RetryPolicy::immediate(1),
+            accept_drift: false,
+            replace: Default::default(),
+        };
         let planned = rt.block_on(l.provider.plan(l.shoot.as_ref(), &Workspace::new("x"), &sim, &ctx)).unwrap();
         single.push(planned.plan);
     }
@@ -235,7 +240,7 @@ proptest! {
                 for l in loaded.shoots {
                     let ws = Workspace::new(&l.technical_id());
                     let sim = ArmSim::in_memory("00000000-0000-0000-0000-000000000000");
-                    let ctx = CloudCtx { account: sim.subscription(), retry: RetryPolicy::immediate(1), accept_drift: false };
+                    let ctx = CloudCtx { account: sim.subscription(), retry: RetryPolicy::immediate(1), accept_drift: false, replace: Default::default() };
                     let _ = rt.block_on(l.provider.plan(l.shoot.as_ref(), &ws, &sim, &ctx));
                 }
             }

@@ -199,6 +199,7 @@ fn finish(
         record: Vec::new(),
         applied_artifacts: None,
         destroy: false,
+        targets: Vec::new(),
     }
 }
 
