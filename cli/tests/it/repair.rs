@@ -240,7 +240,7 @@ fn output_of_a_shoot_includes_its_domains_values_and_gcp_names_its_config_file()
     let sb = Sandbox::new();
     let example = |rel: &str| format!("{}/../examples/{rel}", env!("CARGO_MANIFEST_DIR"));
     let (seed, shoot, world) =
-        (example("domains/seed.yaml"), example("domains/shoot.yaml"), example("domains/world.yaml"));
+        (example("domains/seed.yaml"), example("domains/shoot.yaml"), example("domains-world.yaml"));
     sb.run(&["apply", "--auto-approve", "-f", &seed, "-f", &shoot, "--world", &world]).code(0);
     let web = "shoot--platform--web";
     let all = sb.run(&["output", web, "--output", "json"]).code(0).json();

@@ -884,16 +884,22 @@ pub async fn plan_fleet_streaming(
             inputs.retain(|input| shard.takes(&input.shoot.technical_id()));
         }
         inputs.retain(|input| targeting.plans(&input.shoot.technical_id(), &input.shoot.metadata().name));
-        // The Seed-level rules first: a Seed whose rules are broken is said as such, not hidden behind
-        // what planning its shoots against the DNS refuses.
-        check_seeds(
+        // The Seed-level rules are checked before the shoots are planned, and a Seed whose rules are
+        // broken is said as such beside what planning its shoots refused, not hidden behind it (a
+        // missing DNS zone, a shoot's own validation).
+        let seeds_checked = check_seeds(
             &session.registry,
             inputs.iter().map(|i| (i.provider, i.shoot.as_ref(), i.file.as_path())),
             &loaded.seeds,
             session.features,
             Some(session.store.as_ref()),
-        )?;
-        derived = plan_inputs_keep_going(&shared, inputs, &mut summary.refused).await?;
+        );
+        let planned = plan_inputs_keep_going(&shared, inputs, &mut summary.refused).await;
+        derived = match (seeds_checked, planned) {
+            (Ok(()), planned) => planned?,
+            (Err(seeds), Ok(_)) => return Err(seeds),
+            (Err(seeds), Err(plans)) => return Err(merge_fleet_errors(plans, seeds)),
+        };
     }
     // Shoots in state whose manifests are gone from the inputs: noted, and with `--prune` their
     // destroys planned (handed out after every other plan).
@@ -942,6 +948,19 @@ pub async fn plan_fleet_streaming(
         emit(StreamedPlan::with_facts(planned, &opts).0)?;
     }
     Ok(summary)
+}
+
+/// Two failures of one fleet as one: both lists of failures, `first`'s then `then`'s, when both are
+/// [`FleetError`]s; otherwise `first`.
+fn merge_fleet_errors(first: anyhow::Error, then: anyhow::Error) -> anyhow::Error {
+    match (first.downcast::<FleetError>(), then.downcast::<FleetError>()) {
+        (Ok(mut a), Ok(b)) => {
+            a.failures.extend(b.failures);
+            a.into()
+        }
+        (Ok(a), Err(_)) => a.into(),
+        (Err(a), _) => a,
+    }
 }
 
 /// The warning that opens a pruned shoot's destroy plan: why a shoot nobody named is destroyed.
