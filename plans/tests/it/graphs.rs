@@ -164,3 +164,23 @@ fn html_report_is_deterministic() {
     let s = fleet();
     assert_eq!(trellis_plans::html::html(&s), trellis_plans::html::html(&s));
 }
+
+#[test]
+fn html_report_anchors_are_safe_and_unique() {
+    let names = ["shoot--dev--alpha", "shoot--dev--alpha", "a\"b<c> d#é.x", "", "top", "shoot--dev--alpha-2"];
+    let s = set(names.iter().map(|n| azure_drifted_plan(n)).collect());
+    let anchors = trellis_plans::html::anchors(&s);
+    // The set sorts its plans by shoot.
+    assert_eq!(
+        anchors,
+        ["shoot", "a_b_c__d___x", "shoot--dev--alpha", "shoot--dev--alpha-2", "shoot--dev--alpha-2-2", "top-2"]
+    );
+    let html = trellis_plans::html::html(&s);
+    for a in &anchors {
+        assert_eq!(html.matches(&format!(" id=\"{a}\"")).count(), 1, "{a}");
+        assert_eq!(html.matches(&format!(" href=\"#{a}\"")).count(), 1, "{a}");
+    }
+    // One summary row per plan; a single plan's page has none.
+    assert_eq!(html.matches("<tr><td><a href=\"#").count(), names.len());
+    assert!(!trellis_plans::html::html(&set(vec![azure_drifted_plan("shoot--dev--alpha")])).contains("<table"));
+}
