@@ -432,6 +432,13 @@ fn main() -> Result<()> {
     machine_facts(&cfg);
 
     println!();
+    println!("== 0. Fleet-scale targets (the table of the fleet-scale issue): release binary, through the CLI");
+    targets_section(&runtime)?;
+    if std::env::var("TRELLIS_BENCH_ONLY").is_ok_and(|v| v == "targets") {
+        return Ok(());
+    }
+
+    println!();
     println!("== 1. Fleet plan: first plan (empty state, empty simulated cloud), one YAML file per shoot");
     println!(
         "   mix: 1/3 single subnet without NAT (A1), 1/3 single subnet + NAT (A2), 1/3 three zones + NAT per zone"
@@ -1299,6 +1306,173 @@ fn a1_fleet(dir: &Path, n: usize) -> Result<PathBuf> {
         std::fs::write(fleet.join(format!("{name}.yaml")), text.replacen("name: alpha", &format!("name: {name}"), 1))?;
     }
     Ok(fleet)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Section 0: the fleet-scale targets, each row measured as the issue's table states it (medians of
+// whole-process runs of the release binary; `TRELLIS_BENCH_ONLY=targets` runs only this section).
+
+/// The median of `runs` by wall time, and the median peak RSS.
+fn medians(runs: &[CliRun]) -> (f64, f64) {
+    let mut walls: Vec<f64> = runs.iter().map(|r| r.wall.as_secs_f64()).collect();
+    let mut rss: Vec<f64> = runs.iter().map(|r| r.rss_kib as f64 / 1024.0).collect();
+    walls.sort_by(f64::total_cmp);
+    rss.sort_by(f64::total_cmp);
+    (walls[walls.len() / 2], rss[rss.len() / 2])
+}
+
+/// `n` runs of `trellis ARGS` ([`time_cli`]).
+fn runs_of(bin: &Path, args: &[&str], n: usize) -> Result<Vec<CliRun>> {
+    (0..n).map(|_| time_cli(bin, args)).collect()
+}
+
+/// One target row: the measure, the figure, the target, met or not.
+fn target_row(measure: &str, figure: String, target: &str, met: bool) {
+    println!("   {measure:<58} {figure:<34} target {target:<28} {}", verdict(met));
+}
+
+/// The fsync-family calls of one run of `trellis ARGS` (`strace -f -c`): (fsync, fdatasync,
+/// sync_file_range), or `None` without strace.
+fn sync_calls(bin: &Path, args: &[&str]) -> Result<Option<(u64, u64, u64)>> {
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::NamedTempFile::new()?;
+    let out = Command::new("strace")
+        .args(["-f", "-c", "-e", "trace=fsync,fdatasync,sync_file_range", "-o"])
+        .arg(tmp.path())
+        .arg(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let Ok(status) = out else { return Ok(None) };
+    if !status.success() {
+        bail!("`strace … trellis {}` failed", args.join(" "));
+    }
+    let text = std::fs::read_to_string(tmp.path())?;
+    let calls = |name: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.split_whitespace().last() == Some(name))
+            .filter_map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                // % time, seconds, usecs/call, calls, [errors,] syscall
+                cols.get(3).and_then(|c| c.parse().ok())
+            })
+            .sum()
+    };
+    Ok(Some((calls("fsync"), calls("fdatasync"), calls("sync_file_range"))))
+}
+
+fn targets_section(runtime: &Runtime) -> Result<()> {
+    let bin = release_binary();
+    if !bin.exists() {
+        println!("   skipped: {} not found (cargo build --release -p trellis-cli, or set TRELLIS_BIN)", bin.display());
+        return Ok(());
+    }
+    let env = |name: &str, default: usize| -> usize {
+        std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+    };
+    let applied_sizes = [2_000, env("TRELLIS_BENCH_APPLIED", 10_000)];
+    let tmp = tempfile::tempdir()?;
+    let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
+
+    // Row 1: plan ONE shoot against a state of N applied shoots (what a CI job planning the one
+    // changed shoot pays); the one shoot is one of the applied (a no-op re-plan of it).
+    for n in applied_sizes {
+        let dir = tmp.path().join(format!("applied-{n}"));
+        let fleet = s(&a1_fleet(&dir, n)?)?;
+        let state = s(&dir.join("state"))?;
+        let apply = time_cli(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])?;
+        println!("   (state of {} applied shoots made in {:.1} s)", count(n), apply.wall.as_secs_f64());
+        let one = format!("{fleet}/s000001.yaml");
+        let (wall, rss) = medians(&runs_of(&bin, &["plan", "-f", &one, "--state", &state], 5)?);
+        target_row(
+            &format!("plan of ONE shoot against {} applied", count(n)),
+            format!("{:.0} ms, {rss:.0} MiB", wall * 1000.0),
+            if n >= 10_000 { "< 50 ms and < 64 MiB" } else { "(the 10,000 row's)" },
+            wall < 0.050 && rss < 64.0,
+        );
+    }
+
+    // Row 2: apply of 2,000 shoots on the simulator, from a fresh state dir; then the syscall counts.
+    let n = env("TRELLIS_BENCH_COMMIT_SHOOTS", 2_000);
+    let dir = tmp.path().join("apply");
+    let fleet = s(&a1_fleet(&dir, n)?)?;
+    let mut runs = Vec::new();
+    for i in 0..3 {
+        let state = s(&dir.join(format!("state-{i}")))?;
+        runs.push(time_cli(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])?);
+    }
+    let (wall, rss) = medians(&runs);
+    target_row(&format!("apply of {} shoots on the simulator", count(n)), format!("{wall:.2} s, {rss:.0} MiB"), "< 5 s", wall < 5.0);
+    let state = s(&dir.join("state-strace"))?;
+    match sync_calls(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])? {
+        Some((fsync, fdatasync, range)) => println!(
+            "   syscalls of that apply (strace -f -c): fsync {fsync}, fdatasync {fdatasync}, sync_file_range {range}: {:.2} per shoot",
+            (fsync + fdatasync + range) as f64 / n as f64
+        ),
+        None => println!("   syscalls of that apply: strace not found"),
+    }
+
+    // Row 3: no-op re-plan of the applied fleet ÷ fresh plan of the same fleet.
+    let applied = s(&dir.join("state-0"))?;
+    let fresh = s(&dir.join("fresh"))?;
+    let (replan, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &applied, "--output", "json"], 5)?);
+    let (first, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &fresh, "--output", "json"], 5)?);
+    target_row(
+        &format!("no-op re-plan ÷ fresh plan, {} shoots", count(n)),
+        format!("{replan:.2} s ÷ {first:.2} s = {:.2}×", replan / first),
+        "≤ 2.0×",
+        replan / first <= 2.0,
+    );
+
+    // Row 4: plan of 10,000 shoots, `--output json` to a pipe.
+    let n10 = env("TRELLIS_BENCH_SHOOTS", 10_000);
+    let dir = tmp.path().join("plan10k");
+    let fleet10 = s(&a1_fleet(&dir, n10)?)?;
+    let state = s(&dir.join("state"))?;
+    let (wall, rss) = medians(&runs_of(&bin, &["plan", "-f", &fleet10, "--state", &state, "--output", "json"], 5)?);
+    target_row(
+        &format!("plan of {} shoots, --output json to a pipe", count(n10)),
+        format!("{wall:.2} s, {rss:.0} MiB"),
+        "< 1 s, flat memory",
+        wall < 1.0,
+    );
+
+    // Row 5: re-plan of 200 applied shoots with 20 ms per call: the calls counted in process (the
+    // same planner, against the simulated cloud's audit), the wall through the CLI.
+    let n200 = 200;
+    let dir = tmp.path().join("latency");
+    let fleet200 = a1_fleet(&dir, n200)?;
+    let state = dir.join("state");
+    let (session, _) = Session::open(&state, "apply", None)?;
+    let plans = runtime.block_on(ops::plan_files(&session, std::slice::from_ref(&fleet200), false, None))?.plans;
+    let report = runtime.block_on(ops::apply(&session, plans, &ApplyOptions::new(10, ops::ApplyOp::Apply), &mut Quiet))?;
+    if !report.ok {
+        bail!("the 200-shoot apply failed");
+    }
+    let before = session.sim_calls().len();
+    runtime.block_on(ops::plan_files(&session, std::slice::from_ref(&fleet200), false, None))?;
+    let calls = session.sim_calls().len() - before;
+    session.close()?;
+    let (fleet200, state) = (s(&fleet200)?, s(&state)?);
+    let (wall, _) =
+        medians(&runs_of(&bin, &["plan", "-f", &fleet200, "--state", &state, "--output", "json", "--sim-latency-ms", "20"], 3)?);
+    let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let bound = 1.2 * calls as f64 * 0.020 / window as f64;
+    target_row(
+        "re-plan of 200 applied, 20 ms a call: calls per shoot",
+        format!("{:.1} ({calls} calls)", calls as f64 / n200 as f64),
+        "≤ 2 calls per shoot",
+        calls <= 2 * n200,
+    );
+    target_row(
+        "  … its wall against 1.2 × calls × latency ÷ parallelism",
+        format!("{wall:.2} s against {bound:.2} s (window {window})"),
+        "≤ the bound",
+        wall <= bound,
+    );
+    Ok(())
 }
 
 /// One run of the binary under `/usr/bin/time -v`, stdout drained through a pipe: wall time and peak RSS.
