@@ -860,7 +860,7 @@ async fn choose_clouds(registry: &Registry, env: &Env) -> Result<Vec<Chosen>> {
     let choice = CloudChoice {
         cloud: &env.cloud,
         endpoint: env.endpoint.as_deref(),
-        world: env.world.is_some(),
+        world: env.world.as_deref(),
         flags: &env.bindings.0,
     };
     registry.choose(&choice).await

@@ -349,3 +349,90 @@ fn world_export_round_trips_every_azure_scenario_world() {
 fn world_export_round_trips_every_gcp_scenario_world() {
     every_scenario_round_trips("gcp");
 }
+
+/// The zones of seed azure-eu1's domains in Azure DNS (two resource groups), with someone else's
+/// record set.
+const DNS_WORLD: &str = "dns:
+  zones:
+    - name: internal.example.com
+      azure: {resourceGroup: seed-internal-rg}
+    - name: platform.example.com
+      azure: {resourceGroup: dns-rg}
+      records:
+        - {name: www.platform.example.com, type: CNAME, ttl: 300, values: [lb.platform.example.net]}
+";
+
+/// The seed's ingress: what stays simulated beside Azure DNS (`--world` with `--cloud azure`).
+const SEEDS_ONLY: &str = "seeds:\n  - name: azure-eu1\n    ingress: {ip: 198.51.100.20}\n";
+
+/// A Seed taken verbatim (no address annotation) and its shoot, with Azure DNS: the export holds the
+/// `dns:` section (the zones the domains plan listed, where each lives, the record sets it read —
+/// none before the apply: someone else's `www` is not read, so not exported) and
+/// the `seeds:` section (the ingress it read from the simulated seed store, given by a `seeds:`-only
+/// `--world`), and plans offline byte for byte as online — fresh, and after an apply.
+#[test]
+fn world_export_of_domains_with_azure_dns_holds_zones_records_and_seeds_and_plans_offline_as_online() {
+    let sb = Sandbox::new();
+    let emulator_world = sb.file("emulator-world.yaml");
+    std::fs::write(&emulator_world, DNS_WORLD).unwrap();
+    let emulator = Emulator::start_with(&sb.file("emulator"), &["--world", &emulator_world]);
+    let seeds = sb.file("seeds.yaml");
+    std::fs::write(&seeds, SEEDS_ONLY).unwrap();
+    let v12 = "tests/scenarios/domains/V12-seed-names-api-server-address";
+    let (bare, shoot) = (repo(&format!("{v12}/seed-bare.yaml")), repo(&format!("{v12}/shoot.yaml")));
+    let gate = ["--feature-gates", "MutableShootDomains=true"];
+    let with = |args: &[&str], more: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = args.iter().chain(more).map(|a| a.to_string()).collect();
+        all.extend(["-f", &bare, "-f", &shoot].map(str::to_string));
+        all.extend(gate.map(str::to_string));
+        all
+    };
+    let run_azure = |state: &str, args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        finish(&mut azure_in(&sb, &emulator, trellis_sim::DEFAULT_SUBSCRIPTION, state, &args))
+    };
+
+    let exported = sb.file("exported.yaml");
+    let export = with(&["world", "export", "--out", &exported], &["--world", &seeds]);
+    let run = run_azure("fresh-online", &export).code(0);
+    assert!(run.stderr.contains("dns: 2 resource(s), seeds: 1 resource(s)"), "{}", run.stderr);
+    let text = std::fs::read_to_string(&exported).expect("the world file");
+    assert_no_credentials(&text);
+    let world: Value = trellis_planner::yaml::from_str(&text).expect("YAML");
+    let sub = trellis_sim::DEFAULT_SUBSCRIPTION;
+    assert_eq!(
+        world["dns"],
+        serde_json::json!({"zones": [
+            {"name": "internal.example.com", "azure": {"subscription": sub, "resourceGroup": "seed-internal-rg"}},
+            {"name": "platform.example.com", "azure": {"subscription": sub, "resourceGroup": "dns-rg"}},
+        ]}),
+        "{text}"
+    );
+    assert_eq!(
+        world["seeds"],
+        serde_json::json!([{"name": "azure-eu1", "ingress": {"ip": "198.51.100.20"}}]),
+        "{text}"
+    );
+
+    let plan = with(&["plan", "--output", "json"], &[]);
+    let online = run_azure("fresh-online", &[plan.clone(), vec!["--world".into(), seeds.clone()]].concat()).code(0);
+    assert!(online.stdout.contains("198.51.100.20"), "{}", online.stdout);
+    let offline_args = [plan.clone(), vec!["--world".into(), exported.clone()]].concat();
+    let offline_run = offline(&sb, "fresh-offline", &offline_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(offline_run.code(0).stdout, online.stdout, "the offline plan is the online one");
+
+    // After an apply: the record sets trellis wrote are read, and exported, too.
+    run_azure("applied", &with(&["apply", "--auto-approve", "--world", &seeds], &[])).code(0);
+    let after = sb.file("after.yaml");
+    run_azure("applied", &with(&["world", "export", "--out", &after], &["--world", &seeds])).code(0);
+    let text = std::fs::read_to_string(&after).unwrap();
+    let world: Value = trellis_planner::yaml::from_str(&text).expect("YAML");
+    let written = &world["dns"]["zones"][1]["records"][0];
+    assert_eq!(written["name"], "api.web.platform.example.com", "{text}");
+    assert_eq!(written["values"], serde_json::json!(["198.51.100.20"]), "{text}");
+    assert!(written["etag"].is_string(), "the version read is kept: {text}");
+    let online = run_azure("applied", &[plan.clone(), vec!["--world".into(), seeds.clone()]].concat()).code(0);
+    let offline_args = [plan, vec!["--world".into(), after.clone()]].concat();
+    let offline_run = offline(&sb, "applied", &offline_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(offline_run.code(0).stdout, online.stdout, "the offline plan (applied) is the online one");
+}
