@@ -297,3 +297,55 @@ pub fn describe(ws: &Workspace) -> Vec<String> {
         Err(e) => vec![format!("its provider state cannot be read: {e}")],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(asked: Option<&str>, value: Value) -> Read {
+        Read { asked: asked.map(str::to_string), value }
+    }
+
+    /// Zones from the list, record sets from GETs and from a zone's list (in the innermost zone
+    /// holding them), seeds from their GET; `DNSRecord` objects left out; a record set's zone that
+    /// was not read is completed through the cloud.
+    #[tokio::test]
+    async fn the_dns_and_seeds_sections_hold_what_was_read() {
+        let sim = DnsSim::in_memory();
+        let world = "dns:\n  zones:\n    - name: example.com\n      azure: {resourceGroup: dns-rg}\n    - name: dev.example.com\n    - name: other.org\n";
+        sim.sync_world(&WorldFile::parse("w.yaml", world).unwrap()).unwrap();
+        let zone = |name: &str| sim.get_now(&format!("/dns/zones/{name}")).unwrap();
+        let set = json!({"name": "api.a.dev.example.com", "type": "A", "ttl": 120, "values": ["192.0.2.1"], "etag": "e1", "zone": "dev.example.com"});
+        let listed = json!({"name": "www.dev.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.example.net"]});
+        let reads = vec![
+            read(None, zone("example.com")),
+            read(None, zone("dev.example.com")),
+            read(Some("/dns/zones/dev.example.com/records/api.a.dev.example.com/A"), set),
+            read(None, listed),
+            read(
+                Some("/dns/zones/other.org/records/x.other.org/TXT"),
+                json!({"name": "x.other.org", "type": "TXT", "ttl": 60, "values": ["v"]}),
+            ),
+            read(Some("/seeds/s1"), json!({"name": "s1", "ingress": {"hostname": "lb.example.net"}})),
+            read(None, json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "DNSRecord", "spec": {}})),
+        ];
+        let sections = export_dns(reads, &sim).await.unwrap();
+        let keys: Vec<(&str, usize)> = sections.iter().map(|s| (s.key, s.resources)).collect();
+        assert_eq!(keys, [("dns", 6), ("seeds", 1)]);
+        let zones = sections[0].body["zones"].as_array().unwrap();
+        let names: Vec<&str> = zones.iter().map(|z| z["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["dev.example.com", "example.com", "other.org"]);
+        assert_eq!(zones[1]["azure"]["resourceGroup"], "dns-rg");
+        assert_eq!(
+            zones[0]["records"],
+            json!([
+                {"name": "api.a.dev.example.com", "type": "A", "ttl": 120, "values": ["192.0.2.1"], "etag": "e1"},
+                {"name": "www.dev.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.example.net"]},
+            ])
+        );
+        assert!(zones[1].get("records").is_none(), "{zones:#?}");
+        assert_eq!(zones[2]["records"][0]["name"], "x.other.org", "the zone read through the cloud");
+        assert_eq!(sections[1].body, json!([{"name": "s1", "ingress": {"hostname": "lb.example.net"}}]));
+    }
+}
