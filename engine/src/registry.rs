@@ -243,7 +243,7 @@ impl Registry {
         if refused.is_empty() {
             return Ok(());
         }
-        let path = &world.path;
+        let path = trellis_plans::escape::text(&world.path);
         if kept.is_empty() {
             bail!("--world {path} cannot be used with --cloud {cloud}: world files describe the simulated cloud; with --cloud {cloud} trellis reads the cloud itself");
         }
