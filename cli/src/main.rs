@@ -148,7 +148,7 @@ struct Env {
     /// Which cloud to talk to.
     #[arg(long, default_value = "sim", global = true, value_parser = clap::builder::PossibleValuesParser::new(registry().cloud_names()))]
     cloud: String,
-    /// World file: resources that exist outside trellis (re-synced into the simulated cloud on every run).
+    /// World file: resources that exist outside trellis (re-synced into the simulated cloud on every run); with a real --cloud, only what stays simulated beside it.
     #[arg(long, value_name = "FILE", global = true)]
     world: Option<PathBuf>,
     /// Accept out-of-band changes to your BYO subnet, NSG or route table since the last apply.
@@ -860,7 +860,7 @@ async fn choose_clouds(registry: &Registry, env: &Env) -> Result<Vec<Chosen>> {
     let choice = CloudChoice {
         cloud: &env.cloud,
         endpoint: env.endpoint.as_deref(),
-        world: env.world.is_some(),
+        world: env.world.as_deref(),
         flags: &env.bindings.0,
     };
     registry.choose(&choice).await

@@ -67,8 +67,9 @@ pub struct CloudChoice<'a> {
     pub cloud: &'a str,
     /// `--endpoint`: the API endpoint of the real client instead of the cloud's own.
     pub endpoint: Option<&'a str>,
-    /// Whether `--world` was given.
-    pub world: bool,
+    /// `--world`, if given: with a real client it may hold only the sections that stay simulated
+    /// ([`CloudBinding::world_sections_beside_real`]; checked by [`crate::registry::Registry::choose`]).
+    pub world: Option<&'a std::path::Path>,
     /// The bindings' own flags ([`CloudBinding::args`]), as parsed.
     pub flags: &'a clap::ArgMatches,
 }
@@ -201,10 +202,11 @@ pub struct Read {
 /// A binding's section of an exported world file ([`CloudBinding::export_world`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExportedSection {
-    /// The top-level key (`azure`, `gcp`).
+    /// The top-level key (`azure`, `gcp`, `dns`, `seeds`).
     pub key: &'static str,
-    /// The section, in the order it is written (`subscriptionId`, `resources`, …).
-    pub body: serde_json::Map<String, Value>,
+    /// The section, in the order it is written (a map: `subscriptionId`, `resources`, …; or a list:
+    /// `seeds:`).
+    pub body: Value,
     /// How many resources it declares.
     pub resources: usize,
 }
@@ -229,6 +231,15 @@ pub trait CloudBinding: Send + Sync {
     /// Further sections of world files its simulated cloud reads besides [`CloudBinding::world_section`]
     /// (the DNS's `seeds:`).
     fn more_world_sections(&self) -> &'static [&'static dyn WorldSection] {
+        &[]
+    }
+
+    /// The sections of its world file ([`CloudBinding::world_section`],
+    /// [`CloudBinding::more_world_sections`]) that still describe its simulated cloud when its shoots
+    /// talk to a real client (the DNS's `seeds:`: the seeds stay simulated beside Azure DNS or Cloud
+    /// DNS). With a real cloud, `--world` may hold only such sections; every other one describes what
+    /// the real client reads from the cloud itself and is refused.
+    fn world_sections_beside_real(&self) -> &'static [&'static dyn WorldSection] {
         &[]
     }
 
@@ -257,17 +268,18 @@ pub trait CloudBinding: Send + Sync {
         Ok(Chosen::Sim(None))
     }
 
-    /// `trellis world export`: its section of a world file declaring `read` — every resource the
-    /// shoots' plans read through its real client in `account`, as the cloud returned it — one entry a
-    /// resource, sorted by id, completed with what the section needs to load on its own (parents,
-    /// resources the read ones reference), read through `cloud`. `None`: it writes no section.
+    /// `trellis world export`: its sections of a world file declaring `read` — every resource the
+    /// shoots' plans read through its real client in `account` (with a [`Chosen::Beside`], through
+    /// both halves: what stays simulated too), as the cloud returned it — one entry a resource, sorted
+    /// by id, completed with what the section needs to load on its own (parents, resources the read
+    /// ones reference), read through `cloud`. Empty: it writes no section.
     async fn export_world(
         &self,
         _read: Vec<Read>,
         _cloud: &dyn CloudRead,
         _account: &str,
-    ) -> Result<Option<ExportedSection>> {
-        Ok(None)
+    ) -> Result<Vec<ExportedSection>> {
+        Ok(Vec::new())
     }
 
     /// The name of the HTTP API `trellis sim serve` serves its simulated cloud in (`ARM`; `None`: not

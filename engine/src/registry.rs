@@ -216,11 +216,44 @@ impl Registry {
                 self.real_clouds().iter().map(|c| format!("--cloud {c}")).collect::<Vec<_>>().join(" or ")
             );
         }
+        // A world file with a real cloud: checked before any client signs in.
+        if let Some(path) = choice.world.filter(|_| self.real_clouds().contains(&choice.cloud)) {
+            self.check_world_beside_real(&self.load_world(path)?, choice.cloud)?;
+        }
         let mut chosen = Vec::with_capacity(self.entries.len());
         for e in &self.entries {
             chosen.push(e.binding.choose(choice).await?);
         }
         Ok(chosen)
+    }
+
+    /// With a real cloud (`--cloud NAME`), a world file may hold only the sections that stay simulated
+    /// beside it ([`CloudBinding::world_sections_beside_real`]): every other section describes what
+    /// the real clients read from the cloud itself, and is refused, naming it.
+    pub fn check_world_beside_real(&self, world: &WorldFile, cloud: &str) -> Result<()> {
+        let bindings = self.bindings();
+        let kept: Vec<&str> = bindings.iter().flat_map(|b| b.world_sections_beside_real()).map(|s| s.key()).collect();
+        let refused: Vec<String> = self
+            .world_sections()
+            .iter()
+            .map(|s| s.key())
+            .filter(|key| world.has(key) && !kept.contains(key))
+            .map(|key| format!("`{key}:`"))
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let path = trellis_plans::escape::text(&world.path);
+        if kept.is_empty() {
+            bail!("--world {path} cannot be used with --cloud {cloud}: world files describe the simulated cloud; with --cloud {cloud} trellis reads the cloud itself");
+        }
+        let kept: Vec<String> = kept.iter().map(|k| format!("`{k}:`")).collect();
+        bail!(
+            "--world {path}: with --cloud {cloud} a world file may hold only what stays simulated ({}), but it holds {}, which --cloud {cloud} reads from the cloud itself; remove {} or plan with --cloud sim",
+            kept.join(", "),
+            refused.join(", "),
+            if refused.len() == 1 { "that section" } else { "those sections" }
+        )
     }
 
     /// The `--cloud` values of real clients.

@@ -421,7 +421,7 @@ fn cloud_azure_without_its_settings_is_a_clear_error() {
         ),
         (
             vec!["plan", "-f", &a1(), "--cloud", "azure", "--subscription", sub, "--world", &world],
-            "world files describe the simulated cloud",
+            "with --cloud azure a world file may hold only what stays simulated (`seeds:`), but it holds `azure:`, which --cloud azure reads from the cloud itself; remove that section or plan with --cloud sim",
         ),
         // Not a GUID: refused before any call (ARM would answer 404 for a subscription name).
         (

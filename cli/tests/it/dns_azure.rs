@@ -236,3 +236,62 @@ fn a_bad_throttle_rule_is_refused_in_one_line() {
     }
     assert!(!Path::new(&sb.file("emu")).exists(), "a bad flag touches nothing");
 }
+
+/// `tests/scenarios/domains/V12-seed-names-api-server-address/<name>`.
+fn v12(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/scenarios/domains/V12-seed-names-api-server-address")
+        .join(name);
+    assert!(path.exists(), "missing {}", path.display());
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+/// Where seed azure-eu1's API-server records point: a world file of what stays simulated only.
+const SEEDS_ONLY: &str = "seeds:\n  - name: azure-eu1\n    ingress: {ip: 198.51.100.20}\n";
+
+/// A Seed without the address annotation, with Azure DNS: `--world` holding only `seeds:` (the
+/// seeds stay simulated beside the real DNS) gives it its ingress — planned and applied, the record
+/// sets in Azure DNS point at it. A world file with a section the real clients read (`dns:`,
+/// `azure:`) is refused before anything is read, naming the section.
+#[test]
+fn a_seeds_only_world_file_gives_a_verbatim_seed_its_ingress_with_azure_dns() {
+    let sb = Sandbox::new();
+    let emulator = start(&sb, WORLD);
+    let (bare, shoot) = (v12("seed-bare.yaml"), v12("shoot.yaml"));
+    let seeds = sb.file("seeds.yaml");
+    std::fs::write(&seeds, SEEDS_ONLY).unwrap();
+
+    azure(&sb, &emulator, &["plan", "-f", &bare, "-f", &shoot])
+        .code(1)
+        .stderr_has("Seed azure-eu1 has no API-server address: declare its ingress in the world file's seeds: section");
+    let plan = azure(&sb, &emulator, &["plan", "--world", &seeds, "-f", &bare, "-f", &shoot, "--output", "json"])
+        .code(0)
+        .json();
+    let domains = plan["plans"].as_array().unwrap().iter().find(|p| p["provider"] == "domains").expect("domains");
+    let set = domains["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "api.web.platform.example.com/A")
+        .unwrap_or_else(|| panic!("no record set: {domains:#}"));
+    assert_eq!(set["patch"]["values"], serde_json::json!(["198.51.100.20"]), "{set:#}");
+
+    azure(&sb, &emulator, &["apply", "--auto-approve", "--world", &seeds, "-f", &bare, "-f", &shoot])
+        .code(0)
+        .stdout_has("shoot--platform--web+domains: apply complete.");
+    let (status, external) = record_set(&emulator, "dns-rg", "platform.example.com", "A", "api.web");
+    assert_eq!((status, a_records(&external)), (200, vec!["198.51.100.20".to_string()]), "{external}");
+    azure(&sb, &emulator, &["plan", "--world", &seeds, "-f", &bare, "-f", &shoot, "--detailed-exitcode"]).code(0);
+
+    // What the real clients read may not come from a world file.
+    let both = v12("world-seeds.yaml");
+    let run = azure(&sb, &emulator, &["plan", "--world", &both, "-f", &bare, "-f", &shoot]).code(1).stderr_has(
+        "with --cloud azure a world file may hold only what stays simulated (`seeds:`), but it holds `dns:`, which --cloud azure reads from the cloud itself; remove that section or plan with --cloud sim",
+    );
+    assert_eq!(run.stderr_lines().len(), 1, "one line: {}", run.stderr);
+    let mixed = sb.file("mixed.yaml");
+    std::fs::write(&mixed, format!("azure:\n  resources: []\n{WORLD}{SEEDS_ONLY}")).unwrap();
+    azure(&sb, &emulator, &["plan", "--world", &mixed, "-f", &bare, "-f", &shoot]).code(1).stderr_has(
+        "but it holds `azure:`, `dns:`, which --cloud azure reads from the cloud itself; remove those sections",
+    );
+}

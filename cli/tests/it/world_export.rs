@@ -349,3 +349,217 @@ fn world_export_round_trips_every_azure_scenario_world() {
 fn world_export_round_trips_every_gcp_scenario_world() {
     every_scenario_round_trips("gcp");
 }
+
+/// The zones of seed azure-eu1's domains in Azure DNS (two resource groups), with someone else's
+/// record set.
+const DNS_WORLD: &str = "dns:
+  zones:
+    - name: internal.example.com
+      azure: {resourceGroup: seed-internal-rg}
+    - name: platform.example.com
+      azure: {resourceGroup: dns-rg}
+      records:
+        - {name: www.platform.example.com, type: CNAME, ttl: 300, values: [lb.platform.example.net]}
+";
+
+/// The seed's ingress: what stays simulated beside Azure DNS (`--world` with `--cloud azure`).
+const SEEDS_ONLY: &str = "seeds:\n  - name: azure-eu1\n    ingress: {ip: 198.51.100.20}\n";
+
+/// A Seed taken verbatim (no address annotation) and its shoot, with Azure DNS: the export holds the
+/// `dns:` section (the zones the domains plan listed, where each lives, the record sets it read —
+/// none before the apply: someone else's `www` is not read, so not exported) and
+/// the `seeds:` section (the ingress it read from the simulated seed store, given by a `seeds:`-only
+/// `--world`), and plans offline byte for byte as online — fresh, and after an apply.
+#[test]
+fn world_export_of_domains_with_azure_dns_holds_zones_records_and_seeds_and_plans_offline_as_online() {
+    let sb = Sandbox::new();
+    let emulator_world = sb.file("emulator-world.yaml");
+    std::fs::write(&emulator_world, DNS_WORLD).unwrap();
+    let emulator = Emulator::start_with(&sb.file("emulator"), &["--world", &emulator_world]);
+    let seeds = sb.file("seeds.yaml");
+    std::fs::write(&seeds, SEEDS_ONLY).unwrap();
+    let v12 = "tests/scenarios/domains/V12-seed-names-api-server-address";
+    let (bare, shoot) = (repo(&format!("{v12}/seed-bare.yaml")), repo(&format!("{v12}/shoot.yaml")));
+    let gate = ["--feature-gates", "MutableShootDomains=true"];
+    let with = |args: &[&str], more: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = args.iter().chain(more).map(|a| a.to_string()).collect();
+        all.extend(["-f", &bare, "-f", &shoot].map(str::to_string));
+        all.extend(gate.map(str::to_string));
+        all
+    };
+    let run_azure = |state: &str, args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        finish(&mut azure_in(&sb, &emulator, trellis_sim::DEFAULT_SUBSCRIPTION, state, &args))
+    };
+
+    let exported = sb.file("exported.yaml");
+    let export = with(&["world", "export", "--out", &exported], &["--world", &seeds]);
+    let run = run_azure("fresh-online", &export).code(0);
+    assert!(run.stderr.contains("dns: 2 resource(s), seeds: 1 resource(s)"), "{}", run.stderr);
+    let text = std::fs::read_to_string(&exported).expect("the world file");
+    assert_no_credentials(&text);
+    let world: Value = trellis_planner::yaml::from_str(&text).expect("YAML");
+    let sub = trellis_sim::DEFAULT_SUBSCRIPTION;
+    assert_eq!(
+        world["dns"],
+        serde_json::json!({"zones": [
+            {"name": "internal.example.com", "azure": {"subscription": sub, "resourceGroup": "seed-internal-rg"}},
+            {"name": "platform.example.com", "azure": {"subscription": sub, "resourceGroup": "dns-rg"}},
+        ]}),
+        "{text}"
+    );
+    assert_eq!(
+        world["seeds"],
+        serde_json::json!([{"name": "azure-eu1", "ingress": {"ip": "198.51.100.20"}}]),
+        "{text}"
+    );
+
+    let plan = with(&["plan", "--output", "json"], &[]);
+    let online = run_azure("fresh-online", &[plan.clone(), vec!["--world".into(), seeds.clone()]].concat()).code(0);
+    assert!(online.stdout.contains("198.51.100.20"), "{}", online.stdout);
+    let offline_args = [plan.clone(), vec!["--world".into(), exported.clone()]].concat();
+    let offline_run = offline(&sb, "fresh-offline", &offline_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(offline_run.code(0).stdout, online.stdout, "the offline plan is the online one");
+
+    // After an apply: the record sets trellis wrote are read, and exported, too.
+    run_azure("applied", &with(&["apply", "--auto-approve", "--world", &seeds], &[])).code(0);
+    let after = sb.file("after.yaml");
+    run_azure("applied", &with(&["world", "export", "--out", &after], &["--world", &seeds])).code(0);
+    let text = std::fs::read_to_string(&after).unwrap();
+    let world: Value = trellis_planner::yaml::from_str(&text).expect("YAML");
+    let written = &world["dns"]["zones"][1]["records"][0];
+    assert_eq!(written["name"], "api.web.platform.example.com", "{text}");
+    assert_eq!(written["values"], serde_json::json!(["198.51.100.20"]), "{text}");
+    assert!(written["etag"].is_string(), "the version read is kept: {text}");
+    let online = run_azure("applied", &[plan.clone(), vec!["--world".into(), seeds.clone()]].concat()).code(0);
+    let offline_args = [plan, vec!["--world".into(), after.clone()]].concat();
+    let offline_run = offline(&sb, "applied", &offline_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(offline_run.code(0).stdout, online.stdout, "the offline plan (applied) is the online one");
+}
+
+/// The Cloud DNS round trip: a Seed without the address annotation (`google-clouddns`), a zone in a
+/// managed zone of its own name, `--cloud gcp` against the emulator's Cloud DNS. The export's `dns:`
+/// section names each zone's `gcp: {project, managedZone}` as Cloud DNS does, and `seeds:` the
+/// ingress; offline as online, fresh and after an apply.
+#[test]
+fn world_export_of_domains_with_cloud_dns_holds_zones_records_and_seeds_and_plans_offline_as_online() {
+    let sb = Sandbox::new();
+    let emulator_world = sb.file("emulator-world.yaml");
+    std::fs::write(
+        &emulator_world,
+        "dns:
+  zones:
+    - name: internal.example.com
+      gcp: {managedZone: seed-internal}
+    - name: platform.example.com
+      records:
+        - {name: www.platform.example.com, type: CNAME, ttl: 300, values: [lb.platform.example.net]}
+",
+    )
+    .unwrap();
+    let emulator = Emulator::start_with(&sb.file("emulator"), &["--world", &emulator_world]);
+    let seed = sb.file("seed.yaml");
+    std::fs::write(
+        &seed,
+        "apiVersion: core.gardener.cloud/v1beta1
+kind: Seed
+metadata:
+  name: gcp-eu1
+spec:
+  provider: {type: gcp, region: europe-west1}
+  networks: {pods: 10.241.128.0/17, services: 10.241.0.0/17}
+  dns:
+    provider:
+      type: google-clouddns
+      credentialsRef: {apiVersion: v1, kind: Secret, name: dns, namespace: garden}
+    internal:
+      type: google-clouddns
+      domain: internal.example.com
+      credentialsRef: {apiVersion: v1, kind: Secret, name: internal-dns, namespace: garden}
+    defaults:
+      - type: google-clouddns
+        domain: platform.example.com
+        credentialsRef: {apiVersion: v1, kind: Secret, name: external-dns, namespace: garden}
+",
+    )
+    .unwrap();
+    let shoot = sb.file("shoot.yaml");
+    std::fs::write(
+        &shoot,
+        "apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata: {name: edge, namespace: garden-platform}
+spec:
+  seedName: gcp-eu1
+  dns: {domain: edge.platform.example.com}
+  region: eu-west-1
+  provider:
+    type: aws
+    workers:
+      - {name: worker, machine: {type: m5.large}, minimum: 1, maximum: 2}
+",
+    )
+    .unwrap();
+    let seeds = sb.file("seeds.yaml");
+    std::fs::write(&seeds, "seeds:\n  - name: gcp-eu1\n    ingress: {hostname: lb.gcp-eu1.example.net}\n").unwrap();
+    let key = repo("providers/gcp-client/tests/data/throwaway-service-account.json");
+    let gcp = |state: &str, args: &[&str], world: &str| {
+        let mut cmd = sb.raw_command(args);
+        cmd.args(["-f", &seed, "-f", &shoot, "--world", world, "--feature-gates", "MutableShootDomains=true"]);
+        cmd.args([
+            "--state",
+            &sb.file(state),
+            "--cloud",
+            "gcp",
+            "--project",
+            "trellis-sim",
+            "--endpoint",
+            &emulator.url,
+        ]);
+        cmd.env("GOOGLE_APPLICATION_CREDENTIALS", &key);
+        finish(&mut cmd)
+    };
+    let offline_plan = |state: &str, world: &str| {
+        let mut cmd = sb.raw_command(&["plan", "--output", "json"]);
+        cmd.args(["-f", &seed, "-f", &shoot, "--world", world, "--feature-gates", "MutableShootDomains=true"]);
+        cmd.args(["--state", &sb.file(state)]);
+        finish(&mut cmd)
+    };
+
+    let exported = sb.file("exported.yaml");
+    let run = gcp("fresh-online", &["world", "export", "--out", &exported], &seeds).code(0);
+    assert!(run.stderr.contains("dns: 2 resource(s), seeds: 1 resource(s)"), "{}", run.stderr);
+    let text = std::fs::read_to_string(&exported).unwrap();
+    assert_no_credentials(&text);
+    let world: Value = trellis_planner::yaml::from_str(&text).expect("YAML");
+    assert_eq!(
+        world["dns"],
+        serde_json::json!({"zones": [
+            {"name": "internal.example.com", "gcp": {"project": "trellis-sim", "managedZone": "seed-internal"}},
+            {"name": "platform.example.com", "gcp": {"project": "trellis-sim", "managedZone": "platform-example-com"}},
+        ]}),
+        "{text}"
+    );
+    assert_eq!(
+        world["seeds"],
+        serde_json::json!([{"name": "gcp-eu1", "ingress": {"hostname": "lb.gcp-eu1.example.net"}}]),
+        "{text}"
+    );
+    let online = gcp("fresh-online", &["plan", "--output", "json"], &seeds).code(0);
+    assert!(online.stdout.contains("lb.gcp-eu1.example.net"), "{}", online.stdout);
+    assert_eq!(offline_plan("fresh-offline", &exported).code(0).stdout, online.stdout, "offline as online");
+
+    gcp("applied", &["apply", "--auto-approve"], &seeds).code(0);
+    let after = sb.file("after.yaml");
+    gcp("applied", &["world", "export", "--out", &after], &seeds).code(0);
+    let text = std::fs::read_to_string(&after).unwrap();
+    assert!(text.contains("name: api.edge.platform.example.com\n"), "{text}");
+    let online = gcp("applied", &["plan", "--output", "json"], &seeds).code(0);
+    assert_eq!(offline_plan("applied", &after).code(0).stdout, online.stdout, "offline as online (applied)");
+
+    // The exported file describes the simulated clouds (its `gcp:` section too, empty: the shoot has
+    // no GCE plan): with --cloud gcp only its seeds: may be given.
+    gcp("applied", &["plan"], &after).code(1).stderr_has(
+        "with --cloud gcp a world file may hold only what stays simulated (`seeds:`), but it holds `gcp:`, `dns:`, which --cloud gcp reads from the cloud itself; remove those sections or plan with --cloud sim",
+    );
+}

@@ -140,8 +140,8 @@ impl CloudBinding for Azure {
         read: Vec<Read>,
         cloud: &dyn CloudRead,
         account: &str,
-    ) -> Result<Option<ExportedSection>> {
-        export_arm(read, cloud, account).await.map(Some)
+    ) -> Result<Vec<ExportedSection>> {
+        Ok(vec![export_arm(read, cloud, account).await?])
     }
 
     fn http_api(&self) -> Option<&'static str> {
@@ -189,9 +189,6 @@ impl CloudBinding for Azure {
 /// provider's binding builds its Azure DNS client with it too.
 pub(crate) fn arm_client(choice: &CloudChoice<'_>) -> Result<(trellis_azure_client::ArmClient, String)> {
     use trellis_azure_client::{ArmClient, EnvCredential};
-    if choice.world {
-        bail!("--world cannot be used with --cloud azure: world files describe the simulated cloud; with --cloud azure trellis reads the subscription itself");
-    }
     let subscription = choice.flag("subscription").map(str::trim).unwrap_or_default();
     if subscription.is_empty() {
         bail!("--cloud azure needs a subscription: pass --subscription ID or set AZURE_SUBSCRIPTION_ID");
@@ -472,7 +469,7 @@ async fn export_arm(read: Vec<Read>, cloud: &dyn CloudRead, subscription: &str) 
     }
     let resources = found.len();
     body.insert("resources".to_string(), Value::Array(found.into_values().collect()));
-    Ok(ExportedSection { key: "azure", body, resources })
+    Ok(ExportedSection { key: "azure", body: Value::Object(body), resources })
 }
 
 /// What an ARM resource needs declared beside it in a world file: its parent (a resource group needs

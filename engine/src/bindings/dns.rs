@@ -17,11 +17,15 @@
 //! ([`describe`]).
 
 use crate::backend::Backend;
-use crate::binding::{Chosen, CloudBinding, CloudChoice, ServeOptions, Served, Shows, SimTrees, Simulator};
+use crate::binding::{
+    Chosen, CloudBinding, CloudChoice, ExportedSection, Read, ServeOptions, Served, Shows, SimTrees, Simulator,
+};
 use anyhow::Result;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use trellis_planner::cloud::{Call, CloudWrite};
+use trellis_planner::cloud::{Call, CloudRead, CloudWrite};
+use trellis_sim::dns::store::{normal_name, within};
 use trellis_sim::{DnsSim, Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
 use trellis_state::Workspace;
 
@@ -98,6 +102,12 @@ impl CloudBinding for Dns {
         &MORE
     }
 
+    /// `seeds:` stays simulated with `--cloud azure|gcp` (trellis has no Kubernetes client; the
+    /// seeds' ingress is read from the simulated seed store beside Azure DNS / Cloud DNS).
+    fn world_sections_beside_real(&self) -> &'static [&'static dyn WorldSection] {
+        self.more_world_sections()
+    }
+
     fn open_sim(&self, tree: sled::Tree, _world: Option<&WorldFile>) -> Result<Arc<dyn Simulator>, SimError> {
         Ok(Arc::new(DnsSim::open(tree)?))
     }
@@ -125,6 +135,19 @@ impl CloudBinding for Dns {
             "gcp" => super::dns_gcp::choose(choice).await,
             _ => Ok(Chosen::Sim(None)),
         }
+    }
+
+    /// `dns:` — the zones the plans listed (with where each lives: `azure: {subscription,
+    /// resourceGroup}` or `gcp: {project, managedZone}`, as the real client names it) and the record
+    /// sets they read (`name`, `type`, `ttl`, `values`) — and `seeds:`, the seeds whose ingress they
+    /// read from the simulated seed store ([`export_dns`]).
+    async fn export_world(
+        &self,
+        read: Vec<Read>,
+        cloud: &dyn CloudRead,
+        _account: &str,
+    ) -> Result<Vec<ExportedSection>> {
+        export_dns(read, cloud).await
     }
 
     /// `--dns-project` (the Cloud DNS arm's).
@@ -161,6 +184,105 @@ impl CloudBinding for Dns {
     }
 }
 
+/// The sections of a world file declaring what a domains plan read ([`CloudBinding::export_world`]):
+///
+/// - `dns:` — every zone listed or read (`/dns/zones/{zone}`: `name` and its `azure` / `gcp` block as
+///   the client returned it), sorted by name, each with the record sets read in it (`records`: `name`,
+///   `type`, `ttl`, `values` and the `etag` read, so an offline plan carries the version an online
+///   one does; `zone` left out), sorted by name and type. A
+///   record set whose zone was not read is completed with a GET of the zone through `cloud`.
+/// - `seeds:` — every seed read (`/seeds/{seed}`: `name`, `ingress`), sorted by name.
+///
+/// The seeds' `DNSRecord` objects (`/seeds/{seed}/namespaces/…`) are what trellis writes, never a
+/// world file's: left out.
+pub async fn export_dns(read: Vec<Read>, cloud: &dyn CloudRead) -> Result<Vec<ExportedSection>> {
+    let mut zones: BTreeMap<String, Value> = BTreeMap::new();
+    let mut records: Vec<(Option<String>, Value)> = Vec::new();
+    let mut seeds: BTreeMap<String, Value> = BTreeMap::new();
+    for Read { asked, value } in read {
+        let id = asked.as_deref().or_else(|| value.get("id").and_then(Value::as_str)).unwrap_or_default();
+        let segments: Vec<&str> = id.trim_start_matches('/').split('/').collect();
+        match segments.as_slice() {
+            ["dns", "zones", zone] => {
+                zones.insert(normal_name(zone), value);
+            }
+            ["seeds", seed] if value.get("ingress").is_some() => {
+                seeds.insert(seed.to_string(), value);
+            }
+            ["dns", "zones", zone, "records", ..] => records.push((Some(normal_name(zone)), value)),
+            // A record set from a zone's list: its zone is the one it is in.
+            _ if value.get("type").is_some() && value.get("values").is_some() => {
+                let zone = value.get("zone").and_then(Value::as_str).map(normal_name);
+                records.push((zone, value));
+            }
+            _ => {}
+        }
+    }
+    // Each record set in its zone (a listed one carries no zone: the innermost zone holding it).
+    let mut by_zone: BTreeMap<String, BTreeMap<(String, String), Value>> = BTreeMap::new();
+    for (zone, value) in records {
+        let name = normal_name(value.get("name").and_then(Value::as_str).unwrap_or_default());
+        let rtype = value.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+        let zone = zone.or_else(|| zones.keys().filter(|z| within(&name, z)).max_by_key(|z| z.len()).cloned());
+        let Some(zone) = zone else { continue };
+        let mut record = serde_json::Map::new();
+        record.insert("name".to_string(), Value::String(name.clone()));
+        record.insert("type".to_string(), Value::String(rtype.clone()));
+        for field in ["ttl", "values", "etag"] {
+            if let Some(v) = value.get(field) {
+                record.insert(field.to_string(), v.clone());
+            }
+        }
+        by_zone.entry(zone).or_default().insert((name, rtype), Value::Object(record));
+    }
+    for zone in by_zone.keys() {
+        if zones.contains_key(zone) {
+            continue;
+        }
+        let id = format!("/dns/zones/{zone}");
+        match cloud.get(&id).await? {
+            Some(found) => {
+                zones.insert(zone.clone(), found);
+            }
+            None => anyhow::bail!(
+                "world export: zone {zone} holds record sets the plans read but the DNS no longer has it; export again"
+            ),
+        }
+    }
+    let mut sections = Vec::new();
+    if !zones.is_empty() {
+        let mut resources = 0;
+        let mut out = Vec::new();
+        for (name, zone) in &zones {
+            let mut entry = serde_json::Map::new();
+            entry.insert("name".to_string(), Value::String(name.clone()));
+            for block in ["azure", "gcp"] {
+                if let Some(b) = zone.get(block).filter(|b| b.is_object()) {
+                    entry.insert(block.to_string(), b.clone());
+                }
+            }
+            resources += 1;
+            if let Some(records) = by_zone.remove(name) {
+                resources += records.len();
+                entry.insert("records".to_string(), Value::Array(records.into_values().collect()));
+            }
+            out.push(Value::Object(entry));
+        }
+        let mut body = serde_json::Map::new();
+        body.insert("zones".to_string(), Value::Array(out));
+        sections.push(ExportedSection { key: "dns", body: Value::Object(body), resources });
+    }
+    if !seeds.is_empty() {
+        let resources = seeds.len();
+        let list = seeds
+            .into_iter()
+            .map(|(name, seed)| serde_json::json!({"name": name, "ingress": seed.get("ingress").cloned().unwrap_or_default()}))
+            .collect();
+        sections.push(ExportedSection { key: "seeds", body: Value::Array(list), resources });
+    }
+    Ok(sections)
+}
+
 /// The request paths the simulated DNS answers in `trellis sim serve`: Azure DNS's and Cloud DNS's.
 fn serves_path(path: &str) -> bool {
     trellis_sim_http::arm_dns::is_arm_dns_path(path) || super::dns_gcp::claims_path(path)
@@ -173,5 +295,57 @@ pub fn describe(ws: &Workspace) -> Vec<String> {
         Ok(Some(state)) => state.describe(),
         Ok(None) => vec!["phase: none (nothing applied yet)".to_string()],
         Err(e) => vec![format!("its provider state cannot be read: {e}")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(asked: Option<&str>, value: Value) -> Read {
+        Read { asked: asked.map(str::to_string), value }
+    }
+
+    /// Zones from the list, record sets from GETs and from a zone's list (in the innermost zone
+    /// holding them), seeds from their GET; `DNSRecord` objects left out; a record set's zone that
+    /// was not read is completed through the cloud.
+    #[tokio::test]
+    async fn the_dns_and_seeds_sections_hold_what_was_read() {
+        let sim = DnsSim::in_memory();
+        let world = "dns:\n  zones:\n    - name: example.com\n      azure: {resourceGroup: dns-rg}\n    - name: dev.example.com\n    - name: other.org\n";
+        sim.sync_world(&WorldFile::parse("w.yaml", world).unwrap()).unwrap();
+        let zone = |name: &str| sim.get_now(&format!("/dns/zones/{name}")).unwrap();
+        let set = json!({"name": "api.a.dev.example.com", "type": "A", "ttl": 120, "values": ["192.0.2.1"], "etag": "e1", "zone": "dev.example.com"});
+        let listed = json!({"name": "www.dev.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.example.net"]});
+        let reads = vec![
+            read(None, zone("example.com")),
+            read(None, zone("dev.example.com")),
+            read(Some("/dns/zones/dev.example.com/records/api.a.dev.example.com/A"), set),
+            read(None, listed),
+            read(
+                Some("/dns/zones/other.org/records/x.other.org/TXT"),
+                json!({"name": "x.other.org", "type": "TXT", "ttl": 60, "values": ["v"]}),
+            ),
+            read(Some("/seeds/s1"), json!({"name": "s1", "ingress": {"hostname": "lb.example.net"}})),
+            read(None, json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "DNSRecord", "spec": {}})),
+        ];
+        let sections = export_dns(reads, &sim).await.unwrap();
+        let keys: Vec<(&str, usize)> = sections.iter().map(|s| (s.key, s.resources)).collect();
+        assert_eq!(keys, [("dns", 6), ("seeds", 1)]);
+        let zones = sections[0].body["zones"].as_array().unwrap();
+        let names: Vec<&str> = zones.iter().map(|z| z["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["dev.example.com", "example.com", "other.org"]);
+        assert_eq!(zones[1]["azure"]["resourceGroup"], "dns-rg");
+        assert_eq!(
+            zones[0]["records"],
+            json!([
+                {"name": "api.a.dev.example.com", "type": "A", "ttl": 120, "values": ["192.0.2.1"], "etag": "e1"},
+                {"name": "www.dev.example.com", "type": "CNAME", "ttl": 300, "values": ["lb.example.net"]},
+            ])
+        );
+        assert!(zones[1].get("records").is_none(), "{zones:#?}");
+        assert_eq!(zones[2]["records"][0]["name"], "x.other.org", "the zone read through the cloud");
+        assert_eq!(sections[1].body, json!([{"name": "s1", "ingress": {"hostname": "lb.example.net"}}]));
     }
 }

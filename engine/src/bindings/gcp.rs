@@ -119,9 +119,6 @@ impl CloudBinding for Gcp {
             "sim" if !project.is_empty() => return Ok(Chosen::Sim(Some(project_id(project)?))),
             _ => return Ok(Chosen::Sim(None)),
         }
-        if choice.world {
-            bail!("--world cannot be used with --cloud gcp: world files describe the simulated cloud; with --cloud gcp trellis reads the project itself");
-        }
         if project.is_empty() {
             bail!("--cloud gcp needs a project: pass --project ID or set GOOGLE_CLOUD_PROJECT");
         }
@@ -144,8 +141,8 @@ impl CloudBinding for Gcp {
         read: Vec<Read>,
         cloud: &dyn CloudRead,
         account: &str,
-    ) -> Result<Option<ExportedSection>> {
-        export_gce(read, cloud, account).await.map(Some)
+    ) -> Result<Vec<ExportedSection>> {
+        Ok(vec![export_gce(read, cloud, account).await?])
     }
 
     fn http_api(&self) -> Option<&'static str> {
@@ -454,7 +451,7 @@ async fn export_gce(read: Vec<Read>, cloud: &dyn CloudRead, project: &str) -> Re
     body.insert("project".to_string(), Value::String(project.to_string()));
     let resources = found.len();
     body.insert("resources".to_string(), Value::Array(found.into_values().collect()));
-    Ok(ExportedSection { key: "gcp", body, resources })
+    Ok(ExportedSection { key: "gcp", body: Value::Object(body), resources })
 }
 
 /// The path of a GCE reference or selfLink from `projects/` on (a full URL's host and API version

@@ -6,9 +6,15 @@
 //! returned it. Then each binding writes its section of the world file from what its cloud answered
 //! ([`CloudBinding::export_world`]: one entry a resource, sorted by id, completed with what the
 //! section needs to load by itself), and the sections become one YAML document ([`yaml`]).
+//!
+//! A real client beside the simulated cloud ([`Chosen::Beside`]: the DNS with `--cloud azure|gcp`)
+//! is recorded with its simulated half: what stays simulated (the seeds' ingress, `/seeds/{seed}`)
+//! is part of what the plans read, and its section (`seeds:`) is what makes the file plan offline
+//! as online. The simulated half answers from the state's simulated cloud (synced from a `--world`
+//! holding only `seeds:`).
 //! Credentials never reach it: only the answers' bodies are kept, never a request.
 
-use crate::binding::{Chosen, CloudBinding, ExportedSection, Read};
+use crate::binding::{BesideCloud, Chosen, CloudBinding, ExportedSection, Read};
 use crate::registry::Registry;
 use anyhow::{bail, Result};
 use async_trait::async_trait;
@@ -162,6 +168,23 @@ pub async fn export_world(
                 recorded.push(Recorded { binding, recording: Arc::clone(&recording), cloud, account: account.clone() });
                 wrapped.push(Chosen::Real(recording, account));
             }
+            // A real client beside the simulated cloud: both halves composed here and recorded as one,
+            // so the section of what stays simulated (the DNS's `seeds:`, the seeds the plans read)
+            // is exported beside the real cloud's, and the file plans offline as online.
+            Chosen::Beside { real, account, claims } => {
+                let sim = match session.sim_of(entry.provider.type_name()) {
+                    Some(sim) => sim.cloud(),
+                    None => bail!(
+                        "bug: the session has no simulated cloud for the {} provider; please report",
+                        entry.provider.type_name()
+                    ),
+                };
+                let cloud: Arc<dyn CloudWrite> = Arc::new(BesideCloud { real, sim, claims });
+                let recording = Arc::new(Recording::new(Arc::clone(&cloud)));
+                let binding = entry.binding;
+                recorded.push(Recorded { binding, recording: Arc::clone(&recording), cloud, account: account.clone() });
+                wrapped.push(Chosen::Real(recording, account));
+            }
             sim => wrapped.push(sim),
         }
     }
@@ -212,13 +235,10 @@ pub async fn export_world(
         // Entries sharing a binding share its cloud, and so its section.
         let read =
             recorded.iter().filter(|r| r.binding.trees() == binding.trees()).flat_map(|r| r.recording.read()).collect();
-        let Some(ExportedSection { key, body, resources }) =
-            binding.export_world(read, cloud.as_ref(), account).await?
-        else {
-            continue;
-        };
-        top.insert(key.to_string(), Value::Object(body));
-        sections.push((key, resources));
+        for ExportedSection { key, body, resources } in binding.export_world(read, cloud.as_ref(), account).await? {
+            top.insert(key.to_string(), body);
+            sections.push((key, resources));
+        }
     }
     let mut out = String::from(
         "# Written by `trellis world export`: every resource the shoots' plans read, as the cloud returned it.\n",

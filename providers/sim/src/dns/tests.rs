@@ -670,3 +670,25 @@ async fn a_sync_that_would_break_the_cname_rule_beside_a_set_written_through_the
     sim.sync_world(&world("dns:\n  zones:\n    - name: dev.example.com\n      records:\n        - {name: api.a.dev.example.com, type: A, values: [192.0.2.50]}\n")).unwrap();
     assert_eq!(sim.get_now(SET).unwrap()["values"], json!(["192.0.2.50"]));
 }
+
+/// A declared record's `etag` (what `trellis world export` read) is the version a GET answers; a
+/// sync of the same declaration changes nothing, and a write made afterwards gets a newer version.
+#[tokio::test]
+async fn a_declared_etag_is_the_version_read_and_never_given_again() {
+    let sim = DnsSim::in_memory();
+    let declared = "dns:\n  zones:\n    - name: example.com\n      records:\n        - {name: www.example.com, type: A, ttl: 60, values: [192.0.2.9], etag: 00000000-0000-0000-0000-000000000040}\n";
+    sim.sync_world(&world(declared)).unwrap();
+    assert_eq!(sim.get_now(WWW).unwrap()["etag"], "00000000-0000-0000-0000-000000000040");
+    assert!(sim.sync_world(&world(declared)).unwrap().is_empty(), "as declared already");
+    let api = "/dns/zones/example.com/records/api.example.com/A";
+    sim.create(api, set("api.example.com", "A", &["192.0.2.1"])).await.unwrap();
+    let tick = |id: &str| {
+        let etag = sim.get_now(id).unwrap()["etag"].as_str().unwrap().to_string();
+        u64::from_str_radix(etag.rsplit('-').next().unwrap(), 16).unwrap()
+    };
+    assert!(tick(api) > 0x40, "a later write is a newer version");
+    // Another declared etag is a change.
+    let other = declared.replace("000000000040", "000000000041");
+    assert_eq!(sim.sync_world(&world(&other)).unwrap().updated, [WWW]);
+    assert_eq!(tick(WWW), 0x41);
+}

@@ -12,6 +12,10 @@
 //!         - {name: www.example.com, type: CNAME, ttl: 300, values: [lb.example.net]}
 //! ```
 //!
+//! A record may state its `etag` (the version the cloud gave it; `trellis world export` writes the
+//! one it read, so an offline plan carries the etag an online one does); without it each change
+//! gets a new one.
+//!
 //! Zone and record names are DNS names (compared in lowercase, a trailing dot ignored); a record
 //! must be inside its zone; `type` is one of `A`, `AAAA`, `CNAME`, `TXT`; `values` are required and
 //! valid for the type (IPv4, IPv6, exactly one host name, non-empty text); a CNAME is the only record
@@ -77,6 +81,10 @@ pub struct WorldRecord {
     pub ttl: Option<u64>,
     #[serde(default)]
     pub values: Vec<String>,
+    /// The version the cloud gave it (what `trellis world export` read): kept, so a plan offline
+    /// carries the etag a plan online does. Absent: a new one at each change.
+    #[serde(default)]
+    pub etag: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -302,15 +310,31 @@ pub(crate) fn sync(store: &mut DnsStore, world: &DnsWorld) -> SyncReport {
                 "values": record.values,
             });
             declared_records.insert(key.clone());
+            let declared_etag = record.etag.as_deref().map(str::trim).filter(|e| !e.is_empty());
             match store.records.get(&key) {
-                Some(old) if old.value == value && old.origin == Origin::World => continue,
+                Some(old)
+                    if old.value == value
+                        && old.origin == Origin::World
+                        && declared_etag.is_none_or(|e| e == old.etag) =>
+                {
+                    continue
+                }
                 Some(_) => report.updated.push(id),
                 None => report.added.push(id),
             }
-            // Changed (or new): a new version, as the change someone else made would give it.
+            // Changed (or new): a new version, as the change someone else made would give it — or
+            // the declared one; the clock passes a declared version of its own form, so no later
+            // write is given it again.
             store.clock += 1;
+            if let Some(tick) = declared_etag
+                .and_then(|e| e.strip_prefix("00000000-0000-0000-0000-"))
+                .and_then(|t| u64::from_str_radix(t, 16).ok())
+            {
+                store.clock = store.clock.max(tick.saturating_add(1));
+            }
             store.meta_dirty = true;
-            store.records.insert(key.clone(), Record { value, origin: Origin::World, etag: etag(store.clock) });
+            let version = declared_etag.map_or_else(|| etag(store.clock), str::to_string);
+            store.records.insert(key.clone(), Record { value, origin: Origin::World, etag: version });
             store.dirty.insert(Dirty::Record(key));
         }
     }

@@ -43,7 +43,7 @@ impl CloudBinding for ToyBinding {
         read: Vec<Read>,
         _cloud: &dyn CloudRead,
         account: &str,
-    ) -> anyhow::Result<Option<ExportedSection>> {
+    ) -> anyhow::Result<Vec<ExportedSection>> {
         let mut by_id = std::collections::BTreeMap::new();
         for r in read {
             if let Some(id) = r.value.get("id").and_then(Value::as_str) {
@@ -54,7 +54,7 @@ impl CloudBinding for ToyBinding {
         body.insert("account".to_string(), Value::String(account.to_string()));
         let resources = by_id.len();
         body.insert("buckets".to_string(), Value::Array(by_id.into_values().collect()));
-        Ok(Some(ExportedSection { key: "toy", body, resources }))
+        Ok(vec![ExportedSection { key: "toy", body: Value::Object(body), resources }])
     }
 }
 
