@@ -1404,7 +1404,12 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
         runs.push(time_cli(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])?);
     }
     let (wall, rss) = medians(&runs);
-    target_row(&format!("apply of {} shoots on the simulator", count(n)), format!("{wall:.2} s, {rss:.0} MiB"), "< 5 s", wall < 5.0);
+    target_row(
+        &format!("apply of {} shoots on the simulator", count(n)),
+        format!("{wall:.2} s, {rss:.0} MiB"),
+        "< 5 s",
+        wall < 5.0,
+    );
     let state = s(&dir.join("state-strace"))?;
     match sync_calls(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])? {
         Some((fsync, fdatasync, range)) => println!(
@@ -1447,7 +1452,8 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     let state = dir.join("state");
     let (session, _) = Session::open(&state, "apply", None)?;
     let plans = runtime.block_on(ops::plan_files(&session, std::slice::from_ref(&fleet200), false, None))?.plans;
-    let report = runtime.block_on(ops::apply(&session, plans, &ApplyOptions::new(10, ops::ApplyOp::Apply), &mut Quiet))?;
+    let report =
+        runtime.block_on(ops::apply(&session, plans, &ApplyOptions::new(10, ops::ApplyOp::Apply), &mut Quiet))?;
     if !report.ok {
         bail!("the 200-shoot apply failed");
     }
@@ -1456,8 +1462,11 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     let calls = session.sim_calls().len() - before;
     session.close()?;
     let (fleet200, state) = (s(&fleet200)?, s(&state)?);
-    let (wall, _) =
-        medians(&runs_of(&bin, &["plan", "-f", &fleet200, "--state", &state, "--output", "json", "--sim-latency-ms", "20"], 3)?);
+    let (wall, _) = medians(&runs_of(
+        &bin,
+        &["plan", "-f", &fleet200, "--state", &state, "--output", "json", "--sim-latency-ms", "20"],
+        3,
+    )?);
     let window = 4 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let bound = 1.2 * calls as f64 * 0.020 / window as f64;
     target_row(
