@@ -1356,7 +1356,7 @@ fn sync_calls(bin: &Path, args: &[&str]) -> Result<Option<(u64, u64, u64)>> {
             .filter_map(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
                 // % time, seconds, usecs/call, calls, [errors,] syscall
-                cols.get(3).and_then(|c| c.parse().ok())
+                cols.get(3).and_then(|c| c.parse::<u64>().ok())
             })
             .sum()
     };
