@@ -159,7 +159,7 @@ fn a_record_set_someone_else_has_at_the_name_is_refused_at_plan_time() {
         format!("{WORLD}        - {{name: api.web.platform.example.com, type: A, ttl: 60, values: [198.51.100.7]}}\n");
     let emulator = start(&sb, &world);
     let run = azure(&sb, &emulator, &["plan", "-f", &m1("seed.yaml"), "-f", &m1("shoot.yaml")]).code(1).stderr_has(
-        "record set api.web.platform.example.com A in zone platform.example.com exists and was not created by trellis (values 198.51.100.7)",
+        "record set api.web.platform.example.com A in zone platform.example.com exists and was not created by this shoot's domains plan (values 198.51.100.7)",
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     let (_, theirs) = record_set(&emulator, "dns-rg", "platform.example.com", "A", "api.web");
@@ -186,7 +186,7 @@ fn an_apply_failed_on_a_record_set_made_after_the_plan_leaves_theirs_and_converg
     let failed = azure(&sb, &emulator, &["apply", &plan]);
     assert_ne!(failed.code, 0, "{}", failed.stderr);
     assert!(
-        failed.stderr.contains("record set api.web.platform.example.com A in zone platform.example.com exists and was not created by trellis (values 198.51.100.7)"),
+        failed.stderr.contains("record set api.web.platform.example.com A in zone platform.example.com exists and was not created by this shoot's domains plan (values 198.51.100.7)"),
         "{}",
         failed.stderr
     );

@@ -243,7 +243,7 @@ fn a_foreign_record_set_in_cloud_dns_refuses_the_plan_naming_it() {
     let (seed1, plain) = (seed(&sb, false), shoot(&sb, "shoot.yaml", &[]));
     gcp(&sb, &emulator, &["plan", "-f", &seed1, "-f", &plain])
         .code(1)
-        .stderr_has("api.edge.platform.example.com A in zone platform.example.com exists and was not created by trellis (values 198.51.100.7)");
+        .stderr_has("api.edge.platform.example.com A in zone platform.example.com exists and was not created by this shoot's domains plan (values 198.51.100.7)");
     let theirs = served(&emulator, EXTERNAL).unwrap();
     assert_eq!(theirs["rrdatas"], serde_json::json!(["198.51.100.7"]));
 }

@@ -36,7 +36,7 @@ pub enum DnsError {
     OutsideZone { fqdn: String, record: String, zone: String },
     #[error("{fqdn} (DNSRecord {record}): two listed zones are named {name}, {first} and {second}; name one in the Seed's DNS config (spec.zone of the DNSRecord: azure-dns {{resourceGroup}}/{{zoneName}}, google-clouddns the managed zone's name)")]
     AmbiguousZone { fqdn: String, record: String, name: String, first: String, second: String },
-    #[error("record set {fqdn} {rtype} in zone {zone} exists and was not created by trellis (values {values}): trellis never writes or deletes a record set it did not create; delete it yourself or choose another domain")]
+    #[error("record set {fqdn} {rtype} in zone {zone} exists and was not created by this shoot's domains plan (values {values}): trellis never writes or deletes a record set it did not create for this shoot; if another shoot's domains plan wrote it, that shoot owns the name (`trellis state list` shows the +domains workspaces), otherwise delete it yourself or choose another domain")]
     Foreign { fqdn: String, rtype: String, zone: String, values: String },
 }
 

@@ -997,7 +997,7 @@ fn a_record_set_that_exists_and_was_not_created_by_trellis_is_refused_at_plan_ti
     w.foreign("dev.example.com", "api.a.dev.dev.example.com", "A", &["198.51.100.7"]);
     assert_eq!(
         refused(w.plan(&ds)),
-        vec!["record set api.a.dev.dev.example.com A in zone dev.example.com exists and was not created by trellis (values 198.51.100.7): trellis never writes or deletes a record set it did not create; delete it yourself or choose another domain"]
+        vec!["record set api.a.dev.dev.example.com A in zone dev.example.com exists and was not created by this shoot's domains plan (values 198.51.100.7): trellis never writes or deletes a record set it did not create for this shoot; if another shoot's domains plan wrote it, that shoot owns the name (`trellis state list` shows the +domains workspaces), otherwise delete it yourself or choose another domain"]
     );
     // Even one holding exactly what trellis would write, while trellis never wrote its DNSRecord.
     w.foreign("dev.example.com", "api.a.dev.dev.example.com", "A", &["203.0.113.10"]);
@@ -1028,7 +1028,7 @@ fn a_set_of_a_recorded_dnsrecord_holding_exactly_the_planned_body_is_taken_over(
     w.cloud.get_mut(&DnsIds.key(EXT_SET)).unwrap()["values"] = json!(["198.51.100.7"]);
     assert_eq!(
         refused(w.plan(&ds)),
-        vec!["record set api.a.dev.dev.example.com A in zone dev.example.com exists and was not created by trellis (values 198.51.100.7): trellis never writes or deletes a record set it did not create; delete it yourself or choose another domain"]
+        vec!["record set api.a.dev.dev.example.com A in zone dev.example.com exists and was not created by this shoot's domains plan (values 198.51.100.7): trellis never writes or deletes a record set it did not create for this shoot; if another shoot's domains plan wrote it, that shoot owns the name (`trellis state list` shows the +domains workspaces), otherwise delete it yourself or choose another domain"]
     );
 }
 
