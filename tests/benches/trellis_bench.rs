@@ -1,5 +1,15 @@
 //! trellis benchmark (`cargo bench -p trellis-tests`): figures are printed, never asserted.
 //!
+//! 0. Fleet-scale targets (`TRELLIS_BENCH_ONLY=targets` runs only this section): each row of the
+//!    fleet-scale issue's table through the release binary (medians of 5 whole-process runs, 3 for the
+//!    applies), beside its target, and the apply's fsync/fdatasync/sync_file_range counts
+//!    (`strace -f -c`). First run (s32, load ~3 from a CI run and builds on the 2-core machine, so high):
+//!    plan of one shoot against 2,000 applied 200 ms / 45 MiB, against 10,000 applied 780 ms / 118 MiB
+//!    (target < 50 ms, < 64 MiB); apply of 2,000 10.84 s / 189 MiB (< 5 s), syscalls fsync 82,
+//!    fdatasync 6,386, sync_file_range 14,019 (10.2 a shoot); no-op re-plan ÷ fresh plan of 2,000 1.18 s
+//!    ÷ 0.31 s = 3.81× (≤ 2.0×); plan of 10,000 `--output json` to a pipe 1.41 s / 42 MiB (< 1 s);
+//!    re-plan of 200 applied: 6.0 calls a shoot (≤ 2), 1.47 s with 20 ms a call against a bound of 3.60 s.
+//!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
 //!    plan): `load_shoots` and `plan_fleet` timed separately, then the fleet's plan JSON rendered once.
