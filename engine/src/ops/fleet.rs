@@ -103,9 +103,37 @@ pub async fn plan_fleet_targeted(
     Ok(plans)
 }
 
-/// Plans every input (concurrently) with [`plan_one`]. Plans come in input order; every failure
+/// A shoot the provider refused: its workspace name, its file, why.
+pub type Refusal = (String, PathBuf, ProviderError);
+
+/// Plans every input (concurrently) with [`plan_one`]. Plans come in input order; every refusal
 /// fails the call ([`FleetError`], in input order). No fleet-wide check.
 async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Vec<ShootPlan>> {
+    let (plans, refused) = plan_each(shared, shoots).await?;
+    if !refused.is_empty() {
+        return Err(FleetError::new(refused).into());
+    }
+    Ok(plans)
+}
+
+/// [`plan_inputs`], except that under [`StreamOptions::keep_going`] the refusals are moved into
+/// `refused` and the other inputs' plans returned.
+async fn plan_inputs_keep_going(
+    shared: &Arc<Shared>,
+    shoots: Vec<ShootInput>,
+    refused: &mut Vec<Refusal>,
+) -> Result<Vec<ShootPlan>> {
+    let (plans, refusals) = plan_each(shared, shoots).await?;
+    if !refusals.is_empty() && !shared.opts.keep_going {
+        return Err(FleetError::new(refusals).into());
+    }
+    refused.extend(refusals);
+    Ok(plans)
+}
+
+/// Plans every input (concurrently) with [`plan_one`]: the plans and the provider's refusals, each in
+/// input order. Any other failure fails the call.
+async fn plan_each(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<(Vec<ShootPlan>, Vec<Refusal>)> {
     let mut tasks = tokio::task::JoinSet::new();
     for (i, input) in shoots.into_iter().enumerate() {
         let shared = Arc::clone(shared);
@@ -122,65 +150,12 @@ async fn plan_inputs(shared: &Arc<Shared>, shoots: Vec<ShootInput>) -> Result<Ve
             Ok(Some(planned)) => done.push((i, planned)),
             Ok(None) => shared.matched.left_out(),
             Err(NotPlanned::Other(e)) => return Err(e),
-            Err(NotPlanned::Failed(e)) => failures.push((i, id, file, e)),
+            Err(NotPlanned::Failed(e)) => failures.push((i, (id, file, e))),
         }
     }
-    if !failures.is_empty() {
-        failures.sort_by_key(|f| f.0);
-        let failures = failures.into_iter().map(|(_, s, f, e)| (s, f, e)).collect();
-        if shared.opts.keep_going {
-            // The caller takes them from the error and goes on with the plans.
-            return Err(KeptGoing { plans: take_sorted(done), failures }.into());
-        }
-        return Err(FleetError::new(failures).into());
-    }
-    Ok(take_sorted(done))
-}
-
-/// What [`plan_inputs`] gives under `keep_going` when some inputs were refused: the plans of the others
-/// and the refusals. An error only to keep one return type; [`plan_inputs_keep_going`] takes it apart.
-#[derive(Debug)]
-struct KeptGoing {
-    plans: Vec<ShootPlan>,
-    failures: Vec<(String, PathBuf, ProviderError)>,
-}
-
-impl std::fmt::Display for KeptGoing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} shoot(s) refused", self.failures.len())
-    }
-}
-
-impl std::error::Error for KeptGoing {}
-
-impl std::fmt::Debug for ShootPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShootPlan").field("workspace", &self.workspace.shoot).finish_non_exhaustive()
-    }
-}
-
-/// [`plan_inputs`], with the refusals of a `keep_going` run moved into `refused`.
-async fn plan_inputs_keep_going(
-    shared: &Arc<Shared>,
-    shoots: Vec<ShootInput>,
-    refused: &mut Vec<(String, PathBuf, ProviderError)>,
-) -> Result<Vec<ShootPlan>> {
-    match plan_inputs(shared, shoots).await {
-        Ok(plans) => Ok(plans),
-        Err(e) => match e.downcast::<KeptGoing>() {
-            Ok(kept) => {
-                refused.extend(kept.failures);
-                Ok(kept.plans)
-            }
-            Err(e) => Err(e),
-        },
-    }
-}
-
-/// The plans of `done` (input index, plan) in input order.
-fn take_sorted(mut done: Vec<(usize, ShootPlan)>) -> Vec<ShootPlan> {
     done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, p)| p).collect()
+    failures.sort_by_key(|(i, _)| *i);
+    Ok((done.into_iter().map(|(_, p)| p).collect(), failures.into_iter().map(|(_, f)| f).collect()))
 }
 
 /// Why [`plan_one`] gave no plan.
@@ -489,7 +464,7 @@ pub struct StreamSummary {
     pub shard: ShardCount,
     /// With [`StreamOptions::keep_going`]: the shoots the providers refused (technical id, file, why),
     /// in input order; the others were planned.
-    pub refused: Vec<(String, PathBuf, ProviderError)>,
+    pub refused: Vec<Refusal>,
     /// The shoots in state whose manifests are not among the inputs ([`StreamOptions::orphans`]).
     pub orphans: Vec<String>,
     /// With `--target` ([`Session::targeting`]): the plans it left out (shoots, and derived plans).

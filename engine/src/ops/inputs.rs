@@ -170,6 +170,13 @@ pub struct ShootPlan {
     pub planned: Planned,
 }
 
+/// A planned shoot in a test's failure message: its workspace (the plan itself is too large to print).
+impl std::fmt::Debug for ShootPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShootPlan").field("workspace", &self.workspace.shoot).finish_non_exhaustive()
+    }
+}
+
 /// The manifest files of `paths` in input order ([`manifest::list_files`]): each path as given, a
 /// directory's `*.yaml`/`*.yml` files sorted. Lists only; nothing is parsed.
 pub fn list_manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
