@@ -16,7 +16,7 @@ const SUB: &str = trellis_sim::DEFAULT_SUBSCRIPTION;
 const API: &str = "api-version=2018-05-01";
 
 /// The seed's zones in two resource groups, and someone else's record set (www).
-const WORLD: &str = "dns:
+pub(crate) const WORLD: &str = "dns:
   zones:
     - name: internal.example.com
       azure: {resourceGroup: seed-internal-rg}

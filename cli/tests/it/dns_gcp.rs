@@ -10,7 +10,7 @@ use crate::emulator::{key_file, Emulator};
 use common::{finish, plan_ids, Run, Sandbox};
 use serde_json::Value;
 
-const SEED: &str = "apiVersion: core.gardener.cloud/v1beta1
+pub(crate) const SEED: &str = "apiVersion: core.gardener.cloud/v1beta1
 kind: Seed
 metadata:
   name: gcp-eu1

@@ -350,18 +350,6 @@ fn world_export_round_trips_every_gcp_scenario_world() {
     every_scenario_round_trips("gcp");
 }
 
-/// The zones of seed azure-eu1's domains in Azure DNS (two resource groups), with someone else's
-/// record set.
-const DNS_WORLD: &str = "dns:
-  zones:
-    - name: internal.example.com
-      azure: {resourceGroup: seed-internal-rg}
-    - name: platform.example.com
-      azure: {resourceGroup: dns-rg}
-      records:
-        - {name: www.platform.example.com, type: CNAME, ttl: 300, values: [lb.platform.example.net]}
-";
-
 /// The seed's ingress: what stays simulated beside Azure DNS (`--world` with `--cloud azure`).
 const SEEDS_ONLY: &str = "seeds:\n  - name: azure-eu1\n    ingress: {ip: 198.51.100.20}\n";
 
@@ -374,7 +362,7 @@ const SEEDS_ONLY: &str = "seeds:\n  - name: azure-eu1\n    ingress: {ip: 198.51.
 fn world_export_of_domains_with_azure_dns_holds_zones_records_and_seeds_and_plans_offline_as_online() {
     let sb = Sandbox::new();
     let emulator_world = sb.file("emulator-world.yaml");
-    std::fs::write(&emulator_world, DNS_WORLD).unwrap();
+    std::fs::write(&emulator_world, crate::dns_azure::WORLD).unwrap();
     let emulator = Emulator::start_with(&sb.file("emulator"), &["--world", &emulator_world]);
     let seeds = sb.file("seeds.yaml");
     std::fs::write(&seeds, SEEDS_ONLY).unwrap();
@@ -458,31 +446,12 @@ fn world_export_of_domains_with_cloud_dns_holds_zones_records_and_seeds_and_plan
     )
     .unwrap();
     let emulator = Emulator::start_with(&sb.file("emulator"), &["--world", &emulator_world]);
+    // dns_gcp's Seed without its address annotation: the export must find the ingress in `seeds:`.
     let seed = sb.file("seed.yaml");
-    std::fs::write(
-        &seed,
-        "apiVersion: core.gardener.cloud/v1beta1
-kind: Seed
-metadata:
-  name: gcp-eu1
-spec:
-  provider: {type: gcp, region: europe-west1}
-  networks: {pods: 10.241.128.0/17, services: 10.241.0.0/17}
-  dns:
-    provider:
-      type: google-clouddns
-      credentialsRef: {apiVersion: v1, kind: Secret, name: dns, namespace: garden}
-    internal:
-      type: google-clouddns
-      domain: internal.example.com
-      credentialsRef: {apiVersion: v1, kind: Secret, name: internal-dns, namespace: garden}
-    defaults:
-      - type: google-clouddns
-        domain: platform.example.com
-        credentialsRef: {apiVersion: v1, kind: Secret, name: external-dns, namespace: garden}
-",
-    )
-    .unwrap();
+    let verbatim = crate::dns_gcp::SEED
+        .replace("  annotations:\n    trellis.gardener.cloud/api-server-address: 203.0.113.10\n", "");
+    assert!(!verbatim.contains("api-server-address"), "dns_gcp's Seed changed: {verbatim}");
+    std::fs::write(&seed, verbatim).unwrap();
     let shoot = sb.file("shoot.yaml");
     std::fs::write(
         &shoot,
