@@ -240,7 +240,9 @@ pub(crate) enum Seal {
 }
 
 /// One of sled's files as trellis left it: its length and the hash of its content, under the name of
-/// the hash's algorithm (`blake3`; `sha256` in seals of state format 2, which still verify).
+/// the hash's algorithm (`blake3`; `sha256` in seals of state format 2, which still verify), and what
+/// the file system said of it then ([`Stamp`]; absent in seals of an earlier trellis, and where it
+/// could not vouch for the content).
 #[derive(Serialize, Deserialize, Debug, PartialEq, Clone)]
 pub(crate) struct SealedFile {
     /// Path relative to the state dir, `/`-separated.
@@ -250,6 +252,8 @@ pub(crate) struct SealedFile {
     pub blake3: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<Stamp>,
 }
 
 impl SealedFile {
@@ -257,6 +261,23 @@ impl SealedFile {
     fn hash(&self) -> &str {
         self.blake3.as_deref().or(self.sha256.as_deref()).unwrap_or("")
     }
+
+    /// Same name, length and hash (the stamps aside).
+    pub(crate) fn same_content(&self, other: &SealedFile) -> bool {
+        self.name == other.name && self.len == other.len && self.blake3 == other.blake3 && self.sha256 == other.sha256
+    }
+
+    fn hashed_with(&self, digest: Digest) -> bool {
+        match digest {
+            Digest::Blake3 => self.blake3.is_some(),
+            Digest::Sha256 => self.sha256.is_some(),
+        }
+    }
+}
+
+/// Whether two file lists name the same files with the same lengths and hashes.
+pub(crate) fn same_content(a: &[SealedFile], b: &[SealedFile]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same_content(b))
 }
 
 /// The hash a seal uses for sled's files. BLAKE3 (what this trellis writes) hashes several times faster
@@ -317,14 +338,28 @@ pub(crate) fn sled_files(dir: &Path) -> io::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Length and hash (by `digest`) of each of sled's files.
-pub(crate) fn fingerprint(dir: &Path, digest: Digest) -> io::Result<Vec<SealedFile>> {
+/// Length and hash (by `digest`) of each of sled's files, with its [`Stamp`]. A file whose stamp is
+/// the one `known` records for it (same name and length, hashed by `digest`) is not read: its entry is
+/// taken as it is (see the crate docs, "Integrity": the seal's check costs what changed).
+pub(crate) fn fingerprint(dir: &Path, digest: Digest, known: &[SealedFile]) -> io::Result<Vec<SealedFile>> {
     // Large reads: BLAKE3 hashes the 1 KiB chunks of one update in parallel (SIMD).
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = Vec::new();
     sled_files(dir)?
         .into_iter()
         .map(|name| {
-            let mut file = File::open(dir.join(&name))?;
+            let path = dir.join(&name);
+            // Taken before the content is read: a write during the read moves it, so the next check hashes.
+            let (len, stat) = stamp(&path)?;
+            let unchanged = known.iter().find(|k| {
+                k.name == name && k.len == len && k.hashed_with(digest) && k.stat.is_some() && k.stat == stat
+            });
+            if let Some(entry) = unchanged {
+                return Ok(entry.clone());
+            }
+            if buf.is_empty() {
+                buf = vec![0u8; 256 * 1024];
+            }
+            let mut file = File::open(&path)?;
             let mut blake = blake3::Hasher::new();
             let mut sha = Sha256::new();
             let mut len = 0u64;
@@ -343,53 +378,59 @@ pub(crate) fn fingerprint(dir: &Path, digest: Digest) -> io::Result<Vec<SealedFi
                 }
                 len += n as u64;
             }
-            Ok(match digest {
-                Digest::Blake3 => {
-                    SealedFile { name, len, blake3: Some(blake.finalize().to_hex().to_string()), sha256: None }
-                }
-                Digest::Sha256 => SealedFile { name, len, blake3: None, sha256: Some(hex::encode(sha.finalize())) },
-            })
+            let (blake3, sha256) = match digest {
+                Digest::Blake3 => (Some(blake.finalize().to_hex().to_string()), None),
+                Digest::Sha256 => (None, Some(hex::encode(sha.finalize()))),
+            };
+            Ok(SealedFile { name, len, blake3, sha256, stat })
         })
         .collect()
 }
 
-/// What the file system says of one of sled's files: name, length, inode and the modification and
-/// change times (nanoseconds). A file whose stat is the same at two moments was not written in between
-/// (a write moves `mtime`, and `ctime` cannot be set back from user space).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FileStat {
-    name: String,
-    len: u64,
-    inode: u64,
-    modified: (i64, i64),
-    changed: (i64, i64),
+/// `files` (as checked a moment ago) with the stamps their files have now, where their length is the
+/// same: for a moment when the only write since the check is one known not to change the content
+/// (sled's open of a database it closed cleanly, see the crate docs, "Integrity").
+pub(crate) fn restamp(dir: &Path, files: &[SealedFile]) -> io::Result<Vec<SealedFile>> {
+    files
+        .iter()
+        .map(|file| {
+            let (len, stat) = stamp(&dir.join(&file.name))?;
+            Ok(if len == file.len { SealedFile { stat, ..file.clone() } } else { file.clone() })
+        })
+        .collect()
 }
 
-/// The stat of each of sled's files, in [`sled_files`] order; `None` where the platform has no inode
-/// and change time (then every seal hashes the files).
-pub(crate) fn stat_files(dir: &Path) -> io::Result<Option<Vec<FileStat>>> {
+/// What the file system says of one of sled's files besides its length: inode, modification and
+/// change times (seconds, nanoseconds). A file whose stamp is the same at two moments was not written
+/// in between: a write moves `mtime` and `ctime`, `ctime` cannot be set back from user space, and a
+/// file put in its place has another inode.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub inode: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+/// The length of the file at `path` and its stamp: `None` where the platform has no inode and change
+/// time, and where the stamp could not tell a later write apart — a change time in the last two
+/// seconds without nanoseconds (a file system that keeps whole seconds: another write in the same
+/// second would leave the same stamp). Without a stamp the file is hashed at every check.
+fn stamp(path: &Path) -> io::Result<(u64, Option<Stamp>)> {
+    let m = fs::metadata(path)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let stats = sled_files(dir)?
-            .into_iter()
-            .map(|name| {
-                let m = fs::metadata(dir.join(&name))?;
-                Ok(FileStat {
-                    name,
-                    len: m.len(),
-                    inode: m.ino(),
-                    modified: (m.mtime(), m.mtime_nsec()),
-                    changed: (m.ctime(), m.ctime_nsec()),
-                })
-            })
-            .collect::<io::Result<Vec<_>>>()?;
-        Ok(Some(stats))
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(i64::MAX);
+        let coarse = m.ctime_nsec() == 0 && now.saturating_sub(m.ctime()) < 2;
+        let stamp = Stamp { inode: m.ino(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) };
+        Ok((m.len(), (!coarse).then_some(stamp)))
     }
     #[cfg(not(unix))]
     {
-        let _ = dir;
-        Ok(None)
+        Ok((m.len(), None))
     }
 }
 
@@ -405,7 +446,7 @@ pub(crate) fn describe_difference(dir: &Path, sealed: &[SealedFile], found: &[Se
     for s in sealed {
         match found.iter().find(|f| f.name == s.name) {
             None => return format!("{} is missing", dir.join(&s.name).display()),
-            Some(f) if f != s => {
+            Some(f) if !f.same_content(s) => {
                 return format!(
                     "{} changed after trellis last closed it (then: {}; now: {})",
                     dir.join(&s.name).display(),

@@ -123,6 +123,16 @@ impl Journal {
         Journal { dir: dir.to_path_buf(), file: None, heads, appended: false }
     }
 
+    /// The latest head record of `shoot`, if it has one.
+    pub(crate) fn head(&self, shoot: &str) -> Option<Head> {
+        self.heads.map.get(shoot).cloned()
+    }
+
+    /// The shoots that have a head record.
+    pub(crate) fn shoots(&self) -> Vec<String> {
+        self.heads.map.keys().cloned().collect()
+    }
+
     /// Appends `heads` (the head records of one commit group) and syncs the journal: when this
     /// returns, all of them are durable.
     pub(crate) fn append(&mut self, heads: &[Head]) -> io::Result<()> {
@@ -302,58 +312,71 @@ pub(crate) fn check(
     stored: &BTreeMap<String, Stored>,
     removals: &BTreeMap<String, HistoryEntry>,
 ) -> Result<(), String> {
-    let heads = &heads.map;
     let mut problems = Vec::new();
     for (shoot, found) in stored {
-        let file = dir.join(HEADS_LOG);
-        let ws = match &found.parsed {
-            Ok(ws) => ws,
-            Err(e) => {
-                problems.push(format!("the stored record of workspace {shoot} does not parse ({e})"));
-                continue;
-            }
-        };
-        if let Err(e) = &found.parts {
-            problems.push(e.clone());
-            continue;
-        }
-        let sum = checksum_bytes(&found.raw);
-        // What the stored version's own history entry says it replaced, if it vouches for these bytes.
-        let replaced = found
-            .entry
-            .as_ref()
-            .filter(|e| e.serial == ws.serial && e.checksum.as_ref() == Some(&sum))
-            .map(|e| e.previous.as_ref());
-        match heads.get(shoot) {
-            Some(head) if head.lineage == ws.lineage && head.serial == ws.serial && head.checksum == sum => {}
-            Some(head) if replaced == Some(Some(&head.checksum)) => {} // the head write was interrupted
-            None if replaced == Some(None) => {}                       // the first head write was interrupted
-            Some(head) => problems.push(format!(
-                "workspace {shoot} is stored at serial {} (lineage {}, {sum}), but its head record in {} says \
-                 serial {} (lineage {}, {})",
-                ws.serial,
-                ws.lineage,
-                file.display(),
-                head.serial,
-                head.lineage,
-                head.checksum
-            )),
-            None => problems.push(format!("workspace {shoot} is stored but has no head record in {}", file.display())),
+        if let Err(problem) = check_one(dir, shoot, heads.map.get(shoot), Some(found), None) {
+            problems.push(problem);
         }
     }
-    for (shoot, head) in heads {
-        if !stored.contains_key(shoot) && !removals.get(shoot).is_some_and(|entry| is_removal_of(entry, head)) {
-            problems.push(format!(
-                "workspace {shoot} is missing from the database, but its head record in {} says serial {}",
-                dir.join(HEADS_LOG).display(),
-                head.serial
-            ));
+    for (shoot, head) in heads.map.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
+        if let Err(problem) = check_one(dir, shoot, Some(head), None, removals.get(shoot)) {
+            problems.push(problem);
         }
     }
     match problems.len() {
         0 => Ok(()),
         1 => Err(problems.remove(0)),
         n => Err(format!("{} (and {} more problem(s))", problems.remove(0), n - 1)),
+    }
+}
+
+/// [`check`] of one workspace: what is stored of `shoot` (if anything) against its head record (if
+/// any); `removal` is the entry that would record its removal, looked up when a head has no workspace.
+pub(crate) fn check_one(
+    dir: &Path,
+    shoot: &str,
+    head: Option<&Head>,
+    found: Option<&Stored>,
+    removal: Option<&HistoryEntry>,
+) -> Result<(), String> {
+    let file = dir.join(HEADS_LOG);
+    let Some(found) = found else {
+        return match head {
+            Some(head) if !removal.is_some_and(|entry| is_removal_of(entry, head)) => Err(format!(
+                "workspace {shoot} is missing from the database, but its head record in {} says serial {}",
+                file.display(),
+                head.serial
+            )),
+            _ => Ok(()),
+        };
+    };
+    let ws = match &found.parsed {
+        Ok(ws) => ws,
+        Err(e) => return Err(format!("the stored record of workspace {shoot} does not parse ({e})")),
+    };
+    found.parts.clone()?;
+    let sum = checksum_bytes(&found.raw);
+    // What the stored version's own history entry says it replaced, if it vouches for these bytes.
+    let replaced = found
+        .entry
+        .as_ref()
+        .filter(|e| e.serial == ws.serial && e.checksum.as_ref() == Some(&sum))
+        .map(|e| e.previous.as_ref());
+    match head {
+        Some(head) if head.lineage == ws.lineage && head.serial == ws.serial && head.checksum == sum => Ok(()),
+        Some(head) if replaced == Some(Some(&head.checksum)) => Ok(()), // the head write was interrupted
+        None if replaced == Some(None) => Ok(()),                       // the first head write was interrupted
+        Some(head) => Err(format!(
+            "workspace {shoot} is stored at serial {} (lineage {}, {sum}), but its head record in {} says serial {} \
+             (lineage {}, {})",
+            ws.serial,
+            ws.lineage,
+            file.display(),
+            head.serial,
+            head.lineage,
+            head.checksum
+        )),
+        None => Err(format!("workspace {shoot} is stored but has no head record in {}", file.display())),
     }
 }
 

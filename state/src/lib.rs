@@ -174,7 +174,11 @@
 //!   appended rewrites the journal at its clean close (temporary file, `fsync`, `rename`, `fsync` of the
 //!   directory) with one line per workspace when it holds more than twice that many. The commit's [`HistoryEntry`],
 //!   stored in the same sled transaction as the workspace, names the checksum of the version it stored
-//!   and of the version it replaced. Every open checks every stored workspace against its head record.
+//!   and of the version it replaced. A workspace is checked against its head record when a command
+//!   reads it — [`StateStore::load`] checks all of its bytes (the head value's checksum, the digest of
+//!   its parts), [`StateStore::list`] the head value's checksum of each — and not at open: a command
+//!   costs what it touches (issue #27), and a workspace that is never read cannot be used damaged.
+//!   (After an unclean stop the open checks every workspace, on a copy: see "The seal".)
 //!   A kill between the database commit and the head write leaves the head naming the version before;
 //!   that — and only that — is accepted, when the stored version's history entry says it replaced
 //!   exactly the head's version and produced exactly the stored bytes (a rollback can only bring back
@@ -198,11 +202,24 @@
 //!   change them.) On open: files that match a `closed` seal are opened in place; files that differ from
 //!   a `closed` seal were changed by something other than trellis and are refused as damaged without
 //!   being opened; after an unclean stop (seal `open` or missing), sled first opens a *copy* of the files
-//!   in `.verify/`, which is checked against the head records, and only if it passes are the originals
-//!   opened. So a damaged state dir is refused and left byte for byte as it was found. The check at
-//!   open reads of each stored workspace only what identifies its version (shoot, lineage, serial;
-//!   the rest must be well-formed JSON, and all of its bytes are covered by the checksum): a workspace
-//!   is read whole when a command loads it.
+//!   in `.verify/`, in which every workspace is checked against the head records, and only if it passes
+//!   are the originals opened. So a damaged state dir is refused and left byte for byte as it was found.
+//!   That check reads of each stored workspace only what identifies its version (shoot, lineage, serial;
+//!   the rest must be well-formed JSON, and all of its bytes are covered by the checksum).
+//!
+//!   **Stamps.** Hashing every file at every open and close made each command cost the whole state
+//!   (issue #27). So each sealed file also carries its *stamp* (`stat`: inode, modification and change
+//!   time, nanoseconds), and a file whose stamp and length are the ones sealed is not read: a write moves
+//!   `mtime` and `ctime`, `ctime` cannot be set back from user space, and a file put in its place has
+//!   another inode. Only a file whose stamp moved is hashed and compared (a copied or restored dir is
+//!   hashed once, then sealed with its new stamps). A change time without nanoseconds in the last two
+//!   seconds is not recorded (a file system that keeps whole seconds could hide a second write in the
+//!   same second): such a file is hashed. sled's open writes to `db` even when it changes nothing — its
+//!   recovery rewrites the tail of the active segment after the recovered tip with the bytes the open
+//!   that settled the files already wrote there —, so after an open of a cleanly sealed dir the stamps
+//!   are taken again; a run that writes nothing more (a plan) closes without hashing and seals the same
+//!   hashes under the new stamps (`seal.json` is the one file such a run changes, and only in `stat`).
+//!   A run that changed the files hashes those whose stamp moved.
 //! * **Restoring.** [`WorkspaceFile`] is what `trellis state pull` prints (the workspace and its
 //!   checksum) and what `trellis state push` reads (the checksum, when present, must match);
 //!   [`StateStore::push`] refuses another lineage or an older serial unless forced, and stores the
@@ -223,10 +240,11 @@
 //!
 //! What this does not cover: lock records and history entries have no head records (a damaged lock is
 //! reported when it is read; history entries are checked only as the link described above), and after
-//! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state). Costs:
-//! the seal compares content, so opening reads sled's files once more, and a run that changed them reads
-//! them twice more and opens sled a second time at its end; every commit group adds one append and
-//! `fsync` of `heads.log`, and a run one backup per workspace it changed.
+//! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state), nor is a
+//! damaged workspace until a command reads it. Costs: an open reads the heads journal and stats sled's
+//! files; a run that changed them hashes the files it changed and opens sled a second time at its end;
+//! every load checks the workspace it reads; every commit group adds one append and `fsync` of
+//! `heads.log`, and a run one backup per workspace it changed.
 //!
 //! # Storage layout (sled backend)
 //!
@@ -248,9 +266,9 @@
 //! workspace. The head's `parts` digest is the XOR of the BLAKE3 hashes of every part (each hashed
 //! with its key's length, its key and its value), so it does not depend on the order of the parts and
 //! any part changed, added or removed changes it; the checksum a head record and a history entry name
-//! is the `sha256:` of the head value, so it covers every part. The check at open reads every part once
-//! (one pass over the tree) and compares each workspace's digest with its head; [`StateStore::load`]
-//! checks it again. The trees of format 4 are created by the first commit, so a run that only reads a
+//! is the `sha256:` of the head value, so it covers every part. [`StateStore::load`] compares the digest
+//! of the workspace's parts with its head (and the check on a copy after an unclean stop every
+//! workspace's, in one pass over the tree). The trees of format 4 are created by the first commit, so a run that only reads a
 //! dir of format 3 does not change its files. Trees handed out by [`SledStore::tree`] are stored under
 //! `ext/<name>` so they can never collide with these.
 

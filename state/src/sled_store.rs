@@ -85,6 +85,15 @@ enum Current {
     },
 }
 
+/// How much of a stored version [`SledStore::read_verified`] reads and checks.
+#[derive(Clone, Copy)]
+enum Read {
+    /// The head value and every part (a load): all of its bytes are checked.
+    Whole,
+    /// The head value only (a listing): its checksum is checked, not its parts.
+    Head,
+}
+
 impl Current {
     /// The bytes its checksum is taken of: the whole workspace, or the head value (which covers the parts).
     fn raw(&self) -> Option<&sled::IVec> {
@@ -416,6 +425,97 @@ impl SledStore {
         Ok(self.h.layout.get().expect("set above"))
     }
 
+    /// The stored version of `shoot` (its head value only with [`Read::Head`]), checked against its
+    /// head record (see the crate docs, "Integrity": each workspace is checked when it is read, not at
+    /// open). The head record is read before and after the stored version, and the read starts over if
+    /// a commit of this store moved it in between: a workspace has at most one commit between its
+    /// transaction and its head record, so what is read is the head's version or the one after it.
+    fn read_verified(&self, shoot: &str, read: Read) -> Result<Current, StateError> {
+        loop {
+            let before = self.journal().head(shoot);
+            let current = match read {
+                Read::Whole => self.current(shoot)?,
+                Read::Head => self.current_head(shoot)?,
+            };
+            let head = self.journal().head(shoot);
+            if head != before {
+                continue;
+            }
+            if !self.check_layouts(shoot, &current)? {
+                continue;
+            }
+            let dir = self.dir();
+            let found = match &current {
+                Current::Absent => None,
+                Current::Whole(raw) => {
+                    Some(stored_version(dir, shoot, raw, Ok(()), Some(&self.h.history), head.as_ref())?)
+                }
+                Current::Parts { head: raw, parts } => {
+                    let parts = match read {
+                        Read::Whole => {
+                            let mut digest = layout::Digest::default();
+                            for (key, value) in parts {
+                                digest.add(key, value);
+                            }
+                            parts_match(shoot, raw, &digest)
+                        }
+                        Read::Head => Ok(()),
+                    };
+                    Some(stored_version(dir, shoot, raw, parts, Some(&self.h.history), head.as_ref())?)
+                }
+            };
+            let removal = match (&found, &head) {
+                (None, Some(head)) => removal_entry(dir, &self.h.history, shoot, head)?,
+                _ => None,
+            };
+            integrity::check_one(dir, shoot, head.as_ref(), found.as_ref(), removal.as_ref())
+                .map_err(|detail| damaged(dir, detail))?;
+            return Ok(current);
+        }
+    }
+
+    /// Damage that only the layouts' trees side by side show: a workspace stored both whole and in
+    /// records, or records without their head. `Ok(false)`: a commit of this store wrote the workspace's
+    /// first records and head since `current` was read; read again.
+    fn check_layouts(&self, shoot: &str, current: &Current) -> Result<bool, StateError> {
+        let read_error = |e| self.io_error("reading workspace from", e);
+        let Some(layout) = self.h.layout.get() else { return Ok(true) };
+        match current {
+            Current::Parts { .. } if self.h.workspaces.get(shoot.as_bytes()).map_err(read_error)?.is_some() => {
+                Err(damaged(self.dir(), format!("workspace {shoot} is stored twice, whole and in records")))
+            }
+            Current::Absent | Current::Whole(_)
+                if layout
+                    .parts
+                    .scan_prefix(layout::prefix(shoot))
+                    .next()
+                    .transpose()
+                    .map_err(read_error)?
+                    .is_some() =>
+            {
+                if layout.heads.get(shoot.as_bytes()).map_err(read_error)?.is_some() {
+                    return Ok(false);
+                }
+                Err(damaged(self.dir(), format!("records of workspace {shoot} are stored, but not its head")))
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Like [`SledStore::current`] without the parts: the head value (format 4) or the whole workspace.
+    fn current_head(&self, shoot: &str) -> Result<Current, StateError> {
+        let read_error = |e| self.io_error("reading workspace from", e);
+        if let Some(layout) = self.h.layout.get() {
+            if let Some(head) = layout.heads.get(shoot.as_bytes()).map_err(read_error)? {
+                return Ok(Current::Parts { head, parts: BTreeMap::new() });
+            }
+        }
+        Ok(match self.h.workspaces.get(shoot.as_bytes()).map_err(read_error)? {
+            Some(raw) => Current::Whole(raw),
+            None => Current::Absent,
+        })
+    }
+
     /// The stored version of `shoot`, in whichever layout it is stored.
     fn current(&self, shoot: &str) -> Result<Current, StateError> {
         let read_error = |e| self.io_error("reading workspace from", e);
@@ -528,13 +628,11 @@ struct Guard {
     holder_written: bool,
     /// The database was opened in place and verified: closing seals it.
     seal_on_close: bool,
-    /// sled's files as they were found, before sled opened them, hashed by `digest`.
+    /// sled's files as they were found, before sled opened them, hashed by `digest`, with their stamps:
+    /// a file whose stamp is the same at close was not written (a plan), and is not hashed again.
     opened_with: Option<Vec<dir::SealedFile>>,
     /// The hash of the seal found (SHA-256 in a seal of state format 2), BLAKE3 without one.
     digest: Digest,
-    /// Their stat at that moment: when it is the same at close, the files were not written (a plan)
-    /// and `opened_with` is their fingerprint, without hashing them again.
-    opened_stat: Option<Vec<dir::FileStat>>,
     finished: bool,
 }
 
@@ -568,15 +666,9 @@ impl Guard {
     /// files, sled opens them once more first: the sealed files are then at rest, and a command that only
     /// reads (a plan) leaves them byte for byte as they were.
     fn seal(&self) -> std::io::Result<()> {
-        let untouched = match (&self.opened_stat, &self.opened_with) {
-            (Some(stat), Some(found)) if dir::stat_files(&self.dir)?.as_ref() == Some(stat) => Some(found.clone()),
-            _ => None,
-        };
-        let mut files = match untouched {
-            Some(found) => found,
-            None => dir::fingerprint(&self.dir, self.digest)?,
-        };
-        if self.opened_with.as_ref() != Some(&files) {
+        let opened_with = self.opened_with.as_deref().unwrap_or_default();
+        let mut files = dir::fingerprint(&self.dir, self.digest, opened_with)?;
+        if self.opened_with.is_none() || !dir::same_content(opened_with, &files) {
             let settled = sled::Config::new().path(&self.dir).open().map(drop).is_ok();
             if !(settled && wait_for_release(&self.dir.join("db"))) {
                 return Ok(()); // left unsealed: the next open verifies the files on a copy first
@@ -584,7 +676,7 @@ impl Guard {
             // Changed files are sealed with BLAKE3, which a trellis of state format 2 cannot check:
             // the marker says format 3 first, so that trellis refuses the dir as newer, not as damaged.
             dir::upgrade_marker(&self.dir)?;
-            files = dir::fingerprint(&self.dir, Digest::Blake3)?;
+            files = dir::fingerprint(&self.dir, Digest::Blake3, &files)?;
         }
         dir::write_seal(&self.dir, &Seal::Closed { files })
     }
@@ -636,7 +728,6 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
         seal_on_close: false,
         opened_with: None,
         digest: Digest::Blake3,
-        opened_stat: None,
         finished: false,
     };
     let opened = open_locked(&mut guard, contents, operation);
@@ -684,18 +775,23 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
         Some(Seal::Closed { files }) => Digest::of(files),
         _ => Digest::Blake3,
     };
-    let found = dir::fingerprint(&dir, guard.digest).map_err(|e| StateError::Open {
+    // Only files whose stamp moved since the seal are hashed (see the crate docs, "Integrity").
+    let sealed = match &seal {
+        Some(Seal::Closed { files }) => files.as_slice(),
+        _ => &[],
+    };
+    let found = dir::fingerprint(&dir, guard.digest, sealed).map_err(|e| StateError::Open {
         dir: dir.clone(),
         detail: format!("cannot read sled's files ({e}); check their permissions"),
     })?;
-    match seal {
+    match &seal {
         // Exactly as trellis left them.
-        Some(Seal::Closed { files }) if files == found => {}
+        Some(Seal::Closed { files }) if dir::same_content(files, &found) => {}
         // Changed after a clean close: not by trellis.
         Some(Seal::Closed { files }) => {
             return Err(StateError::Damaged {
                 dir: dir.clone(),
-                detail: dir::describe_difference(&dir, &files, &found),
+                detail: dir::describe_difference(&dir, files, &found),
             });
         }
         // A new state dir: nothing to verify yet.
@@ -704,14 +800,24 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
         // on a copy that what sled recovers matches the head records before letting it touch the files.
         _ => verify_on_copy(&dir)?,
     }
-    guard.opened_stat = dir::stat_files(&dir).map_err(|e| StateError::Open {
-        dir: dir.clone(),
-        detail: format!("cannot read sled's files ({e}); check their permissions"),
-    })?;
+    let clean = matches!(&seal, Some(Seal::Closed { .. }));
     dir::write_seal(&dir, &Seal::Open).map_err(|e| open_error(dir::SEAL, e))?;
     guard.opened_with = Some(found);
     let h = open_handles(&dir, open_db(&dir, &dir)?)?;
-    let heads = verify(&dir, &h)?;
+    if clean {
+        // sled's open of files it closed cleanly rewrites the tail of its active segment with the bytes
+        // that are there already (its recovery "shreds" the segment after the recovered tip, as the open
+        // that settled the files before the seal did): the content is the one checked, under new stamps.
+        // A run that writes nothing more then closes without hashing (see the crate docs, "Integrity").
+        let checked = guard.opened_with.take().unwrap_or_default();
+        guard.opened_with = Some(dir::restamp(&dir, &checked).map_err(|e| StateError::Open {
+            dir: dir.clone(),
+            detail: format!("cannot read sled's files ({e}); check their permissions"),
+        })?);
+    }
+    // Each workspace is checked against its head record when it is loaded (`SledStore::load`), not
+    // here: an open costs what the command touches.
+    let heads = integrity::read_heads(&dir).map_err(|detail| damaged(&dir, detail))?;
     Ok((h, heads))
 }
 
@@ -749,18 +855,6 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
     result
 }
 
-/// Checks the open database against the head records, and returns them.
-fn verify(dir: &Path, h: &Handles) -> Result<Heads, StateError> {
-    // Read first, reported after the workspaces as before: `read_stored` needs the history entries only
-    // of the workspaces whose head record does not vouch for them.
-    let heads = integrity::read_heads(dir);
-    let stored = read_stored(dir, Some(&h.workspaces), h.layout.get(), Some((&h.history, heads.as_ref().ok())))?;
-    let heads = heads.map_err(|detail| damaged(dir, detail))?;
-    let removals = read_removals(dir, Some(&h.history), &heads, &stored)?;
-    integrity::check(dir, &heads, &stored, &removals).map_err(|detail| damaged(dir, detail))?;
-    Ok(heads)
-}
-
 /// For each head record whose workspace is not stored: the history entry that would record its removal
 /// (under [`crate::removed_name`] of the head, at the serial after it), if there is one. One lookup per
 /// such head; none when every head has its workspace.
@@ -773,14 +867,67 @@ fn read_removals(
     let mut out = BTreeMap::new();
     let Some(history) = history else { return Ok(out) };
     for (shoot, head) in heads.map.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
-        let Some(next) = head.serial.checked_add(1) else { continue };
-        let key = history_key(&crate::removed_name(shoot, &head.lineage, head.serial), next);
-        let raw = history.get(key).map_err(|e| damaged(dir, format!("its history cannot be read ({e})")))?;
-        if let Some(entry) = raw.and_then(|raw| serde_json::from_slice::<HistoryEntry>(&raw).ok()) {
+        if let Some(entry) = removal_entry(dir, history, shoot, head)? {
             out.insert(shoot.clone(), entry);
         }
     }
     Ok(out)
+}
+
+/// The history entry that would record the removal of the version `head` names (under
+/// [`crate::removed_name`] of the head, at the serial after it), if there is one.
+fn removal_entry(
+    dir: &Path,
+    history: &sled::Tree,
+    shoot: &str,
+    head: &Head,
+) -> Result<Option<HistoryEntry>, StateError> {
+    let Some(next) = head.serial.checked_add(1) else { return Ok(None) };
+    let key = history_key(&crate::removed_name(shoot, &head.lineage, head.serial), next);
+    let raw = history.get(key).map_err(|e| damaged(dir, format!("its history cannot be read ({e})")))?;
+    Ok(raw.and_then(|raw| serde_json::from_slice::<HistoryEntry>(&raw).ok()))
+}
+
+/// What [`integrity::check`] needs of one stored version: its bytes, what they identify, whether its
+/// parts match (`parts`), and — only when `head` does not name exactly these bytes — the history entry of
+/// its serial (a random `get` per workspace was most of an open's reads of `history`, issue #8).
+fn stored_version(
+    dir: &Path,
+    shoot: &str,
+    raw: &[u8],
+    parts: Result<(), String>,
+    history: Option<&sled::Tree>,
+    head: Option<&Head>,
+) -> Result<Stored, StateError> {
+    let parsed = parse_meta(shoot, raw).map_err(|e| e.to_string());
+    let vouched = |ws: &WorkspaceMeta| {
+        head.is_some_and(|head| {
+            head.lineage == ws.lineage && head.serial == ws.serial && head.checksum == integrity::checksum_bytes(raw)
+        })
+    };
+    let entry = match (&parsed, history) {
+        (Ok(ws), Some(_)) if vouched(ws) => None,
+        (Ok(ws), Some(history)) => history
+            .get(history_key(shoot, ws.serial))
+            .map_err(|e| damaged(dir, format!("its workspaces cannot be read ({e})")))?
+            .and_then(|raw| serde_json::from_slice(&raw).ok()),
+        _ => None,
+    };
+    Ok(Stored { raw: raw.to_vec(), parsed, entry, parts })
+}
+
+/// Whether the parts of `shoot`, whose digest is `digest`, are those its head value `raw` names.
+fn parts_match(shoot: &str, raw: &[u8], digest: &layout::Digest) -> Result<(), String> {
+    match parse_head(shoot, raw) {
+        Ok(head) if head.parts == digest.hex() => Ok(()),
+        Ok(head) => Err(format!(
+            "the records of workspace {shoot} do not match its head (digest {} instead of {}): a record was \
+             changed, added or removed",
+            digest.hex(),
+            head.parts
+        )),
+        Err(_) => Ok(()), // reported as a head that does not parse
+    }
 }
 
 /// Every stored workspace, in either layout, with the history entry of its serial; a workspace stored
@@ -797,30 +944,14 @@ fn read_stored(
     history: Option<(&sled::Tree, Option<&Heads>)>,
 ) -> Result<BTreeMap<String, Stored>, StateError> {
     let unreadable = |e: sled::Error| damaged(dir, format!("its workspaces cannot be read ({e})"));
-    let vouched = |shoot: &str, ws: &WorkspaceMeta, raw: &[u8]| -> bool {
-        let head = history.and_then(|(_, heads)| heads).and_then(|heads| heads.map.get(shoot));
-        head.is_some_and(|head| {
-            head.lineage == ws.lineage && head.serial == ws.serial && head.checksum == integrity::checksum_bytes(raw)
-        })
-    };
-    let entry_of =
-        |shoot: &str, parsed: &Result<WorkspaceMeta, String>, raw: &[u8]| -> Result<Option<HistoryEntry>, StateError> {
-            Ok(match (parsed, history) {
-                (Ok(ws), Some(_)) if vouched(shoot, ws, raw) => None,
-                (Ok(ws), Some((history, _))) => history
-                    .get(history_key(shoot, ws.serial))
-                    .map_err(unreadable)?
-                    .and_then(|raw| serde_json::from_slice(&raw).ok()),
-                _ => None,
-            })
-        };
+    let head_of = |shoot: &str| history.and_then(|(_, heads)| heads).and_then(|heads| heads.map.get(shoot));
+    let history = history.map(|(tree, _)| tree);
     let mut out = BTreeMap::new();
     for item in workspaces.into_iter().flat_map(|tree| tree.iter()) {
         let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
-        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
-        let entry = entry_of(&shoot, &parsed, &raw)?;
-        out.insert(shoot, Stored { raw: raw.to_vec(), parsed, entry, parts: Ok(()) });
+        let stored = stored_version(dir, &shoot, &raw, Ok(()), history, head_of(&shoot))?;
+        out.insert(shoot, stored);
     }
     let Some(layout) = parts else {
         return Ok(out);
@@ -836,20 +967,9 @@ fn read_stored(
     for item in layout.heads.iter() {
         let (key, raw) = item.map_err(unreadable)?;
         let shoot = String::from_utf8_lossy(&key).into_owned();
-        let parsed = parse_meta(&shoot, &raw).map_err(|e| e.to_string());
-        let entry = entry_of(&shoot, &parsed, &raw)?;
         let digest = digests.remove(&shoot).unwrap_or_default();
-        let parts = match parse_head(&shoot, &raw) {
-            Ok(head) if head.parts == digest.hex() => Ok(()),
-            Ok(head) => Err(format!(
-                "the records of workspace {shoot} do not match its head (digest {} instead of {}): a record was \
-                 changed, added or removed",
-                digest.hex(),
-                head.parts
-            )),
-            Err(_) => Ok(()), // reported as a head that does not parse
-        };
-        let stored = Stored { raw: raw.to_vec(), parsed, entry, parts };
+        let parts = parts_match(&shoot, &raw, &digest);
+        let stored = stored_version(dir, &shoot, &raw, parts, history, head_of(&shoot))?;
         if out.insert(shoot.clone(), stored).is_some() {
             return Err(damaged(dir, format!("workspace {shoot} is stored twice, whole and in records")));
         }
@@ -918,35 +1038,32 @@ fn damaged(dir: &Path, detail: String) -> StateError {
 
 impl StateStore for SledStore {
     fn list(&self) -> Result<Vec<WorkspaceSummary>, StateError> {
-        let mut out = Vec::new();
-        // sled iterates in key order; UTF-8 byte order is the order of the shoot names.
-        for item in self.h.workspaces.iter() {
-            let (key, raw) = item.map_err(|e| self.io_error("listing workspaces in", e))?;
-            let shoot = String::from_utf8_lossy(&key).into_owned();
-            let ws = parse_summary(&shoot, &raw)?;
-            let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
-            out.push(WorkspaceSummary {
-                shoot: ws.shoot,
-                lineage: ws.lineage,
-                serial: ws.serial,
-                resources: ws.resources.0,
-                locked_by,
-            });
-        }
-        if let Some(layout) = self.h.layout.get() {
-            for item in layout.heads.iter() {
-                let (key, raw) = item.map_err(|e| self.io_error("listing workspaces in", e))?;
-                let shoot = String::from_utf8_lossy(&key).into_owned();
-                let head = parse_head(&shoot, &raw)?;
-                let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
-                out.push(WorkspaceSummary {
-                    shoot: head.shoot,
-                    lineage: head.lineage,
-                    serial: head.serial,
-                    resources: head.resources,
-                    locked_by,
-                });
+        // Every stored workspace and every head record; each checked against the other as it is read
+        // (the head value's checksum, not its parts: a load checks those).
+        let mut shoots: BTreeSet<String> = self.journal().shoots().into_iter().collect();
+        let trees = std::iter::once(&self.h.workspaces).chain(self.h.layout.get().map(|l| &l.heads));
+        for tree in trees {
+            for item in tree.iter().keys() {
+                let key = item.map_err(|e| self.io_error("listing workspaces in", e))?;
+                shoots.insert(String::from_utf8_lossy(&key).into_owned());
             }
+        }
+        let mut out = Vec::new();
+        for shoot in shoots {
+            let (lineage, serial, resources) = match self.read_verified(&shoot, Read::Head)? {
+                // A head record of a removal whose journal rewrite was interrupted (checked above).
+                Current::Absent => continue,
+                Current::Whole(raw) => {
+                    let ws = parse_summary(&shoot, &raw)?;
+                    (ws.lineage, ws.serial, ws.resources.0)
+                }
+                Current::Parts { head, .. } => {
+                    let head = parse_head(&shoot, &head)?;
+                    (head.lineage, head.serial, head.resources)
+                }
+            };
+            let locked_by = self.read_lock(&shoot)?.map(|(_, info)| info);
+            out.push(WorkspaceSummary { shoot, lineage, serial, resources, locked_by });
         }
         // A shoot locked by an apply that never committed (killed early) has a lock but no workspace.
         for item in self.h.locks.iter() {
@@ -963,7 +1080,7 @@ impl StateStore for SledStore {
     }
 
     fn load(&self, shoot: &str) -> Result<Option<Workspace>, StateError> {
-        match self.current(shoot)? {
+        match self.read_verified(shoot, Read::Whole)? {
             Current::Absent => Ok(None),
             Current::Whole(raw) => parse_workspace(shoot, &raw).map(Some),
             Current::Parts { head, parts } => {
