@@ -112,7 +112,9 @@
 //! their own threads) share one: a commit stores its version in a sled transaction, then waits for
 //! durability. If no flush is running, it runs one at once for itself and every commit that joined;
 //! if one is running, it waits for it to end and then for the next, which the first of the waiting
-//! commits runs. One flush is sled's flush, an `fdatasync` of `db` (which, unlike `fsync`, skips the
+//! commits runs. Before it flushes, that leader waits (up to 1 ms) for the commits on their way — begun
+//! ([`StateStore::commit`] has taken its workspace) but not staged yet — so that they join its group
+//! rather than wait for the next flush. One flush is sled's flush, an `fdatasync` of `db` (which, unlike `fsync`, skips the
 //! timestamps; the file's length is still synced), then the head record of every workspace
 //! committed in the group appended to the heads journal `heads.log` in one write, and one `fdatasync` of
 //! it (no file is created or renamed per commit: a new inode per commit was what made thousands of
