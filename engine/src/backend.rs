@@ -219,10 +219,10 @@ impl Backend {
         self.sim_store().flush()
     }
 
-    /// Registers writes to make before every flush of the simulated clouds' database (the ARM
-    /// simulator's deferred writes; see [`SledStore::write_before_flush`]).
-    pub fn write_before_flush(&self, write: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
-        self.sim_store().write_before_flush(write)
+    /// Has the simulated clouds' database store `pending` (the ARM simulator's deferred writes) in the
+    /// transaction of each commit group; see [`trellis_state::PendingWrites`].
+    pub fn store_with_commits(&self, pending: std::sync::Arc<dyn trellis_state::PendingWrites>) {
+        self.sim_store().store_with_commits(pending)
     }
 
     /// The time spent waiting on the database, for `--timings` (`None` for a sled state dir).

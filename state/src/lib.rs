@@ -376,7 +376,7 @@ pub use location::{PgUrl, StateLocation};
 pub use migrate::{migrate, MigrateReport};
 pub use pg::{PgStats, PgStore};
 pub use provider::{Migration, ProviderState, VersionedState, LEGACY_PROVIDER};
-pub use sled_store::SledStore;
+pub use sled_store::{PendingWrite, PendingWrites, SledStore};
 pub use trellis_plans::{Kind, Ownership};
 pub use wait::{parse_lock_timeout, show_duration, LockTarget, LockWait, Waiting, MAX_LOCK_TIMEOUT};
 

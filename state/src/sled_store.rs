@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Whole workspaces, one value each, as state formats 1 to 3 stored them (read; each is moved to the
@@ -38,6 +38,8 @@ pub struct SledStore {
     /// Writes that others keep in memory for this database until its next flush ([`SledStore::write_before_flush`]).
     /// Declared first: they may hold sled handles, dropped before the guard seals.
     before_flush: Mutex<Vec<BeforeFlush>>,
+    /// Writes others keep in memory until the state stores them ([`SledStore::store_with_commits`]).
+    pending: Mutex<Vec<Arc<dyn PendingWrites>>>,
     // Declared before `guard`: the sled handles are dropped first, then the guard seals and unlocks.
     h: Handles,
     guard: Guard,
@@ -53,6 +55,25 @@ pub struct SledStore {
 
 /// Writes to the database that its user defers to the next flush (see [`SledStore::write_before_flush`]).
 type BeforeFlush = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// One write of [`PendingWrites`]: a key and its new value, `None` to remove it.
+pub type PendingWrite = (sled::IVec, Option<sled::IVec>);
+
+/// Writes another user of the database keeps in memory until the state stores them (the simulated ARM
+/// cloud, whose calls write nothing to sled): a commit group stores them in its own transaction, so
+/// they cost no synchronous write of their own (sled seals and writes its log buffer twice around every
+/// batch or transaction: a batch of their own per group was two of its five writes, issue #27); a flush
+/// without commits, and the close, store them in a batch. Registered with
+/// [`SledStore::store_with_commits`].
+pub trait PendingWrites: Send + Sync {
+    /// The tree they go to (one of [`SledStore::tree`]'s).
+    fn tree(&self) -> &sled::Tree;
+    /// What is pending now. Reads of the tree must go on seeing these writes until [`PendingWrites::stored`].
+    fn pending(&self) -> Vec<PendingWrite>;
+    /// `writes` (an answer of [`PendingWrites::pending`]) are in the tree now: each that is still pending
+    /// with the same value is forgotten (one written again since stays pending).
+    fn stored(&self, writes: &[PendingWrite]);
+}
 
 /// sled's handles on the database.
 struct Handles {
@@ -142,8 +163,9 @@ impl SledStore {
     pub fn close(self) -> Result<(), StateError> {
         let deferred = self.write_deferred();
         let compacted = deferred.and(self.write_backups()).and(self.compact_journal());
-        let SledStore { before_flush, h, mut guard, .. } = self;
+        let SledStore { before_flush, pending, h, mut guard, .. } = self;
         drop(before_flush);
+        drop(pending);
         drop(h);
         let finished = guard.finish(Finish::Close);
         compacted.and(finished)
@@ -179,8 +201,9 @@ impl SledStore {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
         let compacted =
             if unused { Ok(()) } else { self.write_deferred().and(self.write_backups()).and(self.compact_journal()) };
-        let SledStore { before_flush, h, mut guard, .. } = self;
+        let SledStore { before_flush, pending, h, mut guard, .. } = self;
         drop(before_flush);
+        drop(pending);
         drop(h);
         let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
         compacted.and(finished)
@@ -205,10 +228,37 @@ impl SledStore {
         self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).push(Box::new(write));
     }
 
-    /// Runs the writes registered with [`SledStore::write_before_flush`].
+    /// Has the state store `pending`'s writes: in the transaction of every commit group, and in a batch
+    /// of their own at a flush without commits and at the close (see [`PendingWrites`]).
+    pub fn store_with_commits(&self, pending: Arc<dyn PendingWrites>) {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
+    }
+
+    fn pending_writes(&self) -> Vec<Arc<dyn PendingWrites>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs the writes registered with [`SledStore::write_before_flush`], then stores the pending writes
+    /// ([`SledStore::store_with_commits`]) in a batch each.
     fn write_deferred(&self) -> Result<(), StateError> {
+        let failed = |e: String| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display()));
         for write in self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            write().map_err(|e| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display())))?;
+            write().map_err(failed)?;
+        }
+        for pending in self.pending_writes() {
+            let writes = pending.pending();
+            if writes.is_empty() {
+                continue;
+            }
+            let mut batch = sled::Batch::default();
+            for (key, value) in &writes {
+                match value {
+                    Some(value) => batch.insert(key.clone(), value.clone()),
+                    None => batch.remove(key.clone()),
+                }
+            }
+            pending.tree().apply_batch(batch).map_err(|e| failed(e.words()))?;
+            pending.stored(&writes);
         }
         Ok(())
     }
@@ -241,8 +291,19 @@ impl SledStore {
             }
         }
         let mut flushed = Flushed::default();
-        // What others deferred to this flush goes first: a version stored by it implies their writes.
-        if let Err(e) = self.write_deferred() {
+        // What others deferred to this flush goes first (or, for pending writes, into the group's
+        // transaction): a version stored by it implies their writes.
+        let deferred = if versions.is_empty() {
+            self.write_deferred()
+        } else {
+            let failed = |e: String| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display()));
+            self.before_flush
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .try_for_each(|w| w().map_err(failed))
+        };
+        if let Err(e) = deferred {
             flushed.failed = Some((e.to_string(), false));
             return flushed;
         }
@@ -253,16 +314,33 @@ impl SledStore {
                 flushed.failed = Some((message, false));
                 return flushed;
             };
-            let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
-            let outcome = trees.transaction(|tx| {
+            // The writes others keep pending go into the same transaction (see `PendingWrites`).
+            let pending = self.pending_writes();
+            let writes: Vec<Vec<PendingWrite>> = pending.iter().map(|p| p.pending()).collect();
+            let mut trees = vec![&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history];
+            trees.extend(pending.iter().map(|p| p.tree()));
+            let outcome = trees.as_slice().transaction(|tx| {
+                for (tree, writes) in tx[4..].iter().zip(&writes) {
+                    for (key, value) in writes {
+                        match value {
+                            Some(value) => drop(tree.insert(key.clone(), value.clone())?),
+                            None => drop(tree.remove(key.clone())?),
+                        }
+                    }
+                }
                 let mut refused = Vec::new();
                 for (ticket, version) in &versions {
-                    if write_prepared(tx, version)?.is_err() {
+                    if write_prepared((&tx[0], &tx[1], &tx[2], &tx[3]), version)?.is_err() {
                         refused.push(*ticket);
                     }
                 }
                 Ok::<_, ConflictableTransactionError<()>>(refused)
             });
+            if outcome.is_ok() {
+                for (pending, writes) in pending.iter().zip(&writes) {
+                    pending.stored(writes);
+                }
+            }
             let refused = match outcome {
                 Ok(refused) => refused,
                 Err(e) => {
@@ -385,7 +463,7 @@ impl SledStore {
         let layout = self.layout()?;
         let trees = (&self.h.workspaces, &layout.heads, &layout.parts, &self.h.history);
         let outcome = trees.transaction(|tx| {
-            let Err(now) = write_prepared(tx, &version)? else { return Ok(()) };
+            let Err(now) = write_prepared((&tx.0, &tx.1, &tx.2, &tx.3), &version)? else { return Ok(()) };
             // The version the history entry names as replaced must be the one replaced.
             let stored =
                 now.map(|now| parse_meta(shoot, &now)).transpose().map_err(ConflictableTransactionError::Abort)?;
@@ -575,18 +653,18 @@ enum Staged {
     Head(Head),
 }
 
-type Trees = (
-    sled::transaction::TransactionalTree,
-    sled::transaction::TransactionalTree,
-    sled::transaction::TransactionalTree,
-    sled::transaction::TransactionalTree,
+type Trees<'t> = (
+    &'t sled::transaction::TransactionalTree,
+    &'t sled::transaction::TransactionalTree,
+    &'t sled::transaction::TransactionalTree,
+    &'t sled::transaction::TransactionalTree,
 );
 
 /// Writes `version` in a transaction over (workspaces, heads, parts, history) if what is stored is
 /// still what it was prepared against; otherwise writes nothing and answers what is stored now.
 #[allow(clippy::type_complexity)]
 fn write_prepared(
-    (workspaces, heads, parts, history): &Trees,
+    (workspaces, heads, parts, history): Trees<'_>,
     version: &Prepared,
 ) -> Result<Result<(), Option<sled::IVec>>, sled::transaction::UnabortableTransactionError> {
     let shoot = version.shoot.as_bytes();
@@ -737,6 +815,7 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
             let journal = Mutex::new(Journal::new(dir, heads));
             Ok(Some(SledStore {
                 before_flush: Mutex::default(),
+                pending: Mutex::default(),
                 h,
                 guard,
                 group: Group::default(),
@@ -1724,7 +1803,62 @@ impl Words for serde_json::Error {
 mod write_before_flush_tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
+
+    /// A user's writes kept in memory (as the simulated ARM cloud keeps them).
+    struct Kept {
+        tree: sled::Tree,
+        writes: Mutex<BTreeMap<sled::IVec, Option<sled::IVec>>>,
+    }
+
+    impl PendingWrites for Kept {
+        fn tree(&self) -> &sled::Tree {
+            &self.tree
+        }
+        fn pending(&self) -> Vec<PendingWrite> {
+            self.writes.lock().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        }
+        fn stored(&self, writes: &[PendingWrite]) {
+            let mut kept = self.writes.lock().unwrap();
+            for (k, v) in writes {
+                if kept.get(k) == Some(v) {
+                    kept.remove(k);
+                }
+            }
+        }
+    }
+
+    /// Issue #27: pending writes are stored by the next commit group, in its transaction (no batch of
+    /// their own: the group's flush is the one synchronous write), and forgotten once stored; a flush
+    /// without commits and the close store them too.
+    #[test]
+    fn regression_pending_writes_are_stored_in_the_commit_groups_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = SledStore::open(&state, "apply").unwrap();
+        let kept = Arc::new(Kept { tree: store.tree("sim").unwrap(), writes: Mutex::default() });
+        store.store_with_commits(kept.clone());
+        let put = |key: &str, value: Option<&str>| {
+            kept.writes.lock().unwrap().insert(key.as_bytes().into(), value.map(|v| v.as_bytes().into()));
+        };
+        put("a", Some("1"));
+        put("gone", Some("x"));
+        let mut ws = Workspace::new("shoot--dev--a");
+        store.commit(&mut ws, "apply").unwrap();
+        assert_eq!(kept.tree.get("a").unwrap().as_deref(), Some(&b"1"[..]), "stored by the commit");
+        assert!(kept.writes.lock().unwrap().is_empty(), "and forgotten");
+
+        put("gone", None);
+        store.flush().unwrap();
+        assert!(!kept.tree.contains_key("gone").unwrap(), "a removal, stored by a flush without commits");
+
+        put("b", Some("2"));
+        drop(kept); // the store holds the only handle now, and lets go of it before it seals
+        store.close().unwrap();
+        let store = SledStore::open(&state, "plan").unwrap();
+        let tree = store.tree("sim").unwrap();
+        assert_eq!(tree.get("b").unwrap().as_deref(), Some(&b"2"[..]), "stored by the close");
+        assert_eq!(tree.get("a").unwrap().as_deref(), Some(&b"1"[..]));
+    }
 
     /// A user of the database that keeps its writes in memory until the state's next flush (the
     /// simulated cloud) has them written by every flush — a commit returns only after its flush

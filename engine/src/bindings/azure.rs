@@ -34,12 +34,15 @@ impl Simulator for ArmSim {
     }
 
     /// The simulated ARM cloud leaves its flushes to the state's altogether: a call's write is
-    /// neither flushed nor written to sled; every flush of the database first writes the writes made
-    /// before it in one batch (`write_before_flush`), so the state commit of a node (begun after its
-    /// write) makes the write durable before the node counts as done (see `Persist::record`).
+    /// neither flushed nor written to sled; every commit group of the database stores the writes made
+    /// before it in its own transaction (`store_with_commits`; a flush without commits and the close in
+    /// a batch), so the state commit of a node (begun after its write) makes the write durable, in the
+    /// same transaction, before the node counts as done (see `Persist::record`).
     fn share_flush(&self, flush: SharedFlush, store: &Backend) -> Result<(), SimError> {
         let deferred = self.leave_flushes_to_owner(flush)?;
-        store.write_before_flush(move || deferred.write().map_err(|e| e.to_string()));
+        if deferred.tree().is_some() {
+            store.store_with_commits(Arc::new(ArmPending(deferred)));
+        }
         Ok(())
     }
 
@@ -498,4 +501,22 @@ fn arm_needs(id: &trellis_planner::ids::ArmId, value: &Value) -> Vec<trellis_pla
         refs(subnet);
     }
     out
+}
+
+/// The simulated ARM cloud's deferred writes as the state stores them: in the transaction of each
+/// commit group (see `trellis_state::PendingWrites`).
+struct ArmPending(Arc<trellis_sim::DeferredWrites>);
+
+impl trellis_state::PendingWrites for ArmPending {
+    fn tree(&self) -> &sled::Tree {
+        self.0.tree().expect("registered only for a cloud kept in the state dir")
+    }
+
+    fn pending(&self) -> Vec<trellis_state::PendingWrite> {
+        self.0.pending()
+    }
+
+    fn stored(&self, writes: &[trellis_state::PendingWrite]) {
+        self.0.stored(writes)
+    }
 }

@@ -102,7 +102,9 @@
 //! database instead (trellis' state, whose commits then share the same flushes), and
 //! [`ArmSim::leave_flushes_to_owner`] leaves it to the owner's next flush altogether (the CLI: the
 //! state commit of the node that made the write): the writes then wait in memory ([`DeferredWrites`],
-//! seen by every read) until the owner writes them in one batch right before its flush. [`ArmSim::in_memory`]
+//! seen by every read) until the owner stores them — in the transaction of its next commit group
+//! ([`DeferredWrites::pending`], then [`DeferredWrites::stored`]), or in one batch right before a flush
+//! without commits ([`DeferredWrites::write`]). [`ArmSim::in_memory`]
 //! keeps nothing. A write that cannot be persisted is the call's 500 (the one storage-failure policy
 //! of every simulated cloud, in `core::sim`). The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree, and
 //! [`ArmSim::keep_audit`] writes each call's entry to a tree as the call is made.
@@ -204,8 +206,10 @@ impl ArmSim {
     /// Hands the durability of writes to the owner of the tree's database (trellis' state): like
     /// [`ArmSim::share_flush`], but a call's write returns without waiting for a flush, and without
     /// writing to the tree: its changes are kept in the answer, [`DeferredWrites`], which the owner
-    /// must write ([`DeferredWrites::write`]) right before each of its flushes — so the owner's next
-    /// flush makes the write durable, and a whole group of calls' writes costs one sled batch. Reads
+    /// must store before each of its flushes — in the transaction of its commit group
+    /// ([`DeferredWrites::pending`] and [`DeferredWrites::stored`]) or with [`DeferredWrites::write`] —
+    /// so the owner's next flush makes the write durable, and a whole group of calls' writes costs no
+    /// sled batch of its own. Reads
     /// see every write meanwhile. The owner must flush (through its own flushes; `flush` makes
     /// everything written so far durable) before it acknowledges anything that depends on the call:
     /// the CLI's executor commits the node's state — a flush of the same database, begun after the

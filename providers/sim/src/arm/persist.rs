@@ -164,6 +164,29 @@ impl DeferredWrites {
         self.writes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The tree the writes go to; `None` for a cloud in memory (nothing is ever deferred).
+    pub fn tree(&self) -> Option<&sled::Tree> {
+        self.tree.as_ref()
+    }
+
+    /// The writes deferred now (key → value, `None`: removed). Reads go on seeing them until
+    /// [`DeferredWrites::stored`] says they are in the tree.
+    pub fn pending(&self) -> Vec<(sled::IVec, Option<sled::IVec>)> {
+        self.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// `writes` (an answer of [`DeferredWrites::pending`]) were written to the tree by its owner (in
+    /// the owner's transaction): each still deferred with the same value is forgotten; one written
+    /// again since stays deferred.
+    pub fn stored(&self, writes: &[(sled::IVec, Option<sled::IVec>)]) {
+        let mut deferred = self.lock();
+        for (key, value) in writes {
+            if deferred.get(key) == Some(value) {
+                deferred.remove(key);
+            }
+        }
+    }
+
     /// Writes every deferred write to the tree, in one batch (not flushed: the caller flushes next).
     /// Calls may run at any time, from any thread; a failure keeps the writes for the next call.
     pub fn write(&self) -> Result<(), SimError> {
