@@ -48,8 +48,14 @@ impl RenderedPlan {
         use sha2::Digest as _;
         let mut json = Vec::with_capacity(16 << 10);
         let mut body = Vec::with_capacity(8 << 10);
-        let formatter =
-            Digesting { nested: Nested::default(), depth: 0, in_key: false, key: Vec::new(), body: &mut body };
+        let formatter = Digesting {
+            nested: Nested::default(),
+            depth: 0,
+            in_key: false,
+            key: Vec::new(),
+            in_body: false,
+            body: &mut body,
+        };
         let mut ser = serde_json::Serializer::with_formatter(&mut json, formatter);
         serde::Serialize::serialize(plan, &mut ser).expect("a plan serialises to JSON");
         body.push(b'}');
@@ -234,8 +240,10 @@ struct Digesting<'a> {
     depth: usize,
     /// Writing one of the plan's own keys (collected in `key`).
     in_key: bool,
-    /// The plan's key being written, or whose value is being written.
+    /// The plan's key being written.
     key: Vec<u8>,
+    /// Writing the value of one of [`BODY_KEYS`] (decided once per key of the plan, not per token).
+    in_body: bool,
     /// The compact body so far (`{"nodes":…`, without its closing brace).
     body: &'a mut Vec<u8>,
 }
@@ -243,11 +251,7 @@ struct Digesting<'a> {
 impl Digesting<'_> {
     /// Whether the value being written is (part of) the body.
     fn capturing(&self) -> bool {
-        self.depth >= 1 && !self.in_key && self.body_key()
-    }
-
-    fn body_key(&self) -> bool {
-        BODY_KEYS.contains(&self.key.as_slice())
+        self.in_body
     }
 }
 
@@ -361,7 +365,8 @@ impl serde_json::ser::Formatter for Digesting<'_> {
     fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         if self.depth == 1 {
             self.in_key = false;
-            if self.body_key() {
+            self.in_body = BODY_KEYS.contains(&self.key.as_slice());
+            if self.in_body {
                 self.body.push(if self.body.is_empty() { b'{' } else { b',' });
                 self.body.push(b'"');
                 self.body.extend_from_slice(&self.key);
@@ -375,7 +380,7 @@ impl serde_json::ser::Formatter for Digesting<'_> {
 
     fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         if self.depth == 1 {
-            self.key.clear();
+            self.in_body = false;
         }
         self.nested.end_object_value(w)
     }
