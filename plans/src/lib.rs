@@ -673,13 +673,31 @@ impl Plan {
         artifacts: Artifacts,
         warnings: Vec<String>,
     ) -> Plan {
+        let mut plan = Plan::undigested(shoot, provider, mode, prior, nodes, artifacts, warnings);
+        plan.fill_digest();
+        plan
+    }
+
+    /// [`Plan::new`] with its `digest` left empty, for a caller that renders the plan's JSON anyway:
+    /// [`RenderedPlan::of_filling`] hashes the body while it writes it (instead of serialising the body a
+    /// second time for the digest) and fills the digest in; [`Plan::fill_digest`] computes it otherwise.
+    /// A plan must not be used before either ran.
+    pub fn undigested(
+        shoot: String,
+        provider: Provider,
+        mode: Option<Mode>,
+        prior: Prior,
+        nodes: Vec<Node>,
+        artifacts: Artifacts,
+        warnings: Vec<String>,
+    ) -> Plan {
         Plan {
             format_version: FORMAT_VERSION,
             shoot,
             provider,
             mode,
             prior,
-            digest: body_digest(&nodes, &artifacts),
+            digest: String::new(),
             summary: Summary::of(&nodes),
             nodes,
             artifacts,
@@ -722,6 +740,13 @@ impl Plan {
 
     pub fn node(&self, address: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.address == address)
+    }
+
+    /// Computes the digest of a plan made by [`Plan::undigested`] (a digest already there is kept).
+    pub fn fill_digest(&mut self) {
+        if self.digest.is_empty() {
+            self.digest = self.body_digest();
+        }
     }
 
     /// The digest this plan's body has now (equal to `digest` unless the body was changed).

@@ -224,6 +224,20 @@ pub trait Provider: Send + Sync {
         ctx: &CloudCtx,
     ) -> Result<Planned, ProviderError>;
 
+    /// [`Provider::plan`] with the plan's `digest` left empty ([`trellis_plans::Plan::undigested`]),
+    /// for a caller that renders the plan's JSON anyway and fills the digest in while rendering
+    /// ([`trellis_plans::RenderedPlan::of_filling`]), or with [`trellis_plans::Plan::fill_digest`]. The
+    /// default plans with the digest.
+    async fn plan_undigested(
+        &self,
+        shoot: &dyn ProviderShoot,
+        ws: &Workspace,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Planned, ProviderError> {
+        self.plan(shoot, ws, cloud, ctx).await
+    }
+
     /// Plans the deletion of one shoot (the provider's delete graph). Never writes.
     async fn plan_destroy(
         &self,

@@ -350,10 +350,28 @@ pub async fn plan_shoot<S: Stages>(
     cloud: &dyn CloudRead,
     cctx: &CloudCtx,
 ) -> Result<Planned, ProviderError> {
+    plan_shoot_undigested(stages, shoot, ws, cloud, cctx).await.map(digested)
+}
+
+/// [`plan_shoot`] with the plan's digest left to the caller ([`trellis_plans::Plan::undigested`]:
+/// computed while its JSON is rendered, or by [`trellis_plans::Plan::fill_digest`]).
+pub async fn plan_shoot_undigested<S: Stages>(
+    stages: &S,
+    shoot: &S::Shoot,
+    ws: &Workspace,
+    cloud: &dyn CloudRead,
+    cctx: &CloudCtx,
+) -> Result<Planned, ProviderError> {
     let (stored, shoot, setup) = plan_start(stages, shoot, ws, cctx)?;
     let shoot = shoot.as_ref();
     let observed = discover(stages.id_scheme(), cloud, cctx, |n, o| stages.discovery(n, shoot, &setup.ctx, o)).await?;
     plan_rest(stages, shoot, ws, cctx, &stored, setup, &observed)
+}
+
+/// A planned shoot with its plan's digest computed.
+fn digested(mut planned: Planned) -> Planned {
+    planned.plan.fill_digest();
+    planned
 }
 
 /// [`plan_shoot`] against a cloud already read whole (`observed` holds every resource discovery would
@@ -366,7 +384,7 @@ pub fn plan_observed<S: Stages>(
     observed: &Observed,
 ) -> Result<Planned, ProviderError> {
     let (stored, shoot, setup) = plan_start(stages, shoot, ws, cctx)?;
-    plan_rest(stages, shoot.as_ref(), ws, cctx, &stored, setup, observed)
+    plan_rest(stages, shoot.as_ref(), ws, cctx, &stored, setup, observed).map(digested)
 }
 
 /// What the stages before discovery leave: the stored state, the admitted shoot, the context.
@@ -513,6 +531,7 @@ fn destroy_rest<S: Stages>(
     let nodes = trellis_planner::diff::plan_nodes(desired, observed)?;
     let mut plan = plan_document(stages, shoot, ws, nodes, stages.destroy_artifacts(), Vec::new());
     plan.destroy = true;
+    plan.fill_digest();
     let state = stages.destroy_state(shoot, stored);
     // A destroy empties the workspace: nothing to forget one by one.
     Ok(Planned { plan, state: stored_blob(S::TYPE, &state)?, forget: Vec::new() })
@@ -541,7 +560,7 @@ fn plan_document<S: Stages>(
     warnings: Vec<String>,
 ) -> Plan {
     let provider = trellis_plans::Provider::new(S::TYPE);
-    Plan::new(shoot.technical_id(), provider, stages.mode(shoot), ws.prior(), nodes, artifacts, warnings)
+    Plan::undigested(shoot.technical_id(), provider, stages.mode(shoot), ws.prior(), nodes, artifacts, warnings)
 }
 
 /// A provider made of [`Stages`]: what the registry holds (`&'static dyn Provider`).
@@ -609,6 +628,16 @@ impl<S: Stages> Provider for Staged<S> {
         ctx: &CloudCtx,
     ) -> Result<Planned, ProviderError> {
         plan_shoot(&self.0, self.typed(shoot)?, ws, cloud, ctx).await
+    }
+
+    async fn plan_undigested(
+        &self,
+        shoot: &dyn ProviderShoot,
+        ws: &Workspace,
+        cloud: &dyn CloudRead,
+        ctx: &CloudCtx,
+    ) -> Result<Planned, ProviderError> {
+        plan_shoot_undigested(&self.0, self.typed(shoot)?, ws, cloud, ctx).await
     }
 
     async fn plan_destroy(

@@ -9,6 +9,19 @@
 //!    fdatasync 6,386, sync_file_range 14,019 (10.2 a shoot); no-op re-plan ÷ fresh plan of 2,000 1.18 s
 //!    ÷ 0.31 s = 3.81× (≤ 2.0×); plan of 10,000 `--output json` to a pipe 1.41 s / 42 MiB (< 1 s);
 //!    re-plan of 200 applied: 6.0 calls a shoot (≤ 2), 1.47 s with 20 ms a call against a bound of 3.60 s.
+//!    Row 4's CPU (h27-cpu; `perf record` of the release binary, 10,000 A1 shoots, stdout a pipe): the YAML
+//!    read 31 % (one serde-saphyr pass a file; ~11 % of it building `serde_json::Value`s for the opaque
+//!    fields: IndexMap inserts and SipHash), the provider pipeline 24 % (artifacts 6.5 %, desired 5.9 %,
+//!    validation 4.9 %, discovery 4.3 %, the digest 6.4 % = its compact serialisation 2.9 % + sha256
+//!    3.3 %), the pretty JSON 6.9 % and its copy to stdout 3.7 %, `source.shoot` as JSON 2.4 %, the
+//!    kernel ~12 % (10,000 opens and reads, the pipe), mimalloc ~16 % spread over all of it. The digest
+//!    is now hashed while the JSON is rendered (`RenderedPlan::of_filling`): callgrind on 1,000 shoots
+//!    1,353.9 M → 1,327.9 M instructions (−1.9 %; −2.7 % without sha256, which valgrind runs without
+//!    SHA-NI), `perf stat` task-clock of 10,000 medians of 8 alternated runs 940 → 853 ms; wall through a
+//!    pipe (5 runs each, same minutes, load 3.8–5.1): 0.93 s both in a quiet minute, 1.59 s → 1.26 s in a
+//!    busy one — wall here is what the other builds leave: the process gets ~1 of the 2 cores
+//!    (`perf stat`: 0.88–0.98 CPUs utilised), so < 1 s holds only in quiet minutes; peak RSS 40–50 MiB
+//!    either way (flat).
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first

@@ -176,6 +176,10 @@ async fn plan_one(shared: &Shared, input: ShootInput) -> Result<Option<ShootPlan
     let (provider, shoot) = (input.provider, input.shoot.as_ref());
     let planned = if shared.opts.destroy {
         provider.plan_destroy(shoot, &ws, cloud.as_ref(), ctx).await
+    } else if shared.opts.json {
+        // Every plan of a run that renders JSON is handed out through [`StreamedPlan::of`], which
+        // hashes its body while rendering it: the body is not serialised a second time for the digest.
+        provider.plan_undigested(shoot, &ws, cloud.as_ref(), ctx).await
     } else {
         provider.plan(shoot, &ws, cloud.as_ref(), ctx).await
     };
@@ -426,12 +430,15 @@ pub struct StreamedPlan {
 }
 
 impl StreamedPlan {
-    /// `plan` handed out as `opts` asks (rendered, and kept or not).
-    fn of(plan: &Plan, opts: &StreamOptions) -> StreamedPlan {
+    /// `plan` handed out as `opts` asks (rendered, and kept or not). A plan without its digest yet
+    /// ([`plan_one`] leaves it to the JSON's rendering) gets it here, before anything else reads it.
+    fn of(plan: &mut Plan, opts: &StreamOptions) -> StreamedPlan {
+        let json = opts.json.then(|| RenderedPlan::of_filling(plan));
+        plan.fill_digest();
         StreamedPlan {
             shoot: plan.shoot.clone(),
             has_changes: plan.has_changes(),
-            json: opts.json.then(|| RenderedPlan::of(plan)),
+            json,
             text: opts.text.map(|o| RenderedText::of(plan, &o)),
             plan: opts.keep_plans.then(|| plan.clone()),
             shoot_plan: None,
@@ -439,8 +446,8 @@ impl StreamedPlan {
     }
 
     /// A planned shoot handed out as `opts` asks, and its fleet facts ([`Provider::fleet_facts`]).
-    fn with_facts(planned: ShootPlan, opts: &StreamOptions) -> (StreamedPlan, Option<Plan>) {
-        let mut streamed = StreamedPlan::of(&planned.planned.plan, opts);
+    fn with_facts(mut planned: ShootPlan, opts: &StreamOptions) -> (StreamedPlan, Option<Plan>) {
+        let mut streamed = StreamedPlan::of(&mut planned.planned.plan, opts);
         let facts = if opts.keep {
             let facts = planned.provider.fleet_facts(planned.planned.plan.clone());
             streamed.shoot_plan = Some(planned);

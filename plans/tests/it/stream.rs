@@ -73,3 +73,55 @@ fn streamed_plan_file_with_hostile_strings_equals_write_json() {
     assert_eq!(streamed(&hostile), reference(&hostile));
     assert_eq!(streamed(&hostile[..1]), reference(&hostile[..1]));
 }
+
+/// A plan made without its digest ([`Plan::undigested`]) and rendered ([`RenderedPlan::of`],
+/// [`RenderedPlan::of_filling`]) has its body hashed while it is written: the digest is the one
+/// [`Plan::body_digest`] computes from the whole document, and the bytes are those of the digested
+/// plan, for every shape of body (escapes in keys and values, a partial plan's `targets`, no nodes).
+#[test]
+fn the_digest_computed_while_rendering_is_the_whole_documents() {
+    let mut cases = plans(3);
+    cases.push(hostile(&azure_managed_plan("shoot--dev--h"), TERMINAL_ATTACK));
+    cases.push(hostile(&azure_user_managed_plan("shoot--dev--q"), "\"quoted\" \\ back\u{1}slash\u{2028}"));
+    let mut partial = azure_managed_plan("shoot--dev--p");
+    let first = partial.nodes[0].address.clone();
+    assert!(partial.restrict(&[first]).is_empty());
+    assert!(partial.is_partial());
+    cases.push(partial);
+    let mut empty = azure_managed_plan("shoot--dev--e");
+    empty.nodes.clear();
+    empty.digest = empty.body_digest();
+    cases.push(empty);
+    for digested in &mut cases {
+        // `hostile` reaches the digest too.
+        digested.digest = digested.body_digest();
+    }
+    for digested in &cases {
+        let mut plan = digested.clone();
+        plan.digest.clear();
+        assert_eq!(RenderedPlan::of(&plan), RenderedPlan::of(digested), "{}", digested.shoot);
+        let rendered = RenderedPlan::of_filling(&mut plan);
+        assert_eq!(plan.digest, digested.body_digest(), "{}", digested.shoot);
+        assert_eq!(&plan, digested);
+        assert_eq!(rendered, RenderedPlan::of(digested));
+        // As a whole file, alone and in a fleet: the bytes of `PlanSet::write_json` of the digested plan.
+        let undigested = Plan { digest: String::new(), ..digested.clone() };
+        assert_eq!(streamed(std::slice::from_ref(&undigested)), reference(std::slice::from_ref(digested)));
+        let two = [undigested, cases[0].clone()];
+        assert_eq!(streamed(&two), reference(&[digested.clone(), cases[0].clone()]));
+    }
+}
+
+/// `Plan::new` is `Plan::undigested` with its digest filled in.
+#[test]
+fn a_new_plan_is_an_undigested_one_with_its_digest() {
+    let plan = azure_managed_plan("shoot--dev--n");
+    let (n, a, w) = (plan.nodes.clone(), plan.artifacts.clone(), plan.warnings.clone());
+    let new =
+        Plan::new(plan.shoot.clone(), plan.provider, plan.mode, plan.prior.clone(), n.clone(), a.clone(), w.clone());
+    let mut undigested = Plan::undigested(plan.shoot.clone(), plan.provider, plan.mode, plan.prior.clone(), n, a, w);
+    assert!(undigested.digest.is_empty());
+    undigested.fill_digest();
+    assert_eq!(undigested, new);
+    assert_eq!(new.digest, new.body_digest());
+}
