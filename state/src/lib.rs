@@ -140,7 +140,7 @@
 //! | `heads.log`               | heads journal: one line (compact JSON: shoot, lineage, serial, checksum) per commit |
 //! | `heads/<shoot>.json`      | head record of each workspace, as format 1 wrote them (read; removed when the journal is compacted) |
 //! | `backups/<shoot>.json`    | each workspace as the last command that changed it and closed left it (a [`WorkspaceFile`]) |
-//! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length and BLAKE3 (`blake3`; `sha256` in format 2) |
+//! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length, BLAKE3 (`blake3`; `sha256` in format 2) and stamp (`stat`: inode, mtime, ctime) |
 //! | `holder.json`             | the process holding the dir (only while it does)                        |
 //! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
 //!
