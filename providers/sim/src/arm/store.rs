@@ -183,6 +183,18 @@ impl Store {
         self.entries_under(&format!("{key}/"))
     }
 
+    /// The entries under `prefix` whose key `keep` accepts, in key order: the keys are told apart
+    /// before any resource is read (a subscription's List All reads only the resources it lists).
+    pub fn entries_keyed<'a>(
+        &'a self,
+        prefix: &str,
+        keep: impl Fn(&str) -> bool + 'a,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        let keys = self.keys_under(prefix);
+        let all = Arc::clone(&keys.all);
+        keys.range.filter(move |&i| keep(&all[i])).filter_map(move |i| self.get(&keys.all[i]))
+    }
+
     fn entries_under<'a>(&'a self, prefix: &str) -> impl Iterator<Item = &'a Entry> + 'a {
         let keys = self.keys_under(prefix);
         keys.range.clone().filter_map(move |i| self.get(&keys.all[i]))
