@@ -1383,12 +1383,18 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
         std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
     };
     let applied_sizes = [2_000, env("TRELLIS_BENCH_APPLIED", 10_000)];
+    // `TRELLIS_BENCH_ROWS=replan,latency` runs only the rows named (one, apply, replan, plan10k,
+    // latency; `replan` applies the 2,000 shoots it re-plans); unset: every row.
+    let rows: Option<Vec<String>> = std::env::var("TRELLIS_BENCH_ROWS")
+        .ok()
+        .map(|v| v.split(',').map(|r| r.trim().to_ascii_lowercase()).filter(|r| !r.is_empty()).collect());
+    let row = |name: &str| rows.as_ref().is_none_or(|r| r.iter().any(|r| r == name));
     let tmp = tempfile::tempdir()?;
     let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
 
     // Row 1: plan ONE shoot against a state of N applied shoots (what a CI job planning the one
     // changed shoot pays); the one shoot is one of the applied (a no-op re-plan of it).
-    for n in applied_sizes {
+    for n in applied_sizes.into_iter().filter(|_| row("one")) {
         let dir = tmp.path().join(format!("applied-{n}"));
         let fleet = s(&a1_fleet(&dir, n)?)?;
         let state = s(&dir.join("state"))?;
@@ -1408,56 +1414,80 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     let n = env("TRELLIS_BENCH_COMMIT_SHOOTS", 2_000);
     let dir = tmp.path().join("apply");
     let fleet = s(&a1_fleet(&dir, n)?)?;
-    let mut runs = Vec::new();
-    for i in 0..3 {
-        let state = s(&dir.join(format!("state-{i}")))?;
-        runs.push(time_cli(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])?);
-    }
-    let (wall, rss) = medians(&runs);
-    target_row(
-        &format!("apply of {} shoots on the simulator", count(n)),
-        format!("{wall:.2} s, {rss:.0} MiB"),
-        "< 5 s",
-        wall < 5.0,
-    );
-    let state = s(&dir.join("state-strace"))?;
-    match sync_calls(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])? {
-        Some((fsync, fdatasync, range)) => println!(
-            "   syscalls of that apply (strace -f -c): fsync {fsync}, fdatasync {fdatasync}, sync_file_range {range}: {:.2} per shoot",
-            (fsync + fdatasync + range) as f64 / n as f64
-        ),
-        None => println!("   syscalls of that apply: strace not found"),
+    if row("apply") || row("replan") {
+        let mut runs = Vec::new();
+        for i in 0..if row("apply") { 3 } else { 1 } {
+            let state = s(&dir.join(format!("state-{i}")))?;
+            runs.push(time_cli(
+                &bin,
+                &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"],
+            )?);
+        }
+        let (wall, rss) = medians(&runs);
+        if row("apply") {
+            target_row(
+                &format!("apply of {} shoots on the simulator", count(n)),
+                format!("{wall:.2} s, {rss:.0} MiB"),
+                "< 5 s",
+                wall < 5.0,
+            );
+            let state = s(&dir.join("state-strace"))?;
+            match sync_calls(&bin, &["apply", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])? {
+                Some((fsync, fdatasync, range)) => println!(
+                    "   syscalls of that apply (strace -f -c): fsync {fsync}, fdatasync {fdatasync}, sync_file_range {range}: {:.2} per shoot",
+                    (fsync + fdatasync + range) as f64 / n as f64
+                ),
+                None => println!("   syscalls of that apply: strace not found"),
+            }
+        }
     }
 
     // Row 3: no-op re-plan of the applied fleet ÷ fresh plan of the same fleet.
-    let applied = s(&dir.join("state-0"))?;
-    let fresh = s(&dir.join("fresh"))?;
-    let (replan, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &applied, "--output", "json"], 5)?);
-    let (first, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &fresh, "--output", "json"], 5)?);
-    target_row(
-        &format!("no-op re-plan ÷ fresh plan, {} shoots", count(n)),
-        format!("{replan:.2} s ÷ {first:.2} s = {:.2}×", replan / first),
-        "≤ 2.0×",
-        replan / first <= 2.0,
-    );
+    if row("replan") {
+        let applied = s(&dir.join("state-0"))?;
+        let fresh = s(&dir.join("fresh"))?;
+        let (replan, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &applied, "--output", "json"], 5)?);
+        let (first, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &fresh, "--output", "json"], 5)?);
+        target_row(
+            &format!("no-op re-plan ÷ fresh plan, {} shoots", count(n)),
+            format!("{replan:.2} s ÷ {first:.2} s = {:.2}×", replan / first),
+            "≤ 2.0×",
+            replan / first <= 2.0,
+        );
+    }
 
     // Row 4: plan of 10,000 shoots, `--output json` to a pipe.
-    let n10 = env("TRELLIS_BENCH_SHOOTS", 10_000);
-    let dir = tmp.path().join("plan10k");
+    if row("plan10k") {
+        plan10k_row(&bin, tmp.path(), env("TRELLIS_BENCH_SHOOTS", 10_000))?;
+    }
+    if row("latency") {
+        latency_row(runtime, &bin, tmp.path())?;
+    }
+    Ok(())
+}
+
+/// Row 4 of section 0: plan of `n10` shoots, `--output json` to a pipe.
+fn plan10k_row(bin: &Path, tmp: &Path, n10: usize) -> Result<()> {
+    let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
+    let dir = tmp.join("plan10k");
     let fleet10 = s(&a1_fleet(&dir, n10)?)?;
     let state = s(&dir.join("state"))?;
-    let (wall, rss) = medians(&runs_of(&bin, &["plan", "-f", &fleet10, "--state", &state, "--output", "json"], 5)?);
+    let (wall, rss) = medians(&runs_of(bin, &["plan", "-f", &fleet10, "--state", &state, "--output", "json"], 5)?);
     target_row(
         &format!("plan of {} shoots, --output json to a pipe", count(n10)),
         format!("{wall:.2} s, {rss:.0} MiB"),
         "< 1 s, flat memory",
         wall < 1.0,
     );
+    Ok(())
+}
 
-    // Row 5: re-plan of 200 applied shoots with 20 ms per call: the calls counted in process (the
-    // same planner, against the simulated cloud's audit), the wall through the CLI.
+/// Row 5 of section 0: re-plan of 200 applied shoots with 20 ms per call: the calls counted in
+/// process (the same planner, against the simulated cloud's audit), the wall through the CLI.
+fn latency_row(runtime: &Runtime, bin: &Path, tmp: &Path) -> Result<()> {
+    let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
     let n200 = 200;
-    let dir = tmp.path().join("latency");
+    let dir = tmp.join("latency");
     let fleet200 = a1_fleet(&dir, n200)?;
     let state = dir.join("state");
     let (session, _) = Session::open(&state, "apply", None)?;
@@ -1473,7 +1503,7 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     session.close()?;
     let (fleet200, state) = (s(&fleet200)?, s(&state)?);
     let (wall, _) = medians(&runs_of(
-        &bin,
+        bin,
         &["plan", "-f", &fleet200, "--state", &state, "--output", "json", "--sim-latency-ms", "20"],
         3,
     )?);
