@@ -65,6 +65,7 @@ async fn regression_a_no_op_replan_of_an_azure_fleet_costs_at_most_two_calls_a_s
     assert!(s.apply_files(&files).await.unwrap().ok);
 
     let (plans, calls) = calls_of_plan(&s, &files).await;
+    eprintln!("{} calls for {} shoots", calls.len(), files.len());
     no_changes(&plans);
     assert!(calls.len() <= 2 * files.len(), "{} calls for {} shoots: {calls:#?}", calls.len(), files.len());
     let mut seen = std::collections::BTreeSet::new();
@@ -139,6 +140,7 @@ async fn regression_a_no_op_replan_of_a_gcp_fleet_costs_at_most_two_calls_a_shoo
     assert!(s.apply_files(&files).await.unwrap().ok);
 
     let (plans, calls) = calls_of_plan(&s, &files).await;
+    eprintln!("{} calls for {} shoots", calls.len(), files.len());
     no_changes(&plans);
     assert!(calls.len() <= 2 * files.len(), "{} calls for {} shoots: {calls:#?}", calls.len(), files.len());
     let firewall_lists = calls.iter().filter(|c| c.starts_with("LIST") && c.ends_with("/global/firewalls")).count();
