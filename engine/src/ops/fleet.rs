@@ -397,6 +397,9 @@ pub struct StreamOptions {
     /// A shoot the provider refuses (invalid, pre-flight, the cloud) does not fail the call: it is
     /// listed in [`StreamSummary::refused`] and the others are planned (`--keep-going`).
     pub keep_going: bool,
+    /// Each shoot reads only what it asks for, never an account's wide list
+    /// (`trellis_planner::wide`): `trellis world export`, whose world file holds what was read.
+    pub own_reads: bool,
 }
 
 /// What a fleet plan does about shoots in state whose manifests are not among the inputs (orphans):
@@ -554,7 +557,8 @@ impl Shared {
         if let Some((_, r)) = reads.iter().find(|(t, _)| *t == provider.type_name()) {
             return Arc::clone(r);
         }
-        let r = Arc::new(FleetReads::new(Arc::clone(cloud) as Arc<dyn CloudRead>, provider.ids()));
+        let after = if self.opts.own_reads { usize::MAX } else { trellis_planner::wide::WIDE_AFTER };
+        let r = Arc::new(FleetReads::after(Arc::clone(cloud) as Arc<dyn CloudRead>, provider.ids(), after));
         reads.push((provider.type_name(), Arc::clone(&r)));
         r
     }

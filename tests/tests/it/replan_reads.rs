@@ -150,3 +150,20 @@ async fn regression_a_no_op_replan_of_a_gcp_fleet_costs_at_most_two_calls_a_shoo
     );
     assert_eq!(json_by_shoot(&plans), planned_one_by_one(&s, &files).await, "the same plans as each shoot's own reads");
 }
+
+#[tokio::test]
+async fn with_own_reads_each_shoot_reads_only_what_it_asks_for() {
+    // `trellis world export` plans so: its world file holds the shoots' own resources, never a
+    // subscription's wide lists.
+    let s = Scenario::new("A2");
+    let files = fleet(&s, "bravo", 8);
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    assert!(s.apply_files(&files).await.unwrap().ok);
+    let paths: Vec<std::path::PathBuf> = files.iter().map(std::path::PathBuf::from).collect();
+    let before = s.session.sim_calls().len();
+    let opts = trellis_engine::ops::StreamOptions { own_reads: true, ..Default::default() };
+    trellis_engine::ops::plan_files_with_options(&s.session, &paths, opts, |_| {}).await.unwrap();
+    let calls = &s.session.sim_calls()[before..];
+    assert_eq!(calls.len(), 6 * files.len(), "{calls:#?}");
+    assert!(calls.iter().all(|c| c.target.contains("/resourceGroups/")), "no subscription list: {calls:#?}");
+}
