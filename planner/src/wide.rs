@@ -5,8 +5,8 @@
 //! lists a whole account's resources of a type in one paged call: ARM lists a subscription's
 //! resource groups and, for each top-level type, its resources in every group (List All); GCE lists a
 //! project's (or region's) collection. [`FleetReads`] sits between a fleet's discovery and the cloud
-//! and, once a wide list has been asked for often enough ([`WIDE_AFTER`] requests it could answer),
-//! runs it once and answers from it:
+//! and, when the cloud's calls cost round trips ([`CloudRead::round_trips`]) and a wide list has been
+//! asked for often enough ([`WIDE_AFTER`] requests it could answer), runs it once and answers from it:
 //!
 //! - a GET of a resource the list covers ([`IdScheme::listed_in`]): the item, or absent when the
 //!   list does not hold it — the list is authoritative for its type in its scope;
@@ -80,6 +80,9 @@ impl FleetReads {
     /// The wide list `parent/rtype`, run once enough requests asked for it; `None`: not (yet), or
     /// the cloud refused it.
     async fn wide(&self, parent: String, rtype: &str) -> Option<Arc<Mutex<Wide>>> {
+        if !self.inner.round_trips() {
+            return None;
+        }
         let cell = {
             let mut slots = locked(&self.slots);
             let slot = slots.entry((self.ids.key(&parent), rtype.to_ascii_lowercase())).or_insert(Slot::Counting(0));
@@ -307,6 +310,32 @@ mod tests {
         }
         let wide = arm.calls().iter().filter(|c| c.starts_with(&format!("LIST {SUB}/M"))).count();
         assert_eq!(wide, 2, "each wide list tried once: {:?}", arm.calls());
+    }
+
+    /// A cloud in this process, answering at once.
+    struct InProcess(Arc<Arm>);
+
+    #[async_trait]
+    impl CloudRead for InProcess {
+        async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+            self.0.get(id).await
+        }
+        async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+            self.0.list(parent, rtype).await
+        }
+        fn round_trips(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cloud_without_round_trips_is_read_as_asked() {
+        let arm = Arm::new(5);
+        let reads = FleetReads::after(Arc::new(InProcess(Arc::clone(&arm))), &ArmIds, 0);
+        for n in 1..=5 {
+            discover(&reads, n).await;
+        }
+        assert_eq!(arm.calls().len(), 2 * 5, "each shoot's own reads: {:?}", arm.calls());
     }
 
     /// A GCE project's collections, listed whole; a router with its NATs.

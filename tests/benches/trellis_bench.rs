@@ -1497,6 +1497,12 @@ fn latency_row(runtime: &Runtime, bin: &Path, tmp: &Path) -> Result<()> {
     if !report.ok {
         bail!("the 200-shoot apply failed");
     }
+    // The re-plan under the row's 20 ms a call, as the CLI's `--sim-latency-ms 20` runs it (a cloud
+    // with round trips: the fleet's reads go through the subscription's lists, `planner::wide`).
+    session
+        .sim::<ArmSim>()
+        .context("the simulated ARM cloud")?
+        .set_faults(Faults::none().with_latency(Duration::from_millis(20), Duration::ZERO));
     let before = session.sim_calls().len();
     runtime.block_on(ops::plan_files(&session, std::slice::from_ref(&fleet200), false, None))?;
     let calls = session.sim_calls().len() - before;

@@ -1,12 +1,20 @@
 //! Issue #27, item 3: a no-op re-plan is bound by its reads. A fleet's discovery reads through
 //! `trellis_planner::wide::FleetReads` (a subscription's or project's list answering many shoots'
-//! reads): counted here through the simulated cloud's audit, and the plans compared with the ones
-//! each shoot's own reads give.
+//! reads, when calls cost round trips: here the simulated clouds' injected latency): counted
+//! through the simulated cloud's audit, and the plans compared with the ones each shoot's own reads
+//! give.
 
 use std::collections::BTreeMap;
 use trellis_planner::cloud::CloudWrite;
 use trellis_plans::Action;
+use trellis_sim::Faults;
 use trellis_tests::Scenario;
+
+/// A millisecond a call: the simulated clouds answer as a cloud over the network does, with a
+/// round trip (`CloudRead::round_trips`).
+fn round_trips() -> Faults {
+    Faults::none().with_latency(std::time::Duration::from_millis(1), std::time::Duration::ZERO)
+}
 
 /// `n` copies of the scenario's `shoot.yaml`, named `{base}-NN`, written beside its state.
 fn fleet(s: &Scenario, base: &str, n: usize) -> Vec<String> {
@@ -63,6 +71,7 @@ async fn regression_a_no_op_replan_of_an_azure_fleet_costs_at_most_two_calls_a_s
     let files = fleet(&s, "bravo", 12);
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     assert!(s.apply_files(&files).await.unwrap().ok);
+    s.sim().set_faults(round_trips());
 
     let (plans, calls) = calls_of_plan(&s, &files).await;
     eprintln!("{} calls for {} shoots", calls.len(), files.len());
@@ -109,6 +118,7 @@ async fn regression_drift_found_through_a_subscription_list_is_planned_as_throug
         .unwrap()
         .push(serde_json::json!("10.99.0.0/16"));
     s.sim().put(&vnet, body).await.unwrap();
+    s.sim().set_faults(round_trips());
 
     let (plans, calls) = calls_of_plan(&s, &files).await;
     assert!(calls.len() <= 2 * files.len(), "{calls:#?}");
@@ -138,6 +148,7 @@ async fn regression_a_no_op_replan_of_a_gcp_fleet_costs_at_most_two_calls_a_shoo
     let files = fleet(&s, "web", 20);
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     assert!(s.apply_files(&files).await.unwrap().ok);
+    s.gce().set_faults(round_trips());
 
     let (plans, calls) = calls_of_plan(&s, &files).await;
     eprintln!("{} calls for {} shoots", calls.len(), files.len());
@@ -159,6 +170,7 @@ async fn with_own_reads_each_shoot_reads_only_what_it_asks_for() {
     let files = fleet(&s, "bravo", 8);
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     assert!(s.apply_files(&files).await.unwrap().ok);
+    s.sim().set_faults(round_trips());
     let paths: Vec<std::path::PathBuf> = files.iter().map(std::path::PathBuf::from).collect();
     let before = s.session.sim_calls().len();
     let opts = trellis_engine::ops::StreamOptions { own_reads: true, ..Default::default() };
@@ -166,4 +178,17 @@ async fn with_own_reads_each_shoot_reads_only_what_it_asks_for() {
     let calls = &s.session.sim_calls()[before..];
     assert_eq!(calls.len(), 6 * files.len(), "{calls:#?}");
     assert!(calls.iter().all(|c| c.target.contains("/resourceGroups/")), "no subscription list: {calls:#?}");
+}
+
+#[tokio::test]
+async fn a_cloud_in_this_process_without_latency_is_read_as_each_shoot_asks() {
+    // No round trip to save: the account's lists would cost more than the shoots' own reads.
+    let s = Scenario::new("A2");
+    let files = fleet(&s, "bravo", 8);
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    assert!(s.apply_files(&files).await.unwrap().ok);
+    let (plans, calls) = calls_of_plan(&s, &files).await;
+    no_changes(&plans);
+    assert_eq!(calls.len(), 6 * files.len(), "{calls:#?}");
+    assert!(calls.iter().all(|c| c.contains("/resourceGroups/")), "no subscription list: {calls:#?}");
 }
