@@ -80,9 +80,6 @@ impl FleetReads {
     /// The wide list `parent/rtype`, run once enough requests asked for it; `None`: not (yet), or
     /// the cloud refused it.
     async fn wide(&self, parent: String, rtype: &str) -> Option<Arc<Mutex<Wide>>> {
-        if !self.inner.round_trips() {
-            return None;
-        }
         let cell = {
             let mut slots = locked(&self.slots);
             let slot = slots.entry((self.ids.key(&parent), rtype.to_ascii_lowercase())).or_insert(Slot::Counting(0));
@@ -171,6 +168,9 @@ impl FleetReads {
 #[async_trait]
 impl CloudRead for FleetReads {
     async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        if !self.inner.round_trips() {
+            return self.inner.get(id).await;
+        }
         match self.get_wide(id).await {
             Some(answer) => Ok(answer),
             None => self.inner.get(id).await,
@@ -178,10 +178,17 @@ impl CloudRead for FleetReads {
     }
 
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        if !self.inner.round_trips() {
+            return self.inner.list(parent, rtype).await;
+        }
         match self.list_wide(parent, rtype).await {
             Some(items) => Ok(items),
             None => self.inner.list(parent, rtype).await,
         }
+    }
+
+    fn round_trips(&self) -> bool {
+        self.inner.round_trips()
     }
 }
 
