@@ -132,6 +132,10 @@ impl CloudRead for BesideCloud {
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         self.of(parent).list(parent, rtype).await
     }
+
+    fn round_trips(&self) -> bool {
+        self.real.round_trips()
+    }
 }
 
 #[async_trait::async_trait]

@@ -146,6 +146,14 @@ pub trait CloudRead: Send + Sync {
     /// List the direct children of `parent` of the given REST type
     /// (Azure: `parent` = resource group or VNet id, `rtype` = e.g. `Microsoft.Network/natGateways`).
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError>;
+
+    /// Whether a call costs a round trip (a cloud over the network, or a simulated one with
+    /// latency): what makes one wide list of an account cheaper than many calls
+    /// ([`crate::wide::FleetReads`]). A cloud in this process answering at once says no: read as
+    /// asked, it costs less than holding an account's lists. Default: yes.
+    fn round_trips(&self) -> bool {
+        true
+    }
 }
 
 /// Writing the cloud: create, update under a precondition, delete under a precondition.
@@ -256,6 +264,10 @@ impl CloudRead for Audited {
         let res = self.inner.list(parent, rtype).await;
         self.record(Op::Read, "LIST", format!("{parent}/{rtype}"), &res, 200);
         res
+    }
+
+    fn round_trips(&self) -> bool {
+        self.inner.round_trips()
     }
 }
 

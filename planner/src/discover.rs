@@ -169,6 +169,21 @@ impl Observed {
             .collect();
         wanted.sort_by_key(|id| self.key(id));
         wanted.dedup_by_key(|id| self.key(id));
+        // An entry of another resource's body (a GCE Cloud NAT in its router's `nats[]`) whose
+        // parent this round GETs, or an earlier one read, is taken from the parent: one read.
+        let getting: std::collections::BTreeSet<String> = wanted.iter().map(|id| self.key(id)).collect();
+        let mut entries: Vec<(String, String, &'static str, String)> = Vec::new();
+        wanted.retain(|id| match self.ids.entry_of(id) {
+            Some((parent, pointer, name)) => {
+                let parent = self.key(&parent);
+                let known = self.resources.contains_key(&parent) || getting.contains(&parent);
+                if known {
+                    entries.push((self.key(id), parent, pointer, name));
+                }
+                !known
+            }
+            None => true,
+        });
         let (gets, listed) = futures::join!(
             join_all(wanted.iter().map(|id| retry.run(|| cloud.get(id)))),
             join_all(todo.iter().map(|l| retry.run(|| cloud.list(&l.parent, &l.rtype))))
@@ -178,6 +193,16 @@ impl Observed {
         }
         for (req, got) in todo.into_iter().zip(listed) {
             self.answer(req, got?);
+        }
+        for (key, parent, pointer, name) in entries {
+            let entry = self.resources.get(&parent).and_then(Option::as_ref).and_then(|p| {
+                p.pointer(pointer)?
+                    .as_array()?
+                    .iter()
+                    .find(|e| e.get("name").and_then(Value::as_str) == Some(name.as_str()))
+                    .cloned()
+            });
+            self.resources.insert(key, entry);
         }
         Ok(())
     }

@@ -48,6 +48,30 @@ pub trait IdScheme: Send + Sync {
     fn precondition(&self, read: &serde_json::Value) -> Precondition {
         Precondition::of(read)
     }
+
+    /// The wider list `(parent, rtype)` whose items include the resource `id` when it exists, so that
+    /// one run of it answers a GET of `id` for many shoots at once ([`crate::wide::FleetReads`]):
+    /// present if listed, absent if not. `None` (the default): no such list, the resource is read by
+    /// its own GET.
+    fn listed_in(&self, _id: &str) -> Option<(String, String)> {
+        None
+    }
+
+    /// A resource that is an entry of another resource's body, read with it: `(the parent's id, the
+    /// JSON pointer of the array holding it, its name)` — the entry whose `name` it is. GCE: a Cloud
+    /// NAT is an entry of its router's `nats[]` (a GET of the NAT is a GET of the router). `None`
+    /// (the default): a resource of its own.
+    fn entry_of(&self, _id: &str) -> Option<(String, &'static str, String)> {
+        None
+    }
+
+    /// The parent of the wider list whose items include every item of `list(parent, rtype)` (those
+    /// under `parent`: [`IdScheme::key`] `parent/…`), shared by the shoots of a fleet
+    /// ([`crate::wide::FleetReads`]); the same `parent` when the list is already as wide as the
+    /// cloud lists it. `None` (the default): the list is run as asked.
+    fn list_within(&self, _parent: &str, _rtype: &str) -> Option<String> {
+        None
+    }
 }
 
 /// ARM ids: case-insensitive; nested resources' writes are serialised per parent.
@@ -71,6 +95,28 @@ impl IdScheme for ArmIds {
             Ok(parsed) if parsed.is_child() => parsed.parent().map_or_else(|| parsed.key(), |p| p.key()),
             _ => self.key(id),
         }
+    }
+
+    /// A resource group is among its subscription's resource groups
+    /// (`GET /subscriptions/{s}/resourcegroups`), a top-level resource among its subscription's
+    /// resources of its type (List All: `GET /subscriptions/{s}/providers/{Namespace}/{type}`, which
+    /// answers each as its GET does — a virtual network with its subnets inline). Nested resources
+    /// (a subnet) have no such list: their parent's GET or list carries them.
+    fn listed_in(&self, id: &str) -> Option<(String, String)> {
+        let parsed = ArmId::parse(id).ok()?;
+        let subscription = format!("/subscriptions/{}", parsed.subscription());
+        match parsed.depth() {
+            4 => Some((subscription, RESOURCE_GROUP_TYPE.to_string())),
+            8 => Some((subscription, parsed.rtype())),
+            _ => None,
+        }
+    }
+
+    /// A resource group's top-level resources of a type are among the subscription's (List All).
+    fn list_within(&self, parent: &str, rtype: &str) -> Option<String> {
+        let parsed = ArmId::parse(parent).ok()?;
+        let top_level = rtype.split('/').count() == 2 && !rtype.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE);
+        (parsed.depth() == 4 && top_level).then(|| format!("/subscriptions/{}", parsed.subscription()))
     }
 }
 
@@ -111,6 +157,42 @@ impl IdScheme for GceIds {
             return None;
         }
         Some(segments[..segments.len() - 2].join("/"))
+    }
+
+    /// A global resource (network, firewall rule, route) is among its project's of its collection
+    /// (`projects/P/global/{collection}`), a regional one (subnetwork, router, address) among its
+    /// region's (`projects/P/regions/R/{collection}`): GCE's list answers each as its GET does. A
+    /// Cloud NAT is an entry of its router and a service account IAM's: read on their own.
+    fn listed_in(&self, id: &str) -> Option<(String, String)> {
+        let segments: Vec<&str> = GceIds::path(id).split('/').collect();
+        match segments.as_slice() {
+            ["projects", p, "global", c @ ("networks" | "firewalls" | "routes"), name]
+                if !p.is_empty() && !name.is_empty() =>
+            {
+                Some((format!("projects/{p}/global"), c.to_string()))
+            }
+            ["projects", p, "regions", r, c @ ("subnetworks" | "routers" | "addresses"), name]
+                if !p.is_empty() && !r.is_empty() && !name.is_empty() =>
+            {
+                Some((format!("projects/{p}/regions/{r}"), c.to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// A Cloud NAT (`<router>/nats/<name>`) is the entry `name` of its router's `nats[]`.
+    fn entry_of(&self, id: &str) -> Option<(String, &'static str, String)> {
+        let key = self.key(id);
+        let (router, name) = key.rsplit_once("/nats/")?;
+        (router.contains("/routers/") && !name.is_empty() && !name.contains('/'))
+            .then(|| (router.to_string(), "/nats", name.to_string()))
+    }
+
+    /// GCE lists a collection whole (`projects/P/global/firewalls`): the list is already the widest,
+    /// and shared as it is.
+    fn list_within(&self, parent: &str, rtype: &str) -> Option<String> {
+        let path = GceIds::path(parent);
+        self.listed_in(&format!("{path}/{rtype}/x")).map(|(parent, _)| parent)
     }
 
     /// A Cloud NAT (`<router>/nats/<name>`) is written as a PATCH of its router: its scope is the

@@ -22,5 +22,6 @@ pub mod ids;
 pub mod json;
 pub mod model;
 pub mod retry;
+pub mod wide;
 pub mod write;
 pub mod yaml;

@@ -199,7 +199,8 @@ pub async fn export_world(
     // without a real client), by provider type: planned, but not exported.
     let mut unexported: std::collections::BTreeMap<&'static str, usize> = Default::default();
     let recorded_types: Vec<&str> = recorded.iter().map(|r| r.binding.provider_type()).collect();
-    let opts = StreamOptions { keep_plans: true, ..StreamOptions::default() };
+    // The world file holds what the shoots read: their own resources, not an account's wide lists.
+    let opts = StreamOptions { keep_plans: true, own_reads: true, ..StreamOptions::default() };
     let planned = plan_fleet_streaming(session, paths, files, opts, note, |p| {
         if let Some(kind) = p.plan.map(|plan| plan.provider.as_str()).filter(|k| !recorded_types.contains(k)) {
             *unexported.entry(kind).or_default() += 1;

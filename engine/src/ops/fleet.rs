@@ -8,6 +8,8 @@ use anyhow::{bail, Context as _, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use trellis_planner::cloud::{CloudRead, CloudWrite};
+use trellis_planner::wide::FleetReads;
 use trellis_plans::render::{RenderedText, TextOptions};
 use trellis_plans::{Plan, PlanSet, RenderedPlan};
 use trellis_providers::features::Features;
@@ -174,14 +176,15 @@ async fn plan_one(shared: &Shared, input: ShootInput) -> Result<Option<ShootPlan
     let ws = shared.store.load(&id).map_err(|e| NotPlanned::Other(e.into()))?.unwrap_or_else(|| Workspace::new(&id));
     let (cloud, ctx) = shared.clouds.of(input.provider).map_err(NotPlanned::Failed)?;
     let (provider, shoot) = (input.provider, input.shoot.as_ref());
+    let reads = shared.reads(provider, cloud);
     let planned = if shared.opts.destroy {
-        provider.plan_destroy(shoot, &ws, cloud.as_ref(), ctx).await
+        provider.plan_destroy(shoot, &ws, reads.as_ref(), ctx).await
     } else if shared.opts.json {
         // Every plan of a run that renders JSON is handed out through [`StreamedPlan::of`], which
         // hashes its body while rendering it: the body is not serialised a second time for the digest.
-        provider.plan_undigested(shoot, &ws, cloud.as_ref(), ctx).await
+        provider.plan_undigested(shoot, &ws, reads.as_ref(), ctx).await
     } else {
-        provider.plan(shoot, &ws, cloud.as_ref(), ctx).await
+        provider.plan(shoot, &ws, reads.as_ref(), ctx).await
     };
     let mut planned = planned.map_err(NotPlanned::Failed)?;
     let json = shoot.to_json().map_err(|e| NotPlanned::Other(e.into()))?;
@@ -398,6 +401,9 @@ pub struct StreamOptions {
     /// A shoot the provider refuses (invalid, pre-flight, the cloud) does not fail the call: it is
     /// listed in [`StreamSummary::refused`] and the others are planned (`--keep-going`).
     pub keep_going: bool,
+    /// Each shoot reads only what it asks for, never an account's wide list
+    /// (`trellis_planner::wide`): `trellis world export`, whose world file holds what was read.
+    pub own_reads: bool,
 }
 
 /// What a fleet plan does about shoots in state whose manifests are not among the inputs (orphans):
@@ -528,6 +534,9 @@ struct Shared {
     matched: Matched,
     /// Refuse a `--replace` that was not planned as one ([`targeting::replace_refusal`]).
     check_replace: bool,
+    /// Per provider type, the reads of this run through its cloud: wide lists shared by the shoots
+    /// (`trellis_planner::wide`), made when a shoot of the provider is first planned.
+    reads: std::sync::Mutex<Vec<(&'static str, Arc<FleetReads>)>>,
 }
 
 impl Shared {
@@ -545,7 +554,20 @@ impl Shared {
             targeting: targeting.clone(),
             matched: Matched::default(),
             check_replace: true,
+            reads: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The fleet's reads of `provider`'s cloud (`cloud`), shared by its shoots in this run.
+    fn reads(&self, provider: &'static dyn Provider, cloud: &Arc<dyn CloudWrite>) -> Arc<FleetReads> {
+        let mut reads = self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, r)) = reads.iter().find(|(t, _)| *t == provider.type_name()) {
+            return Arc::clone(r);
+        }
+        let after = if self.opts.own_reads { usize::MAX } else { trellis_planner::wide::WIDE_AFTER };
+        let r = Arc::new(FleetReads::after(Arc::clone(cloud) as Arc<dyn CloudRead>, provider.ids(), after));
+        reads.push((provider.type_name(), Arc::clone(&r)));
+        r
     }
 }
 

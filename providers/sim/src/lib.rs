@@ -293,6 +293,11 @@ impl CloudRead for ArmSim {
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         self.arm_list(parent, rtype).await
     }
+
+    /// Only with injected latency: in process, a call costs no round trip.
+    fn round_trips(&self) -> bool {
+        !self.faults().latency.is_zero()
+    }
 }
 
 #[async_trait]

@@ -10,6 +10,7 @@ mod engine;
 mod hostile_readers;
 mod property_byo;
 mod property_gcp_byo;
+mod replan_reads;
 mod saved_plans;
 mod scenario_driver;
 mod sim_behaves_like_arm;

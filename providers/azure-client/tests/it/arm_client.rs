@@ -355,3 +355,35 @@ async fn a_short_lived_token_is_fetched_again() {
     cred.token().await.unwrap();
     assert_eq!(server.server.tokens_issued(), 2);
 }
+
+#[tokio::test]
+async fn regression_list_all_of_a_subscription_pages_and_answers_each_resource_as_its_get() {
+    // A fleet's discovery (`trellis_planner::wide::FleetReads`) takes GETs' answers from the
+    // subscription's lists: each item must be what a GET of it answers, a VNet with its subnets.
+    let f = Fixture::new(ServerOptions { page_size: Some(2), ..ServerOptions::default() }).await;
+    f.seed_network().await;
+    for group in ["g1", "g2"] {
+        f.client.put(&rg(group), json!({"location": "westeurope"})).await.unwrap();
+        let vnet =
+            json!({"location": "westeurope", "properties": {"addressSpace": {"addressPrefixes": ["10.1.0.0/16"]}}});
+        f.client.put(&net(group, "virtualNetworks/v"), vnet).await.unwrap();
+        let subnet = json!({"properties": {"addressPrefix": "10.1.1.0/24"}});
+        f.client.put(&net(group, "virtualNetworks/v/subnets/s"), subnet).await.unwrap();
+    }
+    let sub = format!("/subscriptions/{SUB}");
+    let mark = f.requests().len();
+    let vnets = f.client.list(&sub, "Microsoft.Network/virtualNetworks").await.unwrap();
+    assert_eq!(vnets.len(), 3, "every group's VNet: {vnets:#?}");
+    assert_eq!(f.requests().len() - mark, 2, "two pages of at most two");
+    for vnet in &vnets {
+        let id = vnet["id"].as_str().unwrap();
+        assert_eq!(Some(vnet), f.client.get(id).await.unwrap().as_ref(), "{id}: listed as its GET answers it");
+        assert_eq!(vnet["properties"]["subnets"].as_array().map(Vec::len), Some(1), "subnets inline");
+    }
+    let groups = f.client.list(&sub, "Microsoft.Resources/resourceGroups").await.unwrap();
+    assert_eq!(groups.len(), 3);
+    for group in &groups {
+        let id = group["id"].as_str().unwrap();
+        assert_eq!(Some(group), f.client.get(id).await.unwrap().as_ref(), "{id}");
+    }
+}

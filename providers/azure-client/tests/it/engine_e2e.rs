@@ -89,3 +89,62 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
     assert!(cloud.calls().iter().any(|c| c.method == "DELETE" && c.op == Op::Write));
     assert!(cloud.snapshot().is_empty(), "left behind: {:?}", cloud.snapshot());
 }
+
+/// A2's shoot as `n` shoots named `bravo-NN`, written into `dir`.
+fn a2_fleet(dir: &std::path::Path, n: usize) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(a2()).unwrap();
+    (1..=n)
+        .map(|i| {
+            let path = dir.join(format!("bravo-{i:02}.yaml"));
+            std::fs::write(&path, text.replacen("  name: bravo\n", &format!("  name: bravo-{i:02}\n"), 1)).unwrap();
+            path
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_fleet_is_replanned_through_the_arm_clients_subscription_lists_with_the_same_plans() {
+    let cloud = ArmSim::in_memory(SUB);
+    let opts = ServerOptions {
+        page_size: Some(5),
+        required_token: Some("e2e-token".into()),
+        issued_token: "e2e-token".into(),
+        ..ServerOptions::default()
+    };
+    let server = SimServer::with_options(cloud.clone(), opts).spawn_local().await.expect("server starts");
+    let url = Url::parse(&server.url()).unwrap();
+    let cred = ClientSecretCredential::new("tenant", "client", "secret").unwrap().with_authority(url.clone()).unwrap();
+    let client = ArmClient::new(url, Arc::new(cred))
+        .unwrap()
+        .with_lro_poll_cap(Duration::from_millis(20))
+        .with_lro_timeout(Duration::from_secs(30));
+    let state = tempfile::tempdir().unwrap();
+    let (mut session, _) = Session::open(state.path(), "test", None).expect("session");
+    session.retry = RetryPolicy::immediate(4);
+    session.use_cloud("azure", Arc::new(client), Some(SUB.to_string()));
+    let files = a2_fleet(state.path(), 8);
+    let plans = ops::plan_files(&session, &files, false, None).await.expect("plan").plans;
+    let report = ops::apply(&session, plans, &ApplyOptions::new(4, ops::ApplyOp::Apply), &mut Quiet).await.unwrap();
+    assert!(report.ok, "apply failed");
+
+    let mark = cloud.mark();
+    let fleet = ops::plan_files(&session, &files, false, None).await.expect("re-plan").plans;
+    let calls = cloud.calls_since(mark);
+    // Six wide lists (resource groups, VNets, route tables, NSGs, NAT gateways, public IPs), each
+    // asked for directly by the first shoots, then run once over its pages of five.
+    let bound = 6 * (trellis_planner::wide::WIDE_AFTER + files.len().div_ceil(5));
+    assert!(calls.len() <= bound, "{} calls for {} shoots: {calls:#?}", calls.len(), files.len());
+    let direct_group_gets = calls.iter().filter(|c| c.method == "GET" && c.target.contains("/resourceGroups/")).count();
+    assert!(direct_group_gets < 6 * trellis_planner::wide::WIDE_AFTER, "{calls:#?}");
+    assert!(server.server.requests().iter().any(|r| r.path.ends_with("/providers/Microsoft.Network/natGateways")));
+    for (i, file) in files.iter().enumerate() {
+        let alone = ops::plan_files(&session, std::slice::from_ref(file), false, None).await.unwrap().plans;
+        assert!(!fleet[i].planned.plan.has_changes());
+        assert_eq!(
+            serde_json::to_string(&fleet[i].planned.plan).unwrap(),
+            serde_json::to_string(&alone[0].planned.plan).unwrap(),
+            "{}: the same plan as its own reads give",
+            file.display()
+        );
+    }
+}

@@ -332,6 +332,45 @@ async fn lists_follow_every_page_and_filters_are_one_call() {
 }
 
 #[tokio::test]
+async fn regression_collection_lists_page_and_answer_each_resource_as_its_get() {
+    // A fleet's discovery (`trellis_planner::wide::FleetReads`) takes GETs' answers from the
+    // collections' lists: each item must be what a GET of it answers.
+    let sim = GceSim::in_memory();
+    let srv = serve(sim.clone(), GceOptions { page_size: Some(2), ..GceOptions::default() }).await;
+    let c = client(&srv, Credentials::Anonymous, fast()).await;
+    with_vpc(&c).await;
+    for n in ["a", "b", "c"] {
+        let cidr = format!("10.0.{}.0/24", n.as_bytes()[0] - b'a');
+        c.create(
+            &format!("projects/p/regions/europe-west1/subnetworks/{n}"),
+            json!({"network": "global/networks/vpc-a", "ipCidrRange": cidr}),
+        )
+        .await
+        .unwrap();
+        c.create(
+            &format!("projects/p/regions/europe-west1/routers/r-{n}"),
+            json!({"network": "global/networks/vpc-a"}),
+        )
+        .await
+        .unwrap();
+    }
+    for (parent, rtype, count) in [
+        ("projects/p/regions/europe-west1", "subnetworks", 3),
+        ("projects/p/regions/europe-west1", "routers", 3),
+        ("projects/p/global", "networks", 1),
+    ] {
+        let before = sim.calls().len();
+        let items = c.list(parent, rtype).await.unwrap();
+        assert_eq!(items.len(), count, "{rtype}");
+        assert_eq!(sim.calls().len() - before, count.div_ceil(2), "{rtype}: pages of two");
+        for item in &items {
+            let id = item["selfLink"].as_str().unwrap();
+            assert_eq!(Some(item), c.get(id).await.unwrap().as_ref(), "{id}: listed as its GET answers it");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_nat_is_written_through_its_router_leaving_other_nats_alone() {
     let sim = GceSim::in_memory();
     let srv = serve(sim.clone(), GceOptions::default()).await;

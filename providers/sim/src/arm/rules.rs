@@ -1104,10 +1104,14 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
     match parent.kind() {
         Kind::Subscription => {
             let prefix = format!("{}/resourcegroups/", parent.key());
+            // Keys are lowercase ids: `{prefix}{group}` for a group, `{prefix}{group}/providers/{ns}/{type}/{name}`
+            // for a top-level resource. Only what is listed is read.
+            let start = prefix.len();
+            let segments = move |key: &str| key.get(start..).map_or(0, |k| k.split('/').count());
             if rtype.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
                 return Ok(store
-                    .entries()
-                    .filter(|e| e.kind == Kind::ResourceGroup && e.id.key().starts_with(&prefix))
+                    .entries_keyed(&prefix, move |k| segments(k) == 1)
+                    .filter(|e| e.kind == Kind::ResourceGroup)
                     .map(|e| render(store, e))
                     .collect());
             }
@@ -1117,9 +1121,11 @@ pub(crate) fn list(store: &Store, parent: &str, rtype: &str) -> Result<Vec<Value
                 ));
             }
             // List All: the resources of that type in every resource group of the subscription.
+            let typed = format!("/providers/{}/", rtype.to_ascii_lowercase());
+            let of_type = move |k: &str| segments(k) == 5 && k.get(start..).is_some_and(|k| k.contains(&typed));
             Ok(store
-                .entries()
-                .filter(|e| e.id.key().starts_with(&prefix) && !e.id.is_child() && e.id.rtype_is(rtype))
+                .entries_keyed(&prefix, of_type)
+                .filter(|e| !e.id.is_child() && e.id.rtype_is(rtype))
                 .filter(|e| e.kind != Kind::ResourceGroup)
                 .map(|e| render(store, e))
                 .collect())

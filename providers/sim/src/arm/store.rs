@@ -183,6 +183,18 @@ impl Store {
         self.entries_under(&format!("{key}/"))
     }
 
+    /// The entries under `prefix` whose key `keep` accepts, in key order: the keys are told apart
+    /// before any resource is read (a subscription's List All reads only the resources it lists).
+    pub fn entries_keyed<'a>(
+        &'a self,
+        prefix: &str,
+        keep: impl Fn(&str) -> bool + 'a,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        let keys = self.scan(prefix, false);
+        let all = Arc::clone(&keys.all);
+        keys.range.filter(move |&i| keep(&all[i])).filter_map(move |i| self.get(&keys.all[i]))
+    }
+
     fn entries_under<'a>(&'a self, prefix: &str) -> impl Iterator<Item = &'a Entry> + 'a {
         let keys = self.keys_under(prefix);
         keys.range.clone().filter_map(move |i| self.get(&keys.all[i]))
@@ -193,6 +205,12 @@ impl Store {
     /// until the key set changes and answers the scans of the prefixes inside it too (a VNet's
     /// subnets from its resource group's scan).
     fn keys_under(&self, prefix: &str) -> Keys {
+        self.scan(prefix, true)
+    }
+
+    /// [`Store::keys_under`]; a scan that is not kept yet reads the resources it passes into the
+    /// cache only when `read` (a caller that reads them all), else only their keys.
+    fn scan(&self, prefix: &str, read: bool) -> Keys {
         let Some(tree) = &self.tree else {
             let keys: Vec<String> = in_memory(&self.mem_keys, prefix);
             return Keys::whole(keys.into());
@@ -209,7 +227,7 @@ impl Store {
                     // Every caller reads what it scanned, and the scan has the value at hand: a
                     // resource not read yet is read here (a damaged one is left to `get`, which
                     // reports it), not looked up again key by key.
-                    if self.cache.get(&key).is_none() && !self.dirty.contains(&key) {
+                    if read && self.cache.get(&key).is_none() && !self.dirty.contains(&key) {
                         if let Ok(entry) = crate::arm::persist::entry_of(&key, &v) {
                             self.cache.insert(key.clone(), Box::new(entry));
                         }

@@ -377,6 +377,11 @@ impl CloudRead for GceSim {
             }
         }
     }
+
+    /// Only with injected latency: in process, a call costs no round trip.
+    fn round_trips(&self) -> bool {
+        !self.sim.faults().latency.is_zero()
+    }
 }
 
 /// A write's name and collection from its id.
