@@ -48,6 +48,15 @@
 //!    writes go into the commit group's transaction (sled writes its log buffer twice around every
 //!    batch or transaction: 5 synchronous writes a group became 3), and a group's leader gathers the
 //!    commits on their way (groups 2,609 → ~2,200); wall 9.75 s → 6.60 s in the same minutes.
+//!    The whole table on main after items 1–4 (s33; LTO release binary, the section's commands run by
+//!    hand on a quiet machine, load ~0.1; medians of 5, 3 for the applies): plan of ONE shoot against
+//!    10,000 applied 0.03–0.04 s / 47 MiB (met; the 10,000-shoot state made in 17.8 s); apply of 2,000
+//!    3.03 s / 206 MiB (met), fsync 36, fdatasync 4,480, sync_file_range 6,670 (5.6 a shoot); no-op
+//!    re-plan ÷ fresh plan of 2,000 0.28 s ÷ 0.09 s = 3.1× (MISSED: the re-plan loads and checks 2,000
+//!    workspaces and reads 6 resources a shoot in process, a fresh plan neither); plan of 10,000
+//!    `--output json` to a pipe 0.48 s / 46 MiB (met); re-plan of 200 applied with 20 ms a call 24
+//!    calls (0.12 a shoot, met), 0.10 s, of which the latency's share 0.06 s against the bound's
+//!    0.072 s (0.04 s without latency).
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
