@@ -241,10 +241,8 @@ impl SledStore {
     /// Runs the writes registered with [`SledStore::write_before_flush`], then stores the pending writes
     /// ([`SledStore::store_with_commits`]) in a batch each.
     fn write_deferred(&self) -> Result<(), StateError> {
+        self.run_before_flush()?;
         let failed = |e: String| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display()));
-        for write in self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            write().map_err(failed)?;
-        }
         for pending in self.pending_writes() {
             let writes = pending.pending();
             if writes.is_empty() {
@@ -259,6 +257,14 @@ impl SledStore {
             }
             pending.tree().apply_batch(batch).map_err(|e| failed(e.words()))?;
             pending.stored(&writes);
+        }
+        Ok(())
+    }
+
+    /// Runs the writes registered with [`SledStore::write_before_flush`].
+    fn run_before_flush(&self) -> Result<(), StateError> {
+        for write in self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            write().map_err(|e| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display())))?;
         }
         Ok(())
     }
@@ -293,16 +299,7 @@ impl SledStore {
         let mut flushed = Flushed::default();
         // What others deferred to this flush goes first (or, for pending writes, into the group's
         // transaction): a version stored by it implies their writes.
-        let deferred = if versions.is_empty() {
-            self.write_deferred()
-        } else {
-            let failed = |e: String| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display()));
-            self.before_flush
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .try_for_each(|w| w().map_err(failed))
-        };
+        let deferred = if versions.is_empty() { self.write_deferred() } else { self.run_before_flush() };
         if let Err(e) = deferred {
             flushed.failed = Some((e.to_string(), false));
             return flushed;
