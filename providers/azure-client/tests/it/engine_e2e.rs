@@ -14,15 +14,19 @@ use trellis_sim_http::{ServerOptions, SimServer};
 
 const SUB: &str = "11111111-2222-3333-4444-555555555555";
 
-fn a2() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios/azure/A2-managed-nat/shoot.yaml")
+/// A simulated ARM cloud served over HTTP (lists paged by `page_size`, a token required), and an engine
+/// session on a fresh state dir whose Azure cloud is the ARM client against it.
+struct Served {
+    cloud: ArmSim,
+    server: trellis_sim_http::Running,
+    state: tempfile::TempDir,
+    session: Session,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
+async fn served(page_size: usize) -> Served {
     let cloud = ArmSim::in_memory(SUB);
     let opts = ServerOptions {
-        page_size: Some(2),
+        page_size: Some(page_size),
         required_token: Some("e2e-token".into()),
         issued_token: "e2e-token".into(),
         ..ServerOptions::default()
@@ -34,11 +38,20 @@ async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
         .unwrap()
         .with_lro_poll_cap(Duration::from_millis(20))
         .with_lro_timeout(Duration::from_secs(30));
-
     let state = tempfile::tempdir().unwrap();
     let (mut session, _) = Session::open(state.path(), "test", None).expect("session");
     session.retry = RetryPolicy::immediate(4);
     session.use_cloud("azure", Arc::new(client), Some(SUB.to_string()));
+    Served { cloud, server, state, session }
+}
+
+fn a2() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios/azure/A2-managed-nat/shoot.yaml")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_apply_replan_and_destroy_a2_through_the_arm_client() {
+    let Served { cloud, server, state: _state, session } = served(2).await;
 
     let plans = ops::plan_files(&session, &[a2()], false, None).await.expect("plan").plans;
     let plan = &plans[0].planned.plan;
@@ -104,24 +117,7 @@ fn a2_fleet(dir: &std::path::Path, n: usize) -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_fleet_is_replanned_through_the_arm_clients_subscription_lists_with_the_same_plans() {
-    let cloud = ArmSim::in_memory(SUB);
-    let opts = ServerOptions {
-        page_size: Some(5),
-        required_token: Some("e2e-token".into()),
-        issued_token: "e2e-token".into(),
-        ..ServerOptions::default()
-    };
-    let server = SimServer::with_options(cloud.clone(), opts).spawn_local().await.expect("server starts");
-    let url = Url::parse(&server.url()).unwrap();
-    let cred = ClientSecretCredential::new("tenant", "client", "secret").unwrap().with_authority(url.clone()).unwrap();
-    let client = ArmClient::new(url, Arc::new(cred))
-        .unwrap()
-        .with_lro_poll_cap(Duration::from_millis(20))
-        .with_lro_timeout(Duration::from_secs(30));
-    let state = tempfile::tempdir().unwrap();
-    let (mut session, _) = Session::open(state.path(), "test", None).expect("session");
-    session.retry = RetryPolicy::immediate(4);
-    session.use_cloud("azure", Arc::new(client), Some(SUB.to_string()));
+    let Served { cloud, server, state, session } = served(5).await;
     let files = a2_fleet(state.path(), 8);
     let plans = ops::plan_files(&session, &files, false, None).await.expect("plan").plans;
     let report = ops::apply(&session, plans, &ApplyOptions::new(4, ops::ApplyOp::Apply), &mut Quiet).await.unwrap();
