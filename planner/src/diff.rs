@@ -191,16 +191,11 @@ fn delete_node(
 /// orders (a resource created through the API, or loaded from a world file an export wrote), and a
 /// plan must not differ by it: the same world gives the same plan, byte for byte.
 fn as_read(value: &serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Value::Object(keys.into_iter().map(|k| (k.clone(), as_read(&map[k]))).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(as_read).collect()),
-        other => other.clone(),
-    }
+    // A copy sorted in place: the copy keeps each key's hash, so sorting rebuilds the maps' indexes
+    // without hashing a key again (collecting the keys in order into new maps hashed each one).
+    let mut read = value.clone();
+    read.sort_all_objects();
+    read
 }
 
 /// Evaluates a verify node's checks against a live resource; returns the messages of the failed ones.
@@ -283,6 +278,27 @@ mod tests {
             "the diff gives a managed node the code of what it found"
         );
         assert!(nodes[1].reason.detail().contains("/sku/name cannot change in place (ForceNew)"));
+    }
+
+    /// A node keeps the resource as read with its keys sorted at every level (inside arrays too), so
+    /// the same cloud answered in another key order gives the same plan, byte for byte.
+    #[test]
+    fn the_resource_as_read_is_kept_with_its_keys_sorted_at_every_level() {
+        let read = |value: serde_json::Value| {
+            let mut observed = Observed::new(&crate::ids::ArmIds);
+            observed.insert(&res("gw").id, Some(value));
+            let nodes = plan_nodes(vec![managed("gw", json!({"sku": {"name": "Standard"}}))], &observed).unwrap();
+            serde_json::to_string(nodes[0].observed.as_ref().unwrap()).unwrap()
+        };
+        let one = read(json!({"sku": {"name": "Standard", "tier": "Regional"},
+            "properties": {"zones": [{"b": 1, "a": 2}], "idle": 4}, "id": "x"}));
+        let other = read(json!({"id": "x", "properties": {"idle": 4, "zones": [{"a": 2, "b": 1}]},
+            "sku": {"tier": "Regional", "name": "Standard"}}));
+        assert_eq!(one, other);
+        assert_eq!(
+            one,
+            r#"{"id":"x","properties":{"idle":4,"zones":[{"a":2,"b":1}]},"sku":{"name":"Standard","tier":"Regional"}}"#
+        );
     }
 
     /// `--replace`: a managed resource that exists is replaced with its referrers detached, whatever

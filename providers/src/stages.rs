@@ -94,7 +94,7 @@ pub trait Stages: Send + Sync + 'static {
     /// What the stages of one plan share (names, the account, what the configuration decides).
     type Ctx: Send + Sync;
     /// The provider's state, kept in the shoot's workspace after an apply.
-    type State: VersionedState + Default + Clone + Send + Sync;
+    type State: VersionedState + Default + Clone + PartialEq + Send + Sync;
 
     /// `spec.provider.type` (and the name plans carry): `azure`.
     const TYPE: &'static str;
@@ -459,7 +459,7 @@ fn egress_change(applied: &Artifacts, now: &Artifacts) -> Option<String> {
 /// What applying a plan records in `ws` beyond its resources ([`trellis_plans::RecordReason`]): the
 /// first record of a shoot, a changed provider state (`stored` → `next`), artifacts that differ from
 /// the last applied ones (returned too, for the renderers' before → after).
-fn workspace_record<T: serde::Serialize>(
+fn workspace_record<T: serde::Serialize + PartialEq>(
     ws: &Workspace,
     stored: &T,
     next: &T,
@@ -470,13 +470,21 @@ fn workspace_record<T: serde::Serialize>(
         return (vec![RecordReason::NewWorkspace], None);
     }
     let mut record = Vec::new();
+    // The usual re-plan changes neither: equal states need no serialising, and states that differ
+    // only where the JSON does not show it (none today) are the same state.
     let json = |v: &T| serde_json::to_value(v).ok();
-    if ws.provider_state.is_none() || json(stored) != json(next) {
+    let same_state = stored == next || json(stored) == json(next);
+    if ws.provider_state.is_none() || !same_state {
         record.push(RecordReason::ProviderState);
     }
-    // The usual re-plan: the outputs are the artifacts as they are (no parse, no diff).
-    if ws.outputs.is_some() && ws.outputs == serde_json::to_value(artifacts).ok() {
-        return (record, None);
+    // The usual re-plan: the outputs are the artifacts as they are (no parse, no diff; the same
+    // bytes say so without building the artifacts as a tree, other bytes are compared as values).
+    if let Some(outputs) = &ws.outputs {
+        let same = serde_json::to_vec(outputs).is_ok_and(|bytes| serialises_as(artifacts, &bytes))
+            || serde_json::to_value(artifacts).is_ok_and(|now| *outputs == now);
+        if same {
+            return (record, None);
+        }
     }
     // What counts is what the renderers show: artifacts whose shown form is the same (outputs an
     // earlier trellis wrote in another form) are no change. Outputs that cannot be read are absent.
@@ -489,6 +497,28 @@ fn workspace_record<T: serde::Serialize>(
         record.push(RecordReason::Artifacts);
     }
     (record, applied.filter(|_| changed))
+}
+
+/// Whether `value`'s JSON is byte for byte `expected`: serialised into a writer that compares as it
+/// goes and stops at the first difference, so nothing is allocated.
+fn serialises_as<T: serde::Serialize + ?Sized>(value: &T, expected: &[u8]) -> bool {
+    struct Same<'a>(&'a [u8]);
+    impl std::io::Write for Same<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            match self.0.strip_prefix(buf) {
+                Some(rest) => {
+                    self.0 = rest;
+                    Ok(buf.len())
+                }
+                None => Err(std::io::ErrorKind::InvalidData.into()),
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut same = Same(expected);
+    serde_json::to_writer(&mut same, value).is_ok() && same.0.is_empty()
 }
 
 /// Plans the deletion of one shoot (the provider's delete graph). Reads the cloud only in discovery.
@@ -683,5 +713,24 @@ impl<S: Stages> Provider for Staged<S> {
         ctx: &CloudCtx,
     ) -> Result<Vec<FleetWarning>, ProviderError> {
         self.0.check_fleet(fleet, applied, cloud, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serialises_as;
+    use serde_json::json;
+
+    #[test]
+    fn serialises_as_compares_the_bytes_whole() {
+        let value = json!({"a": 1, "b": [true, "x"]});
+        let bytes = serde_json::to_vec(&value).unwrap();
+        assert!(serialises_as(&value, &bytes));
+        // A prefix, a longer text and one changed byte are not the same.
+        assert!(!serialises_as(&value, &bytes[..bytes.len() - 1]));
+        assert!(!serialises_as(&value, &[bytes.as_slice(), b" "].concat()));
+        assert!(!serialises_as(&json!({"a": 2, "b": [true, "x"]}), &bytes));
+        // Keys in another order are other bytes: the caller compares values then.
+        assert!(!serialises_as(&json!({"b": [true, "x"], "a": 1}), &bytes));
     }
 }
