@@ -35,10 +35,8 @@ const EXT_PREFIX: &str = "ext/";
 /// state dir open at a time; see [`SledStore::open`]. Dropping the store closes it like
 /// [`SledStore::close`], ignoring errors.
 pub struct SledStore {
-    /// Writes that others keep in memory for this database until its next flush ([`SledStore::write_before_flush`]).
-    /// Declared first: they may hold sled handles, dropped before the guard seals.
-    before_flush: Mutex<Vec<BeforeFlush>>,
     /// Writes others keep in memory until the state stores them ([`SledStore::store_with_commits`]).
+    /// Declared first: they hold sled handles, dropped before the guard seals.
     pending: Mutex<Vec<Arc<dyn PendingWrites>>>,
     // Declared before `guard`: the sled handles are dropped first, then the guard seals and unlocks.
     h: Handles,
@@ -52,9 +50,6 @@ pub struct SledStore {
     /// Held while the trees of format 4's layout are created (see [`SledStore::layout`]).
     creating_layout: Mutex<()>,
 }
-
-/// Writes to the database that its user defers to the next flush (see [`SledStore::write_before_flush`]).
-type BeforeFlush = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// One write of [`PendingWrites`]: a key and its new value, `None` to remove it.
 pub type PendingWrite = (sled::IVec, Option<sled::IVec>);
@@ -163,8 +158,7 @@ impl SledStore {
     pub fn close(self) -> Result<(), StateError> {
         let deferred = self.write_deferred();
         let compacted = deferred.and(self.write_backups()).and(self.compact_journal());
-        let SledStore { before_flush, pending, h, mut guard, .. } = self;
-        drop(before_flush);
+        let SledStore { pending, h, mut guard, .. } = self;
         drop(pending);
         drop(h);
         let finished = guard.finish(Finish::Close);
@@ -201,8 +195,7 @@ impl SledStore {
         let unused = self.guard.fresh.is_some() && self.list().is_ok_and(|l| l.is_empty());
         let compacted =
             if unused { Ok(()) } else { self.write_deferred().and(self.write_backups()).and(self.compact_journal()) };
-        let SledStore { before_flush, pending, h, mut guard, .. } = self;
-        drop(before_flush);
+        let SledStore { pending, h, mut guard, .. } = self;
         drop(pending);
         drop(h);
         let finished = guard.finish(if unused { Finish::Discard } else { Finish::Close });
@@ -219,15 +212,6 @@ impl SledStore {
             .map_err(|e| self.io_error(&format!("opening tree `{name}`"), e))
     }
 
-    /// Has every flush (and the close) first call `write`, which writes to this database what its
-    /// caller kept in memory until then: the simulated cloud that lives in the database defers its
-    /// writes to the state's flushes, so a commit group's flush writes them in one batch instead of one
-    /// per cloud call (see the crate docs, "Durability"). `write` must not wait for anything that
-    /// waits for a flush of this store. A failed `write` fails the flush.
-    pub fn write_before_flush(&self, write: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
-        self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).push(Box::new(write));
-    }
-
     /// Has the state store `pending`'s writes: in the transaction of every commit group, and in a batch
     /// of their own at a flush without commits and at the close (see [`PendingWrites`]).
     pub fn store_with_commits(&self, pending: Arc<dyn PendingWrites>) {
@@ -238,10 +222,8 @@ impl SledStore {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Runs the writes registered with [`SledStore::write_before_flush`], then stores the pending writes
-    /// ([`SledStore::store_with_commits`]) in a batch each.
+    /// Stores the pending writes ([`SledStore::store_with_commits`]) in a batch each.
     fn write_deferred(&self) -> Result<(), StateError> {
-        self.run_before_flush()?;
         let failed = |e: String| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display()));
         for pending in self.pending_writes() {
             let writes = pending.pending();
@@ -257,14 +239,6 @@ impl SledStore {
             }
             pending.tree().apply_batch(batch).map_err(|e| failed(e.words()))?;
             pending.stored(&writes);
-        }
-        Ok(())
-    }
-
-    /// Runs the writes registered with [`SledStore::write_before_flush`].
-    fn run_before_flush(&self) -> Result<(), StateError> {
-        for write in self.before_flush.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            write().map_err(|e| StateError::Io(format!("writing to state dir {}: {e}", self.dir().display())))?;
         }
         Ok(())
     }
@@ -297,12 +271,13 @@ impl SledStore {
             }
         }
         let mut flushed = Flushed::default();
-        // What others deferred to this flush goes first (or, for pending writes, into the group's
-        // transaction): a version stored by it implies their writes.
-        let deferred = if versions.is_empty() { self.write_deferred() } else { self.run_before_flush() };
-        if let Err(e) = deferred {
-            flushed.failed = Some((e.to_string(), false));
-            return flushed;
+        // The writes others keep pending go into the group's transaction (below), or without commits
+        // into a batch of their own first: a version stored by this flush implies them.
+        if versions.is_empty() {
+            if let Err(e) = self.write_deferred() {
+                flushed.failed = Some((e.to_string(), false));
+                return flushed;
+            }
         }
         if !versions.is_empty() {
             // Every member created the layout's trees before staging its version.
@@ -811,7 +786,6 @@ fn open_dir(dir: &Path, operation: &str, create: bool) -> Result<Option<SledStor
             guard.seal_on_close = true;
             let journal = Mutex::new(Journal::new(dir, heads));
             Ok(Some(SledStore {
-                before_flush: Mutex::default(),
                 pending: Mutex::default(),
                 h,
                 guard,
@@ -1797,9 +1771,8 @@ impl Words for serde_json::Error {
 }
 
 #[cfg(test)]
-mod write_before_flush_tests {
+mod pending_writes_tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A user's writes kept in memory (as the simulated ARM cloud keeps them).
     struct Kept {
@@ -1855,48 +1828,5 @@ mod write_before_flush_tests {
         let tree = store.tree("sim").unwrap();
         assert_eq!(tree.get("b").unwrap().as_deref(), Some(&b"2"[..]), "stored by the close");
         assert_eq!(tree.get("a").unwrap().as_deref(), Some(&b"1"[..]));
-    }
-
-    /// A user of the database that keeps its writes in memory until the state's next flush (the
-    /// simulated cloud) has them written by every flush — a commit returns only after its flush
-    /// wrote and synced them — and by the close; a failed write fails the commit, naming the dir.
-    #[test]
-    fn regression_writes_deferred_to_the_next_flush_are_written_by_every_commit_and_the_close() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("state");
-        let store = SledStore::open(&state, "apply").unwrap();
-        let tree = store.tree("sim").unwrap();
-        let pending = Arc::new(Mutex::new(vec!["a".to_string()]));
-        let fail = Arc::new(AtomicUsize::new(0));
-        {
-            let (tree, pending, fail) = (tree.clone(), Arc::clone(&pending), Arc::clone(&fail));
-            store.write_before_flush(move || {
-                if fail.load(Ordering::SeqCst) > 0 {
-                    return Err("disk full".to_string());
-                }
-                for key in pending.lock().unwrap().drain(..) {
-                    tree.insert(key.as_bytes(), "v").map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            });
-        }
-        let mut ws = Workspace::new("shoot--dev--a");
-        store.commit(&mut ws, "apply").unwrap();
-        assert!(tree.contains_key("a").unwrap(), "the commit's flush wrote what was deferred to it");
-
-        pending.lock().unwrap().push("b".to_string());
-        fail.store(1, Ordering::SeqCst);
-        let err = store.commit(&mut ws, "apply").unwrap_err().to_string();
-        assert!(err.contains("disk full") && err.contains(&state.display().to_string()), "{err}");
-        fail.store(0, Ordering::SeqCst);
-
-        pending.lock().unwrap().push("c".to_string());
-        drop(tree);
-        store.close().unwrap();
-        let store = SledStore::open(&state, "plan").unwrap();
-        let tree = store.tree("sim").unwrap();
-        for key in ["a", "b", "c"] {
-            assert!(tree.contains_key(key).unwrap(), "{key} was written by the close and survived it");
-        }
     }
 }

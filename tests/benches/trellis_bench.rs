@@ -366,7 +366,7 @@
 //!    the branch point's binary, alternated, state dirs moved aside rather than deleted; load 2–8 from
 //!    other builds, so walls spread ~1.5×; CPU = user + sys). The simulated ARM cloud's writes no
 //!    longer make a sled batch each: they wait in memory (`DeferredWrites`, which the store's reads
-//!    see) and every state flush writes them in one batch first (`SledStore::write_before_flush`), so a
+//!    see) and every state flush writes them in one batch first (`SledStore::write_before_flush`, since replaced by `PendingWrites`: the group's own transaction), so a
 //!    commit group costs one batch for the cloud instead of one per write; and a commit's end no longer
 //!    wakes the committers waiting for a flush (a condvar of its own). `strace -c -f`: `pwrite64`
 //!    28,924 → 12,201, `sync_file_range` 28,917 → 12,187, `fdatasync` 7,026 → 5,238, `futex` 525k →
