@@ -236,18 +236,29 @@ impl Env {
         if let Some(endpoint) = &self.endpoint {
             flag(&mut out, "endpoint", endpoint);
         }
-        let matches = &self.bindings.0;
-        for arg in registry().args() {
-            let id = arg.get_id().as_str();
-            let from_command_line = matches.try_contains_id(id).unwrap_or(false)
-                && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-            if let (true, Some(long), Ok(Some(value))) =
-                (from_command_line, arg.get_long(), matches.try_get_one::<String>(id))
-            {
-                flag(&mut out, long, value);
+        for (long, value) in self.binding_flags_given() {
+            if let Some(value) = value {
+                flag(&mut out, &long, value);
             }
         }
         out
+    }
+
+    /// The bindings' flags given on the command line (not from the environment, not defaults): each
+    /// long name with its value (`None`: not a text value).
+    fn binding_flags_given(&self) -> Vec<(String, Option<&String>)> {
+        let matches = &self.bindings.0;
+        registry()
+            .args()
+            .iter()
+            .filter_map(|arg| {
+                let id = arg.get_id().as_str();
+                let from_command_line = matches.try_contains_id(id).unwrap_or(false)
+                    && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+                let long = arg.get_long().filter(|_| from_command_line)?;
+                Some((long.to_string(), matches.try_get_one::<String>(id).ok().flatten()))
+            })
+            .collect()
     }
 
     /// The flags given on the command line that choose or reach a real cloud, or change how a plan
@@ -265,14 +276,9 @@ impl Env {
         if self.accept_drift {
             given.push("--accept-drift".to_string());
         }
-        let matches = &self.bindings.0;
-        for arg in registry().args() {
-            let id = arg.get_id().as_str();
-            let from_command_line = matches.try_contains_id(id).unwrap_or(false)
-                && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-            match arg.get_long() {
-                Some(long) if from_command_line && long != "project" => given.push(format!("--{long}")),
-                _ => {}
+        for (long, _) in self.binding_flags_given() {
+            if long != "project" {
+                given.push(format!("--{long}"));
             }
         }
         given
