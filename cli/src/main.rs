@@ -1,5 +1,9 @@
 //! `trellis`: plan and apply Gardener shoot infrastructure.
 
+// The doc comments of the command-line types are clap's help text, where `<state>` and `<shoot>` are
+// placeholders a user reads, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write as _};
@@ -1501,7 +1505,7 @@ async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
     execute(session, plans, run, &args.run).await
 }
 
-/// Carries out the plans ([`ops::apply`]) and prints what became of each shoot: the JSON report, or a
+/// Carries out the plans ([`ops::apply`](fn@ops::apply)) and prints what became of each shoot: the JSON report, or a
 /// line (text) or table row (markdown) per shoot — applied, failed and why, or skipped — the shoots
 /// refused at planning (`--keep-going`) among the failed.
 async fn execute(session: &Session, plans: Vec<ops::ShootPlan>, run: Run, flags: &RunFlags) -> Result<u8> {

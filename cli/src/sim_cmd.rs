@@ -29,7 +29,7 @@ enum SimCommand {
 }
 
 /// The subcommands of `trellis sim` about every simulated cloud. Their help naming the clouds comes
-/// from the registry ([`SimArgs::augment_args`]).
+/// from the registry (`SimArgs::augment_args`).
 #[derive(Subcommand)]
 enum Own {
     /// Print a resource's JSON as the simulated cloud returns it (a GET, not audited).

@@ -7,7 +7,7 @@
 //! - [`backend`]: where state and the simulated clouds live (a sled dir, or PostgreSQL + a sim dir).
 //! - [`ops`]: sessions (state + the registry's clouds), loading the inputs, the fleet planner
 //!   ([`ops::plan_fleet_streaming`], and [`ops::plan_files`] collecting it), the fleet-wide checks,
-//!   saved plans, and the apply → state protocol ([`ops::apply`]).
+//!   saved plans, and the apply → state protocol ([`ops::apply`](mod@ops::apply)).
 //! - [`shard`]: `--shard I/N`, which shoots a shard takes.
 
 pub mod backend;

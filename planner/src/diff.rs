@@ -1,7 +1,7 @@
 //! Desired × observed → plan nodes.
 //!
 //! The diff is generic: a managed resource's patch is compared leaf by leaf with the live resource
-//! ([`crate::json::changes`]); a difference in a ForceNew attribute replaces the resource. User-owned
+//! (`crate::json::changes`); a difference in a ForceNew attribute replaces the resource. User-owned
 //! resources become `verify`/`read`/`skip` nodes (their [`Desired`] variants carry no patch).
 //!
 //! Only a resource that discovery looked up and found absent is created (or its delete dropped): a

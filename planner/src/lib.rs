@@ -8,7 +8,7 @@
 //! - [`diff`]: desired × observed → plan nodes (create/update/replace/delete/verify/read/noop/skip).
 //! - [`graph`]: the plan nodes as a petgraph DAG (cycle check, critical path).
 //! - [`exec`]: the executor that walks the DAG with bounded parallelism.
-//! - [`write`]: how the executor writes: preconditions, "already exists", per-scope serialisation.
+//! - [`write`](mod@write): how the executor writes: preconditions, "already exists", per-scope serialisation.
 //! - [`ids`]: id schemes ([`ids::IdScheme`]): ARM's case-insensitive ids, GCE's case-sensitive
 //!   selfLinks; [`ids::ArmId`] is the workspace's one ARM id parser.
 //! - [`yaml`]: YAML parse errors in words, shared by the manifest loader and the simulator's world files.

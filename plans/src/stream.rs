@@ -31,7 +31,7 @@ impl RenderedPlan {
     }
 
     /// `plan` rendered, its digest filled in first if it has none ([`Plan::undigested`]): the body is
-    /// hashed while it is written ([`Digesting`]) instead of being serialised a second time for the
+    /// hashed while it is written (`Digesting`) instead of being serialised a second time for the
     /// digest ([`crate::targeted_body_digest`]); the bytes are [`RenderedPlan::of`]'s of the digested plan.
     pub fn of_filling(plan: &mut Plan) -> RenderedPlan {
         if !plan.digest.is_empty() {

@@ -137,7 +137,7 @@ impl CloudBinding for Azure {
     }
 
     /// The `azure:` section: `subscriptionId`, `otherSubscriptions` when a resource lives in
-    /// another one, and the resources ([`export_arm`]).
+    /// another one, and the resources (`export_arm`).
     async fn export_world(
         &self,
         read: Vec<Read>,

@@ -160,7 +160,7 @@ impl CloudBinding for Dns {
     }
 
     /// The simulated DNS in Azure DNS's REST shapes (ARM `Microsoft.Network/dnszones…`, taken before
-    /// the generic ARM routes: [`serves_path`]).
+    /// the generic ARM routes: `serves_path`).
     fn serve(&self, sim: &dyn Simulator, opts: &ServeOptions) -> Option<Served> {
         let dns = (sim as &dyn std::any::Any).downcast_ref::<DnsSim>()?;
         let defaults = trellis_sim_http::ServerOptions::default();

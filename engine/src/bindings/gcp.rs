@@ -135,7 +135,7 @@ impl CloudBinding for Gcp {
         Ok(Chosen::Real(Arc::new(client), project.to_string()))
     }
 
-    /// The `gcp:` section: `project` and the resources ([`export_gce`]).
+    /// The `gcp:` section: `project` and the resources (`export_gce`).
     async fn export_world(
         &self,
         read: Vec<Read>,

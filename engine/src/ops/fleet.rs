@@ -79,7 +79,7 @@ pub struct FleetPlans {
 }
 
 /// Plans shoots that are not in files (a saved plan's manifests, [`check_saved_plan`]) with the same
-/// per-shoot step as [`plan_fleet_streaming`] ([`plan_one`]) and the same fleet-wide checks; in
+/// per-shoot step as [`plan_fleet_streaming`] (`plan_one`) and the same fleet-wide checks; in
 /// workspace order. Reads only.
 pub async fn plan_fleet(session: &Session, shoots: Vec<ShootInput>, destroy: bool) -> Result<Vec<ShootPlan>> {
     plan_fleet_targeted(session, shoots, destroy, &session.targeting).await
@@ -658,7 +658,7 @@ impl Drop for ReadAhead {
 }
 
 /// Starts reading and parsing `files` (from [`list_manifest_files`]) on the runtime's worker threads,
-/// in batches, up to [`READ_AHEAD_DOCS`] documents ahead of what [`plan_fleet_streaming`] has
+/// in batches, up to `READ_AHEAD_DOCS` documents ahead of what [`plan_fleet_streaming`] has
 /// planned. Started before the session opens, so parsing the first shoots overlaps the state's open
 /// (its checks read the whole state dir) and the simulated cloud's: a fleet plan's only serial part
 /// besides the end. Reading touches nothing but the manifest files, and nothing read is shown before
@@ -718,7 +718,7 @@ fn planning_window() -> usize {
 /// (file order, then document order). Reads only.
 ///
 /// Files are worked on concurrently, each on the runtime's worker threads from reading it to
-/// rendering its plans, in batches of up to [`FILES_PER_TASK`] files per task (fewer for a fleet
+/// rendering its plans, in batches of up to `FILES_PER_TASK` files per task (fewer for a fleet
 /// smaller than 8 times the window), at most a bounded window of batches at once (4 per core), so the
 /// memory held
 /// does not grow with the fleet beyond a few small facts: per shoot its id and where it came from,

@@ -9,7 +9,7 @@
 //! - [`fleet`]: the fleet planner (`plan_fleet_streaming`, `plan_files`, `plan_fleet`, `plan_one`) and
 //!   the fleet-wide checks.
 //! - [`saved`]: `apply PLAN` — re-planning a saved plan's manifests and comparing.
-//! - [`apply`]: the executor over a fleet's plans and the workspace commits after every node.
+//! - [`apply`](mod@apply): the executor over a fleet's plans and the workspace commits after every node.
 //! - [`errors`]: errors that are lists (`FleetError`, `Lines`, `list_lines`).
 //! - [`targeting`]: `--target` and `--replace` (`Targeting`, the per-shoot selection).
 //! - [`export`]: `trellis world export` — the fleet planned through recording real clients, each

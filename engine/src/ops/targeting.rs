@@ -1,5 +1,5 @@
 //! `--target` and `--replace`, as Terraform's `-target` and `-replace`: which shoots and resources a
-//! plan covers ([`Targeting::select`]: a shoot whole, or a resource with what it depends on, the plan
+//! plan covers (`Targeting::select`: a shoot whole, or a resource with what it depends on, the plan
 //! marked partial by [`trellis_plans::Plan::restrict`]), and which managed resources it replaces on
 //! request (the diff does, [`trellis_planner::diff::plan_nodes_replacing`]; refused here where it
 //! cannot: [`replace_refusal`]).

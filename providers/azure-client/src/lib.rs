@@ -50,7 +50,7 @@
 //!   sends its token to (operation polls, `nextLink`) must be on the endpoint's own origin, so the
 //!   same holds for them. Managed identity endpoints may also be plain http to a link-local address
 //!   (IMDS at 169.254.169.254, App Service's `IDENTITY_ENDPOINT`), which never leaves the host.
-//! - **Redaction** ([`redact`]): every error that leaves [`ArmClient`] or a credential has been
+//! - **Redaction** ([`redact`](fn@trellis_http::redact)): every error that leaves [`ArmClient`] or a credential has been
 //!   redacted — `client_secret=`, `client_assertion=`, `access_token`/`refresh_token`/`id_token`
 //!   (form or JSON), `Bearer …`, JWTs, passwords in URLs, and the literal secret, federated token,
 //!   `IDENTITY_HEADER` or bearer token the request carried — so a server that echoes the request in

@@ -40,7 +40,7 @@
 //! - An answer must be the resource asked for: its `selfLink` (IAM: its `name`) is the id's path;
 //!   a list item's lies in the listed collection (`WrongResource` otherwise).
 //! - Every error leaving the client (its trait methods and [`GcpClient::list_filtered`]) has been
-//!   through [`trellis_http::redact`] with the bearer token last sent, the key's `private_key_id`
+//!   through [`trellis_http::redact`](fn@trellis_http::redact) with the bearer token last sent, the key's `private_key_id`
 //!   and every line of its private key among the known secrets (and the PEM, `Bearer` and JWT
 //!   patterns), so a server that echoes the request cannot put a credential into a message.
 

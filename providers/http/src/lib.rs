@@ -6,7 +6,7 @@
 //! - **Bounded answers** ([`read_capped`]): a response body larger than [`MAX_RESPONSE_BYTES`] is
 //!   refused while it is read (never held whole), so a hostile or broken server cannot take the
 //!   process' memory. The largest real ARM or GCE answer (a list page of 1,000 resources) is a few MB.
-//! - **Redaction first** ([`redact`], [`snippet`]): every text that came from a server or a transport
+//! - **Redaction first** ([`redact`](fn@redact), [`snippet`]): every text that came from a server or a transport
 //!   error is redacted before it is shortened, so a secret straddling the cut cannot be printed in
 //!   part.
 //! - **Waits a server asks for** ([`retry_after`]) are read here; the engine caps them

@@ -1,7 +1,7 @@
 //! The simulated DNS ([`trellis_sim::DnsSim`], or any cloud speaking the neutral DNS ids) served
 //! over Cloud DNS v1 REST, so the real Cloud DNS client (`trellis-gcp-client`'s `dns` module, on
 //! google-cloud-dns-v1) is tested against the same store — and the same rules — the engine uses
-//! in process. Every request is translated to the neutral [`CloudRead`] / [`CloudWrite`] calls of
+//! in process. Every request is translated to the neutral `CloudRead` / [`CloudWrite`] calls of
 //! the domains plan (`/dns` zones, `/dns/zones/{zone}/records/{fqdn}/{TYPE}` record sets).
 //!
 //! # Routes

@@ -9,7 +9,7 @@
 //! - [`names`]: resource names and ARM id templates.
 //! - [`prefixes`]: a subnet's address prefixes in either of ARM's shapes (`addressPrefix`, `addressPrefixes`).
 //!
-//! [`plan`] runs the pipeline for one shoot: validate → discover → pre-flight → desired → diff → artifacts.
+//! `plan` runs the pipeline for one shoot: validate → discover → pre-flight → desired → diff → artifacts.
 //! [`provider::Azure`] is this module as a [`crate::provider::Provider`] (what the registry holds).
 
 pub mod api;
@@ -150,7 +150,7 @@ pub fn mutated(shoot: &AzureShoot, stored: &AzureState) -> AzureShoot {
 /// 2. Gardener's rules for `spec.networking` ([`crate::networking`]): the API's validation, its
 ///    update rules against the last-applied networking, and the `ShootValidator` admission plugin's
 ///    disjointedness and reserved-range checks;
-/// 3. provider-azure's Shoot validator ([`rules`]).
+/// 3. provider-azure's Shoot validator (`rules`).
 pub fn validate(shoot: &AzureShoot, ws: &Workspace) -> Result<(), ProviderError> {
     crate::stages::validate(&provider::Azure, shoot, &stored_state(ws)?)
 }

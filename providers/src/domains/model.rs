@@ -1,7 +1,7 @@
 //! The pure model of a domains plan: the domain in each role ([`Roles`]), how a plan moves them
 //! ([`next_roles`]), and what follows from them — the DNSRecord objects ([`records`]), the API-server
 //! SANs, the advertised addresses, the service-account issuers, the kubeconfig server, the
-//! `InternalDomainUpToDate` constraint and the user's actions ([`artifacts`]).
+//! `InternalDomainUpToDate` constraint and the user's actions (`artifacts`).
 
 use std::net::IpAddr;
 

@@ -1,5 +1,5 @@
 //! GEP-0066 admission rules for one Shoot against the last-applied one (the old object of an
-//! update is the provider state's [`LastApplied`]), every error at once, upstream's field paths.
+//! update is the provider state's `LastApplied`), every error at once, upstream's field paths.
 
 use regex::Regex;
 use std::sync::OnceLock;

@@ -48,7 +48,7 @@ impl AuditLog {
     }
 
     /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
-    /// [`Call`] as JSON) in batches of [`AUDIT_BATCH`], and flushes them (also when the log is kept
+    /// [`Call`] as JSON) in batches of `AUDIT_BATCH`, and flushes them (also when the log is kept
     /// and nothing was left to write: the flush makes the kept calls durable). Returns how many calls
     /// were written.
     pub fn persist(&mut self, tree: &sled::Tree) -> Result<usize, SimError> {

@@ -17,7 +17,7 @@
 //!
 //! The rules are in `rules` (see the module list in ARCHITECTURE.md), the filter in [`filter`], the
 //! `gce:` world section in [`world`], the runtime writers (CCM routes and Service firewall rules, the
-//! bastion controller) in [`runtime`]. The store ([`store`]) lives in memory
+//! bastion controller) in [`runtime`]. The store (`store`) lives in memory
 //! ([`GceSim::in_memory`]) or in a sled tree ([`GceSim::open`], `persist`: every call's changes
 //! durable before it returns); a Cloud NAT is a sub-resource of its router ([`nat`]).
 
