@@ -57,6 +57,27 @@
 //!    `--output json` to a pipe 0.48 s / 46 MiB (met); re-plan of 200 applied with 20 ms a call 24
 //!    calls (0.12 a shoot, met), 0.10 s, of which the latency's share 0.06 s against the bound's
 //!    0.072 s (0.04 s without latency).
+//!    The re-plan's own work (s35). A/B of non-LTO release binaries, alternating, 5 runs each: a
+//!    resource as read is sorted in place on a copy (`diff::as_read`: the copy keeps each key's hash,
+//!    where collecting sorted keys into new maps hashed every key; its instructions −50 % in
+//!    callgrind) and a workspace's record is compared by `PartialEq` and by bytes instead of two
+//!    `serde_json::Value` trees each (`stages::workspace_record`): re-plan CPU 1.13 → 1.08 s (−4 %).
+//!    Why the ratio stays ~3×: callgrind of the 2,000 (instructions; sha256 left out, valgrind runs
+//!    it without SHA-NI) re-plan 4.47 G ÷ fresh plan 1.94 G = 2.3×. What only the re-plan does: the
+//!    simulated cloud's answers (6 calls a shoot: 0.97 G — each resource parsed from its tree,
+//!    rendered with its children and back-references, cloned into the answer), the workspace loads
+//!    (0.62 G: ~7 KB of JSON a shoot parsed and checked against its head) and twice the plan JSON
+//!    (each node carries the resource as read). Natively it runs at a lower IPC (RSS 76 against
+//!    30 MiB, 14.5 k against 3.1 k page faults) and is 3.2× on one CPU too (`taskset -c 0`), so it is
+//!    not contention. The fresh plan became 3.7× cheaper since the target was set (0.33 → 0.09 s in
+//!    s33), the re-plan 4× (1.12 → 0.28 s): the gap left is the reads and loads themselves.
+//!    The table again (s35, main at 025d65b's code; LTO release binary, the section's commands by
+//!    hand, load ~0.1 — but this host ran every command ~1.7× slower than in s33, the fresh plans
+//!    too): one shoot against 2,000 applied 0.02 s / 27 MiB, against 10,000 0.04 s / 46 MiB (met; the
+//!    10,000 made in 25.6 s); apply of 2,000 4.94 s / 197 MiB (met), fsync 45, fdatasync 4,678,
+//!    sync_file_range 6,902 (5.8 a shoot); re-plan ÷ fresh 0.53 s ÷ 0.16 s = 3.3× (MISSED); plan of
+//!    10,000 `--output json` to a pipe 0.81 s / 45 MiB (met); re-plan of 200 with 20 ms a call 0.12 s
+//!    (0.06 s without latency).
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
