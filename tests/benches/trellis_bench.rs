@@ -71,7 +71,7 @@
 //!    30 MiB, 14.5 k against 3.1 k page faults) and is 3.2× on one CPU too (`taskset -c 0`), so it is
 //!    not contention. The fresh plan became 3.7× cheaper since the target was set (0.33 → 0.09 s in
 //!    s33), the re-plan 4× (1.12 → 0.28 s): the gap left is the reads and loads themselves.
-//!    The table again (s35, main at 025d65b's code; LTO release binary, the section's commands by
+//!    The table again (s35, LTO release binary of 53f4e93, the section's commands by
 //!    hand, load ~0.1 — but this host ran every command ~1.7× slower than in s33, the fresh plans
 //!    too): one shoot against 2,000 applied 0.02 s / 27 MiB, against 10,000 0.04 s / 46 MiB (met; the
 //!    10,000 made in 25.6 s); apply of 2,000 4.94 s / 197 MiB (met), fsync 45, fdatasync 4,678,
