@@ -591,8 +591,9 @@ enum StateCommand {
         #[command(flatten)]
         env: Env,
     },
-    /// Copy every workspace (with its history, integrity-checked) from one backend to another, e.g. a
-    /// sled dir into PostgreSQL. Re-running it after an interruption copies what is left.
+    /// Copy every workspace (with its history, integrity-checked), and the histories kept for removed
+    /// workspaces, from one backend to another, e.g. a sled dir into PostgreSQL. Re-running it after an
+    /// interruption copies what is left.
     Migrate {
         /// Where the state is now: a state dir or postgres://USER@HOST:PORT/DB.
         #[arg(long, value_name = "DIR|URL")]
@@ -1797,10 +1798,11 @@ fn migrate(from: &str, to: &str, wait: &LockWait) -> Result<()> {
     let report = result?;
     closed?;
     println!(
-        "Migrated {} workspace(s) from {from} to {to}: {} copied, {} already there.",
+        "Migrated {} workspace(s) from {from} to {to}: {} copied, {} already there; and the histories of {} removed workspace(s).",
         report.created + report.already_there,
         report.created,
-        report.already_there
+        report.already_there,
+        report.removed_histories
     );
     Ok(())
 }

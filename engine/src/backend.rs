@@ -125,6 +125,16 @@ impl StateStore for Store {
     fn import(&self, exported: &trellis_state::ExportedWorkspace) -> Result<trellis_state::Imported, StateError> {
         self.inner().import(exported)
     }
+    fn removed_histories(&self) -> Result<Vec<String>, StateError> {
+        self.inner().removed_histories()
+    }
+    fn import_removed_history(
+        &self,
+        name: &str,
+        history: &[HistoryEntry],
+    ) -> Result<trellis_state::Imported, StateError> {
+        self.inner().import_removed_history(name, history)
+    }
 }
 
 /// Where the simulated clouds live for one command.
@@ -312,6 +322,16 @@ impl StateStore for Backend {
     }
     fn import(&self, exported: &trellis_state::ExportedWorkspace) -> Result<trellis_state::Imported, StateError> {
         self.state().import(exported)
+    }
+    fn removed_histories(&self) -> Result<Vec<String>, StateError> {
+        self.state().removed_histories()
+    }
+    fn import_removed_history(
+        &self,
+        name: &str,
+        history: &[HistoryEntry],
+    ) -> Result<trellis_state::Imported, StateError> {
+        self.state().import_removed_history(name, history)
     }
 }
 

@@ -670,6 +670,39 @@ pub trait StateStore: Send + Sync {
     /// already stored -> [`Imported::AlreadyThere`] (so an interrupted migrate can be re-run); anything
     /// else stored -> [`StateError::PushRefused`] naming it.
     fn import(&self, exported: &ExportedWorkspace) -> Result<Imported, StateError>;
+    /// The names the histories of removed workspaces are kept under ([`removed_name`]), sorted:
+    /// what `trellis state migrate` copies beside the workspaces.
+    fn removed_histories(&self) -> Result<Vec<String>, StateError>;
+    /// Stores `history`, the history of a removed workspace, under `name` ([`removed_name`]) entry for
+    /// entry. Nothing stored under `name` -> [`Imported::Created`]; the same entries ->
+    /// [`Imported::AlreadyThere`]; other entries -> [`StateError::PushRefused`] naming it.
+    fn import_removed_history(&self, name: &str, history: &[HistoryEntry]) -> Result<Imported, StateError>;
+}
+
+/// Whether `name` is one a removed workspace's history is kept under ([`removed_name`]).
+pub fn is_removed_name(name: &str) -> bool {
+    name.contains(".removed-")
+}
+
+/// [`StateStore::import_removed_history`] of `history` under `name` when `stored` is there already:
+/// the same entries are [`Imported::AlreadyThere`], anything else is refused. Shared by both backends.
+pub(crate) fn same_removed_history(
+    name: &str,
+    stored: &[HistoryEntry],
+    history: &[HistoryEntry],
+) -> Result<Imported, StateError> {
+    if stored == history {
+        return Ok(Imported::AlreadyThere);
+    }
+    Err(StateError::PushRefused {
+        shoot: name.to_string(),
+        detail: format!(
+            "the destination already holds another history of this removed workspace ({} entries, the source {}); \
+             it cannot be merged: migrate into a state that does not hold it",
+            stored.len(),
+            history.len()
+        ),
+    })
 }
 
 /// Everything a backend stores for one shoot ([`StateStore::export`]): what `trellis state migrate`

@@ -9,12 +9,15 @@ pub struct MigrateReport {
     pub created: usize,
     /// Workspaces `to` already held at the same lineage and serial (an earlier, interrupted migrate).
     pub already_there: usize,
+    /// Histories of removed workspaces ([`crate::removed_name`]) copied, or already there entry for entry.
+    pub removed_histories: usize,
 }
 
 /// Copies every workspace of `from` into `to`: export from `from` (integrity-checked), import into
 /// `to`, export again from `to` and compare, so a workspace counts as migrated only once it reads back
-/// exactly as it was (lineage, serial, content and every history entry). Calls `progress` once per
-/// shoot, in shoot order. Idempotent: a workspace `to` already holds at the same lineage and serial is
+/// exactly as it was (lineage, serial, content and every history entry); then the histories kept for
+/// removed workspaces ([`crate::removed_name`]), each read back and compared too. Calls `progress` once
+/// per shoot, in shoot order, then once per removed workspace's history, by name. Idempotent: a workspace `to` already holds at the same lineage and serial is
 /// [`Imported::AlreadyThere`] (and compared too). Stops at the first error, which names the shoot;
 /// what was copied before stays copied. Locks are not copied: a lock belongs to a running process.
 pub fn migrate(
@@ -56,6 +59,24 @@ pub fn migrate(
             Imported::AlreadyThere => report.already_there += 1,
         }
         progress(&summary.shoot, outcome);
+    }
+    for name in from.removed_histories()? {
+        let history = from.history(&name)?;
+        let outcome = to.import_removed_history(&name, &history)?;
+        let back = to.history(&name)?;
+        if back != history {
+            return Err(StateError::Corrupt {
+                shoot: name,
+                detail: format!(
+                    "after migrating this removed workspace's history, the destination holds {} entries where \
+                     the source holds {}; nothing was removed from the source",
+                    back.len(),
+                    history.len()
+                ),
+            });
+        }
+        report.removed_histories += 1;
+        progress(&name, outcome);
     }
     Ok(report)
 }

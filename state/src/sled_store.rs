@@ -1472,6 +1472,35 @@ impl StateStore for SledStore {
         self.make_durable(Some(Head::of(ws, &head_json)))?;
         Ok(Imported::Created)
     }
+
+    fn removed_histories(&self) -> Result<Vec<String>, StateError> {
+        let mut names = BTreeSet::new();
+        for item in self.h.history.iter().keys() {
+            let key = item.map_err(|e| self.io_error("reading history from", e))?;
+            let Some(end) = key.iter().position(|&b| b == 0xFF) else { continue };
+            let name = String::from_utf8_lossy(&key[..end]);
+            if crate::is_removed_name(&name) {
+                names.insert(name.into_owned());
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    fn import_removed_history(&self, name: &str, history: &[HistoryEntry]) -> Result<Imported, StateError> {
+        let _taken = self.group.begin(name);
+        let stored = self.history(name)?;
+        if !stored.is_empty() {
+            return crate::same_removed_history(name, &stored, history);
+        }
+        let mut batch = sled::Batch::default();
+        for entry in history {
+            let json = to_json(entry).map_err(|e| self.io_error("encoding history entry for", e))?;
+            batch.insert(history_key(name, entry.serial), json);
+        }
+        self.h.history.apply_batch(batch).map_err(|e| self.io_error("importing into", e))?;
+        self.make_durable(None)?;
+        Ok(Imported::Created)
+    }
 }
 
 /// [`StateStore::import`] of `ws` when `stored` is stored already: the same lineage and serial are

@@ -322,12 +322,12 @@ fn pg_state_migrate_copies_sled_into_postgres_and_back_and_refuses_itself() {
     sled.run_raw(&["state", "migrate", "--from", sled.state(), "--to", &url])
         .code(0)
         .stdout_has(&format!("{BRAVO}: copied\n"))
-        .stdout_has(&format!("Migrated 1 workspace(s) from {} to {url}: 1 copied, 0 already there.", sled.state()));
+        .stdout_has(&format!("Migrated 1 workspace(s) from {} to {url}: 1 copied, 0 already there; and the histories of 0 removed workspace(s).", sled.state()));
     // Re-run (an interrupted migrate is finished this way): nothing copied twice.
     sled.run_raw(&["state", "migrate", "--from", sled.state(), "--to", &url])
         .code(0)
         .stdout_has(&format!("{BRAVO}: already there (same lineage and serial)"))
-        .stdout_has("0 copied, 1 already there.");
+        .stdout_has("0 copied, 1 already there;");
     // The database holds the same workspace; the old dir keeps the simulated cloud for --sim-dir.
     let pg = Sandbox::with_state(&url);
     assert_eq!(pg.run(&["state", "pull", BRAVO]).code(0).stdout, before);

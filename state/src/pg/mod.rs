@@ -1236,6 +1236,43 @@ impl Inner {
         tx.commit().await.map_err(|e| self.classify(e))?;
         Ok(Imported::Created)
     }
+
+    /// [`StateStore::removed_histories`]: the names in `trellis_history` no workspace is stored under
+    /// that name removed workspaces' histories ([`crate::removed_name`]).
+    async fn removed_histories(&self) -> Result<Vec<String>, Failure> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT DISTINCT shoot FROM trellis_history WHERE shoot LIKE '%.removed-%' ORDER BY shoot", &[])
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|name| crate::is_removed_name(name)).collect())
+    }
+
+    /// One attempt at [`StateStore::import_removed_history`], in one transaction.
+    async fn try_import_removed(&self, name: &str, history: &[HistoryEntry]) -> Result<Imported, Failure> {
+        let stored: Vec<HistoryEntry> = self.history(name).await?.into_iter().map(|(entry, _)| entry).collect();
+        if !stored.is_empty() {
+            return crate::same_removed_history(name, &stored, history).map_err(Failure::Final);
+        }
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.classify(e))?;
+        for entry in history {
+            let serial = to_i64(name, entry.serial)?;
+            let json = serde_json::to_string(entry).expect("a history entry serialises");
+            // Of an imported history only the checksums are known, not the versions' documents.
+            if let Err(e) = self.insert_history(&tx, name, serial, &json, None, entry.checksum.as_deref(), None).await {
+                // Stored by someone else meanwhile: the next attempt compares with it.
+                return Err(match e {
+                    Failure::Final(StateError::BehindHistory { .. }) => {
+                        Failure::Transient(format!("history {name} was stored while it was being imported"))
+                    }
+                    other => other,
+                });
+            }
+        }
+        tx.commit().await.map_err(|e| self.classify(e))?;
+        Ok(Imported::Created)
+    }
 }
 
 /// Tries the advisory lock of `shoot` and, if it got it, records `info` as the holder, in one round
@@ -1348,5 +1385,23 @@ impl StateStore for PgStore {
     fn import(&self, exported: &ExportedWorkspace) -> Result<Imported, StateError> {
         let (inner, exported) = (self.inner.clone(), exported.clone());
         self.run(async move { inner.retry("importing the workspace", || Box::pin(inner.try_import(&exported))).await })
+    }
+
+    fn removed_histories(&self) -> Result<Vec<String>, StateError> {
+        let inner = self.inner.clone();
+        self.run(async move {
+            inner.retry("listing the histories of removed workspaces", || Box::pin(inner.removed_histories())).await
+        })
+    }
+
+    fn import_removed_history(&self, name: &str, history: &[HistoryEntry]) -> Result<Imported, StateError> {
+        let (inner, name, history) = (self.inner.clone(), name.to_string(), history.to_vec());
+        self.run(async move {
+            inner
+                .retry("importing the history of a removed workspace", || {
+                    Box::pin(inner.try_import_removed(&name, &history))
+                })
+                .await
+        })
     }
 }
