@@ -17,9 +17,10 @@ pub struct MigrateReport {
 /// `to`, export again from `to` and compare, so a workspace counts as migrated only once it reads back
 /// exactly as it was (lineage, serial, content and every history entry); then the histories kept for
 /// removed workspaces ([`crate::removed_name`]), each read back and compared too. Calls `progress` once
-/// per shoot, in shoot order, then once per removed workspace's history, by name. Idempotent: a workspace `to` already holds at the same lineage and serial is
-/// [`Imported::AlreadyThere`] (and compared too). Stops at the first error, which names the shoot;
-/// what was copied before stays copied. Locks are not copied: a lock belongs to a running process.
+/// per shoot, in shoot order, then once per removed workspace's history, by name. Idempotent: a
+/// workspace `to` already holds at the same lineage and serial is [`Imported::AlreadyThere`] (and
+/// compared too), so is a removed workspace's history it holds entry for entry. Stops at the first
+/// error, which names the shoot; what was copied before stays copied. Locks are not copied: a lock belongs to a running process.
 pub fn migrate(
     from: &dyn StateStore,
     to: &dyn StateStore,

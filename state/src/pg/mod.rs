@@ -1237,15 +1237,18 @@ impl Inner {
         Ok(Imported::Created)
     }
 
-    /// [`StateStore::removed_histories`]: the names in `trellis_history` no workspace is stored under
-    /// that name removed workspaces' histories ([`crate::removed_name`]).
+    /// [`StateStore::removed_histories`]: the names in `trellis_history` that hold removed workspaces'
+    /// histories ([`crate::removed_name`]), sorted by bytes as sled's are (not by the database's collation).
     async fn removed_histories(&self) -> Result<Vec<String>, Failure> {
         let client = self.client().await?;
         let rows = client
-            .query("SELECT DISTINCT shoot FROM trellis_history WHERE shoot LIKE '%.removed-%' ORDER BY shoot", &[])
+            .query("SELECT DISTINCT shoot FROM trellis_history WHERE shoot LIKE '%.removed-%'", &[])
             .await
             .map_err(|e| self.classify(e))?;
-        Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|name| crate::is_removed_name(name)).collect())
+        let mut names: Vec<String> =
+            rows.iter().map(|row| row.get::<_, String>(0)).filter(|name| crate::is_removed_name(name)).collect();
+        names.sort();
+        Ok(names)
     }
 
     /// One attempt at [`StateStore::import_removed_history`], in one transaction.
