@@ -1506,9 +1506,9 @@ async fn destroy_in(session: &Session, args: &DestroyArgs) -> Result<u8> {
     execute(session, plans, run, &args.run).await
 }
 
-/// Carries out the plans ([`ops::apply`](fn@ops::apply)) and prints what became of each shoot: the JSON report, or a
-/// line (text) or table row (markdown) per shoot — applied, failed and why, or skipped — the shoots
-/// refused at planning (`--keep-going`) among the failed.
+/// Carries out the plans ([`ops::apply`](fn@ops::apply)) and prints what became of each shoot: the
+/// JSON report, or a line (text) or table row (markdown) per shoot — applied, failed and why, or
+/// skipped — the shoots refused at planning (`--keep-going`) among the failed.
 async fn execute(session: &Session, plans: Vec<ops::ShootPlan>, run: Run, flags: &RunFlags) -> Result<u8> {
     let total: usize = plans.iter().map(|p| p.planned.plan.nodes.len()).sum();
     let changes = plans.iter().any(|p| p.planned.plan.has_changes());

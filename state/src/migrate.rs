@@ -20,7 +20,8 @@ pub struct MigrateReport {
 /// per shoot, in shoot order, then once per removed workspace's history, by name. Idempotent: a
 /// workspace `to` already holds at the same lineage and serial is [`Imported::AlreadyThere`] (and
 /// compared too), so is a removed workspace's history it holds entry for entry. Stops at the first
-/// error, which names the shoot; what was copied before stays copied. Locks are not copied: a lock belongs to a running process.
+/// error, which names the shoot; what was copied before stays copied. Locks are not copied: a lock
+/// belongs to a running process.
 pub fn migrate(
     from: &dyn StateStore,
     to: &dyn StateStore,
