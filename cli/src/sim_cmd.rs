@@ -113,7 +113,15 @@ impl clap::Args for SimArgs {
             .mut_subcommand("show", |c| c.mut_arg("id", |a| a.help(registry.show_help())))
             .mut_subcommand("audit", |c| c.mut_arg("output", |a| a.help(registry.audit_output_help())))
             .mut_subcommand("serve", |c| c.about(registry.serve_about()));
-        <Env as clap::Args>::augment_args(cmd.subcommand_required(true).arg_required_else_help(true))
+        let cmd = <Env as clap::Args>::augment_args(cmd.subcommand_required(true).arg_required_else_help(true));
+        // The flags `trellis sim` refuses (they choose or reach a real cloud: `Env::real_cloud_flags`)
+        // are not in its help; given, they are still refused in words.
+        let accounts = registry.args();
+        let refused = ["cloud", "endpoint", "accept_drift"]
+            .map(String::from)
+            .into_iter()
+            .chain(accounts.iter().filter(|a| a.get_long() != Some("project")).map(|a| a.get_id().to_string()));
+        refused.fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {

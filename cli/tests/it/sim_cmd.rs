@@ -243,3 +243,32 @@ fn regression_sim_commands_refuse_the_real_clouds_flags() {
     }
     assert!(!std::path::Path::new(sb.state()).exists(), "nothing was opened");
 }
+
+/// The flags `trellis sim` refuses are not offered in its help (s32's note: `sim serve --help` listed
+/// `--cloud`, `--endpoint`, `--accept-drift` and the account flags, each then refused), while the
+/// other commands still offer them and `--project` and `--world` stay.
+#[test]
+fn regression_sim_help_offers_no_flag_it_refuses() {
+    let sb = crate::common::Sandbox::new();
+    let refused = ["--cloud", "--endpoint", "--accept-drift", "--subscription", "--dns-project"];
+    let flags = |help: &str| -> Vec<String> {
+        help.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|w| w.starts_with("--"))
+            .map(String::from)
+            .collect()
+    };
+    for args in [vec!["sim", "--help"], vec!["sim", "serve", "--help"], vec!["sim", "audit", "--help"]] {
+        let offered = flags(&sb.run(&args).code(0).stdout);
+        for flag in refused {
+            assert!(!offered.iter().any(|f| f == flag), "{args:?} offers {flag}: {offered:?}");
+        }
+        for flag in ["--project", "--world", "--state"] {
+            assert!(offered.iter().any(|f| f == flag), "{args:?} lost {flag}: {offered:?}");
+        }
+    }
+    let offered = flags(&sb.run(&["plan", "--help"]).code(0).stdout);
+    for flag in refused {
+        assert!(offered.iter().any(|f| f == flag), "plan lost {flag}: {offered:?}");
+    }
+}
