@@ -66,6 +66,11 @@ pub struct ShootDiff {
     pub artifacts: ArtifactsDiff,
     pub warnings_added: Vec<String>,
     pub warnings_removed: Vec<String>,
+    /// The plan's `--target`s (empty: the whole shoot), when they differ: a targeted plan carries out
+    /// only part of the shoot, so it differs from the whole plan even where their nodes agree. Left out
+    /// of the JSON when equal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Delta<Vec<String>>>,
     /// Digest and prior: always move, never count as a difference.
     pub state: Option<StateDiff>,
 }
@@ -215,6 +220,7 @@ impl ShootDiff {
             && self.artifacts.is_empty()
             && self.warnings_added.is_empty()
             && self.warnings_removed.is_empty()
+            && self.targets.is_none()
     }
 }
 
@@ -307,6 +313,7 @@ fn diff_plan(o: &Plan, n: &Plan) -> ShootDiff {
 
     d.artifacts = diff_artifacts(o, n);
     (d.warnings_added, d.warnings_removed) = added_removed(&o.warnings, &n.warnings);
+    d.targets = moved(&o.targets, &n.targets);
 
     let digest = moved(&o.digest, &n.digest);
     let prior = moved(&prior_text(o), &prior_text(n));
@@ -601,8 +608,19 @@ fn shoot_text(out: &mut String, s: &ShootDiff, color: bool) {
             let _ = writeln!(out, "{}", paint(color, GREEN, &format!("      + Warning: {}", escape::text(w))));
         }
     }
+    if let Some(Delta { old, new }) = &s.targets {
+        let _ = writeln!(out, "    targets: {} -> {}", targets_text(old), targets_text(new));
+    }
     if s.state.is_some() {
         let _ = writeln!(out, "{}", paint(color, DIM, &format!("    state: {}", state_text(s.state.as_ref()))));
+    }
+}
+
+/// A plan's `--target`s for the diff's text: the addresses, escaped, or `the whole shoot`.
+fn targets_text(targets: &[String]) -> String {
+    match targets.is_empty() {
+        true => "the whole shoot".to_string(),
+        false => targets.iter().map(|t| escape::text(t)).collect::<Vec<_>>().join(", "),
     }
 }
 
@@ -817,6 +835,13 @@ pub fn diff_markdown(d: &PlanDiff) -> String {
         }
         for w in &s.warnings_added {
             let _ = writeln!(out, "- warning added: {}", md_inline(w));
+        }
+        if let Some(Delta { old, new }) = &s.targets {
+            let md = |targets: &[String]| match targets.is_empty() {
+                true => "the whole shoot".to_string(),
+                false => targets.iter().map(|t| escape::md_code(t, Md::Inline)).collect::<Vec<_>>().join(", "),
+            };
+            let _ = writeln!(out, "- targets: {} → {}", md(old), md(new));
         }
         for (label, text) in text_artifacts(&s.artifacts) {
             let text = escape::lines(text);

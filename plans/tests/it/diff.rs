@@ -226,3 +226,27 @@ fn regression_diff_renderers_escape_user_strings() {
         texts.iter().filter(|t| t.contains("BEGIN")).all(|t| t.matches("BEGIN").count() == t.matches("END").count());
     assert!(whole, "a string was split:\n{}", texts.join("\n"));
 }
+
+/// A targeted plan (`--target`) carries out only part of its shoot: beside the whole plan it differs
+/// and says so, even where the nodes agree (s32's note: `trellis diff` did not compare `targets`, so
+/// the two read as equal). The JSON names the targets only when they differ.
+#[test]
+fn regression_targets_make_plans_differ_and_are_shown() {
+    let whole = azure_managed_plan("shoot--dev--alpha");
+    let address = whole.nodes[0].address.clone();
+    let mut targeted = whole.clone();
+    targeted.targets = vec![address.clone()];
+    let d = diff(&one(whole.clone()), &one(targeted));
+    assert!(!d.is_empty(), "{d:?}");
+    assert_eq!(d.changed[0].targets, Some(Delta { old: vec![], new: vec![address.clone()] }));
+    let text = render_diff(&d, false);
+    assert!(text.contains(&format!("    targets: the whole shoot -> {address}\n")), "{text}");
+    let md = diff_markdown(&d);
+    assert!(md.contains(&format!("- targets: the whole shoot → `{address}`")), "{md}");
+    let json = trellis_plans::diff::diff_json(&d);
+    assert_eq!(json["changed"][0]["targets"], json!({"old": [], "new": [address]}));
+    // The same targets: nothing said, no key in the JSON.
+    let d = diff(&one(whole.clone()), &one(replanned(whole)));
+    assert!(d.is_empty(), "{d:?}");
+    assert!(trellis_plans::diff::diff_json(&d)["changed"][0].get("targets").is_none());
+}
