@@ -914,9 +914,9 @@ pub async fn plan_fleet_streaming(
         for o in &orphans {
             note(o.note(opts.orphans));
         }
-        summary.orphans = orphans.iter().map(|o| o.workspace.shoot.clone()).collect();
+        summary.orphans = orphans.iter().map(|o| o.shoot.clone()).collect();
         if opts.orphans == Orphans::Prune {
-            let inputs = orphans.into_iter().map(|o| o.input(&session.registry)).collect::<Result<Vec<_>>>()?;
+            let inputs = orphans.into_iter().map(|o| o.input(session)).collect::<Result<Vec<_>>>()?;
             let destroy = Arc::new(Shared::new(session, StreamOptions { destroy: true, ..opts }));
             let mut plans = plan_inputs_keep_going(&destroy, inputs, &mut summary.refused).await?;
             for p in &mut plans {
@@ -976,16 +976,18 @@ pub fn pruned_warning(workspace: &str) -> String {
 
 /// A workspace in state whose shoot is not among a fleet's inputs.
 struct Orphan {
-    workspace: Workspace,
+    shoot: String,
+    /// Its resources, as `list` counts them (no load).
+    resources: usize,
 }
 
 impl Orphan {
     /// The note `plan -f DIR` prints about it.
     fn note(&self, mode: Orphans) -> String {
-        let n = self.workspace.resources.len();
+        let n = self.resources;
         let what = format!(
             "in state, not in the inputs: {}, {n} resource{}",
-            trellis_plans::escape::text(&self.workspace.shoot),
+            trellis_plans::escape::text(&self.shoot),
             if n == 1 { "" } else { "s" }
         );
         if mode == Orphans::Prune {
@@ -996,10 +998,14 @@ impl Orphan {
     }
 
     /// The input its destroy is planned from: the manifest it was last applied with, read by the
-    /// provider that wrote its state.
-    fn input(self, registry: &Registry) -> Result<ShootInput> {
-        let id = self.workspace.shoot.as_str();
-        let (Some(state), Some(manifest)) = (&self.workspace.provider_state, &self.workspace.applied_manifest) else {
+    /// provider that wrote its state (its workspace is loaded here, and checked as every load is).
+    fn input(self, session: &Session) -> Result<ShootInput> {
+        let registry = &session.registry;
+        let id = self.shoot.as_str();
+        let Some(workspace) = session.store.load(id)? else {
+            bail!("{id} was removed from the state while this plan ran; plan again");
+        };
+        let (Some(state), Some(manifest)) = (&workspace.provider_state, &workspace.applied_manifest) else {
             bail!(
                 "{id} is in state but not in the inputs, and its workspace does not hold the manifest it was applied with (an earlier trellis applied it): destroy it with `trellis destroy -f MANIFEST` (the manifest from your repository's history), or forget it with `trellis state rm {id}`"
             );
@@ -1042,11 +1048,15 @@ fn find_orphans(
         if seen.contains_key(shoot) || shard.is_some_and(|s| !s.takes(shoot)) {
             continue;
         }
-        let Some(ws) = session.store.load(name)? else { continue };
-        if ws.resources.is_empty() && ws.provider_state.is_none() {
-            continue; // destroyed, or never applied
+        // A workspace with resources is an orphan by its count alone (nothing is loaded: noting the
+        // orphans of a fleet costs what `list` does); one without is only if it has provider state.
+        if summary.resources == 0 {
+            let Some(ws) = session.store.load(name)? else { continue };
+            if ws.provider_state.is_none() {
+                continue; // destroyed, or never applied
+            }
         }
-        out.push(Orphan { workspace: ws });
+        out.push(Orphan { shoot: summary.shoot.clone(), resources: summary.resources });
     }
     Ok(out)
 }
