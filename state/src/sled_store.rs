@@ -1487,7 +1487,9 @@ impl StateStore for SledStore {
     }
 
     fn import_removed_history(&self, name: &str, history: &[HistoryEntry]) -> Result<Imported, StateError> {
-        let _taken = self.group.begin(name);
+        // No commit ever names a removed workspace's history, and the dir lock keeps other processes
+        // out: nothing to serialise with (`group.begin` would also hold the flush's leader for its
+        // `GATHER`, waiting for a version this write never stages).
         let stored = self.history(name)?;
         if !stored.is_empty() {
             return crate::same_removed_history(name, &stored, history);
