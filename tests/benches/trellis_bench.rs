@@ -77,7 +77,8 @@
 //!    10,000 made in 25.6 s); apply of 2,000 4.94 s / 197 MiB (met), fsync 45, fdatasync 4,678,
 //!    sync_file_range 6,902 (5.8 a shoot); re-plan ÷ fresh 0.53 s ÷ 0.16 s = 3.3× (MISSED); plan of
 //!    10,000 `--output json` to a pipe 0.81 s / 45 MiB (met); re-plan of 200 with 20 ms a call 0.12 s
-//!    (0.06 s without latency).
+//!    (0.06 s without latency). The ratio row now prints the CPU (user + system) of both beside
+//!    the wall: a busy or slower host moves it less.
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
@@ -1400,6 +1401,13 @@ fn medians(runs: &[CliRun]) -> (f64, f64) {
     (walls[walls.len() / 2], rss[rss.len() / 2])
 }
 
+/// The median CPU time (user + system) of `runs`, in seconds.
+fn median_cpu(runs: &[CliRun]) -> f64 {
+    let mut cpu: Vec<f64> = runs.iter().map(|r| r.cpu.as_secs_f64()).collect();
+    cpu.sort_by(f64::total_cmp);
+    cpu[cpu.len() / 2]
+}
+
 /// `n` runs of `trellis ARGS` ([`time_cli`]).
 fn runs_of(bin: &Path, args: &[&str], n: usize) -> Result<Vec<CliRun>> {
     (0..n).map(|_| time_cli(bin, args)).collect()
@@ -1515,14 +1523,18 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     if row("replan") {
         let applied = s(&dir.join("state-0"))?;
         let fresh = s(&dir.join("fresh"))?;
-        let (replan, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &applied, "--output", "json"], 5)?);
-        let (first, _) = medians(&runs_of(&bin, &["plan", "-f", &fleet, "--state", &fresh, "--output", "json"], 5)?);
+        let replans = runs_of(&bin, &["plan", "-f", &fleet, "--state", &applied, "--output", "json"], 5)?;
+        let firsts = runs_of(&bin, &["plan", "-f", &fleet, "--state", &fresh, "--output", "json"], 5)?;
+        let ((replan, _), (first, _)) = (medians(&replans), medians(&firsts));
         target_row(
             &format!("no-op re-plan ÷ fresh plan, {} shoots", count(n)),
             format!("{replan:.2} s ÷ {first:.2} s = {:.2}×", replan / first),
             "≤ 2.0×",
             replan / first <= 2.0,
         );
+        // The CPU of both (user + system), which a busy machine moves less than the wall.
+        let (cpu_replan, cpu_first) = (median_cpu(&replans), median_cpu(&firsts));
+        println!("   (CPU, user + system: {cpu_replan:.2} s ÷ {cpu_first:.2} s = {:.2}×)", cpu_replan / cpu_first);
     }
 
     // Row 4: plan of 10,000 shoots, `--output json` to a pipe.
@@ -1606,6 +1618,8 @@ fn latency_row(runtime: &Runtime, bin: &Path, tmp: &Path) -> Result<()> {
 /// One run of the binary under `/usr/bin/time -v`, stdout drained through a pipe: wall time and peak RSS.
 struct CliRun {
     wall: Duration,
+    /// User + system time: steadier than the wall on a shared machine.
+    cpu: Duration,
     rss_kib: u64,
     stdout_bytes: u64,
 }
@@ -1638,7 +1652,11 @@ fn time_cli(bin: &Path, args: &[&str]) -> Result<CliRun> {
     let wall = field("Elapsed (wall clock) time (h:mm:ss or m:ss):").context("no wall time from /usr/bin/time")?;
     let secs = wall.split(':').try_fold(0.0, |acc, part| part.parse::<f64>().map(|v| acc * 60.0 + v))?;
     let rss_kib = field("Maximum resident set size (kbytes):").context("no peak RSS from /usr/bin/time")?.parse()?;
-    Ok(CliRun { wall: Duration::from_secs_f64(secs), rss_kib, stdout_bytes })
+    let seconds = |key: &str| -> Result<f64> {
+        Ok(field(key).with_context(|| format!("no `{key}` from /usr/bin/time"))?.parse::<f64>()?)
+    };
+    let cpu = seconds("User time (seconds):")? + seconds("System time (seconds):")?;
+    Ok(CliRun { wall: Duration::from_secs_f64(secs), cpu: Duration::from_secs_f64(cpu), rss_kib, stdout_bytes })
 }
 
 /// The smallest and the largest of `v`.
