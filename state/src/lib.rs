@@ -537,9 +537,12 @@ pub fn removal_backup_file(shoot: &str, lineage: &str, serial: u64) -> String {
     format!("{}.{}.json", dir::encode_shoot(shoot), removed_suffix(lineage, serial))
 }
 
+/// What separates the shoot from the rest of a [`removed_name`]: `.removed-`.
+pub(crate) const REMOVED_MARK: &str = ".removed-";
+
 fn removed_suffix(lineage: &str, serial: u64) -> String {
     let short: String = lineage.chars().take(8).collect();
-    format!("removed-{serial}-{short}")
+    format!("{}{serial}-{short}", &REMOVED_MARK[1..])
 }
 
 /// Who holds a lock (a workspace lock, or a whole state dir), and since when.
@@ -679,9 +682,10 @@ pub trait StateStore: Send + Sync {
     fn import_removed_history(&self, name: &str, history: &[HistoryEntry]) -> Result<Imported, StateError>;
 }
 
-/// Whether `name` is one a removed workspace's history is kept under ([`removed_name`]).
-pub fn is_removed_name(name: &str) -> bool {
-    name.contains(".removed-")
+/// The shoot whose removed workspace's history `name` is kept under ([`removed_name`]), or `None`
+/// when `name` is not such a name (a workspace's own).
+pub fn removed_owner(name: &str) -> Option<&str> {
+    name.split_once(REMOVED_MARK).map(|(owner, _)| owner)
 }
 
 /// [`StateStore::import_removed_history`] of `history` under `name` when `stored` is there already:

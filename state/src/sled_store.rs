@@ -1479,7 +1479,7 @@ impl StateStore for SledStore {
             let key = item.map_err(|e| self.io_error("reading history from", e))?;
             let Some(end) = key.iter().position(|&b| b == 0xFF) else { continue };
             let name = String::from_utf8_lossy(&key[..end]);
-            if crate::is_removed_name(&name) {
+            if crate::removed_owner(&name).is_some() {
                 names.insert(name.into_owned());
             }
         }

@@ -572,7 +572,7 @@ impl Inner {
             let document: Option<&str> = row.get(2);
             let checksum: Option<&str> = row.get(3);
             // The history of a removed workspace ([`crate::removed_name`]) holds the versions of its shoot.
-            let owner = shoot.split_once(".removed-").map_or(shoot, |(owner, _)| owner);
+            let owner = crate::removed_owner(shoot).unwrap_or(shoot);
             let version = match (document, checksum) {
                 (Some(document), Some(checksum)) => {
                     Some(self.check_version(owner, serial, document, checksum).map_err(Failure::Final)?)
@@ -1241,12 +1241,13 @@ impl Inner {
     /// histories ([`crate::removed_name`]), sorted by bytes as sled's are (not by the database's collation).
     async fn removed_histories(&self) -> Result<Vec<String>, Failure> {
         let client = self.client().await?;
+        // `.` and `-` are literal in a `LIKE` pattern: it chooses exactly the names `removed_owner` takes.
+        let pattern = format!("%{}%", crate::REMOVED_MARK);
         let rows = client
-            .query("SELECT DISTINCT shoot FROM trellis_history WHERE shoot LIKE '%.removed-%'", &[])
+            .query("SELECT DISTINCT shoot FROM trellis_history WHERE shoot LIKE $1", &[&pattern])
             .await
             .map_err(|e| self.classify(e))?;
-        let mut names: Vec<String> =
-            rows.iter().map(|row| row.get::<_, String>(0)).filter(|name| crate::is_removed_name(name)).collect();
+        let mut names: Vec<String> = rows.iter().map(|row| row.get::<_, String>(0)).collect();
         names.sort();
         Ok(names)
     }
