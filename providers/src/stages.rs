@@ -93,7 +93,8 @@ pub trait Stages: Send + Sync + 'static {
     type Shoot: ProviderShoot + DeserializeOwned + Serialize + Clone;
     /// What the stages of one plan share (names, the account, what the configuration decides).
     type Ctx: Send + Sync;
-    /// The provider's state, kept in the shoot's workspace after an apply.
+    /// The provider's state, kept in the shoot's workspace after an apply. Its `PartialEq` is what tells
+    /// a plan that the state changes (derive it: equal exactly when the JSON it is stored as is).
     type State: VersionedState + Default + Clone + PartialEq + Send + Sync;
 
     /// `spec.provider.type` (and the name plans carry): `azure`.
@@ -459,7 +460,7 @@ fn egress_change(applied: &Artifacts, now: &Artifacts) -> Option<String> {
 /// What applying a plan records in `ws` beyond its resources ([`trellis_plans::RecordReason`]): the
 /// first record of a shoot, a changed provider state (`stored` → `next`), artifacts that differ from
 /// the last applied ones (returned too, for the renderers' before → after).
-fn workspace_record<T: serde::Serialize + PartialEq>(
+fn workspace_record<T: PartialEq>(
     ws: &Workspace,
     stored: &T,
     next: &T,
@@ -470,21 +471,17 @@ fn workspace_record<T: serde::Serialize + PartialEq>(
         return (vec![RecordReason::NewWorkspace], None);
     }
     let mut record = Vec::new();
-    // The usual re-plan changes neither: equal states need no serialising, and states that differ
-    // only where the JSON does not show it (none today) are the same state.
-    let json = |v: &T| serde_json::to_value(v).ok();
-    let same_state = stored == next || json(stored) == json(next);
-    if ws.provider_state.is_none() || !same_state {
+    if ws.provider_state.is_none() || stored != next {
         record.push(RecordReason::ProviderState);
     }
-    // The usual re-plan: the outputs are the artifacts as they are (no parse, no diff; the same
-    // bytes say so without building the artifacts as a tree, other bytes are compared as values).
-    if let Some(outputs) = &ws.outputs {
-        let same = serde_json::to_vec(outputs).is_ok_and(|bytes| serialises_as(artifacts, &bytes))
-            || serde_json::to_value(artifacts).is_ok_and(|now| *outputs == now);
-        if same {
-            return (record, None);
-        }
+    // The usual re-plan: the outputs are the artifacts as they are, byte for byte (they were stored
+    // as the artifacts serialise): no parse, no tree, no diff. Other bytes are compared below.
+    let same = ws
+        .outputs
+        .as_ref()
+        .is_some_and(|outputs| serde_json::to_vec(outputs).is_ok_and(|bytes| serialises_as(artifacts, &bytes)));
+    if same {
+        return (record, None);
     }
     // What counts is what the renderers show: artifacts whose shown form is the same (outputs an
     // earlier trellis wrote in another form) are no change. Outputs that cannot be read are absent.
