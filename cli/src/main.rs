@@ -210,6 +210,18 @@ impl clap::Args for BindingFlags {
     }
 }
 
+/// The ids of `Env`'s arguments that choose or reach a real cloud, or change how a plan reads one
+/// (`--cloud`, `--endpoint`, `--accept-drift`): with the bindings' account flags
+/// ([`binding_flag_reaches_a_real_cloud`]), what `trellis sim` refuses ([`Env::real_cloud_flags`]) and
+/// leaves out of its help.
+const REAL_CLOUD_ARGS: [&str; 3] = ["cloud", "endpoint", "accept_drift"];
+
+/// Whether a binding's flag (by its long name) reaches a real cloud: every account flag but `--project`,
+/// which names the simulated project too.
+fn binding_flag_reaches_a_real_cloud(long: &str) -> bool {
+    long != "project"
+}
+
 impl Env {
     /// `--state` (or TRELLIS_STATE), checked: a malformed URL is one line naming it (password redacted).
     fn location(&self) -> Result<StateLocation> {
@@ -281,7 +293,7 @@ impl Env {
             given.push("--accept-drift".to_string());
         }
         for (long, _) in self.binding_flags_given() {
-            if long != "project" {
+            if binding_flag_reaches_a_real_cloud(&long) {
                 given.push(format!("--{long}"));
             }
         }

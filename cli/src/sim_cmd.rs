@@ -6,7 +6,7 @@
 //! Every cloud write of a runtime writer is printed on a line of its own (`PUT|DELETE <id> (<status>)`),
 //! so the commands double as a way to see what the real controllers would do to the user's resources.
 
-use super::{open, registry, Env, ReportOutput};
+use super::{binding_flag_reaches_a_real_cloud, open, registry, Env, ReportOutput, REAL_CLOUD_ARGS};
 use anyhow::{bail, Context as _, Result};
 use clap::{FromArgMatches, Subcommand};
 use std::collections::BTreeMap;
@@ -117,10 +117,12 @@ impl clap::Args for SimArgs {
         // The flags `trellis sim` refuses (they choose or reach a real cloud: `Env::real_cloud_flags`)
         // are not in its help; given, they are still refused in words.
         let accounts = registry.args();
-        let refused = ["cloud", "endpoint", "accept_drift"]
-            .map(String::from)
-            .into_iter()
-            .chain(accounts.iter().filter(|a| a.get_long() != Some("project")).map(|a| a.get_id().to_string()));
+        let refused = REAL_CLOUD_ARGS.map(String::from).into_iter().chain(
+            accounts
+                .iter()
+                .filter(|a| a.get_long().is_some_and(binding_flag_reaches_a_real_cloud))
+                .map(|a| a.get_id().to_string()),
+        );
         refused.fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
     }
 
