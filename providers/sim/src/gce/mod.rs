@@ -368,9 +368,11 @@ impl CloudRead for GceSim {
         let mut items = Vec::new();
         let mut query = ListQuery::default();
         loop {
-            let page = self.list_page(&collection, &query).await?;
+            let mut page = self.list_page(&collection, &query).await?;
             let field = if rtype == "serviceAccounts" { "accounts" } else { "items" };
-            items.extend(page.get(field).and_then(Value::as_array).cloned().unwrap_or_default());
+            if let Some(Value::Array(page_items)) = page.get_mut(field).map(Value::take) {
+                items.extend(page_items);
+            }
             match page.get("nextPageToken").and_then(Value::as_str) {
                 Some(t) => query.page_token = Some(t.to_string()),
                 None => return Ok(items),

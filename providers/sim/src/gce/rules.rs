@@ -372,6 +372,12 @@ fn nats_holding_addresses(router: &Value) -> Option<(String, String)> {
     })
 }
 
+/// The entries whose key starts with `prefix`: a range of the sorted map, not a scan of all of it.
+fn under<'a>(store: &'a GceStore, prefix: &'a str) -> impl Iterator<Item = (&'a String, &'a Entry)> + 'a {
+    let from = (std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded);
+    store.entries.range::<str, _>(from).take_while(move |(k, _)| k.starts_with(prefix))
+}
+
 /// The quota an insert would exceed, as the failed operation's (status, code, message).
 fn over_quota(store: &GceStore, path: &GcePath, value: &Map<String, Value>) -> Option<(u16, String, String)> {
     let project_prefix = format!("projects/{}/global/", path.project());
@@ -379,19 +385,14 @@ fn over_quota(store: &GceStore, path: &GcePath, value: &Map<String, Value>) -> O
         Collection::Routes => {
             let network = value.get("network").and_then(Value::as_str)?;
             let limit = store.quotas.routes_per_network;
-            let used = store
-                .entries
-                .iter()
-                .filter(|(k, e)| {
-                    k.starts_with(&format!("{project_prefix}routes/"))
-                        && e.value.get("network").and_then(Value::as_str) == Some(network)
-                })
+            let used = under(store, &format!("{project_prefix}routes/"))
+                .filter(|(_, e)| e.value.get("network").and_then(Value::as_str) == Some(network))
                 .count();
             (used >= limit).then(|| (403, "QUOTA_EXCEEDED".to_string(), format!("Quota 'ROUTES' exceeded. Limit: {limit}.0 in network '{network}'; delete routes or request a higher quota")))
         }
         Collection::Firewalls => {
             let limit = store.quotas.firewalls_per_project;
-            let used = store.entries.keys().filter(|k| k.starts_with(&format!("{project_prefix}firewalls/"))).count();
+            let used = under(store, &format!("{project_prefix}firewalls/")).count();
             (used >= limit).then(|| (403, "QUOTA_EXCEEDED".to_string(), format!("Quota 'FIREWALLS' exceeded. Limit: {limit}.0 globally in project '{}'; delete firewall rules or request a higher quota", path.project())))
         }
         _ => None,
@@ -1446,7 +1447,7 @@ fn build_route(
 // ---------------------------------------------------------------------------------------------
 
 /// A resource as GET returns it: stored fields plus the computed ones (a network's `subnetworks`, an
-/// address's `status` and `users`).
+/// address's `status` and `users`; a list's filter, [`passes`], relies on no other collection having any).
 pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     if path.collection() == Collection::Operations {
         return store.operations.get(&path.key()).cloned();
@@ -1472,6 +1473,16 @@ pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     Some(v)
 }
 
+/// Whether the resource at `path` passes `filter`. Only networks and addresses get fields on a GET
+/// that are not stored (see [`render`]): the others are matched as stored, without a copy.
+fn passes(store: &GceStore, path: &GcePath, filter: &Filter) -> bool {
+    match path.collection() {
+        Collection::Networks | Collection::Addresses => render(store, path).is_some_and(|v| filter.matches(&v)),
+        Collection::Operations => store.operations.get(&path.key()).is_some_and(|op| filter.matches(op)),
+        _ => store.entries.get(&path.key()).is_some_and(|e| filter.matches(&e.value)),
+    }
+}
+
 /// One page of a list.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListQuery {
@@ -1486,39 +1497,26 @@ pub struct ListQuery {
 /// A list page in GCE's shape (`{kind, id, items, nextPageToken, selfLink}`; IAM: `{accounts,
 /// nextPageToken}`).
 pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Result<Value, ApiError> {
-    let (filter, max, start) = page_params(q)?;
     let prefix = format!("{}/", coll.path());
     // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
-    let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
     let keys: Vec<&String> = if coll.collection == Collection::Operations {
+        let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
         store.operations.range::<str, _>(from).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).collect()
     } else {
-        store
-            .entries
-            .range::<str, _>(from)
-            .map(|(k, _)| k)
-            .take_while(|k| k.starts_with(&prefix))
-            .filter(|k| !k[prefix.len()..].contains('/'))
-            .collect()
+        under(store, &prefix).map(|(k, _)| k).filter(|k| !k[prefix.len()..].contains('/')).collect()
     };
-    let all: Vec<Value> = keys
-        .into_iter()
-        .filter_map(|k| GcePath::parse(k).ok())
-        .filter_map(|p| render(store, &p))
-        .filter(|v| filter.as_ref().is_none_or(|f| f.matches(v)))
-        .collect();
-    let page: Vec<Value> = all.iter().skip(start).take(max).cloned().collect();
-    let next = (start + max < all.len()).then(|| format!("sim-page-{}", start + max));
+    let paths = keys.into_iter().filter_map(|k| GcePath::parse(k).ok()).collect();
+    let (page, next) = page_of(store, paths, q)?;
+    let page: Vec<Value> = page.into_iter().map(|(_, v)| v).collect();
     if coll.collection == Collection::ServiceAccounts {
-        let mut out = json!({"accounts": page});
+        let mut out = Value::Object(Map::from_iter([("accounts".to_string(), Value::Array(page))]));
         if let Some(n) = next {
             out["nextPageToken"] = json!(n);
         }
         return Ok(out);
     }
     let kind = coll.collection.kind().map(|k| format!("{k}List")).unwrap_or_default();
-    let mut out =
-        json!({"kind": kind, "id": coll.path(), "items": page, "selfLink": format!("{COMPUTE_URL}{}", coll.path())});
+    let mut out = list_body(kind, coll.path(), Value::Array(page));
     if let Some(n) = next {
         out["nextPageToken"] = json!(n);
     }
@@ -1552,18 +1550,17 @@ pub(crate) fn aggregated_list(
     let prefix = format!("projects/{project}/regions/");
     let mut regions: std::collections::BTreeSet<String> =
         AUTO_MODE_SUBNETS.iter().map(|(r, _)| r.to_string()).collect();
-    let mut found: Vec<(String, Value)> = Vec::new();
-    let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
-    for (k, _) in store.entries.range::<str, _>(from).take_while(|(k, _)| k.starts_with(&prefix)) {
+    let mut found: Vec<GcePath> = Vec::new();
+    for (k, _) in under(store, &prefix) {
         let Ok(path) = GcePath::parse(k) else { continue };
-        let Some(region) = path.region().map(str::to_string) else { continue };
-        regions.insert(region.clone());
+        let Some(region) = path.region() else { continue };
+        regions.insert(region.to_string());
         if path.collection() == coll {
-            found.extend(render(store, &path).map(|v| (region, v)));
+            found.push(path);
         }
     }
-    let mut page = list_of(found, q)?;
-    let items: Vec<(String, Value)> = page.0;
+    let mut page = page_of(store, found, q)?;
+    let items: Vec<(&str, Value)> = page.0.iter().filter_map(|(p, v)| Some((p.region()?, v.clone()))).collect();
     let mut scoped = Map::new();
     for region in &regions {
         let scope = format!("regions/{region}");
@@ -1581,23 +1578,38 @@ pub(crate) fn aggregated_list(
     }
     let kind = coll.kind().map(|k| format!("{k}AggregatedList")).unwrap_or_default();
     let path = format!("projects/{project}/aggregated/{}", coll.segment());
-    let mut out = json!({"kind": kind, "id": path, "items": scoped, "selfLink": format!("{COMPUTE_URL}{path}")});
+    let mut out = list_body(kind, path, Value::Object(scoped));
     if let Some(next) = page.1.take() {
         out["nextPageToken"] = json!(next);
     }
     Ok(out)
 }
 
-/// The page `q` asks for of `all` (filtered first), and the next page's token.
-type Page<T> = (Vec<(T, Value)>, Option<String>);
+/// A list's body `{kind, id, items, selfLink}`, the items moved in (`json!` would copy them).
+fn list_body(kind: String, path: String, items: Value) -> Value {
+    let link = format!("{COMPUTE_URL}{path}");
+    let fields = [
+        ("kind", Value::String(kind)),
+        ("id", Value::String(path)),
+        ("items", items),
+        ("selfLink", Value::String(link)),
+    ];
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
 
-fn list_of<T: Clone>(all: Vec<(T, Value)>, q: &ListQuery) -> Result<Page<T>, ApiError> {
+/// The page `q` asks for of the resources at `paths` (in order) that pass its filter, each with its
+/// path, and the next page's token. Matched before anything is rendered ([`passes`]) and only the
+/// page rendered: a page of a large collection costs its page, not a copy of the collection.
+fn page_of(store: &GceStore, paths: Vec<GcePath>, q: &ListQuery) -> Result<Page, ApiError> {
     let (filter, max, start) = page_params(q)?;
-    let all: Vec<(T, Value)> = all.into_iter().filter(|(_, v)| filter.as_ref().is_none_or(|f| f.matches(v))).collect();
-    let page: Vec<(T, Value)> = all.iter().skip(start).take(max).cloned().collect();
-    let next = (start + max < all.len()).then(|| format!("sim-page-{}", start + max));
+    let matching: Vec<GcePath> =
+        paths.into_iter().filter(|p| filter.as_ref().is_none_or(|f| passes(store, p, f))).collect();
+    let next = (start + max < matching.len()).then(|| format!("sim-page-{}", start + max));
+    let page = matching.into_iter().skip(start).take(max).filter_map(|p| render(store, &p).map(|v| (p, v))).collect();
     Ok((page, next))
 }
+
+type Page = (Vec<(GcePath, Value)>, Option<String>);
 
 /// A list's filter, page size and first item, from its query.
 fn page_params(q: &ListQuery) -> Result<(Option<Filter>, usize, usize), ApiError> {
