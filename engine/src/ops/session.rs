@@ -448,3 +448,34 @@ impl Clouds {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn example(rel: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples").join(rel)
+    }
+
+    /// A command costs what it touches (issue #27): opening a session reads no simulated cloud's
+    /// resources, and a cloud is read when its shoots first call it. An Azure plan against a state dir
+    /// whose simulated GCE cloud cannot be read plans (GCE's tree was read whole at every open, the
+    /// cost of every GCP shoot in the dir paid by every command); a GCP plan fails, naming the key.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn regression_a_command_reads_only_the_simulated_clouds_it_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let (session, _) = Session::open(dir.path(), "apply", None).unwrap();
+        let gce = session.store.tree("sim/gce").unwrap();
+        gce.insert("e projects/p/global/networks/broken", b"{not json".to_vec()).unwrap();
+        drop(gce);
+        session.close().unwrap();
+
+        let (session, _) = Session::open(dir.path(), "plan", None).expect("opening reads no cloud's resources");
+        let azure = super::super::plan_files(&session, &[example("azure-managed/shoot.yaml")], false, None).await;
+        assert!(azure.expect("the Azure shoot plans").plans[0].planned.plan.has_changes());
+        let gcp = super::super::plan_files(&session, &[example("gcp/managed/shoot.yaml")], false, None).await;
+        let err = format!("{:#}", gcp.err().expect("the GCP shoot's cloud cannot be read"));
+        assert!(err.contains("projects/p/global/networks/broken"), "{err}");
+    }
+}

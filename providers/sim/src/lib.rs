@@ -160,7 +160,7 @@ impl From<sled::Error> for SimError {
 }
 
 /// What can go wrong outside a cloud call: storage, and world files.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum SimError {
     #[error("simulated cloud storage: {0}")]
     Storage(String),

@@ -47,6 +47,14 @@ pub(crate) trait SimCloud: 'static {
     /// The cloud's refusal as the caller's error; `sent` is the version a conditional write carried.
     fn refusal(target: &str, e: ApiError, sent: Option<&str>) -> CloudError;
 
+    /// Reads what `persist` keeps into the store. Called once, under the lock, by the first use of
+    /// the store ([`Sim::lock`]) of a cloud made with [`Sim::unread`]: not at open, so a command that
+    /// never uses this cloud never reads it. A failure leaves the store unusable: every write (and so
+    /// every call) answers it as a storage failure. Default: nothing to read.
+    fn load(_store: &mut Self::Store, _persist: &Self::Persist) -> Result<(), SimError> {
+        Ok(())
+    }
+
     /// Called under the lock before the rule (ARM forgets a damaged read of an unaudited view).
     fn before_rule(_store: &mut Self::Store) {}
 
@@ -69,11 +77,18 @@ pub(crate) struct Core<S: SimCloud> {
     pub audit: AuditLog,
     pub faults: FaultState,
     pub in_flight: InFlight,
+    /// The store is not read from `persist` yet ([`SimCloud::load`], by the first [`Sim::lock`]).
+    unread: bool,
+    /// Why reading the store failed: every write answers it.
+    unreadable: Option<SimError>,
 }
 
 impl<S: SimCloud> Core<S> {
     /// Writes the store's changes (see [`SimCloud::write`]).
     pub fn write(&mut self) -> Result<Option<Arc<GroupFlush>>, SimError> {
+        if let Some(e) = &self.unreadable {
+            return Err(e.clone());
+        }
         S::write(&mut self.store, &self.persist)
     }
 
@@ -99,18 +114,44 @@ impl<S: SimCloud> Clone for Sim<S> {
 }
 
 impl<S: SimCloud> Sim<S> {
+    /// A cloud whose store is all there.
     pub fn new(store: S::Store, persist: S::Persist) -> Sim<S> {
+        Sim::with(store, persist, false)
+    }
+
+    /// A cloud whose store is read from `persist` when first used ([`SimCloud::load`]).
+    pub fn unread(store: S::Store, persist: S::Persist) -> Sim<S> {
+        Sim::with(store, persist, true)
+    }
+
+    fn with(store: S::Store, persist: S::Persist, unread: bool) -> Sim<S> {
         let core = Core {
             store,
             persist,
             audit: AuditLog::default(),
             faults: FaultState::default(),
             in_flight: InFlight::default(),
+            unread,
+            unreadable: None,
         };
         Sim { inner: Arc::new(Mutex::new(core)) }
     }
 
+    /// The cloud, its store read first if it was not yet ([`SimCloud::load`]).
     pub fn lock(&self) -> MutexGuard<'_, Core<S>> {
+        let mut guard = self.lock_unread();
+        if std::mem::take(&mut guard.unread) {
+            let core = &mut *guard;
+            if let Err(e) = S::load(&mut core.store, &core.persist) {
+                core.unreadable = Some(e);
+            }
+        }
+        guard
+    }
+
+    /// The cloud without reading its store: for what does not look at it (faults, the audit log,
+    /// the flush, what the store read at open: GCE's project and quotas).
+    pub fn lock_unread(&self) -> MutexGuard<'_, Core<S>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -125,42 +166,42 @@ impl<S: SimCloud> Sim<S> {
 
     /// Installs `faults` (replacing the previous ones) and restarts their call counting.
     pub fn set_faults(&self, faults: Faults) {
-        self.lock().faults = FaultState::new(faults);
+        self.lock_unread().faults = FaultState::new(faults);
     }
 
     /// The faults installed now.
     pub fn faults(&self) -> Faults {
-        self.lock().faults.faults().clone()
+        self.lock_unread().faults.faults().clone()
     }
 
     /// How many faults were injected since the faults were installed.
     pub fn faults_fired(&self) -> usize {
-        self.lock().faults.fired()
+        self.lock_unread().faults.fired()
     }
 
     /// Every call answered so far.
     pub fn calls(&self) -> Vec<Call> {
-        self.lock().audit.calls().to_vec()
+        self.lock_unread().audit.calls().to_vec()
     }
 
     /// The calls made after [`Sim::mark`] returned `mark`.
     pub fn calls_since(&self, mark: usize) -> Vec<Call> {
-        self.lock().audit.since(mark)
+        self.lock_unread().audit.since(mark)
     }
 
     /// A position in the audit log.
     pub fn mark(&self) -> usize {
-        self.lock().audit.len()
+        self.lock_unread().audit.len()
     }
 
     /// Appends the calls not persisted yet to `tree` and flushes it (see `AuditLog::persist`).
     pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.lock().audit.persist(tree)
+        self.lock_unread().audit.persist(tree)
     }
 
     /// Keeps the audit log in `tree` as the calls are made (see `AuditLog::keep`).
     pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.lock().audit.keep(tree)
+        self.lock_unread().audit.keep(tree)
     }
 
     /// One cloud call: fault decision and latency, then `apply` under the lock, the write of its
@@ -411,6 +452,6 @@ struct Held<S: SimCloud> {
 
 impl<S: SimCloud> Drop for Held<S> {
     fn drop(&mut self) {
-        self.sim.lock().in_flight.finish(&self.scope);
+        self.sim.lock_unread().in_flight.finish(&self.scope);
     }
 }

@@ -110,6 +110,10 @@ impl SimCloud for Dns {
     fn refusal(target: &str, e: ApiError, sent: Option<&str>) -> CloudError {
         dns_error(target, e, sent)
     }
+
+    fn load(store: &mut DnsStore, persist: &Self::Persist) -> Result<(), SimError> {
+        persist.as_ref().map_or(Ok(()), |p| p.load(store))
+    }
 }
 
 /// The simulated DNS. Clones share it.
@@ -134,13 +138,13 @@ impl DnsSim {
     /// there, and every change written back before the call that made it returns.
     pub fn open(tree: sled::Tree) -> Result<DnsSim, SimError> {
         let (persist, store) = persist::Persist::open(tree)?;
-        Ok(DnsSim { sim: Sim::new(store, Some(persist)) })
+        Ok(DnsSim { sim: Sim::unread(store, Some(persist)) })
     }
 
     /// Makes writes durable through `flush` (the database owner's grouped flush, as
     /// [`crate::ArmSim::share_flush`]) instead of flushing the tree itself.
     pub fn share_flush(&self, flush: crate::SharedFlush) {
-        if let Some(p) = &self.sim.lock().persist {
+        if let Some(p) = &self.sim.lock_unread().persist {
             p.share_flush(flush);
         }
     }

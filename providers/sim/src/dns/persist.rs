@@ -3,11 +3,12 @@
 //! Layout (values JSON): `z <zone>` → the zone (`{"name", "azure"?, "gcp"?}` as declared),
 //! `r <record key>` → the record set (`{"value", "origin", "etag"}`), `d <DNSRecord key>` → the object as a GET answers it, `s <seed>` → the seed as declared
 //! (`{"name", "ingress"}`), `#meta` →
-//! `{"clock"}`. Opening reads the whole tree (a DNS world is small). Every call that changed the store
+//! `{"clock"}`. Opening reads `#meta` only; the first use of the simulated DNS reads the rest, whole
+//! (a DNS world is small; the core's [`crate::core::sim::SimCloud::load`]). Every call that changed the store
 //! writes the changed keys in one batch under the simulator's lock; the flush that makes it durable
 //! runs after the lock is released, shared with the calls that wrote meanwhile (the core's
-//! [`GroupFlush`]), and the call returns only after it. A key that does not read back is refused at
-//! open naming the key.
+//! [`GroupFlush`]), and the call returns only after it. A key that does not read back fails that first
+//! use, and every call after it, naming the key.
 
 use super::seeds::WorldSeed;
 use super::store::{etag, Dirty, DnsStore, Record, Zone};
@@ -52,20 +53,26 @@ fn read_all<T: serde::de::DeserializeOwned>(tree: &sled::Tree, prefix: &str) -> 
 }
 
 impl Persist {
-    /// Reads the store kept in `tree` (empty for a new tree).
+    /// Opens the store kept in `tree` (empty for a new tree): its clock only; the rest is read by
+    /// [`Persist::load`] when the simulated DNS is first used.
     pub(crate) fn open(tree: sled::Tree) -> Result<(Persist, DnsStore), SimError> {
         let mut store = DnsStore::default();
         if let Some(v) = tree.get(META_KEY)? {
             let meta: Meta = serde_json::from_slice(&v).map_err(|e| corrupt(META_KEY, e))?;
             store.clock = meta.clock;
         }
-        store.zones = read_all::<Zone>(&tree, ZONE_PREFIX)?.into_iter().collect();
-        store.records = read_all::<Record>(&tree, RECORD_PREFIX)?.into_iter().collect();
-        upgrade_records(&mut store);
-        store.objects = read_all::<Value>(&tree, OBJECT_PREFIX)?.into_iter().collect();
-        store.seeds = read_all::<WorldSeed>(&tree, SEED_PREFIX)?.into_iter().collect();
         let flusher = Arc::new(GroupFlush::new(tree.clone()));
         Ok((Persist { tree, flusher }, store))
+    }
+
+    /// Reads the zones, record sets, `DNSRecord` objects and seeds into `store` (the whole tree).
+    pub(crate) fn load(&self, store: &mut DnsStore) -> Result<(), SimError> {
+        store.zones = read_all::<Zone>(&self.tree, ZONE_PREFIX)?.into_iter().collect();
+        store.records = read_all::<Record>(&self.tree, RECORD_PREFIX)?.into_iter().collect();
+        upgrade_records(store);
+        store.objects = read_all::<Value>(&self.tree, OBJECT_PREFIX)?.into_iter().collect();
+        store.seeds = read_all::<WorldSeed>(&self.tree, SEED_PREFIX)?.into_iter().collect();
+        Ok(())
     }
 
     /// Flushes through `flush` (the database owner's) instead of the tree's own flush.

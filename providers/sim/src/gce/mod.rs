@@ -78,6 +78,10 @@ impl SimCloud for Gce {
     fn refusal(target: &str, e: ApiError, sent: Option<&str>) -> CloudError {
         gce_error(target, e, sent)
     }
+
+    fn load(store: &mut GceStore, persist: &Self::Persist) -> Result<(), SimError> {
+        persist.as_ref().map_or(Ok(()), |p| p.load(store))
+    }
 }
 
 /// The simulated GCE cloud. Clones share the same cloud.
@@ -102,13 +106,13 @@ impl GceSim {
     /// there, and every change written back before the call that made it returns.
     pub fn open(tree: sled::Tree) -> Result<GceSim, SimError> {
         let (persist, store) = persist::Persist::open(tree)?;
-        Ok(GceSim { sim: Sim::new(store, Some(persist)) })
+        Ok(GceSim { sim: Sim::unread(store, Some(persist)) })
     }
 
     /// Makes writes durable through `flush` (the database owner's grouped flush, as
     /// [`crate::ArmSim::share_flush`]) instead of flushing the tree itself.
     pub fn share_flush(&self, flush: crate::SharedFlush) {
-        if let Some(p) = &self.lock().persist {
+        if let Some(p) = &self.sim.lock_unread().persist {
             p.share_flush(flush);
         }
     }
@@ -153,12 +157,12 @@ impl GceSim {
     /// The project the last world file named (`gcp.project`), if any: the shoots' project unless
     /// `--project` names another.
     pub fn project(&self) -> Option<String> {
-        self.lock().store.project.clone()
+        self.sim.lock_unread().store.project.clone()
     }
 
     /// The quotas in force.
     pub fn quotas(&self) -> Quotas {
-        self.lock().store.quotas
+        self.sim.lock_unread().store.quotas
     }
 
     /// Sets the quotas (a world file's `gce.quotas` does the same).

@@ -6,11 +6,14 @@
 //! - `#meta` → `{"clock", "externalIps", "ipv6Prefixes", "quotas", "project"}` (`project`: the
 //!   world file's `gcp.project`, when one named it).
 //!
-//! Opening reads the whole tree (a GCE world is small; ARM's lazy loading is not needed yet). Every
+//! Opening reads `#meta` only; the first use of the cloud reads the rest of the tree, whole (the
+//! core's [`crate::core::sim::SimCloud::load`]): a command that never calls GCE never reads it (an
+//! Azure plan against a state dir that also holds GCP shoots). A GCE world is bounded by its
+//! project's quotas; ARM's per-resource lazy reads are not needed yet. Every
 //! call that changed the store writes the changed keys ([`GceStore::dirty`]) in one batch under the
 //! simulator's lock; the flush that makes it durable runs after the lock is released, shared with
 //! the calls that wrote meanwhile (the core's [`GroupFlush`]), and the call returns only after it —
-//! as ARM's writes do. A key that does not read back is refused at open naming the key.
+//! as ARM's writes do. A key that does not read back fails that first use, and every call after it, naming the key.
 
 use super::path::GcePath;
 use super::store::{Entry, GceStore, Quotas};
@@ -47,7 +50,8 @@ fn corrupt(key: &str, detail: impl ToString) -> SimError {
 }
 
 impl Persist {
-    /// Reads the store kept in `tree` (empty for a new tree).
+    /// Opens the store kept in `tree` (empty for a new tree): its counters, quotas and project only;
+    /// the resources and operations are read by [`Persist::load`] when the cloud is first used.
     pub(crate) fn open(tree: sled::Tree) -> Result<(Persist, GceStore), SimError> {
         let mut store = GceStore::default();
         if let Some(v) = tree.get(META_KEY)? {
@@ -58,7 +62,14 @@ impl Persist {
             store.quotas = meta.quotas;
             store.project = meta.project;
         }
-        for item in tree.scan_prefix(ENTRY_PREFIX.as_bytes()) {
+        let flusher = Arc::new(GroupFlush::new(tree.clone()));
+        Ok((Persist { tree, flusher }, store))
+    }
+
+    /// Reads the resources and operations into `store` (the whole tree: GCE's store has no lazy
+    /// reads of its own, unlike ARM's).
+    pub(crate) fn load(&self, store: &mut GceStore) -> Result<(), SimError> {
+        for item in self.tree.scan_prefix(ENTRY_PREFIX.as_bytes()) {
             let (k, v) = item?;
             let key = String::from_utf8_lossy(&k[ENTRY_PREFIX.len()..]).into_owned();
             let entry: Entry = serde_json::from_slice(&v).map_err(|e| corrupt(&key, e))?;
@@ -68,14 +79,13 @@ impl Persist {
             }
             store.load(key, entry);
         }
-        for item in tree.scan_prefix(OP_PREFIX.as_bytes()) {
+        for item in self.tree.scan_prefix(OP_PREFIX.as_bytes()) {
             let (k, v) = item?;
             let key = String::from_utf8_lossy(&k[OP_PREFIX.len()..]).into_owned();
             let op: Value = serde_json::from_slice(&v).map_err(|e| corrupt(&key, e))?;
             store.operations.insert(key, op);
         }
-        let flusher = Arc::new(GroupFlush::new(tree.clone()));
-        Ok((Persist { tree, flusher }, store))
+        Ok(())
     }
 
     /// Flushes through `flush` (the database owner's) instead of the tree's own flush.

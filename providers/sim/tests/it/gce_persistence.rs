@@ -68,14 +68,32 @@ async fn regression_gce_simulator_state_survives_a_reopen() {
     assert!(report.added.is_empty() && report.updated.is_empty() && report.removed.is_empty(), "{report:?}");
 }
 
-#[test]
-fn regression_a_damaged_gce_simulator_entry_is_refused_naming_its_key() {
+/// A damaged stored entry is found when the cloud is first used, not at open (opening reads the
+/// counters only, so a command that never calls GCE never reads the rest): that call and every call
+/// after it answer 500 naming the key, and nothing is written meanwhile.
+#[tokio::test]
+async fn regression_a_damaged_gce_simulator_entry_is_refused_naming_its_key() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_db(dir.path());
     let tree = db.open_tree("sim/gce").unwrap();
+    {
+        let sim = GceSim::open(tree.clone()).unwrap();
+        sim.set_quotas(Quotas { routes_per_network: 7, firewalls_per_project: 9 }).unwrap();
+    }
     tree.insert("e projects/p/global/networks/broken", b"{not json".to_vec()).unwrap();
-    let err = GceSim::open(tree).err().unwrap().to_string();
+    let stored = tree.len();
+
+    let sim = GceSim::open(tree.clone()).expect("opening reads the counters only");
+    sim.set_faults(Default::default());
+    assert_eq!(sim.quotas(), Quotas { routes_per_network: 7, firewalls_per_project: 9 }, "read at open");
+    assert!(sim.calls().is_empty());
+    for _ in 0..2 {
+        let err = sim.get(VPC).await.unwrap_err().to_string();
+        assert!(err.contains("projects/p/global/networks/broken") && err.contains("500"), "{err}");
+    }
+    let err = sim.create(FW, json!({"network": VPC})).await.unwrap_err().to_string();
     assert!(err.contains("projects/p/global/networks/broken"), "{err}");
+    assert_eq!(tree.len(), stored, "nothing is written over a store that could not be read");
 }
 
 /// The GCE audit log outlives the process as ARM's does (`Session::close` appends it to the state
