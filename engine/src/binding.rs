@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, ListFilter, Precondition};
 use trellis_sim::{Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
 
 /// The storage of a simulated cloud: a tree of the state's sled database (re-exported, so a binding
@@ -131,6 +131,10 @@ impl CloudRead for BesideCloud {
 
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         self.of(parent).list(parent, rtype).await
+    }
+
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        self.of(parent).list_where(parent, rtype, filter).await
     }
 
     fn round_trips(&self) -> bool {

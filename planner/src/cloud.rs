@@ -138,6 +138,42 @@ impl Precondition {
     }
 }
 
+/// A list narrowed to the items whose `field` refers to a resource named `name`: its value (a URL or
+/// a path) ends in `/<name>`. GCE's firewall rules and routes of one network: `network` ending in
+/// `/<vpc>`, which GCE's list `filter` selects on the server ([`ListFilter::gce_expression`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ListFilter {
+    pub field: &'static str,
+    pub name: String,
+}
+
+impl ListFilter {
+    pub fn new(field: &'static str, name: impl Into<String>) -> ListFilter {
+        ListFilter { field, name: name.into() }
+    }
+
+    /// Whether `item` passes, as the cloud's filter decides it.
+    pub fn matches(&self, item: &Value) -> bool {
+        item.get(self.field)
+            .and_then(Value::as_str)
+            .and_then(|v| v.strip_suffix(self.name.as_str()))
+            .is_some_and(|head| head.ends_with('/'))
+    }
+
+    /// GCE's list `filter` for it, in the regular-expression form (`network eq ".*/vpc"`: RE2, matched
+    /// against the whole value).
+    pub fn gce_expression(&self) -> String {
+        let mut name = String::with_capacity(self.name.len());
+        for c in self.name.chars() {
+            if "\\.+*?()|[]{}^$#&-~".contains(c) {
+                name.push('\\');
+            }
+            name.push(c);
+        }
+        format!("{} eq \".*/{name}\"", self.field)
+    }
+}
+
 /// Reading the cloud. Every implementation records each call in its audit log.
 #[async_trait]
 pub trait CloudRead: Send + Sync {
@@ -146,6 +182,14 @@ pub trait CloudRead: Send + Sync {
     /// List the direct children of `parent` of the given REST type
     /// (Azure: `parent` = resource group or VNet id, `rtype` = e.g. `Microsoft.Network/natGateways`).
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError>;
+
+    /// [`CloudRead::list`] narrowed by `filter`: on the server where the cloud's list takes a filter
+    /// (GCE), else the whole list narrowed here (the default).
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        let mut items = self.list(parent, rtype).await?;
+        items.retain(|item| filter.matches(item));
+        Ok(items)
+    }
 
     /// Whether a call costs a round trip (a cloud over the network, or a simulated one with
     /// latency): what makes one wide list of an account cheaper than many calls
@@ -262,6 +306,12 @@ impl CloudRead for Audited {
 
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         let res = self.inner.list(parent, rtype).await;
+        self.record(Op::Read, "LIST", format!("{parent}/{rtype}"), &res, 200);
+        res
+    }
+
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        let res = self.inner.list_where(parent, rtype, filter).await;
         self.record(Op::Read, "LIST", format!("{parent}/{rtype}"), &res, 200);
         res
     }

@@ -9,7 +9,7 @@
 //! provider's discovery, reported as such ([`FetchBug`]) — never taken for "absent", which would plan
 //! a create for a resource that exists.
 
-use crate::cloud::{CloudError, CloudRead};
+use crate::cloud::{CloudError, CloudRead, ListFilter};
 use crate::ids::IdScheme;
 use crate::retry::RetryPolicy;
 use futures::future::join_all;
@@ -34,12 +34,22 @@ pub struct ListReq {
     pub covers: Vec<String>,
     /// JSON pointer to the array of these children in the parent's own body, when it has one.
     pub embedded: Option<&'static str>,
+    /// Only the children that pass it are listed ([`CloudRead::list_where`]): what the shoot's plan
+    /// reads of the list (GCE: the firewall rules of its network, not of the whole project).
+    pub filter: Option<ListFilter>,
 }
 
 impl ListReq {
     /// A list whose result no GET stands in for (a scan for leftovers).
     pub fn new(parent: impl Into<String>, rtype: impl Into<String>) -> ListReq {
-        ListReq { parent: parent.into(), rtype: rtype.into(), covers: Vec::new(), embedded: None }
+        ListReq { parent: parent.into(), rtype: rtype.into(), covers: Vec::new(), embedded: None, filter: None }
+    }
+
+    /// The list, narrowed to what passes `filter`; covered ids it leaves out are absent, as for a whole
+    /// list. [`Observed::list`] answers it under its parent and type.
+    pub fn narrowed(mut self, filter: ListFilter) -> ListReq {
+        self.filter = Some(filter);
+        self
     }
 
     /// The list, answered by the parent's body at `pointer` when the parent was fetched already.
@@ -186,7 +196,12 @@ impl Observed {
         });
         let (gets, listed) = futures::join!(
             join_all(wanted.iter().map(|id| retry.run(|| cloud.get(id)))),
-            join_all(todo.iter().map(|l| retry.run(|| cloud.list(&l.parent, &l.rtype))))
+            join_all(todo.iter().map(|&l| retry.run(move || async move {
+                match &l.filter {
+                    Some(filter) => cloud.list_where(&l.parent, &l.rtype, filter).await,
+                    None => cloud.list(&l.parent, &l.rtype).await,
+                }
+            })))
         );
         for (id, got) in wanted.into_iter().zip(gets) {
             self.resources.insert(self.key(id), got?);
@@ -469,6 +484,62 @@ mod tests {
         let mut answered = Observed::new(&crate::ids::GceIds);
         answered.answer(&req, vec![json!({"id": "1", "selfLink": FW_URL})]);
         assert!(answered.get(fw).unwrap().is_some(), "answer() keys items the same way");
+    }
+
+    /// A GCE project's firewall rules in two networks; every list recorded with its filter, if any.
+    struct TwoNetworks(std::sync::Mutex<Vec<Option<ListFilter>>>);
+
+    #[async_trait::async_trait]
+    impl CloudRead for TwoNetworks {
+        async fn get(&self, _id: &str) -> Result<Option<Value>, CloudError> {
+            Ok(None)
+        }
+        async fn list(&self, _parent: &str, _rtype: &str) -> Result<Vec<Value>, CloudError> {
+            self.0.lock().unwrap().push(None);
+            let rule = |name: &str, vpc: &str| {
+                json!({"name": name, "network": format!("https://www.googleapis.com/compute/v1/projects/p/global/networks/{vpc}"),
+                    "selfLink": format!("https://www.googleapis.com/compute/v1/projects/p/global/firewalls/{name}")})
+            };
+            Ok(vec![rule("a-rule", "vpc-a"), rule("b-rule", "vpc-b"), rule("a2-rule", "vpc-a2")])
+        }
+        async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+            let mut items = self.list(parent, rtype).await?;
+            *self.0.lock().unwrap().last_mut().unwrap() = Some(filter.clone());
+            items.retain(|item| filter.matches(item));
+            Ok(items)
+        }
+    }
+
+    /// A narrowed list request asks the cloud for what passes its filter only (`list_where`), is
+    /// answered under its parent and type, and a covered id it leaves out is absent.
+    #[tokio::test]
+    async fn a_narrowed_list_asks_the_cloud_for_its_filter_and_answers_for_what_it_covers() {
+        let cloud = TwoNetworks(std::sync::Mutex::new(Vec::new()));
+        let in_a = ListFilter::new("network", "vpc-a");
+        let (a, b) = ("projects/p/global/firewalls/a-rule", "projects/p/global/firewalls/b-rule");
+        let req = ListReq::new("projects/p/global", "firewalls").narrowed(in_a.clone()).covering([a.into(), b.into()]);
+        let mut observed = Observed::new(&crate::ids::GceIds);
+        observed.fetch(&cloud, &RetryPolicy::default(), &[], &[req]).await.unwrap();
+        assert_eq!(*cloud.0.lock().unwrap(), [Some(in_a)], "one list, with its filter");
+        let names: Vec<&str> = observed
+            .list("projects/p/global", "firewalls")
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert_eq!(names, ["a-rule"], "not vpc-b's, nor vpc-a2's (a name that only starts the same)");
+        assert!(observed.get(a).unwrap().is_some());
+        assert_eq!(observed.get(b).unwrap(), None, "covered, and not in the narrowed list: absent");
+    }
+
+    #[test]
+    fn a_list_filter_is_gces_regular_expression_on_the_whole_value() {
+        let f = ListFilter::new("network", "shoot--p--n.x");
+        assert_eq!(f.gce_expression(), r#"network eq ".*/shoot\-\-p\-\-n\.x""#);
+        assert!(f.matches(&json!({"network": "projects/p/global/networks/shoot--p--n.x"})));
+        assert!(!f.matches(&json!({"network": "projects/p/global/networks/shoot--p--n.x2"})));
+        assert!(!f.matches(&json!({"network": "shoot--p--n.x"})), "a reference: a path or URL");
+        assert!(!f.matches(&json!({"name": "shoot--p--n.x"})));
     }
 
     #[test]

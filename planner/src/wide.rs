@@ -21,7 +21,7 @@
 //! tried again: its requests go to the cloud as asked. What a plan reads is therefore the same
 //! whether it came from a wide list or its own call; only the number of calls differs.
 
-use crate::cloud::{CloudError, CloudRead};
+use crate::cloud::{CloudError, CloudRead, ListFilter};
 use crate::ids::IdScheme;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -129,8 +129,8 @@ impl FleetReads {
         Some(item)
     }
 
-    /// What the wide list answers for `list(parent, rtype)`; `None`: ask the cloud.
-    async fn list_wide(&self, parent: &str, rtype: &str) -> Option<Vec<Value>> {
+    /// What the wide list answers for `list(parent, rtype)`, the items `keep` passes; `None`: ask the cloud.
+    async fn list_wide(&self, parent: &str, rtype: &str, keep: impl Fn(&Value) -> bool) -> Option<Vec<Value>> {
         let wide_parent = self.ids.list_within(parent, rtype)?;
         let same = self.ids.key(&wide_parent) == self.ids.key(parent);
         let wide = self.wide(wide_parent, rtype).await?;
@@ -140,14 +140,14 @@ impl FleetReads {
                 return None;
             }
             w.shared = true;
-            return Some(w.items.values().cloned().collect());
+            return Some(w.items.values().filter(|item| keep(item)).cloned().collect());
         }
         let prefix = format!("{}/", self.ids.key(parent));
         let under = |set: &BTreeSet<String>| set.range(prefix.clone()..).next().is_some_and(|k| k.starts_with(&prefix));
         let keys: Vec<String> =
             w.items.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).cloned().collect();
         if w.shared {
-            return Some(keys.iter().filter_map(|k| w.items.get(k).cloned()).collect());
+            return Some(keys.iter().filter_map(|k| w.items.get(k)).filter(|item| keep(item)).cloned().collect());
         }
         if w.answered.contains(&prefix) || under(&w.taken) {
             return None;
@@ -159,6 +159,7 @@ impl FleetReads {
                 w.taken.insert(k);
                 item
             })
+            .filter(|item| keep(item))
             .collect();
         w.answered.insert(prefix);
         Some(items)
@@ -181,9 +182,20 @@ impl CloudRead for FleetReads {
         if !self.inner.round_trips() {
             return self.inner.list(parent, rtype).await;
         }
-        match self.list_wide(parent, rtype).await {
+        match self.list_wide(parent, rtype, |_| true).await {
             Some(items) => Ok(items),
             None => self.inner.list(parent, rtype).await,
+        }
+    }
+
+    /// A narrowed list is answered by the wide list as the whole one is, narrowed here.
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        if !self.inner.round_trips() {
+            return self.inner.list_where(parent, rtype, filter).await;
+        }
+        match self.list_wide(parent, rtype, |item| filter.matches(item)).await {
+            Some(items) => Ok(items),
+            None => self.inner.list_where(parent, rtype, filter).await,
         }
     }
 
@@ -395,5 +407,19 @@ mod tests {
         assert!(reads.get("projects/p/global/firewalls/fw").await.unwrap().is_some(), "shared, not taken");
         assert_eq!(reads.get("projects/p/global/firewalls/other").await.unwrap(), None);
         assert_eq!(locked(&gce.0).len(), 1, "one list for all: {:?}", locked(&gce.0));
+    }
+
+    /// Narrowed lists (each shoot's own VPC's rules) are answered by the one wide list too, each
+    /// narrowed to what its filter passes.
+    #[tokio::test]
+    async fn narrowed_gce_lists_are_answered_by_the_wide_list_narrowed() {
+        let gce = Arc::new(Gce(Mutex::new(Vec::new())));
+        let reads = FleetReads::after(Arc::clone(&gce) as Arc<dyn CloudRead>, &GceIds, 0);
+        let (fw, other) = (ListFilter::new("selfLink", "fw"), ListFilter::new("selfLink", "other"));
+        for _ in 0..3 {
+            assert_eq!(reads.list_where("projects/p/global", "firewalls", &fw).await.unwrap().len(), 1);
+            assert!(reads.list_where("projects/p/global", "firewalls", &other).await.unwrap().is_empty());
+        }
+        assert_eq!(locked(&gce.0).clone(), ["LIST projects/p/global/firewalls"], "one wide list for all");
     }
 }

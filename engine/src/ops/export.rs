@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, ListFilter, Precondition};
 use trellis_providers::provider::ProviderError;
 
 use super::*;
@@ -92,6 +92,12 @@ impl CloudRead for Recording {
 
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         let items = self.inner.list(parent, rtype).await?;
+        self.keep(items.iter().map(|value| Read { asked: None, value: value.clone() }));
+        Ok(items)
+    }
+
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        let items = self.inner.list_where(parent, rtype, filter).await?;
         self.keep(items.iter().map(|value| Read { asked: None, value: value.clone() }));
         Ok(items)
     }

@@ -57,7 +57,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use trellis_http::{read_capped, redirect_error, snippet, transport_error, MAX_RESPONSE_BYTES};
-use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, ListFilter, Precondition};
 use trellis_planner::ids::{GceIds, IdScheme};
 
 pub use url::Url;
@@ -1175,6 +1175,11 @@ impl CloudRead for GcpClient {
 
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
         self.list_filtered(parent, rtype, None).await
+    }
+
+    /// GCE's list `filter` ([`ListFilter::gce_expression`]): only what passes is paged through.
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        self.list_filtered(parent, rtype, Some(&filter.gce_expression())).await
     }
 }
 

@@ -23,6 +23,7 @@ use super::Ctx;
 use crate::nodes::{check, skipped_at};
 use ipnet::IpNet;
 use serde_json::{json, Value};
+use trellis_planner::cloud::ListFilter;
 use trellis_planner::discover::{ListReq, NotFetched, Observed};
 use trellis_planner::model::{Desired, ManagedSpec, Resource, VerifySpec};
 use trellis_plans::{Kind, Ownership, Reason, ReasonCode};
@@ -116,16 +117,23 @@ pub fn subnet_names(cfg: &InfrastructureConfig, ctx: &Ctx) -> (String, Option<St
     }
 }
 
-fn firewall_list(ctx: &Ctx) -> ListReq {
-    ListReq::new(names::global(&ctx.project), collection::FIREWALLS)
+/// The project's firewall rules in the shoot's VPC (every reader of the list looks at those only:
+/// the static rules, the CCM's and the bastion controller's, the user's equivalents in BYO): GCE's
+/// list filter reads them without the rest of the project's.
+fn firewall_list(cfg: &InfrastructureConfig, ctx: &Ctx) -> ListReq {
+    ListReq::new(names::global(&ctx.project), collection::FIREWALLS).narrowed(in_vpc(cfg, ctx))
 }
-fn route_list(ctx: &Ctx) -> ListReq {
-    ListReq::new(names::global(&ctx.project), collection::ROUTES)
+/// The project's routes in the shoot's VPC (the CCM's routes of the shoot; BYO's route-quota warning).
+fn route_list(cfg: &InfrastructureConfig, ctx: &Ctx) -> ListReq {
+    ListReq::new(names::global(&ctx.project), collection::ROUTES).narrowed(in_vpc(cfg, ctx))
+}
+fn in_vpc(cfg: &InfrastructureConfig, ctx: &Ctx) -> ListFilter {
+    ListFilter::new("network", names::vpc_name(cfg, &ctx.tn))
 }
 
-/// What planning reads, in one round: one GET per named resource, and the project's firewall rules
-/// as one list that answers for the static rules (and, in BYO, shows the user's equivalents); in
-/// BYO also the project's routes (the quota warning).
+/// What planning reads, in one round: one GET per named resource, and the firewall rules of the
+/// shoot's VPC as one list that answers for the static rules (and, in BYO, shows the user's
+/// equivalents); in BYO also the VPC's routes (the quota warning).
 pub fn discovery(cfg: &InfrastructureConfig, ctx: &Ctx) -> (Vec<String>, Vec<ListReq>) {
     let mut ids = vec![vpc_res(cfg, ctx).id];
     let statics = static_firewall_names(&ctx.tn).map(|n| firewall_res(ctx, &n).id);
@@ -133,7 +141,7 @@ pub fn discovery(cfg: &InfrastructureConfig, ctx: &Ctx) -> (Vec<String>, Vec<Lis
         Mode::UserManagedEgress { workers, services } => {
             ids.push(subnet_res(ctx, &workers.name).id);
             ids.extend(services.map(|s| subnet_res(ctx, &s.name).id));
-            (ids, vec![firewall_list(ctx), route_list(ctx)])
+            (ids, vec![firewall_list(cfg, ctx), route_list(cfg, ctx)])
         }
         Mode::Managed => {
             ids.push(service_account_res(ctx).id);
@@ -143,20 +151,21 @@ pub fn discovery(cfg: &InfrastructureConfig, ctx: &Ctx) -> (Vec<String>, Vec<Lis
             ids.push(router_res(cfg, ctx).id);
             ids.push(nat_res(cfg, ctx).id);
             ids.extend(nat_ip_names(cfg).into_iter().map(|n| address_res(ctx, n).id));
-            (ids, vec![firewall_list(ctx).covering(statics)])
+            (ids, vec![firewall_list(cfg, ctx).covering(statics)])
         }
     }
 }
 
-/// What `destroy` reads: the named resources of the mode, and the project's firewall rules and routes.
+/// What `destroy` reads: the named resources of the mode, and the firewall rules and routes of the
+/// shoot's VPC.
 pub fn destroy_discovery(cfg: &InfrastructureConfig, ctx: &Ctx) -> (Vec<String>, Vec<ListReq>) {
     let (mut ids, _) = discovery(cfg, ctx);
     ids.retain(|id| !id.contains("/addresses/"));
-    let mut fw = firewall_list(ctx);
+    let mut fw = firewall_list(cfg, ctx);
     if cfg.mode() == Mode::Managed {
         fw = fw.covering(static_firewall_names(&ctx.tn).map(|n| firewall_res(ctx, &n).id));
     }
-    (ids, vec![fw, route_list(ctx)])
+    (ids, vec![fw, route_list(cfg, ctx)])
 }
 
 /// The IPv6 ranges of upstream's `ensureIPv6CIDRs` (dual-stack): the nodes subnet's and the services

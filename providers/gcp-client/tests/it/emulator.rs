@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 use trellis_gcp_client::{Credentials, GcpClient, GcpClientError, GcpOptions, Url};
-use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::cloud::{CloudError, CloudRead, CloudWrite, ListFilter, Precondition};
 use trellis_planner::ids::{GceIds, IdScheme};
 use trellis_planner::retry::RetryPolicy;
 use trellis_sim::{Fault, FaultRule, Faults, GceSim, Matcher, Quotas};
@@ -329,6 +329,35 @@ async fn lists_follow_every_page_and_filters_are_one_call() {
 
     let e = c.list("projects/p/global", "subnetworks").await.unwrap_err();
     assert!(matches!(e, CloudError::Rejected { status: 400, .. }), "{e:?}");
+}
+
+/// Issue #27: a shoot reads the firewall rules of its own VPC, not the project's — GCE's list
+/// `filter` selects them on the server (`network eq ".*/<vpc>"`, the name's dashes escaped), so the
+/// pages read are the VPC's rules only; the simulated cloud in process answers the same filter.
+#[tokio::test]
+async fn regression_a_narrowed_list_reads_only_its_network_s_rules_on_the_server() {
+    let sim = GceSim::in_memory();
+    let srv = serve(sim.clone(), GceOptions { page_size: Some(2), ..GceOptions::default() }).await;
+    let c = client(&srv, Credentials::Anonymous, fast()).await;
+    for vpc in ["shoot--p--a", "shoot--p--a-2"] {
+        c.create(&format!("projects/p/global/networks/{vpc}"), json!({"autoCreateSubnetworks": false})).await.unwrap();
+        for n in 1..=3 {
+            c.create(
+                &format!("projects/p/global/firewalls/{vpc}-fw-{n}"),
+                json!({"network": format!("global/networks/{vpc}"), "allowed": [{"IPProtocol": "tcp"}]}),
+            )
+            .await
+            .unwrap();
+        }
+    }
+    let in_a = ListFilter::new("network", "shoot--p--a");
+    let before = sim.calls().len();
+    let listed = c.list_where("projects/p/global", "firewalls", &in_a).await.unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|f| f["name"].as_str()).collect();
+    assert_eq!(names, ["shoot--p--a-fw-1", "shoot--p--a-fw-2", "shoot--p--a-fw-3"], "not the other VPC's");
+    assert_eq!(sim.calls().len() - before, 2, "two pages of the VPC's three rules, not three of the project's six");
+    let in_process = sim.list_where("projects/p/global", "firewalls", &in_a).await.unwrap();
+    assert_eq!(in_process, listed, "the simulated cloud in process answers the same filter");
 }
 
 #[tokio::test]

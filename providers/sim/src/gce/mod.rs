@@ -45,7 +45,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
 use store::GceStore;
-use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, Precondition};
+use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, ListFilter, Precondition};
 use trellis_planner::ids::{GceIds, IdScheme};
 
 /// GCE's part of the shared call pipeline ([`Sim`]).
@@ -368,9 +368,26 @@ impl CloudRead for GceSim {
     /// `subnetworks`, `projects/P` + `serviceAccounts`), following `nextPageToken`: one audited
     /// LIST per page.
     async fn list(&self, parent: &str, rtype: &str) -> Result<Vec<Value>, CloudError> {
+        self.list_all(parent, rtype, ListQuery::default()).await
+    }
+
+    /// GCE's list `filter` ([`ListFilter::gce_expression`]): only what passes is read.
+    async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
+        let query = ListQuery { filter: Some(filter.gce_expression()), ..ListQuery::default() };
+        self.list_all(parent, rtype, query).await
+    }
+
+    /// Only with injected latency: in process, a call costs no round trip.
+    fn round_trips(&self) -> bool {
+        !self.sim.faults().latency.is_zero()
+    }
+}
+
+impl GceSim {
+    /// Every page of `parent/rtype` under `query`, following `nextPageToken`: one audited LIST per page.
+    async fn list_all(&self, parent: &str, rtype: &str, mut query: ListQuery) -> Result<Vec<Value>, CloudError> {
         let collection = format!("{}/{rtype}", parent.trim_end_matches('/'));
         let mut items = Vec::new();
-        let mut query = ListQuery::default();
         loop {
             let mut page = self.list_page(&collection, &query).await?;
             let field = if rtype == "serviceAccounts" { "accounts" } else { "items" };
@@ -382,11 +399,6 @@ impl CloudRead for GceSim {
                 None => return Ok(items),
             }
         }
-    }
-
-    /// Only with injected latency: in process, a call costs no round trip.
-    fn round_trips(&self) -> bool {
-        !self.sim.faults().latency.is_zero()
     }
 }
 

@@ -798,11 +798,8 @@ fn build_subnetwork(
     }
     // No range may overlap a range of another subnetwork of the same network.
     let url = network.url();
-    for (k, e) in &store.entries {
-        if *k == key
-            || !k.contains("/subnetworks/")
-            || e.value.get("network").and_then(Value::as_str) != Some(url.as_str())
-        {
+    for (k, e) in store.subnet_keys_of(&url).filter_map(|k| Some((k, store.entries.get(k)?))) {
+        if *k == key {
             continue;
         }
         for (_, mine) in &seen {
@@ -1447,7 +1444,7 @@ fn build_route(
 // ---------------------------------------------------------------------------------------------
 
 /// A resource as GET returns it: stored fields plus the computed ones (a network's `subnetworks`, an
-/// address's `status` and `users`; a list's filter, [`passes`], relies on no other collection having any).
+/// address's `status` and `users`; a list's filter, [`page_of`], relies on no other collection having any).
 pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     if path.collection() == Collection::Operations {
         return store.operations.get(&path.key()).cloned();
@@ -1473,16 +1470,6 @@ pub(crate) fn render(store: &GceStore, path: &GcePath) -> Option<Value> {
     Some(v)
 }
 
-/// Whether the resource at `path` passes `filter`. Only networks and addresses get fields on a GET
-/// that are not stored (see [`render`]): the others are matched as stored, without a copy.
-fn passes(store: &GceStore, path: &GcePath, filter: &Filter) -> bool {
-    match path.collection() {
-        Collection::Networks | Collection::Addresses => render(store, path).is_some_and(|v| filter.matches(&v)),
-        Collection::Operations => store.operations.get(&path.key()).is_some_and(|op| filter.matches(op)),
-        _ => store.entries.get(&path.key()).is_some_and(|e| filter.matches(&e.value)),
-    }
-}
-
 /// One page of a list.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListQuery {
@@ -1499,14 +1486,13 @@ pub struct ListQuery {
 pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Result<Value, ApiError> {
     let prefix = format!("{}/", coll.path());
     // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
-    let keys: Vec<&String> = if coll.collection == Collection::Operations {
+    let candidates: Vec<(&String, &Value)> = if coll.collection == Collection::Operations {
         let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
-        store.operations.range::<str, _>(from).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).collect()
+        store.operations.range::<str, _>(from).take_while(|(k, _)| k.starts_with(&prefix)).collect()
     } else {
-        under(store, &prefix).map(|(k, _)| k).filter(|k| !k[prefix.len()..].contains('/')).collect()
+        under(store, &prefix).filter(|(k, _)| !k[prefix.len()..].contains('/')).map(|(k, e)| (k, &e.value)).collect()
     };
-    let paths = keys.into_iter().filter_map(|k| GcePath::parse(k).ok()).collect();
-    let (page, next) = page_of(store, paths, q)?;
+    let (page, next) = page_of(store, coll.collection, candidates, q)?;
     let page: Vec<Value> = page.into_iter().map(|(_, v)| v).collect();
     if coll.collection == Collection::ServiceAccounts {
         let mut out = Value::Object(Map::from_iter([("accounts".to_string(), Value::Array(page))]));
@@ -1550,16 +1536,16 @@ pub(crate) fn aggregated_list(
     let prefix = format!("projects/{project}/regions/");
     let mut regions: std::collections::BTreeSet<String> =
         AUTO_MODE_SUBNETS.iter().map(|(r, _)| r.to_string()).collect();
-    let mut found: Vec<GcePath> = Vec::new();
-    for (k, _) in under(store, &prefix) {
+    let mut found: Vec<(&String, &Value)> = Vec::new();
+    for (k, e) in under(store, &prefix) {
         let Ok(path) = GcePath::parse(k) else { continue };
         let Some(region) = path.region() else { continue };
         regions.insert(region.to_string());
         if path.collection() == coll {
-            found.push(path);
+            found.push((k, &e.value));
         }
     }
-    let mut page = page_of(store, found, q)?;
+    let mut page = page_of(store, coll, found, q)?;
     let items: Vec<(&str, Value)> = page.0.iter().filter_map(|(p, v)| Some((p.region()?, v.clone()))).collect();
     let mut scoped = Map::new();
     for region in &regions {
@@ -1597,13 +1583,25 @@ fn list_body(kind: String, path: String, items: Value) -> Value {
     Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
-/// The page `q` asks for of the resources at `paths` (in order) that pass its filter, each with its
-/// path, and the next page's token. Matched before anything is rendered ([`passes`]) and only the
-/// page rendered: a page of a large collection costs its page, not a copy of the collection.
-fn page_of(store: &GceStore, paths: Vec<GcePath>, q: &ListQuery) -> Result<Page, ApiError> {
+/// The page `q` asks for of `candidates` (key and stored value, in key order, all of `collection`)
+/// that pass its filter, each with its path, and the next page's token. Only networks and addresses
+/// get fields on a GET that are not stored (see [`render`]): the others are matched as stored, and
+/// only the page is rendered — a page of a large collection costs its page, not a copy of it.
+fn page_of(
+    store: &GceStore,
+    collection: Collection,
+    candidates: Vec<(&String, &Value)>,
+    q: &ListQuery,
+) -> Result<Page, ApiError> {
     let (filter, max, start) = page_params(q)?;
-    let matching: Vec<GcePath> =
-        paths.into_iter().filter(|p| filter.as_ref().is_none_or(|f| passes(store, p, f))).collect();
+    let passes = |v: &Value| filter.as_ref().is_none_or(|f| f.matches(v));
+    let computed = matches!(collection, Collection::Networks | Collection::Addresses);
+    let matching: Vec<GcePath> = candidates
+        .into_iter()
+        .filter(|(_, stored)| computed || passes(stored))
+        .filter_map(|(k, _)| GcePath::parse(k).ok())
+        .filter(|p| !computed || render(store, p).is_some_and(|v| passes(&v)))
+        .collect();
     let next = (start + max < matching.len()).then(|| format!("sim-page-{}", start + max));
     let page = matching.into_iter().skip(start).take(max).filter_map(|p| render(store, &p).map(|v| (p, v))).collect();
     Ok((page, next))

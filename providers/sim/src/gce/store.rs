@@ -117,6 +117,11 @@ impl GceStore {
         }
     }
 
+    /// The keys of the subnetworks of the network `url`, in key order.
+    pub fn subnet_keys_of(&self, url: &str) -> impl Iterator<Item = &String> {
+        self.subnets_of.get(url).into_iter().flat_map(BTreeMap::keys)
+    }
+
     /// The selfLinks of the subnetworks of the network `url`, in key order.
     pub fn subnets_of(&self, url: &str) -> impl Iterator<Item = &Value> {
         self.subnets_of.get(url).into_iter().flat_map(BTreeMap::values).filter(|link| !link.is_null())
