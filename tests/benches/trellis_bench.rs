@@ -1461,7 +1461,7 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     };
     let applied_sizes = [2_000, env("TRELLIS_BENCH_APPLIED", 10_000)];
     // `TRELLIS_BENCH_ROWS=replan,latency` runs only the rows named (one, apply, replan, plan10k,
-    // latency; `replan` applies the 2,000 shoots it re-plans); unset: every row.
+    // latency, gcp; `replan` applies the 2,000 shoots it re-plans); unset: every row.
     let rows: Option<Vec<String>> = std::env::var("TRELLIS_BENCH_ROWS")
         .ok()
         .map(|v| v.split(',').map(|r| r.trim().to_ascii_lowercase()).filter(|r| !r.is_empty()).collect());
@@ -1544,6 +1544,50 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
     if row("latency") {
         latency_row(runtime, &bin, tmp.path())?;
     }
+    if row("gcp") {
+        gcp_row(&bin, tmp.path(), env("TRELLIS_BENCH_GCP_SHOOTS", 1_000))?;
+    }
+    Ok(())
+}
+
+/// Row 6 of section 0 (no target in the table; figures since s36): a GCP fleet of `n` shoots
+/// in one project (its world file raising the project's firewall quota: by default a project holds
+/// ~100): the apply, the no-op re-plan ÷ the fresh plan, a plan of ONE of its shoots against it, and a
+/// plan of ONE Azure shoot against the same state dir (which never reads the simulated GCE cloud).
+fn gcp_row(bin: &Path, tmp: &Path, n: usize) -> Result<()> {
+    let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
+    let dir = tmp.join("gcp");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gcp/managed/shoot.yaml");
+    let text = std::fs::read_to_string(&example).with_context(|| format!("cannot read {}", example.display()))?;
+    let fleet = dir.join("fleet");
+    std::fs::create_dir_all(&fleet)?;
+    for i in 1..=n {
+        let name = format!("g{i:06}");
+        std::fs::write(fleet.join(format!("{name}.yaml")), text.replacen("name: web", &format!("name: {name}"), 1))?;
+    }
+    let world = dir.join("world.yaml");
+    std::fs::write(&world, "gcp:\n  quotas: {routesPerNetwork: 400, firewallsPerProject: 1000000}\n")?;
+    let (fleet, world, state, fresh) = (s(&fleet)?, s(&world)?, s(&dir.join("state"))?, s(&dir.join("fresh"))?);
+    let apply = time_cli(
+        bin,
+        &["apply", "-f", &fleet, "--state", &state, "--world", &world, "--auto-approve", "--output", "json"],
+    )?;
+    println!(
+        "   GCP, {} shoots in one project: apply {:.2} s, {:.0} MiB",
+        count(n),
+        apply.wall.as_secs_f64(),
+        apply.rss_kib as f64 / 1024.0
+    );
+    let replans = runs_of(bin, &["plan", "-f", &fleet, "--state", &state, "--output", "json"], 3)?;
+    let firsts = runs_of(bin, &["plan", "-f", &fleet, "--state", &fresh, "--output", "json"], 3)?;
+    let ((replan, _), (first, _)) = (medians(&replans), medians(&firsts));
+    println!("   GCP no-op re-plan ÷ fresh plan: {replan:.2} s ÷ {first:.2} s = {:.1}×", replan / first);
+    let one = format!("{fleet}/g000001.yaml");
+    let (wall, rss) = medians(&runs_of(bin, &["plan", "-f", &one, "--state", &state], 5)?);
+    println!("   GCP plan of ONE shoot against them: {:.0} ms, {rss:.0} MiB", wall * 1000.0);
+    let azure = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/azure/A1-managed-no-nat/shoot.yaml");
+    let (wall, rss) = medians(&runs_of(bin, &["plan", "-f", &s(&azure)?, "--state", &state], 5)?);
+    println!("   Azure plan of ONE shoot against the same state: {:.0} ms, {rss:.0} MiB", wall * 1000.0);
     Ok(())
 }
 
