@@ -1377,13 +1377,22 @@ fn release_binary() -> PathBuf {
 
 /// `n` copies of A1 (tests/scenarios/azure/A1-managed-no-nat/shoot.yaml) named `s000001`…, one file each.
 fn a1_fleet(dir: &Path, n: usize) -> Result<PathBuf> {
-    let a1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/azure/A1-managed-no-nat/shoot.yaml");
-    let text = std::fs::read_to_string(&a1).with_context(|| format!("cannot read {}", a1.display()))?;
+    copies_of(dir, "tests/scenarios/azure/A1-managed-no-nat/shoot.yaml", "alpha", 's', n)
+}
+
+/// `n` copies of the shoot in `template` (relative to the workspace) in `dir/fleet`, named
+/// `<prefix>000001`, … in place of `name`.
+fn copies_of(dir: &Path, template: &str, name: &str, prefix: char, n: usize) -> Result<PathBuf> {
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(template);
+    let text = std::fs::read_to_string(&template).with_context(|| format!("cannot read {}", template.display()))?;
     let fleet = dir.join("fleet");
     std::fs::create_dir_all(&fleet)?;
     for i in 1..=n {
-        let name = format!("s{i:06}");
-        std::fs::write(fleet.join(format!("{name}.yaml")), text.replacen("name: alpha", &format!("name: {name}"), 1))?;
+        let copy = format!("{prefix}{i:06}");
+        std::fs::write(
+            fleet.join(format!("{copy}.yaml")),
+            text.replacen(&format!("name: {name}"), &format!("name: {copy}"), 1),
+        )?;
     }
     Ok(fleet)
 }
@@ -1557,14 +1566,7 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
 fn gcp_row(bin: &Path, tmp: &Path, n: usize) -> Result<()> {
     let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
     let dir = tmp.join("gcp");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gcp/managed/shoot.yaml");
-    let text = std::fs::read_to_string(&example).with_context(|| format!("cannot read {}", example.display()))?;
-    let fleet = dir.join("fleet");
-    std::fs::create_dir_all(&fleet)?;
-    for i in 1..=n {
-        let name = format!("g{i:06}");
-        std::fs::write(fleet.join(format!("{name}.yaml")), text.replacen("name: web", &format!("name: {name}"), 1))?;
-    }
+    let fleet = copies_of(&dir, "examples/gcp/managed/shoot.yaml", "web", 'g', n)?;
     let world = dir.join("world.yaml");
     std::fs::write(&world, "gcp:\n  quotas: {routesPerNetwork: 400, firewallsPerProject: 1000000}\n")?;
     let (fleet, world, state, fresh) = (s(&fleet)?, s(&world)?, s(&dir.join("state"))?, s(&dir.join("fresh"))?);
