@@ -10,6 +10,7 @@
 //! when one of its elements does. `OR`, `NOT`, `:` and other operators are refused (400 `invalid`).
 
 use regex::Regex;
+use std::borrow::Cow;
 use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +167,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// The field's value(s) as text; a list gives its elements.
-fn field_values(resource: &Value, field: &str) -> Vec<String> {
+fn field_values<'a>(resource: &'a Value, field: &str) -> Vec<Cow<'a, str>> {
     let mut v = resource;
     for part in field.split('.') {
         match v.get(part) {
@@ -174,10 +175,11 @@ fn field_values(resource: &Value, field: &str) -> Vec<String> {
             None => return Vec::new(),
         }
     }
-    let text = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
+    // A string is matched where it lies (a list's filter runs over a whole collection).
+    let text = |v: &'a Value| match v {
+        Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+        Value::Number(n) => Some(Cow::Owned(n.to_string())),
+        Value::Bool(b) => Some(Cow::Owned(b.to_string())),
         _ => None,
     };
     match v {
