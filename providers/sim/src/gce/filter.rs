@@ -10,8 +10,8 @@
 //! when one of its elements does. `OR`, `NOT`, `:` and other operators are refused (400 `invalid`).
 
 use regex::Regex;
-use std::borrow::Cow;
 use serde_json::Value;
+use std::borrow::Cow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
