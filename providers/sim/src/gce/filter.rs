@@ -146,6 +146,22 @@ impl Filter {
         Ok(Filter { terms })
     }
 
+    /// Whether the filter holds only for resources whose `field` is a value `accepts` passes: `None`
+    /// when no `eq`/`=` term is on `field` (a list may then narrow its candidates by `field` first).
+    pub fn on(&self, field: &str) -> Option<impl Fn(&str) -> bool + '_> {
+        let terms: Vec<&Term> =
+            self.terms.iter().filter(|t| t.field == field && matches!(t.op, Op::RegexEq | Op::Eq)).collect();
+        if terms.is_empty() {
+            return None;
+        }
+        Some(move |value: &str| {
+            terms.iter().all(|t| match &t.regex {
+                Some(re) => re.is_match(value),
+                None => value == t.value,
+            })
+        })
+    }
+
     /// Whether `resource` passes every term.
     pub fn matches(&self, resource: &Value) -> bool {
         self.terms.iter().all(|t| {
@@ -192,6 +208,20 @@ fn field_values<'a>(resource: &'a Value, field: &str) -> Vec<Cow<'a, str>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What a list may narrow its candidates by: the `eq`/`=` terms on a field, all of them; a
+    /// filter without one on the field says nothing (`ne` and `!=` terms never narrow).
+    #[test]
+    fn a_filter_says_which_values_of_a_field_it_can_hold_for() {
+        let f = Filter::parse(r#"(network eq ".*/vpc\-a") (name ne "x")"#).unwrap();
+        let on = f.on("network").expect("an eq term on network");
+        assert!(on("https://x/projects/p/global/networks/vpc-a"));
+        assert!(!on("https://x/projects/p/global/networks/vpc-a2"));
+        assert!(f.on("name").is_none(), "a ne term does not narrow");
+        let exact = Filter::parse(r#"network = "projects/p/global/networks/a""#).unwrap();
+        assert!(exact.on("network").is_some_and(|on| on("projects/p/global/networks/a") && !on("a")));
+        assert!(Filter::parse(r#"name eq "k8s-.*""#).unwrap().on("network").is_none());
+    }
 
     #[test]
     fn regex_form_matches_whole_values() {

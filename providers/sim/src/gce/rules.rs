@@ -1486,9 +1486,20 @@ pub struct ListQuery {
 pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Result<Value, ApiError> {
     let prefix = format!("{}/", coll.path());
     // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
+    let filter = page_params(q)?.0;
+    let on_network = filter.as_ref().and_then(|f| f.on("network"));
     let candidates: Vec<(&String, &Value)> = if coll.collection == Collection::Operations {
         let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
         store.operations.range::<str, _>(from).take_while(|(k, _)| k.starts_with(&prefix)).collect()
+    } else if let Some(network) =
+        on_network.filter(|_| matches!(coll.collection, Collection::Firewalls | Collection::Routes))
+    {
+        // A filter that holds for some networks only: the rules of those networks, from their index.
+        let keys = store.rules_in(network);
+        keys.into_iter()
+            .filter(|k| k.starts_with(&prefix))
+            .filter_map(|k| Some((k, &store.entries.get(k)?.value)))
+            .collect()
     } else {
         under(store, &prefix).filter(|(k, _)| !k[prefix.len()..].contains('/')).map(|(k, e)| (k, &e.value)).collect()
     };

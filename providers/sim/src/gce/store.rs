@@ -59,11 +59,23 @@ pub(crate) struct GceStore {
     /// subnetwork's selfLink, kept by [`GceStore::put`], [`GceStore::take`] and [`GceStore::load`]:
     /// a network's GET lists its subnetworks without a scan or a lookup per subnetwork.
     subnets_of: BTreeMap<String, BTreeMap<String, Value>>,
+    /// The firewall rules and routes of each network (by their `network` field): their keys, kept as
+    /// `subnets_of` is: a list narrowed to a network reads its rules, not the project's.
+    rules_of: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The network (URL) a subnetwork entry belongs to; `None` for anything else.
 fn subnet_network<'a>(key: &str, entry: &'a Entry) -> Option<&'a str> {
     if key.contains("/subnetworks/") {
+        entry.value.get("network").and_then(Value::as_str)
+    } else {
+        None
+    }
+}
+
+/// The network a firewall rule or route entry is in (its `network` field); `None` for anything else.
+fn rule_network<'a>(key: &str, entry: &'a Entry) -> Option<&'a str> {
+    if key.contains("/firewalls/") || key.contains("/routes/") {
         entry.value.get("network").and_then(Value::as_str)
     } else {
         None
@@ -89,6 +101,9 @@ impl GceStore {
             let link = entry.value.get("selfLink").cloned().unwrap_or(Value::Null);
             self.subnets_of.entry(network.to_string()).or_default().insert(key.clone(), link);
         }
+        if let Some(network) = rule_network(&key, &entry) {
+            self.rules_of.entry(network.to_string()).or_default().insert(key.clone());
+        }
         if let Some(old) = self.entries.insert(key.clone(), entry) {
             self.unindex(&key, &old);
         }
@@ -105,16 +120,33 @@ impl GceStore {
     /// Drops `key` from the subnetworks of `old`'s network, unless the entry now stored under `key`
     /// is in that network too.
     fn unindex(&mut self, key: &str, old: &Entry) {
-        let Some(network) = subnet_network(key, old) else { return };
-        if self.entries.get(key).and_then(|now| subnet_network(key, now)) == Some(network) {
-            return;
-        }
-        if let Some(keys) = self.subnets_of.get_mut(network) {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.subnets_of.remove(network);
+        let now = self.entries.get(key);
+        if let Some(network) = subnet_network(key, old) {
+            if now.and_then(|now| subnet_network(key, now)) != Some(network) {
+                if let Some(keys) = self.subnets_of.get_mut(network) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        self.subnets_of.remove(network);
+                    }
+                }
             }
         }
+        if let Some(network) = rule_network(key, old) {
+            if now.and_then(|now| rule_network(key, now)) != Some(network) {
+                if let Some(keys) = self.rules_of.get_mut(network) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        self.rules_of.remove(network);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The keys of the firewall rules and routes of the networks whose reference `network` accepts,
+    /// in key order.
+    pub fn rules_in(&self, network: impl Fn(&str) -> bool) -> BTreeSet<&String> {
+        self.rules_of.iter().filter(|(n, _)| network(n)).flat_map(|(_, keys)| keys).collect()
     }
 
     /// The keys of the subnetworks of the network `url`, in key order.
@@ -202,6 +234,30 @@ mod tests {
         assert_eq!(store.subnets_of(a).count() + store.subnets_of(b).count(), 0);
         store.put("projects/p/global/networks/a".into(), subnet(a));
         assert_eq!(store.subnets_of(a).count(), 0, "only subnetworks are listed");
+    }
+
+    /// The firewall rules and routes of a network follow puts, moves to another network and takes.
+    #[test]
+    fn the_rules_of_a_network_follow_puts_moves_and_takes() {
+        let (a, b) = ("https://x/projects/p/global/networks/a", "https://x/projects/p/global/networks/b");
+        let (fw, route) = ("projects/p/global/firewalls/fw", "projects/p/global/routes/r");
+        let in_net = |n: &str| Entry {
+            value: serde_json::json!({"network": n}),
+            origin: Origin::Api,
+            auto: false,
+            declared: None,
+        };
+        let mut store = GceStore::default();
+        store.put(fw.into(), in_net(a));
+        store.put(route.into(), in_net(a));
+        store.put("projects/p/regions/r/subnetworks/s".into(), in_net(a));
+        let keys = |store: &GceStore, n: &str| store.rules_in(|x| x == n).into_iter().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&store, a), [fw, route], "firewall rules and routes, not subnetworks");
+        store.put(fw.into(), in_net(b));
+        assert_eq!((keys(&store, a), keys(&store, b)), (vec![route.to_string()], vec![fw.to_string()]));
+        store.take(route);
+        store.take(fw);
+        assert!(keys(&store, a).is_empty() && keys(&store, b).is_empty());
     }
 
     #[test]
