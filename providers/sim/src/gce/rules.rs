@@ -1486,8 +1486,8 @@ pub struct ListQuery {
 pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Result<Value, ApiError> {
     let prefix = format!("{}/", coll.path());
     // The keys under the collection's path: a range of the sorted maps, not a scan of all of them.
-    let filter = page_params(q)?.0;
-    let on_network = filter.as_ref().and_then(|f| f.on("network"));
+    let params = page_params(q)?;
+    let on_network = params.filter.as_ref().and_then(|f| f.on("network"));
     let candidates: Vec<(&String, &Value)> = if coll.collection == Collection::Operations {
         let from = (std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded);
         store.operations.range::<str, _>(from).take_while(|(k, _)| k.starts_with(&prefix)).collect()
@@ -1503,7 +1503,7 @@ pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Re
     } else {
         under(store, &prefix).filter(|(k, _)| !k[prefix.len()..].contains('/')).map(|(k, e)| (k, &e.value)).collect()
     };
-    let (page, next) = page_of(store, coll.collection, candidates, q)?;
+    let (page, next) = page_of(store, coll.collection, candidates, &params);
     let page: Vec<Value> = page.into_iter().map(|(_, v)| v).collect();
     if coll.collection == Collection::ServiceAccounts {
         let mut out = Value::Object(Map::from_iter([("accounts".to_string(), Value::Array(page))]));
@@ -1556,7 +1556,7 @@ pub(crate) fn aggregated_list(
             found.push((k, &e.value));
         }
     }
-    let mut page = page_of(store, coll, found, q)?;
+    let mut page = page_of(store, coll, found, &page_params(q)?);
     let items: Vec<(&str, Value)> = page.0.iter().filter_map(|(p, v)| Some((p.region()?, v.clone()))).collect();
     let mut scoped = Map::new();
     for region in &regions {
@@ -1594,17 +1594,12 @@ fn list_body(kind: String, path: String, items: Value) -> Value {
     Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
-/// The page `q` asks for of `candidates` (key and stored value, in key order, all of `collection`)
+/// The page `params` ask for of `candidates` (key and stored value, in key order, all of `collection`)
 /// that pass its filter, each with its path, and the next page's token. Only networks and addresses
 /// get fields on a GET that are not stored (see [`render`]): the others are matched as stored, and
 /// only the page is rendered — a page of a large collection costs its page, not a copy of it.
-fn page_of(
-    store: &GceStore,
-    collection: Collection,
-    candidates: Vec<(&String, &Value)>,
-    q: &ListQuery,
-) -> Result<Page, ApiError> {
-    let (filter, max, start) = page_params(q)?;
+fn page_of(store: &GceStore, collection: Collection, candidates: Vec<(&String, &Value)>, params: &PageParams) -> Page {
+    let &PageParams { ref filter, max, start } = params;
     let passes = |v: &Value| filter.as_ref().is_none_or(|f| f.matches(v));
     let computed = matches!(collection, Collection::Networks | Collection::Addresses);
     let matching: Vec<GcePath> = candidates
@@ -1615,13 +1610,20 @@ fn page_of(
         .collect();
     let next = (start + max < matching.len()).then(|| format!("sim-page-{}", start + max));
     let page = matching.into_iter().skip(start).take(max).filter_map(|p| render(store, &p).map(|v| (p, v))).collect();
-    Ok((page, next))
+    (page, next)
 }
 
 type Page = (Vec<(GcePath, Value)>, Option<String>);
 
+/// A list query's filter, parsed, its page size and the page's first item.
+struct PageParams {
+    filter: Option<Filter>,
+    max: usize,
+    start: usize,
+}
+
 /// A list's filter, page size and first item, from its query.
-fn page_params(q: &ListQuery) -> Result<(Option<Filter>, usize, usize), ApiError> {
+fn page_params(q: &ListQuery) -> Result<PageParams, ApiError> {
     let filter = match q.filter.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
         Some(f) => {
             Some(Filter::parse(f).map_err(|e| invalid(format!("Invalid value for field 'filter': '{f}'. {e}")))?)
@@ -1641,5 +1643,5 @@ fn page_params(q: &ListQuery) -> Result<(Option<Filter>, usize, usize), ApiError
             invalid(format!("Invalid value for field 'pageToken': '{t}'. Use the nextPageToken of the previous page"))
         })?,
     };
-    Ok((filter, max, start))
+    Ok(PageParams { filter, max, start })
 }

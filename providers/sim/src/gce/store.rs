@@ -34,7 +34,7 @@ pub(crate) struct Entry {
     pub declared: Option<Value>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct GceStore {
     /// key: the selfLink path (`projects/p/global/networks/n`).
     pub entries: BTreeMap<String, Entry>,
@@ -55,30 +55,75 @@ pub(crate) struct GceStore {
     pub ops_dirty: BTreeSet<String>,
     /// The counters or quotas changed since the last write to the tree.
     pub meta_dirty: bool,
-    /// The subnetworks of each network (by the network's URL, as subnetworks name it): key → the
-    /// subnetwork's selfLink, kept by [`GceStore::put`], [`GceStore::take`] and [`GceStore::load`]:
-    /// a network's GET lists its subnetworks without a scan or a lookup per subnetwork.
-    subnets_of: BTreeMap<String, BTreeMap<String, Value>>,
-    /// The firewall rules and routes of each network (by their `network` field): their keys, kept as
-    /// `subnets_of` is: a list narrowed to a network reads its rules, not the project's.
-    rules_of: BTreeMap<String, BTreeSet<String>>,
+    /// The subnetworks of each network (by the network's URL, as subnetworks name it): a network's
+    /// GET lists its subnetworks, and a subnetwork's insert checks its ranges against theirs, without
+    /// a scan of the store.
+    subnets_of: ByNetwork,
+    /// The firewall rules and routes of each network (by their `network` field): a list narrowed to
+    /// a network reads its rules, not the project's.
+    rules_of: ByNetwork,
 }
 
-/// The network (URL) a subnetwork entry belongs to; `None` for anything else.
-fn subnet_network<'a>(key: &str, entry: &'a Entry) -> Option<&'a str> {
-    if key.contains("/subnetworks/") {
-        entry.value.get("network").and_then(Value::as_str)
-    } else {
-        None
+/// Keys of entries by the network their `network` field names, for the collections whose key holds
+/// one of `segments`; kept by [`GceStore::put`], [`GceStore::take`] and [`GceStore::load`].
+#[derive(Clone, Debug)]
+struct ByNetwork {
+    segments: &'static [&'static str],
+    keys: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl ByNetwork {
+    fn of(segments: &'static [&'static str]) -> ByNetwork {
+        ByNetwork { segments, keys: BTreeMap::new() }
+    }
+
+    /// The network `entry` (under `key`) is in, if it is of an indexed collection.
+    fn network_of<'a>(&self, key: &str, entry: &'a Entry) -> Option<&'a str> {
+        self.segments.iter().any(|s| key.contains(s)).then(|| entry.value.get("network")?.as_str()).flatten()
+    }
+
+    fn insert(&mut self, key: &str, entry: &Entry) {
+        if let Some(network) = self.network_of(key, entry) {
+            self.keys.entry(network.to_string()).or_default().insert(key.to_string());
+        }
+    }
+
+    /// Drops `key` from `old`'s network, unless `now` (the entry stored under `key` now) is in it too.
+    fn remove(&mut self, key: &str, old: &Entry, now: Option<&Entry>) {
+        let Some(network) = self.network_of(key, old) else { return };
+        if now.and_then(|now| self.network_of(key, now)) == Some(network) {
+            return;
+        }
+        if let Some(keys) = self.keys.get_mut(network) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.keys.remove(network);
+            }
+        }
+    }
+
+    /// The keys of the networks `network` accepts, in key order.
+    fn keys_in(&self, network: impl Fn(&str) -> bool) -> BTreeSet<&String> {
+        self.keys.iter().filter(|(n, _)| network(n)).flat_map(|(_, keys)| keys).collect()
     }
 }
 
-/// The network a firewall rule or route entry is in (its `network` field); `None` for anything else.
-fn rule_network<'a>(key: &str, entry: &'a Entry) -> Option<&'a str> {
-    if key.contains("/firewalls/") || key.contains("/routes/") {
-        entry.value.get("network").and_then(Value::as_str)
-    } else {
-        None
+impl Default for GceStore {
+    fn default() -> GceStore {
+        GceStore {
+            entries: BTreeMap::new(),
+            operations: BTreeMap::new(),
+            clock: 0,
+            external_ips: 0,
+            ipv6_prefixes: 0,
+            quotas: Quotas::default(),
+            project: None,
+            dirty: BTreeSet::new(),
+            ops_dirty: BTreeSet::new(),
+            meta_dirty: false,
+            subnets_of: ByNetwork::of(&["/subnetworks/"]),
+            rules_of: ByNetwork::of(&["/firewalls/", "/routes/"]),
+        }
     }
 }
 
@@ -97,13 +142,8 @@ impl GceStore {
 
     /// Stores `entry` under `key` as read from the tree (not noted for a write).
     pub fn load(&mut self, key: String, entry: Entry) {
-        if let Some(network) = subnet_network(&key, &entry) {
-            let link = entry.value.get("selfLink").cloned().unwrap_or(Value::Null);
-            self.subnets_of.entry(network.to_string()).or_default().insert(key.clone(), link);
-        }
-        if let Some(network) = rule_network(&key, &entry) {
-            self.rules_of.entry(network.to_string()).or_default().insert(key.clone());
-        }
+        self.subnets_of.insert(&key, &entry);
+        self.rules_of.insert(&key, &entry);
         if let Some(old) = self.entries.insert(key.clone(), entry) {
             self.unindex(&key, &old);
         }
@@ -117,46 +157,28 @@ impl GceStore {
         Some(old)
     }
 
-    /// Drops `key` from the subnetworks of `old`'s network, unless the entry now stored under `key`
-    /// is in that network too.
+    /// Drops `key` from the indexes of `old`'s network, unless the entry now stored under `key` is in
+    /// that network too.
     fn unindex(&mut self, key: &str, old: &Entry) {
         let now = self.entries.get(key);
-        if let Some(network) = subnet_network(key, old) {
-            if now.and_then(|now| subnet_network(key, now)) != Some(network) {
-                if let Some(keys) = self.subnets_of.get_mut(network) {
-                    keys.remove(key);
-                    if keys.is_empty() {
-                        self.subnets_of.remove(network);
-                    }
-                }
-            }
-        }
-        if let Some(network) = rule_network(key, old) {
-            if now.and_then(|now| rule_network(key, now)) != Some(network) {
-                if let Some(keys) = self.rules_of.get_mut(network) {
-                    keys.remove(key);
-                    if keys.is_empty() {
-                        self.rules_of.remove(network);
-                    }
-                }
-            }
-        }
+        self.subnets_of.remove(key, old, now);
+        self.rules_of.remove(key, old, now);
     }
 
     /// The keys of the firewall rules and routes of the networks whose reference `network` accepts,
     /// in key order.
     pub fn rules_in(&self, network: impl Fn(&str) -> bool) -> BTreeSet<&String> {
-        self.rules_of.iter().filter(|(n, _)| network(n)).flat_map(|(_, keys)| keys).collect()
+        self.rules_of.keys_in(network)
     }
 
     /// The keys of the subnetworks of the network `url`, in key order.
     pub fn subnet_keys_of(&self, url: &str) -> impl Iterator<Item = &String> {
-        self.subnets_of.get(url).into_iter().flat_map(BTreeMap::keys)
+        self.subnets_of.keys.get(url).into_iter().flatten()
     }
 
     /// The selfLinks of the subnetworks of the network `url`, in key order.
     pub fn subnets_of(&self, url: &str) -> impl Iterator<Item = &Value> {
-        self.subnets_of.get(url).into_iter().flat_map(BTreeMap::values).filter(|link| !link.is_null())
+        self.subnet_keys_of(url).filter_map(|k| self.entries.get(k)?.value.get("selfLink"))
     }
 
     /// Stores an operation (noted for the next write to the tree).
