@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 /// One list request: the children of `parent` of REST type `rtype`.
 ///
 /// `covers` names children the provider wants to know about: the list answers for them (present if
-/// listed, absent if not), so they need no GET of their own — one read per resource. When `parent` is
+/// listed, absent if not), so they need no GET of their own — one read per resource. A narrowed list
+/// answers for those it lists only; the others are read by GET. When `parent` is
 /// already known to be absent, the list is not run at all and every covered id is absent (nothing
 /// exists under a resource that does not exist).
 ///
@@ -45,8 +46,10 @@ impl ListReq {
         ListReq { parent: parent.into(), rtype: rtype.into(), covers: Vec::new(), embedded: None, filter: None }
     }
 
-    /// The list, narrowed to what passes `filter`; covered ids it leaves out are absent, as for a whole
-    /// list. [`Observed::list`] answers it under its parent and type.
+    /// The list, narrowed to what passes `filter`. [`Observed::list`] answers it under its parent and
+    /// type. It answers for the covered ids it lists; one it leaves out may exist outside the filter
+    /// (a GCE firewall rule's name is the project's, whichever network holds it), so
+    /// [`Observed::fetch`] reads it by GET — never "absent" for want of a look.
     pub fn narrowed(mut self, filter: ListFilter) -> ListReq {
         self.filter = Some(filter);
         self
@@ -148,6 +151,7 @@ impl Observed {
         lists: &[ListReq],
     ) -> Result<(), CloudError> {
         let mut todo: Vec<&ListReq> = Vec::new();
+        let mut unlisted = Vec::new();
         for req in lists {
             if self.lists.contains_key(&self.list_key(req)) {
                 continue;
@@ -162,7 +166,7 @@ impl Observed {
                 }
                 (Some(pointer), Some(Some(parent))) => {
                     let items = parent.pointer(pointer).and_then(Value::as_array).cloned().unwrap_or_default();
-                    self.answer(req, items);
+                    unlisted.extend(self.answer(req, items));
                     continue;
                 }
                 _ => {}
@@ -207,7 +211,15 @@ impl Observed {
             self.resources.insert(self.key(id), got?);
         }
         for (req, got) in todo.into_iter().zip(listed) {
-            self.answer(req, got?);
+            unlisted.extend(self.answer(req, got?));
+        }
+        // What a narrowed list left out of its covers is read by GET: absent in the list's network
+        // is not absent (a rule of that name in another network is still the name's owner).
+        unlisted.sort_by_key(|id| self.key(id));
+        unlisted.dedup_by_key(|id| self.key(id));
+        let gets = join_all(unlisted.iter().map(|id| retry.run(|| cloud.get(id)))).await;
+        for (id, got) in unlisted.iter().zip(gets) {
+            self.resources.insert(self.key(id), got?);
         }
         for (key, parent, pointer, name) in entries {
             let entry = self.resources.get(&parent).and_then(Option::as_ref).and_then(|p| {
@@ -250,14 +262,25 @@ impl Observed {
     }
 
     /// Records the answer to a list request: the items, and every covered id the items do not include
-    /// as absent. [`Observed::fetch`] records what the cloud listed (or a parent's body held) so; tests
+    /// as absent — unless the list was narrowed ([`ListReq::narrowed`]): those are returned, unknown,
+    /// for a GET. [`Observed::fetch`] records what the cloud listed (or a parent's body held) so; tests
     /// of a provider's stages record answers without a cloud.
-    pub fn answer(&mut self, req: &ListReq, items: Vec<Value>) {
+    #[must_use = "covered ids a narrowed list left out are still unknown: read them by GET"]
+    pub fn answer(&mut self, req: &ListReq, items: Vec<Value>) -> Vec<String> {
         self.insert_list(&req.parent, &req.rtype, items);
+        let mut unlisted = Vec::new();
         for id in &req.covers {
             let key = self.key(id);
-            self.resources.entry(key).or_insert(None);
+            if self.resources.contains_key(&key) {
+                continue;
+            }
+            if req.filter.is_some() {
+                unlisted.push(id.clone());
+            } else {
+                self.resources.insert(key, None);
+            }
         }
+        unlisted
     }
 
     /// The resource: `Ok(Some)` present, `Ok(None)` looked up and absent, `Err` never looked up.
@@ -482,45 +505,53 @@ mod tests {
         assert!(observed.get(fw).unwrap().is_some(), "the listed rule is present under its selfLink");
         assert_eq!(observed.list("projects/p/global", "firewalls").unwrap().len(), 1);
         let mut answered = Observed::new(&crate::ids::GceIds);
-        answered.answer(&req, vec![json!({"id": "1", "selfLink": FW_URL})]);
+        assert!(answered.answer(&req, vec![json!({"id": "1", "selfLink": FW_URL})]).is_empty());
         assert!(answered.get(fw).unwrap().is_some(), "answer() keys items the same way");
     }
 
-    /// A GCE project's firewall rules in two networks; every list recorded with its filter, if any.
-    struct TwoNetworks(std::sync::Mutex<Vec<Option<ListFilter>>>);
+    /// A GCE project's firewall rules in three networks; every call recorded: a list with its filter,
+    /// if any, a GET with its id.
+    struct TwoNetworks(std::sync::Mutex<Vec<String>>);
 
-    #[async_trait::async_trait]
-    impl CloudRead for TwoNetworks {
-        async fn get(&self, _id: &str) -> Result<Option<Value>, CloudError> {
-            Ok(None)
-        }
-        async fn list(&self, _parent: &str, _rtype: &str) -> Result<Vec<Value>, CloudError> {
-            self.0.lock().unwrap().push(None);
+    impl TwoNetworks {
+        fn rules() -> Vec<Value> {
             let rule = |name: &str, vpc: &str| {
                 json!({"name": name, "network": format!("https://www.googleapis.com/compute/v1/projects/p/global/networks/{vpc}"),
                     "selfLink": format!("https://www.googleapis.com/compute/v1/projects/p/global/firewalls/{name}")})
             };
-            Ok(vec![rule("a-rule", "vpc-a"), rule("b-rule", "vpc-b"), rule("a2-rule", "vpc-a2")])
+            vec![rule("a-rule", "vpc-a"), rule("b-rule", "vpc-b"), rule("a2-rule", "vpc-a2")]
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl CloudRead for TwoNetworks {
+        async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
+            self.0.lock().unwrap().push(format!("GET {id}"));
+            Ok(Self::rules().into_iter().find(|r| r["selfLink"].as_str().is_some_and(|l| l.ends_with(id))))
+        }
+        async fn list(&self, _parent: &str, _rtype: &str) -> Result<Vec<Value>, CloudError> {
+            self.0.lock().unwrap().push("LIST".into());
+            Ok(Self::rules())
         }
         async fn list_where(&self, parent: &str, rtype: &str, filter: &ListFilter) -> Result<Vec<Value>, CloudError> {
             let mut items = self.list(parent, rtype).await?;
-            *self.0.lock().unwrap().last_mut().unwrap() = Some(filter.clone());
+            *self.0.lock().unwrap().last_mut().unwrap() = format!("LIST {}", filter.gce_expression());
             items.retain(|item| filter.matches(item));
             Ok(items)
         }
     }
 
-    /// A narrowed list request asks the cloud for what passes its filter only (`list_where`), is
-    /// answered under its parent and type, and a covered id it leaves out is absent.
+    /// A narrowed list request asks the cloud for what passes its filter only (`list_where`) and is
+    /// answered under its parent and type; a covered id it lists needs no GET.
     #[tokio::test]
-    async fn a_narrowed_list_asks_the_cloud_for_its_filter_and_answers_for_what_it_covers() {
+    async fn a_narrowed_list_asks_the_cloud_for_its_filter_and_answers_for_what_it_lists() {
         let cloud = TwoNetworks(std::sync::Mutex::new(Vec::new()));
         let in_a = ListFilter::new("network", "vpc-a");
-        let (a, b) = ("projects/p/global/firewalls/a-rule", "projects/p/global/firewalls/b-rule");
-        let req = ListReq::new("projects/p/global", "firewalls").narrowed(in_a.clone()).covering([a.into(), b.into()]);
+        let a = "projects/p/global/firewalls/a-rule";
+        let req = ListReq::new("projects/p/global", "firewalls").narrowed(in_a.clone()).covering([a.into()]);
         let mut observed = Observed::new(&crate::ids::GceIds);
         observed.fetch(&cloud, &RetryPolicy::default(), &[], &[req]).await.unwrap();
-        assert_eq!(*cloud.0.lock().unwrap(), [Some(in_a)], "one list, with its filter");
+        assert_eq!(*cloud.0.lock().unwrap(), [format!("LIST {}", in_a.gce_expression())], "one list, with its filter");
         let names: Vec<&str> = observed
             .list("projects/p/global", "firewalls")
             .unwrap()
@@ -529,7 +560,33 @@ mod tests {
             .collect();
         assert_eq!(names, ["a-rule"], "not vpc-b's, nor vpc-a2's (a name that only starts the same)");
         assert!(observed.get(a).unwrap().is_some());
-        assert_eq!(observed.get(b).unwrap(), None, "covered, and not in the narrowed list: absent");
+    }
+
+    /// A covered id a narrowed list leaves out is read by GET: a GCE firewall rule's name is the
+    /// project's, so a rule of that name in another network exists (and is what the plan must show),
+    /// and one in no network is absent. Taken as absent unread, the plan created a rule GCE refuses
+    /// (409 alreadyExists) at apply.
+    #[tokio::test]
+    async fn regression_a_covered_id_a_narrowed_list_leaves_out_is_read_by_get() {
+        let cloud = TwoNetworks(std::sync::Mutex::new(Vec::new()));
+        let in_a = ListFilter::new("network", "vpc-a");
+        let (b, gone) = ("projects/p/global/firewalls/b-rule", "projects/p/global/firewalls/gone");
+        let req =
+            ListReq::new("projects/p/global", "firewalls").narrowed(in_a.clone()).covering([b.into(), gone.into()]);
+        let mut observed = Observed::new(&crate::ids::GceIds);
+        observed.fetch(&cloud, &RetryPolicy::default(), &[], std::slice::from_ref(&req)).await.unwrap();
+        assert_eq!(
+            *cloud.0.lock().unwrap(),
+            [format!("LIST {}", in_a.gce_expression()), format!("GET {b}"), format!("GET {gone}")]
+        );
+        let found = observed.get(b).unwrap().expect("b-rule exists, in vpc-b");
+        assert!(found["network"].as_str().unwrap().ends_with("/vpc-b"));
+        assert_eq!(observed.get(gone).unwrap(), None, "read, and absent");
+        assert_eq!(observed.list("projects/p/global", "firewalls").unwrap().len(), 1, "the list is still vpc-a's");
+
+        let mut answered = Observed::new(&crate::ids::GceIds);
+        assert_eq!(answered.answer(&req, vec![]), [b.to_string(), gone.to_string()], "left for a GET");
+        assert_eq!(answered.get(b), Err(NotFetched::Resource(b.into())), "not taken for absent");
     }
 
     #[test]

@@ -106,7 +106,8 @@ impl World {
             for l in lists {
                 assert_eq!((l.parent.as_str(), l.rtype.as_str()), ("/dns", "zones"), "{l:?}");
                 self.reads.borrow_mut().push("LIST /dns/zones".to_string());
-                observed.answer(&l, self.zones.clone());
+                let unlisted = observed.answer(&l, self.zones.clone());
+                assert!(unlisted.is_empty(), "zone lists are whole: {unlisted:?}");
             }
         }
         Ok(observed)

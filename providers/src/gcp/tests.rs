@@ -18,7 +18,9 @@ fn fixture(name: &str) -> Value {
 }
 
 /// The fixture as discovery would have fetched it: every id and list discovery asks for must be in
-/// the fixture (a fixture that misses one fails the test), lists answered with their covers.
+/// the fixture (a fixture that misses one fails the test), lists answered with their covers; a
+/// covered id a narrowed list leaves out is a GET, as in discovery (absent when the fixture's `get`
+/// does not have it: its lists hold what the project has).
 fn observed(name: &str, cfg: &InfrastructureConfig, ctx: &Ctx, destroy: bool) -> Observed {
     let f = fixture(name);
     let (ids, lists) = if destroy { desired::destroy_discovery(cfg, ctx) } else { desired::discovery(cfg, ctx) };
@@ -31,7 +33,10 @@ fn observed(name: &str, cfg: &InfrastructureConfig, ctx: &Ctx, destroy: bool) ->
         let key = format!("{}|{}", req.parent, req.rtype);
         let items =
             f["lists"].get(&key).unwrap_or_else(|| panic!("fixture {name} lacks list {key}")).as_array().unwrap();
-        o.answer(req, items.clone());
+        for id in o.answer(req, items.clone()) {
+            let v = f["get"].get(id.as_str()).filter(|v| !v.is_null()).cloned();
+            o.insert(&id, v);
+        }
     }
     o
 }

@@ -192,3 +192,33 @@ async fn a_cloud_in_this_process_without_latency_is_read_as_each_shoot_asks() {
     assert_eq!(calls.len(), 6 * files.len(), "{calls:#?}");
     assert!(calls.iter().all(|c| c.contains("/resourceGroups/")), "no subscription list: {calls:#?}");
 }
+
+/// A GCE firewall rule's name is the project's: a static rule's name taken by a rule in another
+/// network is that rule, which the plan shows replaced into the shoot's VPC (as when the project's
+/// whole list was read). Read through the VPC's narrowed list alone, it was "absent": the plan
+/// created it and GCE refused the apply (409 alreadyExists).
+#[tokio::test]
+async fn regression_a_static_rule_name_taken_in_another_network_is_read_not_taken_for_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("world.yaml");
+    std::fs::write(
+        &world,
+        "gcp:\n  project: trellis-sim\n  resources:\n\
+         \x20   - selfLink: projects/trellis-sim/global/networks/other-vpc\n\
+         \x20     autoCreateSubnetworks: false\n\
+         \x20   - selfLink: projects/trellis-sim/global/firewalls/shoot--platform--web-allow-internal-access\n\
+         \x20     network: projects/trellis-sim/global/networks/other-vpc\n\
+         \x20     direction: INGRESS\n\
+         \x20     sourceRanges: [10.9.0.0/16]\n\
+         \x20     allowed: [{IPProtocol: tcp, ports: [\"22\"]}]\n",
+    )
+    .unwrap();
+    let s = Scenario::with_world(trellis_tests::scenario_dir("gcp/A1"), Some(world));
+    let plan = s.plan().await.unwrap();
+    let rule = trellis_tests::node(&plan, ".shoot--platform--web-allow-internal-access");
+    assert_eq!(rule.action(), Action::Replace, "{rule:#?}");
+    let observed = rule.observed.as_ref().expect("the rule as read");
+    assert!(observed["network"].as_str().unwrap().ends_with("/networks/other-vpc"), "{observed}");
+    let health = trellis_tests::node(&plan, ".shoot--platform--web-allow-health-checks");
+    assert_eq!(health.action(), Action::Create, "no rule of that name anywhere");
+}
