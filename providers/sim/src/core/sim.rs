@@ -436,7 +436,7 @@ pub(crate) enum Step {
 }
 
 /// A storage failure as the call's answer: the cloud's 500 (see the module docs).
-fn storage_failure<S: SimCloud>(target: &str, e: SimError) -> CloudError {
+pub(crate) fn storage_failure<S: SimCloud>(target: &str, e: SimError) -> CloudError {
     let message = match e {
         SimError::Corrupt { .. } => format!("the simulated cloud cannot read what it stored: {e}"),
         e => format!("the simulated cloud could not persist the change: {e}"),

@@ -197,6 +197,9 @@ impl GceSim {
     /// GET without audit, latency or faults (tests, `trellis sim` commands).
     pub fn get_now(&self, id: &str) -> Option<Value> {
         let path = GcePath::parse(id).ok()?;
+        if path.collection() == Collection::Operations {
+            self.read_operations(id).ok()?;
+        }
         rules::render(&self.lock().store, &path)
     }
 
@@ -262,6 +265,9 @@ impl GceSim {
     /// One page of a collection, in GCE's list shape, with `filter` and paging.
     pub async fn list_page(&self, collection: &str, query: &ListQuery) -> Result<Value, CloudError> {
         let coll = CollectionPath::parse(collection);
+        if coll.as_ref().is_ok_and(|c| c.collection == Collection::Operations) {
+            self.read_operations(collection)?;
+        }
         let q = query.clone();
         self.call_read("LIST", collection.to_string(), move |store| {
             let coll = coll.map_err(rules::invalid)?;
@@ -307,9 +313,26 @@ impl GceSim {
         self.sim.call(method, target, sent.as_deref(), apply).await
     }
 
+    /// Reads the operations of earlier sessions into the store, before the first call that asks for
+    /// one (`target`: the operation or the list); a stored operation that does not read back is that
+    /// call's 500, naming its key.
+    fn read_operations(&self, target: &str) -> Result<(), CloudError> {
+        let mut core = self.sim.lock();
+        let core = &mut *core;
+        match &core.persist {
+            Some(p) if core.store.operations_unread => {
+                p.load_operations(&mut core.store).map_err(|e| crate::core::sim::storage_failure::<Gce>(target, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// GET, audited: `Ok(None)` on 404.
     async fn get_audited(&self, id: &str) -> Result<Option<Value>, CloudError> {
         let path = GcePath::parse(id);
+        if path.as_ref().is_ok_and(|p| p.collection() == Collection::Operations) {
+            self.read_operations(id)?;
+        }
         self.call("GET", id.to_string(), None, move |store| {
             let path = path.map_err(rules::invalid)?;
             let found = rules::render(store, &path);

@@ -6,8 +6,9 @@
 //! - `#meta` → `{"clock", "externalIps", "ipv6Prefixes", "quotas", "project"}` (`project`: the
 //!   world file's `gcp.project`, when one named it).
 //!
-//! Opening reads `#meta` only; the first use of the cloud reads the rest of the tree, whole (the
-//! core's [`crate::core::sim::SimCloud::load`]): a command that never calls GCE never reads it (an
+//! Opening reads `#meta` only; the first use of the cloud reads the resources, all of them (the
+//! core's [`crate::core::sim::SimCloud::load`]), and the first GET or list of operations the
+//! operations of earlier sessions (they only grow, and plans never ask for them): a command that never calls GCE never reads it (an
 //! Azure plan against a state dir that also holds GCP shoots). A GCE world is bounded by its
 //! project's quotas; ARM's per-resource lazy reads are not needed yet. Every
 //! call that changed the store writes the changed keys ([`GceStore::dirty`]) in one batch under the
@@ -66,8 +67,9 @@ impl Persist {
         Ok((Persist { tree, flusher }, store))
     }
 
-    /// Reads the resources and operations into `store` (the whole tree: GCE's store has no lazy
-    /// reads of its own, unlike ARM's).
+    /// Reads the resources into `store` (all of them: GCE's store has no per-resource lazy reads,
+    /// unlike ARM's). The operations of earlier sessions are left in the tree: they only grow (one a
+    /// write), and only a GET or list of operations reads them ([`Persist::load_operations`]).
     pub(crate) fn load(&self, store: &mut GceStore) -> Result<(), SimError> {
         for item in self.tree.scan_prefix(ENTRY_PREFIX.as_bytes()) {
             let (k, v) = item?;
@@ -79,12 +81,25 @@ impl Persist {
             }
             store.load(key, entry);
         }
+        store.operations_unread = true;
+        Ok(())
+    }
+
+    /// Reads the operations of earlier sessions into `store` (beside this session's, which it keeps).
+    /// A key that does not read back fails this read, and the next one tries again: the resources
+    /// stay usable.
+    pub(crate) fn load_operations(&self, store: &mut GceStore) -> Result<(), SimError> {
+        let mut read = Vec::new();
         for item in self.tree.scan_prefix(OP_PREFIX.as_bytes()) {
             let (k, v) = item?;
             let key = String::from_utf8_lossy(&k[OP_PREFIX.len()..]).into_owned();
-            let op: Value = serde_json::from_slice(&v).map_err(|e| corrupt(&key, e))?;
-            store.operations.insert(key, op);
+            let op: Value = serde_json::from_slice(&v).map_err(|e| corrupt(&format!("{OP_PREFIX}{key}"), e))?;
+            read.push((key, op));
         }
+        for (key, op) in read {
+            store.operations.entry(key).or_insert(op);
+        }
+        store.operations_unread = false;
         Ok(())
     }
 

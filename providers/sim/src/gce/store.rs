@@ -38,8 +38,11 @@ pub(crate) struct Entry {
 pub(crate) struct GceStore {
     /// key: the selfLink path (`projects/p/global/networks/n`).
     pub entries: BTreeMap<String, Entry>,
-    /// key: the operation's selfLink path.
+    /// key: the operation's selfLink path. This session's, and once `operations_unread` is false,
+    /// the earlier sessions' too.
     pub operations: BTreeMap<String, Value>,
+    /// The tree holds operations of earlier sessions not read yet ([`super::persist::Persist::load_operations`]).
+    pub operations_unread: bool,
     /// A logical clock: every write ticks it (ids, timestamps, fingerprints, operation names).
     pub clock: u64,
     /// External addresses handed out so far (never reused, like ARM's public IPs).
@@ -113,6 +116,7 @@ impl Default for GceStore {
         GceStore {
             entries: BTreeMap::new(),
             operations: BTreeMap::new(),
+            operations_unread: false,
             clock: 0,
             external_ips: 0,
             ipv6_prefixes: 0,

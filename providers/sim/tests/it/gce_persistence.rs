@@ -123,3 +123,39 @@ async fn regression_gce_audit_log_is_kept_in_a_tree_across_processes() {
     assert_eq!(calls.first().map(|c| c.method.as_str()), Some("POST"), "{calls:?}");
     assert_eq!(calls.last().map(|c| (c.method.as_str(), c.target.as_str())), Some(("DELETE", VPC)), "{calls:?}");
 }
+
+/// The operations of earlier sessions (one a write: they only grow) are read when an operation is
+/// first asked for, not with the resources: a damaged stored operation fails reads of operations,
+/// naming its key, while the resources stay usable — and a plan, which never asks for operations,
+/// never reads them.
+#[tokio::test]
+async fn regression_operations_of_earlier_sessions_are_read_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path());
+    let tree = db.open_tree("sim/gce").unwrap();
+    let ops = "projects/p/global/operations";
+    let first = {
+        let sim = GceSim::open(tree.clone()).unwrap();
+        sim.create(VPC, json!({"autoCreateSubnetworks": false})).await.unwrap();
+        let page = sim.list_page(ops, &Default::default()).await.unwrap();
+        let link = page["items"][0]["selfLink"].as_str().expect("the VPC's insert operation").to_string();
+        link[link.find("projects/").unwrap()..].to_string()
+    };
+    tree.insert(format!("o {ops}/broken"), b"{not json".to_vec()).unwrap();
+
+    let sim = GceSim::open(tree.clone()).unwrap();
+    assert!(sim.get(VPC).await.unwrap().is_some(), "the resources read without the operations");
+    sim.create(FW, json!({"network": VPC, "allowed": [{"IPProtocol": "icmp"}]})).await.expect("and written");
+    for _ in 0..2 {
+        let err = sim.get(&first).await.unwrap_err().to_string();
+        assert!(err.contains(&format!("o {ops}/broken")) && err.contains("500"), "{err}");
+    }
+    let err = sim.list_page(ops, &Default::default()).await.unwrap_err().to_string();
+    assert!(err.contains(&format!("o {ops}/broken")), "{err}");
+
+    tree.remove(format!("o {ops}/broken")).unwrap();
+    let op = sim.get(&first).await.unwrap().expect("the earlier session's operation");
+    assert_eq!(op["operationType"], "insert", "{op}");
+    let listed = sim.list_page(ops, &Default::default()).await.unwrap();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 2, "the earlier session's and this one's: {listed}");
+}
