@@ -78,6 +78,12 @@ impl Collection {
     fn from_segment(s: &str) -> Option<Collection> {
         Collection::ALL.into_iter().find(|c| c.segment() == s)
     }
+
+    /// The collection of a store key (a [`GcePath::key`]), without parsing the rest of it: the
+    /// segment before the name.
+    pub(crate) fn of_key(key: &str) -> Option<Collection> {
+        key.rsplit('/').nth(1).and_then(Collection::from_segment)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -231,4 +237,28 @@ pub fn resolve(reference: &str, project: &str, collection: Collection) -> Result
         return Err(format!("'{reference}' is not a reference to {}", collection.segment()));
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store key's collection, read from its segment before the name, is the one its full parse
+    /// finds (also where a name is a collection's segment).
+    #[test]
+    fn the_collection_of_a_key_is_the_one_its_parse_finds() {
+        for key in [
+            "projects/p/global/networks/vpc",
+            "projects/p/global/firewalls/networks",
+            "projects/p/global/routes/r",
+            "projects/p/regions/europe-west1/subnetworks/routers",
+            "projects/p/regions/europe-west1/routers/rtr",
+            "projects/p/regions/europe-west1/addresses/a",
+            "projects/p/zones/europe-west1-b/instances/vm",
+            "projects/p/serviceAccounts/sa@p.iam.gserviceaccount.com",
+        ] {
+            assert_eq!(Collection::of_key(key), Some(GcePath::parse(key).unwrap().collection()), "{key}");
+        }
+        assert_eq!(Collection::of_key("projects/p/global/nothing/x"), None);
+    }
 }

@@ -175,6 +175,11 @@ impl GceStore {
         self.rules_of.keys_in(network)
     }
 
+    /// The keys of the firewall rules and routes whose `network` is `url`, in key order.
+    pub fn rule_keys_of(&self, url: &str) -> impl Iterator<Item = &String> {
+        self.rules_of.keys.get(url).into_iter().flatten()
+    }
+
     /// The keys of the subnetworks of the network `url`, in key order.
     pub fn subnet_keys_of(&self, url: &str) -> impl Iterator<Item = &String> {
         self.subnets_of.keys.get(url).into_iter().flatten()

@@ -266,6 +266,11 @@ async fn a_network_that_is_used_cannot_be_deleted() {
     assert!(e.to_string().contains("routes/to-onprem"), "a route keeps its network: {e}");
     sim.delete("projects/p/global/routes/to-onprem").await.unwrap();
 
+    sim.insert(ROUTERS, json!({"name": "rtr", "network": net})).await.unwrap();
+    let e = sim.delete_resource(net).await.unwrap_err();
+    assert!(e.to_string().contains("routers/rtr"), "a router keeps its network: {e}");
+    sim.delete("projects/p/regions/europe-west1/routers/rtr").await.unwrap();
+
     let op = sim.delete_resource(net).await.unwrap();
     assert_eq!(op["operationType"], "delete");
     assert!(sim.get_now(net).is_none());
