@@ -162,6 +162,17 @@ impl Filter {
         })
     }
 
+    /// The last path segment every value of `field` the filter holds for ends in, when one of its
+    /// terms pins it: `eq ".*/<literal>"` (the form a list narrowed to a network sends) or `= "…/<name>"`.
+    /// A list may look its candidates up by it (a network by its name) before [`Filter::on`] checks them.
+    pub fn last_segment_of(&self, field: &str) -> Option<String> {
+        self.terms.iter().filter(|t| t.field == field).find_map(|t| match t.op {
+            Op::Eq => t.value.rsplit('/').next().map(str::to_string),
+            Op::RegexEq => literal(t.value.strip_prefix(".*/")?).filter(|s| !s.contains('/')),
+            Op::RegexNe | Op::Ne => None,
+        })
+    }
+
     /// Whether `resource` passes every term.
     pub fn matches(&self, resource: &Value) -> bool {
         self.terms.iter().all(|t| {
@@ -176,6 +187,24 @@ impl Filter {
             }
         })
     }
+}
+
+/// The text a regular expression matches when it matches one text only: escaped punctuation and
+/// plain characters; `None` when it has an operator, a class or an escape of a letter or digit.
+fn literal(pattern: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(n) if n.is_ascii_punctuation() => out.push(n),
+                _ => return None,
+            },
+            '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 fn one_line(s: &str) -> String {
@@ -221,6 +250,20 @@ mod tests {
         let exact = Filter::parse(r#"network = "projects/p/global/networks/a""#).unwrap();
         assert!(exact.on("network").is_some_and(|on| on("projects/p/global/networks/a") && !on("a")));
         assert!(Filter::parse(r#"name eq "k8s-.*""#).unwrap().on("network").is_none());
+    }
+
+    #[test]
+    fn a_filter_names_the_last_segment_it_pins() {
+        let seg = |f: &str| Filter::parse(f).unwrap().last_segment_of("network");
+        assert_eq!(seg(r#"(network eq ".*/shoot\-\-p\-\-a\.b") (name ne "x")"#).as_deref(), Some("shoot--p--a.b"));
+        assert_eq!(seg(r#"network = "projects/p/global/networks/a""#).as_deref(), Some("a"));
+        for open in
+            [r#"network eq ".*/vpc-.*""#, r#"network eq ".*/a|b""#, r#"network eq ".*vpc""#, r#"network ne ".*/a""#]
+        {
+            assert_eq!(seg(open), None, "{open}");
+        }
+        assert_eq!(seg(r#"network eq ".*/a\d""#), None, "an escaped letter is a class");
+        assert_eq!(seg(r#"network eq ".*/x/a""#), None, "not one segment");
     }
 
     #[test]

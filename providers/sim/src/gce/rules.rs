@@ -1511,7 +1511,8 @@ pub(crate) fn list(store: &GceStore, coll: &CollectionPath, q: &ListQuery) -> Re
         on_network.filter(|_| matches!(coll.collection, Collection::Firewalls | Collection::Routes))
     {
         // A filter that holds for some networks only: the rules of those networks, from their index.
-        let keys = store.rules_in(network);
+        let named = params.filter.as_ref().and_then(|f| f.last_segment_of("network"));
+        let keys = store.rules_in(network, named.as_deref());
         keys.into_iter()
             .filter(|k| k.starts_with(&prefix))
             .filter_map(|k| Some((k, &store.entries.get(k)?.value)))

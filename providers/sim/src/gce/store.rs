@@ -73,11 +73,13 @@ pub(crate) struct GceStore {
 struct ByNetwork {
     segments: &'static [&'static str],
     keys: BTreeMap<String, BTreeSet<String>>,
+    /// The networks of `keys` by their last path segment (their name).
+    named: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl ByNetwork {
     fn of(segments: &'static [&'static str]) -> ByNetwork {
-        ByNetwork { segments, keys: BTreeMap::new() }
+        ByNetwork { segments, keys: BTreeMap::new(), named: BTreeMap::new() }
     }
 
     /// The network `entry` (under `key`) is in, if it is of an indexed collection.
@@ -88,6 +90,7 @@ impl ByNetwork {
     fn insert(&mut self, key: &str, entry: &Entry) {
         if let Some(network) = self.network_of(key, entry) {
             self.keys.entry(network.to_string()).or_default().insert(key.to_string());
+            self.named.entry(last_segment(network).to_string()).or_default().insert(network.to_string());
         }
     }
 
@@ -101,14 +104,31 @@ impl ByNetwork {
             keys.remove(key);
             if keys.is_empty() {
                 self.keys.remove(network);
+                let name = last_segment(network);
+                if let Some(networks) = self.named.get_mut(name) {
+                    networks.remove(network);
+                    if networks.is_empty() {
+                        self.named.remove(name);
+                    }
+                }
             }
         }
     }
 
-    /// The keys of the networks `network` accepts, in key order.
-    fn keys_in(&self, network: impl Fn(&str) -> bool) -> BTreeSet<&String> {
-        self.keys.iter().filter(|(n, _)| network(n)).flat_map(|(_, keys)| keys).collect()
+    /// The keys of the networks `network` accepts, in key order; with `named`, of the networks of that
+    /// name only (looked up, not every network tried).
+    fn keys_in(&self, network: impl Fn(&str) -> bool, named: Option<&str>) -> BTreeSet<&String> {
+        let networks: Box<dyn Iterator<Item = &String>> = match named {
+            Some(name) => Box::new(self.named.get(name).into_iter().flatten()),
+            None => Box::new(self.keys.keys()),
+        };
+        networks.filter(|n| network(n)).filter_map(|n| self.keys.get(n)).flatten().collect()
     }
+}
+
+/// A reference's last path segment (a network's name).
+fn last_segment(reference: &str) -> &str {
+    reference.rsplit('/').next().unwrap_or(reference)
 }
 
 impl Default for GceStore {
@@ -170,9 +190,9 @@ impl GceStore {
     }
 
     /// The keys of the firewall rules and routes of the networks whose reference `network` accepts,
-    /// in key order.
-    pub fn rules_in(&self, network: impl Fn(&str) -> bool) -> BTreeSet<&String> {
-        self.rules_of.keys_in(network)
+    /// in key order; with `named`, only networks of that name are tried ([`super::filter::Filter::last_segment_of`]).
+    pub fn rules_in(&self, network: impl Fn(&str) -> bool, named: Option<&str>) -> BTreeSet<&String> {
+        self.rules_of.keys_in(network, named)
     }
 
     /// The keys of the firewall rules and routes whose `network` is `url`, in key order.
@@ -282,7 +302,13 @@ mod tests {
         store.put(fw.into(), in_net(a));
         store.put(route.into(), in_net(a));
         store.put("projects/p/regions/r/subnetworks/s".into(), in_net(a));
-        let keys = |store: &GceStore, n: &str| store.rules_in(|x| x == n).into_iter().cloned().collect::<Vec<_>>();
+        let keys = |store: &GceStore, n: &str| {
+            let by_name =
+                store.rules_in(|x| x == n, Some(super::last_segment(n))).into_iter().cloned().collect::<Vec<_>>();
+            let tried = store.rules_in(|x| x == n, None).into_iter().cloned().collect::<Vec<_>>();
+            assert_eq!(by_name, tried, "looked up by name or every network tried: the same keys");
+            by_name
+        };
         assert_eq!(keys(&store, a), [fw, route], "firewall rules and routes, not subnetworks");
         store.put(fw.into(), in_net(b));
         assert_eq!((keys(&store, a), keys(&store, b)), (vec![route.to_string()], vec![fw.to_string()]));
