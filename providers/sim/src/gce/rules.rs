@@ -326,22 +326,23 @@ fn users(store: &GceStore, path: &GcePath) -> Vec<String> {
     // delete cost the store's size in parses): a network's subnetworks, rules and routes from the
     // store's indexes, its routers and instances from all keys; a subnetwork's and an address's users
     // from all keys (a shared VPC's users may be in other projects). Nothing refers to the rest.
-    let candidates: Vec<&String> = match path.collection() {
+    let candidates: Box<dyn Iterator<Item = (&String, &Entry)>> = match path.collection() {
         Collection::Networks => {
             let routers_and_instances = store
                 .entries
                 .keys()
                 .filter(|k| matches!(Collection::of_key(k), Some(Collection::Routers | Collection::Instances)));
             let indexed = store.subnet_keys_of(&url).chain(store.rule_keys_of(&url));
-            indexed.chain(routers_and_instances).collect::<std::collections::BTreeSet<_>>().into_iter().collect()
+            let keys: std::collections::BTreeSet<&String> = indexed.chain(routers_and_instances).collect();
+            Box::new(keys.into_iter().filter_map(|k| Some((k, store.entries.get(k)?))))
         }
-        Collection::Subnetworks | Collection::Addresses => store.entries.keys().collect(),
+        Collection::Subnetworks | Collection::Addresses => Box::new(store.entries.iter()),
         _ => return Vec::new(),
     };
     let refers = |v: &Value, field: &str| v.get(field).and_then(Value::as_str) == Some(url.as_str());
     let mut found = Vec::new();
-    for k in candidates {
-        let (Some(e), Some(other)) = (store.entries.get(k), Collection::of_key(k)) else { continue };
+    for (k, e) in candidates {
+        let Some(other) = Collection::of_key(k) else { continue };
         let uses = match (path.collection(), other) {
             (Collection::Networks, Collection::Subnetworks) => !e.auto && refers(&e.value, "network"),
             (Collection::Networks, Collection::Routes | Collection::Firewalls | Collection::Routers) => {
