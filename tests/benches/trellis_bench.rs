@@ -1583,8 +1583,9 @@ fn targets_section(runtime: &Runtime) -> Result<()> {
 
 /// Row 6 of section 0 (no target in the table; figures since s36): a GCP fleet of `n` shoots
 /// in one project (its world file raising the project's firewall quota: by default a project holds
-/// ~100): the apply, the no-op re-plan ÷ the fresh plan, a plan of ONE of its shoots against it, and a
-/// plan of ONE Azure shoot against the same state dir (which never reads the simulated GCE cloud).
+/// ~100): the apply, the no-op re-plan ÷ the fresh plan, a plan of ONE of its shoots against it, a
+/// plan of ONE Azure shoot against the same state dir (which never reads the simulated GCE cloud),
+/// and the destroy of them all.
 fn gcp_row(bin: &Path, tmp: &Path, n: usize) -> Result<()> {
     let s = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 temp path");
     let dir = tmp.join("gcp");
@@ -1612,6 +1613,13 @@ fn gcp_row(bin: &Path, tmp: &Path, n: usize) -> Result<()> {
     let azure = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/azure/A1-managed-no-nat/shoot.yaml");
     let (wall, rss) = medians(&runs_of(bin, &["plan", "-f", &s(&azure)?, "--state", &state], 5)?);
     println!("   Azure plan of ONE shoot against the same state: {:.0} ms, {rss:.0} MiB", wall * 1000.0);
+    let destroy = time_cli(bin, &["destroy", "-f", &fleet, "--state", &state, "--auto-approve", "--output", "json"])?;
+    println!(
+        "   GCP destroy of the {} shoots: {:.2} s, {:.0} MiB",
+        count(n),
+        destroy.wall.as_secs_f64(),
+        destroy.rss_kib as f64 / 1024.0
+    );
     Ok(())
 }
 
