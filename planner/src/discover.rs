@@ -511,9 +511,9 @@ mod tests {
 
     /// A GCE project's firewall rules in three networks; every call recorded: a list with its filter,
     /// if any, a GET with its id.
-    struct TwoNetworks(std::sync::Mutex<Vec<String>>);
+    struct ThreeNetworks(std::sync::Mutex<Vec<String>>);
 
-    impl TwoNetworks {
+    impl ThreeNetworks {
         fn rules() -> Vec<Value> {
             let rule = |name: &str, vpc: &str| {
                 json!({"name": name, "network": format!("https://www.googleapis.com/compute/v1/projects/p/global/networks/{vpc}"),
@@ -524,7 +524,7 @@ mod tests {
     }
 
     #[async_trait::async_trait]
-    impl CloudRead for TwoNetworks {
+    impl CloudRead for ThreeNetworks {
         async fn get(&self, id: &str) -> Result<Option<Value>, CloudError> {
             self.0.lock().unwrap().push(format!("GET {id}"));
             Ok(Self::rules().into_iter().find(|r| r["selfLink"].as_str().is_some_and(|l| l.ends_with(id))))
@@ -545,7 +545,7 @@ mod tests {
     /// answered under its parent and type; a covered id it lists needs no GET.
     #[tokio::test]
     async fn a_narrowed_list_asks_the_cloud_for_its_filter_and_answers_for_what_it_lists() {
-        let cloud = TwoNetworks(std::sync::Mutex::new(Vec::new()));
+        let cloud = ThreeNetworks(std::sync::Mutex::new(Vec::new()));
         let in_a = ListFilter::new("network", "vpc-a");
         let a = "projects/p/global/firewalls/a-rule";
         let req = ListReq::new("projects/p/global", "firewalls").narrowed(in_a.clone()).covering([a.into()]);
@@ -568,7 +568,7 @@ mod tests {
     /// (409 alreadyExists) at apply.
     #[tokio::test]
     async fn regression_a_covered_id_a_narrowed_list_leaves_out_is_read_by_get() {
-        let cloud = TwoNetworks(std::sync::Mutex::new(Vec::new()));
+        let cloud = ThreeNetworks(std::sync::Mutex::new(Vec::new()));
         let in_a = ListFilter::new("network", "vpc-a");
         let (b, gone) = ("projects/p/global/firewalls/b-rule", "projects/p/global/firewalls/gone");
         let req =

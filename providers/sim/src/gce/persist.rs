@@ -7,11 +7,11 @@
 //!   world file's `gcp.project`, when one named it).
 //!
 //! Opening reads `#meta` only; the first use of the cloud reads the resources, all of them (the
-//! core's [`crate::core::sim::SimCloud::load`]), and the first GET or list of operations the
-//! operations of earlier sessions (they only grow, and plans never ask for them): a command that never calls GCE never reads it (an
-//! Azure plan against a state dir that also holds GCP shoots). A GCE world is bounded by its
-//! project's quotas; ARM's per-resource lazy reads are not needed yet. Every
-//! call that changed the store writes the changed keys ([`GceStore::dirty`]) in one batch under the
+//! core's [`crate::core::sim::SimCloud::load`]): a command that never calls GCE never reads them (an
+//! Azure plan against a state dir that also holds GCP shoots). The operations of earlier sessions
+//! (they only grow, and plans never ask for them) are read by the first GET or list of operations.
+//! A GCE world is bounded by its project's quotas; ARM's per-resource lazy reads are not needed yet.
+//! Every call that changed the store writes the changed keys ([`GceStore::dirty`]) in one batch under the
 //! simulator's lock; the flush that makes it durable runs after the lock is released, shared with
 //! the calls that wrote meanwhile (the core's [`GroupFlush`]), and the call returns only after it —
 //! as ARM's writes do. A key that does not read back fails that first use, and every call after it, naming the key.

@@ -332,7 +332,8 @@ fn users(store: &GceStore, path: &GcePath) -> Vec<String> {
                 .entries
                 .keys()
                 .filter(|k| matches!(Collection::of_key(k), Some(Collection::Routers | Collection::Instances)));
-            let indexed = store.subnet_keys_of(&url).chain(store.rule_keys_of(&url));
+            let rules = store.rules_in(|n| n == url, Some(super::store::last_segment(&url)));
+            let indexed = store.subnet_keys_of(&url).chain(rules);
             let keys: std::collections::BTreeSet<&String> = indexed.chain(routers_and_instances).collect();
             Box::new(keys.into_iter().filter_map(|k| Some((k, store.entries.get(k)?))))
         }

@@ -127,7 +127,7 @@ impl ByNetwork {
 }
 
 /// A reference's last path segment (a network's name).
-fn last_segment(reference: &str) -> &str {
+pub(crate) fn last_segment(reference: &str) -> &str {
     reference.rsplit('/').next().unwrap_or(reference)
 }
 
@@ -193,11 +193,6 @@ impl GceStore {
     /// in key order; with `named`, only networks of that name are tried ([`super::filter::Filter::last_segment_of`]).
     pub fn rules_in(&self, network: impl Fn(&str) -> bool, named: Option<&str>) -> BTreeSet<&String> {
         self.rules_of.keys_in(network, named)
-    }
-
-    /// The keys of the firewall rules and routes whose `network` is `url`, in key order.
-    pub fn rule_keys_of(&self, url: &str) -> impl Iterator<Item = &String> {
-        self.rules_of.keys.get(url).into_iter().flatten()
     }
 
     /// The keys of the subnetworks of the network `url`, in key order.
