@@ -101,6 +101,21 @@
 //!    re-plan ÷ fresh 0.38 s ÷ 0.10 s = 3.8× (this section: 0.39 ÷ 0.11 = 3.55×, CPU 0.68 ÷ 0.20 =
 //!    3.40×; MISSED, unchanged); plan of 10,000 to a pipe 0.53 s / 44 MiB; re-plan of 200 with
 //!    20 ms a call 0.12 s (0.04 s without latency).
+//!    The simulated GCE cloud's remaining project-sized work (s37; non-LTO release builds by hand,
+//!    2,000 GCP shoots in one project, then this section with the LTO build of the session's head):
+//!    a narrowed firewall list tried its filter's regular expression on every network of the index —
+//!    a filter that pins the network's name (`network eq ".*/<literal>"`) now looks it up by name:
+//!    GCP no-op re-plan of 2,000 1.45 → 0.65 s; a delete's in-use check parsed every key of the
+//!    store — now only what can use the resource, by its key's collection: destroy of the 2,000
+//!    24.3 → 10.5 s; the operations of earlier sessions (one a write) were read with the resources —
+//!    now by the first GET or list of operations: one GCP shoot against the 2,000 0.19 s / 148 MiB →
+//!    0.12 s / 108 MiB. This section then (LTO, 1,000 GCP shoots): apply 3.05 s / 233 MiB, re-plan ÷
+//!    fresh 0.22 s ÷ 0.09 s = 2.4× (3.5× before), one GCP shoot against them 60 ms / 62 MiB (90 ms /
+//!    87 MiB), destroy 3.35 s / 195 MiB; the Azure rows: one shoot against 2,000 / 10,000 applied
+//!    20 ms / 28 MiB and 20 ms / 44 MiB (met), apply of 2,000 3.17 s / 199 MiB (met; 5.47 syncs a
+//!    shoot), re-plan ÷ fresh 0.34 s ÷ 0.10 s = 3.40× (CPU 3.33×; MISSED), plan of 10,000 to a pipe
+//!    0.50 s / 46 MiB (met), re-plan of 200 at 20 ms 0.1 calls a shoot (met), its wall 0.09 s against
+//!    the bound 0.07 s (the plan's own 0.04 s CPU is above what the bound leaves it).
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
