@@ -189,22 +189,16 @@ impl Filter {
     }
 }
 
-/// The text a regular expression matches when it matches one text only: escaped punctuation and
-/// plain characters; `None` when it has an operator, a class or an escape of a letter or digit.
+/// The text a regular expression matches when it matches that one text only (regex's parser says:
+/// its whole expression is a literal); `None` for anything else.
 fn literal(pattern: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(n) if n.is_ascii_punctuation() => out.push(n),
-                _ => return None,
-            },
-            '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' => return None,
-            c => out.push(c),
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    match hir.kind() {
+        regex_syntax::hir::HirKind::Literal(regex_syntax::hir::Literal(bytes)) => {
+            String::from_utf8(bytes.to_vec()).ok()
         }
+        _ => None,
     }
-    Some(out)
 }
 
 fn one_line(s: &str) -> String {
@@ -262,7 +256,9 @@ mod tests {
         {
             assert_eq!(seg(open), None, "{open}");
         }
-        assert_eq!(seg(r#"network eq ".*/a\d""#), None, "an escaped letter is a class");
+        assert_eq!(seg(r#"network eq ".*/a\d""#), None, "a class");
+        assert_eq!(seg(r#"network eq ".*/(?i)vpc""#), None, "any case: not one text");
+        assert_eq!(seg(r#"network eq ".*/vpc\x2Da""#).as_deref(), Some("vpc-a"), "a hex escape is its character");
         assert_eq!(seg(r#"network eq ".*/x/a""#), None, "not one segment");
     }
 
