@@ -122,11 +122,11 @@
 //!    0.77 s ÷ 0.24 s = 3.21× (CPU 3.19×), plan of 10,000 to a pipe 1.36 s / 41 MiB, re-plan of 200
 //!    at 20 ms 0.1 calls a shoot, 0.16 s (0.09 s without latency); GCP 1,000: apply 5.75 s, re-plan ÷
 //!    fresh 1.8×, one shoot 150 ms, destroy 7.89 s. The work is the same: callgrind counts (which no
-//!    host moves) of the fresh plan and the re-plan of 2,000 are 1.9 G and 4.2 G instructions, as in
-//!    s35, once the software sha256 valgrind runs (no SHA-NI) and sled's spin lock around its lazily
-//!    built statics (`sled::Lazy`: a thread waiting under valgrind's one-at-a-time scheduling) are
-//!    left out. So compare hosts by the fresh plan's figure (or by callgrind), not the absolute rows
-//!    alone; the ratios hold.
+//!    host moves) of the fresh plan and the re-plan of 2,000 are 1.9 G and 4.2 G instructions (s35:
+//!    1.94 G and 4.47 G), once the software sha256 valgrind runs (no SHA-NI) and sled's spin lock
+//!    around its lazily built statics (`sled::Lazy`: a thread waiting under valgrind's one-at-a-time
+//!    scheduling) are left out. So compare hosts by the fresh plan's figure (or by callgrind), not the
+//!    absolute rows alone; the ratios hold.
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
