@@ -224,6 +224,17 @@ impl Backend {
         self.sim_store().tree(name)
     }
 
+    /// [`Backend::tree`] `name` if the simulated clouds' database has it (without creating it).
+    pub fn existing_tree(&self, name: &str) -> Result<Option<sled::Tree>, StateError> {
+        self.sim_store().existing_tree(name)
+    }
+
+    /// The directory of the simulated clouds' database (the state dir, or the sim dir), which also
+    /// holds their audit logs.
+    pub fn sim_dir(&self) -> &std::path::Path {
+        self.sim_store().location()
+    }
+
     /// Makes every write of the simulated clouds so far durable.
     pub fn flush(&self) -> Result<(), StateError> {
         self.sim_store().flush()

@@ -14,7 +14,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use trellis_planner::cloud::{Call, CloudError, CloudRead, CloudWrite, ListFilter, Precondition};
-use trellis_sim::{Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
+use trellis_sim::{AuditFile, Faults, SharedFlush, SimError, SyncReport, WorldFile, WorldSection};
 
 /// The storage of a simulated cloud: a tree of the state's sled database (re-exported, so a binding
 /// implements against it without depending on sled itself).
@@ -34,11 +34,11 @@ pub trait Simulator: Any + Send + Sync {
     /// Re-syncs what its section of `world` declares (not audited, not faulted).
     fn sync_world(&self, world: &WorldFile) -> Result<SyncReport, SimError>;
 
-    /// Appends the calls not persisted yet to `tree` and flushes it; how many were written.
-    fn persist_audit(&self, tree: &Tree) -> Result<usize, SimError>;
+    /// Appends the calls not persisted yet to `file` and syncs it; how many were written.
+    fn persist_audit(&self, file: &AuditFile) -> Result<usize, SimError>;
 
-    /// Keeps the audit log in `tree` as calls are made (a served cloud, `trellis sim serve`).
-    fn keep_audit(&self, _tree: Tree) -> Result<usize, SimError> {
+    /// Keeps the audit log in `file` as calls are made (a served cloud, `trellis sim serve`).
+    fn keep_audit(&self, _file: AuditFile) -> Result<usize, SimError> {
         Err(SimError::Storage("this simulated cloud is not served and keeps its audit log in memory".to_string()))
     }
 
@@ -52,13 +52,19 @@ pub trait Simulator: Any + Send + Sync {
     fn set_faults(&self, faults: Faults);
 }
 
-/// The sled trees a simulated cloud lives in, in the state's database (or the sim dir).
+/// Where a simulated cloud lives: its sled tree in the state's database (or the sim dir), and its
+/// audit log beside that database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SimTrees {
     /// Its resources (`sim/azure`).
     pub cloud: &'static str,
-    /// Its audit log, kept for the commands that write (`sim/azure-audit`).
-    pub audit: &'static str,
+    /// Its audit log, kept for the commands that write: a file of JSON lines, relative to the
+    /// database's directory (`audit/azure.jsonl`). Not in the database: the log only grows, and every
+    /// open of the database reads the pages of all its trees.
+    pub audit_file: &'static str,
+    /// The tree an earlier trellis kept the audit log in (`sim/azure-audit`): read before the file,
+    /// and moved into it by the first command that writes.
+    pub legacy_audit: &'static str,
 }
 
 /// What the command line says about the clouds, for [`CloudBinding::choose`].

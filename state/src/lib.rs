@@ -142,6 +142,7 @@
 //! | `backups/<shoot>.json`    | each workspace as the last command that changed it and closed left it (a [`WorkspaceFile`]) |
 //! | `seal.json`               | how trellis left sled's files: `open`, or `closed` with each file's length, BLAKE3 (`blake3`; `sha256` in format 2) and stamp (`stat`: inode, mtime, ctime) |
 //! | `holder.json`             | the process holding the dir (only while it does)                        |
+//! | `audit/<cloud>.jsonl`     | the simulated clouds' audit logs, one JSON line per call (written by the engine's session, not by this crate; not state: not sealed, not checked) |
 //! | `.verify/`                | scratch copy of sled's files while they are verified (only during an open) |
 //!
 //! Shoot names in file names are percent-encoded outside `[A-Za-z0-9_-]`. A format newer than this

@@ -212,6 +212,20 @@ impl SledStore {
             .map_err(|e| self.io_error(&format!("opening tree `{name}`"), e))
     }
 
+    /// [`SledStore::tree`] `name` if the database has it (without creating it).
+    pub fn existing_tree(&self, name: &str) -> Result<Option<sled::Tree>, StateError> {
+        let full = format!("{EXT_PREFIX}{name}");
+        if !self.h.db.tree_names().iter().any(|n| n == full.as_bytes()) {
+            return Ok(None);
+        }
+        self.tree(name).map(Some)
+    }
+
+    /// The directory the database lives in.
+    pub fn location(&self) -> &Path {
+        self.dir()
+    }
+
     /// Has the state store `pending`'s writes: in the transaction of every commit group, and in a batch
     /// of their own at a flush without commits and at the close (see [`PendingWrites`]).
     pub fn store_with_commits(&self, pending: Arc<dyn PendingWrites>) {

@@ -322,11 +322,13 @@ fn regression_a_state_dir_of_an_earlier_trellis_is_adopted() {
     let state = Path::new(sb.state());
     sb.run(&["apply", "-f", &a2(), "--auto-approve"]).code(0);
     let ws = sb.workspace(BRAVO);
-    // What the previous version of trellis left: sled's files (and no marker, seal, heads or backups).
+    // What the previous version of trellis left: sled's files (and no marker, seal, heads, backups or
+    // audit files).
     fs::remove_file(state.join("trellis-state.json")).unwrap();
     fs::remove_file(state.join("seal.json")).unwrap();
     fs::remove_file(state.join("heads.log")).unwrap();
     fs::remove_dir_all(state.join("backups")).unwrap();
+    fs::remove_dir_all(state.join("audit")).unwrap();
 
     sb.run(&["plan", "-f", &a2(), "--detailed-exitcode"]).code(0).stdout_has("No changes.");
     assert!(state.join("trellis-state.json").is_file(), "adopted: the marker is written");

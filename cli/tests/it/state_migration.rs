@@ -82,3 +82,24 @@ fn regression_provider_state_newer_than_this_trellis_is_refused() {
         run.stderr
     );
 }
+
+/// An earlier trellis kept the simulated cloud's audit log in a tree of the state's database (every
+/// open then read its pages: issue #27). `trellis sim audit` still lists those calls; the next command
+/// that writes moves them into `audit/azure.jsonl` beside the database, before its own, each once.
+#[test]
+fn regression_the_audit_log_an_earlier_trellis_kept_in_the_database_moves_to_its_file() {
+    let sb = sandbox_with_v1_state();
+    let file = Path::new(sb.state()).join("audit/azure.jsonl");
+    let before = sb.run(&["sim", "audit"]).code(0).stdout;
+    assert_eq!(before.lines().count(), 64, "the calls of the apply that made the fixture: {before}");
+    assert!(before.lines().all(|l| l.starts_with("azure ")), "{before}");
+    assert!(!file.exists(), "reading moves nothing");
+    sb.run(&["apply", "-f", &examples("fleet"), "--auto-approve"]).code(0);
+    let after = sb.run(&["sim", "audit"]).code(0).stdout;
+    let added = after.strip_prefix(before.as_str()).unwrap_or_else(|| panic!("the earlier calls first: {after}"));
+    assert!(!added.is_empty() && added.lines().all(|l| l.starts_with("azure ")), "{added}");
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(kept.lines().count(), after.lines().count(), "the file holds the whole log, each call once: {kept}");
+    let again = sb.run(&["sim", "audit"]).code(0).stdout;
+    assert_eq!(again, after, "read from the file alone, nothing twice");
+}

@@ -50,12 +50,12 @@ impl Simulator for ArmSim {
         ArmSim::sync_world(self, world)
     }
 
-    fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        ArmSim::persist_audit(self, tree)
+    fn persist_audit(&self, file: &trellis_sim::AuditFile) -> Result<usize, SimError> {
+        ArmSim::persist_audit(self, file)
     }
 
-    fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        ArmSim::keep_audit(self, tree)
+    fn keep_audit(&self, file: trellis_sim::AuditFile) -> Result<usize, SimError> {
+        ArmSim::keep_audit(self, file)
     }
 
     fn calls(&self) -> Vec<Call> {
@@ -82,7 +82,7 @@ impl CloudBinding for Azure {
     }
 
     fn trees(&self) -> SimTrees {
-        SimTrees { cloud: "sim/azure", audit: "sim/azure-audit" }
+        SimTrees { cloud: "sim/azure", audit_file: "audit/azure.jsonl", legacy_audit: "sim/azure-audit" }
     }
 
     fn world_section(&self) -> Option<&'static dyn WorldSection> {

@@ -57,12 +57,12 @@ impl Simulator for DnsSim {
         DnsSim::sync_world(self, world)
     }
 
-    fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        DnsSim::persist_audit(self, tree)
+    fn persist_audit(&self, file: &trellis_sim::AuditFile) -> Result<usize, SimError> {
+        DnsSim::persist_audit(self, file)
     }
 
-    fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        DnsSim::keep_audit(self, tree)
+    fn keep_audit(&self, file: trellis_sim::AuditFile) -> Result<usize, SimError> {
+        DnsSim::keep_audit(self, file)
     }
 
     fn calls(&self) -> Vec<Call> {
@@ -89,7 +89,7 @@ impl CloudBinding for Dns {
     }
 
     fn trees(&self) -> SimTrees {
-        SimTrees { cloud: "sim/dns", audit: "sim/dns-audit" }
+        SimTrees { cloud: "sim/dns", audit_file: "audit/dns.jsonl", legacy_audit: "sim/dns-audit" }
     }
 
     fn world_section(&self) -> Option<&'static dyn WorldSection> {

@@ -47,12 +47,12 @@ impl Simulator for GceSim {
         GceSim::sync_world(self, world)
     }
 
-    fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        GceSim::persist_audit(self, tree)
+    fn persist_audit(&self, file: &trellis_sim::AuditFile) -> Result<usize, SimError> {
+        GceSim::persist_audit(self, file)
     }
 
-    fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        GceSim::keep_audit(self, tree)
+    fn keep_audit(&self, file: trellis_sim::AuditFile) -> Result<usize, SimError> {
+        GceSim::keep_audit(self, file)
     }
 
     fn calls(&self) -> Vec<Call> {
@@ -79,7 +79,7 @@ impl CloudBinding for Gcp {
     }
 
     fn trees(&self) -> SimTrees {
-        SimTrees { cloud: "sim/gce", audit: "sim/gce-audit" }
+        SimTrees { cloud: "sim/gce", audit_file: "audit/gce.jsonl", legacy_audit: "sim/gce-audit" }
     }
 
     fn world_section(&self) -> Option<&'static dyn WorldSection> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use trellis_planner::cloud::{Call, CloudWrite};
 use trellis_planner::retry::RetryPolicy;
 use trellis_providers::provider::{CloudCtx, Provider, ProviderError};
-use trellis_sim::{Faults, SyncReport, WorldFile};
+use trellis_sim::{AuditFile, Faults, SyncReport, WorldFile};
 use trellis_state::LockWait;
 
 /// The operations that write to the cloud; only their audit log is kept in the state dir.
@@ -237,7 +237,7 @@ impl Session {
     pub fn audit_logs(&self) -> Result<Vec<(&'static str, Vec<Call>)>> {
         let mut logs = Vec::new();
         for (binding, _) in &self.sims {
-            let calls = trellis_sim::persisted_audit(&self.store.tree(binding.trees().audit)?)?;
+            let calls = self.audit_file(*binding)?.read()?;
             logs.push((binding.sim_name(), calls));
         }
         Ok(logs)
@@ -273,7 +273,7 @@ impl Session {
         let mut apis = Vec::new();
         for (binding, sim) in &self.sims {
             if let Some(s) = binding.serve(sim.as_ref(), opts) {
-                sim.keep_audit(self.store.tree(binding.trees().audit)?)?;
+                sim.keep_audit(self.audit_file(*binding)?)?;
                 apis.extend(binding.http_api());
                 served.push(s);
             }
@@ -291,10 +291,18 @@ impl Session {
     pub fn persist_served_audit(&self) -> Result<()> {
         for (binding, sim) in &self.sims {
             if binding.http_api().is_some() {
-                sim.persist_audit(&self.store.tree(binding.trees().audit)?)?;
+                sim.persist_audit(&self.audit_file(*binding)?)?;
             }
         }
         Ok(())
+    }
+
+    /// Where `binding`'s simulated cloud keeps its audit log: its file beside the database, after
+    /// the tree an earlier trellis kept it in, if the database has it.
+    fn audit_file(&self, binding: &dyn CloudBinding) -> Result<AuditFile> {
+        let trees = binding.trees();
+        let legacy = self.store.existing_tree(trees.legacy_audit)?;
+        Ok(AuditFile::new(self.store.sim_dir().join(trees.audit_file), legacy))
     }
 
     /// Ends the command: keeps the simulated clouds' audit logs of a command that writes the cloud
@@ -340,7 +348,7 @@ impl Session {
     fn persist_audit(&self) -> Result<()> {
         if self.keep_audit {
             for (binding, sim) in &self.sims {
-                sim.persist_audit(&self.store.tree(binding.trees().audit)?)?;
+                sim.persist_audit(&self.audit_file(*binding)?)?;
             }
         }
         Ok(())

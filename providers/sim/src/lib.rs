@@ -106,8 +106,9 @@
 //! ([`DeferredWrites::pending`], then [`DeferredWrites::stored`]), or in one batch right before a flush
 //! without commits ([`DeferredWrites::write`]). [`ArmSim::in_memory`]
 //! keeps nothing. A write that cannot be persisted is the call's 500 (the one storage-failure policy
-//! of every simulated cloud, in `core::sim`). The audit log lives in memory; [`ArmSim::persist_audit`] appends it to a tree, and
-//! [`ArmSim::keep_audit`] writes each call's entry to a tree as the call is made.
+//! of every simulated cloud, in `core::sim`). The audit log lives in memory; [`ArmSim::persist_audit`] appends it to an
+//! [`AuditFile`] (JSON lines beside the database, not in it), and [`ArmSim::keep_audit`] appends each
+//! call's line as the call is made.
 //!
 //! # Runtime writers
 //! [`runtime`] simulates the controllers that write into the cloud after apply — the CCM (Service
@@ -128,7 +129,7 @@ pub use crate::arm::persist::DeferredWrites;
 pub use crate::arm::runtime;
 pub use crate::arm::store::DEFAULT_SUBSCRIPTION;
 pub use crate::arm::world::{AzureWorld, WorldResource};
-pub use crate::core::audit::{persisted as persisted_audit, AuditLog};
+pub use crate::core::audit::{AuditFile, AuditLog};
 pub use crate::core::faults::{self, Fault, FaultRule, Faults, Matcher};
 pub use crate::core::precondition::Precondition;
 pub use crate::core::world::{builtin_sections, SyncReport, WorldFile, WorldSection};
@@ -267,20 +268,19 @@ impl ArmSim {
         self.core.mark()
     }
 
-    /// Appends the calls not persisted yet to `tree` (keys `audit/<20-digit sequence>`, values the
-    /// [`Call`] as JSON) in one batch, and flushes it. Returns how many calls were written.
-    pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.core.persist_audit(tree)
+    /// Appends the calls not persisted yet to `file` (one JSON line per [`Call`]), and
+    /// syncs it. Returns how many calls were written.
+    pub fn persist_audit(&self, file: &AuditFile) -> Result<usize, SimError> {
+        self.core.persist_audit(file)
     }
 
-    /// Keeps the audit log in `tree` as the calls are made, for a process that answers calls until
+    /// Keeps the audit log in `file` as the calls are made, for a process that answers calls until
     /// it is stopped (`trellis sim serve`): the calls not persisted yet are written now, and every
-    /// later call's entry is written when the call is recorded (as [`ArmSim::persist_audit`] writes
-    /// them), before its write's flush — so a flush of the tree's database that makes a write durable
-    /// makes its entry durable too. Nothing is flushed here; [`ArmSim::persist_audit`] flushes.
+    /// later call's line is appended when the call is recorded, before it is answered (one `write`:
+    /// a killed process loses none). Nothing is synced here; [`ArmSim::persist_audit`] syncs.
     /// Returns how many calls were written now.
-    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.core.keep_audit(tree)
+    pub fn keep_audit(&self, file: AuditFile) -> Result<usize, SimError> {
+        self.core.keep_audit(file)
     }
 }
 

@@ -19,7 +19,7 @@
 //! with status 500; a failed flush (after the lock is let go) leaves the entry the rule's status.
 //! What was not written stays noted as changed and is written with the next write.
 
-use super::audit::AuditLog;
+use super::audit::{AuditFile, AuditLog};
 use super::faults::{Fault, FaultState, FaultWording, Faults};
 use super::latency::{self, InFlight};
 use super::persist::GroupFlush;
@@ -194,14 +194,14 @@ impl<S: SimCloud> Sim<S> {
         self.lock_unread().audit.len()
     }
 
-    /// Appends the calls not persisted yet to `tree` and flushes it (see `AuditLog::persist`).
-    pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.lock_unread().audit.persist(tree)
+    /// Appends the calls not persisted yet to `file` and syncs it (see `AuditLog::persist`).
+    pub fn persist_audit(&self, file: &AuditFile) -> Result<usize, SimError> {
+        self.lock_unread().audit.persist(file)
     }
 
-    /// Keeps the audit log in `tree` as the calls are made (see `AuditLog::keep`).
-    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.lock_unread().audit.keep(tree)
+    /// Keeps the audit log in `file` as the calls are made (see `AuditLog::keep`).
+    pub fn keep_audit(&self, file: AuditFile) -> Result<usize, SimError> {
+        self.lock_unread().audit.keep(file)
     }
 
     /// One cloud call: fault decision and latency, then `apply` under the lock, the write of its

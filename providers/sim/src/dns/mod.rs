@@ -165,15 +165,15 @@ impl DnsSim {
         self.sim.calls()
     }
 
-    /// Appends the calls not persisted yet to `tree` (see [`crate::ArmSim::persist_audit`]).
-    pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.sim.persist_audit(tree)
+    /// Appends the calls not persisted yet to `file` (see [`crate::ArmSim::persist_audit`]).
+    pub fn persist_audit(&self, file: &crate::AuditFile) -> Result<usize, SimError> {
+        self.sim.persist_audit(file)
     }
 
-    /// Keeps the audit log in `tree` as the calls are made (a served simulated DNS, `trellis sim
+    /// Keeps the audit log in `file` as the calls are made (a served simulated DNS, `trellis sim
     /// serve`; see [`crate::ArmSim::keep_audit`]).
-    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.sim.keep_audit(tree)
+    pub fn keep_audit(&self, file: crate::AuditFile) -> Result<usize, SimError> {
+        self.sim.keep_audit(file)
     }
 
     /// Re-syncs the zones and record sets the world file's `dns:` section declares (see [`world`])

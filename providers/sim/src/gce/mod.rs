@@ -143,15 +143,15 @@ impl GceSim {
         self.sim.calls()
     }
 
-    /// Appends the calls not persisted yet to `tree` (as [`crate::ArmSim::persist_audit`] does), so
+    /// Appends the calls not persisted yet to `file` (as [`crate::ArmSim::persist_audit`] does), so
     /// that the audit log of a command outlives its process; returns how many were written.
-    pub fn persist_audit(&self, tree: &sled::Tree) -> Result<usize, SimError> {
-        self.sim.persist_audit(tree)
+    pub fn persist_audit(&self, file: &crate::AuditFile) -> Result<usize, SimError> {
+        self.sim.persist_audit(file)
     }
 
-    /// Keeps the audit log in `tree` as the calls are made (as [`crate::ArmSim::keep_audit`] does).
-    pub fn keep_audit(&self, tree: sled::Tree) -> Result<usize, SimError> {
-        self.sim.keep_audit(tree)
+    /// Keeps the audit log in `file` as the calls are made (as [`crate::ArmSim::keep_audit`] does).
+    pub fn keep_audit(&self, file: crate::AuditFile) -> Result<usize, SimError> {
+        self.sim.keep_audit(file)
     }
 
     /// The project the last world file named (`gcp.project`), if any: the shoots' project unless

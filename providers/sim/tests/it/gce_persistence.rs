@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use trellis_planner::cloud::{CloudRead, CloudWrite, Precondition};
-use trellis_sim::{GceSim, Origin, Quotas, WorldFile};
+use trellis_sim::{AuditFile, GceSim, Origin, Quotas, WorldFile};
 
 /// Opens the database (sled keeps its file lock for a moment after a drop; see persistence.rs).
 fn open_db(path: &std::path::Path) -> sled::Db {
@@ -97,29 +97,27 @@ async fn regression_a_damaged_gce_simulator_entry_is_refused_naming_its_key() {
 }
 
 /// The GCE audit log outlives the process as ARM's does (`Session::close` appends it to the state
-/// dir's `sim/gce-audit` tree): calls are appended once, in order, and a reopened simulator adds its
+/// dir's `audit/gce.jsonl`): calls are appended once, in order, and a reopened simulator adds its
 /// own after them.
 #[tokio::test]
-async fn regression_gce_audit_log_is_kept_in_a_tree_across_processes() {
+async fn regression_gce_audit_log_is_kept_in_a_file_across_processes() {
     let dir = tempfile::tempdir().unwrap();
+    let file = || AuditFile::new(dir.path().join("audit/gce.jsonl"), None);
     {
         let db = open_db(dir.path());
         let sim = GceSim::open(db.open_tree("sim/gce").unwrap()).unwrap();
         sim.create(VPC, json!({"autoCreateSubnetworks": false})).await.unwrap();
         sim.get(VPC).await.unwrap();
-        let audit = db.open_tree("sim/gce-audit").unwrap();
         let made = sim.calls().len();
         assert!(made >= 2, "{:?}", sim.calls());
-        assert_eq!(sim.persist_audit(&audit).unwrap(), made);
-        assert_eq!(sim.persist_audit(&audit).unwrap(), 0, "only new calls are appended");
+        assert_eq!(sim.persist_audit(&file()).unwrap(), made);
+        assert_eq!(sim.persist_audit(&file()).unwrap(), 0, "only new calls are appended");
     }
     let db = open_db(dir.path());
     let sim = GceSim::open(db.open_tree("sim/gce").unwrap()).unwrap();
     sim.remove(VPC, &Precondition::None).await.unwrap();
-    let audit = db.open_tree("sim/gce-audit").unwrap();
-    assert_eq!(sim.persist_audit(&audit).unwrap(), sim.calls().len());
-    let calls: Vec<trellis_planner::cloud::Call> =
-        audit.iter().values().map(|v| serde_json::from_slice(&v.unwrap()).unwrap()).collect();
+    assert_eq!(sim.persist_audit(&file()).unwrap(), sim.calls().len());
+    let calls = file().read().unwrap();
     assert_eq!(calls.first().map(|c| c.method.as_str()), Some("POST"), "{calls:?}");
     assert_eq!(calls.last().map(|c| (c.method.as_str(), c.target.as_str())), Some(("DELETE", VPC)), "{calls:?}");
 }

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use trellis_planner::cloud::{CloudRead, CloudWrite};
-use trellis_sim::{ArmSim, Origin, WorldFile, DEFAULT_SUBSCRIPTION};
+use trellis_sim::{ArmSim, AuditFile, Origin, WorldFile, DEFAULT_SUBSCRIPTION};
 
 const SUB: &str = "6d3a9c1e-0000-4000-8000-0000000000aa";
 const RG: &str = "/subscriptions/6d3a9c1e-0000-4000-8000-0000000000aa/resourceGroups/rg";
@@ -22,6 +22,7 @@ fn open_db(path: &std::path::Path) -> sled::Db {
 #[tokio::test]
 async fn writes_and_world_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
+    let audit = || AuditFile::new(dir.path().join("audit/azure.jsonl"), None);
     let subnet = format!("{RG}/providers/Microsoft.Network/virtualNetworks/v/subnets/a");
     let (before, etag) = {
         let db = open_db(dir.path());
@@ -38,7 +39,7 @@ async fn writes_and_world_survive_reopen() {
             .unwrap();
         let created = sim.put(&subnet, json!({"properties": {"addressPrefix": "10.0.0.0/24"}})).await.unwrap();
         sim.delete(&format!("{RG}/providers/Microsoft.Network/routeTables/none")).await.unwrap();
-        sim.persist_audit(&db.open_tree("audit").unwrap()).unwrap();
+        sim.persist_audit(&audit()).unwrap();
         (sim.snapshot(), created["etag"].clone())
     };
     let db = open_db(dir.path());
@@ -52,14 +53,13 @@ async fn writes_and_world_survive_reopen() {
     // Etags keep counting after a reopen.
     let again = sim.put(&subnet, json!({"properties": {"addressPrefix": "10.0.0.0/24"}})).await.unwrap();
     assert_ne!(again["etag"], etag);
-    let audit = db.open_tree("audit").unwrap();
-    assert_eq!(audit.len(), 3);
-    sim.persist_audit(&audit).unwrap();
-    assert_eq!(sim.persist_audit(&audit).unwrap(), 0, "only new calls are appended");
-    let last: trellis_planner::cloud::Call =
-        serde_json::from_slice(&audit.iter().values().next_back().unwrap().unwrap()).unwrap();
+    assert_eq!(audit().read().unwrap().len(), 3);
+    sim.persist_audit(&audit()).unwrap();
+    assert_eq!(sim.persist_audit(&audit()).unwrap(), 0, "only new calls are appended");
+    let calls = audit().read().unwrap();
+    let last = calls.last().unwrap();
     assert_eq!((last.method.as_str(), last.status), ("PUT", 200));
-    assert_eq!(audit.len(), 4);
+    assert_eq!(calls.len(), 4);
 
     // A subscription given at open wins and is stored.
     drop(sim);

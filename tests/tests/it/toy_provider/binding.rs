@@ -26,7 +26,7 @@ impl CloudBinding for ToyBinding {
     }
 
     fn trees(&self) -> SimTrees {
-        SimTrees { cloud: "sim/toy", audit: "sim/toy-audit" }
+        SimTrees { cloud: "sim/toy", audit_file: "audit/toy.jsonl", legacy_audit: "sim/toy-audit" }
     }
 
     fn open_sim(&self, tree: Tree, _world: Option<&WorldFile>) -> Result<Arc<dyn Simulator>, SimError> {
@@ -157,8 +157,8 @@ impl Simulator for ToyCloud {
         Ok(SyncReport::default())
     }
 
-    fn persist_audit(&self, tree: &Tree) -> Result<usize, SimError> {
-        self.audit.lock().unwrap_or_else(PoisonError::into_inner).persist(tree)
+    fn persist_audit(&self, file: &trellis_sim::AuditFile) -> Result<usize, SimError> {
+        self.audit.lock().unwrap_or_else(PoisonError::into_inner).persist(file)
     }
 
     fn calls(&self) -> Vec<Call> {
