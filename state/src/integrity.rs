@@ -70,7 +70,9 @@ pub(crate) struct WorkspaceMeta {
 /// Every head record a state dir holds, as read by [`read_heads`], and where the heads journal ends.
 pub(crate) struct Heads {
     /// The latest head record of each workspace, by shoot.
-    pub map: BTreeMap<String, Head>,
+    map: BTreeMap<String, Record>,
+    /// `heads.log` up to its last complete record, which [`Record::Line`]s point into.
+    journal: Vec<u8>,
     /// Length of `heads.log` up to its last complete record (a torn record after it is ignored, and cut
     /// off before the next append).
     pub valid_len: u64,
@@ -78,34 +80,138 @@ pub(crate) struct Heads {
     pub records: usize,
     /// `heads/` (one file per workspace, written by an earlier trellis) exists.
     pub legacy: bool,
+    /// `heads.log`, for messages.
+    path: PathBuf,
+}
+
+/// A head record: read, or the line of the journal that holds it, read when it is asked for.
+enum Record {
+    Read(Head),
+    Line { number: usize, start: usize, end: usize },
+}
+
+/// How [`read_heads`] reads the journal's records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Every record now (the check of a whole state dir: one that does not read is damage at once).
+    Every,
+    /// Only which shoot each record is of, where that is plain (a record that starts
+    /// `{"shoot":"<name>"` without escapes, as trellis writes them); the rest of the latest record of
+    /// a shoot when it is asked for ([`Heads::get`]), so an open costs what the command touches.
+    /// Other records are read now.
+    WhenAsked,
+}
+
+impl Heads {
+    /// The latest head record of `shoot`, if it has one; `Err`: its record does not read (damage).
+    pub(crate) fn get(&self, shoot: &str) -> Result<Option<Head>, String> {
+        self.map.get(shoot).map(|record| self.read(record)).transpose()
+    }
+
+    /// Every latest head record, read; `Err`: one does not read.
+    pub(crate) fn read_all(&self) -> Result<BTreeMap<String, Head>, String> {
+        self.map.iter().map(|(shoot, record)| Ok((shoot.clone(), self.read(record)?))).collect()
+    }
+
+    fn read(&self, record: &Record) -> Result<Head, String> {
+        match *record {
+            Record::Read(ref head) => Ok(head.clone()),
+            // The shoot it is filed under is the record's own `shoot` (serde refuses a second one).
+            Record::Line { number, start, end } => parse_record(&self.journal[start..end], number, &self.path),
+        }
+    }
+
+    /// The shoots that have a head record.
+    pub(crate) fn shoots(&self) -> impl Iterator<Item = &String> {
+        self.map.keys()
+    }
+
+    fn insert(&mut self, head: Head) {
+        self.map.insert(head.shoot.clone(), Record::Read(head));
+    }
+
+    /// The journal with one line per workspace: the latest record of each, as it was written.
+    fn compacted(&self) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(self.map.len() * 192);
+        for record in self.map.values() {
+            match record {
+                Record::Read(head) => serde_json::to_writer(&mut buf, head).map_err(io::Error::other)?,
+                &Record::Line { start, end, .. } => buf.extend_from_slice(&self.journal[start..end]),
+            }
+            buf.push(b'\n');
+        }
+        Ok(buf)
+    }
 }
 
 /// Every head record in `dir`, by shoot: the files in `heads/` an earlier trellis wrote, then the
-/// records of `heads.log` in order (a later record replaces an earlier one). The last record of the
-/// journal without its newline was being appended when the process died: it is ignored (its commits
-/// had not returned, so the crash rule covers them). Any other record or file that does not read is
-/// damage.
-pub(crate) fn read_heads(dir: &Path) -> Result<Heads, String> {
-    let mut heads = Heads { map: read_legacy_heads(dir)?, valid_len: 0, records: 0, legacy: false };
-    heads.legacy = dir.join(HEADS).is_dir();
+/// records of `heads.log` in order (a later record replaces an earlier one), read as `reading` says.
+/// The last record of the journal without its newline was being appended when the process died: it is
+/// ignored (its commits had not returned, so the crash rule covers them). Any other record or file
+/// that does not read is damage: now, or — read [`Reading::WhenAsked`] — when its record is asked for.
+pub(crate) fn read_heads(dir: &Path, reading: Reading) -> Result<Heads, String> {
     let path = dir.join(HEADS_LOG);
-    let bytes = match fs::read(&path) {
+    let map = read_legacy_heads(dir)?.into_iter().map(|(shoot, head)| (shoot, Record::Read(head))).collect();
+    let mut heads = Heads {
+        map,
+        journal: Vec::new(),
+        valid_len: 0,
+        records: 0,
+        legacy: dir.join(HEADS).is_dir(),
+        path: path.clone(),
+    };
+    let mut bytes = match fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(heads),
         Err(e) => return Err(format!("{} cannot be read ({e})", path.display())),
     };
     let mut start = 0;
-    let mut line = 0;
-    while let Some(end) = bytes[start..].iter().position(|&b| b == b'\n').map(|i| start + i) {
-        line += 1;
-        let head: Head = serde_json::from_slice(&bytes[start..end])
-            .map_err(|e| format!("record {line} of the heads journal {} does not parse ({e})", path.display()))?;
-        heads.map.insert(head.shoot.clone(), head);
+    let mut number = 0;
+    while let Some(end) = newline_in(&bytes[start..]).map(|i| start + i) {
+        number += 1;
+        let line = &bytes[start..end];
+        match plain_shoot(line).filter(|_| reading == Reading::WhenAsked) {
+            Some(shoot) => {
+                let record = Record::Line { number, start, end };
+                match heads.map.get_mut(shoot) {
+                    Some(slot) => *slot = record,
+                    None => {
+                        heads.map.insert(shoot.to_string(), record);
+                    }
+                }
+            }
+            None => {
+                let head = parse_record(line, number, &path)?;
+                heads.map.insert(head.shoot.clone(), Record::Read(head));
+            }
+        }
         heads.records += 1;
         start = end + 1;
     }
+    bytes.truncate(start);
     heads.valid_len = start as u64;
+    heads.journal = bytes;
     Ok(heads)
+}
+
+fn newline_in(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+/// The shoot of a record as trellis writes it — `{"shoot":"<name>",…` with no escape in the name —
+/// without reading the rest; `None` for any other record.
+fn plain_shoot(line: &[u8]) -> Option<&str> {
+    let rest = line.strip_prefix(br#"{"shoot":""#)?;
+    let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+fn parse_record(line: &[u8], number: usize, path: &Path) -> Result<Head, String> {
+    serde_json::from_slice(line)
+        .map_err(|e| format!("record {number} of the heads journal {} does not parse ({e})", path.display()))
 }
 
 /// The heads journal of an open store: appends the head records of each commit group as one write and
@@ -123,14 +229,14 @@ impl Journal {
         Journal { dir: dir.to_path_buf(), file: None, heads, appended: false }
     }
 
-    /// The latest head record of `shoot`, if it has one.
-    pub(crate) fn head(&self, shoot: &str) -> Option<Head> {
-        self.heads.map.get(shoot).cloned()
+    /// The latest head record of `shoot`, if it has one; `Err`: its record does not read (damage).
+    pub(crate) fn head(&self, shoot: &str) -> Result<Option<Head>, String> {
+        self.heads.get(shoot)
     }
 
     /// The shoots that have a head record.
     pub(crate) fn shoots(&self) -> Vec<String> {
-        self.heads.map.keys().cloned().collect()
+        self.heads.shoots().cloned().collect()
     }
 
     /// Appends `heads` (the head records of one commit group) and syncs the journal: when this
@@ -165,7 +271,7 @@ impl Journal {
         self.heads.valid_len += buf.len() as u64;
         self.heads.records += heads.len();
         for head in heads {
-            self.heads.map.insert(head.shoot.clone(), head.clone());
+            self.heads.insert(head.clone());
         }
         self.appended = true;
         Ok(())
@@ -180,8 +286,7 @@ impl Journal {
         }
         self.file = None;
         dir::upgrade_marker(&self.dir)?;
-        self.heads.valid_len = write_journal(&self.dir, self.heads.map.values())?;
-        self.heads.records = self.heads.map.len();
+        self.heads.valid_len = self.rewrite()?;
         if self.heads.legacy {
             dir::remove_dir_if_present(&self.dir.join(HEADS))?;
             self.heads.legacy = false;
@@ -198,9 +303,7 @@ impl Journal {
             return Ok(());
         }
         self.file = None;
-        let len = write_journal(&self.dir, self.heads.map.values())?;
-        self.heads.valid_len = len;
-        self.heads.records = self.heads.map.len();
+        self.heads.valid_len = self.rewrite()?;
         if self.heads.legacy {
             dir::remove_dir_if_present(&self.dir.join(HEADS))?;
             self.heads.legacy = false;
@@ -218,6 +321,27 @@ pub(crate) fn write_journal<'a>(dir: &Path, heads: impl Iterator<Item = &'a Head
     }
     dir::write_atomic(&dir.join(HEADS_LOG), &buf)?;
     Ok(buf.len() as u64)
+}
+
+impl Journal {
+    /// Rewrites `heads.log` with the latest record of each workspace, atomically and durably (a record
+    /// not read yet is copied as it is: damage stays where a load finds it); returns its length.
+    fn rewrite(&mut self) -> io::Result<u64> {
+        let buf = self.heads.compacted()?;
+        dir::write_atomic(&self.dir.join(HEADS_LOG), &buf)?;
+        self.heads.records = self.heads.map.len();
+        self.heads.journal = buf;
+        // Every record's line moved: read them all from the new journal when asked.
+        let mut start = 0;
+        for (number, record) in self.heads.map.values_mut().enumerate() {
+            let end = start + newline_in(&self.heads.journal[start..]).expect("one line per record");
+            if let Record::Line { .. } = record {
+                *record = Record::Line { number: number + 1, start, end };
+            }
+            start = end + 1;
+        }
+        Ok(start as u64)
+    }
 }
 
 /// Writes the backup of a workspace: the version that is about to be replaced. It is for restoring by
@@ -308,17 +432,17 @@ pub(crate) struct Stored {
 /// rewritten yet. Anything else is damage: `Err(detail)`.
 pub(crate) fn check(
     dir: &Path,
-    heads: &Heads,
+    heads: &BTreeMap<String, Head>,
     stored: &BTreeMap<String, Stored>,
     removals: &BTreeMap<String, HistoryEntry>,
 ) -> Result<(), String> {
     let mut problems = Vec::new();
     for (shoot, found) in stored {
-        if let Err(problem) = check_one(dir, shoot, heads.map.get(shoot), Some(found), None) {
+        if let Err(problem) = check_one(dir, shoot, heads.get(shoot), Some(found), None) {
             problems.push(problem);
         }
     }
-    for (shoot, head) in heads.map.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
+    for (shoot, head) in heads.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
         if let Err(problem) = check_one(dir, shoot, Some(head), None, removals.get(shoot)) {
             problems.push(problem);
         }

@@ -173,7 +173,11 @@
 //!   `heads.log` and `fsync`ed (once for all the head records of a commit group, see "Durability"); the
 //!   latest line of a shoot is its head. A kill in the middle of an append leaves a last line without
 //!   its newline: it is ignored (its commits had not returned; the crash rule below covers them) and cut
-//!   off before this store's first append; any complete line that does not parse is damage. A run that
+//!   off before this store's first append; any complete line that does not parse is damage. An open
+//!   reads of each line only which shoot it is of (lines as trellis writes them start
+//!   `{"shoot":"<name>"`), and the rest of a shoot's latest line when that workspace is read, so a
+//!   garbled record is found by the command that reads its workspace (issue #27); the check of a whole
+//!   dir after an unclean stop reads every line. A run that
 //!   appended rewrites the journal at its clean close (temporary file, `fsync`, `rename`, `fsync` of the
 //!   directory) with one line per workspace when it holds more than twice that many. The commit's [`HistoryEntry`],
 //!   stored in the same sled transaction as the workspace, names the checksum of the version it stored
@@ -244,7 +248,7 @@
 //! What this does not cover: lock records and history entries have no head records (a damaged lock is
 //! reported when it is read; history entries are checked only as the link described above), and after
 //! an unclean stop, damage to the simulated cloud's trees is not detected (they are not state), nor is a
-//! damaged workspace until a command reads it. Costs: an open reads the heads journal and stats sled's
+//! damaged workspace until a command reads it. Costs: an open reads the heads journal (which shoot each line is of) and stats sled's
 //! files; a run that changed them hashes the files it changed and opens sled a second time at its end;
 //! every load checks the workspace it reads; every commit group adds one append and `fsync` of
 //! `heads.log`, and a run one backup per workspace it changed.

@@ -3,7 +3,7 @@
 
 use crate::dir::{self, Contents, Digest, DirLock, Seal, HOLDER_FILE, VERIFY};
 use crate::group::{Flushed, Group, NotDurable};
-use crate::integrity::{self, Head, Heads, Journal, Stored, WorkspaceMeta};
+use crate::integrity::{self, Head, Heads, Journal, Reading, Stored, WorkspaceMeta};
 use crate::layout::{self, HeadValue};
 use crate::{
     now_rfc3339, pid_alive, this_host, Acquired, ExportedWorkspace, HistoryEntry, Imported, LockInfo, LockRelease,
@@ -489,6 +489,12 @@ impl SledStore {
         Ok(self.h.layout.get().expect("set above"))
     }
 
+    /// The latest head record of `shoot` (read from the journal when first asked for: damage is found
+    /// by the command that reads the workspace).
+    fn head_record(&self, shoot: &str) -> Result<Option<Head>, StateError> {
+        self.journal().head(shoot).map_err(|detail| damaged(self.dir(), detail))
+    }
+
     /// The stored version of `shoot` (its head value only with [`Read::Head`]), checked against its
     /// head record (see the crate docs, "Integrity": each workspace is checked when it is read, not at
     /// open). The head record is read before and after the stored version, and the read starts over if
@@ -496,12 +502,12 @@ impl SledStore {
     /// transaction and its head record, so what is read is the head's version or the one after it.
     fn read_verified(&self, shoot: &str, read: Read) -> Result<Current, StateError> {
         loop {
-            let before = self.journal().head(shoot);
+            let before = self.head_record(shoot)?;
             let current = match read {
                 Read::Whole => self.current(shoot)?,
                 Read::Head => self.current_head(shoot)?,
             };
-            let head = self.journal().head(shoot);
+            let head = self.head_record(shoot)?;
             if head != before {
                 continue;
             }
@@ -881,7 +887,7 @@ fn open_locked(guard: &mut Guard, contents: Contents, operation: &str) -> Result
     }
     // Each workspace is checked against its head record when it is loaded (`SledStore::load`), not
     // here: an open costs what the command touches.
-    let heads = integrity::read_heads(&dir).map_err(|detail| damaged(&dir, detail))?;
+    let heads = integrity::read_heads(&dir, Reading::WhenAsked).map_err(|detail| damaged(&dir, detail))?;
     Ok((h, heads))
 }
 
@@ -907,7 +913,7 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
                 return Err(damaged(dir, "one of the trees `workspace_heads` and `workspace_parts` is missing".into()))
             }
         };
-        let heads = integrity::read_heads(dir);
+        let heads = integrity::read_heads(dir, Reading::Every).and_then(|heads| heads.read_all());
         let with_heads = history.as_ref().map(|tree| (tree, heads.as_ref().ok()));
         let stored = read_stored(dir, tree(WORKSPACES)?.as_ref(), parts.as_ref(), with_heads)?;
         let heads = heads.map_err(|detail| damaged(dir, detail))?;
@@ -925,12 +931,12 @@ fn verify_on_copy(dir: &Path) -> Result<(), StateError> {
 fn read_removals(
     dir: &Path,
     history: Option<&sled::Tree>,
-    heads: &Heads,
+    heads: &BTreeMap<String, Head>,
     stored: &BTreeMap<String, Stored>,
 ) -> Result<BTreeMap<String, HistoryEntry>, StateError> {
     let mut out = BTreeMap::new();
     let Some(history) = history else { return Ok(out) };
-    for (shoot, head) in heads.map.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
+    for (shoot, head) in heads.iter().filter(|(shoot, _)| !stored.contains_key(*shoot)) {
         if let Some(entry) = removal_entry(dir, history, shoot, head)? {
             out.insert(shoot.clone(), entry);
         }
@@ -1005,10 +1011,10 @@ fn read_stored(
     dir: &Path,
     workspaces: Option<&sled::Tree>,
     parts: Option<&Layout>,
-    history: Option<(&sled::Tree, Option<&Heads>)>,
+    history: Option<(&sled::Tree, Option<&BTreeMap<String, Head>>)>,
 ) -> Result<BTreeMap<String, Stored>, StateError> {
     let unreadable = |e: sled::Error| damaged(dir, format!("its workspaces cannot be read ({e})"));
-    let head_of = |shoot: &str| history.and_then(|(_, heads)| heads).and_then(|heads| heads.map.get(shoot));
+    let head_of = |shoot: &str| history.and_then(|(_, heads)| heads).and_then(|heads| heads.get(shoot));
     let history = history.map(|(tree, _)| tree);
     let mut out = BTreeMap::new();
     for item in workspaces.into_iter().flat_map(|tree| tree.iter()) {
@@ -1074,7 +1080,7 @@ fn adopt(dir: &Path) -> Result<(Handles, Heads), StateError> {
     integrity::write_journal(dir, heads.iter()).map_err(|e| write_error("adopting", e))?;
     dir::remove_dir_if_present(&dir.join(dir::HEADS)).map_err(|e| write_error("adopting", e))?;
     dir::write_marker(dir).map_err(|e| write_error("adopting", e))?;
-    let heads = integrity::read_heads(dir).map_err(|detail| damaged(dir, detail))?;
+    let heads = integrity::read_heads(dir, Reading::WhenAsked).map_err(|detail| damaged(dir, detail))?;
     Ok((h, heads))
 }
 

@@ -1150,3 +1150,50 @@ fn regression_the_seal_after_runs_that_only_read_names_the_content_of_the_files(
         assert_eq!(file["blake3"].as_str(), Some(hash.as_str()), "{name}: the seal names its content");
     }
 }
+
+/// Issue #27: an open reads of `heads.log` only which shoot each record is of; a workspace's record is
+/// read when the workspace is. A garbled record of one shoot (in a dir closed cleanly) no longer keeps
+/// every other shoot from being planned: loading that one shoot is refused, naming the record; the
+/// others load, commit and compact the journal, which copies the unread record as it is, so the damage
+/// stays where the next load of that shoot finds it.
+#[test]
+fn regression_a_garbled_head_record_is_found_when_its_workspace_is_read_not_at_open() {
+    const OTHER: &str = "shoot--dev--bravo";
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ws = committed(dir, 1);
+    let store = open(dir);
+    store.commit(&mut Workspace::new(OTHER), "apply").unwrap();
+    store.close().unwrap();
+    let log = dir.join("heads.log");
+    let text = fs::read_to_string(&log).unwrap();
+    let garbled = text.replacen(
+        &format!("{{\"shoot\":\"{OTHER}\",\"lineage\""),
+        &format!("{{\"shoot\":\"{OTHER}\",\"lineXage\""),
+        1,
+    );
+    assert_ne!(garbled, text);
+    fs::write(&log, &garbled).unwrap();
+
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap(), Some(ws.clone()), "the other shoot is read as it was");
+    let refused = |store: &SledStore| {
+        let err = store.load(OTHER).expect_err("a workspace whose head record does not read");
+        assert!(matches!(err, StateError::Damaged { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("record 2 of the heads journal") && msg.contains("heads.log"), "{msg}");
+        assert!(!msg.contains('\n'), "one line: {msg}");
+    };
+    refused(&store);
+    // Enough commits of the other shoot that the close rewrites the journal with a record per shoot.
+    let mut ws = ws;
+    for step in ["a", "b", "c", "d"] {
+        note(&mut ws, "step", step);
+        store.commit(&mut ws, "apply").unwrap();
+    }
+    store.close().unwrap();
+    assert_eq!(fs::read_to_string(&log).unwrap().lines().count(), 2, "compacted");
+    let store = open(dir);
+    assert_eq!(store.load(SHOOT).unwrap().unwrap().serial, ws.serial);
+    refused(&store);
+}
