@@ -297,8 +297,8 @@ impl Session {
         Ok(())
     }
 
-    /// Where `binding`'s simulated cloud keeps its audit log: its file beside the database, after
-    /// the tree an earlier trellis kept it in, if the database has it.
+    /// Where `binding`'s simulated cloud keeps its audit log: its file beside the database, and the
+    /// tree an earlier trellis kept it in, if the database has it (see `AuditFile`).
     fn audit_file(&self, binding: &dyn CloudBinding) -> Result<AuditFile> {
         let trees = binding.trees();
         let legacy = self.store.existing_tree(trees.legacy_audit)?;
