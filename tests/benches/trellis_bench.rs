@@ -133,11 +133,12 @@
 //!    10,000 applies, a fifth of the one-shoot plan) — now `audit/<cloud>.jsonl` beside it; the open
 //!    parsed all 10,000 lines of `heads.log` — now it files each line by its shoot and reads a line
 //!    when that workspace is read. One shoot against 10,000 applied 74 → 49 ms (perf stat -r 15),
-//!    43 → 37 MiB, 6,840 → 5,540 page faults (met here again); against 2,000 38 → 31 ms / 24 MiB;
-//!    re-plan ÷ fresh of 2,000 0.74 s ÷ 0.25 s = 2.96× (CPU 1.33 ÷ 0.49 = 2.7×; MISSED); apply of
-//!    2,000 unchanged within the noise (5.7–8.1 s both, 186–202 MiB against 195–220 MiB; fsync 42,
-//!    fdatasync 4,497, sync_file_range 6,580 = 5.56 a shoot); plan of 10,000 to a pipe 1.3–1.9 s
-//!    (unchanged, noisy).
+//!    43 → 37 MiB, 6,840 → 5,540 page faults (met here again; later in the session, the host quieter:
+//!    50 → 38 ms); against 2,000 38 → 31 ms / 24 MiB; re-plan ÷ fresh of 2,000 unchanged — quiet,
+//!    alternating, medians of 5: 0.54 s ÷ 0.18 s = 3.0× (CPU 0.99 ÷ 0.35 = 2.8×) before and after;
+//!    MISSED; apply of 2,000 unchanged within the noise (5.7–8.1 s both, 186–202 MiB against
+//!    195–220 MiB; fsync 42, fdatasync 4,497, sync_file_range 6,580 = 5.56 a shoot); plan of 10,000 to
+//!    a pipe 1.3–1.9 s (unchanged, noisy).
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
