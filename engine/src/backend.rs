@@ -232,7 +232,7 @@ impl Backend {
     /// The directory of the simulated clouds' database (the state dir, or the sim dir), which also
     /// holds their audit logs.
     pub fn sim_dir(&self) -> &std::path::Path {
-        self.sim_store().location()
+        self.sim_store().dir()
     }
 
     /// Makes every write of the simulated clouds so far durable.

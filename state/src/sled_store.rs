@@ -221,11 +221,6 @@ impl SledStore {
         self.tree(name).map(Some)
     }
 
-    /// The directory the database lives in.
-    pub fn location(&self) -> &Path {
-        self.dir()
-    }
-
     /// Has the state store `pending`'s writes: in the transaction of every commit group, and in a batch
     /// of their own at a flush without commits and at the close (see [`PendingWrites`]).
     pub fn store_with_commits(&self, pending: Arc<dyn PendingWrites>) {
@@ -364,7 +359,8 @@ impl SledStore {
         self.journal().append(heads).map_err(|e| format!("writing the heads journal of state dir {dir}: {e}"))
     }
 
-    fn dir(&self) -> &Path {
+    /// The directory the database lives in.
+    pub fn dir(&self) -> &Path {
         &self.guard.dir
     }
 

@@ -303,6 +303,13 @@ mod tests {
         range.map(call).collect()
     }
 
+    /// Appends call `n` to `file` as a command that made it would; how many calls were written.
+    fn persist_one(file: &AuditFile, n: usize) -> usize {
+        let mut log = AuditLog::default();
+        log.push(call(n));
+        log.persist(file).unwrap()
+    }
+
     /// The log of an earlier trellis, in a tree as it kept it.
     fn legacy_tree(db: &sled::Db, range: std::ops::Range<usize>) -> sled::Tree {
         let tree = db.open_tree("audit").unwrap();
@@ -363,9 +370,7 @@ mod tests {
         let path = dir.path().join("audit/azure.jsonl");
         let file = AuditFile::new(path.clone(), Some(tree.clone()));
         assert_eq!(file.read().unwrap(), calls(0..5), "read from the tree");
-        let mut log = AuditLog::default();
-        log.push(call(5));
-        assert_eq!(log.persist(&file).unwrap(), 1);
+        assert_eq!(persist_one(&file, 5), 1);
         assert!(tree.is_empty(), "the tree was emptied");
         assert_eq!(AuditFile::new(path, None).read().unwrap(), calls(0..6), "the file holds the whole log");
         assert_eq!(file.read().unwrap(), calls(0..6));
@@ -383,9 +388,7 @@ mod tests {
         fs::write(with_suffix(&path, ".moving"), lines(&calls(0..6))).unwrap();
         let file = AuditFile::new(path.clone(), Some(tree.clone()));
         assert_eq!(file.read().unwrap(), calls(0..6), "the moving file alone: nothing twice");
-        let mut log = AuditLog::default();
-        log.push(call(6));
-        log.persist(&file).unwrap();
+        persist_one(&file, 6);
         assert!(tree.is_empty());
         assert!(!with_suffix(&path, ".moving").exists());
         assert_eq!(file.read().unwrap(), calls(0..7));
@@ -402,9 +405,7 @@ mod tests {
         fs::write(&path, lines(&calls(0..2))).unwrap();
         let file = AuditFile::new(path, Some(tree.clone()));
         assert_eq!(file.read().unwrap(), calls(0..4));
-        let mut log = AuditLog::default();
-        log.push(call(4));
-        log.persist(&file).unwrap();
+        persist_one(&file, 4);
         assert!(tree.is_empty());
         assert_eq!(file.read().unwrap(), calls(0..5));
     }
@@ -421,9 +422,7 @@ mod tests {
         fs::write(&path, &bytes).unwrap();
         let file = AuditFile::new(path.clone(), None);
         assert_eq!(file.read().unwrap(), calls(0..2));
-        let mut log = AuditLog::default();
-        log.push(call(2));
-        log.persist(&file).unwrap();
+        persist_one(&file, 2);
         assert_eq!(file.read().unwrap(), calls(0..3));
         fs::write(&path, b"{\"op\":\"read\"}\n").unwrap();
         let err = file.read().unwrap_err().to_string();
