@@ -534,6 +534,51 @@ fn regression_the_backup_is_the_version_a_run_left_written_once_when_it_closes()
     assert_eq!(backup_serial(), 5);
 }
 
+/// A fleet's run leaves the backup of every workspace it committed, each the version it left, and one
+/// that cannot be written fails the close with a line naming the state dir after the others were
+/// written (it stopped the backups after it: a fleet's recovery lost them for one bad file).
+#[test]
+fn regression_a_backup_that_cannot_be_written_does_not_stop_the_others() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let shoots: Vec<String> = (0..150).map(|i| format!("shoot--dev--s{i:03}")).collect();
+    let run = |steps: u64| {
+        let store = open(dir);
+        for shoot in &shoots {
+            let mut ws = store.load(shoot).unwrap().unwrap_or_else(|| Workspace::new(shoot));
+            for _ in 0..steps {
+                let step = format!("{shoot} {}", ws.serial + 1);
+                note(&mut ws, "step", &step);
+                store.commit(&mut ws, "apply").unwrap();
+            }
+        }
+        store.close().map_err(|e| e.to_string())
+    };
+    let backup = |shoot: &str| {
+        let text = fs::read_to_string(dir.join("backups").join(format!("{shoot}.json"))).unwrap();
+        WorkspaceFile::parse("backup", &text).unwrap()
+    };
+    run(2).unwrap();
+    for shoot in &shoots {
+        let ws = backup(shoot);
+        assert_eq!((ws.shoot.as_str(), ws.serial), (shoot.as_str(), 2));
+        assert_eq!(ws.outputs.unwrap()["step"], format!("{shoot} 2"));
+    }
+
+    // One backup cannot be replaced (a directory where its file goes): the close says so; every
+    // other backup is the version this run left.
+    let blocked = &shoots[77];
+    fs::remove_file(dir.join("backups").join(format!("{blocked}.json"))).unwrap();
+    fs::create_dir(dir.join("backups").join(format!("{blocked}.json"))).unwrap();
+    let err = run(1).unwrap_err();
+    assert!(err.contains("writing a backup into") && err.contains(&dir.display().to_string()), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for shoot in shoots.iter().filter(|s| *s != blocked) {
+        assert_eq!(backup(shoot).serial, 3, "{shoot}");
+    }
+    assert_eq!(open(dir).load(blocked).unwrap().unwrap().serial, 3, "the commits themselves are kept");
+}
+
 /// The seal as state format 2 wrote it (byte for byte): each of sled's files with its length and SHA-256.
 fn sha256_seal(dir: &Path) -> String {
     use sha2::Digest as _;
