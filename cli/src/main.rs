@@ -1433,11 +1433,22 @@ struct Run {
     refused: Vec<(String, PathBuf, trellis_providers::provider::ProviderError)>,
 }
 
-/// What apply and destroy print before asking: the plan (text or markdown; the JSON report has it).
+/// What apply and destroy print before asking: the plan (text or markdown; the JSON report has it),
+/// as `plan` prints it. Rendered from the plans about to be applied, never a copy of them: an apply
+/// holds every plan of the fleet, and copying each to print it doubled its memory.
 fn print_run_plan(plans: &[ops::ShootPlan], output: RunOutput) {
+    let plans = trellis_plans::PlanSet::in_file_order(plans.iter().map(|p| &p.planned.plan));
     match output {
-        RunOutput::Text => print_plan(&ops::plan_set(plans), Output::Text, false),
-        RunOutput::Markdown => print_plan(&ops::plan_set(plans), Output::Markdown, false),
+        RunOutput::Text => {
+            let opts = render::TextOptions { color: color_for(std::io::stdout().is_terminal()), verbose: false };
+            let mut out = render::TextWriter::new(std::io::BufWriter::new(std::io::stdout().lock()), &opts);
+            let written = plans.iter().try_for_each(|plan| out.push(&render::RenderedText::of(plan, &opts)));
+            // stdout closed (a pager quit): the apply goes on as before, without the rest of its text.
+            let _ = written.and_then(|()| out.finish(std::iter::empty::<(&str, &str)>())).and_then(|mut o| o.flush());
+        }
+        RunOutput::Markdown => {
+            let _ = write!(std::io::stdout(), "{}", render::markdown_of(&plans));
+        }
         RunOutput::Json => {}
     }
 }

@@ -523,6 +523,15 @@ impl RecordReason {
 }
 
 impl Summary {
+    /// The sum of `plans`' summaries: a plan file's totals.
+    pub fn total<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> Summary {
+        let mut total = Summary::default();
+        for plan in plans {
+            total.add(&plan.summary);
+        }
+        total
+    }
+
     pub fn of(nodes: &[Node]) -> Summary {
         let mut s = Summary::default();
         for n in nodes {
@@ -660,6 +669,29 @@ impl Plan {
     /// provider reconciles in one. Renderers tell a shoot's two plans apart by it.
     pub fn is_derived(&self) -> bool {
         self.mode.is_none()
+    }
+
+    /// This plan with only `nodes` (a provider's fleet facts, `Provider::fleet_facts` in
+    /// trellis-providers): its artifacts, warnings and source left out, the rest copied. Copies no
+    /// node of its own, so a reduced plan costs what it keeps.
+    pub fn reduced_to(&self, nodes: Vec<Node>) -> Plan {
+        Plan {
+            format_version: self.format_version,
+            shoot: self.shoot.clone(),
+            provider: self.provider,
+            mode: self.mode,
+            prior: self.prior.clone(),
+            digest: self.digest.clone(),
+            nodes,
+            artifacts: Artifacts::default(),
+            warnings: Vec::new(),
+            summary: self.summary.clone(),
+            source: None,
+            record: self.record.clone(),
+            applied_artifacts: self.applied_artifacts.clone(),
+            destroy: self.destroy,
+            targets: self.targets.clone(),
+        }
     }
 
     /// The plan document of one shoot, with its derived parts (digest, summary) computed from its body;
@@ -1013,17 +1045,22 @@ pub enum PlanFileError {
 
 impl PlanSet {
     pub fn new(mut plans: Vec<Plan>) -> PlanSet {
+        // The order of [`PlanSet::in_file_order`].
         plans.sort_by(|a, b| a.shoot.cmp(&b.shoot));
         PlanSet { format_version: FORMAT_VERSION, plans }
     }
 
     /// The counts of all plans together.
     pub fn summary(&self) -> Summary {
-        let mut total = Summary::default();
-        for plan in &self.plans {
-            total.add(&plan.summary);
-        }
-        total
+        Summary::total(&self.plans)
+    }
+
+    /// `plans` in a plan file's order (by shoot; a shoot's plans keep their order), borrowed: what
+    /// [`PlanSet::new`] holds, for a caller that renders plans it keeps elsewhere.
+    pub fn in_file_order<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> Vec<&'a Plan> {
+        let mut plans: Vec<&Plan> = plans.into_iter().collect();
+        plans.sort_by(|a, b| a.shoot.cmp(&b.shoot));
+        plans
     }
 
     /// Stable JSON: a single plan is written as the plan object itself, a fleet as `{format_version, plans}`.

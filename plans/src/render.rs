@@ -647,6 +647,12 @@ pub fn markdown(set: &PlanSet) -> String {
     markdown_within(set, MARKDOWN_BUDGET)
 }
 
+/// [`markdown`] of plans borrowed in a plan file's order ([`PlanSet::in_file_order`]): for a caller
+/// that holds its plans elsewhere (an apply prints the plans it is about to apply without copying them).
+pub fn markdown_of(plans: &[&Plan]) -> String {
+    markdown_plans(plans, MARKDOWN_BUDGET)
+}
+
 /// The most bytes [`markdown`] writes: under GitHub's 65,536-character limit for a comment (a byte
 /// count is never below the character count), with room for a CI tool's own header.
 pub const MARKDOWN_BUDGET: usize = 65_000;
@@ -658,22 +664,25 @@ const WARNING_ADDRESSES: usize = 20;
 /// always written; the table rows and the shoots' sections follow while they fit, then a notice says
 /// how many were left out.
 pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
+    markdown_plans(&set.plans.iter().collect::<Vec<_>>(), budget)
+}
+
+fn markdown_plans(plans: &[&Plan], budget: usize) -> String {
     let mut out = String::new();
-    let with_changes = set.plans.iter().filter(|p| p.has_changes()).count();
+    let with_changes = plans.iter().filter(|p| p.has_changes()).count();
     // A shoot with a derived plan (its domains plan beside its infrastructure plan) has two: count plans
     // then, not shoots.
-    let noun = if set.plans.iter().any(Plan::is_derived) { "plan" } else { "shoot" };
+    let noun = if plans.iter().any(|p| p.is_derived()) { "plan" } else { "shoot" };
     let _ = writeln!(
         out,
         "### trellis plan: {} of {} {noun}{} with changes\n",
         with_changes,
-        set.plans.len(),
-        if set.plans.len() == 1 { "" } else { "s" }
+        plans.len(),
+        if plans.len() == 1 { "" } else { "s" }
     );
-    let _ = writeln!(out, "**{}**", counts_line(&set.summary()));
+    let _ = writeln!(out, "**{}**", counts_line(&Summary::total(plans.iter().copied())));
 
-    let destructive: Vec<&Node> = set
-        .plans
+    let destructive: Vec<&Node> = plans
         .iter()
         .flat_map(|p| &p.nodes)
         .filter(|n| matches!(n.action(), Action::Delete | Action::Replace))
@@ -696,7 +705,7 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
     parts.push(
         "\n| shoot | create | update | replace | delete | verify | skip |\n|:--|--:|--:|--:|--:|--:|--:|\n".to_string(),
     );
-    for plan in &set.plans {
+    for &plan in plans {
         parts.push(format!(
             "| {}{} | {} |\n",
             escape::md_code(&plan.shoot, Md::Cell),
@@ -704,10 +713,10 @@ pub fn markdown_within(set: &PlanSet, budget: usize) -> String {
             table_counts(&plan.summary)
         ));
     }
-    if set.plans.len() > 1 {
-        parts.push(format!("| **total** | {} |\n", table_counts(&set.summary())));
+    if plans.len() > 1 {
+        parts.push(format!("| **total** | {} |\n", table_counts(&Summary::total(plans.iter().copied()))));
     }
-    for plan in &set.plans {
+    for &plan in plans {
         let mut section = String::from("\n");
         if plan.has_changes() {
             plan_markdown(&mut section, plan);

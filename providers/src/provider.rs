@@ -270,9 +270,10 @@ pub trait Provider: Send + Sync {
     /// it reads nothing of this plan (the shoot is still part of the fleet: its workspace in state is
     /// not among the `applied` ones). `check_fleet` must decide the same over the reduced plans as
     /// over the whole fleet; it is not called for a provider none of whose plans has facts. The
-    /// default keeps the whole plan.
-    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
-        Some(plan)
+    /// default keeps the whole plan. Takes the plan by reference: a provider copies only what it
+    /// keeps (an apply holds every plan and must not copy each whole to find it keeps nothing).
+    fn fleet_facts(&self, plan: &Plan) -> Option<Plan> {
+        Some(plan.clone())
     }
 
     /// Fleet-wide rules over this provider's planned shoots (`fleet`) and the shoots already applied

@@ -272,7 +272,7 @@ pub trait Stages: Send + Sync + 'static {
     }
 
     /// See [`Provider::fleet_facts`]. The default: nothing (no fleet rules).
-    fn fleet_facts(&self, _plan: Plan) -> Option<Plan> {
+    fn fleet_facts(&self, _plan: &Plan) -> Option<Plan> {
         None
     }
 
@@ -698,7 +698,7 @@ impl<S: Stages> Provider for Staged<S> {
         self.0.orphans(self.typed(shoot)?, cloud, ctx).await
     }
 
-    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
+    fn fleet_facts(&self, plan: &Plan) -> Option<Plan> {
         self.0.fleet_facts(plan)
     }
 

@@ -423,3 +423,20 @@ fn regression_a_replaced_nat_ip_warns_that_the_egress_cidrs_change_and_shows_the
     let md = sb.run(&["plan", "-f", &shoot, "--world", &changed, "--output", "markdown"]).code(0);
     assert!(md.stdout.contains("51.105.20.7/32") && md.stdout.contains("51.105.20.99/32"), "{}", md.stdout);
 }
+
+/// What `apply` prints before it asks is the plan `plan` prints for the same fleet, byte for byte, as
+/// text and as markdown (apply renders the plans it is about to apply, not a copy of them); the
+/// apply's own report follows it.
+#[test]
+fn apply_prints_the_plan_that_plan_prints_for_the_same_fleet() {
+    let sb = Sandbox::new();
+    let (a1, a2) = (common::a1(), common::a2());
+    for output in ["text", "markdown"] {
+        let plan = sb.run(&["plan", "-f", &a1, "-f", &a2, "--output", output]).code(0).stdout;
+        assert!(plan.contains("shoot--dev--alpha") && plan.contains("shoot--dev--bravo"), "{plan}");
+        let apply = sb.run(&["apply", "-f", &a1, "-f", &a2, "--auto-approve", "--output", output]).code(0).stdout;
+        assert!(apply.starts_with(&plan), "{output}: apply printed\n{apply}\nplan printed\n{plan}");
+        assert!(apply.len() > plan.len(), "{output}: the apply's report follows the plan: {apply}");
+        sb.run(&["destroy", "-f", &a1, "-f", &a2, "--auto-approve"]).code(0);
+    }
+}

@@ -454,13 +454,10 @@ impl StreamedPlan {
     /// A planned shoot handed out as `opts` asks, and its fleet facts ([`Provider::fleet_facts`]).
     fn with_facts(mut planned: ShootPlan, opts: &StreamOptions) -> (StreamedPlan, Option<Plan>) {
         let mut streamed = StreamedPlan::of(&mut planned.planned.plan, opts);
-        let facts = if opts.keep {
-            let facts = planned.provider.fleet_facts(planned.planned.plan.clone());
+        let facts = planned.provider.fleet_facts(&planned.planned.plan);
+        if opts.keep {
             streamed.shoot_plan = Some(planned);
-            facts
-        } else {
-            planned.provider.fleet_facts(planned.planned.plan)
-        };
+        }
         (streamed, facts)
     }
 }

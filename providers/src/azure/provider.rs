@@ -253,7 +253,7 @@ impl Stages for Azure {
     /// shoots"): checked across the fleet and against the shoots already applied in state.
     /// `check_fleet` reads the shoot's id and its BYO subnet node ([`super::byo_subnet_of_plan`]);
     /// a shoot without one (managed networking) adds nothing to it.
-    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
+    fn fleet_facts(&self, plan: &Plan) -> Option<Plan> {
         // Only the ids matter to the fleet's checks: the object as read stays with the plan, not in the
         // facts kept for the whole fleet.
         let nodes: Vec<_> = plan
@@ -265,7 +265,7 @@ impl Stages for Azure {
         if nodes.is_empty() {
             return None;
         }
-        Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
+        Some(plan.reduced_to(nodes))
     }
 
     async fn check_fleet(

@@ -278,7 +278,7 @@ impl Stages for Gcp {
 
     /// The fleet checks ([`super::fleet`]) read each BYO shoot's workers subnet node and VPC node; a
     /// managed shoot adds nothing to them.
-    fn fleet_facts(&self, plan: Plan) -> Option<Plan> {
+    fn fleet_facts(&self, plan: &Plan) -> Option<Plan> {
         if !plan.nodes.iter().any(fleet::is_byo_workers_subnet_node) {
             return None;
         }
@@ -289,7 +289,7 @@ impl Stages for Gcp {
             // Only the ids matter to the fleet's checks: the object as read stays with the plan.
             .map(|n| Node { observed: None, ..n.clone() })
             .collect();
-        Some(Plan { nodes, artifacts: Artifacts::default(), warnings: Vec::new(), source: None, ..plan })
+        Some(plan.reduced_to(nodes))
     }
 
     async fn check_fleet(

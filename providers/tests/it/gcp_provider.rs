@@ -126,7 +126,7 @@ fn regression_gcp_managed_shoot_plans_applies_and_replans_no_changes_on_the_simu
     assert!(status.to_string().contains("shoot--platform--web"), "{status}");
 
     // A managed shoot adds no facts to the fleet check.
-    assert!(gcp().fleet_facts(again.plan).is_none());
+    assert!(gcp().fleet_facts(&again.plan).is_none());
 
     // Destroy: every managed resource goes, and nothing is left behind.
     let destroy = block_on(gcp().plan_destroy(s.as_ref(), &ws, &sim, &ctx())).unwrap();
@@ -194,7 +194,7 @@ fn regression_two_gcp_shoots_on_one_byo_workers_subnet_are_refused() {
     let plan_a = block_on(gcp().plan(a.as_ref(), &Workspace::new(&a.technical_id()), &sim, &ctx())).unwrap().plan;
     let mut plan_b = plan_a.clone();
     plan_b.shoot = "shoot--dev--other".to_string();
-    let facts: Vec<Plan> = [plan_a.clone(), plan_b].into_iter().filter_map(|p| gcp().fleet_facts(p)).collect();
+    let facts: Vec<Plan> = [plan_a.clone(), plan_b].into_iter().filter_map(|p| gcp().fleet_facts(&p)).collect();
     let fleet: Vec<FleetShoot<'_>> =
         facts.iter().map(|plan| FleetShoot { plan, file: Path::new("shoots.yaml") }).collect();
     let err = block_on(gcp().check_fleet(&fleet, &|| Ok(Vec::new()), &sim, &ctx())).unwrap_err().to_string();
