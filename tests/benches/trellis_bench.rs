@@ -139,6 +139,21 @@
 //!    MISSED; apply of 2,000 unchanged within the noise (5.7–8.1 s both, 186–202 MiB against
 //!    195–220 MiB; fsync 42, fdatasync 4,497, sync_file_range 6,580 = 5.56 a shoot); plan of 10,000 to
 //!    a pipe 1.3–1.9 s (unchanged, noisy).
+//!    s40, the same host (this section's run of the LTO build of d30e64f, load ~1): one shoot against
+//!    2,000 applied 20 ms / 25 MiB, against 10,000 60 ms / 39 MiB (MISSED this run; `perf stat -r 15`
+//!    of the same state in the next minute: 57 ms task-clock for this build and for 7dd3381's alike,
+//!    against s39's quiet 38 ms — the host's minute, not the code); apply of 2,000 5.37 s / 176 MiB
+//!    (fsync 40, fdatasync 4,491, sync_file_range 6,519 = 5.53 a shoot); re-plan ÷ fresh of 2,000
+//!    0.77 s ÷ 0.29 s = 2.66× (CPU 2.54×; MISSED); plan of 10,000 to a pipe 1.45 s / 40 MiB; re-plan
+//!    of 200 at 20 ms 0.1 calls a shoot, 0.16 s against a bound of 0.07 s (0.10 s without latency);
+//!    GCP 1,000: apply 5.76 s / 181 MiB, re-plan ÷ fresh 1.9×, one shoot 150 ms / 55 MiB. What s40
+//!    changed is the apply's memory: it printed the plan from a copy of every plan (`plan_set`), and
+//!    each shoot's fleet facts copied its whole plan to keep a node or none — apply of 10,000 (no
+//!    target; LTO, same minutes) peak 807 → 510 MiB, of 2,000 196–214 → 180–190 MiB. The backups at
+//!    close were tried on two threads and dropped: they share `backups/`, whose lock ext4 holds
+//!    while it allocates an inode (`find_inode_bit`, `recently_deleted` — slow on this host's
+//!    much-churned /tmp: ~1 ms a file, 2.1 s for 2,000 late in the session against 0.5 s early), so
+//!    two writers spun on it (`rwsem_spin_on_owner` 18 % of the apply's samples) and took as long.
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
