@@ -1016,6 +1016,12 @@ pub fn targeted_body_digest(nodes: &[Node], artifacts: &Artifacts, targets: &[St
     hex::encode(sha2::Sha256::digest(&json))
 }
 
+/// The order of a plan file's plans: by shoot, a shoot's plans (its infrastructure plan, then a derived
+/// one) in the order given (the sorts using it are stable).
+fn file_order(a: &Plan, b: &Plan) -> std::cmp::Ordering {
+    a.shoot.cmp(&b.shoot)
+}
+
 /// A plan file: one shoot, or a fleet of them.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct PlanSet {
@@ -1045,8 +1051,7 @@ pub enum PlanFileError {
 
 impl PlanSet {
     pub fn new(mut plans: Vec<Plan>) -> PlanSet {
-        // The order of [`PlanSet::in_file_order`].
-        plans.sort_by(|a, b| a.shoot.cmp(&b.shoot));
+        plans.sort_by(file_order);
         PlanSet { format_version: FORMAT_VERSION, plans }
     }
 
@@ -1059,7 +1064,7 @@ impl PlanSet {
     /// [`PlanSet::new`] holds, for a caller that renders plans it keeps elsewhere.
     pub fn in_file_order<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> Vec<&'a Plan> {
         let mut plans: Vec<&Plan> = plans.into_iter().collect();
-        plans.sort_by(|a, b| a.shoot.cmp(&b.shoot));
+        plans.sort_by(|a, b| file_order(a, b));
         plans
     }
 

@@ -680,7 +680,8 @@ fn markdown_plans(plans: &[&Plan], budget: usize) -> String {
         plans.len(),
         if plans.len() == 1 { "" } else { "s" }
     );
-    let _ = writeln!(out, "**{}**", counts_line(&Summary::total(plans.iter().copied())));
+    let total = Summary::total(plans.iter().copied());
+    let _ = writeln!(out, "**{}**", counts_line(&total));
 
     let destructive: Vec<&Node> = plans
         .iter()
@@ -714,7 +715,7 @@ fn markdown_plans(plans: &[&Plan], budget: usize) -> String {
         ));
     }
     if plans.len() > 1 {
-        parts.push(format!("| **total** | {} |\n", table_counts(&Summary::total(plans.iter().copied()))));
+        parts.push(format!("| **total** | {} |\n", table_counts(&total)));
     }
     for &plan in plans {
         let mut section = String::from("\n");

@@ -198,8 +198,8 @@
 //!   is written to `backups/<shoot>.json` (a [`WorkspaceFile`]; replaced atomically, not synced: it is
 //!   for restoring by hand, not part of the check). Once per workspace and command, not per commit: an
 //!   apply commits after every node, and a file per commit cost a new inode each. A backup that
-//!   cannot be written does not stop the others; the close reports the first that failed. A run that was killed writes none, so
-//!   the backups then hold the versions the run found.
+//!   cannot be written does not stop the others; the close reports the first that failed. A run that
+//!   was killed writes none, so the backups then hold the versions the run found.
 //! * **The seal.** sled would rewrite a damaged database while opening it, so it must not open one in
 //!   place. Before sled opens the files, `seal.json` is set to `open`; when the store closes and sled
 //!   has let go of its files (its file lock on `db` can be taken), the length and hash of each of
