@@ -1434,10 +1434,11 @@ struct Run {
 }
 
 /// What apply and destroy print before asking: the plan (text or markdown; the JSON report has it),
-/// as `plan` prints it. Rendered from the plans about to be applied, never a copy of them: an apply
-/// holds every plan of the fleet, and copying each to print it doubled its memory.
+/// as `plan` prints it, in its order (`plans` come in input order, [`ops::plan_files`]). Rendered from
+/// the plans about to be applied, never a copy of them: an apply holds every plan of the fleet, and
+/// copying each to print it doubled its memory.
 fn print_run_plan(plans: &[ops::ShootPlan], output: RunOutput) {
-    let plans = trellis_plans::PlanSet::in_file_order(plans.iter().map(|p| &p.planned.plan));
+    let plans: Vec<&trellis_plans::Plan> = plans.iter().map(|p| &p.planned.plan).collect();
     match output {
         RunOutput::Text => {
             let opts = render::TextOptions { color: color_for(std::io::stdout().is_terminal()), verbose: false };

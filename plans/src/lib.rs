@@ -1016,12 +1016,6 @@ pub fn targeted_body_digest(nodes: &[Node], artifacts: &Artifacts, targets: &[St
     hex::encode(sha2::Sha256::digest(&json))
 }
 
-/// The order of a plan file's plans: by shoot, a shoot's plans (its infrastructure plan, then a derived
-/// one) in the order given (the sorts using it are stable).
-fn file_order(a: &Plan, b: &Plan) -> std::cmp::Ordering {
-    a.shoot.cmp(&b.shoot)
-}
-
 /// A plan file: one shoot, or a fleet of them.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct PlanSet {
@@ -1050,22 +1044,18 @@ pub enum PlanFileError {
 }
 
 impl PlanSet {
+    /// A plan file of `plans` gathered in no particular order, sorted by shoot (a shoot's plans — its
+    /// infrastructure plan, then a derived one — keep their order): the same plans give the same bytes
+    /// however they were gathered. `trellis plan` does not use it: it writes a fleet's plans in input
+    /// order, as it prints them.
     pub fn new(mut plans: Vec<Plan>) -> PlanSet {
-        plans.sort_by(file_order);
+        plans.sort_by(|a, b| a.shoot.cmp(&b.shoot));
         PlanSet { format_version: FORMAT_VERSION, plans }
     }
 
     /// The counts of all plans together.
     pub fn summary(&self) -> Summary {
         Summary::total(&self.plans)
-    }
-
-    /// `plans` in a plan file's order (by shoot; a shoot's plans keep their order), borrowed: what
-    /// [`PlanSet::new`] holds, for a caller that renders plans it keeps elsewhere.
-    pub fn in_file_order<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> Vec<&'a Plan> {
-        let mut plans: Vec<&Plan> = plans.into_iter().collect();
-        plans.sort_by(|a, b| file_order(a, b));
-        plans
     }
 
     /// Stable JSON: a single plan is written as the plan object itself, a fleet as `{format_version, plans}`.

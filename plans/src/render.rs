@@ -647,8 +647,8 @@ pub fn markdown(set: &PlanSet) -> String {
     markdown_within(set, MARKDOWN_BUDGET)
 }
 
-/// [`markdown`] of plans borrowed in a plan file's order ([`PlanSet::in_file_order`]): for a caller
-/// that holds its plans elsewhere (an apply prints the plans it is about to apply without copying them).
+/// [`markdown`] of borrowed plans, in the order given: for a caller that holds its plans elsewhere (an
+/// apply prints the plans it is about to apply without copying them).
 pub fn markdown_of(plans: &[&Plan]) -> String {
     markdown_plans(plans, MARKDOWN_BUDGET)
 }

@@ -26,8 +26,9 @@ use super::*;
 /// Plans the shoots of `paths` (files, or directories of them) for a caller that needs them all at
 /// once (`apply -f`, `destroy`, the scenario tests): [`plan_fleet_streaming`] — the one fleet planner
 /// `trellis plan` runs — with every shoot's [`ShootPlan`] collected, the fleet checks' warnings added,
-/// in workspace order (a shoot's infrastructure plan, then its derived plan). Reads only. The notes on
-/// Seed pairing are dropped ([`plan_files_with`] hands them out).
+/// in the order `trellis plan` hands them out (input order; the derived plans after every infrastructure
+/// plan), which is the order `apply -f` prints and starts them in. Reads only. The notes on Seed pairing
+/// are dropped ([`plan_files_with`] hands them out).
 pub async fn plan_files(
     session: &Session,
     paths: &[PathBuf],
@@ -67,7 +68,6 @@ pub async fn plan_files_with_options(
     .await?;
     // The warnings move into the plans they are for (the summary keeps the counts).
     add_fleet_warnings(plans.iter_mut().map(|p| &mut p.planned.plan), std::mem::take(&mut summary.fleet_warnings));
-    plans.sort_by(|a, b| a.workspace.shoot.cmp(&b.workspace.shoot));
     Ok(FleetPlans { plans, summary })
 }
 
