@@ -442,17 +442,21 @@ fn apply_prints_the_plan_that_plan_prints_for_the_same_fleet() {
 }
 
 /// A fleet given out of shoot order (bravo's file, then alpha's): `plan` prints it in input order, and
-/// so must the apply that prints the plan before it asks (it printed by shoot, alpha first).
+/// so must the apply and the destroy that print their plan before they ask (they printed by shoot,
+/// alpha first).
 #[test]
-fn regression_apply_prints_a_fleet_in_input_order_as_plan_does() {
+fn regression_apply_and_destroy_print_a_fleet_in_input_order_as_plan_does() {
     let sb = Sandbox::new();
     let (a1, a2) = (common::a1(), common::a2());
     for output in ["text", "markdown"] {
-        let plan = sb.run(&["plan", "-f", &a2, "-f", &a1, "--output", output]).code(0).stdout;
-        let (bravo, alpha) = (plan.find("shoot--dev--bravo").unwrap(), plan.find("shoot--dev--alpha").unwrap());
-        assert!(bravo < alpha, "{output}: plan prints the inputs in their order: {plan}");
-        let apply = sb.run(&["apply", "-f", &a2, "-f", &a1, "--auto-approve", "--output", output]).code(0).stdout;
-        assert!(apply.starts_with(&plan), "{output}: apply printed\n{apply}\nplan printed\n{plan}");
-        sb.run(&["destroy", "-f", &a2, "-f", &a1, "--auto-approve"]).code(0);
+        for (command, plan_flags) in [("apply", &[][..]), ("destroy", &["--destroy"][..])] {
+            let mut plan_args = vec!["plan", "-f", &a2, "-f", &a1, "--output", output];
+            plan_args.extend(plan_flags);
+            let plan = sb.run(&plan_args).code(0).stdout;
+            let (bravo, alpha) = (plan.find("shoot--dev--bravo").unwrap(), plan.find("shoot--dev--alpha").unwrap());
+            assert!(bravo < alpha, "{output}: plan prints the inputs in their order: {plan}");
+            let run = sb.run(&[command, "-f", &a2, "-f", &a1, "--auto-approve", "--output", output]).code(0).stdout;
+            assert!(run.starts_with(&plan), "{output}: {command} printed\n{run}\nplan printed\n{plan}");
+        }
     }
 }
