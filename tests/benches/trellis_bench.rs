@@ -154,6 +154,15 @@
 //!    while it allocates an inode (`find_inode_bit`, `recently_deleted` — slow on this host's
 //!    much-churned /tmp: ~1 ms a file, 2.1 s for 2,000 late in the session against 0.5 s early), so
 //!    two writers spun on it (`rwsem_spin_on_owner` 18 % of the apply's samples) and took as long.
+//!    s41, a faster host (this section's run of the LTO build of 7924def, load ~1 at its start; the
+//!    fresh plan of 2,000 0.19 s against s40's 0.29 s): one shoot against 2,000 applied 20 ms /
+//!    26 MiB, against 10,000 40 ms / 35 MiB (met; the 10,000 made in 20.5 s); apply of 2,000 3.96 s /
+//!    185 MiB (met; fsync 35, fdatasync 4,435, sync_file_range 6,496 = 5.48 a shoot); re-plan ÷ fresh
+//!    of 2,000 0.55 s ÷ 0.19 s = 2.89× (CPU 0.99 ÷ 0.36 = 2.75×; MISSED); plan of 10,000 to a pipe
+//!    0.92 s / 45 MiB (met); re-plan of 200 at 20 ms 0.1 calls a shoot, 0.12 s against a bound of
+//!    0.07 s, of which the latency adds 0.06 s (0.06 s without latency); GCP 1,000: apply 4.28 s /
+//!    198 MiB, re-plan ÷ fresh 2.1×, one shoot 100 ms / 57 MiB, destroy 4.56 s. No change to what
+//!    this section measures (s41 changed the order apply prints and starts a fleet in).
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
