@@ -1285,7 +1285,8 @@ fn url_with_password(state: &str) -> bool {
 /// Reads the plan file `path` for `command` (`apply`, `show`, `diff`). A manifest given where a plan
 /// file belongs (`trellis apply shoot.yaml`, `-f` forgotten) is said to be one, with the command meant.
 fn read_plan(path: &Path, command: &str) -> Result<PlanSet> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read plan file {}", path.display()))?;
+    let text = trellis_providers::manifest::read_input(path)
+        .with_context(|| format!("cannot read plan file {}", path.display()))?;
     let shown = path.display().to_string();
     match PlanSet::from_json(&shown, &text) {
         Ok(set) => Ok(set),
@@ -1760,7 +1761,8 @@ fn state(cmd: StateCommand) -> Result<u8> {
         StateCommand::Rm(args) => repair::state_rm(args)?,
         StateCommand::Push { shoot, file, force, env } => {
             let shown = file.display().to_string();
-            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {shown}"))?;
+            let text =
+                trellis_providers::manifest::read_input(&file).with_context(|| format!("cannot read {shown}"))?;
             let ws = WorkspaceFile::parse(&shown, &text)?;
             if ws.shoot != shoot {
                 bail!(

@@ -192,8 +192,8 @@ impl Registry {
 
     /// Reads and checks a world file (`--world`): its sections are the bindings'.
     pub fn load_world(&self, path: &Path) -> Result<WorldFile> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read world file {}", path.display()))?;
+        let text = trellis_providers::manifest::read_input(path)
+            .with_context(|| format!("cannot read world file {}", path.display()))?;
         Ok(WorldFile::parse_with(&path.display().to_string(), &text, &self.world_sections())?)
     }
 

@@ -786,8 +786,37 @@ pub fn load_file(file: &Path) -> Result<Loaded, ManifestError> {
 
 /// [`load_file`], dispatching Shoots through `registry`.
 pub fn load_file_with(registry: &Registry, file: &Path) -> Result<Loaded, ManifestError> {
-    let text = std::fs::read_to_string(file).map_err(|cause| ManifestError::Io { path: file.to_path_buf(), cause })?;
+    let text = read_input(file).map_err(|cause| ManifestError::Io { path: file.to_path_buf(), cause })?;
     parse_str_with(registry, file, &text)
+}
+
+/// The most bytes trellis reads of a file a user names: a manifest (`-f`), a world file (`--world`), a
+/// plan file (`show`, `apply`, `diff`), a workspace file (`state push`). A plan of 10,000 applied
+/// shoots is ~250 MB; a path that names the wrong thing (a device, a pipe that never ends, a
+/// multi-gigabyte log) stops here instead of filling memory until the system kills the process.
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// The text of the file at `path`, read whole: [`std::fs::read_to_string`] that stops after
+/// [`MAX_INPUT_BYTES`] with an error ([`std::io::ErrorKind::FileTooLarge`]) saying so. The caller names
+/// the path in its error, as for any other read error.
+pub fn read_input(path: &Path) -> std::io::Result<String> {
+    read_at_most(path, MAX_INPUT_BYTES)
+}
+
+fn read_at_most(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(limit + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "larger than {} MiB, the most trellis reads of a manifest, world, plan or workspace file; check that the path names the file you meant (a fleet whose plan is that large: plan it in shards, --shard)",
+                limit >> 20
+            ),
+        ));
+    }
+    Ok(text)
 }
 
 /// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
@@ -1460,6 +1489,20 @@ fn document_text<'t>(text: &'t str, line_starts: &[usize], doc: &DocSpan) -> &'t
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_input_longer_than_the_limit_is_refused_and_one_at_the_limit_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shoot.yaml");
+        std::fs::write(&path, "0123456789").unwrap();
+        assert_eq!(read_at_most(&path, 10).unwrap(), "0123456789");
+        let e = read_at_most(&path, 9).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+        assert!(e.to_string().starts_with("larger than 0 MiB"), "{e}");
+        // An input that never ends stops at the limit too.
+        let e = read_at_most(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(e.to_string().starts_with("larger than 1 MiB, the most trellis reads"), "{e}");
+    }
 
     #[test]
     fn map_config_changes_only_the_infrastructure_config() {

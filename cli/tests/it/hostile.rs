@@ -79,6 +79,30 @@ fn regression_hostile_files_never_panic_any_subcommand() {
     }
 }
 
+/// A path that names something that never ends (`/dev/zero`; a pipe, a device) where a manifest, world,
+/// plan or workspace file is expected: every reader stops at its limit (1 GiB) with one line naming the
+/// path, where each read on until the system killed the process for its memory (5 GiB in 8 s). Slow
+/// (reads 1 GiB a run): on the slow list of .config/nextest.toml.
+#[test]
+fn regression_an_input_that_never_ends_is_refused_at_the_limit() {
+    let sb = Sandbox::new();
+    let zero = "/dev/zero";
+    // One command a reader: `validate -f` reads as `plan -f` does, `apply PLAN` and `diff` as `show`.
+    for (args, with_state) in [
+        (vec!["plan", "-f", zero], true),
+        (vec!["plan", "-f", &a1(), "--world", zero], true),
+        (vec!["show", zero], false),
+        (vec!["state", "push", "shoot--dev--alpha", zero], true),
+    ] {
+        let run = if with_state { sb.run(&args) } else { sb.run_raw(&args) };
+        assert_eq!(run.code, 1, "`{}`: {}", run.cmd, run.stderr);
+        let lines = run.stderr_lines();
+        assert_eq!(lines.len(), 1, "`{}`: one line: {}", run.cmd, run.stderr);
+        assert!(lines[0].contains(zero) && lines[0].contains("larger than 1024 MiB"), "`{}`: {}", run.cmd, lines[0]);
+    }
+    sb.assert_no_workspaces();
+}
+
 #[test]
 fn regression_hostile_flags_never_panic_any_subcommand() {
     let sb = Sandbox::new();
