@@ -263,9 +263,23 @@ impl std::fmt::Debug for Entra {
     }
 }
 
-/// The trimmed content of a token file; the reason when it is unreadable or empty.
+/// The most bytes read of a token file: a projected service account token is a few KB; a path that
+/// names something else (`/dev/zero`, a log) stops here instead of filling memory.
+const MAX_TOKEN_FILE: u64 = 1 << 20;
+
+/// The trimmed content of a token file; the reason when it is unreadable, empty or too large.
 fn read_token_file(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TOKEN_FILE + 1).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_TOKEN_FILE {
+        return Err(format!(
+            "{} is larger than 1 MiB, which no token file is; point it at the token file",
+            path.display()
+        ));
+    }
     let token = text.trim();
     if token.is_empty() {
         return Err(format!("{} is empty", path.display()));
@@ -719,6 +733,11 @@ mod tests {
             (
                 vec![(ENV_TENANT_ID, "t"), (ENV_CLIENT_ID, "c"), (ENV_FEDERATED_TOKEN_FILE, "/nonexistent/token")],
                 "AZURE_FEDERATED_TOKEN_FILE: cannot read /nonexistent/token",
+            ),
+            (
+                // A path that never ends is read up to its limit, not until memory runs out.
+                vec![(ENV_TENANT_ID, "t"), (ENV_CLIENT_ID, "c"), (ENV_FEDERATED_TOKEN_FILE, "/dev/zero")],
+                "AZURE_FEDERATED_TOKEN_FILE: /dev/zero is larger than 1 MiB, which no token file is",
             ),
             (vec![(ENV_IDENTITY_ENDPOINT, "http://127.0.0.1:1/msi")], "IDENTITY_HEADER"),
             (

@@ -1007,6 +1007,10 @@ fn named(target: &str, mut body: Value, name: &str) -> Result<Value, CloudError>
     Ok(body)
 }
 
+/// The most bytes read of a service-account key file (~2.3 KB): a path that names something else
+/// (`/dev/zero`, a log) stops here instead of filling memory.
+const MAX_KEY_FILE: u64 = 1 << 20;
+
 /// The credentials, and the key's secrets to redact from errors (its `private_key_id` and every
 /// line of its private key).
 fn credentials(
@@ -1023,9 +1027,15 @@ fn credentials(
         },
     };
     let shown = path.display().to_string();
-    let text = std::fs::read(&path)
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_KEY_FILE + 1).read_to_end(&mut text))
         .map_err(|e| GcpClientError::KeyUnreadable { path: shown.clone(), message: e.kind().to_string() })?;
     let invalid = |m: &str| GcpClientError::KeyInvalid { path: shown.clone(), message: m.to_string() };
+    if text.len() as u64 > MAX_KEY_FILE {
+        return Err(invalid("larger than 1 MiB, which no key file is"));
+    }
     // serde_json's messages name a line and column, never the text.
     let key: Value = serde_json::from_slice(&text).map_err(|_| invalid("not JSON"))?;
     if key.get("type").and_then(Value::as_str) != Some("service_account") {

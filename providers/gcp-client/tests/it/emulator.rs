@@ -495,6 +495,9 @@ async fn unusable_credentials_are_one_line_errors_naming_the_file() {
     std::fs::write(&user, r#"{"type": "authorized_user", "refresh_token": "secret-refresh"}"#).unwrap();
     let e = GcpClient::new("p", url(), Credentials::KeyFile(user)).await.unwrap_err();
     assert!(matches!(e, GcpClientError::KeyInvalid { .. }) && !e.to_string().contains("secret-refresh"), "{e}");
+    // A path that never ends is read up to its limit, not until memory runs out.
+    let e = GcpClient::new("p", url(), Credentials::KeyFile("/dev/zero".into())).await.unwrap_err();
+    assert!(matches!(e, GcpClientError::KeyInvalid { .. }) && e.to_string().contains("larger than 1 MiB"), "{e}");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"type": "service_account", "client_email": "a@p.iam.gserviceaccount.com", "private_key": "not-a-pem-secret"}"#)
         .unwrap();
