@@ -56,9 +56,23 @@ fn default_root_file() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| Path::new(&home).join(".postgresql/root.crt"))
 }
 
+/// The most bytes read of an `sslrootcert` file: a system's whole CA bundle is ~250 KB; a path that
+/// names something else (`/dev/zero`, a log) stops here instead of filling memory.
+const MAX_ROOT_FILE: u64 = 16 << 20;
+
 /// The PEM certificates of `file`.
 fn roots_from_file(file: &Path) -> Result<RootCertStore, String> {
-    let text = std::fs::read(file).map_err(|e| format!("sslrootcert {}: cannot read it ({e})", file.display()))?;
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_ROOT_FILE + 1).read_to_end(&mut text))
+        .map_err(|e| format!("sslrootcert {}: cannot read it ({e})", file.display()))?;
+    if text.len() as u64 > MAX_ROOT_FILE {
+        return Err(format!(
+            "sslrootcert {}: larger than 16 MiB, which no certificate file is; give the PEM file of the authority that signed the server's certificate",
+            file.display()
+        ));
+    }
     let certs = CertificateDer::pem_slice_iter(&text)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("sslrootcert {}: not a PEM certificate file ({e})", file.display()))?;

@@ -163,4 +163,8 @@ fn pg_tls_an_unreadable_sslrootcert_is_one_error_naming_the_file() {
     let (a_dir, _) = url(&t, "localhost", "sslmode=verify-full&sslrootcert={dir}");
     let msg = refused(&a_dir);
     assert!(msg.contains(&format!("sslrootcert {}: cannot read it", t.dir.path().display())), "{msg}");
+    // A path that never ends is read up to its limit, not until memory runs out.
+    let (endless, _) = url(&t, "localhost", "sslmode=verify-full&sslrootcert=/dev/zero");
+    let msg = refused(&endless);
+    assert!(msg.contains("sslrootcert /dev/zero: larger than 16 MiB"), "{msg}");
 }
