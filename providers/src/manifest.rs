@@ -805,9 +805,10 @@ pub fn read_input(path: &Path) -> std::io::Result<String> {
 
 fn read_at_most(path: &Path, limit: u64) -> std::io::Result<String> {
     use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)?.take(limit + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > limit {
+    // Bytes first: a cut through a character of a file over the limit is the size's error, not UTF-8's.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::FileTooLarge,
             format!(
@@ -816,7 +817,8 @@ fn read_at_most(path: &Path, limit: u64) -> std::io::Result<String> {
             ),
         ));
     }
-    Ok(text)
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8"))
 }
 
 /// The `*.yaml`/`*.yml` files of a fleet directory, sorted. Every such entry that is not a readable
@@ -1499,6 +1501,11 @@ mod tests {
         let e = read_at_most(&path, 9).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
         assert!(e.to_string().starts_with("larger than 0 MiB"), "{e}");
+        // Over the limit by a character cut in two: the size is the error.
+        std::fs::write(&path, "0123456789é").unwrap();
+        assert_eq!(read_at_most(&path, 10).unwrap_err().kind(), std::io::ErrorKind::FileTooLarge);
+        std::fs::write(&path, b"\xff").unwrap();
+        assert_eq!(read_at_most(&path, 10).unwrap_err().to_string(), "stream did not contain valid UTF-8");
         // An input that never ends stops at the limit too.
         let e = read_at_most(Path::new("/dev/zero"), 1 << 20).unwrap_err();
         assert!(e.to_string().starts_with("larger than 1 MiB, the most trellis reads"), "{e}");
