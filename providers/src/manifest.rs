@@ -806,8 +806,11 @@ pub fn read_input(path: &Path) -> std::io::Result<String> {
 fn read_at_most(path: &Path, limit: u64) -> std::io::Result<String> {
     use std::io::Read as _;
     // Bytes first: a cut through a character of a file over the limit is the size's error, not UTF-8's.
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(limit + 1).read_to_end(&mut bytes)?;
+    // Sized from the file's length where it has one (a 250 MB plan file is not grown by doubling).
+    let file = std::fs::File::open(path)?;
+    let hint = file.metadata().map_or(0, |m| m.len()).min(limit + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
+    file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::FileTooLarge,
