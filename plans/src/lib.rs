@@ -1028,8 +1028,16 @@ pub struct PlanSet {
 /// newline in a plan file cannot start a line of its own.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {
-    #[error("{}: not a trellis plan file: {}", escape::text(path), escape::text(&cause.to_string()))]
-    Parse { path: String, cause: serde_json::Error },
+    /// Not JSON, or JSON of another shape. `at` is where in the document (a field path such as
+    /// `plans[2].nodes[0].depends_on[1]`, and the node's address when the value is inside a node);
+    /// empty when serde_json's message already says (a syntax error's line and column).
+    #[error(
+        "{}: not a trellis plan file: {}{}; a plan file is what `trellis plan --out` writes — re-run it",
+        escape::text(path),
+        escape::text(at),
+        escape::text(&cause.to_string())
+    )]
+    Parse { path: String, at: String, cause: serde_json::Error },
     #[error("{}: plan format_version {found} is not supported by this trellis (supports {FORMAT_VERSION}); re-run `trellis plan` with this version", escape::text(path))]
     Version { path: String, found: u32 },
     #[error(
@@ -1079,17 +1087,14 @@ impl PlanSet {
     /// Reads a plan file written by [`PlanSet::to_json`] and checks that it is well formed:
     /// known version, and no node that would write to a resource trellis does not own.
     pub fn from_json(path: &str, text: &str) -> Result<PlanSet, PlanFileError> {
-        let parse = |cause| PlanFileError::Parse { path: path.to_string(), cause };
-        let mut value: Value = serde_json::from_str(text).map_err(parse)?;
-        let found = value.get("format_version").and_then(Value::as_u64).unwrap_or(0) as u32;
-        if found != FORMAT_VERSION {
-            return Err(PlanFileError::Version { path: path.to_string(), found });
-        }
-        let plans = match value.get_mut("plans") {
-            Some(plans) => serde_json::from_value::<Vec<Value>>(plans.take()).map_err(parse)?,
-            None => vec![value],
+        let plans = match read_plans(path, text, false) {
+            // A value of the wrong type: read the file again, tracking where each value sits, so the
+            // error names it (tracking costs every file ~8 % of its read; only a refused one pays).
+            Err(PlanFileError::Parse { cause, .. }) if cause.classify() == serde_json::error::Category::Data => {
+                read_plans(path, text, true)?
+            }
+            read => read?,
         };
-        let plans = plans.into_iter().map(|plan| plan_from_value(path, plan)).collect::<Result<_, _>>()?;
         let set = PlanSet { format_version: FORMAT_VERSION, plans };
         for plan in &set.plans {
             if plan.digest != plan.body_digest() {
@@ -1120,25 +1125,90 @@ impl PlanSet {
     }
 }
 
+/// The plans of a plan file, each read as a [`Plan`] (not checked yet). With `locate`, a value of the
+/// wrong type is refused naming its field path ([`from_value_at`]).
+fn read_plans(path: &str, text: &str, locate: bool) -> Result<Vec<Plan>, PlanFileError> {
+    let mut value: Value = serde_json::from_str(text).map_err(|cause| PlanFileError::Parse {
+        path: path.to_string(),
+        at: String::new(),
+        cause,
+    })?;
+    let found = value.get("format_version").and_then(Value::as_u64).unwrap_or(0) as u32;
+    if found != FORMAT_VERSION {
+        return Err(PlanFileError::Version { path: path.to_string(), found });
+    }
+    match value.get_mut("plans") {
+        Some(plans) => from_value_at::<Vec<Value>>(path, locate, || "plans".to_string(), None, plans.take())?
+            .into_iter()
+            .enumerate()
+            .map(|(i, plan)| plan_from_value(path, locate, &format!("plans[{i}]."), plan))
+            .collect(),
+        None => Ok(vec![plan_from_value(path, locate, "", value)?]),
+    }
+}
+
 /// Reads one plan of a plan file. The nodes are read one by one, so that a node no plan could contain
 /// (a write to a user-owned resource, a verify with a patch: [`NodeShapeError`]) is refused as
 /// [`PlanFileError::Invalid`], naming its address.
-fn plan_from_value(path: &str, mut value: Value) -> Result<Plan, PlanFileError> {
-    let parse = |cause| PlanFileError::Parse { path: path.to_string(), cause };
-    let nodes = match value.get_mut("nodes") {
-        Some(nodes) => serde_json::from_value::<Vec<NodeJsonOwned>>(nodes.take()).map_err(parse)?,
+/// `at` is where the plan sits in the file (`plans[2].`, or empty for a file of one plan).
+fn plan_from_value(path: &str, locate: bool, at: &str, mut value: Value) -> Result<Plan, PlanFileError> {
+    let nodes = match value.get_mut("nodes").map(Value::take) {
+        Some(Value::Array(nodes)) => nodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let address = locate.then(|| node.get("address").and_then(Value::as_str).map(str::to_string)).flatten();
+                from_value_at::<NodeJsonOwned>(path, locate, || format!("{at}nodes[{i}]"), address.as_deref(), node)
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => from_value_at::<Vec<NodeJsonOwned>>(path, locate, || format!("{at}nodes"), None, other)?,
         None => Vec::new(),
     };
     if let Some(slot) = value.get_mut("nodes") {
         *slot = Value::Array(Vec::new());
     }
-    let mut plan = serde_json::from_value::<Plan>(value).map_err(parse)?;
+    let mut plan = from_value_at::<Plan>(path, locate, || at.trim_end_matches('.').to_string(), None, value)?;
     plan.nodes = nodes
         .into_iter()
         .map(Node::try_from)
         .collect::<Result<_, _>>()
         .map_err(|e| PlanFileError::Invalid { path: path.to_string(), address: e.address, problem: e.problem })?;
     Ok(plan)
+}
+
+/// `value` read as a `T`; a value of the wrong shape is [`PlanFileError::Parse`]. With `locate` it
+/// names where: `at` (where `value` sits in the file, e.g. `plans[2].nodes[0]`) followed by the field
+/// path inside it, and the node's `address` when `value` is one.
+fn from_value_at<T: serde::de::DeserializeOwned>(
+    path: &str,
+    locate: bool,
+    at: impl FnOnce() -> String,
+    address: Option<&str>,
+    value: Value,
+) -> Result<T, PlanFileError> {
+    if !locate {
+        return serde_json::from_value(value).map_err(|cause| PlanFileError::Parse {
+            path: path.to_string(),
+            at: String::new(),
+            cause,
+        });
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let (at, inner) = (at(), e.path().to_string());
+        let mut place = match (at.is_empty(), inner.as_str()) {
+            (true, ".") => String::new(),
+            (true, inner) => inner.to_string(),
+            (false, ".") => at.to_string(),
+            (false, inner) => format!("{at}.{inner}"),
+        };
+        if let Some(address) = address {
+            place.push_str(&format!(" (node {address})"));
+        }
+        if !place.is_empty() {
+            place.push_str(": ");
+        }
+        PlanFileError::Parse { path: path.to_string(), at: place, cause: e.into_inner() }
+    })
 }
 
 /// A replace may only detach references held by managed resources of the same plan.

@@ -406,7 +406,17 @@ impl WorkspaceFile {
                 )));
             }
         }
-        serde_json::from_value(file.workspace).map_err(expected_json)
+        // Read from a `Value`, serde_json's message has no line or column: name the field instead.
+        serde_path_to_error::deserialize(file.workspace).map_err(|e| {
+            let at = match e.path().to_string() {
+                p if p == "." => "workspace".to_string(),
+                p => format!("workspace.{p}"),
+            };
+            invalid(format!(
+                "{at}: {}; expected the JSON that `trellis state pull` prints: {{\"checksum\": …, \"workspace\": {{…}}}}",
+                e.into_inner()
+            ))
+        })
     }
 }
 

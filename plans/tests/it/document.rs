@@ -85,6 +85,49 @@ fn from_json_refuses_another_format_version() {
     assert!(matches!(PlanSet::from_json("x", "not json"), Err(PlanFileError::Parse { .. })));
 }
 
+/// A value of the wrong type is refused naming where it is: the field path in the file and, inside a
+/// node, the node's address (serde_json's own message has no position once the file is a `Value`).
+#[test]
+fn regression_a_value_of_the_wrong_type_is_refused_naming_its_field_path() {
+    let plan = azure_managed_plan("shoot--dev--alpha");
+    let address = plan.nodes[1].address.clone();
+    let single = edited(&plan, |v| v["nodes"][1]["depends_on"] = serde_json::json!([-1]));
+    let err = PlanSet::from_json("one.tfplan", &single).unwrap_err();
+    assert!(matches!(err, PlanFileError::Parse { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "one.tfplan: not a trellis plan file: nodes[1].depends_on[0] (node {address}): invalid type: integer `-1`, \
+             expected a string; a plan file is what `trellis plan --out` writes — re-run it"
+        )
+    );
+    // In a fleet, the plan's index comes first; outside the nodes there is no address.
+    let fleet = set(vec![azure_managed_plan("shoot--dev--alpha"), azure_user_managed_plan("shoot--dev--beta")]);
+    let mut v: serde_json::Value = serde_json::from_str(&fleet.to_json()).unwrap();
+    v["plans"][1]["summary"]["create"] = serde_json::json!("three");
+    let msg = PlanSet::from_json("fleet.tfplan", &v.to_string()).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(
+            "fleet.tfplan: not a trellis plan file: plans[1].summary.create: invalid type: string \"three\""
+        ),
+        "{msg}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&fleet.to_json()).unwrap();
+    v["plans"][0]["nodes"][2]["action"] = serde_json::json!("explode");
+    let address = fleet.plans[0].nodes[2].address.clone();
+    let msg = PlanSet::from_json("fleet.tfplan", &v.to_string()).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "fleet.tfplan: not a trellis plan file: plans[0].nodes[2].action (node {address}): unknown variant `explode`"
+        )),
+        "{msg}"
+    );
+    // A syntax error keeps serde_json's line and column.
+    let msg = PlanSet::from_json("cut.tfplan", &single[..single.len() / 2]).unwrap_err().to_string();
+    assert!(msg.starts_with("cut.tfplan: not a trellis plan file: EOF while parsing"), "{msg}");
+    assert!(msg.contains(" at line "), "{msg}");
+}
+
 #[test]
 fn fleet_summary_adds_up() {
     let s = set(vec![azure_drifted_plan("shoot--dev--alpha"), azure_user_managed_plan("shoot--dev--beta")]);

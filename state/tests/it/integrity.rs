@@ -235,6 +235,27 @@ fn regression_push_checks_the_checksum_of_its_file() {
     );
 }
 
+/// A value of the wrong type in a hand-edited workspace file is refused naming its field (the file is
+/// read as JSON first, for its checksum, so serde_json's message alone has no position).
+#[test]
+fn regression_push_names_the_field_of_a_value_of_the_wrong_type() {
+    let ws = Workspace::new(SHOOT);
+    let mut file = serde_json::json!({ "workspace": serde_json::to_value(&ws).unwrap() });
+    file["workspace"]["serial"] = serde_json::json!("x");
+    let err = WorkspaceFile::parse("f.json", &file.to_string()).unwrap_err().to_string();
+    assert!(err.starts_with("f.json: workspace.serial: invalid type: string \"x\", expected u64;"), "{err}");
+    assert!(err.contains("expected the JSON that `trellis state pull` prints"), "{err}");
+    file["workspace"]["serial"] = serde_json::json!(3);
+    file["workspace"]["resources"] = serde_json::json!({
+        "azure.resource_group.x.x": { "kind": "resource_group", "id": "/subscriptions/s/resourceGroups/x", "ownership": 5 }
+    });
+    let err = WorkspaceFile::parse("f.json", &file.to_string()).unwrap_err().to_string();
+    assert!(
+        err.starts_with("f.json: workspace.resources.azure.resource_group.x.x.ownership: invalid type: integer `5`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn regression_a_foreign_directory_is_refused_and_left_alone() {
     let work = tempfile::tempdir().unwrap();
