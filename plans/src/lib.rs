@@ -1049,6 +1049,10 @@ pub enum PlanFileError {
     Invalid { path: String, address: String, problem: String },
     #[error("{}: plan of {}: its nodes and artifacts do not match its digest {}; the plan file was edited or corrupted after `trellis plan` wrote it — re-run `trellis plan --out`", escape::text(path), escape::text(shoot), escape::text(digest))]
     Edited { path: String, shoot: String, digest: String },
+    /// The plan's `summary` is not the count of its nodes' actions (a plan, not a node: the summary
+    /// is outside the digest, so an edit of it alone is found here).
+    #[error("{}: plan of {}: its summary does not match its nodes; the plan file was edited or corrupted — re-run `trellis plan --out`", escape::text(path), escape::text(shoot))]
+    Summary { path: String, shoot: String },
 }
 
 impl PlanSet {
@@ -1105,11 +1109,7 @@ impl PlanSet {
                 });
             }
             if plan.summary != plan.expected_summary() {
-                return Err(PlanFileError::Invalid {
-                    path: path.to_string(),
-                    address: plan.shoot.clone(),
-                    problem: "the summary does not match the nodes".to_string(),
-                });
+                return Err(PlanFileError::Summary { path: path.to_string(), shoot: plan.shoot.clone() });
             }
             for node in &plan.nodes {
                 if let Some(problem) = detach_problem(plan, node) {

@@ -159,7 +159,12 @@ fn from_json_refuses_a_summary_that_does_not_match_the_nodes() {
     let mut plan = azure_managed_plan("shoot--dev--alpha");
     plan.summary.create += 1;
     let err = PlanSet::from_json("edited.tfplan", &set(vec![plan]).to_json()).unwrap_err().to_string();
-    assert!(err.contains("the summary does not match the nodes"), "{err}");
+    // The plan's, named as a plan (it once read "node shoot--dev--alpha: …", as if the shoot were a node).
+    assert_eq!(
+        err,
+        "edited.tfplan: plan of shoot--dev--alpha: its summary does not match its nodes; the plan file was edited \
+         or corrupted — re-run `trellis plan --out`"
+    );
 }
 
 #[test]
