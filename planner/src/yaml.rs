@@ -1,8 +1,10 @@
 //! YAML parse errors in words, for every reader of YAML (manifests, world files).
 //!
 //! serde-saphyr's default messages are good, except that a tripped resource limit prints Rust Debug
-//! text (`budget breached: Nodes { nodes: 250001 }`). [`message`] says instead which limit a file
-//! exceeds and what to do.
+//! text (`budget breached: Nodes { nodes: 250001 }`) and a value of the wrong shape names parser
+//! events (`expected mapping start`). [`message`] says instead which limit a file exceeds and what
+//! to do, and what the field needs against what the file has (`expected a mapping (`key: value`
+//! entries), found a single value or a list`).
 //!
 //! Every reader parses with [`options`] (serde-saphyr) or [`parser_options`] (its event parser):
 //! the library's defaults and resource budget. serde-saphyr is built without its `comments` feature
@@ -45,6 +47,16 @@ pub fn message(err: &serde_saphyr::Error) -> String {
     let err = err.without_snippet();
     let text = match err {
         serde_saphyr::Error::Budget { breach, .. } => budget(breach),
+        // The parser's event names ("expected mapping start"): in the words of what the file holds.
+        serde_saphyr::Error::Unexpected { expected: "mapping start", .. } => {
+            "expected a mapping (`key: value` entries), found a single value or a list".to_string()
+        }
+        serde_saphyr::Error::Unexpected { expected: "sequence start", .. } => {
+            "expected a list (`- item` entries, or `[a, b]`), found a single value or a mapping".to_string()
+        }
+        serde_saphyr::Error::Unexpected { expected: "string scalar", .. } => {
+            "expected a single value (a string), found a list or a mapping".to_string()
+        }
         other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
     };
     // The library may append the location itself; it is already in front.
@@ -80,6 +92,35 @@ fn budget(breach: &BudgetBreach) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// serde-saphyr names the parser's events; the message names what the field needs and what the
+    /// file has there instead.
+    #[test]
+    fn a_value_of_the_wrong_shape_is_said_in_words() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Doc {
+            map: std::collections::BTreeMap<String, String>,
+            list: Vec<String>,
+            name: String,
+        }
+        let cases = [
+            (
+                "map: 5\nlist: []\nname: x\n",
+                "expected a mapping (`key: value` entries), found a single value or a list",
+            ),
+            (
+                "map: {}\nlist: x\nname: x\n",
+                "expected a list (`- item` entries, or `[a, b]`), found a single value or a mapping",
+            ),
+            ("map: {}\nlist: []\nname: [a]\n", "expected a single value (a string), found a list or a mapping"),
+        ];
+        for (yaml, want) in cases {
+            let err = super::from_str::<Doc>(yaml).unwrap_err();
+            assert_eq!(super::message(&err), want, "{yaml}");
+            assert!(err.location().is_some(), "the location stays for the caller to put in front: {yaml}");
+        }
+    }
+
     #[test]
     fn a_tripped_limit_is_said_in_words() {
         let yaml = format!("x: [{}]", vec!["1"; 300_000].join(","));

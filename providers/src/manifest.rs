@@ -1045,6 +1045,15 @@ fn parse_error(file: &Path, text: &str, doc: Option<usize>, err: serde_saphyr::E
             Some(v) => format!("invalid value \"{v}\": expected {}", expected_in_words(ty)),
             None => format!("invalid value: expected {}", expected_in_words(ty)),
         },
+        // A list or a mapping where a bool or integer belongs: said as such (the value after the key
+        // is not one scalar to quote, and serde-saphyr may place the error inside the collection).
+        serde_saphyr::Error::SerdeInvalidType { unexpected, expected, .. }
+            if (expected.starts_with("a boolean") || expected.starts_with("an integer"))
+                && (unexpected == "sequence" || unexpected == "map") =>
+        {
+            let found = if unexpected == "map" { "a mapping" } else { "a list" };
+            format!("expected {expected}, found {found}")
+        }
         // A bool or integer field ([`crate::strict`]) got something else; serde-saphyr places the
         // error at the field's key, the message points at the value after it.
         serde_saphyr::Error::SerdeInvalidType { expected, .. }

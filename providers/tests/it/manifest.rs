@@ -451,6 +451,26 @@ fn regression_quoted_yes_is_not_a_boolean() {
     );
 }
 
+/// A list or a mapping where a boolean or integer belongs is named as what it is (a flow list was cut
+/// at its first `]` and quoted as if it were a string, `invalid value "[1"`; a mapping quoted the
+/// value of its first key).
+#[test]
+fn regression_a_list_or_mapping_for_a_boolean_is_named_as_such() {
+    for (value, found) in [("[1, [2]]   # no", "a list"), ("{a: 1}", "a mapping"), ("\n        - true", "a list")] {
+        let err = load_err_files(&[("shoot.yaml", &azure_shoot(&format!("      zoned: {value}\n")))], &["shoot.yaml"]);
+        assert!(err.starts_with("<dir>/shoot.yaml:1"), "{err}");
+        assert!(err.ends_with(&format!(": expected a boolean (true or false), found {found}")), "{value}: {err}");
+    }
+    let err = load_err_files(
+        &[(
+            "shoot.yaml",
+            &format!("{HEAD}spec:\n  provider:\n    type: azure\n    workers:\n    - name: w\n      maximum: [3]\n"),
+        )],
+        &["shoot.yaml"],
+    );
+    assert!(err.ends_with(": expected an integer (i32), found a list"), "{err}");
+}
+
 /// `s` as a double-quoted YAML scalar (JSON's escapes are YAML's).
 fn json_quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap()
