@@ -41,6 +41,17 @@ pub fn from_multiple<'de, T: Deserialize<'de>>(text: &'de str) -> Result<Vec<T>,
     serde_saphyr::from_multiple_with_options(text, options())
 }
 
+/// What a field of Rust type `ty` expects, in words: `an integer (u64)`, `a boolean (true or false)`
+/// (manifests' and world files' parse errors say it so; `strict` re-exports it).
+pub fn expected_in_words(ty: &str) -> String {
+    match ty {
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" => format!("an integer ({ty})"),
+        "f32" | "f64" => "a number".to_string(),
+        "bool" => "a boolean (true or false)".to_string(),
+        _ => ty.to_string(),
+    }
+}
+
 /// The message of a YAML error, without its location and source snippet (callers put the location in
 /// front as `file:line:column:`).
 pub fn message(err: &serde_saphyr::Error) -> String {
@@ -57,7 +68,13 @@ pub fn message(err: &serde_saphyr::Error) -> String {
         serde_saphyr::Error::Unexpected { expected: "string scalar", .. } => {
             "expected a single value (a string), found a list or a mapping".to_string()
         }
-        other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
+        serde_saphyr::Error::InvalidScalar { ty, .. } => format!("invalid value: expected {}", expected_in_words(ty)),
+        serde_saphyr::Error::TaggedScalarCannotDeserializeIntoString { .. } => {
+            "a value with a YAML tag (`!!float 1`) is not a string here; write the value without the tag".to_string()
+        }
+        // The library's messages for the people who wrote the file (`null is not allowed here`, `value
+        // `.nan` is not a finite number`), not its developer's (`…; use Option<String>`).
+        other => serde_saphyr::UserMessageFormatter.format_message(other).into_owned(),
     };
     // The library may append the location itself; it is already in front.
     match err.location() {
@@ -113,7 +130,21 @@ mod tests {
                 "expected a list (`- item` entries, or `[a, b]`), found a single value or a mapping",
             ),
             ("map: {}\nlist: []\nname: [a]\n", "expected a single value (a string), found a list or a mapping"),
+            (
+                "map: {}\nlist: []\nname: !!float 1\n",
+                "a value with a YAML tag (`!!float 1`) is not a string here; write the value without the tag",
+            ),
+            ("map: {}\nlist: []\nname: null\n", "null is not allowed here"),
         ];
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Numbers {
+            n: u64,
+        }
+        let err = super::from_str::<Numbers>("n: abc\n").unwrap_err();
+        assert_eq!(super::message(&err), "invalid value: expected an integer (u64)");
+        let err = super::from_str::<serde_json::Value>("n: .nan\n").unwrap_err();
+        assert_eq!(super::message(&err), "value `.nan` is not a finite number");
         for (yaml, want) in cases {
             let err = super::from_str::<Doc>(yaml).unwrap_err();
             assert_eq!(super::message(&err), want, "{yaml}");

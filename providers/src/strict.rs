@@ -19,14 +19,7 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 
 /// The words the manifest loader uses for what a field expects (also in its own parse errors).
-pub fn expected_in_words(ty: &str) -> String {
-    match ty {
-        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" => format!("an integer ({ty})"),
-        "f32" | "f64" => "a number".to_string(),
-        "bool" => "a boolean (true or false)".to_string(),
-        _ => ty.to_string(),
-    }
-}
+pub use trellis_planner::yaml::expected_in_words;
 
 struct BoolVisitor;
 
