@@ -506,10 +506,21 @@ impl fmt::Display for DocRef {
     }
 }
 
+/// What to do about a path that cannot be read, when the error itself does not say (the size limit's
+/// message does).
+fn path_hint(cause: &std::io::Error) -> &'static str {
+    match cause.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => "; check the path given with -f",
+        std::io::ErrorKind::PermissionDenied => "; check the path given with -f and that trellis may read it",
+        _ => "",
+    }
+}
+
 /// Why manifests could not be loaded. Each renders as one line for the user.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("{}: {cause}", path.display())]
+    /// A path given with `-f` (or a file of a directory given so) that cannot be read.
+    #[error("cannot read {}: {cause}{}", path.display(), path_hint(cause))]
     Io { path: PathBuf, cause: std::io::Error },
     /// Malformed YAML, an unknown field, a wrong type, a duplicate key.
     #[error("{}:{line}:{column}: {}{message}", file.display(), doc_prefix(*doc))]

@@ -191,6 +191,7 @@ fn missing_manifest_path_is_named() {
             let msg = one_error_line(&run);
             assert!(msg.contains(path.as_str()), "names the path: {msg}");
             assert!(msg.contains("No such file or directory"), "{msg}");
+            assert!(msg.starts_with("error: cannot read ") && msg.ends_with("; check the path given with -f"), "{msg}");
         }
     }
     // No -f at all.

@@ -168,7 +168,7 @@ pub enum SimError {
     #[error("simulated cloud storage is damaged at key {key}: {detail}; remove the simulated cloud from the state directory and rebuild it with --world")]
     Corrupt { key: String, detail: String },
     /// A world file that is not valid YAML or has unknown keys or wrong types.
-    #[error("{path}:{line}:{column}: {message}")]
+    #[error("world file {path}:{line}:{column}: {message}")]
     WorldParse { path: String, line: u64, column: u64, message: String },
     /// A world file whose resources are wrong; every problem, one per line.
     #[error("{}", problems.join("\n"))]

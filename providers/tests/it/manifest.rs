@@ -275,7 +275,10 @@ fn two_documents_with_the_same_technical_id_are_rejected_naming_both() {
 fn empty_directory_and_empty_files_are_errors() {
     assert_eq!(load_err_files(&[("notes.txt", "hi")], &[""]), "<dir>: no *.yaml or *.yml files in this directory");
     assert_eq!(load_err_files(&[("empty.yaml", "---\n# nothing\n")], &[""]), "no Shoot manifests found in <dir>");
-    assert!(load_err_files(&[], &["missing.yaml"]).starts_with("<dir>/missing.yaml: "));
+    assert_eq!(
+        load_err_files(&[], &["missing.yaml"]),
+        "cannot read <dir>/missing.yaml: No such file or directory (os error 2); check the path given with -f"
+    );
 }
 
 /// A fleet directory with one valid shoot (`a.yaml`) and whatever `add` puts next to it; the error

@@ -213,7 +213,9 @@ fn parse_errors_have_file_line_and_column() {
     let SimError::WorldParse { path, line, column, .. } = &e else { panic!("{e:?}") };
     assert_eq!(path, "bad.yaml");
     assert!(*line >= 3 && *column > 0, "{e}");
-    assert!(e.to_string().starts_with(&format!("bad.yaml:{line}:{column}: ")), "{e}");
+    // Named as a world file: a Shoot given as --world reads "world file shoot.yaml:3:1: unknown field
+    // `apiVersion`, …", which says which flag's file is wrong.
+    assert!(e.to_string().starts_with(&format!("world file bad.yaml:{line}:{column}: ")), "{e}");
 
     let e = WorldFile::parse("x.yaml", "azure:\n  resources: []\nawz: {}\n").unwrap_err();
     assert!(matches!(e, SimError::WorldParse { line: 3, .. }), "{e:?}");
