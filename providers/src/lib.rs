@@ -22,6 +22,7 @@
 //!   phases, DNSRecord objects and artifacts; registered by the engine as a derived provider (its
 //!   inputs made by [`domains::pair`], its Seed rules [`domains::check_seeds`]).
 
+pub mod account;
 pub mod azure;
 pub mod cidr;
 pub mod domains;

@@ -460,3 +460,54 @@ fn regression_apply_and_destroy_print_a_fleet_in_input_order_as_plan_does() {
         }
     }
 }
+
+/// A shoot applied in one subscription and planned in another (a CI job's `AZURE_SUBSCRIPTION_ID`
+/// pointing elsewhere; with the simulator, a world file of another subscription) is refused before
+/// anything is read, in one line naming both subscriptions and what to do. It was planned as five
+/// deletes and five creates under the same addresses, and its apply failed with "dependency cycle in
+/// the plan …; this is a bug in the provider's task graph".
+#[test]
+fn regression_a_shoot_planned_in_another_subscription_or_project_is_refused() {
+    let sb = Sandbox::new();
+    let alpha = common::a1();
+    sb.run(&["apply", "-f", &alpha, "--auto-approve"]).code(0);
+    let elsewhere = common::scenario("B1-byo-nsg-rt-in-vnet-rg/world.yaml");
+    for args in [
+        vec!["plan", "-f", &alpha, "--world", &elsewhere],
+        vec!["apply", "-f", &alpha, "--world", &elsewhere, "--auto-approve"],
+        vec!["destroy", "-f", &alpha, "--world", &elsewhere, "--auto-approve"],
+    ] {
+        let run = sb.run(&args).code(1);
+        let errors: Vec<&str> = run.stderr_lines().into_iter().filter(|l| l.starts_with("error: ")).collect();
+        assert_eq!(errors.len(), 1, "{}", run.stderr);
+        for needle in [
+            "shoot--dev--alpha",
+            "in subscription 00000000-0000-0000-0000-000000000000 (e.g. /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/shoot--dev--alpha",
+            "this plan is for subscription 6d3a9c1e-2b4f-4e8a-9c71-5f0e2d8b4a17",
+            "trellis does not move a shoot to another subscription",
+            "plan for subscription 00000000-0000-0000-0000-000000000000 (--subscription; with the simulated cloud, a world file's azure.subscriptionId)",
+        ] {
+            assert!(errors[0].contains(needle), "{needle:?} in {}", errors[0]);
+        }
+        assert!(!run.stdout.contains("to delete"), "no plan is printed: {}", run.stdout);
+    }
+    // Back in its subscription, nothing changed.
+    let own = sb.file("own-subscription.yaml");
+    std::fs::write(&own, "azure:\n  subscriptionId: 00000000-0000-0000-0000-000000000000\n").unwrap();
+    sb.run(&["plan", "-f", &alpha, "--world", &own, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+
+    // GCP: the project comes from --project; the shoot was built a second time in the other one.
+    let sb = Sandbox::new();
+    let web = gcp_scenario("A1-managed-default/shoot.yaml");
+    sb.run(&["apply", "-f", &web, "--auto-approve"]).code(0);
+    let run = sb.run(&["plan", "-f", &web, "--project", "other-project"]).code(1);
+    assert_eq!(run.stderr_lines().len(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("in project trellis-sim (e.g. projects/trellis-sim/")
+            && run.stderr.contains("this plan is for project other-project")
+            && run.stderr.contains("plan for project trellis-sim (--project)"),
+        "{}",
+        run.stderr
+    );
+    sb.run(&["plan", "-f", &web, "--detailed-exitcode"]).code(0).stdout_has("No changes.");
+}

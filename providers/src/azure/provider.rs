@@ -78,6 +78,7 @@ impl Stages for Azure {
         stored: &AzureState,
         cloud: &CloudCtx,
     ) -> Result<Setup<Ctx, AzureState>, ProviderError> {
+        crate::account::check(ws, &cloud.account, &SUBSCRIPTION).map_err(|e| ProviderError::Other(Box::new(e)))?;
         let cfg = &shoot.spec.provider.infrastructure_config;
         let mut state = stored.clone();
         state.overlay = Some(overlay::overlay_enabled(&shoot.spec.networking));
@@ -183,6 +184,7 @@ impl Stages for Azure {
         stored: &AzureState,
         cloud: &CloudCtx,
     ) -> Result<Ctx, ProviderError> {
+        crate::account::check(ws, &cloud.account, &SUBSCRIPTION).map_err(|e| ProviderError::Other(Box::new(e)))?;
         Ok(Ctx::new(shoot, &cloud.account, stored).with_recorded(ws))
     }
 
@@ -304,3 +306,15 @@ impl Stages for Azure {
         Ok(Vec::new())
     }
 }
+
+/// A shoot's subscription, for [`crate::account::check`].
+const SUBSCRIPTION: crate::account::Account = crate::account::Account {
+    word: "subscription",
+    chosen_by: "--subscription; with the simulated cloud, a world file's azure.subscriptionId",
+    of: |id| {
+        let mut segments = id.trim_start_matches('/').split('/');
+        segments.next().filter(|s| s.eq_ignore_ascii_case("subscriptions"))?;
+        segments.next().filter(|s| !s.is_empty())
+    },
+    same: |a, b| a.eq_ignore_ascii_case(b),
+};

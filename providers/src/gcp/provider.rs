@@ -120,10 +120,11 @@ impl Stages for Gcp {
     fn context(
         &self,
         shoot: &GcpShoot,
-        _ws: &Workspace,
+        ws: &Workspace,
         stored: &GcpState,
         cloud: &CloudCtx,
     ) -> Result<Setup<Ctx, GcpState>, ProviderError> {
+        crate::account::check(ws, &cloud.account, &PROJECT).map_err(|e| ProviderError::Other(Box::new(e)))?;
         Ok(Setup { ctx: Ctx::new(shoot, &cloud.account), state: stored.clone(), warnings: Vec::new() })
     }
 
@@ -195,10 +196,11 @@ impl Stages for Gcp {
     fn destroy_context(
         &self,
         shoot: &GcpShoot,
-        _ws: &Workspace,
+        ws: &Workspace,
         _stored: &GcpState,
         cloud: &CloudCtx,
     ) -> Result<Ctx, ProviderError> {
+        crate::account::check(ws, &cloud.account, &PROJECT).map_err(|e| ProviderError::Other(Box::new(e)))?;
         Ok(Ctx::new(shoot, &cloud.account))
     }
 
@@ -302,3 +304,11 @@ impl Stages for Gcp {
         fleet::check(fleet, applied, cloud, ctx).await
     }
 }
+
+/// A shoot's project, for [`crate::account::check`]: the `projects/{project}/…` of a resource's selfLink.
+const PROJECT: crate::account::Account = crate::account::Account {
+    word: "project",
+    chosen_by: "--project",
+    of: |id| id.split_once("projects/")?.1.split('/').next(),
+    same: |a, b| a == b,
+};
