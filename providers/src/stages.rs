@@ -424,6 +424,7 @@ fn plan_rest<S: Stages>(
     let forget = stages.forget(&ctx, &desired, observed)?;
     let replace = |address: &str| cctx.replace.contains(address);
     let nodes = trellis_planner::diff::plan_nodes_replacing(desired, observed, &replace)?;
+    orderable(&nodes)?;
     let artifacts = stages.artifacts(shoot, &ctx, observed, &nodes)?;
     warnings.extend(stages.warnings(shoot, &ctx, observed)?);
     let mut plan = plan_document(stages, shoot, ws, nodes, artifacts, warnings);
@@ -434,6 +435,13 @@ fn plan_rest<S: Stages>(
     }
     plan.set_record(record, applied);
     Ok(Planned { plan, state: stored_blob(S::TYPE, &state)?, forget })
+}
+
+/// A plan the executor can order: one node per address, every dependency a node of the plan, no
+/// cycle (the graph the apply builds). A provider's bug is then one error when planning, not a plan
+/// that shows and an apply that fails.
+fn orderable(nodes: &[Node]) -> Result<(), ProviderError> {
+    trellis_planner::graph::PlanGraph::build(nodes).map(drop).map_err(|e| ProviderError::Other(Box::new(e)))
 }
 
 /// The warning when the shoot's egress CIDRs (its NAT's public addresses) change from the last
@@ -556,6 +564,7 @@ fn destroy_rest<S: Stages>(
 ) -> Result<Planned, ProviderError> {
     let desired = stages.destroy_desired(shoot, ctx, observed)?;
     let nodes = trellis_planner::diff::plan_nodes(desired, observed)?;
+    orderable(&nodes)?;
     let mut plan = plan_document(stages, shoot, ws, nodes, stages.destroy_artifacts(), Vec::new());
     plan.destroy = true;
     plan.fill_digest();
