@@ -270,16 +270,19 @@ const MAX_TOKEN_FILE: u64 = 1 << 20;
 /// The trimmed content of a token file; the reason when it is unreadable, empty or too large.
 fn read_token_file(path: &Path) -> Result<String, String> {
     use std::io::Read as _;
-    let mut text = String::new();
+    // Bytes first: a large binary file is the size's error, not UTF-8's.
+    let mut bytes = Vec::new();
     std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_TOKEN_FILE + 1).read_to_string(&mut text))
+        .and_then(|f| f.take(MAX_TOKEN_FILE + 1).read_to_end(&mut bytes))
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if text.len() as u64 > MAX_TOKEN_FILE {
+    if bytes.len() as u64 > MAX_TOKEN_FILE {
         return Err(format!(
             "{} is larger than 1 MiB, which no token file is; point it at the token file",
             path.display()
         ));
     }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{} is not text (not valid UTF-8); point it at the token file", path.display()))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(format!("{} is empty", path.display()));
@@ -755,6 +758,22 @@ mod tests {
             [(ENV_TENANT_ID, "t"), (ENV_CLIENT_ID, "c"), (ENV_FEDERATED_TOKEN_FILE, empty.path().to_str().unwrap())];
         let err = EnvCredential::from_vars(vars(&pairs)).unwrap_err().to_string();
         assert!(err.contains("is empty"), "{err}");
+        // Binary content: over the limit it is the size's error (it was "stream did not contain valid
+        // UTF-8"), under it, "not text".
+        for (len, says) in
+            [(2 << 20, "is larger than 1 MiB, which no token file is"), (64, "is not text (not valid UTF-8)")]
+        {
+            let binary = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(binary.path(), vec![0xff_u8; len]).unwrap();
+            let pairs = [
+                (ENV_TENANT_ID, "t"),
+                (ENV_CLIENT_ID, "c"),
+                (ENV_FEDERATED_TOKEN_FILE, binary.path().to_str().unwrap()),
+            ];
+            let err = EnvCredential::from_vars(vars(&pairs)).unwrap_err().to_string();
+            assert!(err.contains(says), "{len} bytes: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
     }
 
     #[test]
