@@ -163,6 +163,12 @@
 //!    0.07 s, of which the latency adds 0.06 s (0.06 s without latency); GCP 1,000: apply 4.28 s /
 //!    198 MiB, re-plan ÷ fresh 2.1×, one shoot 100 ms / 57 MiB, destroy 4.56 s. No change to what
 //!    this section measures (s41 changed the order apply prints and starts a fleet in).
+//!    s42 added work to every plan (each shoot's account checked against its workspace, each plan's
+//!    graph built when it is made): LTO builds of 9dd4694 and 39e2461, alternating by hand, 5 runs
+//!    each: re-plan of 2,000 0.54 s (CPU 0.99 s) against 0.55 s (0.96 s), fresh plan 0.18 s against
+//!    0.17 s (ratio ~3.0×, MISSED as before); plan of 10,000 to a pipe 0.92 s / 46 MiB against
+//!    0.93 s / 40 MiB (3 runs; to /dev/null 0.85 s / 43 MiB against 0.87 s / 40 MiB): no change
+//!    beyond the host's noise.
 //!
 //! 1. Fleet plan: N generated shoots (default 10,000; `TRELLIS_BENCH_SHOOTS` overrides), one YAML file
 //!    each in a temp dir, planned from a fresh state dir against the empty simulated cloud (the first
