@@ -106,7 +106,7 @@ mod tests {
             ("projects/b/global/networks/vpc", Ownership::User),
         ]);
         assert!(check(&users, "b", &PROJECT).is_err());
-        // One managed resource in the plan's project: not a move (a shared VPC's host project holds the others).
+        // One managed resource in the plan's project: the workspace spans both, which is not a move.
         let both = ws(&[
             ("projects/a/global/firewalls/f", Ownership::Managed),
             ("projects/b/global/firewalls/g", Ownership::Managed),
