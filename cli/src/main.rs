@@ -1248,12 +1248,13 @@ impl PlanFile {
     }
 }
 
-/// A pre-flight failure against the simulated cloud without `--world` is most often a shoot whose own
-/// resources (a BYO VNet, VPC, subnet) were never declared: the error's last line says how.
+/// A pre-flight failure against the simulated cloud without `--world` that finds a resource of the
+/// user's missing (a BYO VNet, VPC, subnet) is most often one never declared: the error's last line
+/// says how. Other pre-flight failures are not about the world and get no hint.
 fn world_hint(result: Result<u8>, env: &Env) -> Result<u8> {
     result.map_err(|mut e| {
         if env.cloud == "sim" && env.world.is_none() {
-            if let Some(fleet) = e.downcast_mut::<ops::FleetError>().filter(|f| f.has_preflight()) {
+            if let Some(fleet) = e.downcast_mut::<ops::FleetError>().filter(|f| f.has_missing_user_resource()) {
                 fleet.hint = Some(
                     "the simulated cloud holds only what trellis applied and what a world file declared: declare your own resources (VNet, VPC, subnets, …) in a world file and pass --world FILE (docs/usage/usage.md, \"World files and trellis world export\")"
                         .to_string(),

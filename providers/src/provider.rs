@@ -155,6 +155,41 @@ pub enum ProviderError {
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl ProviderError {
+    /// A pre-flight failure that includes a [`MissingUserResource`].
+    pub fn missing_user_resource(&self) -> bool {
+        matches!(self, ProviderError::Preflight(errs) if errs.iter().any(|e| e.is::<MissingUserResource>()))
+    }
+}
+
+/// A pre-flight error saying that a resource of the user's the shoot names (a BYO VNet, subnet, VPC,
+/// public IP, identity, Cloud Router) does not exist. Against the simulated cloud that is most often
+/// one no world file declared, and the CLI says so after the errors; every other pre-flight error
+/// (a location that differs, a subnet too small, a foreign DNS record) is not about the world.
+#[derive(Debug)]
+pub struct MissingUserResource(pub Box<dyn std::error::Error + Send + Sync>);
+
+impl fmt::Display for MissingUserResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for MissingUserResource {}
+
+/// A provider's pre-flight error as the pipeline carries it: marked when it is a missing resource of
+/// the user's ([`MissingUserResource`]).
+pub fn preflight_error<E: std::error::Error + Send + Sync + 'static>(
+    e: E,
+    missing: bool,
+) -> Box<dyn std::error::Error + Send + Sync> {
+    if missing {
+        Box::new(MissingUserResource(Box::new(e)))
+    } else {
+        Box::new(e)
+    }
+}
+
 impl From<StateError> for ProviderError {
     fn from(e: StateError) -> ProviderError {
         ProviderError::Other(Box::new(e))

@@ -157,6 +157,28 @@ fn hints_work_where_they_are_printed() {
     sb.run(&["plan", "-f", &wrong]).code(1).stderr_has(
         "expected apiVersion azure.provider.extensions.gardener.cloud/v1alpha1, kind InfrastructureConfig for provider azure; found gcp.provider.extensions.gardener.cloud/v1alpha1 InfrastructureConfig",
     );
+
+    // A pre-flight failure that is not about a resource of the user's gets no world hint: the
+    // applied alpha moved to another region finds its own resource group in the old location.
+    let moved = sb.file("moved.yaml");
+    std::fs::write(&moved, std::fs::read_to_string(&a1).unwrap().replace("region: westeurope", "region: northeurope"))
+        .unwrap();
+    let refused = sb.run(&["plan", "-f", &moved, "--sim-dir", &sim]).code(1);
+    assert!(
+        refused.stderr.contains("exists in location westeurope, but the shoot's region is northeurope"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("hint:"), "a hint that does not apply: {}", refused.stderr);
+    // GCP's missing VPC gets it, as Azure's missing VNet above.
+    let in_byo_vpc = gcp_scenario("A2-managed-subnet-in-byo-vpc/shoot.yaml");
+    let refused = sb.run(&["plan", "-f", &in_byo_vpc]).code(1);
+    assert!(refused.stderr.contains("not found in project"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.trim_end().lines().last().unwrap().starts_with("hint: the simulated cloud holds only"),
+        "{}",
+        refused.stderr
+    );
 }
 
 /// An apply that changes nothing does not commit: the serial stays, and a plan saved before it is

@@ -20,8 +20,10 @@ impl FleetError {
     }
 
     /// Whether a shoot failed its pre-flight checks (against the cloud as read).
-    pub fn has_preflight(&self) -> bool {
-        self.failures.iter().any(|(_, _, e)| matches!(e, ProviderError::Preflight(_)))
+    /// Whether a shoot's pre-flight found a resource of the user's missing
+    /// ([`ProviderError::missing_user_resource`]).
+    pub fn has_missing_user_resource(&self) -> bool {
+        self.failures.iter().any(|(_, _, e)| e.missing_user_resource())
     }
 }
 

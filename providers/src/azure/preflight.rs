@@ -21,6 +21,9 @@ pub struct PreflightError {
     /// The field the user can change, when there is one.
     pub field: Option<&'static str>,
     pub message: String,
+    /// It says that a resource of the user's the shoot names does not exist (its VNet, subnet, public
+    /// IP, identity): against the simulated cloud, most often one no world file declared.
+    pub missing: bool,
 }
 
 impl std::fmt::Display for PreflightError {
@@ -34,8 +37,21 @@ impl std::fmt::Display for PreflightError {
 
 impl std::error::Error for PreflightError {}
 
+impl PreflightError {
+    /// As the pipeline carries it: a missing resource of the user's marked so.
+    pub fn boxed(self) -> Box<dyn std::error::Error + Send + Sync> {
+        let missing = self.missing;
+        crate::provider::preflight_error(self, missing)
+    }
+}
+
 fn err(rule: &'static str, field: Option<&'static str>, message: String) -> PreflightError {
-    PreflightError { rule, field, message }
+    PreflightError { rule, field, message, missing: false }
+}
+
+/// A resource of the user's that the shoot names does not exist.
+fn missing(rule: &'static str, field: Option<&'static str>, message: String) -> PreflightError {
+    PreflightError { rule, field, message, missing: true }
 }
 
 /// All pre-flight errors for the shoot. "Not found" is said only of what discovery looked up.
@@ -57,7 +73,7 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Resu
     let (vnet_rg, vnet_name, vnet_managed) = vnet(cfg, ctx);
     let live_vnet = observed.get(&names::resource_id(&ctx.sub, &vnet_rg, rtype::VNET, &vnet_name))?;
     if !vnet_managed && live_vnet.is_none() {
-        errs.push(err(
+        errs.push(missing(
             "upstream",
             Some("networks.vnet"),
             format!("user vnet not found: VNet {vnet_name} does not exist in resource group {vnet_rg} (subscription {}); create it or fix networks.vnet", ctx.sub),
@@ -73,7 +89,7 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Resu
     if let Some(identity) = &cfg.identity {
         let id = names::resource_id(&ctx.sub, &identity.resource_group, rtype::IDENTITY, &identity.name);
         if observed.get(&id)?.is_none() {
-            errs.push(err(
+            errs.push(missing(
                 "upstream",
                 Some("identity"),
                 format!(
@@ -92,7 +108,7 @@ pub fn check(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Resu
         for s in layout(cfg, ctx) {
             for (rg, name) in s.nat.iter().flat_map(|n| n.user_ips.iter()) {
                 if observed.get(&names::resource_id(&ctx.sub, rg, rtype::PUBLIC_IP, name))?.is_none() {
-                    errs.push(err(
+                    errs.push(missing(
                         "upstream",
                         Some("networks.natGateway.ipAddresses"),
                         format!("public IP {name} not found in resource group {rg}; create it or remove it from the NAT gateway's ipAddresses"),
@@ -116,7 +132,7 @@ fn byo(
     let subnet_id = names::subnet_id(&ctx.sub, &vnet_rg, &vnet_name, &subnet.name);
     let where_ = format!("subnet {} in VNet {vnet_name} (resource group {vnet_rg})", subnet.name);
     if observed.get(&subnet_id)?.is_none() {
-        errs.push(err(
+        errs.push(missing(
             "C8",
             Some("networks.subnet.name"),
             format!("{where_} not found; create the subnet in the VNet before creating the shoot, or fix networks.subnet.name"),

@@ -134,7 +134,7 @@ impl Stages for Azure {
         if errs.is_empty() {
             next.byo.update(byo_facts);
         }
-        Ok(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect())
+        Ok(errs.into_iter().map(preflight::PreflightError::boxed).collect())
     }
 
     fn desired(&self, shoot: &AzureShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {

@@ -32,6 +32,9 @@ pub struct PreflightError {
     /// The field the user can change.
     pub field: &'static str,
     pub message: String,
+    /// It says that a resource of the user's the shoot names does not exist (its VPC, subnet, Cloud
+    /// Router): against the simulated cloud, most often one no world file declared.
+    pub missing: bool,
 }
 
 impl std::fmt::Display for PreflightError {
@@ -44,8 +47,21 @@ impl std::fmt::Display for PreflightError {
 
 impl std::error::Error for PreflightError {}
 
+impl PreflightError {
+    /// As the pipeline carries it: a missing resource of the user's marked so.
+    pub fn boxed(self) -> Box<dyn std::error::Error + Send + Sync> {
+        let missing = self.missing;
+        crate::provider::preflight_error(self, missing)
+    }
+}
+
 fn err(rule: &'static str, field: &'static str, message: String) -> PreflightError {
-    PreflightError { rule, field, message }
+    PreflightError { rule, field, message, missing: false }
+}
+
+/// A resource of the user's that the shoot names does not exist.
+fn missing(rule: &'static str, field: &'static str, message: String) -> PreflightError {
+    PreflightError { rule, field, message, missing: true }
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -67,7 +83,7 @@ fn vpc_exists(
 ) -> Result<Option<PreflightError>, NotFetched> {
     let vpc = vpc_res(cfg, ctx);
     Ok(observed.get(&vpc.id)?.is_none().then(|| {
-        err(
+        missing(
             "upstream",
             "networks.vpc.name",
             format!(
@@ -90,7 +106,7 @@ fn user_subnet<'a>(
 ) -> Result<Option<&'a Value>, NotFetched> {
     let vpc = vpc_res(cfg, ctx);
     let Some(subnet) = observed.get(&subnet_res(ctx, name).id)? else {
-        errs.push(err(
+        errs.push(missing(
             "C13",
             field,
             format!(
@@ -246,7 +262,7 @@ fn managed(cfg: &InfrastructureConfig, ctx: &Ctx, observed: &Observed) -> Result
     }
     let router = router_res(cfg, ctx);
     if names::user_router(cfg).is_some() && observed.get(&router.id)?.is_none() {
-        errs.push(err(
+        errs.push(missing(
             "upstream",
             "networks.vpc.cloudRouter.name",
             format!(

@@ -150,7 +150,7 @@ impl Stages for Gcp {
     ) -> Result<PreflightErrors, ProviderError> {
         let errs = preflight::check(&shoot.spec.provider.infrastructure_config, ctx, observed)
             .map_err(bug("gcp preflight"))?;
-        Ok(errs.into_iter().map(|e| Box::new(e) as Box<_>).collect())
+        Ok(errs.into_iter().map(preflight::PreflightError::boxed).collect())
     }
 
     fn desired(&self, shoot: &GcpShoot, ctx: &Ctx, observed: &Observed) -> Result<Vec<Desired>, ProviderError> {
