@@ -389,16 +389,16 @@ impl WorkspaceFile {
     /// checksum that does not match the workspace means the file was damaged or edited.
     pub fn parse(source: &str, text: &str) -> Result<Workspace, StateError> {
         let invalid = |detail: String| StateError::InvalidFile { file: source.to_string(), detail };
-        let expected_json = |e: serde_json::Error| {
+        let expected_json = |e: &dyn std::fmt::Display| {
             invalid(format!(
                 "{e}; expected the JSON that `trellis state pull` prints: {{\"checksum\": …, \"workspace\": {{…}}}}"
             ))
         };
         // The checksum covers the workspace as it was written, which for a file of an earlier trellis is
         // not the form this one would write (see `WorkspaceRepr`): check it on the JSON as read.
-        let file: RawWorkspaceFile = serde_json::from_str(text).map_err(expected_json)?;
+        let file: RawWorkspaceFile = serde_json::from_str(text).map_err(|e| expected_json(&e))?;
         if let Some(expected) = &file.checksum {
-            let actual = checksum_bytes(&serde_json::to_vec(&file.workspace).map_err(expected_json)?);
+            let actual = checksum_bytes(&serde_json::to_vec(&file.workspace).map_err(|e| expected_json(&e))?);
             if &actual != expected {
                 return Err(invalid(format!(
                     "its checksum {expected} does not match its workspace ({actual}): the file is damaged or was \
@@ -407,15 +407,9 @@ impl WorkspaceFile {
             }
         }
         // Read from a `Value`, serde_json's message has no line or column: name the field instead.
-        serde_path_to_error::deserialize(file.workspace).map_err(|e| {
-            let at = match e.path().to_string() {
-                p if p == "." => "workspace".to_string(),
-                p => format!("workspace.{p}"),
-            };
-            invalid(format!(
-                "{at}: {}; expected the JSON that `trellis state pull` prints: {{\"checksum\": …, \"workspace\": {{…}}}}",
-                e.into_inner()
-            ))
+        serde_path_to_error::deserialize(file.workspace).map_err(|e| match e.path().to_string() {
+            p if p == "." => expected_json(&format_args!("workspace: {}", e.inner())),
+            p => expected_json(&format_args!("workspace.{p}: {}", e.inner())),
         })
     }
 }

@@ -19,7 +19,6 @@ impl FleetError {
         FleetError { failures, hint: None }
     }
 
-    /// Whether a shoot failed its pre-flight checks (against the cloud as read).
     /// Whether a shoot's pre-flight found a resource of the user's missing
     /// ([`ProviderError::missing_user_resource`]).
     pub fn has_missing_user_resource(&self) -> bool {
