@@ -143,6 +143,13 @@ impl GceIds {
     }
 }
 
+impl GceIds {
+    /// The project of a GCE id (`projects/{project}/…`, with or without the API's origin and version).
+    pub fn project(id: &str) -> Option<&str> {
+        GceIds::path(id).strip_prefix("projects/")?.split('/').next().filter(|p| !p.is_empty())
+    }
+}
+
 impl IdScheme for GceIds {
     fn key(&self, id: &str) -> String {
         GceIds::path(id).to_string()
@@ -526,6 +533,17 @@ impl fmt::Display for ArmId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gce_id_names_its_project_with_or_without_the_api_prefix() {
+        assert_eq!(GceIds::project("projects/acme-prod/global/firewalls/f"), Some("acme-prod"));
+        assert_eq!(
+            GceIds::project("https://www.googleapis.com/compute/v1/projects/acme-prod/regions/r/subnetworks/s"),
+            Some("acme-prod")
+        );
+        assert_eq!(GceIds::project("global/firewalls/f"), None);
+        assert_eq!(GceIds::project("projects//global/firewalls/f"), None);
+    }
 
     #[test]
     fn dns_ids_are_case_insensitive_and_name_their_namespace_or_zone_as_parent() {

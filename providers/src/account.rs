@@ -17,8 +17,8 @@ pub struct Account {
     pub word: &'static str,
     /// How a plan chooses the account (the flag, and the simulated cloud's way).
     pub chosen_by: &'static str,
-    /// The account of a cloud id, if the id names one.
-    pub of: fn(&str) -> Option<&str>,
+    /// The account of a cloud id, if the id names one (read by the provider's id parser).
+    pub of: fn(&str) -> Option<String>,
     /// Whether two accounts are the same (ARM compares case-insensitively).
     pub same: fn(&str, &str) -> bool,
 }
@@ -44,7 +44,7 @@ pub struct AccountMoved {
 /// recorded as the user's are not looked at: a user's route table may well sit in another
 /// subscription.
 pub fn check(ws: &Workspace, now: &str, account: &Account) -> Result<(), AccountMoved> {
-    let managed: Vec<(&str, &str)> = ws
+    let managed: Vec<(&str, String)> = ws
         .resources
         .values()
         .filter(|r| r.ownership == Ownership::Managed)
@@ -53,11 +53,11 @@ pub fn check(ws: &Workspace, now: &str, account: &Account) -> Result<(), Account
     if managed.is_empty() || managed.iter().any(|(_, a)| (account.same)(a, now)) {
         return Ok(());
     }
-    let (example, recorded) = managed[0];
+    let (example, recorded) = &managed[0];
     Err(AccountMoved {
         word: account.word,
         chosen_by: account.chosen_by,
-        recorded: recorded.to_string(),
+        recorded: recorded.clone(),
         example: example.to_string(),
         now: now.to_string(),
     })
@@ -69,11 +69,12 @@ mod tests {
     use trellis_plans::Kind;
     use trellis_state::StoredResource;
 
-    fn project_of(id: &str) -> Option<&str> {
-        id.strip_prefix("projects/")?.split('/').next()
-    }
-
-    const PROJECT: Account = Account { word: "project", chosen_by: "--project", of: project_of, same: |a, b| a == b };
+    const PROJECT: Account = Account {
+        word: "project",
+        chosen_by: "--project",
+        of: |id| trellis_planner::ids::GceIds::project(id).map(str::to_string),
+        same: |a, b| a == b,
+    };
 
     fn ws(resources: &[(&str, Ownership)]) -> Workspace {
         let mut ws = Workspace::new("shoot--p--s");

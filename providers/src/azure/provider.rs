@@ -311,10 +311,6 @@ impl Stages for Azure {
 const SUBSCRIPTION: crate::account::Account = crate::account::Account {
     word: "subscription",
     chosen_by: "--subscription; with the simulated cloud, a world file's azure.subscriptionId",
-    of: |id| {
-        let mut segments = id.trim_start_matches('/').split('/');
-        segments.next().filter(|s| s.eq_ignore_ascii_case("subscriptions"))?;
-        segments.next().filter(|s| !s.is_empty())
-    },
+    of: |id| trellis_planner::ids::ArmId::parse(id).ok().map(|id| id.subscription().to_string()),
     same: |a, b| a.eq_ignore_ascii_case(b),
 };

@@ -309,6 +309,6 @@ impl Stages for Gcp {
 const PROJECT: crate::account::Account = crate::account::Account {
     word: "project",
     chosen_by: "--project",
-    of: |id| id.split_once("projects/")?.1.split('/').next(),
+    of: |id| trellis_planner::ids::GceIds::project(id).map(str::to_string),
     same: |a, b| a == b,
 };
