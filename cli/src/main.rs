@@ -211,15 +211,16 @@ impl clap::Args for BindingFlags {
 }
 
 /// The ids of `Env`'s arguments that choose or reach a real cloud, or change how a plan reads one
-/// (`--cloud`, `--endpoint`, `--accept-drift`): with the bindings' account flags
-/// ([`binding_flag_reaches_a_real_cloud`]), what `trellis sim` refuses ([`Env::real_cloud_flags`]) and
-/// leaves out of its help.
+/// (`--cloud`, `--endpoint`, `--accept-drift`): with the bindings' flags that configure a real client
+/// only ([`binding_flag_reaches_a_real_cloud`]), what `trellis sim` refuses ([`Env::real_cloud_flags`])
+/// and leaves out of its help.
 const REAL_CLOUD_ARGS: [&str; 3] = ["cloud", "endpoint", "accept_drift"];
 
-/// Whether a binding's flag (by its long name) reaches a real cloud: every account flag but `--project`,
-/// which names the simulated project too.
+/// Whether a binding's flag (by its long name) configures a real client only
+/// ([`Registry::real_client_flags`]: every flag but those a binding's simulated cloud uses too, such as
+/// `--project`, which names the simulated project).
 fn binding_flag_reaches_a_real_cloud(long: &str) -> bool {
-    long != "project"
+    registry().real_client_flags().iter().any(|f| f.long == long)
 }
 
 impl Env {

@@ -275,6 +275,14 @@ pub trait CloudBinding: Send + Sync {
         Vec::new()
     }
 
+    /// The ids of its own flags ([`CloudBinding::args`]) that mean something to its simulated cloud
+    /// too (GCP's `project`: the simulated project). The others configure the real client only:
+    /// given on the command line with `--cloud sim` they are refused, not ignored
+    /// ([`crate::registry::Registry::choose`]).
+    fn sim_flags(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// What its shoots talk to for this command: its real client when `--cloud` names it (built from
     /// the environment and the flags; every problem is an error before anything is opened), else the
     /// simulated cloud.

@@ -104,6 +104,18 @@ impl Entry {
     }
 }
 
+/// A binding's flag that configures its real client only ([`Registry::real_client_flags`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RealClientFlag {
+    /// The clap id.
+    pub id: String,
+    /// The long name, without `--`.
+    pub long: String,
+    /// The `--cloud` it needs: `--cloud azure`, or `--cloud azure or --cloud gcp` for a binding
+    /// whose real client rides on another's.
+    pub needs: String,
+}
+
 /// The registered providers, in registration order (the first of a type wins).
 #[derive(Clone)]
 pub struct Registry {
@@ -216,6 +228,9 @@ impl Registry {
                 self.real_clouds().iter().map(|c| format!("--cloud {c}")).collect::<Vec<_>>().join(" or ")
             );
         }
+        if choice.cloud == "sim" {
+            self.refuse_real_client_flags(choice.flags)?;
+        }
         // A world file with a real cloud: checked before any client signs in.
         if let Some(path) = choice.world.filter(|_| self.real_clouds().contains(&choice.cloud)) {
             self.check_world_beside_real(&self.load_world(path)?, choice.cloud)?;
@@ -225,6 +240,43 @@ impl Registry {
             chosen.push(e.binding.choose(choice).await?);
         }
         Ok(chosen)
+    }
+
+    /// The bindings' flags that configure a real client only (not in their [`CloudBinding::sim_flags`]):
+    /// what `--cloud sim` refuses on the command line, and `trellis sim` altogether.
+    pub fn real_client_flags(&self) -> Vec<RealClientFlag> {
+        let any = self.real_clouds().iter().map(|c| format!("--cloud {c}")).collect::<Vec<_>>().join(" or ");
+        let mut out = Vec::new();
+        for b in self.bindings() {
+            let needs = b.real_cloud().map_or_else(|| any.clone(), |c| format!("--cloud {c}"));
+            for arg in b.args().into_iter().filter(|a| !b.sim_flags().contains(&a.get_id().as_str())) {
+                if let Some(long) = arg.get_long() {
+                    out.push(RealClientFlag {
+                        id: arg.get_id().to_string(),
+                        long: long.to_string(),
+                        needs: needs.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// `--cloud sim` with a flag that configures a real client only, given on the command line (an
+    /// environment variable such as `AZURE_SUBSCRIPTION_ID` is left alone: a CI job's environment
+    /// serves both): refused, naming it and the `--cloud` it needs, rather than silently ignored.
+    fn refuse_real_client_flags(&self, flags: &clap::ArgMatches) -> Result<()> {
+        let given = |id: &str| {
+            flags.try_contains_id(id).unwrap_or(false)
+                && flags.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        };
+        let refused: Vec<RealClientFlag> = self.real_client_flags().into_iter().filter(|f| given(&f.id)).collect();
+        let Some(RealClientFlag { long, needs, .. }) = refused.first() else { return Ok(()) };
+        let drop: Vec<String> = refused.iter().map(|f| format!("--{}", f.long)).collect();
+        bail!(
+            "--{long} needs {needs}: it configures the real client, and the simulated cloud (--cloud sim, the default) does not use it (a world file names the simulated accounts); drop {}, or add {needs}",
+            drop.join(" and ")
+        )
     }
 
     /// With a real cloud (`--cloud NAME`), a world file may hold only the sections that stay simulated

@@ -444,6 +444,43 @@ fn cloud_azure_without_its_settings_is_a_clear_error() {
     assert!(!std::path::Path::new(sb.state()).exists(), "no state dir is created when the cloud cannot be set up");
 }
 
+/// Found probing the flags: `--subscription X` with the simulated cloud (the default) was silently
+/// ignored — the plan was made in the simulated subscription, which the user never sees in the
+/// text output — where `--endpoint` with `--cloud sim` is refused. A flag that configures a real
+/// client only is now refused on the command line with `--cloud sim`, naming the `--cloud` it needs;
+/// its environment variable is still left alone (a CI job's environment serves both), and
+/// `--project`, which names the simulated project, still works.
+#[test]
+fn regression_a_real_client_flag_with_the_simulated_cloud_is_refused_not_ignored() {
+    let sb = Sandbox::new();
+    let sub = "11111111-1111-1111-1111-111111111111";
+    for (args, says) in [
+        (
+            vec!["plan", "-f", &a1(), "--subscription", sub],
+            "error: --subscription needs --cloud azure: it configures the real client, and the simulated cloud (--cloud sim, the default) does not use it (a world file names the simulated accounts); drop --subscription, or add --cloud azure",
+        ),
+        (vec!["apply", "-f", &a1(), "--auto-approve", "--cloud", "sim", "--subscription", sub], "drop --subscription,"),
+        (
+            vec!["plan", "-f", &a1(), "--dns-project", "acme-dns", "--subscription", sub],
+            "drop --subscription and --dns-project, or add --cloud azure",
+        ),
+        (vec!["destroy", "-f", &a1(), "--auto-approve", "--dns-project", "acme-dns"], "--dns-project needs --cloud azure or --cloud gcp"),
+    ] {
+        let r = sb.run(&args).code(1).stderr_has(says);
+        assert_eq!(r.stderr_lines().len(), 1, "one line: {}", r.stderr);
+    }
+    assert!(!std::path::Path::new(sb.state()).exists(), "refused before the state is opened");
+    // From the environment: left alone, the plan is the simulated cloud's.
+    let mut cmd = sb.command(&["plan", "-f", &a1()]);
+    cmd.env("AZURE_SUBSCRIPTION_ID", sub);
+    finish(&mut cmd).code(0).stdout_has("5 to create");
+    // `--project` names the simulated project.
+    let gcp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gcp/managed/shoot.yaml");
+    sb.run(&["plan", "-f", gcp.to_str().expect("UTF-8 path"), "--project", "acme-dev", "--output", "json"])
+        .code(0)
+        .stdout_has("projects/acme-dev/");
+}
+
 /// `v` with `payload` appended to every string but the enum fields of a plan.
 fn append_everywhere(v: &mut serde_json::Value, payload: &str) {
     match v {

@@ -108,6 +108,11 @@ impl CloudBinding for Gcp {
             .help("The GCP project the shoots live in. With --cloud gcp, credentials come from the service-account key file named by GOOGLE_APPLICATION_CREDENTIALS; with the simulated cloud it names the simulated project (default trellis-sim)")]
     }
 
+    /// `--project` names the simulated project too.
+    fn sim_flags(&self) -> &'static [&'static str] {
+        &["project"]
+    }
+
     /// `--cloud gcp`: the GCE client (google-cloud-compute-v1) in `--project`, signed in with the
     /// service-account key file named by GOOGLE_APPLICATION_CREDENTIALS. With `--cloud sim`,
     /// `--project` names the simulated project.
