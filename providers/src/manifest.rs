@@ -775,8 +775,12 @@ pub fn seed_name_of(shoot: &dyn ProviderShoot) -> String {
 }
 
 /// The files `paths` name, in the order [`load`] reads them: each path as given, a directory's
-/// `*.yaml`/`*.yml` files sorted by name (not recursive). Only lists and inspects; reads no file, so a
-/// fleet's order is known before anything is parsed. Errors as [`load`]'s for the same paths.
+/// `*.yaml`/`*.yml` files sorted by name (not recursive). A file reached twice — the same path given
+/// twice, a directory and a file in it (`-f shoots -f shoots/web.yaml`), two spellings of its
+/// directory (`./shoots/../shoots/web.yaml`, a linked directory) — is listed once, where it is first
+/// reached: its Shoots are not duplicates of themselves. (A file that is a symbolic link to another
+/// is a file of its own, as before: its Shoots are duplicates.) Only lists and inspects; reads no file, so a fleet's order is known before anything is
+/// parsed. Errors as [`load`]'s for the same paths.
 pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
@@ -787,6 +791,24 @@ pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
             files.push(path.clone());
         }
     }
+    // Which file a path is: its directory's canonical path and its name — one `realpath` per
+    // directory, not per file of a fleet (a directory that cannot be resolved is kept as written,
+    // and reading the file reports why). A file that is itself a symbolic link stays its own entry.
+    let mut dirs: std::collections::HashMap<PathBuf, PathBuf> = std::collections::HashMap::new();
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|file| {
+        let key = match (file.parent(), file.file_name()) {
+            (Some(dir), Some(name)) => {
+                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+                let canonical = dirs
+                    .entry(dir.to_path_buf())
+                    .or_insert_with(|| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
+                canonical.join(name)
+            }
+            _ => file.clone(),
+        };
+        seen.insert(key)
+    });
     Ok(files)
 }
 

@@ -70,6 +70,40 @@ fn fleet_with_a_duplicate_shoot_fails_with_its_message_and_writes_no_plan_file()
     }
 }
 
+/// Found probing how CI jobs pass manifests: `-f shoots -f shoots/web.yaml` (the fleet, plus the file
+/// a change touched) or one file twice failed with `duplicate shoot …: defined in shoots/web.yaml and
+/// in shoots/web.yaml`. A file reached twice is read once, where it is first reached; two files
+/// holding one shoot are still refused.
+#[test]
+fn regression_a_file_reached_twice_is_read_once() {
+    let sb = Sandbox::new();
+    let dir = sb.file("fleet");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(a2(), format!("{dir}/1.yaml")).unwrap();
+    std::fs::copy(a1(), format!("{dir}/2.yaml")).unwrap();
+    let (one, two) = (format!("{dir}/1.yaml"), format!("{dir}/2.yaml"));
+    let respelled = format!("{dir}/../fleet/./2.yaml");
+    for args in [
+        vec!["-f", &dir, "-f", &two],
+        vec!["-f", &two, "-f", &dir],
+        vec!["-f", &one, "-f", &two, "-f", &one],
+        vec!["-f", &dir, "-f", &respelled, "-f", &dir],
+    ] {
+        let run = sb.run(&[&["plan", "--output", "json"][..], &args[..]].concat()).code(0);
+        let planned = shoots(&run.json());
+        let mut expected = vec!["shoot--dev--bravo", "shoot--dev--alpha"];
+        if args[1] == two {
+            expected.reverse(); // where it is first reached
+        }
+        assert_eq!(planned, expected, "{args:?}");
+    }
+    // A copy is another file: still a duplicate.
+    std::fs::copy(a1(), format!("{dir}/3.yaml")).unwrap();
+    sb.run(&["plan", "-f", &dir, "-f", &two])
+        .code(1)
+        .stderr_has(&format!("error: duplicate shoot shoot--dev--alpha: defined in {dir}/2.yaml and in {dir}/3.yaml"));
+}
+
 #[test]
 fn fleet_with_a_shared_byo_subnet_fails_with_its_message_and_writes_no_plan_file() {
     let sb = Sandbox::new();
