@@ -863,11 +863,12 @@ async fn world_export_in(
     Ok(0)
 }
 
-/// `world export --out` may not name an input manifest or a directory.
+/// `world export --out` may not name an input manifest or a directory, and its directory must exist.
 fn check_world_out(out: &Path, files: &[PathBuf]) -> Result<()> {
     if out.is_dir() {
         bail!("--out {}: is a directory; name the world file to write, e.g. --out world.yaml", out.display());
     }
+    check_out_dir(out)?;
     let Ok(target) = out.canonicalize() else { return Ok(()) };
     if files.iter().any(|f| f.canonicalize().is_ok_and(|f| f == target)) {
         bail!(
@@ -1175,12 +1176,37 @@ fn print_plan(set: &PlanSet, output: Output, verbose: bool) {
     }
 }
 
+/// The directory a file named by `--out` is written in (through a temporary file beside it).
+fn out_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// `--out`'s directory exists: checked before any work, so a long plan or export does not fail at
+/// its end for a directory that was never there.
+fn check_out_dir(out: &Path) -> Result<()> {
+    let dir = out_dir(out);
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => bail!("--out {}: {} is not a directory; name a file in an existing directory", out.display(), dir.display()),
+        Err(e) => bail!(
+            "--out {}: cannot use its directory {}: {e}; create the directory first (mkdir -p {}) or name a file in an existing one",
+            out.display(),
+            dir.display(),
+            dir.display()
+        ),
+    }
+}
+
 /// `--out` may not name an input manifest (the plan would replace the Shoot it was made from) or a
-/// directory. Checked before planning, so nothing is planned for nothing.
+/// directory, and its directory must exist. Checked before planning, so nothing is planned for nothing.
 fn check_out_path(out: &Path, files: &[PathBuf]) -> Result<()> {
     if out.is_dir() {
         bail!("--out {}: is a directory; name the plan file to write, e.g. --out plan.json", out.display());
     }
+    check_out_dir(out)?;
     let Ok(target) = out.canonicalize() else { return Ok(()) };
     let Some(input) = files.iter().find(|f| f.canonicalize().is_ok_and(|f| f == target)) else { return Ok(()) };
     let loaded = trellis_providers::manifest::load_file(input)?;
@@ -1206,17 +1232,17 @@ struct PlanFile {
 }
 
 impl PlanFile {
-    /// A temporary file in `path`'s directory (renamed onto it in the end).
-    fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write plan file {}", path.display()))
+    /// A temporary file in `path`'s directory (renamed onto it in the end). The error names the
+    /// directory, not the temporary file's random name (which tempfile's own error gives).
+    fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+        let dir = out_dir(path);
+        tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot create a file in {}: {}", dir.display(), e.kind()))
+        })
     }
 
     fn create(path: &Path) -> Result<PlanFile> {
-        let tmp = PlanFile::temp_beside(path)?;
+        let tmp = PlanFile::temp_beside(path).with_context(|| format!("cannot write plan file {}", path.display()))?;
         Ok(PlanFile {
             path: path.to_path_buf(),
             writer: trellis_plans::PlanSetWriter::new(std::io::BufWriter::new(tmp)),
@@ -1237,7 +1263,7 @@ impl PlanFile {
         if !fleet_warnings.is_empty() {
             let mut set = read_plan(tmp.path(), "plan")?;
             ops::add_fleet_warnings(set.plans.iter_mut(), fleet_warnings.to_vec());
-            tmp = PlanFile::temp_beside(&path)?;
+            tmp = PlanFile::temp_beside(&path).with_context(context)?;
             let mut w = std::io::BufWriter::new(tmp.as_file_mut());
             set.write_json(&mut w).with_context(context)?;
             w.flush().with_context(context)?;

@@ -193,6 +193,34 @@ fn regression_out_must_not_overwrite_an_input_manifest() {
     sb.run(&["plan", "-f", &manifest, "--out", sb.path().to_str().unwrap()]).code(1).stderr_has("is a directory");
 }
 
+/// Found probing `--out`: a plan file in a directory that does not exist failed with `cannot write
+/// plan file …/p.json: No such file or directory (os error 2) at path "…/.tmpWmeXVK"` — the random
+/// name of a temporary file the user never asked for — and `world export --out` found it only at the
+/// end of its export, where its context said `cannot write world file …: cannot write plan file …`.
+/// Now `--out`'s directory is checked before anything is planned or read, naming the directory.
+#[test]
+fn regression_out_in_a_directory_that_does_not_exist_is_refused_up_front_naming_it() {
+    let sb = Sandbox::new();
+    let missing = sb.file("no-such-dir");
+    let out = format!("{missing}/plan.json");
+    let r = sb.run(&["plan", "-f", &a1(), "--out", &out]).code(1).stderr_has(&format!(
+        "error: --out {out}: cannot use its directory {missing}: No such file or directory (os error 2); create the directory first (mkdir -p {missing}) or name a file in an existing one"
+    ));
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
+    assert!(!r.stderr.contains("at path"), "no temporary file named: {}", r.stderr);
+    assert!(!std::path::Path::new(sb.state()).exists(), "refused before the state is opened");
+    // A file where the directory should be.
+    let file = sb.file("a-file");
+    std::fs::write(&file, "x").unwrap();
+    sb.run(&["plan", "-f", &a1(), "--out", &format!("{file}/plan.json")])
+        .code(1)
+        .stderr_has(&format!("error: --out {file}/plan.json: {file} is not a directory"));
+    // `world export` checks it before it reads the cloud.
+    sb.run(&["world", "export", "-f", &a1(), "--cloud", "azure", "--subscription", "s", "--out", &out])
+        .code(1)
+        .stderr_has(&format!("error: --out {out}: cannot use its directory {missing}"));
+}
+
 #[test]
 fn regression_plan_file_parse_errors_say_the_cause_once() {
     let sb = Sandbox::new();
