@@ -270,6 +270,10 @@ impl Registry {
             flags.try_contains_id(id).unwrap_or(false)
                 && flags.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         };
+        // The common case, no binding flag on the command line, builds nothing.
+        if !flags.ids().any(|id| given(id.as_str())) {
+            return Ok(());
+        }
         let refused: Vec<RealClientFlag> = self.real_client_flags().into_iter().filter(|f| given(&f.id)).collect();
         let Some(RealClientFlag { long, needs, .. }) = refused.first() else { return Ok(()) };
         let drop: Vec<String> = refused.iter().map(|f| format!("--{}", f.long)).collect();
