@@ -48,7 +48,11 @@ fn destroying_a_shoot_that_was_never_applied_creates_no_workspace() {
 #[test]
 fn the_output_file_error_names_the_requested_path() {
     let sb = Sandbox::new();
-    sb.run(&["plan", "-f", &a1(), "--out", "nodir/p.json"]).code(1).stderr_has("cannot write plan file nodir/p.json");
+    // Refused before planning, naming the path as given and its missing directory (s43; it was
+    // `cannot write plan file nodir/p.json: … at path "nodir/.tmpXXXX"` once the plan was made).
+    sb.run(&["plan", "-f", &a1(), "--out", "nodir/p.json"])
+        .code(1)
+        .stderr_has("--out nodir/p.json: cannot use its directory nodir: No such file or directory");
 }
 
 #[test]
