@@ -779,8 +779,9 @@ pub fn seed_name_of(shoot: &dyn ProviderShoot) -> String {
 /// twice, a directory and a file in it (`-f shoots -f shoots/web.yaml`), two spellings of its
 /// directory (`./shoots/../shoots/web.yaml`, a linked directory) — is listed once, where it is first
 /// reached: its Shoots are not duplicates of themselves. (A file that is a symbolic link to another
-/// is a file of its own, as before: its Shoots are duplicates.) Only lists and inspects; reads no file, so a fleet's order is known before anything is
-/// parsed. Errors as [`load`]'s for the same paths.
+/// is a file of its own, as before: its Shoots are duplicates.) Only lists and inspects; reads no
+/// file, so a fleet's order is known before anything is parsed. Errors as [`load`]'s for the same
+/// paths.
 pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
@@ -800,10 +801,11 @@ pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
         let key = match (file.parent(), file.file_name()) {
             (Some(dir), Some(name)) => {
                 let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-                let canonical = dirs
-                    .entry(dir.to_path_buf())
-                    .or_insert_with(|| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
-                canonical.join(name)
+                if !dirs.contains_key(dir) {
+                    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+                    dirs.insert(dir.to_path_buf(), canonical);
+                }
+                dirs[dir].join(name)
             }
             _ => file.clone(),
         };
