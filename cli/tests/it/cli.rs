@@ -70,10 +70,45 @@ fn saved_plan_is_shown_applied_once_and_then_refused_as_stale() {
 
     // Applying the same plan again is refused as stale, and changes nothing.
     let before = sb.run(&["state", "list"]).code(0).stdout;
-    let again = sb.run(&["apply", &plan_file]).code(1).stderr_has("stale plan").stderr_has("re-run `trellis plan`");
+    let again = sb
+        .run(&["apply", &plan_file])
+        .code(1)
+        .stderr_has("stale plan")
+        .stderr_has("re-run `trellis plan`")
+        // It says why that may be fine: a retried job (s43).
+        .stderr_has("; a plan made now has no changes — if this plan was applied already (a retried job), there is nothing left to apply");
     assert!(again.stderr.contains(BRAVO), "the refusal names the shoot: {}", again.stderr);
     assert!(!again.stdout.contains("apply complete"), "{}", again.stdout);
     assert_eq!(sb.run(&["state", "list"]).code(0).stdout, before, "a refused apply changes no state");
+}
+
+/// Found replaying a CI job: re-running the apply job of a plan its first run applied (a retry after
+/// a runner died at the end) said only `stale plan: … (something was applied since); re-run trellis
+/// plan`, which reads as if someone else had changed the shoot. The refusal now adds, when the plan
+/// made now has no changes, that a plan applied already leaves nothing to do — and only then.
+#[test]
+fn regression_a_stale_plan_says_when_a_plan_made_now_has_nothing_left_to_do() {
+    let sb = Sandbox::new();
+    let a2 = a2();
+    let plan_file = sb.file("bravo.plan.json");
+    sb.run(&["plan", "-f", &a2, "--out", &plan_file]).code(0);
+    // Something else was applied since: the shoot with another NAT idle timeout. The saved plan
+    // (timeout 4) would change it back: stale, and no "applied already".
+    let other = sb.file("bravo-timeout-9.yaml");
+    let text = std::fs::read_to_string(&a2).unwrap();
+    assert!(text.contains("idleConnectionTimeoutMinutes: 4"), "the A2 fixture changed");
+    std::fs::write(&other, text.replace("idleConnectionTimeoutMinutes: 4", "idleConnectionTimeoutMinutes: 9")).unwrap();
+    sb.run(&["apply", "-f", &other, "--auto-approve"]).code(0);
+    let changed = sb.run(&["apply", &plan_file]).code(1).stderr_has("stale plan");
+    assert!(!changed.stderr.contains("applied already"), "{}", changed.stderr);
+    // The saved plan's configuration applied since (as its own apply would have): the hint.
+    sb.run(&["apply", "-f", &a2, "--auto-approve"]).code(0);
+    let r = sb
+        .run(&["apply", &plan_file])
+        .code(1)
+        .stderr_has("stale plan")
+        .stderr_has("if this plan was applied already (a retried job), there is nothing left to apply");
+    assert_eq!(r.stderr_lines().len(), 1, "{}", r.stderr);
 }
 
 #[test]

@@ -65,7 +65,14 @@ pub async fn check_saved_plan(session: &Session, saved: &PlanSet, shoots: Vec<Sh
         if old.is_partial() {
             p.planned.plan.restrict(&old.targets);
         }
-        check_prior(old, &p.workspace)?;
+        if let Err(stale) = check_prior(old, &p.workspace) {
+            // A retried CI job applies a plan that its first run applied already: say so, when the
+            // plan made now has nothing left to do.
+            if !p.planned.plan.has_changes() {
+                bail!("{stale}; a plan made now has no changes — if this plan was applied already (a retried job), there is nothing left to apply");
+            }
+            return Err(stale);
+        }
         if let Some(difference) = trellis_plans::first_difference(old, &p.planned.plan) {
             bail!(
                 "{}: stale plan: {difference}: the cloud changed since the plan was made, or the plan file was edited — re-run `trellis plan`",
