@@ -142,6 +142,13 @@ pub trait Stages: Send + Sync + 'static {
         Cow::Borrowed(shoot)
     }
 
+    /// The kind of cloud account a shoot lives in (Azure's subscription, GCP's project), checked
+    /// against what the workspace records before [`Stages::context`] and [`Stages::destroy_context`]
+    /// ([`crate::account::check`]); `None` (the default): not tied to one account.
+    fn account(&self) -> Option<&'static crate::account::Account> {
+        None
+    }
+
     /// The context of a plan, the next state seeded from `stored`, and the warnings known already.
     fn context(
         &self,
@@ -402,8 +409,19 @@ fn plan_start<'a, S: Stages>(
     let stored = stored_state::<S>(ws)?;
     validate(stages, shoot, &stored)?;
     let admitted = stages.admitted(shoot, &stored);
+    same_account(stages, ws, cctx)?;
     let setup = stages.context(admitted.as_ref(), ws, &stored, cctx)?;
     Ok((stored, admitted, setup))
+}
+
+/// A plan (or destroy plan) for the account the workspace's resources live in ([`Stages::account`]).
+fn same_account<S: Stages>(stages: &S, ws: &Workspace, cctx: &CloudCtx) -> Result<(), ProviderError> {
+    match stages.account() {
+        Some(account) => {
+            crate::account::check(ws, &cctx.account, account).map_err(|e| ProviderError::Other(Box::new(e)))
+        }
+        None => Ok(()),
+    }
 }
 
 /// The stages after discovery.
@@ -535,6 +553,7 @@ pub async fn plan_destroy<S: Stages>(
     cctx: &CloudCtx,
 ) -> Result<Planned, ProviderError> {
     let stored = stored_state::<S>(ws)?;
+    same_account(stages, ws, cctx)?;
     let ctx = stages.destroy_context(shoot, ws, &stored, cctx)?;
     let observed =
         discover(stages.id_scheme(), cloud, cctx, |n, o| stages.destroy_discovery(n, shoot, &ctx, o)).await?;
@@ -550,6 +569,7 @@ pub fn destroy_observed<S: Stages>(
     observed: &Observed,
 ) -> Result<Planned, ProviderError> {
     let stored = stored_state::<S>(ws)?;
+    same_account(stages, ws, cctx)?;
     let ctx = stages.destroy_context(shoot, ws, &stored, cctx)?;
     destroy_rest(stages, shoot, ws, stored, &ctx, observed)
 }

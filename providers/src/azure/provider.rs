@@ -39,6 +39,10 @@ impl Stages for Azure {
         &ArmIds
     }
 
+    fn account(&self) -> Option<&'static crate::account::Account> {
+        Some(&SUBSCRIPTION)
+    }
+
     fn terraform_kind(
         &self,
         kind: Kind,
@@ -78,7 +82,6 @@ impl Stages for Azure {
         stored: &AzureState,
         cloud: &CloudCtx,
     ) -> Result<Setup<Ctx, AzureState>, ProviderError> {
-        crate::account::check(ws, &cloud.account, &SUBSCRIPTION).map_err(|e| ProviderError::Other(Box::new(e)))?;
         let cfg = &shoot.spec.provider.infrastructure_config;
         let mut state = stored.clone();
         state.overlay = Some(overlay::overlay_enabled(&shoot.spec.networking));
@@ -184,7 +187,6 @@ impl Stages for Azure {
         stored: &AzureState,
         cloud: &CloudCtx,
     ) -> Result<Ctx, ProviderError> {
-        crate::account::check(ws, &cloud.account, &SUBSCRIPTION).map_err(|e| ProviderError::Other(Box::new(e)))?;
         Ok(Ctx::new(shoot, &cloud.account, stored).with_recorded(ws))
     }
 

@@ -83,6 +83,10 @@ impl Stages for Gcp {
         &GceIds
     }
 
+    fn account(&self) -> Option<&'static crate::account::Account> {
+        Some(&PROJECT)
+    }
+
     fn terraform_kind(
         &self,
         kind: Kind,
@@ -120,11 +124,10 @@ impl Stages for Gcp {
     fn context(
         &self,
         shoot: &GcpShoot,
-        ws: &Workspace,
+        _ws: &Workspace,
         stored: &GcpState,
         cloud: &CloudCtx,
     ) -> Result<Setup<Ctx, GcpState>, ProviderError> {
-        crate::account::check(ws, &cloud.account, &PROJECT).map_err(|e| ProviderError::Other(Box::new(e)))?;
         Ok(Setup { ctx: Ctx::new(shoot, &cloud.account), state: stored.clone(), warnings: Vec::new() })
     }
 
@@ -196,11 +199,10 @@ impl Stages for Gcp {
     fn destroy_context(
         &self,
         shoot: &GcpShoot,
-        ws: &Workspace,
+        _ws: &Workspace,
         _stored: &GcpState,
         cloud: &CloudCtx,
     ) -> Result<Ctx, ProviderError> {
-        crate::account::check(ws, &cloud.account, &PROJECT).map_err(|e| ProviderError::Other(Box::new(e)))?;
         Ok(Ctx::new(shoot, &cloud.account))
     }
 
