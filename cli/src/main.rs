@@ -865,10 +865,7 @@ async fn world_export_in(
 
 /// `world export --out` may not name an input manifest or a directory, and its directory must exist.
 fn check_world_out(out: &Path, files: &[PathBuf]) -> Result<()> {
-    if out.is_dir() {
-        bail!("--out {}: is a directory; name the world file to write, e.g. --out world.yaml", out.display());
-    }
-    check_out_dir(out)?;
+    check_out_dir(out, "world file to write, e.g. --out world.yaml")?;
     let Ok(target) = out.canonicalize() else { return Ok(()) };
     if files.iter().any(|f| f.canonicalize().is_ok_and(|f| f == target)) {
         bail!(
@@ -1184,9 +1181,13 @@ fn out_dir(path: &Path) -> &Path {
     }
 }
 
-/// `--out`'s directory exists: checked before any work, so a long plan or export does not fail at
-/// its end for a directory that was never there.
-fn check_out_dir(out: &Path) -> Result<()> {
+/// `--out` names a file (not a directory) in a directory that exists: checked before any work, so a
+/// long plan or export does not fail at its end. `what` names the file, e.g. `plan file to write, e.g.
+/// --out plan.json`.
+fn check_out_dir(out: &Path, what: &str) -> Result<()> {
+    if out.is_dir() {
+        bail!("--out {}: is a directory; name the {what}", out.display());
+    }
     let dir = out_dir(out);
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
@@ -1203,10 +1204,7 @@ fn check_out_dir(out: &Path) -> Result<()> {
 /// `--out` may not name an input manifest (the plan would replace the Shoot it was made from) or a
 /// directory, and its directory must exist. Checked before planning, so nothing is planned for nothing.
 fn check_out_path(out: &Path, files: &[PathBuf]) -> Result<()> {
-    if out.is_dir() {
-        bail!("--out {}: is a directory; name the plan file to write, e.g. --out plan.json", out.display());
-    }
-    check_out_dir(out)?;
+    check_out_dir(out, "plan file to write, e.g. --out plan.json")?;
     let Ok(target) = out.canonicalize() else { return Ok(()) };
     let Some(input) = files.iter().find(|f| f.canonicalize().is_ok_and(|f| f == target)) else { return Ok(()) };
     let loaded = trellis_providers::manifest::load_file(input)?;
